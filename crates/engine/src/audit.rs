@@ -1,0 +1,410 @@
+//! The audit: what a group's sink received, record by record, and what that adds up to.
+//!
+//! Every application of a record to a group's sink is a [`Delivery`]. From the deliveries and
+//! the group's committed offsets the audit derives the lab's figures, with one definition
+//! everywhere (DESIGN.md, "Audit"):
+//!
+//! - `delivered(o)`: how many times the record at offset `o` was applied;
+//! - **lost**: records the group has passed (below its committed offset, or deleted by retention
+//!   before it read them), counted from where the group first started, never applied, and not
+//!   deliberately skipped by a seek or an offset reset;
+//! - **duplicates**: `Σ max(0, delivered(o) − 1)`, split into **redeliveries** (a crash, a
+//!   restart or a rebalance made the group read the record again) and **replays** (a seek or an
+//!   offset reset asked for it).
+//!
+//! The counters are kept incrementally; [`GroupAudit::recount`] recomputes them from the raw
+//! delivery log, and the property tests check that both always agree.
+
+use crate::clock::Millis;
+use crate::log::PartitionLog;
+use crate::record::{Offset, TopicPartition};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Why a record was applied to the sink.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeliveryReason {
+    /// The first time this group applied the record.
+    First,
+    /// Again, because a consumer crashed before its commit covered the record.
+    CrashRedelivery,
+    /// Again, because the partition moved to another member (or back) in a rebalance.
+    RebalanceRedelivery,
+    /// Again, after a graceful restart or an automatic `auto.offset.reset`.
+    RestartRedelivery,
+    /// Again, because someone rewound on purpose: a seek or an offset reset.
+    Replay,
+}
+
+impl DeliveryReason {
+    pub fn is_redelivery(self) -> bool {
+        matches!(
+            self,
+            Self::CrashRedelivery | Self::RebalanceRedelivery | Self::RestartRedelivery
+        )
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::First => "first delivery",
+            Self::CrashRedelivery => "crash redelivery",
+            Self::RebalanceRedelivery => "rebalance redelivery",
+            Self::RestartRedelivery => "restart redelivery",
+            Self::Replay => "deliberate replay",
+        }
+    }
+}
+
+/// One application of a record to a group's sink.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Delivery {
+    pub at: Millis,
+    pub tp: TopicPartition,
+    pub offset: Offset,
+    pub key: String,
+    pub consumer: String,
+    pub incarnation: u32,
+    pub reason: DeliveryReason,
+}
+
+/// Delivery counts of one partition, for offsets from `base` on.
+#[derive(Debug, Clone, Default)]
+pub struct PartitionAudit {
+    /// Where the group first started reading this partition: losses count from here.
+    pub first_start: Offset,
+    base: Offset,
+    counts: Vec<u32>,
+    /// Half-open ranges skipped on purpose (a seek or reset forward).
+    skipped: Vec<(Offset, Offset)>,
+}
+
+impl PartitionAudit {
+    fn new(first_start: Offset) -> Self {
+        Self {
+            first_start,
+            base: first_start,
+            counts: Vec::new(),
+            skipped: Vec::new(),
+        }
+    }
+
+    pub fn delivered(&self, offset: Offset) -> u32 {
+        if offset < self.base {
+            return 0;
+        }
+        self.counts.get((offset - self.base) as usize).copied().unwrap_or(0)
+    }
+
+    fn bump(&mut self, offset: Offset) -> u32 {
+        if offset < self.base {
+            let mut grown = vec![0; (self.base - offset) as usize];
+            grown.append(&mut self.counts);
+            self.counts = grown;
+            self.base = offset;
+        }
+        let i = (offset - self.base) as usize;
+        if i >= self.counts.len() {
+            self.counts.resize(i + 1, 0);
+        }
+        self.counts[i] += 1;
+        self.counts[i]
+    }
+
+    fn is_skipped(&self, offset: Offset) -> bool {
+        self.skipped.iter().any(|&(a, b)| (a..b).contains(&offset))
+    }
+
+    /// Run-length encoded delivery counts: `[from, to_exclusive, count]` triples from the first
+    /// start to the highest delivered offset.
+    pub fn delivery_runs(&self) -> Vec<[i64; 3]> {
+        let mut runs: Vec<[i64; 3]> = Vec::new();
+        let start = self.first_start.min(self.base);
+        let end = self.base + self.counts.len() as Offset;
+        for o in start..end {
+            let c = i64::from(self.delivered(o));
+            match runs.last_mut() {
+                Some(run) if run[1] == o && run[2] == c => run[1] = o + 1,
+                _ => runs.push([o, o + 1, c]),
+            }
+        }
+        runs
+    }
+}
+
+/// What the audit concludes for one partition (or a whole group, summed).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct AuditFigures {
+    pub lost: u64,
+    pub duplicates: u64,
+    pub redeliveries: u64,
+    pub crash_redeliveries: u64,
+    pub replays: u64,
+    /// Records skipped on purpose (seek or reset forward) and never applied.
+    pub skipped: u64,
+    pub deliveries: u64,
+}
+
+impl std::ops::AddAssign for AuditFigures {
+    fn add_assign(&mut self, o: Self) {
+        self.lost += o.lost;
+        self.duplicates += o.duplicates;
+        self.redeliveries += o.redeliveries;
+        self.crash_redeliveries += o.crash_redeliveries;
+        self.replays += o.replays;
+        self.skipped += o.skipped;
+        self.deliveries += o.deliveries;
+    }
+}
+
+/// Where a group resumes a partition, and what retention left of it: the inputs of "lost".
+#[derive(Clone, Copy)]
+pub struct Progress<'a> {
+    /// The offset the group would restart from (its committed offset, or the sink's).
+    pub resume: Option<Offset>,
+    pub log: &'a dyn PartitionLog,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct GroupAudit {
+    partitions: BTreeMap<TopicPartition, PartitionAudit>,
+    deliveries: Vec<Delivery>,
+    /// Incremental counters per partition: duplicates, redeliveries, crash redeliveries, replays.
+    counters: BTreeMap<TopicPartition, [u64; 4]>,
+}
+
+impl GroupAudit {
+    /// Notes where the group starts reading `tp`, if it never read it before.
+    pub fn note_start(&mut self, tp: &TopicPartition, offset: Offset) {
+        self.partitions
+            .entry(tp.clone())
+            .or_insert_with(|| PartitionAudit::new(offset));
+    }
+
+    pub fn partition(&self, tp: &TopicPartition) -> Option<&PartitionAudit> {
+        self.partitions.get(tp)
+    }
+
+    pub fn partitions(&self) -> impl Iterator<Item = (&TopicPartition, &PartitionAudit)> {
+        self.partitions.iter()
+    }
+
+    pub fn delivered(&self, tp: &TopicPartition, offset: Offset) -> u32 {
+        self.partitions.get(tp).map_or(0, |p| p.delivered(offset))
+    }
+
+    /// The reason to record for applying `offset` now: `First` if it was never applied,
+    /// otherwise `repeat` (what the consumer's position came from).
+    pub fn classify(&self, tp: &TopicPartition, offset: Offset, repeat: DeliveryReason) -> DeliveryReason {
+        if self.delivered(tp, offset) == 0 {
+            DeliveryReason::First
+        } else {
+            repeat
+        }
+    }
+
+    pub fn record(&mut self, d: Delivery) {
+        let part = self
+            .partitions
+            .entry(d.tp.clone())
+            .or_insert_with(|| PartitionAudit::new(d.offset));
+        let n = part.bump(d.offset);
+        let c = self.counters.entry(d.tp.clone()).or_default();
+        if n > 1 {
+            c[0] += 1;
+            if d.reason.is_redelivery() {
+                c[1] += 1;
+            }
+            if d.reason == DeliveryReason::CrashRedelivery {
+                c[2] += 1;
+            }
+            if d.reason == DeliveryReason::Replay {
+                c[3] += 1;
+            }
+        }
+        self.deliveries.push(d);
+    }
+
+    /// Marks `[from, to)` as skipped on purpose.
+    pub fn mark_skipped(&mut self, tp: &TopicPartition, from: Offset, to: Offset) {
+        if to > from {
+            if let Some(p) = self.partitions.get_mut(tp) {
+                p.skipped.push((from, to));
+            }
+        }
+    }
+
+    pub fn deliveries(&self) -> &[Delivery] {
+        &self.deliveries
+    }
+
+    /// Offsets of `tp` the group has silently lost, as half-open ranges.
+    pub fn lost_ranges(&self, tp: &TopicPartition, progress: Progress<'_>) -> Vec<(Offset, Offset)> {
+        let Some(part) = self.partitions.get(tp) else {
+            return Vec::new();
+        };
+        let log_start = progress.log.log_start_offset();
+        let passed = progress.resume.unwrap_or(part.first_start).max(log_start);
+        let has_gaps = progress.log.record_count() as i64
+            != progress.log.log_end_offset() - log_start;
+        let present: Option<std::collections::HashSet<Offset>> = has_gaps.then(|| {
+            let mut set = std::collections::HashSet::new();
+            let upto = passed.max(log_start);
+            progress
+                .log
+                .read(log_start, (upto - log_start).max(0) as usize, &mut |r| {
+                    set.insert(r.offset);
+                });
+            set
+        });
+        let mut ranges: Vec<(Offset, Offset)> = Vec::new();
+        for o in part.first_start..passed {
+            let is_record = o < log_start || present.as_ref().is_none_or(|s| s.contains(&o));
+            if is_record && part.delivered(o) == 0 && !part.is_skipped(o) {
+                match ranges.last_mut() {
+                    Some(r) if r.1 == o => r.1 = o + 1,
+                    _ => ranges.push((o, o + 1)),
+                }
+            }
+        }
+        ranges
+    }
+
+    /// The figures for one partition.
+    pub fn figures(&self, tp: &TopicPartition, progress: Progress<'_>) -> AuditFigures {
+        let lost = self
+            .lost_ranges(tp, progress)
+            .iter()
+            .map(|(a, b)| (b - a) as u64)
+            .sum();
+        let c = self.counters.get(tp).copied().unwrap_or_default();
+        let (skipped, deliveries) = self.partitions.get(tp).map_or((0, 0), |p| {
+            let skipped = p
+                .skipped
+                .iter()
+                .flat_map(|&(a, b)| a..b)
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .filter(|&o| p.delivered(o) == 0)
+                .count() as u64;
+            (skipped, p.counts.iter().map(|&c| u64::from(c)).sum())
+        });
+        AuditFigures {
+            lost,
+            duplicates: c[0],
+            redeliveries: c[1],
+            crash_redeliveries: c[2],
+            replays: c[3],
+            skipped,
+            deliveries,
+        }
+    }
+
+    /// Recounts duplicates, redeliveries and replays from the raw delivery log, ignoring the
+    /// incremental counters: the brute-force oracle for the property tests.
+    pub fn recount(&self, tp: &TopicPartition) -> AuditFigures {
+        let mut seen: BTreeMap<Offset, u32> = BTreeMap::new();
+        let mut f = AuditFigures::default();
+        for d in self.deliveries.iter().filter(|d| &d.tp == tp) {
+            f.deliveries += 1;
+            let n = seen.entry(d.offset).or_default();
+            *n += 1;
+            if *n > 1 {
+                f.duplicates += 1;
+                f.redeliveries += u64::from(d.reason.is_redelivery());
+                f.crash_redeliveries += u64::from(d.reason == DeliveryReason::CrashRedelivery);
+                f.replays += u64::from(d.reason == DeliveryReason::Replay);
+            }
+        }
+        f
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::memory::MemoryLog;
+    use crate::log::TopicConfig;
+    use crate::record::NewRecord;
+
+    fn log(n: usize) -> MemoryLog {
+        let mut l = MemoryLog::new(TopicConfig { segment_records: Some(4), ..TopicConfig::default() }.segment_limits());
+        for i in 0..n {
+            l.append(NewRecord { timestamp: i as i64, key: Some(b"k"), value: Some(b"v") }, 0);
+        }
+        l
+    }
+
+    fn deliver(a: &mut GroupAudit, tp: &TopicPartition, o: Offset, reason: DeliveryReason) {
+        let reason = a.classify(tp, o, reason);
+        a.record(Delivery { at: 0, tp: tp.clone(), offset: o, key: String::new(), consumer: "c1".into(), incarnation: 1, reason });
+    }
+
+    #[test]
+    fn lost_counts_passed_records_never_applied() {
+        let tp = TopicPartition::new("orders", 0);
+        let l = log(12);
+        let mut a = GroupAudit::default();
+        a.note_start(&tp, 0);
+        for o in 0..5 {
+            deliver(&mut a, &tp, o, DeliveryReason::CrashRedelivery);
+        }
+        // The group committed 8 but applied only 0..5: 5, 6, 7 are silently lost.
+        let f = a.figures(&tp, Progress { resume: Some(8), log: &l });
+        assert_eq!(f.lost, 3);
+        assert_eq!(a.lost_ranges(&tp, Progress { resume: Some(8), log: &l }), vec![(5, 8)]);
+        assert_eq!(f.duplicates, 0);
+        // Not lost if the group will come back for them.
+        assert_eq!(a.figures(&tp, Progress { resume: Some(5), log: &l }).lost, 0);
+    }
+
+    #[test]
+    fn duplicates_split_into_redeliveries_and_replays() {
+        let tp = TopicPartition::new("orders", 0);
+        let l = log(4);
+        let mut a = GroupAudit::default();
+        a.note_start(&tp, 0);
+        for o in 0..4 {
+            deliver(&mut a, &tp, o, DeliveryReason::CrashRedelivery);
+        }
+        for o in 2..4 {
+            deliver(&mut a, &tp, o, DeliveryReason::CrashRedelivery);
+        }
+        for o in 0..4 {
+            deliver(&mut a, &tp, o, DeliveryReason::Replay);
+        }
+        let f = a.figures(&tp, Progress { resume: Some(4), log: &l });
+        assert_eq!((f.duplicates, f.redeliveries, f.crash_redeliveries, f.replays), (6, 2, 2, 4));
+        assert_eq!(f.deliveries, 10);
+        let r = a.recount(&tp);
+        assert_eq!((r.duplicates, r.redeliveries, r.replays, r.deliveries), (6, 2, 4, 10));
+        assert_eq!(a.partition(&tp).map(PartitionAudit::delivery_runs), Some(vec![[0, 2, 2], [2, 4, 3]]));
+    }
+
+    #[test]
+    fn deliberate_skips_are_not_losses_and_retention_deletes_are() {
+        let tp = TopicPartition::new("orders", 0);
+        let mut l = log(12);
+        let mut a = GroupAudit::default();
+        a.note_start(&tp, 0);
+        a.mark_skipped(&tp, 0, 2);
+        let f = a.figures(&tp, Progress { resume: Some(2), log: &l });
+        assert_eq!((f.lost, f.skipped), (0, 2));
+        // Retention deletes [0, 8) while the group sits at 2: 2..8 are lost though never passed.
+        l.delete_segments_before(8);
+        let f = a.figures(&tp, Progress { resume: Some(2), log: &l });
+        assert_eq!(f.lost, 6);
+    }
+
+    #[test]
+    fn rewinding_below_the_first_start_grows_the_counts() {
+        let tp = TopicPartition::new("orders", 0);
+        let mut a = GroupAudit::default();
+        a.note_start(&tp, 5);
+        deliver(&mut a, &tp, 5, DeliveryReason::First);
+        deliver(&mut a, &tp, 2, DeliveryReason::Replay);
+        assert_eq!(a.delivered(&tp, 2), 1);
+        assert_eq!(a.delivered(&tp, 5), 1);
+        assert_eq!(a.delivered(&tp, 4), 0);
+    }
+}

@@ -1,0 +1,97 @@
+//! The logical clock.
+//!
+//! Kafka is full of timers: `auto.commit.interval.ms`, `session.timeout.ms`, `retention.ms`,
+//! `segment.ms`. The lab runs all of them on one logical clock measured in milliseconds since the
+//! Unix epoch. It starts at [`LAB_EPOCH_MS`] and moves only when a scenario says `tick`, which is
+//! what makes every run reproducible.
+
+/// 2026-01-01T00:00:00Z: where a fresh lab's clock starts. Record timestamps are real epoch
+/// milliseconds, so a `to-datetime=2026-01-01T06:00:00` reset means what it says.
+pub const LAB_EPOCH_MS: i64 = 1_767_225_600_000;
+
+/// Milliseconds since the Unix epoch (Kafka's timestamp unit).
+pub type Millis = i64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Clock {
+    now: Millis,
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Self::starting_at(LAB_EPOCH_MS)
+    }
+}
+
+impl Clock {
+    pub fn starting_at(now: Millis) -> Self {
+        Self { now }
+    }
+
+    pub fn now(&self) -> Millis {
+        self.now
+    }
+
+    /// Milliseconds since the clock's epoch, for display (`t=12.5s`).
+    pub fn elapsed(&self) -> Millis {
+        self.now - LAB_EPOCH_MS
+    }
+
+    /// Moves time to `to`. Time never goes backwards; a smaller value is ignored.
+    pub(crate) fn advance_to(&mut self, to: Millis) {
+        self.now = self.now.max(to);
+    }
+}
+
+/// Formats a duration in milliseconds the way the scenario language writes it (`250ms`, `5s`,
+/// `2m`, `7d`), choosing the largest unit that divides it exactly.
+pub fn format_duration(ms: Millis) -> String {
+    const UNITS: [(i64, &str); 5] = [
+        (86_400_000, "d"),
+        (3_600_000, "h"),
+        (60_000, "m"),
+        (1_000, "s"),
+        (1, "ms"),
+    ];
+    if ms == 0 {
+        return "0ms".to_string();
+    }
+    for (size, unit) in UNITS {
+        if ms % size == 0 {
+            return format!("{}{unit}", ms / size);
+        }
+    }
+    format!("{ms}ms")
+}
+
+/// Formats a logical instant relative to the lab epoch: `t=4.25s`.
+pub fn format_instant(at: Millis) -> String {
+    let ms = at - LAB_EPOCH_MS;
+    if ms % 1000 == 0 {
+        format!("t={}s", ms / 1000)
+    } else {
+        format!("t={:.3}s", ms as f64 / 1000.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_use_the_largest_exact_unit() {
+        assert_eq!(format_duration(250), "250ms");
+        assert_eq!(format_duration(5_000), "5s");
+        assert_eq!(format_duration(90_000), "90s");
+        assert_eq!(format_duration(604_800_000), "7d");
+    }
+
+    #[test]
+    fn time_never_goes_backwards() {
+        let mut c = Clock::default();
+        c.advance_to(LAB_EPOCH_MS + 10);
+        c.advance_to(LAB_EPOCH_MS + 5);
+        assert_eq!(c.elapsed(), 10);
+        assert_eq!(format_instant(c.now()), "t=0.010s");
+    }
+}

@@ -1,0 +1,197 @@
+//! The consumer: client-side state that a crash wipes out.
+//!
+//! A consumer's *position* (the next offset poll will fetch) lives in its memory and moves with
+//! every poll; the group's *committed* offset lives in `__consumer_offsets` and moves only with
+//! a commit. Everything in this module is the first kind: a `crash` clears it, a `restart`
+//! rebuilds it from the committed offsets (or the sink's, or `auto.offset.reset`).
+
+use crate::audit::DeliveryReason;
+use crate::clock::Millis;
+use crate::record::{Offset, Record, TopicPartition};
+use crate::sink::SinkKind;
+use crate::strategy::{AutoOffsetReset, CommitStrategy};
+use serde::Serialize;
+use std::collections::{BTreeMap, VecDeque};
+
+/// Kafka's defaults.
+pub const DEFAULT_AUTO_COMMIT_INTERVAL_MS: Millis = 5_000;
+pub const DEFAULT_MAX_POLL_RECORDS: usize = 500;
+pub const DEFAULT_SESSION_TIMEOUT_MS: Millis = 45_000;
+/// How long a `commitAsync` takes to land: one round trip to the coordinator.
+pub const DEFAULT_ASYNC_COMMIT_LATENCY_MS: Millis = 100;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConsumerConfig {
+    pub name: String,
+    pub group: String,
+    pub topic: String,
+    pub strategy: CommitStrategy,
+    pub auto_commit_interval_ms: Millis,
+    pub max_poll_records: usize,
+    pub sink: SinkKind,
+    pub auto_offset_reset: AutoOffsetReset,
+    pub session_timeout_ms: Millis,
+    pub async_commit_latency_ms: Millis,
+}
+
+impl ConsumerConfig {
+    pub fn new(name: &str, group: &str, topic: &str) -> Self {
+        Self {
+            name: name.to_string(),
+            group: group.to_string(),
+            topic: topic.to_string(),
+            strategy: CommitStrategy::AutoTimer,
+            auto_commit_interval_ms: DEFAULT_AUTO_COMMIT_INTERVAL_MS,
+            max_poll_records: DEFAULT_MAX_POLL_RECORDS,
+            sink: SinkKind::Append,
+            auto_offset_reset: AutoOffsetReset::Latest,
+            session_timeout_ms: DEFAULT_SESSION_TIMEOUT_MS,
+            async_commit_latency_ms: DEFAULT_ASYNC_COMMIT_LATENCY_MS,
+        }
+    }
+
+    /// Offsets of a transactional sink live in the sink; the strategy's Kafka commits are off.
+    pub fn commits_to_kafka(&self) -> bool {
+        self.sink != SinkKind::Transactional
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "kebab-case")]
+pub enum ConsumerState {
+    Running,
+    /// Killed without a LeaveGroup: the group still counts it as a member until its session
+    /// times out.
+    Crashed { at: Millis },
+    /// Left the group gracefully.
+    Closed,
+    /// Stopped by an error the application did not handle (`auto.offset.reset=none`).
+    Failed { error: String },
+}
+
+impl ConsumerState {
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Crashed { .. } => "crashed",
+            Self::Closed => "closed",
+            Self::Failed { .. } => "failed",
+        }
+    }
+}
+
+/// Where a partition's fetch position came from; it decides how a repeat delivery is labelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PositionOrigin {
+    /// From the committed offset (or the sink's), after the partition was handed over because
+    /// of `repeat`.
+    Committed(DeliveryReason),
+    /// From `auto.offset.reset`.
+    AutoReset,
+    /// From a `seek`: what it re-reads is a deliberate replay.
+    Seek,
+}
+
+impl PositionOrigin {
+    /// The reason a record that was applied before is applied again from this position.
+    pub fn repeat_reason(self) -> DeliveryReason {
+        match self {
+            Self::Committed(r) => r,
+            Self::AutoReset => DeliveryReason::RestartRedelivery,
+            Self::Seek => DeliveryReason::Replay,
+        }
+    }
+}
+
+/// Per assigned partition: the fetch position and the offsets the strategy tracks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FetchState {
+    pub position: Offset,
+    pub origin: PositionOrigin,
+    /// librdkafka's offset store: the offset after the last record handed to the application.
+    pub stored: Option<Offset>,
+    /// The offset after the last record the application finished processing.
+    pub processed: Option<Offset>,
+}
+
+/// A record handed to the application by poll and not processed yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InFlight {
+    pub tp: TopicPartition,
+    pub record: Record,
+    /// The last record of its poll's batch (manual-batch commits after it).
+    pub last_of_batch: bool,
+}
+
+/// A `commitAsync` on its way to the coordinator.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PendingCommit {
+    pub lands_at: Millis,
+    pub offsets: Vec<(TopicPartition, Offset)>,
+    pub generation: i32,
+}
+
+#[derive(Debug, Clone)]
+pub struct Consumer {
+    pub config: ConsumerConfig,
+    pub state: ConsumerState,
+    /// 1 for the first process, +1 per restart.
+    pub incarnation: u32,
+    /// The group generation this incarnation last joined.
+    pub generation: i32,
+    pub assignment: BTreeMap<TopicPartition, FetchState>,
+    pub in_flight: VecDeque<InFlight>,
+    pub pending_async: Vec<PendingCommit>,
+    /// auto-timer: when the commit timer fires next. auto-poll: the deadline poll checks.
+    pub next_auto_commit: Option<Millis>,
+    /// Round-robin cursor over assigned partitions for fairness across polls.
+    pub(crate) poll_cursor: usize,
+}
+
+impl Consumer {
+    pub fn new(config: ConsumerConfig) -> Self {
+        Self {
+            config,
+            state: ConsumerState::Running,
+            incarnation: 1,
+            generation: 0,
+            assignment: BTreeMap::new(),
+            in_flight: VecDeque::new(),
+            pending_async: Vec::new(),
+            next_auto_commit: None,
+            poll_cursor: 0,
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    /// `c1#2`: the consumer and its incarnation.
+    pub fn member_id(&self) -> String {
+        format!("{}#{}", self.config.name, self.incarnation)
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.state == ConsumerState::Running
+    }
+
+    /// Forgets everything a process holds in memory.
+    pub(crate) fn wipe_memory(&mut self) {
+        self.assignment.clear();
+        self.in_flight.clear();
+        self.pending_async.clear();
+        self.next_auto_commit = None;
+        self.poll_cursor = 0;
+    }
+
+    /// In-flight records of `tp` below `offset`: what a commit up to `offset` would skip if the
+    /// consumer died now.
+    pub fn unprocessed_below(&self, tp: &TopicPartition, offset: Offset) -> usize {
+        self.in_flight
+            .iter()
+            .filter(|f| &f.tp == tp && f.record.offset < offset)
+            .count()
+    }
+}

@@ -1,0 +1,43 @@
+//! The errors an operation on the lab can end with. An operation that returns an error has
+//! changed nothing.
+
+use crate::sink::SinkError;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum LabError {
+    #[error("unknown topic '{0}'")]
+    UnknownTopic(String),
+    #[error("topic '{0}' already exists")]
+    TopicExists(String),
+    #[error("unknown consumer '{0}'")]
+    UnknownConsumer(String),
+    #[error("consumer '{0}' already exists (use restart to start it again)")]
+    ConsumerExists(String),
+    #[error("unknown group '{0}'")]
+    UnknownGroup(String),
+    #[error("{0}")]
+    InvalidArgument(String),
+    #[error("consumer '{name}' is {state}: {hint}")]
+    WrongState {
+        name: String,
+        state: String,
+        hint: &'static str,
+    },
+    #[error("consumer '{0}' has no polled records to process (poll first)")]
+    NothingInFlight(String),
+    /// Kafka's own wording, from `kafka-consumer-groups.sh --reset-offsets`.
+    #[error("Assignments can only be reset if the group '{group}' is inactive, but the current state is {state}.")]
+    GroupActive { group: String, state: String },
+    #[error("group '{group}' already writes to a {existing} sink; every consumer of a group shares its sink (asked for {requested})")]
+    SinkMismatch {
+        group: String,
+        existing: String,
+        requested: String,
+    },
+    #[error("partition {partition} is not assigned to consumer '{consumer}'")]
+    NotAssigned { consumer: String, partition: i32 },
+    #[error("cannot shift offset for {0} since there is no current committed offset")]
+    NoCommittedOffset(String),
+    #[error(transparent)]
+    Sink(#[from] SinkError),
+}

@@ -1,0 +1,533 @@
+//! The poll loop: poll, process, commit, seek — and the commits each strategy makes on its own.
+
+use super::Lab;
+use crate::audit::Delivery;
+use crate::consumer::{InFlight, PendingCommit, PositionOrigin};
+use crate::error::LabError;
+use crate::narrative::EventKind;
+use crate::offsets::{OffsetAndMetadata, OffsetKey};
+use crate::record::{Offset, TopicPartition};
+use crate::sink::SinkWrite;
+use crate::strategy::{AutoOffsetReset, CommitStrategy};
+
+/// Which offsets a commit takes from the consumer's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CommitSource {
+    /// The fetch position: everything handed out by poll (Java's `commitSync()` with no
+    /// arguments, and what Java auto-commit commits).
+    Position,
+    /// librdkafka's offset store: what poll handed to the application.
+    Stored,
+    /// What the application finished processing.
+    Processed,
+}
+
+/// Where a seek goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SeekTarget {
+    Earliest,
+    Latest,
+    Offset(Offset),
+    /// The earliest offset whose timestamp is ≥ this (epoch ms).
+    Timestamp(i64),
+}
+
+impl Lab {
+    /// `poll()`: hands up to `max.poll.records` records to the application.
+    pub fn poll(&mut self, name: &str) -> Result<usize, LabError> {
+        let c = self.running(name, "restart it before polling")?;
+        let cfg = c.config.clone();
+        let member = c.member_id();
+        let now = self.now();
+        // Java auto-commit runs at the start of poll(), committing what earlier polls returned.
+        if cfg.strategy == CommitStrategy::AutoPoll && c.next_auto_commit.is_some_and(|d| now >= d) {
+            if let Some(c) = self.consumers.get_mut(name) {
+                c.next_auto_commit = Some(now + cfg.auto_commit_interval_ms);
+            }
+            if self.commit_from(name, CommitSource::Position, "auto-commit inside poll()", true) {
+                return Ok(0);
+            }
+        }
+        let tps: Vec<TopicPartition> = self.consumer(name)?.assignment.keys().cloned().collect();
+        if tps.is_empty() {
+            self.say(EventKind::Poll, format!("{member} polled: no partitions assigned, nothing to fetch"));
+            return Ok(0);
+        }
+        let cursor = self.consumer(name)?.poll_cursor % tps.len();
+        let mut fetched: Vec<InFlight> = Vec::new();
+        let mut per_tp: Vec<(TopicPartition, Offset, Offset)> = Vec::new();
+        for i in 0..tps.len() {
+            let tp = &tps[(cursor + i) % tps.len()];
+            let room = cfg.max_poll_records - fetched.len();
+            if room == 0 {
+                break;
+            }
+            let Some(position) = self.checked_position(name, tp)? else {
+                return Ok(0); // auto.offset.reset=none stopped the consumer
+            };
+            let log = self.partition_log(tp)?;
+            let before = fetched.len();
+            log.read(position, room, &mut |r| {
+                fetched.push(InFlight {
+                    tp: tp.clone(),
+                    record: r.to_owned(),
+                    last_of_batch: false,
+                });
+            });
+            if fetched.len() > before {
+                let first = fetched[before].record.offset;
+                let last = fetched[fetched.len() - 1].record.offset;
+                per_tp.push((tp.clone(), first, last));
+            }
+        }
+        let n = fetched.len();
+        if let Some(last) = fetched.last_mut() {
+            last.last_of_batch = true;
+        }
+        let c = self.consumer_mut(name)?;
+        c.poll_cursor = c.poll_cursor.wrapping_add(1);
+        for (tp, _, last) in &per_tp {
+            if let Some(fs) = c.assignment.get_mut(tp) {
+                fs.position = last + 1;
+                if cfg.strategy == CommitStrategy::AutoTimer {
+                    // enable.auto.offset.store: stored the moment the record is handed over.
+                    fs.stored = Some(last + 1);
+                }
+            }
+        }
+        let backlog = c.in_flight.len();
+        c.in_flight.extend(fetched);
+        if n == 0 {
+            let at: Vec<String> = tps
+                .iter()
+                .filter_map(|tp| c.assignment.get(tp).map(|f| format!("{tp}@{}", f.position)))
+                .collect();
+            self.say(EventKind::Poll, format!("{member} polled: no new records (caught up at {})", at.join(", ")));
+        } else {
+            let ranges: Vec<String> = per_tp
+                .iter()
+                .map(|(tp, a, b)| format!("{a}..{b} from {tp}"))
+                .collect();
+            let mut text = format!("{member} polled offsets {} ({n} record(s) now in flight", ranges.join(" and "));
+            if backlog > 0 {
+                text.push_str(&format!(", on top of {backlog} still unprocessed"));
+            }
+            text.push(')');
+            self.say(EventKind::Poll, text);
+        }
+        if self.effect(name) {
+            return Ok(n);
+        }
+        if cfg.strategy == CommitStrategy::BeforeProcess && n > 0 && cfg.commits_to_kafka() {
+            self.commit_from(name, CommitSource::Position, "commit before processing", true);
+        }
+        Ok(n)
+    }
+
+    /// The fetch position of `tp`, after `auto.offset.reset` if it is out of range. `None` when
+    /// the reset policy is `none` and the consumer stopped.
+    fn checked_position(&mut self, name: &str, tp: &TopicPartition) -> Result<Option<Offset>, LabError> {
+        let c = self.consumer(name)?;
+        let Some(fs) = c.assignment.get(tp) else {
+            return Ok(None);
+        };
+        let position = fs.position;
+        let policy = c.config.auto_offset_reset;
+        let member = c.member_id();
+        let log = self.partition_log(tp)?;
+        let (start, end) = (log.log_start_offset(), log.log_end_offset());
+        if (start..=end).contains(&position) {
+            return Ok(Some(position));
+        }
+        let what = format!("{member}'s fetch position {position} is out of range for {tp} (log start {start}, log end {end})");
+        let target = match policy {
+            AutoOffsetReset::Earliest => start,
+            AutoOffsetReset::Latest => end,
+            AutoOffsetReset::None => {
+                self.fail(name, format!("{what} and auto.offset.reset=none: OffsetOutOfRangeException"));
+                return Ok(None);
+            }
+        };
+        let skipped = if position < start { format!(" — records {position}..{} were deleted before this group read them", start - 1) } else { String::new() };
+        self.say(
+            EventKind::Warning,
+            format!("{what}: auto.offset.reset={policy} → {target}{skipped}"),
+        );
+        if let Some(fs) = self.consumer_mut(name)?.assignment.get_mut(tp) {
+            fs.position = target;
+            fs.origin = PositionOrigin::AutoReset;
+        }
+        Ok(Some(target))
+    }
+
+    /// Processes `count` in-flight records (all of them with `None`), writing each to the
+    /// group's sink, and makes the commits the strategy makes after processing.
+    pub fn process(&mut self, name: &str, count: Option<usize>) -> Result<usize, LabError> {
+        let c = self.running(name, "restart it before processing")?;
+        if c.in_flight.is_empty() {
+            return Err(LabError::NothingInFlight(name.to_string()));
+        }
+        if count == Some(0) {
+            return Err(LabError::InvalidArgument("count must be at least 1".into()));
+        }
+        let n = count.unwrap_or(usize::MAX).min(c.in_flight.len());
+        let mut done = 0;
+        let mut run: Option<(TopicPartition, Offset, Offset, usize)> = None;
+        while done < n {
+            let c = self.consumer(name)?;
+            let Some(item) = c.in_flight.front().cloned() else {
+                break;
+            };
+            let cfg = c.config.clone();
+            let incarnation = c.incarnation;
+            let member = c.member_id();
+            let origin = c.assignment.get(&item.tp).map(|f| f.origin);
+            let now = self.now();
+            let tp = item.tp.clone();
+            let offset = item.record.offset;
+            let key = item.record.key_text();
+            let value = item.record.value_text();
+            let g = self
+                .groups
+                .get_mut(&cfg.group)
+                .ok_or_else(|| LabError::UnknownGroup(cfg.group.clone()))?;
+            let repeat = origin.map_or(crate::audit::DeliveryReason::RebalanceRedelivery, |o| o.repeat_reason());
+            let reason = g.audit.classify(&tp, offset, repeat);
+            g.sink.apply(&SinkWrite {
+                tp: &tp,
+                offset,
+                key: &key,
+                value: &value,
+                consumer: name,
+                incarnation,
+                reason,
+                at: now,
+            })?;
+            g.audit.record(Delivery {
+                at: now,
+                tp: tp.clone(),
+                offset,
+                key: key.clone(),
+                consumer: name.to_string(),
+                incarnation,
+                reason,
+            });
+            let c = self.consumer_mut(name)?;
+            c.in_flight.pop_front();
+            if let Some(fs) = c.assignment.get_mut(&tp) {
+                fs.processed = Some(offset + 1);
+            }
+            done += 1;
+            // Narrate runs of consecutive first deliveries as one line; repeats get their own.
+            if reason.is_redelivery() || reason == crate::audit::DeliveryReason::Replay {
+                self.flush_run(&member, &mut run);
+                let text = format!(
+                    "{member} applied {tp}@{offset} ({key}) AGAIN: {} ({})",
+                    reason.label(),
+                    match cfg.sink {
+                        crate::sink::SinkKind::Upsert => "the upsert rewrites the same row",
+                        _ => "one more row in the ledger",
+                    }
+                );
+                self.say(EventKind::Warning, text);
+            } else {
+                match &mut run {
+                    Some((rtp, _, last, k)) if *rtp == tp && *last + 1 == offset => {
+                        *last = offset;
+                        *k += 1;
+                    }
+                    _ => {
+                        self.flush_run(&member, &mut run);
+                        run = Some((tp.clone(), offset, offset, 1));
+                    }
+                }
+            }
+            if self.effect(name) {
+                self.flush_run(&member, &mut run);
+                return Ok(done);
+            }
+            if !cfg.commits_to_kafka() {
+                continue;
+            }
+            let crashed = match cfg.strategy {
+                CommitStrategy::ManualRecord => {
+                    self.flush_run(&member, &mut run);
+                    self.commit_offsets(name, vec![(tp.clone(), offset + 1)], "commitSync after the record", false)
+                }
+                CommitStrategy::ManualBatch if item.last_of_batch => {
+                    self.flush_run(&member, &mut run);
+                    self.commit_from(name, CommitSource::Processed, "commitSync after the batch", true)
+                }
+                CommitStrategy::ManualAsync if item.last_of_batch => {
+                    self.flush_run(&member, &mut run);
+                    self.send_async(name)
+                }
+                _ => false,
+            };
+            if crashed {
+                return Ok(done);
+            }
+        }
+        let member = self.consumer(name)?.member_id();
+        self.flush_run(&member, &mut run);
+        Ok(done)
+    }
+
+    fn flush_run(&mut self, member: &str, run: &mut Option<(TopicPartition, Offset, Offset, usize)>) {
+        if let Some((tp, a, b, _)) = run.take() {
+            let range = if a == b { format!("{a}") } else { format!("{a}..{b}") };
+            self.say(EventKind::Process, format!("{member} processed {tp}@{range} into the sink"));
+        }
+    }
+
+    /// An explicit `commitSync()`: commits the current positions, processed or not.
+    pub fn commit(&mut self, name: &str) -> Result<(), LabError> {
+        self.running(name, "a dead consumer cannot commit")?;
+        self.commit_from(name, CommitSource::Position, "explicit commitSync()", false);
+        Ok(())
+    }
+
+    /// `seek()`: moves the fetch position of one or all assigned partitions. Nothing is
+    /// committed.
+    pub fn seek(&mut self, name: &str, target: SeekTarget, partition: Option<i32>) -> Result<(), LabError> {
+        let c = self.running(name, "restart it before seeking")?;
+        let member = c.member_id();
+        let group = c.config.group.clone();
+        let tps: Vec<TopicPartition> = match partition {
+            Some(p) => {
+                let tp = TopicPartition::new(c.config.topic.clone(), p);
+                if !c.assignment.contains_key(&tp) {
+                    return Err(LabError::NotAssigned {
+                        consumer: name.to_string(),
+                        partition: p,
+                    });
+                }
+                vec![tp]
+            }
+            None => c.assignment.keys().cloned().collect(),
+        };
+        if tps.is_empty() {
+            return Err(LabError::InvalidArgument(format!("consumer '{name}' has no partitions assigned to seek")));
+        }
+        let mut moves = Vec::new();
+        for tp in &tps {
+            let log = self.partition_log(tp)?;
+            let new = match target {
+                SeekTarget::Earliest => log.log_start_offset(),
+                SeekTarget::Latest => log.log_end_offset(),
+                SeekTarget::Offset(o) => o,
+                SeekTarget::Timestamp(ts) => log.offset_for_timestamp(ts).unwrap_or(log.log_end_offset()),
+            };
+            let old = self.consumer(name)?.assignment.get(tp).map_or(new, |f| f.position);
+            moves.push((tp.clone(), old, new));
+        }
+        for (tp, old, new) in &moves {
+            if let Some(fs) = self.consumer_mut(name)?.assignment.get_mut(tp) {
+                fs.position = *new;
+                fs.origin = PositionOrigin::Seek;
+            }
+            if let Some(g) = self.groups.get_mut(&group) {
+                g.audit.mark_skipped(tp, *old, *new);
+            }
+            let what = match new.cmp(old) {
+                std::cmp::Ordering::Less => format!("the next polls re-read {} record(s)", old - new),
+                std::cmp::Ordering::Greater => format!("{} record(s) are skipped on purpose", new - old),
+                std::cmp::Ordering::Equal => "no change".to_string(),
+            };
+            self.say(
+                EventKind::Seek,
+                format!("{member} seeks {tp} from {old} to {new}: {what}; nothing is committed until a commit"),
+            );
+        }
+        Ok(())
+    }
+
+    /// The commit a strategy makes at close or in the revoke hook of a rebalance. Returns
+    /// whether the consumer crashed (explorer) while doing it.
+    pub(crate) fn close_commit(&mut self, name: &str) -> bool {
+        let Some(c) = self.consumers.get(name) else {
+            return false;
+        };
+        if !c.config.commits_to_kafka() {
+            return false;
+        }
+        match c.config.strategy {
+            CommitStrategy::AutoTimer => self.commit_from(name, CommitSource::Stored, "auto-commit of stored offsets at close/revoke", true),
+            CommitStrategy::AutoPoll => self.commit_from(name, CommitSource::Position, "auto-commit of consumed offsets at close/revoke", true),
+            CommitStrategy::ManualBatch | CommitStrategy::ManualRecord | CommitStrategy::ManualAsync => {
+                self.commit_from(name, CommitSource::Processed, "commitSync of processed offsets at close/revoke", true)
+            }
+            CommitStrategy::BeforeProcess => false,
+        }
+    }
+
+    /// The librdkafka auto-commit timer fired.
+    pub(crate) fn timer_commit(&mut self, name: &str) -> bool {
+        self.commit_from(name, CommitSource::Stored, "auto-commit timer", true)
+    }
+
+    /// Commits the offsets `source` names for all assigned partitions. Returns whether the
+    /// consumer crashed (explorer) right after.
+    pub(crate) fn commit_from(&mut self, name: &str, source: CommitSource, why: &str, only_changes: bool) -> bool {
+        let Some(c) = self.consumers.get(name) else {
+            return false;
+        };
+        let offsets: Vec<(TopicPartition, Offset)> = c
+            .assignment
+            .iter()
+            .filter_map(|(tp, f)| {
+                let o = match source {
+                    CommitSource::Position => Some(f.position),
+                    CommitSource::Stored => f.stored,
+                    CommitSource::Processed => f.processed,
+                }?;
+                Some((tp.clone(), o))
+            })
+            .collect();
+        self.commit_offsets(name, offsets, why, only_changes)
+    }
+
+    /// A synchronous commit of explicit offsets, checked against the group's generation.
+    /// Returns whether the consumer crashed (explorer) right after.
+    pub(crate) fn commit_offsets(&mut self, name: &str, offsets: Vec<(TopicPartition, Offset)>, why: &str, only_changes: bool) -> bool {
+        let Some(c) = self.consumers.get(name) else {
+            return false;
+        };
+        let group = c.config.group.clone();
+        let offsets: Vec<(TopicPartition, Offset)> = offsets
+            .into_iter()
+            .filter(|(tp, o)| {
+                !only_changes
+                    || self.offsets.fetch(&OffsetKey::new(&group, tp)).map(|v| v.offset) != Some(*o)
+            })
+            .collect();
+        if offsets.is_empty() {
+            return false;
+        }
+        let generation = c.generation;
+        if !self.accepts_commit(name, generation) {
+            return false;
+        }
+        self.write_commit(name, &offsets, why);
+        self.effect(name)
+    }
+
+    /// The coordinator's check: only a current member of the current generation may commit.
+    fn accepts_commit(&mut self, name: &str, generation: i32) -> bool {
+        let Some(c) = self.consumers.get(name) else {
+            return false;
+        };
+        let member = c.member_id();
+        let group = c.config.group.clone();
+        let Some(g) = self.groups.get(&group) else {
+            return false;
+        };
+        if !g.is_member(name) {
+            self.say(
+                EventKind::Refused,
+                format!("commit from {member} rejected with UNKNOWN_MEMBER_ID: it is no longer a member of {group} (the zombie is fenced)"),
+            );
+            return false;
+        }
+        if generation != g.generation {
+            let current = g.generation;
+            self.say(
+                EventKind::Refused,
+                format!("commit from {member} (generation {generation}) rejected with ILLEGAL_GENERATION: group {group} is at generation {current} (the zombie is fenced)"),
+            );
+            return false;
+        }
+        true
+    }
+
+    fn write_commit(&mut self, name: &str, offsets: &[(TopicPartition, Offset)], why: &str) {
+        let now = self.now();
+        let Some(c) = self.consumers.get(name) else {
+            return;
+        };
+        let member = c.member_id();
+        let group = c.config.group.clone();
+        let strategy = c.config.strategy;
+        let mut warnings = Vec::new();
+        for (tp, o) in offsets {
+            let unprocessed = c.unprocessed_below(tp, *o);
+            if unprocessed > 0 {
+                warnings.push(format!(
+                    "{why} advanced {group}/{}/{} to {o} while {unprocessed} polled record(s) were unprocessed: if {member} dies now they are skipped for good",
+                    tp.topic, tp.partition
+                ));
+            }
+        }
+        let mut parts = Vec::new();
+        for (tp, o) in offsets {
+            let key = OffsetKey::new(&group, tp);
+            let at = self.offsets.commit(
+                key.clone(),
+                OffsetAndMetadata {
+                    offset: *o,
+                    metadata: format!("{member} {strategy}"),
+                    commit_timestamp: now,
+                },
+                now,
+            );
+            parts.push(format!("{} = {o} (record @{at} of __consumer_offsets)", key.display()));
+        }
+        self.say(EventKind::Commit, format!("{member} committed {}: {}", why, parts.join(", ")));
+        for w in warnings {
+            self.say(EventKind::Warning, w);
+        }
+    }
+
+    /// `commitAsync()` of the processed offsets: it lands after the commit latency.
+    fn send_async(&mut self, name: &str) -> bool {
+        let now = self.now();
+        let Some(c) = self.consumers.get_mut(name) else {
+            return false;
+        };
+        let offsets: Vec<(TopicPartition, Offset)> = c
+            .assignment
+            .iter()
+            .filter_map(|(tp, f)| f.processed.map(|o| (tp.clone(), o)))
+            .collect();
+        if offsets.is_empty() {
+            return false;
+        }
+        let lands_at = now + c.config.async_commit_latency_ms;
+        let generation = c.generation;
+        let member = c.member_id();
+        let text: Vec<String> = offsets.iter().map(|(tp, o)| format!("{tp} = {o}")).collect();
+        c.pending_async.push(PendingCommit {
+            lands_at,
+            offsets,
+            generation,
+        });
+        self.say(
+            EventKind::Commit,
+            format!(
+                "{member} sent commitAsync({}); it lands at {} unless {member} dies first",
+                text.join(", "),
+                crate::clock::format_instant(lands_at)
+            ),
+        );
+        self.effect(name)
+    }
+
+    /// Async commits of `name` due by `now` land (or are fenced).
+    pub(crate) fn land_async(&mut self, name: &str, now: i64) -> bool {
+        let Some(c) = self.consumers.get_mut(name) else {
+            return false;
+        };
+        let (due, rest): (Vec<PendingCommit>, Vec<PendingCommit>) =
+            c.pending_async.drain(..).partition(|p| p.lands_at <= now);
+        c.pending_async = rest;
+        for p in due {
+            if self.accepts_commit(name, p.generation) {
+                self.write_commit(name, &p.offsets, "commitAsync (landed)");
+                if self.effect(name) {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+}

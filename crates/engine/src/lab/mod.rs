@@ -1,0 +1,234 @@
+//! [`Lab`]: the whole simulated world — topics, the group coordinator, consumers, sinks, the
+//! clock and the narrative — and every operation a scenario can perform on it.
+//!
+//! Each operation validates its input before it touches anything, so an operation that returns
+//! an error has changed nothing. The operations are split by concern:
+//! [`topics`](self) (create, produce), `membership` (join, rebalance, crash, restart, close),
+//! `consume` (poll, process, commit, seek), `time` (tick and the timers it fires),
+//! `reset` (`kafka-consumer-groups --reset-offsets`) and `view` (the figures).
+
+mod consume;
+mod membership;
+mod reset;
+mod time;
+mod topics;
+mod view;
+
+pub use reset::{ResetPlan, ResetRow, ResetSpec};
+pub use topics::ProduceSpec;
+pub use view::{GroupView, LabView, PartitionView, SinkView, TopicView};
+
+use crate::clock::{Clock, Millis};
+use crate::consumer::Consumer;
+use crate::error::LabError;
+use crate::group::Group;
+use crate::log::{LogStore, MemoryStore, PartitionLog, TopicConfig};
+use crate::narrative::{EventKind, Narrative};
+use crate::offsets::OffsetStore;
+use crate::record::TopicPartition;
+use crate::sink::{MemorySinks, SinkFactory};
+use std::collections::{BTreeMap, HashMap};
+
+/// A topic: its config and one log per partition.
+pub struct Topic {
+    pub name: String,
+    pub config: TopicConfig,
+    pub partitions: Vec<Box<dyn PartitionLog>>,
+    /// Orders created so far by `produce` without a key (`o-1`, `o-2`, …).
+    pub(crate) orders_created: u64,
+    /// Events produced per key, to pick the next status of an order.
+    pub(crate) events_per_key: HashMap<String, u64>,
+}
+
+/// A planned crash: the explorer's fault injection. The consumer crashes right after its
+/// `after`-th observable effect (a poll returning, a sink write, a commit landing).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FaultPlan {
+    pub consumer: String,
+    pub after: u64,
+}
+
+pub struct Lab {
+    clock: Clock,
+    store: Box<dyn LogStore>,
+    sinks: Box<dyn SinkFactory>,
+    topics: BTreeMap<String, Topic>,
+    offsets: OffsetStore,
+    groups: BTreeMap<String, Group>,
+    consumers: BTreeMap<String, Consumer>,
+    narrative: Narrative,
+    fault: Option<FaultPlan>,
+    /// Observable effects per consumer so far (what a [`FaultPlan`] counts).
+    effects: BTreeMap<String, u64>,
+}
+
+impl Default for Lab {
+    fn default() -> Self {
+        Self::new(Box::new(MemoryStore), Box::new(MemorySinks))
+    }
+}
+
+impl Lab {
+    pub fn new(mut store: Box<dyn LogStore>, sinks: Box<dyn SinkFactory>) -> Self {
+        let offsets_log = store.open(
+            crate::offsets::CONSUMER_OFFSETS_TOPIC,
+            0,
+            &OffsetStore::topic_config(),
+        );
+        Self {
+            clock: Clock::default(),
+            store,
+            sinks,
+            topics: BTreeMap::new(),
+            offsets: OffsetStore::new(offsets_log),
+            groups: BTreeMap::new(),
+            consumers: BTreeMap::new(),
+            narrative: Narrative::default(),
+            fault: None,
+            effects: BTreeMap::new(),
+        }
+    }
+
+    pub fn now(&self) -> Millis {
+        self.clock.now()
+    }
+
+    pub fn clock(&self) -> Clock {
+        self.clock
+    }
+
+    pub fn narrative(&self) -> &Narrative {
+        &self.narrative
+    }
+
+    pub fn topics(&self) -> &BTreeMap<String, Topic> {
+        &self.topics
+    }
+
+    pub fn topic(&self, name: &str) -> Result<&Topic, LabError> {
+        self.topics
+            .get(name)
+            .ok_or_else(|| LabError::UnknownTopic(name.to_string()))
+    }
+
+    pub fn partition_log(&self, tp: &TopicPartition) -> Result<&dyn PartitionLog, LabError> {
+        let topic = self.topic(&tp.topic)?;
+        topic
+            .partitions
+            .get(usize::try_from(tp.partition).unwrap_or(usize::MAX))
+            .map(|b| b.as_ref())
+            .ok_or_else(|| {
+                LabError::InvalidArgument(format!(
+                    "topic '{}' has no partition {} (it has {})",
+                    tp.topic,
+                    tp.partition,
+                    topic.partitions.len()
+                ))
+            })
+    }
+
+    pub fn offsets(&self) -> &OffsetStore {
+        &self.offsets
+    }
+
+    pub fn groups(&self) -> &BTreeMap<String, Group> {
+        &self.groups
+    }
+
+    pub fn group(&self, name: &str) -> Result<&Group, LabError> {
+        self.groups
+            .get(name)
+            .ok_or_else(|| LabError::UnknownGroup(name.to_string()))
+    }
+
+    pub fn consumers(&self) -> &BTreeMap<String, Consumer> {
+        &self.consumers
+    }
+
+    pub fn consumer(&self, name: &str) -> Result<&Consumer, LabError> {
+        self.consumers
+            .get(name)
+            .ok_or_else(|| LabError::UnknownConsumer(name.to_string()))
+    }
+
+    /// Arms the explorer's fault injection.
+    pub fn plan_fault(&mut self, fault: Option<FaultPlan>) {
+        self.fault = fault;
+    }
+
+    /// Whether the planned fault has fired.
+    pub fn fault_fired(&self) -> bool {
+        self.fault.as_ref().is_some_and(|f| {
+            self.effects.get(&f.consumer).copied().unwrap_or(0) >= f.after
+                && self.consumers.get(&f.consumer).is_some_and(|c| !c.is_running())
+        })
+    }
+
+    /// Observable effects of `consumer` so far.
+    pub fn effects_of(&self, consumer: &str) -> u64 {
+        self.effects.get(consumer).copied().unwrap_or(0)
+    }
+
+    /// The coordinator restarts: its in-memory view of committed offsets is rebuilt by replaying
+    /// `__consumer_offsets`. Nothing a learner sees should change.
+    pub fn restart_coordinator(&mut self) {
+        self.offsets.rebuild_view();
+        self.say(
+            EventKind::Group,
+            format!(
+                "the group coordinator restarted and rebuilt its offsets view by replaying {} record(s) of __consumer_offsets",
+                self.offsets.log().record_count()
+            ),
+        );
+    }
+
+    /// Compacts `__consumer_offsets`: only the latest commit per key survives in closed segments.
+    pub fn compact_offsets_topic(&mut self) -> usize {
+        let removed = self.offsets.compact();
+        self.say(
+            EventKind::Group,
+            format!("compacted __consumer_offsets: removed {removed} superseded commit record(s); the latest value per key remains"),
+        );
+        removed
+    }
+
+    pub(crate) fn say(&mut self, kind: EventKind, text: impl Into<String>) {
+        self.narrative.push(self.clock.now(), kind, text);
+    }
+
+    /// Counts one observable effect of `consumer`; if the fault plan says so, the consumer
+    /// crashes right here and the caller must stop what it was doing. Returns whether it crashed.
+    pub(crate) fn effect(&mut self, consumer: &str) -> bool {
+        let n = self.effects.entry(consumer.to_string()).or_default();
+        *n += 1;
+        let n = *n;
+        let crash = self
+            .fault
+            .as_ref()
+            .is_some_and(|f| f.consumer == consumer && f.after == n);
+        if crash {
+            // The consumer exists and runs: effects are only counted for running consumers.
+            let _ = self.crash(consumer);
+        }
+        crash
+    }
+
+    fn consumer_mut(&mut self, name: &str) -> Result<&mut Consumer, LabError> {
+        self.consumers
+            .get_mut(name)
+            .ok_or_else(|| LabError::UnknownConsumer(name.to_string()))
+    }
+
+    fn running(&self, name: &str, hint: &'static str) -> Result<&Consumer, LabError> {
+        let c = self.consumer(name)?;
+        if c.is_running() {
+            Ok(c)
+        } else {
+            Err(LabError::WrongState {
+                name: name.to_string(),
+                state: c.state.label().to_string(),
+                hint,
+            })
+        }
+    }
+}

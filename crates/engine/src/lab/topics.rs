@@ -1,0 +1,146 @@
+//! Creating topics and producing order events.
+
+use super::{Lab, Topic};
+use crate::error::LabError;
+use crate::log::partitioner::partition_for_key;
+use crate::log::TopicConfig;
+use crate::narrative::EventKind;
+use crate::order;
+use crate::record::{NewRecord, Offset};
+use std::collections::{BTreeMap, HashMap};
+
+/// The largest number of records one `produce` may write (a guard against typos, not a limit of
+/// the log: produce again for more).
+pub const MAX_PRODUCE_COUNT: u64 = 100_000_000;
+pub const MAX_PARTITIONS: i32 = 10_000;
+
+/// What one `produce` action writes.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ProduceSpec {
+    pub count: u64,
+    /// An existing order's id: the records are further events of that order.
+    pub key: Option<String>,
+    /// The value, verbatim; by default an order event.
+    pub value: Option<String>,
+    /// By default Kafka's partitioner picks: murmur2 of the key.
+    pub partition: Option<i32>,
+}
+
+impl Lab {
+    pub fn create_topic(&mut self, name: &str, config: TopicConfig) -> Result<(), LabError> {
+        if name.is_empty() || name.len() > 249 || !name.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) {
+            return Err(LabError::InvalidArgument(format!(
+                "invalid topic name '{name}': use 1 to 249 characters from [a-zA-Z0-9._-]"
+            )));
+        }
+        if name.starts_with("__") {
+            return Err(LabError::InvalidArgument(format!(
+                "topic names starting with '__' are reserved for Kafka's internal topics ('{name}')"
+            )));
+        }
+        if self.topics.contains_key(name) {
+            return Err(LabError::TopicExists(name.to_string()));
+        }
+        if !(1..=MAX_PARTITIONS).contains(&config.partitions) {
+            return Err(LabError::InvalidArgument(format!(
+                "partitions must be between 1 and {MAX_PARTITIONS} (got {})",
+                config.partitions
+            )));
+        }
+        let partitions = (0..config.partitions)
+            .map(|p| self.store.open(name, p, &config))
+            .collect();
+        let describe = format!(
+            "created topic {name} with {} partition(s), cleanup.policy={}{}",
+            config.partitions,
+            config.cleanup_policy,
+            config
+                .segment_records
+                .map(|n| format!(", segments of {n} records"))
+                .unwrap_or_default()
+        );
+        self.topics.insert(
+            name.to_string(),
+            Topic {
+                name: name.to_string(),
+                config,
+                partitions,
+                orders_created: 0,
+                events_per_key: HashMap::new(),
+            },
+        );
+        self.say(EventKind::Setup, describe);
+        Ok(())
+    }
+
+    /// Appends `spec.count` records and returns the offsets they got, per partition.
+    pub fn produce(&mut self, topic: &str, spec: &ProduceSpec) -> Result<BTreeMap<i32, (Offset, Offset)>, LabError> {
+        let now = self.clock.now();
+        let t = self
+            .topics
+            .get_mut(topic)
+            .ok_or_else(|| LabError::UnknownTopic(topic.to_string()))?;
+        if spec.count == 0 || spec.count > MAX_PRODUCE_COUNT {
+            return Err(LabError::InvalidArgument(format!(
+                "count must be between 1 and {MAX_PRODUCE_COUNT} (got {})",
+                spec.count
+            )));
+        }
+        let n_parts = t.partitions.len() as i32;
+        if let Some(p) = spec.partition {
+            if !(0..n_parts).contains(&p) {
+                return Err(LabError::InvalidArgument(format!(
+                    "topic '{topic}' has no partition {p} (it has {n_parts})"
+                )));
+            }
+        }
+        let mut written: BTreeMap<i32, (Offset, Offset)> = BTreeMap::new();
+        for _ in 0..spec.count {
+            let key = match &spec.key {
+                Some(k) => k.clone(),
+                None => {
+                    t.orders_created += 1;
+                    order::order_id(t.orders_created)
+                }
+            };
+            let k = t.events_per_key.entry(key.clone()).or_default();
+            let value = match &spec.value {
+                Some(v) => v.clone(),
+                None => order::order_event(&key, order::status_for_event(*k)),
+            };
+            *k += 1;
+            let partition = spec
+                .partition
+                .unwrap_or_else(|| partition_for_key(key.as_bytes(), n_parts));
+            let log = &mut t.partitions[partition as usize];
+            let offset = log.append(
+                NewRecord {
+                    timestamp: now,
+                    key: Some(key.as_bytes()),
+                    value: Some(value.as_bytes()),
+                },
+                now,
+            );
+            written
+                .entry(partition)
+                .and_modify(|r| r.1 = offset)
+                .or_insert((offset, offset));
+        }
+        let parts: Vec<String> = written
+            .iter()
+            .map(|(p, (a, b))| {
+                if a == b {
+                    format!("{topic}-{p} @{a}")
+                } else {
+                    format!("{topic}-{p} @{a}..{b}")
+                }
+            })
+            .collect();
+        let what = match &spec.key {
+            Some(k) => format!("{} event(s) for order {k}", spec.count),
+            None => format!("{} new order(s)", spec.count),
+        };
+        self.say(EventKind::Produce, format!("produced {what} to {}", parts.join(", ")));
+        Ok(written)
+    }
+}

@@ -1,0 +1,320 @@
+//! The figures: a serialisable snapshot of the lab, the one source for the CLI's table, its
+//! `--json`, `expect` lines and the web lab's dashboard.
+
+use super::Lab;
+use crate::audit::{AuditFigures, Progress};
+use crate::clock::Millis;
+use crate::consumer::ConsumerState;
+use crate::error::LabError;
+use crate::log::SegmentInfo;
+use crate::offsets::OffsetKey;
+use crate::record::{Offset, TopicPartition};
+use crate::sink::{SinkKind, SinkStats};
+use crate::strategy::CommitStrategy;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LabView {
+    /// Logical time, epoch milliseconds.
+    pub clock_ms: Millis,
+    /// Milliseconds since the lab started.
+    pub elapsed_ms: Millis,
+    pub topics: Vec<TopicView>,
+    pub groups: BTreeMap<String, GroupView>,
+    pub consumers: Vec<ConsumerView>,
+    pub consumer_offsets: ConsumerOffsetsView,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TopicView {
+    pub name: String,
+    pub cleanup_policy: String,
+    pub partitions: Vec<PartitionLogView>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PartitionLogView {
+    pub partition: i32,
+    pub log_start_offset: Offset,
+    pub log_end_offset: Offset,
+    pub records: usize,
+    pub segments: Vec<SegmentInfo>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ConsumerOffsetsView {
+    pub records: usize,
+    pub log_end_offset: Offset,
+    /// The coordinator's view: the latest committed offset per key.
+    pub latest: Vec<CommittedEntry>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CommittedEntry {
+    pub key: String,
+    pub group: String,
+    pub topic: String,
+    pub partition: i32,
+    pub offset: Offset,
+    pub metadata: String,
+    pub commit_timestamp: Millis,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SinkView {
+    pub kind: SinkKind,
+    pub rows: u64,
+    pub distinct_keys: u64,
+    pub duplicate_rows: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct AuditView {
+    pub lost: u64,
+    pub duplicates: u64,
+    pub duplicate_rows: u64,
+    pub redeliveries: u64,
+    pub crash_redeliveries: u64,
+    pub replays: u64,
+    pub skipped: u64,
+    pub deliveries: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PartitionView {
+    pub topic: String,
+    pub partition: i32,
+    /// Where the group resumes: the sink's offset for a transactional sink, else Kafka's.
+    pub committed: Option<Offset>,
+    /// The value in `__consumer_offsets`.
+    pub kafka_committed: Option<Offset>,
+    pub sink_offset: Option<Offset>,
+    pub log_start_offset: Offset,
+    pub log_end_offset: Offset,
+    /// LEO − committed (`None` while nothing is committed).
+    pub lag: Option<i64>,
+    pub owner: Option<String>,
+    /// The owner's fetch position, if it is running.
+    pub position: Option<Offset>,
+    pub in_flight: Vec<Offset>,
+    pub first_start: Option<Offset>,
+    pub lost_ranges: Vec<(Offset, Offset)>,
+    /// `[from, to_exclusive, times applied]`.
+    pub delivery_counts: Vec<[i64; 3]>,
+    pub audit: AuditFigures,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupView {
+    pub state: String,
+    pub generation: i32,
+    pub members: Vec<String>,
+    /// `kafka` (`__consumer_offsets`) or `sink` (transactional sink).
+    pub offsets_source: &'static str,
+    /// Keyed `topic-partition`, as Kafka prints a TopicPartition.
+    pub committed: BTreeMap<String, Option<Offset>>,
+    pub log_end_offset: BTreeMap<String, Offset>,
+    pub lag: BTreeMap<String, Option<i64>>,
+    pub sink: SinkView,
+    pub audit: AuditView,
+    pub partitions: Vec<PartitionView>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ConsumerView {
+    pub name: String,
+    pub member_id: String,
+    pub group: String,
+    pub topic: String,
+    pub state: ConsumerState,
+    pub incarnation: u32,
+    pub generation: i32,
+    pub strategy: CommitStrategy,
+    pub sink: SinkKind,
+    pub max_poll_records: usize,
+    pub auto_commit_interval_ms: Millis,
+    pub auto_offset_reset: String,
+    pub assignment: Vec<AssignmentView>,
+    pub in_flight: usize,
+    pub pending_async_commits: usize,
+    /// Milliseconds until the librdkafka auto-commit timer fires (auto-timer only).
+    pub auto_commit_due_in_ms: Option<Millis>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AssignmentView {
+    pub topic: String,
+    pub partition: i32,
+    pub position: Offset,
+    pub stored: Option<Offset>,
+    pub processed: Option<Offset>,
+}
+
+impl Lab {
+    pub fn view(&self) -> Result<LabView, LabError> {
+        let topics = self
+            .topics
+            .values()
+            .map(|t| TopicView {
+                name: t.name.clone(),
+                cleanup_policy: t.config.cleanup_policy.to_string(),
+                partitions: t
+                    .partitions
+                    .iter()
+                    .enumerate()
+                    .map(|(p, log)| PartitionLogView {
+                        partition: p as i32,
+                        log_start_offset: log.log_start_offset(),
+                        log_end_offset: log.log_end_offset(),
+                        records: log.record_count(),
+                        segments: log.segments(),
+                    })
+                    .collect(),
+            })
+            .collect();
+        let mut groups = BTreeMap::new();
+        for name in self.groups.keys() {
+            groups.insert(name.clone(), self.group_view(name)?);
+        }
+        let consumers = self.consumers.values().map(|c| ConsumerView {
+            name: c.name().to_string(),
+            member_id: c.member_id(),
+            group: c.config.group.clone(),
+            topic: c.config.topic.clone(),
+            state: c.state.clone(),
+            incarnation: c.incarnation,
+            generation: c.generation,
+            strategy: c.config.strategy,
+            sink: c.config.sink,
+            max_poll_records: c.config.max_poll_records,
+            auto_commit_interval_ms: c.config.auto_commit_interval_ms,
+            auto_offset_reset: c.config.auto_offset_reset.to_string(),
+            assignment: c
+                .assignment
+                .iter()
+                .map(|(tp, f)| AssignmentView {
+                    topic: tp.topic.clone(),
+                    partition: tp.partition,
+                    position: f.position,
+                    stored: f.stored,
+                    processed: f.processed,
+                })
+                .collect(),
+            in_flight: c.in_flight.len(),
+            pending_async_commits: c.pending_async.len(),
+            auto_commit_due_in_ms: (c.config.strategy == CommitStrategy::AutoTimer)
+                .then_some(c.next_auto_commit)
+                .flatten()
+                .map(|t| t - self.now()),
+        });
+        let latest = self
+            .offsets
+            .view()
+            .iter()
+            .map(|(k, v)| CommittedEntry {
+                key: k.display(),
+                group: k.group.clone(),
+                topic: k.topic.clone(),
+                partition: k.partition,
+                offset: v.offset,
+                metadata: v.metadata.clone(),
+                commit_timestamp: v.commit_timestamp,
+            })
+            .collect();
+        Ok(LabView {
+            clock_ms: self.now(),
+            elapsed_ms: self.clock.elapsed(),
+            topics,
+            groups,
+            consumers: consumers.collect(),
+            consumer_offsets: ConsumerOffsetsView {
+                records: self.offsets.log().record_count(),
+                log_end_offset: self.offsets.log().log_end_offset(),
+                latest,
+            },
+        })
+    }
+
+    /// The figures of one group over all partitions of its topics.
+    pub fn group_view(&self, name: &str) -> Result<GroupView, LabError> {
+        let g = self.group(name)?;
+        let stats: SinkStats = g.sink.stats()?;
+        let mut partitions = Vec::new();
+        for topic in &g.topics {
+            let t = self.topic(topic)?;
+            for p in 0..t.partitions.len() as i32 {
+                partitions.push(self.partition_view(name, &TopicPartition::new(topic.clone(), p))?);
+            }
+        }
+        let mut audit = AuditFigures::default();
+        for p in &partitions {
+            audit += p.audit;
+        }
+        let key = |p: &PartitionView| format!("{}-{}", p.topic, p.partition);
+        Ok(GroupView {
+            state: g.state().to_string(),
+            generation: g.generation,
+            members: g.members.clone(),
+            offsets_source: if g.sink_kind == SinkKind::Transactional { "sink" } else { "kafka" },
+            committed: partitions.iter().map(|p| (key(p), p.committed)).collect(),
+            log_end_offset: partitions.iter().map(|p| (key(p), p.log_end_offset)).collect(),
+            lag: partitions.iter().map(|p| (key(p), p.lag)).collect(),
+            sink: SinkView {
+                kind: g.sink_kind,
+                rows: stats.rows,
+                distinct_keys: stats.distinct_keys,
+                duplicate_rows: stats.duplicate_rows,
+            },
+            audit: AuditView {
+                lost: audit.lost,
+                duplicates: audit.duplicates,
+                duplicate_rows: stats.duplicate_rows,
+                redeliveries: audit.redeliveries,
+                crash_redeliveries: audit.crash_redeliveries,
+                replays: audit.replays,
+                skipped: audit.skipped,
+                deliveries: audit.deliveries,
+            },
+            partitions,
+        })
+    }
+
+    /// The figures of one group on one partition.
+    pub fn partition_view(&self, group: &str, tp: &TopicPartition) -> Result<PartitionView, LabError> {
+        let g = self.group(group)?;
+        let log = self.partition_log(tp)?;
+        let kafka_committed = self.offsets.fetch(&OffsetKey::new(group, tp)).map(|v| v.offset);
+        let sink_offset = if g.sink_kind == SinkKind::Transactional {
+            g.sink.stored_offset(tp)?
+        } else {
+            None
+        };
+        let committed = sink_offset.or(kafka_committed);
+        let owner = g.owners.get(tp).cloned();
+        let running_owner = owner
+            .as_ref()
+            .and_then(|o| self.consumers.get(o))
+            .filter(|c| c.is_running());
+        let progress = Progress { resume: committed, log };
+        Ok(PartitionView {
+            topic: tp.topic.clone(),
+            partition: tp.partition,
+            committed,
+            kafka_committed,
+            sink_offset,
+            log_start_offset: log.log_start_offset(),
+            log_end_offset: log.log_end_offset(),
+            lag: committed.map(|c| log.log_end_offset() - c),
+            position: running_owner.and_then(|c| c.assignment.get(tp)).map(|f| f.position),
+            in_flight: running_owner
+                .map(|c| c.in_flight.iter().filter(|f| &f.tp == tp).map(|f| f.record.offset).collect())
+                .unwrap_or_default(),
+            owner,
+            first_start: g.audit.partition(tp).map(|p| p.first_start),
+            lost_ranges: g.audit.lost_ranges(tp, progress),
+            delivery_counts: g.audit.partition(tp).map(|p| p.delivery_runs()).unwrap_or_default(),
+            audit: g.audit.figures(tp, progress),
+        })
+    }
+}

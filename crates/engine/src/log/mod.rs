@@ -1,0 +1,86 @@
+//! Partition logs and the store that holds them.
+//!
+//! A partition is an append-only sequence of records. Offsets grow by one per record in a plain
+//! topic; compaction (and, later, transaction markers) leave gaps, so nothing here assumes
+//! `offset == index`. The log is split into segments, the unit retention deletes and compaction
+//! rewrites. Reading never removes anything: consumption is a cursor over immutable records.
+//!
+//! [`PartitionLog`] is the storage interface. [`memory::MemoryLog`] implements it in memory for
+//! the explorer and the tests; a durable segment-file store plugs in behind the same trait.
+
+pub mod config;
+pub mod memory;
+pub mod partitioner;
+mod segment;
+
+pub use config::{CleanupPolicy, TopicConfig};
+
+use crate::clock::Millis;
+use crate::record::{NewRecord, Offset, RecordRef};
+use serde::Serialize;
+
+/// What a segment looks like from outside: enough to draw it and to decide retention.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SegmentInfo {
+    pub base_offset: Offset,
+    /// One past the last offset in the segment (the next segment's base, or the log end).
+    pub next_offset: Offset,
+    pub records: usize,
+    pub bytes: usize,
+    pub max_timestamp: Option<i64>,
+    /// The active segment takes appends and is never deleted by retention.
+    pub active: bool,
+}
+
+/// One partition's log.
+pub trait PartitionLog: Send {
+    /// Appends one record at the log end and returns its offset. Rolls a new segment first
+    /// when the active one is full by record count, bytes or age (`now` decides age).
+    fn append(&mut self, record: NewRecord<'_>, now: Millis) -> Offset;
+
+    /// The first offset still retained.
+    fn log_start_offset(&self) -> Offset;
+
+    /// The offset the next appended record will get.
+    fn log_end_offset(&self) -> Offset;
+
+    /// Calls `visit` for up to `max_records` records with offset ≥ `from`, in offset order, and
+    /// returns how many it visited.
+    fn read(&self, from: Offset, max_records: usize, visit: &mut dyn FnMut(RecordRef<'_>)) -> usize;
+
+    /// The earliest offset whose timestamp is ≥ `timestamp` (Kafka's `ListOffsets` by time),
+    /// or `None` when no retained record is that recent.
+    fn offset_for_timestamp(&self, timestamp: i64) -> Option<Offset>;
+
+    fn segments(&self) -> Vec<SegmentInfo>;
+
+    /// Deletes whole segments that end at or before `offset` (never the active one) and returns
+    /// how many records went. The log start offset advances to the first remaining record.
+    fn delete_segments_before(&mut self, offset: Offset) -> usize;
+
+    /// Rewrites the closed segments keeping only the records `keep` approves of; the active
+    /// segment is left alone, as Kafka's cleaner does. Returns how many records were removed.
+    fn compact(&mut self, keep: &mut dyn FnMut(RecordRef<'_>) -> bool) -> usize;
+
+    /// Bytes of memory (or disk) the log occupies, for the memory-per-record figure.
+    fn size_in_bytes(&self) -> usize;
+
+    /// Records currently retained.
+    fn record_count(&self) -> usize;
+}
+
+/// Where partition logs come from. The lab asks the store for a log whenever a topic (or a
+/// partition) is created; the store decides whether it lives in memory or in segment files.
+pub trait LogStore: Send {
+    fn open(&mut self, topic: &str, partition: i32, config: &TopicConfig) -> Box<dyn PartitionLog>;
+}
+
+/// The in-memory store: every log lives in the process, nothing survives a restart.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct MemoryStore;
+
+impl LogStore for MemoryStore {
+    fn open(&mut self, _topic: &str, _partition: i32, config: &TopicConfig) -> Box<dyn PartitionLog> {
+        Box::new(memory::MemoryLog::new(config.segment_limits()))
+    }
+}

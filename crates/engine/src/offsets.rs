@@ -1,0 +1,276 @@
+//! The group coordinator's offset store: the compacted `__consumer_offsets` topic.
+//!
+//! A commit is not a field update: it is a record appended to `__consumer_offsets`, keyed by
+//! (group, topic, partition), whose value holds the committed offset. The coordinator's
+//! in-memory view is simply "the latest value per key" of that topic, which is why a compacted
+//! topic (keep the latest record per key) is enough to store it, and why a restarted
+//! coordinator rebuilds its view by replaying the topic ([`OffsetStore::rebuild_view`]).
+//!
+//! Kafka spreads groups over 50 partitions of `__consumer_offsets` by `hash(group) % 50`; the
+//! lab uses one partition so that every commit of every group can be seen in one log.
+
+use crate::clock::Millis;
+use crate::log::{CleanupPolicy, PartitionLog, TopicConfig};
+use crate::record::{NewRecord, Offset, Record, TopicPartition};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub const CONSUMER_OFFSETS_TOPIC: &str = "__consumer_offsets";
+
+/// The key of a committed offset: Kafka's `OffsetCommitKey` (group, topic, partition).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct OffsetKey {
+    pub group: String,
+    pub topic: String,
+    pub partition: i32,
+}
+
+impl OffsetKey {
+    pub fn new(group: &str, tp: &TopicPartition) -> Self {
+        Self {
+            group: group.to_string(),
+            topic: tp.topic.clone(),
+            partition: tp.partition,
+        }
+    }
+
+    pub fn topic_partition(&self) -> TopicPartition {
+        TopicPartition::new(self.topic.clone(), self.partition)
+    }
+
+    /// The record key bytes: a JSON array `["analytics-prod","orders",0]`.
+    pub fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(&(&self.group, &self.topic, self.partition)).unwrap_or_default()
+    }
+
+    pub fn decode(bytes: &[u8]) -> Option<Self> {
+        let (group, topic, partition): (String, String, i32) = serde_json::from_slice(bytes).ok()?;
+        Some(Self {
+            group,
+            topic,
+            partition,
+        })
+    }
+
+    /// How the lab prints it: `('analytics-prod', 'orders', 0)`.
+    pub fn display(&self) -> String {
+        format!("('{}', '{}', {})", self.group, self.topic, self.partition)
+    }
+}
+
+/// The value of a committed offset: Kafka's `OffsetCommitValue`, less the leader epoch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OffsetAndMetadata {
+    /// The next offset to read: last processed + 1.
+    pub offset: Offset,
+    /// Free text; the lab records who committed and why (`c1#2 manual-batch`).
+    pub metadata: String,
+    pub commit_timestamp: Millis,
+}
+
+/// One raw record of `__consumer_offsets`, decoded for display.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OffsetRecord {
+    pub offset: Offset,
+    pub key: OffsetKey,
+    /// `None` is a tombstone (the group's offset was deleted or expired).
+    pub value: Option<OffsetAndMetadata>,
+}
+
+pub struct OffsetStore {
+    log: Box<dyn PartitionLog>,
+    view: BTreeMap<OffsetKey, OffsetAndMetadata>,
+}
+
+impl OffsetStore {
+    /// The topic config of `__consumer_offsets`: compacted, small segments so that compaction
+    /// has closed segments to clean in a lab-sized run.
+    pub fn topic_config() -> TopicConfig {
+        TopicConfig {
+            partitions: 1,
+            retention_ms: None,
+            segment_records: Some(64),
+            cleanup_policy: CleanupPolicy::Compact,
+            ..TopicConfig::default()
+        }
+    }
+
+    pub fn new(log: Box<dyn PartitionLog>) -> Self {
+        let mut store = Self {
+            log,
+            view: BTreeMap::new(),
+        };
+        store.rebuild_view();
+        store
+    }
+
+    /// Appends the commit record and updates the view.
+    pub fn commit(&mut self, key: OffsetKey, value: OffsetAndMetadata, now: Millis) -> Offset {
+        let key_bytes = key.encode();
+        let value_bytes = serde_json::to_vec(&value).unwrap_or_default();
+        let at = self.log.append(
+            NewRecord {
+                timestamp: now,
+                key: Some(&key_bytes),
+                value: Some(&value_bytes),
+            },
+            now,
+        );
+        self.view.insert(key, value);
+        at
+    }
+
+    /// Appends a tombstone for `key` (offset deletion or expiry).
+    pub fn delete(&mut self, key: &OffsetKey, now: Millis) {
+        let key_bytes = key.encode();
+        self.log.append(
+            NewRecord {
+                timestamp: now,
+                key: Some(&key_bytes),
+                value: None,
+            },
+            now,
+        );
+        self.view.remove(key);
+    }
+
+    pub fn fetch(&self, key: &OffsetKey) -> Option<&OffsetAndMetadata> {
+        self.view.get(key)
+    }
+
+    /// The committed offsets of one group.
+    pub fn group_offsets<'a>(&'a self, group: &'a str) -> impl Iterator<Item = (&'a OffsetKey, &'a OffsetAndMetadata)> + 'a {
+        self.view.iter().filter(move |(k, _)| k.group == group)
+    }
+
+    pub fn groups(&self) -> impl Iterator<Item = &str> {
+        let mut names: Vec<&str> = self.view.keys().map(|k| k.group.as_str()).collect();
+        names.dedup();
+        names.into_iter()
+    }
+
+    /// Forgets the in-memory view and replays the whole topic: the latest value per key wins,
+    /// a tombstone removes the key. This is what a coordinator does when it takes over.
+    pub fn rebuild_view(&mut self) {
+        self.view = replay(self.log.as_ref());
+    }
+
+    pub fn view(&self) -> &BTreeMap<OffsetKey, OffsetAndMetadata> {
+        &self.view
+    }
+
+    pub fn log(&self) -> &dyn PartitionLog {
+        self.log.as_ref()
+    }
+
+    /// The raw records of the topic, decoded, from `from` on.
+    pub fn records(&self, from: Offset, max: usize) -> Vec<OffsetRecord> {
+        let mut out = Vec::new();
+        self.log.read(from, max, &mut |r| {
+            let owned: Record = r.to_owned();
+            if let Some(key) = owned.key.as_deref().and_then(OffsetKey::decode) {
+                let value = owned
+                    .value
+                    .as_deref()
+                    .and_then(|v| serde_json::from_slice(v).ok());
+                out.push(OffsetRecord {
+                    offset: owned.offset,
+                    key,
+                    value,
+                });
+            }
+        });
+        out
+    }
+
+    /// Compacts the closed segments: keeps only the latest record per key. Tombstones are kept
+    /// (Kafka drops them after `delete.retention.ms`). Returns how many records were removed.
+    pub fn compact(&mut self) -> usize {
+        let mut latest: BTreeMap<Vec<u8>, Offset> = BTreeMap::new();
+        self.log.read(Offset::MIN, usize::MAX, &mut |r| {
+            if let Some(k) = r.key {
+                latest.insert(k.to_vec(), r.offset);
+            }
+        });
+        self.log
+            .compact(&mut |r| r.key.and_then(|k| latest.get(k)) == Some(&r.offset))
+    }
+}
+
+fn replay(log: &dyn PartitionLog) -> BTreeMap<OffsetKey, OffsetAndMetadata> {
+    let mut view = BTreeMap::new();
+    log.read(Offset::MIN, usize::MAX, &mut |r| {
+        let Some(key) = r.key.and_then(OffsetKey::decode) else {
+            return;
+        };
+        match r.value.and_then(|v| serde_json::from_slice::<OffsetAndMetadata>(v).ok()) {
+            Some(value) => {
+                view.insert(key, value);
+            }
+            None => {
+                view.remove(&key);
+            }
+        }
+    });
+    view
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::memory::MemoryLog;
+
+    fn store() -> OffsetStore {
+        OffsetStore::new(Box::new(MemoryLog::new(OffsetStore::topic_config().segment_limits())))
+    }
+
+    fn value(offset: Offset) -> OffsetAndMetadata {
+        OffsetAndMetadata {
+            offset,
+            metadata: String::new(),
+            commit_timestamp: 0,
+        }
+    }
+
+    #[test]
+    fn the_latest_commit_per_key_wins_and_groups_are_independent() {
+        let mut s = store();
+        let tp = TopicPartition::new("orders", 0);
+        let a = OffsetKey::new("analytics", &tp);
+        let b = OffsetKey::new("billing", &tp);
+        s.commit(a.clone(), value(4), 1);
+        s.commit(b.clone(), value(1), 2);
+        s.commit(a.clone(), value(8), 3);
+        assert_eq!(s.fetch(&a).map(|v| v.offset), Some(8));
+        assert_eq!(s.fetch(&b).map(|v| v.offset), Some(1));
+        assert_eq!(s.records(0, 10).len(), 3, "every commit is a record");
+    }
+
+    #[test]
+    fn the_view_is_exactly_a_replay_of_the_topic_before_and_after_compaction() {
+        let mut s = store();
+        let keys: Vec<OffsetKey> = (0..3)
+            .map(|p| OffsetKey::new("g", &TopicPartition::new("orders", p)))
+            .collect();
+        for i in 0..200 {
+            s.commit(keys[i % 3].clone(), value(i as Offset), i as Millis);
+        }
+        s.delete(&keys[2], 500);
+        let before = s.view().clone();
+        s.rebuild_view();
+        assert_eq!(&before, s.view());
+        let removed = s.compact();
+        assert!(removed > 150, "removed {removed}");
+        s.rebuild_view();
+        assert_eq!(&before, s.view(), "compaction never changes what the topic means");
+        assert!(s.fetch(&keys[2]).is_none());
+    }
+
+    #[test]
+    fn keys_display_as_kafka_tuples() {
+        let k = OffsetKey::new("analytics-prod", &TopicPartition::new("orders", 0));
+        assert_eq!(k.display(), "('analytics-prod', 'orders', 0)");
+        assert_eq!(OffsetKey::decode(&k.encode()), Some(k));
+        assert_eq!(OffsetKey::decode(b"garbage"), None);
+    }
+}

@@ -1,0 +1,154 @@
+//! Sinks: where a group's processed records end up.
+//!
+//! The sink is the consumer application's database. How it writes decides what a redelivery
+//! costs: an [`SinkKind::Append`] ledger turns every redelivery into an extra row, an
+//! [`SinkKind::Upsert`] table keyed by order id converges, and a [`SinkKind::Transactional`]
+//! sink stores the group's next offsets in the same transaction as the rows, so output and
+//! progress can never disagree and a restarted consumer seeks to where the sink says.
+//!
+//! One trait, several implementations: [`memory::MemorySink`] here (fast, for the explorer)
+//! and a SQLite sink in the `offsetlab-sqlite` crate. Both pass [`conformance`].
+
+pub mod memory;
+
+#[cfg(any(test, feature = "testkit"))]
+pub mod conformance;
+
+use crate::audit::DeliveryReason;
+use crate::clock::Millis;
+use crate::record::{Offset, TopicPartition};
+use serde::Serialize;
+use std::fmt;
+use std::str::FromStr;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SinkKind {
+    Append,
+    Upsert,
+    Transactional,
+}
+
+impl SinkKind {
+    pub const ALL: [SinkKind; 3] = [Self::Append, Self::Upsert, Self::Transactional];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Append => "append",
+            Self::Upsert => "upsert",
+            Self::Transactional => "transactional",
+        }
+    }
+
+    pub fn explanation(self) -> &'static str {
+        match self {
+            Self::Append => "an append-only ledger: every write is a new row, so a redelivered record becomes a duplicate row",
+            Self::Upsert => "a table keyed by order id: a redelivered record rewrites its row, so replays converge",
+            Self::Transactional => "rows and the group's offsets commit in one database transaction; on start the consumer seeks to the offsets in the sink",
+        }
+    }
+}
+
+impl fmt::Display for SinkKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for SinkKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| format!("unknown sink '{s}' (expected append, upsert or transactional)"))
+    }
+}
+
+/// One processed record on its way into the sink.
+#[derive(Debug, Clone, Copy)]
+pub struct SinkWrite<'a> {
+    pub tp: &'a TopicPartition,
+    pub offset: Offset,
+    /// The order id (the record key).
+    pub key: &'a str,
+    pub value: &'a str,
+    pub consumer: &'a str,
+    pub incarnation: u32,
+    pub reason: DeliveryReason,
+    pub at: Millis,
+}
+
+/// A row as the sink holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SinkRow {
+    /// Insertion order, from 1.
+    pub row_id: u64,
+    pub key: String,
+    pub topic: String,
+    pub partition: i32,
+    /// The source record's offset (for an upsert row: of the last write).
+    pub offset: Offset,
+    pub value: String,
+    pub consumer: String,
+    pub incarnation: u32,
+    pub reason: DeliveryReason,
+    pub applied_at: Millis,
+    /// How many writes this row has absorbed (1 for an append row; grows on upsert).
+    pub writes: u32,
+    /// True when an earlier row already holds the same source record: a duplicate row.
+    pub duplicate: bool,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct SinkStats {
+    pub rows: u64,
+    /// Distinct order ids written.
+    pub distinct_keys: u64,
+    /// Rows beyond one per source record: `rows − distinct (topic, partition, offset)`.
+    pub duplicate_rows: u64,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SinkError {
+    #[error("sink backend error: {0}")]
+    Backend(String),
+}
+
+pub trait Sink: Send {
+    fn kind(&self) -> SinkKind;
+
+    /// Applies one processed record. For a transactional sink the row and the partition's next
+    /// offset (`offset + 1`) are stored in one transaction.
+    fn apply(&mut self, write: &SinkWrite<'_>) -> Result<(), SinkError>;
+
+    /// The next offset to read for `tp` as stored in the sink (transactional sinks only).
+    fn stored_offset(&self, tp: &TopicPartition) -> Result<Option<Offset>, SinkError>;
+
+    fn stats(&self) -> Result<SinkStats, SinkError>;
+
+    /// Rows in insertion order, `limit` of them starting at index `from`.
+    fn rows(&self, from: usize, limit: usize) -> Result<Vec<SinkRow>, SinkError>;
+}
+
+/// Opens the sink of a group. A running lab uses SQLite files; the explorer uses memory.
+pub trait SinkFactory: Send {
+    fn open(&mut self, group: &str, kind: SinkKind) -> Result<Box<dyn Sink>, SinkError>;
+
+    /// A short description for the narrative ("in memory", "SQLite at ./data/sinks.db").
+    fn describe(&self) -> String;
+}
+
+/// Opens [`memory::MemorySink`]s.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct MemorySinks;
+
+impl SinkFactory for MemorySinks {
+    fn open(&mut self, _group: &str, kind: SinkKind) -> Result<Box<dyn Sink>, SinkError> {
+        Ok(Box::new(memory::MemorySink::new(kind)))
+    }
+
+    fn describe(&self) -> String {
+        "in memory".to_string()
+    }
+}
