@@ -3,7 +3,7 @@
 
 use crate::sink::SinkError;
 
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum LabError {
     #[error("unknown topic '{0}'")]
     UnknownTopic(String),

@@ -14,6 +14,7 @@ mod time;
 mod topics;
 mod view;
 
+pub use consume::SeekTarget;
 pub use reset::{ResetPlan, ResetRow, ResetSpec};
 pub use topics::ProduceSpec;
 pub use view::{GroupView, LabView, PartitionView, SinkView, TopicView};

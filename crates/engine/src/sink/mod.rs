@@ -109,7 +109,7 @@ pub struct SinkStats {
     pub duplicate_rows: u64,
 }
 
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum SinkError {
     #[error("sink backend error: {0}")]
     Backend(String),

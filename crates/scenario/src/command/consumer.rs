@@ -1,0 +1,91 @@
+//! `consumer NAME group=G topic=T [commit=STRATEGY] [interval=DUR] [max-poll=N]
+//! [sink=append|upsert|transactional] [reset=earliest|latest|none] [session-timeout=DUR]
+//! [async-latency=DUR]`
+//!
+//! Starts a consumer process that joins group G. The defaults are Kafka's: auto-commit on a
+//! 5 s timer, `max.poll.records=500`, `auto.offset.reset=latest`, `session.timeout.ms=45s`.
+
+use crate::error::ParseError;
+use crate::token::Args;
+use crate::units::{count, duration_ms};
+use offsetlab_engine::clock::format_duration;
+use offsetlab_engine::consumer::ConsumerConfig;
+use offsetlab_engine::{Lab, LabError};
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartConsumer {
+    pub config: ConsumerConfig,
+}
+
+impl StartConsumer {
+    pub fn parse(args: &mut Args) -> Result<Self, ParseError> {
+        let name = args.word("consumer name")?;
+        let group = args.required("group")?;
+        let topic = args.required("topic")?;
+        let mut c = ConsumerConfig::new(&name, &group, &topic);
+        if let Some(s) = args.parsed("commit", |v| v.parse())? {
+            c.strategy = s;
+        }
+        if let Some(ms) = args.parsed("interval", positive_duration)? {
+            c.auto_commit_interval_ms = ms;
+        }
+        if let Some(n) = args.parsed("max-poll", |v| count(v, 1_000_000))? {
+            if n == 0 {
+                return Err(ParseError::new("consumer: max-poll must be at least 1"));
+            }
+            c.max_poll_records = n as usize;
+        }
+        if let Some(s) = args.parsed("sink", |v| v.parse())? {
+            c.sink = s;
+        }
+        if let Some(r) = args.parsed("reset", |v| v.parse())? {
+            c.auto_offset_reset = r;
+        }
+        if let Some(ms) = args.parsed("session-timeout", positive_duration)? {
+            c.session_timeout_ms = ms;
+        }
+        if let Some(ms) = args.parsed("async-latency", duration_ms)? {
+            c.async_commit_latency_ms = ms;
+        }
+        Ok(Self { config: c })
+    }
+
+    pub fn apply(&self, lab: &mut Lab) -> Result<(), LabError> {
+        lab.add_consumer(self.config.clone())
+    }
+}
+
+fn positive_duration(v: &str) -> Result<i64, String> {
+    let ms = duration_ms(v)?;
+    if ms == 0 {
+        return Err("must be longer than 0ms".into());
+    }
+    Ok(ms)
+}
+
+impl fmt::Display for StartConsumer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let c = &self.config;
+        let d = ConsumerConfig::new(&c.name, &c.group, &c.topic);
+        write!(
+            f,
+            "consumer {} group={} topic={} commit={} interval={} max-poll={} sink={} reset={}",
+            c.name,
+            c.group,
+            c.topic,
+            c.strategy,
+            format_duration(c.auto_commit_interval_ms),
+            c.max_poll_records,
+            c.sink,
+            c.auto_offset_reset
+        )?;
+        if c.session_timeout_ms != d.session_timeout_ms {
+            write!(f, " session-timeout={}", format_duration(c.session_timeout_ms))?;
+        }
+        if c.async_commit_latency_ms != d.async_commit_latency_ms {
+            write!(f, " async-latency={}", format_duration(c.async_commit_latency_ms))?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,276 @@
+//! `expect [group=G] [topic=T] [partition=P] [consumer=C] KEY=VALUE …`
+//!
+//! A claim about the lab's figures at this point of the script. Group keys: `lost`,
+//! `duplicates`, `duplicate-rows`, `redeliveries`, `crash-redeliveries`, `replays`, `skipped`,
+//! `deliveries`, `sink-rows`, `distinct-keys`, `committed`, `lag`. Log keys:
+//! `log-end-offset`, `log-start-offset`. Consumer keys: `state`, `position`, `in-flight`,
+//! `generation`. Offsets that do not exist are written `-`.
+//!
+//! `group` may be left out when the lab has one group; `topic` when the group reads one topic;
+//! `partition` when the topic has one partition (group counts are summed over partitions when it
+//! is left out).
+
+use crate::error::ParseError;
+use crate::token::Args;
+use offsetlab_engine::lab::PartitionView;
+use offsetlab_engine::record::TopicPartition;
+use offsetlab_engine::{Lab, LabError};
+use std::fmt;
+
+use super::ApplyError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExpectKey {
+    Lost,
+    Duplicates,
+    DuplicateRows,
+    Redeliveries,
+    CrashRedeliveries,
+    Replays,
+    Skipped,
+    Deliveries,
+    SinkRows,
+    DistinctKeys,
+    Committed,
+    Lag,
+    LogEndOffset,
+    LogStartOffset,
+    State,
+    Position,
+    InFlight,
+    Generation,
+}
+
+const KEYS: [(&str, ExpectKey); 18] = [
+    ("lost", ExpectKey::Lost),
+    ("duplicates", ExpectKey::Duplicates),
+    ("duplicate-rows", ExpectKey::DuplicateRows),
+    ("redeliveries", ExpectKey::Redeliveries),
+    ("crash-redeliveries", ExpectKey::CrashRedeliveries),
+    ("replays", ExpectKey::Replays),
+    ("skipped", ExpectKey::Skipped),
+    ("deliveries", ExpectKey::Deliveries),
+    ("sink-rows", ExpectKey::SinkRows),
+    ("distinct-keys", ExpectKey::DistinctKeys),
+    ("committed", ExpectKey::Committed),
+    ("lag", ExpectKey::Lag),
+    ("log-end-offset", ExpectKey::LogEndOffset),
+    ("log-start-offset", ExpectKey::LogStartOffset),
+    ("state", ExpectKey::State),
+    ("position", ExpectKey::Position),
+    ("in-flight", ExpectKey::InFlight),
+    ("generation", ExpectKey::Generation),
+];
+
+impl ExpectKey {
+    pub fn name(self) -> &'static str {
+        KEYS.iter().find(|(_, k)| *k == self).map_or("?", |(n, _)| n)
+    }
+
+    fn is_consumer_key(self) -> bool {
+        matches!(self, Self::State | Self::Position | Self::InFlight | Self::Generation)
+    }
+
+    fn is_log_key(self) -> bool {
+        matches!(self, Self::LogEndOffset | Self::LogStartOffset)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expect {
+    pub group: Option<String>,
+    pub topic: Option<String>,
+    pub partition: Option<i32>,
+    pub consumer: Option<String>,
+    pub checks: Vec<(ExpectKey, String)>,
+}
+
+impl Expect {
+    pub fn parse(args: &mut Args) -> Result<Self, ParseError> {
+        let group = args.option("group");
+        let topic = args.option("topic");
+        let partition = args.parsed("partition", |v| crate::units::count(v, 10_000).map(|p| p as i32))?;
+        let consumer = args.option("consumer");
+        let mut checks = Vec::new();
+        for (k, v) in args.take_options() {
+            let key = KEYS.iter().find(|(n, _)| *n == k).map(|(_, key)| *key).ok_or_else(|| {
+                ParseError::new(format!(
+                    "expect: unknown expect key '{k}' (known: {})",
+                    KEYS.map(|(n, _)| n).join(", ")
+                ))
+            })?;
+            if key != ExpectKey::State && v != "-" && v.parse::<i64>().is_err() {
+                return Err(ParseError::new(format!("expect: {k}={v}: expected a number (or - for none)")));
+            }
+            checks.push((key, v));
+        }
+        if checks.is_empty() {
+            return Err(ParseError::new("expect: nothing to check (add KEY=VALUE, e.g. lost=0)"));
+        }
+        Ok(Self {
+            group,
+            topic,
+            partition,
+            consumer,
+            checks,
+        })
+    }
+
+    /// Checks every claim; all failures are reported together.
+    pub fn check(&self, lab: &Lab) -> Result<(), ApplyError> {
+        let mut failures = Vec::new();
+        for (key, expected) in &self.checks {
+            let actual = self.actual(lab, *key)?;
+            if &actual != expected {
+                failures.push(format!("{} expected {expected}, got {actual}", key.name()));
+            }
+        }
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(ApplyError::Expectation(failures.join("; ")))
+        }
+    }
+
+    /// The value of `key` in the lab now, as text.
+    pub fn actual(&self, lab: &Lab, key: ExpectKey) -> Result<String, LabError> {
+        let opt = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
+        if key.is_consumer_key() {
+            let name = match &self.consumer {
+                Some(c) => c.clone(),
+                None => only(lab.consumers().keys(), "consumer", "consumer=NAME")?,
+            };
+            let c = lab.consumer(&name)?;
+            return Ok(match key {
+                ExpectKey::State => c.state.label().to_string(),
+                ExpectKey::InFlight => c.in_flight.len().to_string(),
+                ExpectKey::Generation => c.generation.to_string(),
+                _ => {
+                    let tp = match self.partition {
+                        Some(p) => TopicPartition::new(c.config.topic.clone(), p),
+                        None => {
+                            let mut assigned = c.assignment.keys();
+                            match (assigned.next(), assigned.next()) {
+                                (Some(tp), None) => tp.clone(),
+                                (None, _) => return Ok("-".to_string()),
+                                (Some(_), Some(_)) => {
+                                    return Err(LabError::InvalidArgument(format!(
+                                        "expect: consumer '{name}' has several partitions: add partition=P"
+                                    )))
+                                }
+                            }
+                        }
+                    };
+                    opt(c.assignment.get(&tp).map(|f| f.position))
+                }
+            });
+        }
+        if key.is_log_key() && self.group.is_none() && self.topic.is_some() {
+            let topic = self.topic.clone().unwrap_or_default();
+            let tp = self.single_partition(lab, &topic)?;
+            let log = lab.partition_log(&tp)?;
+            return Ok(match key {
+                ExpectKey::LogEndOffset => log.log_end_offset(),
+                _ => log.log_start_offset(),
+            }
+            .to_string());
+        }
+        let group = match &self.group {
+            Some(g) => g.clone(),
+            None => only(lab.groups().keys(), "group", "group=G")?,
+        };
+        let view = lab.group_view(&group)?;
+        let parts: Vec<&PartitionView> = match (&self.topic, self.partition) {
+            (None, None) => view.partitions.iter().collect(),
+            (topic, partition) => {
+                let topic = match topic {
+                    Some(t) => t.clone(),
+                    None => only(view.partitions.iter().map(|p| p.topic.clone()).collect::<std::collections::BTreeSet<_>>(), "topic", "topic=T")?,
+                };
+                view.partitions
+                    .iter()
+                    .filter(|p| p.topic == topic && partition.is_none_or(|want| p.partition == want))
+                    .collect()
+            }
+        };
+        if parts.is_empty() {
+            return Err(LabError::InvalidArgument(format!("group '{group}' reads no such topic-partition")));
+        }
+        let sum = |f: &dyn Fn(&PartitionView) -> u64| parts.iter().map(|p| f(p)).sum::<u64>().to_string();
+        Ok(match key {
+            ExpectKey::SinkRows => view.sink.rows.to_string(),
+            ExpectKey::DistinctKeys => view.sink.distinct_keys.to_string(),
+            ExpectKey::DuplicateRows => view.sink.duplicate_rows.to_string(),
+            ExpectKey::Lost => sum(&|p| p.audit.lost),
+            ExpectKey::Duplicates => sum(&|p| p.audit.duplicates),
+            ExpectKey::Redeliveries => sum(&|p| p.audit.redeliveries),
+            ExpectKey::CrashRedeliveries => sum(&|p| p.audit.crash_redeliveries),
+            ExpectKey::Replays => sum(&|p| p.audit.replays),
+            ExpectKey::Skipped => sum(&|p| p.audit.skipped),
+            ExpectKey::Deliveries => sum(&|p| p.audit.deliveries),
+            ExpectKey::Lag => {
+                let lags: Option<Vec<i64>> = parts.iter().map(|p| p.lag).collect();
+                opt(lags.map(|l| l.iter().sum()))
+            }
+            ExpectKey::Committed => opt(single(&parts)?.committed),
+            ExpectKey::LogEndOffset => single(&parts)?.log_end_offset.to_string(),
+            ExpectKey::LogStartOffset => single(&parts)?.log_start_offset.to_string(),
+            _ => unreachable_key(key)?,
+        })
+    }
+
+    fn single_partition(&self, lab: &Lab, topic: &str) -> Result<TopicPartition, LabError> {
+        let t = lab.topic(topic)?;
+        match self.partition {
+            Some(p) => Ok(TopicPartition::new(topic, p)),
+            None if t.partitions.len() == 1 => Ok(TopicPartition::new(topic, 0)),
+            None => Err(LabError::InvalidArgument(format!("topic '{topic}' has {} partitions: add partition=P", t.partitions.len()))),
+        }
+    }
+}
+
+fn unreachable_key(key: ExpectKey) -> Result<String, LabError> {
+    Err(LabError::InvalidArgument(format!("expect: '{}' needs consumer=NAME", key.name())))
+}
+
+fn single<'a>(parts: &[&'a PartitionView]) -> Result<&'a PartitionView, LabError> {
+    match parts {
+        [one] => Ok(one),
+        _ => Err(LabError::InvalidArgument(format!(
+            "this figure is per partition and {} match: add topic=T partition=P",
+            parts.len()
+        ))),
+    }
+}
+
+/// The only element of `items`, or an error asking for the option that picks one.
+fn only<T: fmt::Display>(items: impl IntoIterator<Item = T>, what: &str, option: &str) -> Result<String, LabError> {
+    let mut it = items.into_iter();
+    match (it.next(), it.next()) {
+        (Some(one), None) => Ok(one.to_string()),
+        (None, _) => Err(LabError::InvalidArgument(format!("expect: there is no {what} yet"))),
+        (Some(_), Some(_)) => Err(LabError::InvalidArgument(format!("expect: more than one {what}: add {option}"))),
+    }
+}
+
+impl fmt::Display for Expect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "expect")?;
+        if let Some(g) = &self.group {
+            write!(f, " group={g}")?;
+        }
+        if let Some(t) = &self.topic {
+            write!(f, " topic={t}")?;
+        }
+        if let Some(p) = self.partition {
+            write!(f, " partition={p}")?;
+        }
+        if let Some(c) = &self.consumer {
+            write!(f, " consumer={c}")?;
+        }
+        for (k, v) in &self.checks {
+            write!(f, " {}={v}", k.name())?;
+        }
+        Ok(())
+    }
+}

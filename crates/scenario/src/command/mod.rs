@@ -1,0 +1,210 @@
+//! One type per command of the scenario language, each with `parse` (from the words of a
+//! line) and `apply` (to a [`Lab`]), and a `Display` that writes the canonical line back — so a
+//! lab session can be exported as a script that parses to the same commands.
+
+mod commit;
+mod consumer;
+mod expect;
+mod lifecycle;
+mod poll;
+mod process;
+mod produce;
+mod reset_offsets;
+mod seek;
+mod tick;
+mod topic;
+
+pub use commit::Commit;
+pub use consumer::StartConsumer;
+pub use expect::{Expect, ExpectKey};
+pub use lifecycle::{Close, Crash, Restart};
+pub use poll::Poll;
+pub use process::Process;
+pub use produce::Produce;
+pub use reset_offsets::ResetOffsets;
+pub use seek::Seek;
+pub use tick::Tick;
+pub use topic::CreateTopic;
+
+use crate::error::ParseError;
+use crate::token::{tokenize, Args};
+use offsetlab_engine::lab::ResetPlan;
+use offsetlab_engine::{Lab, LabError};
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    Topic(CreateTopic),
+    Produce(Produce),
+    Consumer(StartConsumer),
+    Poll(Poll),
+    Process(Process),
+    Commit(Commit),
+    Tick(Tick),
+    Crash(Crash),
+    Restart(Restart),
+    Close(Close),
+    Seek(Seek),
+    ResetOffsets(ResetOffsets),
+    Expect(Expect),
+}
+
+/// What applying a command produced, beyond the narrative.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Done,
+    /// A reset plan (dry run or executed): the blast radius.
+    Reset(ResetPlan),
+}
+
+/// Why a command did not apply.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApplyError {
+    #[error(transparent)]
+    Lab(#[from] LabError),
+    #[error("{0}")]
+    Expectation(String),
+}
+
+/// The command names, in the order `docs/SCENARIOS.md` documents them.
+pub const COMMANDS: [&str; 13] = [
+    "topic", "produce", "consumer", "poll", "process", "commit", "tick", "crash", "restart", "close", "seek",
+    "reset-offsets", "expect",
+];
+
+impl Command {
+    /// Parses one line. Blank lines and comments give `None`.
+    pub fn parse(line: &str) -> Result<Option<Command>, ParseError> {
+        let mut tokens = tokenize(line)?.into_iter();
+        let Some(name) = tokens.next() else {
+            return Ok(None);
+        };
+        let mut args = Args::new(&name, tokens)?;
+        let cmd = match name.as_str() {
+            "topic" => Command::Topic(CreateTopic::parse(&mut args)?),
+            "produce" => Command::Produce(Produce::parse(&mut args)?),
+            "consumer" => Command::Consumer(StartConsumer::parse(&mut args)?),
+            "poll" => Command::Poll(Poll::parse(&mut args)?),
+            "process" => Command::Process(Process::parse(&mut args)?),
+            "commit" => Command::Commit(Commit::parse(&mut args)?),
+            "tick" => Command::Tick(Tick::parse(&mut args)?),
+            "crash" => Command::Crash(Crash::parse(&mut args)?),
+            "restart" => Command::Restart(Restart::parse(&mut args)?),
+            "close" => Command::Close(Close::parse(&mut args)?),
+            "seek" => Command::Seek(Seek::parse(&mut args)?),
+            "reset-offsets" => Command::ResetOffsets(ResetOffsets::parse(&mut args)?),
+            "expect" => Command::Expect(Expect::parse(&mut args)?),
+            other => {
+                return Err(ParseError::new(format!(
+                    "unknown command '{other}' (expected one of: {})",
+                    COMMANDS.join(", ")
+                )))
+            }
+        };
+        args.finish()?;
+        Ok(Some(cmd))
+    }
+
+    pub fn apply(&self, lab: &mut Lab) -> Result<Outcome, ApplyError> {
+        match self {
+            Command::Topic(c) => c.apply(lab)?,
+            Command::Produce(c) => c.apply(lab)?,
+            Command::Consumer(c) => c.apply(lab)?,
+            Command::Poll(c) => c.apply(lab)?,
+            Command::Process(c) => c.apply(lab)?,
+            Command::Commit(c) => c.apply(lab)?,
+            Command::Tick(c) => c.apply(lab)?,
+            Command::Crash(c) => c.apply(lab)?,
+            Command::Restart(c) => c.apply(lab)?,
+            Command::Close(c) => c.apply(lab)?,
+            Command::Seek(c) => c.apply(lab)?,
+            Command::ResetOffsets(c) => return Ok(Outcome::Reset(c.apply(lab)?)),
+            Command::Expect(c) => c.check(lab)?,
+        }
+        Ok(Outcome::Done)
+    }
+
+    /// The consumer this command acts on, if it acts on one.
+    pub fn consumer(&self) -> Option<&str> {
+        match self {
+            Command::Consumer(c) => Some(&c.config.name),
+            Command::Poll(c) => Some(&c.consumer),
+            Command::Process(c) => Some(&c.consumer),
+            Command::Commit(c) => Some(&c.consumer),
+            Command::Crash(c) => Some(&c.consumer),
+            Command::Restart(c) => Some(&c.consumer),
+            Command::Close(c) => Some(&c.consumer),
+            Command::Seek(c) => Some(&c.consumer),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Command {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Command::Topic(c) => c.fmt(f),
+            Command::Produce(c) => c.fmt(f),
+            Command::Consumer(c) => c.fmt(f),
+            Command::Poll(c) => c.fmt(f),
+            Command::Process(c) => c.fmt(f),
+            Command::Commit(c) => c.fmt(f),
+            Command::Tick(c) => c.fmt(f),
+            Command::Crash(c) => c.fmt(f),
+            Command::Restart(c) => c.fmt(f),
+            Command::Close(c) => c.fmt(f),
+            Command::Seek(c) => c.fmt(f),
+            Command::ResetOffsets(c) => c.fmt(f),
+            Command::Expect(c) => c.fmt(f),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every canonical line parses back to the same command.
+    #[test]
+    fn display_round_trips() {
+        let lines = [
+            "topic orders partitions=3 retention.ms=7d segment.records=4 cleanup.policy=delete",
+            "produce orders count=12",
+            r#"produce orders count=1 key=o-3 value={"order_id":"o-3","status":"paid"} partition=0"#,
+            "consumer c1 group=analytics-prod topic=orders commit=manual-batch interval=5s max-poll=4 sink=upsert reset=earliest",
+            "poll c1",
+            "process c1 count=all",
+            "process c1 count=2",
+            "commit c1",
+            "tick 250ms",
+            "crash c1",
+            "restart c1",
+            "close c1",
+            "seek c1 to=earliest",
+            "seek c1 to=42 partition=0",
+            "seek c1 to=@2026-01-01T06:00:00Z",
+            "reset-offsets analytics-prod topic=orders to-offset=3 execute",
+            "reset-offsets analytics-prod topic=orders:0,1 by-duration=6h",
+            "expect group=analytics-prod lost=0 duplicates=4 committed=12",
+        ];
+        for line in lines {
+            let cmd = Command::parse(line).expect("parses").expect("a command");
+            let again = Command::parse(&cmd.to_string()).expect("re-parses").expect("a command");
+            assert_eq!(cmd, again, "{line} → {cmd}");
+        }
+    }
+
+    #[test]
+    fn malformed_lines_say_what_is_wrong() {
+        let err = |l: &str| Command::parse(l).expect_err(l).message;
+        assert!(err("fly c1").contains("unknown command 'fly'"));
+        assert!(err("poll").contains("missing consumer"));
+        assert!(err("produce orders count=-3").contains("must not be negative"));
+        assert!(err("tick soon").contains("not a duration"));
+        assert!(err("consumer c1 group=g topic=t commit=yolo").contains("unknown commit strategy"));
+        assert!(err("expect lots=3").contains("unknown expect key"));
+        assert!(err("poll c1 c2").contains("unexpected 'c2'"));
+        assert!(err("reset-offsets g topic=orders").contains("exactly one of"));
+        assert!(err("produce orders value={oops}").contains("not valid JSON"));
+    }
+}

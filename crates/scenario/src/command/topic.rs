@@ -1,0 +1,91 @@
+//! `topic NAME [partitions=N] [retention.ms=DUR] [retention.bytes=N] [segment.records=N]
+//! [segment.bytes=N] [segment.ms=DUR] [cleanup.policy=delete|compact]`
+//!
+//! Creates a topic. Retention settings are `-1` for "forever" as in Kafka.
+
+use crate::error::ParseError;
+use crate::token::Args;
+use crate::units::{count, duration_ms};
+use offsetlab_engine::clock::format_duration;
+use offsetlab_engine::log::TopicConfig;
+use offsetlab_engine::{Lab, LabError};
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreateTopic {
+    pub name: String,
+    pub config: TopicConfig,
+}
+
+fn forever_or<T>(v: &str, parse: impl Fn(&str) -> Result<T, String>) -> Result<Option<T>, String> {
+    if v == "-1" {
+        Ok(None)
+    } else {
+        parse(v).map(Some)
+    }
+}
+
+impl CreateTopic {
+    pub fn parse(args: &mut Args) -> Result<Self, ParseError> {
+        let name = args.word("topic name")?;
+        let mut config = TopicConfig::default();
+        if let Some(p) = args.parsed("partitions", |v| count(v, 10_000))? {
+            config.partitions = p as i32;
+        }
+        if let Some(r) = args.parsed("retention.ms", |v| forever_or(v, duration_ms))? {
+            config.retention_ms = r;
+        }
+        if let Some(r) = args.parsed("retention.bytes", |v| forever_or(v, |v| count(v, u64::MAX)))? {
+            config.retention_bytes = r;
+        }
+        if let Some(n) = args.parsed("segment.records", |v| count(v, u32::MAX.into()).and_then(nonzero))? {
+            config.segment_records = Some(n as usize);
+        }
+        if let Some(n) = args.parsed("segment.bytes", |v| count(v, 1 << 30).and_then(nonzero))? {
+            config.segment_bytes = n as usize;
+        }
+        if let Some(n) = args.parsed("segment.ms", |v| duration_ms(v).and_then(|d| nonzero(d as u64).map(|_| d)))? {
+            config.segment_ms = n;
+        }
+        if let Some(p) = args.parsed("cleanup.policy", |v| v.parse())? {
+            config.cleanup_policy = p;
+        }
+        Ok(Self { name, config })
+    }
+
+    pub fn apply(&self, lab: &mut Lab) -> Result<(), LabError> {
+        lab.create_topic(&self.name, self.config.clone())
+    }
+}
+
+fn nonzero(n: u64) -> Result<u64, String> {
+    if n == 0 {
+        Err("must be at least 1".into())
+    } else {
+        Ok(n)
+    }
+}
+
+impl fmt::Display for CreateTopic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let d = TopicConfig::default();
+        let c = &self.config;
+        write!(f, "topic {} partitions={}", self.name, c.partitions)?;
+        if c.retention_ms != d.retention_ms {
+            write!(f, " retention.ms={}", c.retention_ms.map_or("-1".into(), format_duration))?;
+        }
+        if let Some(b) = c.retention_bytes {
+            write!(f, " retention.bytes={b}")?;
+        }
+        if let Some(n) = c.segment_records {
+            write!(f, " segment.records={n}")?;
+        }
+        if c.segment_bytes != d.segment_bytes {
+            write!(f, " segment.bytes={}", c.segment_bytes)?;
+        }
+        if c.segment_ms != d.segment_ms {
+            write!(f, " segment.ms={}", format_duration(c.segment_ms))?;
+        }
+        write!(f, " cleanup.policy={}", c.cleanup_policy)
+    }
+}

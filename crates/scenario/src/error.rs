@@ -1,0 +1,61 @@
+//! Errors of the scenario language, always with the line they come from.
+
+use offsetlab_engine::LabError;
+
+/// A line that could not be parsed.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+#[error("{message}")]
+pub struct ParseError {
+    pub message: String,
+}
+
+impl ParseError {
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+}
+
+/// Why a script stopped.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum ScenarioError {
+    /// The line is not valid scenario language; nothing of the script ran.
+    #[error("line {line}: {message}\n    {text}")]
+    Parse {
+        line: usize,
+        text: String,
+        message: String,
+    },
+    /// The lab refused the action; nothing it would have done happened.
+    #[error("line {line}: {error}\n    {text}")]
+    Rejected {
+        line: usize,
+        text: String,
+        error: LabError,
+    },
+    /// An `expect` line did not hold.
+    #[error("line {line}: expectation failed: {failures}\n    {text}")]
+    Expectation {
+        line: usize,
+        text: String,
+        failures: String,
+    },
+}
+
+impl ScenarioError {
+    pub fn line(&self) -> usize {
+        match self {
+            Self::Parse { line, .. } | Self::Rejected { line, .. } | Self::Expectation { line, .. } => *line,
+        }
+    }
+
+    /// The one-line reason, without the echoed source line.
+    pub fn reason(&self) -> String {
+        match self {
+            Self::Parse { message, .. } => message.clone(),
+            Self::Rejected { error, .. } => error.to_string(),
+            Self::Expectation { failures, .. } => format!("expectation failed: {failures}"),
+        }
+    }
+}

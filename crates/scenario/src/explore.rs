@@ -1,0 +1,253 @@
+//! The explorer: crash a consumer at every possible instant of a scenario, for every commit
+//! strategy × sink, and report what was lost and duplicated.
+//!
+//! An *instant* is the moment right after one observable effect of the consumer: a poll
+//! returning, a record written to the sink, a commit landing. For each instant `k` (and `k = 0`,
+//! right after the consumer starts) the explorer replays the scenario from scratch with a
+//! [`FaultPlan`] that kills the consumer right after its `k`-th effect, restarts it, lets it
+//! consume to the end of the log, and reads the audit. The matrix it builds is the lab's
+//! central claim.
+
+use crate::command::Command;
+use crate::error::ScenarioError;
+use crate::runner::Runner;
+use crate::script::Script;
+use offsetlab_engine::lab::{FaultPlan, GroupView};
+use offsetlab_engine::sink::SinkKind;
+use offsetlab_engine::strategy::CommitStrategy;
+use offsetlab_engine::{Lab, LabError};
+use serde::Serialize;
+
+/// Upper bound on poll/process rounds while draining after the restart.
+const MAX_DRAIN_ROUNDS: usize = 100_000;
+
+/// One cell of the matrix.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Cell {
+    pub strategy: CommitStrategy,
+    pub sink: SinkKind,
+    pub crash_points: u64,
+    pub max_lost: u64,
+    pub total_lost: u64,
+    pub max_duplicates: u64,
+    pub max_duplicate_rows: u64,
+    /// The crash point (effects before the crash) with the most lost, then most duplicate rows.
+    pub worst_crash_point: u64,
+}
+
+/// What one crash run ended with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunResult {
+    pub lost: u64,
+    pub duplicates: u64,
+    pub duplicate_rows: u64,
+}
+
+/// Explores every strategy × sink. `consumer` names the one to crash (default: the first one the
+/// script starts).
+pub fn explore(script: &Script, consumer: Option<&str>) -> Result<Vec<Cell>, ScenarioError> {
+    let target = target_consumer(script, consumer)?;
+    let mut cells = Vec::new();
+    for strategy in CommitStrategy::ALL {
+        for sink in SinkKind::ALL {
+            cells.push(explore_cell(script, &target, strategy, sink)?);
+        }
+    }
+    Ok(cells)
+}
+
+/// Explores one strategy × sink.
+pub fn explore_cell(script: &Script, target: &str, strategy: CommitStrategy, sink: SinkKind) -> Result<Cell, ScenarioError> {
+    let variant = with_settings(script, target, strategy, sink);
+    let (clean, _) = run_with_crash(&variant, target, None)?;
+    let effects = clean.effects_of(target);
+    let mut cell = Cell {
+        strategy,
+        sink,
+        crash_points: effects + 1,
+        max_lost: 0,
+        total_lost: 0,
+        max_duplicates: 0,
+        max_duplicate_rows: 0,
+        worst_crash_point: 0,
+    };
+    let mut worst = (0, 0);
+    for k in 0..=effects {
+        let (_, r) = run_with_crash(&variant, target, Some(k))?;
+        cell.max_lost = cell.max_lost.max(r.lost);
+        cell.total_lost += r.lost;
+        cell.max_duplicates = cell.max_duplicates.max(r.duplicates);
+        cell.max_duplicate_rows = cell.max_duplicate_rows.max(r.duplicate_rows);
+        if (r.lost, r.duplicate_rows.max(r.duplicates)) > worst {
+            worst = (r.lost, r.duplicate_rows.max(r.duplicates));
+            cell.worst_crash_point = k;
+        }
+    }
+    Ok(cell)
+}
+
+/// Replays `script` with `target` crashing right after its `crash_after`-th effect (never, with
+/// `None`), then restarts it and drains. Returns the lab and its figures. This is also how the
+/// web lab replays a matrix cell's worst crash.
+pub fn run_with_crash(script: &Script, target: &str, crash_after: Option<u64>) -> Result<(Lab, RunResult), ScenarioError> {
+    let mut runner = Runner::new(Lab::default());
+    if let Some(after) = crash_after.filter(|&k| k > 0) {
+        runner.lab.plan_fault(Some(FaultPlan {
+            consumer: target.to_string(),
+            after,
+        }));
+    }
+    let mut crashed = false;
+    for line in &script.lines {
+        if matches!(line.command, Command::Expect(_)) {
+            continue;
+        }
+        runner.apply(line)?;
+        if crash_after == Some(0) && line.command.consumer() == Some(target) && matches!(line.command, Command::Consumer(_)) {
+            runner.lab.crash(target).map_err(|e| rejected(line.number, e))?;
+        }
+        if crash_after.is_some() && !runner.lab.consumer(target).map(|c| c.is_running()).unwrap_or(true) {
+            crashed = true;
+            break;
+        }
+    }
+    let mut lab = runner.lab;
+    if crashed {
+        lab.restart(target).map_err(|e| rejected(0, e))?;
+    }
+    drain(&mut lab, target).map_err(|e| rejected(0, e))?;
+    let group = lab.consumer(target).map_err(|e| rejected(0, e))?.config.group.clone();
+    let view: GroupView = lab.group_view(&group).map_err(|e| rejected(0, e))?;
+    let result = RunResult {
+        lost: view.audit.lost,
+        duplicates: view.audit.duplicates,
+        duplicate_rows: view.audit.duplicate_rows,
+    };
+    Ok((lab, result))
+}
+
+/// Consumes to the end of the log, then lets timers and async commits settle.
+fn drain(lab: &mut Lab, target: &str) -> Result<(), LabError> {
+    for _ in 0..MAX_DRAIN_ROUNDS {
+        if !lab.consumer(target)?.is_running() {
+            return Ok(());
+        }
+        if lab.consumer(target)?.in_flight.is_empty() && lab.poll(target)? == 0 {
+            break;
+        }
+        if !lab.consumer(target)?.in_flight.is_empty() {
+            lab.process(target, None)?;
+        }
+    }
+    let c = lab.consumer(target)?;
+    let settle = c.config.auto_commit_interval_ms.max(c.config.async_commit_latency_ms) + 1;
+    lab.tick(settle)?;
+    if lab.consumer(target)?.is_running() {
+        lab.poll(target)?;
+        if !lab.consumer(target)?.in_flight.is_empty() {
+            lab.process(target, None)?;
+        }
+    }
+    Ok(())
+}
+
+fn rejected(line: usize, error: LabError) -> ScenarioError {
+    ScenarioError::Rejected {
+        line,
+        text: "(explorer)".to_string(),
+        error,
+    }
+}
+
+/// The consumer to crash: the one named, or the first one the script starts.
+pub fn target_consumer(script: &Script, consumer: Option<&str>) -> Result<String, ScenarioError> {
+    let started: Vec<&str> = script
+        .lines
+        .iter()
+        .filter_map(|l| match &l.command {
+            Command::Consumer(c) => Some(c.config.name.as_str()),
+            _ => None,
+        })
+        .collect();
+    match consumer {
+        Some(c) if started.contains(&c) => Ok(c.to_string()),
+        Some(c) => Err(rejected(0, LabError::UnknownConsumer(c.to_string()))),
+        None => started
+            .first()
+            .map(|c| c.to_string())
+            .ok_or_else(|| rejected(0, LabError::InvalidArgument("the scenario starts no consumer to crash".into()))),
+    }
+}
+
+/// The script with `target`'s commit strategy and sink replaced.
+pub fn with_settings(script: &Script, target: &str, strategy: CommitStrategy, sink: SinkKind) -> Script {
+    let mut s = script.clone();
+    for line in &mut s.lines {
+        if let Command::Consumer(c) = &mut line.command {
+            if c.config.name == target {
+                c.config.strategy = strategy;
+            }
+            c.config.sink = sink; // a group shares one sink: keep the group consistent
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seed_matrix() -> Vec<Cell> {
+        let script = Script::parse(crate::SEED_SCENARIO).expect("seed");
+        explore(&script, None).expect("explores")
+    }
+
+    fn cell(m: &[Cell], strategy: CommitStrategy, sink: SinkKind) -> &Cell {
+        m.iter().find(|c| c.strategy == strategy && c.sink == sink).expect("cell")
+    }
+
+    /// The lab's central claim, on the seed scenario.
+    #[test]
+    fn the_matrix_makes_the_labs_claim() {
+        let m = seed_matrix();
+        assert_eq!(m.len(), 18);
+        for c in &m {
+            assert!(c.crash_points > 12, "{c:?}");
+            match c.sink {
+                SinkKind::Transactional => {
+                    assert_eq!((c.max_lost, c.max_duplicates, c.max_duplicate_rows), (0, 0, 0), "{c:?}")
+                }
+                SinkKind::Upsert => assert_eq!(c.max_duplicate_rows, 0, "an upsert never grows duplicate rows: {c:?}"),
+                SinkKind::Append => {}
+            }
+            if c.sink != SinkKind::Transactional {
+                if matches!(c.strategy, CommitStrategy::BeforeProcess | CommitStrategy::AutoTimer) {
+                    assert!(c.max_lost > 0, "commit-before and timer auto-commit lose: {c:?}");
+                }
+                if c.strategy.commits_after_processing() {
+                    assert_eq!(c.max_lost, 0, "commit-after never loses: {c:?}");
+                    assert!(c.max_duplicates > 0, "but it redelivers: {c:?}");
+                }
+                if c.strategy == CommitStrategy::BeforeProcess {
+                    assert_eq!(c.max_duplicates, 0, "at-most-once never duplicates: {c:?}");
+                }
+            }
+        }
+        let append = cell(&m, CommitStrategy::ManualBatch, SinkKind::Append);
+        assert!(append.max_duplicate_rows > 0, "commit-after duplicates into an append sink");
+        let record = cell(&m, CommitStrategy::ManualRecord, SinkKind::Append);
+        assert_eq!(record.max_duplicates, 1, "per-record commits shrink the window to one record");
+        assert!(append.max_duplicates > record.max_duplicates, "batch commits widen it");
+        let timer = cell(&m, CommitStrategy::AutoTimer, SinkKind::Append);
+        assert_eq!(timer.max_lost, 3, "the timer fires after record 4 of 4..7: 5, 6, 7 are lost");
+    }
+
+    #[test]
+    fn the_worst_crash_point_replays_to_the_same_figures() {
+        let script = Script::parse(crate::SEED_SCENARIO).expect("seed");
+        let c = explore_cell(&script, "c1", CommitStrategy::AutoTimer, SinkKind::Append).expect("cell");
+        let variant = with_settings(&script, "c1", c.strategy, c.sink);
+        let (_, r) = run_with_crash(&variant, "c1", Some(c.worst_crash_point)).expect("replay");
+        assert_eq!(r.lost, c.max_lost);
+    }
+}
