@@ -1,1 +1,99 @@
-fn main(){}
+//! `offsetlab`: the Kafka Offset & Event Replay Lab.
+//!
+//! A thin shell around the pure engine: it reads files, picks the sink backend, prints the
+//! narrative and the figures, and turns outcomes into exit codes.
+
+mod explore_cmd;
+mod lessons;
+mod output;
+mod run_cmd;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Exit codes, stable for scripts and CI.
+pub mod exit {
+    /// Everything ran and every `expect` held.
+    pub const OK: u8 = 0;
+    /// An `expect` line did not hold.
+    pub const EXPECTATION_FAILED: u8 = 1;
+    /// The scenario is malformed, or the lab rejected one of its actions (also clap's usage errors).
+    pub const INVALID_SCENARIO: u8 = 2;
+    /// A file could not be read or a sink database could not be opened.
+    pub const IO_ERROR: u8 = 3;
+}
+
+#[derive(Parser)]
+#[command(
+    name = "offsetlab",
+    version,
+    about = "Kafka Offset & Event Replay Lab: crash consumers at the wrong instant and watch offsets, lag, lost and duplicated records",
+    long_about = "offsetlab models a Kafka partition log, consumer groups, commit strategies and sinks on a logical clock, \
+so every scenario replays exactly.\n\n\
+A consumer's position (where its next poll reads) lives in its memory; the group's committed offset lives in the \
+compacted __consumer_offsets topic. When a commit happens relative to processing decides whether a crash loses \
+records (commit before: at-most-once) or replays them (commit after: at-least-once), and the sink decides whether a \
+replay duplicates rows (append) or converges (upsert, transactional).\n\n\
+Start with `offsetlab lessons`, then `offsetlab explore`.",
+    after_help = "Exit codes: 0 ok, 1 an expect line failed, 2 malformed or rejected scenario, 3 I/O error."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Cmd>,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run a scenario file: print the narrative and the final figures, check its expect lines
+    Run {
+        /// The scenario file (see docs/SCENARIOS.md)
+        file: PathBuf,
+        /// Print the final state as one JSON object instead of text
+        #[arg(long)]
+        json: bool,
+        /// Write the groups' sinks to SQLite files in this directory instead of memory
+        #[arg(long, value_name = "DIR")]
+        sqlite: Option<PathBuf>,
+        /// Print only the final figures (and errors)
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// List the lessons, or run one by number or name
+    Lessons {
+        /// A lesson number (`1`) or file name (`01-auto-commit-timer-loses`) to run
+        lesson: Option<String>,
+        /// JSON output
+        #[arg(long)]
+        json: bool,
+    },
+    /// Crash the consumer at every instant of a scenario, for every commit strategy × sink
+    Explore {
+        /// The scenario to explore (default: the seed — 12 orders, batches of 4)
+        file: Option<PathBuf>,
+        /// The consumer to crash (default: the first the scenario starts)
+        #[arg(long)]
+        consumer: Option<String>,
+        /// Print the matrix as a JSON array
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the seed scenario (a starting point for your own)
+    Seed,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let code = match cli.command {
+        None => run_cmd::tour(),
+        Some(Cmd::Run { file, json, sqlite, quiet }) => run_cmd::run_file(&file, json, sqlite.as_deref(), quiet),
+        Some(Cmd::Lessons { lesson: None, json }) => lessons::list(json),
+        Some(Cmd::Lessons { lesson: Some(l), json }) => lessons::run(&l, json),
+        Some(Cmd::Explore { file, consumer, json }) => explore_cmd::explore(file.as_deref(), consumer.as_deref(), json),
+        Some(Cmd::Seed) => {
+            print!("{}", offsetlab_scenario::SEED_SCENARIO);
+            exit::OK
+        }
+    };
+    ExitCode::from(code)
+}

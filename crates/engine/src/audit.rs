@@ -45,6 +45,29 @@ impl DeliveryReason {
         )
     }
 
+    pub const ALL: [DeliveryReason; 5] = [
+        Self::First,
+        Self::CrashRedelivery,
+        Self::RebalanceRedelivery,
+        Self::RestartRedelivery,
+        Self::Replay,
+    ];
+
+    /// The kebab-case name used in JSON and in the SQLite sink.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::First => "first",
+            Self::CrashRedelivery => "crash-redelivery",
+            Self::RebalanceRedelivery => "rebalance-redelivery",
+            Self::RestartRedelivery => "restart-redelivery",
+            Self::Replay => "replay",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|r| r.name() == name)
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             Self::First => "first delivery",

@@ -50,6 +50,15 @@ impl ScenarioError {
         }
     }
 
+    /// The source line, when the error came from one.
+    pub fn text(&self) -> Option<&str> {
+        match self {
+            Self::Parse { text, .. } | Self::Rejected { text, .. } | Self::Expectation { text, .. } => {
+                (!text.is_empty() && text != "(explorer)").then_some(text.as_str())
+            }
+        }
+    }
+
     /// The one-line reason, without the echoed source line.
     pub fn reason(&self) -> String {
         match self {

@@ -1,1 +1,274 @@
+//! # offsetlab-sqlite
+//!
+//! The lab's sinks as a real database: one SQLite file per consumer group, with a `rows` table
+//! a learner can open with `sqlite3` and an `offsets` table that the transactional sink writes
+//! in the same transaction as its rows.
+//!
+//! ```sql
+//! CREATE TABLE rows (row_id INTEGER PRIMARY KEY AUTOINCREMENT, order_id TEXT NOT NULL,
+//!                    topic TEXT NOT NULL, partition INTEGER NOT NULL, source_offset INTEGER NOT NULL,
+//!                    value TEXT NOT NULL, consumer TEXT NOT NULL, incarnation INTEGER NOT NULL,
+//!                    reason TEXT NOT NULL, applied_at INTEGER NOT NULL, writes INTEGER NOT NULL);
+//! CREATE TABLE offsets (topic TEXT NOT NULL, partition INTEGER NOT NULL, next_offset INTEGER NOT NULL,
+//!                       PRIMARY KEY (topic, partition));
+//! ```
+//!
+//! The upsert sink adds a unique index on `order_id` and writes with `ON CONFLICT DO UPDATE`;
+//! the append and transactional sinks insert a row per write.
 
+use offsetlab_engine::audit::DeliveryReason;
+use offsetlab_engine::record::{Offset, TopicPartition};
+use offsetlab_engine::sink::{Sink, SinkError, SinkFactory, SinkKind, SinkRow, SinkStats, SinkWrite};
+use rusqlite::{params, Connection, OptionalExtension};
+use std::path::{Path, PathBuf};
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS rows (
+    row_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    order_id TEXT NOT NULL,
+    topic TEXT NOT NULL,
+    partition INTEGER NOT NULL,
+    source_offset INTEGER NOT NULL,
+    value TEXT NOT NULL,
+    consumer TEXT NOT NULL,
+    incarnation INTEGER NOT NULL,
+    reason TEXT NOT NULL,
+    applied_at INTEGER NOT NULL,
+    writes INTEGER NOT NULL DEFAULT 1
+);
+CREATE INDEX IF NOT EXISTS rows_by_source ON rows (topic, partition, source_offset);
+CREATE TABLE IF NOT EXISTS offsets (
+    topic TEXT NOT NULL,
+    partition INTEGER NOT NULL,
+    next_offset INTEGER NOT NULL,
+    PRIMARY KEY (topic, partition)
+);
+";
+
+fn backend(e: rusqlite::Error) -> SinkError {
+    SinkError::Backend(e.to_string())
+}
+
+/// A group's sink in SQLite.
+pub struct SqliteSink {
+    kind: SinkKind,
+    conn: Connection,
+}
+
+impl SqliteSink {
+    /// Opens (creating or emptying) the sink database at `path`.
+    pub fn create(path: &Path, kind: SinkKind) -> Result<Self, SinkError> {
+        let conn = Connection::open(path).map_err(backend)?;
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(backend)?;
+        conn.pragma_update(None, "synchronous", "NORMAL").map_err(backend)?;
+        Self::init(conn, kind)
+    }
+
+    /// A sink in a private in-memory database (tests).
+    pub fn in_memory(kind: SinkKind) -> Result<Self, SinkError> {
+        Self::init(Connection::open_in_memory().map_err(backend)?, kind)
+    }
+
+    fn init(conn: Connection, kind: SinkKind) -> Result<Self, SinkError> {
+        conn.execute_batch("DROP TABLE IF EXISTS rows; DROP TABLE IF EXISTS offsets; DROP TABLE IF EXISTS meta;")
+            .map_err(backend)?;
+        conn.execute_batch(SCHEMA).map_err(backend)?;
+        if kind == SinkKind::Upsert {
+            conn.execute_batch("CREATE UNIQUE INDEX IF NOT EXISTS rows_by_order ON rows (order_id);")
+                .map_err(backend)?;
+        }
+        conn.execute("INSERT INTO meta (key, value) VALUES ('sink_kind', ?1)", params![kind.name()])
+            .map_err(backend)?;
+        Ok(Self { kind, conn })
+    }
+
+    fn insert(conn: &Connection, w: &SinkWrite<'_>, upsert: bool) -> Result<(), rusqlite::Error> {
+        let sql = if upsert {
+            "INSERT INTO rows (order_id, topic, partition, source_offset, value, consumer, incarnation, reason, applied_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+             ON CONFLICT (order_id) DO UPDATE SET topic = excluded.topic, partition = excluded.partition,
+                 source_offset = excluded.source_offset, value = excluded.value, consumer = excluded.consumer,
+                 incarnation = excluded.incarnation, reason = excluded.reason, applied_at = excluded.applied_at,
+                 writes = writes + 1"
+        } else {
+            "INSERT INTO rows (order_id, topic, partition, source_offset, value, consumer, incarnation, reason, applied_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+        };
+        conn.prepare_cached(sql)?.execute(params![
+            w.key,
+            w.tp.topic,
+            w.tp.partition,
+            w.offset,
+            w.value,
+            w.consumer,
+            w.incarnation,
+            w.reason.name(),
+            w.at
+        ])?;
+        Ok(())
+    }
+}
+
+impl Sink for SqliteSink {
+    fn kind(&self) -> SinkKind {
+        self.kind
+    }
+
+    fn apply(&mut self, w: &SinkWrite<'_>) -> Result<(), SinkError> {
+        match self.kind {
+            SinkKind::Append => Self::insert(&self.conn, w, false).map_err(backend),
+            SinkKind::Upsert => Self::insert(&self.conn, w, true).map_err(backend),
+            SinkKind::Transactional => {
+                // The row and the next offset commit together or not at all.
+                let tx = self.conn.transaction().map_err(backend)?;
+                Self::insert(&tx, w, false).map_err(backend)?;
+                tx.prepare_cached(
+                    "INSERT INTO offsets (topic, partition, next_offset) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (topic, partition) DO UPDATE SET next_offset = excluded.next_offset",
+                )
+                .and_then(|mut s| s.execute(params![w.tp.topic, w.tp.partition, w.offset + 1]))
+                .map_err(backend)?;
+                tx.commit().map_err(backend)
+            }
+        }
+    }
+
+    fn stored_offset(&self, tp: &TopicPartition) -> Result<Option<Offset>, SinkError> {
+        self.conn
+            .prepare_cached("SELECT next_offset FROM offsets WHERE topic = ?1 AND partition = ?2")
+            .and_then(|mut s| s.query_row(params![tp.topic, tp.partition], |r| r.get(0)).optional())
+            .map_err(backend)
+    }
+
+    fn stats(&self) -> Result<SinkStats, SinkError> {
+        self.conn
+            .query_row(
+                "SELECT COUNT(*), COUNT(DISTINCT order_id),
+                        COUNT(*) - (SELECT COUNT(*) FROM (SELECT DISTINCT topic, partition, source_offset FROM rows))
+                 FROM rows",
+                [],
+                |r| {
+                    Ok(SinkStats {
+                        rows: r.get::<_, i64>(0)? as u64,
+                        distinct_keys: r.get::<_, i64>(1)? as u64,
+                        duplicate_rows: r.get::<_, i64>(2)? as u64,
+                    })
+                },
+            )
+            .map_err(backend)
+    }
+
+    fn rows(&self, from: usize, limit: usize) -> Result<Vec<SinkRow>, SinkError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT row_id, order_id, topic, partition, source_offset, value, consumer, incarnation, reason,
+                        applied_at, writes,
+                        EXISTS (SELECT 1 FROM rows e WHERE e.topic = r.topic AND e.partition = r.partition
+                                AND e.source_offset = r.source_offset AND e.row_id < r.row_id)
+                 FROM rows r ORDER BY row_id LIMIT ?1 OFFSET ?2",
+            )
+            .map_err(backend)?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let from = i64::try_from(from).unwrap_or(i64::MAX);
+        let rows = stmt
+            .query_map(params![limit, from], |r| {
+                let reason: String = r.get(8)?;
+                Ok(SinkRow {
+                    row_id: r.get::<_, i64>(0)? as u64,
+                    key: r.get(1)?,
+                    topic: r.get(2)?,
+                    partition: r.get(3)?,
+                    offset: r.get(4)?,
+                    value: r.get(5)?,
+                    consumer: r.get(6)?,
+                    incarnation: r.get(7)?,
+                    reason: DeliveryReason::from_name(&reason).unwrap_or(DeliveryReason::First),
+                    applied_at: r.get(9)?,
+                    writes: r.get(10)?,
+                    duplicate: r.get(11)?,
+                })
+            })
+            .map_err(backend)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+    }
+}
+
+/// Opens one SQLite file per group in a directory: `<dir>/sink-<group>.sqlite`.
+pub struct SqliteSinks {
+    dir: PathBuf,
+}
+
+impl SqliteSinks {
+    pub fn new(dir: impl Into<PathBuf>) -> Result<Self, SinkError> {
+        let dir = dir.into();
+        std::fs::create_dir_all(&dir).map_err(|e| SinkError::Backend(format!("cannot create {}: {e}", dir.display())))?;
+        Ok(Self { dir })
+    }
+
+    pub fn path_for(&self, group: &str) -> PathBuf {
+        self.dir.join(format!("sink-{group}.sqlite"))
+    }
+}
+
+impl SinkFactory for SqliteSinks {
+    fn open(&mut self, group: &str, kind: SinkKind) -> Result<Box<dyn Sink>, SinkError> {
+        Ok(Box::new(SqliteSink::create(&self.path_for(group), kind)?))
+    }
+
+    fn describe(&self) -> String {
+        format!("SQLite files in {}", self.dir.display())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sqlite_sinks_pass_the_conformance_suite_in_memory() {
+        offsetlab_engine::sink::conformance::run(&mut |kind| {
+            Box::new(SqliteSink::in_memory(kind).expect("in-memory sqlite"))
+        });
+    }
+
+    #[test]
+    fn sqlite_sinks_pass_the_conformance_suite_on_disk() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut sinks = SqliteSinks::new(dir.path()).expect("dir");
+        let mut n = 0;
+        offsetlab_engine::sink::conformance::run(&mut |kind| {
+            n += 1;
+            sinks.open(&format!("g{n}"), kind).expect("open")
+        });
+        assert!(sinks.path_for("g1").exists());
+    }
+
+    #[test]
+    fn the_database_file_is_plain_sqlite_a_learner_can_query() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("sink.sqlite");
+        let mut sink = SqliteSink::create(&path, SinkKind::Transactional).expect("create");
+        let tp = TopicPartition::new("orders", 0);
+        sink.apply(&SinkWrite {
+            tp: &tp,
+            offset: 7,
+            key: "o-8",
+            value: "{}",
+            consumer: "c1",
+            incarnation: 2,
+            reason: DeliveryReason::CrashRedelivery,
+            at: 0,
+        })
+        .expect("apply");
+        drop(sink);
+        let conn = Connection::open(&path).expect("open");
+        let (order, reason): (String, String) = conn
+            .query_row("SELECT order_id, reason FROM rows", [], |r| Ok((r.get(0)?, r.get(1)?)))
+            .expect("row");
+        assert_eq!((order.as_str(), reason.as_str()), ("o-8", "crash-redelivery"));
+        let next: i64 = conn.query_row("SELECT next_offset FROM offsets", [], |r| r.get(0)).expect("offset");
+        assert_eq!(next, 8);
+    }
+}

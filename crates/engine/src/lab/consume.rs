@@ -472,7 +472,7 @@ impl Lab {
             );
             parts.push(format!("{} = {o} (record @{at} of __consumer_offsets)", key.display()));
         }
-        self.say(EventKind::Commit, format!("{member} committed {}: {}", why, parts.join(", ")));
+        self.say(EventKind::Commit, format!("{why}: {member} committed {}", parts.join(", ")));
         for w in warnings {
             self.say(EventKind::Warning, w);
         }

@@ -60,7 +60,7 @@ impl Lab {
             self.say(
                 EventKind::Setup,
                 format!(
-                    "group {} writes to a {} sink ({}): {}",
+                    "group {} writes to its {} sink ({}): {}",
                     config.group,
                     config.sink,
                     self.sinks.describe(),

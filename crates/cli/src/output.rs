@@ -1,0 +1,85 @@
+//! Printing the narrative and the figures for people.
+
+use offsetlab_engine::clock::format_instant;
+use offsetlab_engine::lab::{LabView, ResetPlan};
+use offsetlab_engine::narrative::Event;
+
+pub fn events(events: &[Event]) {
+    for e in events {
+        println!("  {e}");
+    }
+}
+
+pub fn reset_plan(plan: &ResetPlan) {
+    println!(
+        "  {:<16} {:<16} {:>9} {:>9} {:>12} {:>10} {:>9}  {}",
+        "GROUP", "TOPIC-PARTITION", "CURRENT", "NEW", "REPLAYED", "SKIPPED", "DUP ROWS", "SPAN"
+    );
+    for r in &plan.rows {
+        let span = r
+            .span
+            .map(|(a, b)| format!("{} … {}", format_instant(a), format_instant(b)))
+            .unwrap_or_else(|| "-".into());
+        println!(
+            "  {:<16} {:<16} {:>9} {:>9} {:>12} {:>10} {:>9}  {}",
+            plan.group,
+            format!("{}-{}", r.topic, r.partition),
+            r.current.map_or("-".into(), |c| c.to_string()),
+            r.target,
+            r.replayed,
+            r.skipped,
+            r.predicted_duplicate_rows,
+            span
+        );
+    }
+}
+
+/// The final table: per group and partition, then the audit.
+pub fn summary(view: &LabView) {
+    println!();
+    println!("Final state at {}", format_instant(view.clock_ms));
+    for (name, g) in &view.groups {
+        println!();
+        println!(
+            "group {name}  ({}, generation {}, members: {}; offsets in {})",
+            g.state,
+            g.generation,
+            if g.members.is_empty() { "none".to_string() } else { g.members.join(", ") },
+            if g.offsets_source == "sink" { "the transactional sink" } else { "__consumer_offsets" }
+        );
+        println!(
+            "  {:<16} {:>10} {:>10} {:>10} {:>6} {:>9}  {}",
+            "TOPIC-PARTITION", "COMMITTED", "LOG-START", "LOG-END", "LAG", "POSITION", "OWNER"
+        );
+        let dash = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
+        for p in &g.partitions {
+            println!(
+                "  {:<16} {:>10} {:>10} {:>10} {:>6} {:>9}  {}",
+                format!("{}-{}", p.topic, p.partition),
+                dash(p.committed),
+                p.log_start_offset,
+                p.log_end_offset,
+                dash(p.lag),
+                dash(p.position),
+                p.owner.clone().unwrap_or_else(|| "-".into())
+            );
+        }
+        let a = &g.audit;
+        println!(
+            "  sink ({}): {} rows, {} distinct orders, {} duplicate rows",
+            g.sink.kind, g.sink.rows, g.sink.distinct_keys, g.sink.duplicate_rows
+        );
+        println!(
+            "  silently lost: {}   duplicates: {} ({} redeliveries, {} of them after a crash; {} deliberate replays)   skipped on purpose: {}",
+            a.lost, a.duplicates, a.redeliveries, a.crash_redeliveries, a.replays, a.skipped
+        );
+        for p in g.partitions.iter().filter(|p| !p.lost_ranges.is_empty()) {
+            let ranges: Vec<String> = p
+                .lost_ranges
+                .iter()
+                .map(|(a, b)| if b - a == 1 { format!("{a}") } else { format!("{a}..{}", b - 1) })
+                .collect();
+            println!("  lost in {}-{}: offsets {}", p.topic, p.partition, ranges.join(", "));
+        }
+    }
+}

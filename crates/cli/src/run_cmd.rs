@@ -1,0 +1,123 @@
+//! `offsetlab run` and the no-argument tour.
+
+use crate::exit;
+use crate::output;
+use offsetlab_engine::log::MemoryStore;
+use offsetlab_engine::sink::{MemorySinks, SinkFactory};
+use offsetlab_engine::Lab;
+use offsetlab_scenario::command::Outcome;
+use offsetlab_scenario::{Runner, Script, ScenarioError};
+use offsetlab_sqlite::SqliteSinks;
+use std::path::Path;
+
+pub fn run_file(file: &Path, json: bool, sqlite: Option<&Path>, quiet: bool) -> u8 {
+    let source = match std::fs::read_to_string(file) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: cannot read {}: {e}", file.display());
+            return exit::IO_ERROR;
+        }
+    };
+    let sinks: Box<dyn SinkFactory> = match sqlite {
+        None => Box::new(MemorySinks),
+        Some(dir) => match SqliteSinks::new(dir) {
+            Ok(s) => Box::new(s),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return exit::IO_ERROR;
+            }
+        },
+    };
+    run_source(&file.display().to_string(), &source, sinks, json, quiet)
+}
+
+/// Runs `source`, printing as it goes. `origin` names the file in errors.
+pub fn run_source(origin: &str, source: &str, sinks: Box<dyn SinkFactory>, json: bool, quiet: bool) -> u8 {
+    let script = match Script::parse(source) {
+        Ok(s) => s,
+        Err(e) => return report_error(origin, &e, json),
+    };
+    let mut runner = Runner::new(Lab::new(Box::new(MemoryStore), sinks));
+    let verbose = !json && !quiet;
+    let lines: Vec<&str> = source.lines().collect();
+    let mut printed_upto = 0;
+    let result = runner.run(&script, &mut |line, outcome, events| {
+        if !verbose {
+            return;
+        }
+        // Comment lines above a command explain it: print them first.
+        for text in lines.iter().take(line.number - 1).skip(printed_upto) {
+            let t = text.trim();
+            if let Some(c) = t.strip_prefix('#') {
+                println!("  {}", c.trim_start_matches('#').trim_start().to_string().as_str().trim_end());
+            }
+        }
+        printed_upto = line.number;
+        println!("$ {}", line.text);
+        if let Outcome::Reset(plan) = outcome {
+            output::reset_plan(plan);
+        }
+        if matches!(line.command, offsetlab_scenario::Command::Expect(_)) {
+            println!("  ✓ holds");
+        }
+        output::events(events);
+    });
+    if let Err(e) = result {
+        if verbose {
+            output::summary(&match runner.lab.view() {
+                Ok(v) => v,
+                Err(_) => return report_error(origin, &e, json),
+            });
+            println!();
+        }
+        return report_error(origin, &e, json);
+    }
+    let view = match runner.lab.view() {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::IO_ERROR;
+        }
+    };
+    if json {
+        match serde_json::to_string_pretty(&view) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return exit::IO_ERROR;
+            }
+        }
+    } else {
+        output::summary(&view);
+    }
+    exit::OK
+}
+
+fn report_error(origin: &str, e: &ScenarioError, json: bool) -> u8 {
+    eprintln!("error: {origin}:{}: {}", e.line(), e.reason());
+    if let Some(text) = e.text() {
+        eprintln!("    {text}");
+    }
+    if json {
+        println!("{}", serde_json::json!({ "error": e.reason(), "line": e.line(), "file": origin }));
+    }
+    match e {
+        ScenarioError::Expectation { .. } => exit::EXPECTATION_FAILED,
+        ScenarioError::Rejected { error: offsetlab_engine::LabError::Sink(_), .. } => exit::IO_ERROR,
+        _ => exit::INVALID_SCENARIO,
+    }
+}
+
+/// `offsetlab` with no arguments: the seed lab, crashed at the wrong instant, in 30 seconds.
+pub fn tour() -> u8 {
+    println!("offsetlab — Kafka Offset & Event Replay Lab\n");
+    println!("The seed lab: topic orders holds 12 order events, group analytics-prod starts at committed");
+    println!("offset 0, consumer c1 auto-commits on a 5 s timer (librdkafka-style) into an append-only sink.");
+    println!("It crashes right after the timer committed offset 8 while records 5..7 were still in flight.\n");
+    let code = crate::lessons::run("1", false);
+    println!("\nNext:");
+    println!("  offsetlab lessons            the guided lessons (offsetlab lessons 2 runs the second)");
+    println!("  offsetlab explore            every commit strategy × sink, crashed at every instant");
+    println!("  offsetlab seed > my.scn      a scenario to edit, then: offsetlab run my.scn");
+    code
+}
