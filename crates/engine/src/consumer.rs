@@ -84,11 +84,12 @@ impl ConsumerState {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PositionOrigin {
-    /// From the committed offset (or the sink's), after the partition was handed over because
-    /// of `repeat`.
-    Committed(DeliveryReason),
-    /// From `auto.offset.reset`.
-    AutoReset,
+    /// Set when the partition was assigned (from the committed offset, the sink's, or
+    /// `auto.offset.reset`); records read again from here are repeats of this kind, named by
+    /// why the partition changed hands.
+    Assigned(DeliveryReason),
+    /// Moved by `auto.offset.reset` because the position fell out of the log's range.
+    OutOfRange,
     /// From a `seek`: what it re-reads is a deliberate replay.
     Seek,
 }
@@ -97,8 +98,8 @@ impl PositionOrigin {
     /// The reason a record that was applied before is applied again from this position.
     pub fn repeat_reason(self) -> DeliveryReason {
         match self {
-            Self::Committed(r) => r,
-            Self::AutoReset => DeliveryReason::RestartRedelivery,
+            Self::Assigned(r) => r,
+            Self::OutOfRange => DeliveryReason::RestartRedelivery,
             Self::Seek => DeliveryReason::Replay,
         }
     }

@@ -155,7 +155,7 @@ impl Lab {
         );
         if let Some(fs) = self.consumer_mut(name)?.assignment.get_mut(tp) {
             fs.position = target;
-            fs.origin = PositionOrigin::AutoReset;
+            fs.origin = PositionOrigin::OutOfRange;
         }
         Ok(Some(target))
     }
@@ -372,6 +372,8 @@ impl Lab {
         let Some(c) = self.consumers.get(name) else {
             return false;
         };
+        // A position sought past the log end is not validated until the next fetch resets it;
+        // like the Java client, only positions inside the log are committed.
         let offsets: Vec<(TopicPartition, Offset)> = c
             .assignment
             .iter()
@@ -381,7 +383,8 @@ impl Lab {
                     CommitSource::Stored => f.stored,
                     CommitSource::Processed => f.processed,
                 }?;
-                Some((tp.clone(), o))
+                let end = self.partition_log(tp).ok()?.log_end_offset();
+                (o <= end).then(|| (tp.clone(), o))
             })
             .collect();
         self.commit_offsets(name, offsets, why, only_changes)

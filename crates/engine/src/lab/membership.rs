@@ -341,28 +341,28 @@ impl Lab {
         let (position, origin, text): (Option<Offset>, PositionOrigin, String) = match (from_sink, committed) {
             (Some(o), _) => (
                 Some(o),
-                PositionOrigin::Committed(repeat),
+                PositionOrigin::Assigned(repeat),
                 format!("{member} starts {tp} at offset {o}, the next offset stored in its transactional sink"),
             ),
             (None, Some(o)) => (
                 Some(o),
-                PositionOrigin::Committed(repeat),
+                PositionOrigin::Assigned(repeat),
                 format!("{member} starts {tp} at committed offset {o}"),
             ),
             (None, None) => match cfg.auto_offset_reset {
                 AutoOffsetReset::Earliest => (
                     Some(start),
-                    PositionOrigin::AutoReset,
+                    PositionOrigin::Assigned(repeat),
                     format!("{member} finds no committed offset for {tp}: auto.offset.reset=earliest → {start}"),
                 ),
                 AutoOffsetReset::Latest => (
                     Some(end),
-                    PositionOrigin::AutoReset,
+                    PositionOrigin::Assigned(repeat),
                     format!("{member} finds no committed offset for {tp}: auto.offset.reset=latest → {end} (the {} record(s) already there will never be read by this group)", end - start),
                 ),
                 AutoOffsetReset::None => (
                     None,
-                    PositionOrigin::AutoReset,
+                    PositionOrigin::Assigned(repeat),
                     format!("{member} finds no committed offset for {tp} and auto.offset.reset=none: NoOffsetForPartitionException"),
                 ),
             },

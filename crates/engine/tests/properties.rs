@@ -1,0 +1,209 @@
+//! Property tests: random sequences of actions never break the lab's invariants.
+//!
+//! Invalid actions in a sequence (processing with nothing polled, restarting a running
+//! consumer, …) are part of the input: they must be rejected without changing anything and
+//! without a panic.
+
+use offsetlab_engine::consumer::ConsumerConfig;
+use offsetlab_engine::lab::{ProduceSpec, ResetSpec, SeekTarget};
+use offsetlab_engine::log::TopicConfig;
+use offsetlab_engine::offsets::OffsetKey;
+use offsetlab_engine::record::TopicPartition;
+use offsetlab_engine::sink::SinkKind;
+use offsetlab_engine::strategy::{AutoOffsetReset, CommitStrategy};
+use offsetlab_engine::Lab;
+use proptest::prelude::*;
+use std::collections::BTreeSet;
+
+const CONSUMERS: [&str; 3] = ["c1", "c2", "c3"];
+const GROUP: &str = "g";
+
+#[derive(Debug, Clone)]
+enum Action {
+    Produce(u64),
+    Join(usize),
+    Poll(usize),
+    Process(usize, Option<usize>),
+    Commit(usize),
+    Tick(i64),
+    Crash(usize),
+    Restart(usize),
+    Close(usize),
+    Seek(usize, SeekTarget),
+    Reset(ResetSpec),
+}
+
+fn action(allow_skips: bool) -> impl Strategy<Value = Action> {
+    let c = 0..CONSUMERS.len();
+    let base = prop_oneof![
+        3 => (1u64..6).prop_map(Action::Produce),
+        2 => c.clone().prop_map(Action::Join),
+        6 => c.clone().prop_map(Action::Poll),
+        6 => (c.clone(), prop::option::of(1usize..5)).prop_map(|(c, n)| Action::Process(c, n)),
+        3 => prop_oneof![Just(50i64), Just(1_000), Just(5_000), Just(46_000)].prop_map(Action::Tick),
+        2 => c.clone().prop_map(Action::Crash),
+        2 => c.clone().prop_map(Action::Restart),
+        1 => c.clone().prop_map(Action::Close),
+        1 => (c.clone(), prop_oneof![Just(SeekTarget::Earliest), (0i64..30).prop_map(SeekTarget::Offset)].boxed())
+            .prop_map(|(c, t)| Action::Seek(c, t)),
+        1 => prop_oneof![Just(ResetSpec::ToEarliest), (-5i64..5).prop_map(ResetSpec::ShiftBy)].prop_map(Action::Reset),
+    ];
+    if allow_skips {
+        prop_oneof![
+            10 => base,
+            1 => (0..CONSUMERS.len()).prop_map(Action::Commit),
+            1 => (0..CONSUMERS.len()).prop_map(|c| Action::Seek(c, SeekTarget::Latest)),
+            1 => Just(Action::Reset(ResetSpec::ToLatest)),
+        ]
+        .boxed()
+    } else {
+        base.boxed()
+    }
+}
+
+fn new_lab(partitions: i32) -> Lab {
+    let mut lab = Lab::default();
+    lab.create_topic("orders", TopicConfig { partitions, segment_records: Some(5), ..TopicConfig::default() })
+        .expect("topic");
+    lab
+}
+
+fn apply(lab: &mut Lab, a: &Action, strategies: &[CommitStrategy], sink: SinkKind) {
+    let name = |i: usize| CONSUMERS[i];
+    // Errors are expected for invalid actions; the invariants below check nothing changed badly.
+    let _ = match a {
+        Action::Produce(n) => lab.produce("orders", &ProduceSpec { count: *n, ..ProduceSpec::default() }).map(|_| ()),
+        Action::Join(i) => lab.add_consumer(ConsumerConfig {
+            strategy: strategies[*i % strategies.len()],
+            sink,
+            max_poll_records: 3,
+            auto_offset_reset: AutoOffsetReset::Earliest,
+            ..ConsumerConfig::new(name(*i), GROUP, "orders")
+        }),
+        Action::Poll(i) => lab.poll(name(*i)).map(|_| ()),
+        Action::Process(i, n) => lab.process(name(*i), *n).map(|_| ()),
+        Action::Commit(i) => lab.commit(name(*i)),
+        Action::Tick(ms) => lab.tick(*ms),
+        Action::Crash(i) => lab.crash(name(*i)),
+        Action::Restart(i) => lab.restart(name(*i)),
+        Action::Close(i) => lab.close(name(*i)),
+        Action::Seek(i, t) => lab.seek(name(*i), *t, None),
+        Action::Reset(spec) => lab.reset_offsets(GROUP, "orders", None, *spec, true).map(|_| ()),
+    };
+}
+
+fn check_invariants(lab: &Lab, partitions: i32) -> Result<(), TestCaseError> {
+    for p in 0..partitions {
+        let tp = TopicPartition::new("orders", p);
+        let log = lab.partition_log(&tp).expect("log");
+        let mut offsets = Vec::new();
+        log.read(0, usize::MAX, &mut |r| offsets.push(r.offset));
+        let expected: Vec<i64> = (log.log_start_offset()..log.log_end_offset()).collect();
+        prop_assert_eq!(offsets, expected, "offsets dense and increasing in {}", tp);
+        if let Some(c) = lab.offsets().fetch(&OffsetKey::new(GROUP, &tp)) {
+            prop_assert!(c.offset >= 0 && c.offset <= log.log_end_offset(), "committed {} ≤ LEO {}", c.offset, log.log_end_offset());
+        }
+    }
+    // At most one running member owns a partition.
+    let mut owned = BTreeSet::new();
+    for c in lab.consumers().values().filter(|c| c.is_running()) {
+        for tp in c.assignment.keys() {
+            prop_assert!(owned.insert(tp.clone()), "{} owned twice", tp);
+        }
+        if let Ok(g) = lab.group(&c.config.group) {
+            prop_assert_eq!(c.generation, g.generation, "a running member knows the current generation");
+        }
+    }
+    if let Ok(g) = lab.group(GROUP) {
+        let view = lab.group_view(GROUP).expect("view");
+        for pv in &view.partitions {
+            let tp = TopicPartition::new(pv.topic.clone(), pv.partition);
+            let recount = g.audit.recount(&tp);
+            prop_assert_eq!(pv.audit.duplicates, recount.duplicates);
+            prop_assert_eq!(pv.audit.redeliveries, recount.redeliveries);
+            prop_assert_eq!(pv.audit.crash_redeliveries, recount.crash_redeliveries);
+            prop_assert_eq!(pv.audit.replays, recount.replays);
+            prop_assert_eq!(pv.audit.deliveries, recount.deliveries);
+        }
+        let stats = g.sink.stats().expect("stats");
+        match g.sink_kind {
+            SinkKind::Append | SinkKind::Transactional => {
+                prop_assert_eq!(stats.rows, view.audit.deliveries, "a ledger row per delivery");
+                prop_assert_eq!(stats.duplicate_rows, view.audit.duplicates, "each duplicate is a duplicate row");
+            }
+            SinkKind::Upsert => prop_assert_eq!(stats.duplicate_rows, 0),
+        }
+    }
+    Ok(())
+}
+
+fn strategies() -> impl Strategy<Value = Vec<CommitStrategy>> {
+    prop::collection::vec(prop::sample::select(CommitStrategy::ALL.to_vec()), 3)
+}
+
+fn commit_after() -> impl Strategy<Value = Vec<CommitStrategy>> {
+    prop::collection::vec(
+        prop::sample::select(vec![CommitStrategy::ManualBatch, CommitStrategy::ManualRecord, CommitStrategy::ManualAsync]),
+        3,
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// Any sequence of actions, any strategies and sink: the structural invariants hold and the
+    /// audit agrees with a recount of its delivery log.
+    #[test]
+    fn invariants_hold_for_any_sequence(
+        partitions in 1i32..4,
+        strategies in strategies(),
+        sink in prop::sample::select(SinkKind::ALL.to_vec()),
+        actions in prop::collection::vec(action(true), 1..80),
+    ) {
+        let mut lab = new_lab(partitions);
+        for a in &actions {
+            apply(&mut lab, a, &strategies, sink);
+            check_invariants(&lab, partitions)?;
+        }
+    }
+
+    /// A group whose members only commit what they processed never loses a record, whatever
+    /// crashes, restarts, closes, rebalances and session timeouts happen.
+    #[test]
+    fn commit_after_processing_never_loses(
+        partitions in 1i32..4,
+        strategies in commit_after(),
+        sink in prop::sample::select(SinkKind::ALL.to_vec()),
+        actions in prop::collection::vec(action(false), 1..80),
+    ) {
+        let mut lab = new_lab(partitions);
+        for a in &actions {
+            apply(&mut lab, a, &strategies, sink);
+            if lab.group(GROUP).is_ok() {
+                let view = lab.group_view(GROUP).expect("view");
+                prop_assert_eq!(view.audit.lost, 0, "after {:?}", a);
+            }
+        }
+    }
+
+    /// The transactional sink never loses and never duplicates, whatever the strategy, as long
+    /// as nobody rewinds on purpose.
+    #[test]
+    fn the_transactional_sink_never_loses_or_duplicates(
+        partitions in 1i32..4,
+        strategies in strategies(),
+        actions in prop::collection::vec(action(false), 1..80),
+    ) {
+        let mut lab = new_lab(partitions);
+        for a in &actions {
+            if matches!(a, Action::Seek(..) | Action::Reset(..)) {
+                continue;
+            }
+            apply(&mut lab, a, &strategies, SinkKind::Transactional);
+            if lab.group(GROUP).is_ok() {
+                let view = lab.group_view(GROUP).expect("view");
+                prop_assert_eq!((view.audit.lost, view.audit.duplicates), (0, 0), "after {:?}", a);
+            }
+        }
+    }
+}
