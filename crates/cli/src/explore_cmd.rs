@@ -61,7 +61,17 @@ pub fn explore(file: Option<&Path>, consumer: Option<&str>, json: bool) -> u8 {
     }
     let runs: u64 = cells.iter().map(|c| c.crash_points + 1).sum();
     println!("\n{runs} runs in {:.1} ms.", elapsed.as_secs_f64() * 1000.0);
-    println!("Commit-before and timer auto-commit lose records; commit-after never loses but duplicates into an");
-    println!("append sink; an upsert sink never grows duplicate rows; the transactional sink neither loses nor duplicates.");
+    let names = |pred: &dyn Fn(&offsetlab_scenario::explore::Cell) -> bool| {
+        let mut v: Vec<String> = cells.iter().filter(|c| pred(c)).map(|c| format!("{}×{}", c.strategy, c.sink)).collect();
+        v.dedup();
+        if v.is_empty() { "none".to_string() } else { v.join(", ") }
+    };
+    println!("Lost records at some crash point: {}", names(&|c| c.max_lost > 0));
+    println!("Duplicate rows at some crash point: {}", names(&|c| c.max_duplicate_rows > 0));
+    if file.is_none() {
+        println!("\nThe claim: commit-before and timer auto-commit lose records; commit-after never loses but");
+        println!("duplicates into an append sink; an upsert sink never grows duplicate rows; the transactional");
+        println!("sink neither loses nor duplicates.");
+    }
     exit::OK
 }
