@@ -42,7 +42,9 @@ pub fn explore(file: Option<&Path>, consumer: Option<&str>, json: bool) -> u8 {
         }
         return exit::OK;
     }
-    println!("Crashing the consumer at every instant of {origin}, then restarting it and consuming to the end:\n");
+    println!(
+        "Crashing the consumer at every instant of {origin}, then restarting it and consuming to the end:\n"
+    );
     println!(
         "{:<15} {:<14} {:>12} {:>9} {:>11} {:>15} {:>19}",
         "STRATEGY", "SINK", "CRASH POINTS", "MAX LOST", "TOTAL LOST", "MAX DUPLICATES", "MAX DUPLICATE ROWS"
@@ -62,15 +64,30 @@ pub fn explore(file: Option<&Path>, consumer: Option<&str>, json: bool) -> u8 {
     let runs: u64 = cells.iter().map(|c| c.crash_points + 1).sum();
     println!("\n{runs} runs in {:.1} ms.", elapsed.as_secs_f64() * 1000.0);
     let names = |pred: &dyn Fn(&offsetlab_scenario::explore::Cell) -> bool| {
-        let mut v: Vec<String> = cells.iter().filter(|c| pred(c)).map(|c| format!("{}×{}", c.strategy, c.sink)).collect();
+        let mut v: Vec<String> = cells
+            .iter()
+            .filter(|c| pred(c))
+            .map(|c| format!("{}×{}", c.strategy, c.sink))
+            .collect();
         v.dedup();
-        if v.is_empty() { "none".to_string() } else { v.join(", ") }
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            v.join(", ")
+        }
     };
     println!("Lost records at some crash point: {}", names(&|c| c.max_lost > 0));
-    println!("Duplicate rows at some crash point: {}", names(&|c| c.max_duplicate_rows > 0));
+    println!(
+        "Duplicate rows at some crash point: {}",
+        names(&|c| c.max_duplicate_rows > 0)
+    );
     if file.is_none() {
-        println!("\nThe claim: commit-before and timer auto-commit lose records; commit-after never loses but");
-        println!("duplicates into an append sink; an upsert sink never grows duplicate rows; the transactional");
+        println!(
+            "\nThe claim: commit-before and timer auto-commit lose records; commit-after never loses but"
+        );
+        println!(
+            "duplicates into an append sink; an upsert sink never grows duplicate rows; the transactional"
+        );
         println!("sink neither loses nor duplicates.");
     }
     exit::OK

@@ -53,7 +53,11 @@ pub fn list(json: bool) -> u8 {
     }
     println!("Lessons (run one with `offsetlab lessons N`, or `offsetlab run lessons/FILE.scn`):\n");
     for l in LESSONS {
-        println!("  {:>2}  {}", number(l).trim_start_matches('0'), Script::title(l.source).unwrap_or_default());
+        println!(
+            "  {:>2}  {}",
+            number(l).trim_start_matches('0'),
+            Script::title(l.source).unwrap_or_default()
+        );
         println!("      lessons/{}.scn", l.file);
     }
     exit::OK
@@ -61,7 +65,13 @@ pub fn list(json: bool) -> u8 {
 
 pub fn run(id: &str, json: bool) -> u8 {
     match find(id) {
-        Some(l) => crate::run_cmd::run_source(&format!("lessons/{}.scn", l.file), l.source, Box::new(MemorySinks), json, false),
+        Some(l) => crate::run_cmd::run_source(
+            &format!("lessons/{}.scn", l.file),
+            l.source,
+            Box::new(MemorySinks),
+            json,
+            false,
+        ),
         None => {
             eprintln!("error: no lesson '{id}' (see `offsetlab lessons`)");
             exit::INVALID_SCENARIO

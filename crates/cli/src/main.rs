@@ -86,10 +86,20 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.command {
         None => run_cmd::tour(),
-        Some(Cmd::Run { file, json, sqlite, quiet }) => run_cmd::run_file(&file, json, sqlite.as_deref(), quiet),
+        Some(Cmd::Run {
+            file,
+            json,
+            sqlite,
+            quiet,
+        }) => run_cmd::run_file(&file, json, sqlite.as_deref(), quiet),
         Some(Cmd::Lessons { lesson: None, json }) => lessons::list(json),
-        Some(Cmd::Lessons { lesson: Some(l), json }) => lessons::run(&l, json),
-        Some(Cmd::Explore { file, consumer, json }) => explore_cmd::explore(file.as_deref(), consumer.as_deref(), json),
+        Some(Cmd::Lessons {
+            lesson: Some(l),
+            json,
+        }) => lessons::run(&l, json),
+        Some(Cmd::Explore { file, consumer, json }) => {
+            explore_cmd::explore(file.as_deref(), consumer.as_deref(), json)
+        }
         Some(Cmd::Seed) => {
             print!("{}", offsetlab_scenario::SEED_SCENARIO);
             exit::OK

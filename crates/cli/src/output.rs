@@ -12,8 +12,8 @@ pub fn events(events: &[Event]) {
 
 pub fn reset_plan(plan: &ResetPlan) {
     println!(
-        "  {:<16} {:<16} {:>9} {:>9} {:>12} {:>10} {:>9}  {}",
-        "GROUP", "TOPIC-PARTITION", "CURRENT", "NEW", "REPLAYED", "SKIPPED", "DUP ROWS", "SPAN"
+        "  {:<16} {:<16} {:>9} {:>9} {:>12} {:>10} {:>9}  SPAN",
+        "GROUP", "TOPIC-PARTITION", "CURRENT", "NEW", "REPLAYED", "SKIPPED", "DUP ROWS"
     );
     for r in &plan.rows {
         let span = r
@@ -44,12 +44,20 @@ pub fn summary(view: &LabView) {
             "group {name}  ({}, generation {}, members: {}; offsets in {})",
             g.state,
             g.generation,
-            if g.members.is_empty() { "none".to_string() } else { g.members.join(", ") },
-            if g.offsets_source == "sink" { "the transactional sink" } else { "__consumer_offsets" }
+            if g.members.is_empty() {
+                "none".to_string()
+            } else {
+                g.members.join(", ")
+            },
+            if g.offsets_source == "sink" {
+                "the transactional sink"
+            } else {
+                "__consumer_offsets"
+            }
         );
         println!(
-            "  {:<16} {:>10} {:>10} {:>10} {:>6} {:>9}  {}",
-            "TOPIC-PARTITION", "COMMITTED", "LOG-START", "LOG-END", "LAG", "POSITION", "OWNER"
+            "  {:<16} {:>10} {:>10} {:>10} {:>6} {:>9}  OWNER",
+            "TOPIC-PARTITION", "COMMITTED", "LOG-START", "LOG-END", "LAG", "POSITION"
         );
         let dash = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
         for p in &g.partitions {
@@ -77,9 +85,20 @@ pub fn summary(view: &LabView) {
             let ranges: Vec<String> = p
                 .lost_ranges
                 .iter()
-                .map(|(a, b)| if b - a == 1 { format!("{a}") } else { format!("{a}..{}", b - 1) })
+                .map(|(a, b)| {
+                    if b - a == 1 {
+                        format!("{a}")
+                    } else {
+                        format!("{a}..{}", b - 1)
+                    }
+                })
                 .collect();
-            println!("  lost in {}-{}: offsets {}", p.topic, p.partition, ranges.join(", "));
+            println!(
+                "  lost in {}-{}: offsets {}",
+                p.topic,
+                p.partition,
+                ranges.join(", ")
+            );
         }
     }
 }

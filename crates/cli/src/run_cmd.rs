@@ -6,7 +6,7 @@ use offsetlab_engine::log::MemoryStore;
 use offsetlab_engine::sink::{MemorySinks, SinkFactory};
 use offsetlab_engine::Lab;
 use offsetlab_scenario::command::Outcome;
-use offsetlab_scenario::{Runner, Script, ScenarioError};
+use offsetlab_scenario::{Runner, ScenarioError, Script};
 use offsetlab_sqlite::SqliteSinks;
 use std::path::Path;
 
@@ -49,7 +49,14 @@ pub fn run_source(origin: &str, source: &str, sinks: Box<dyn SinkFactory>, json:
         for text in lines.iter().take(line.number - 1).skip(printed_upto) {
             let t = text.trim();
             if let Some(c) = t.strip_prefix('#') {
-                println!("  {}", c.trim_start_matches('#').trim_start().to_string().as_str().trim_end());
+                println!(
+                    "  {}",
+                    c.trim_start_matches('#')
+                        .trim_start()
+                        .to_string()
+                        .as_str()
+                        .trim_end()
+                );
             }
         }
         printed_upto = line.number;
@@ -99,11 +106,17 @@ fn report_error(origin: &str, e: &ScenarioError, json: bool) -> u8 {
         eprintln!("    {text}");
     }
     if json {
-        println!("{}", serde_json::json!({ "error": e.reason(), "line": e.line(), "file": origin }));
+        println!(
+            "{}",
+            serde_json::json!({ "error": e.reason(), "line": e.line(), "file": origin })
+        );
     }
     match e {
         ScenarioError::Expectation { .. } => exit::EXPECTATION_FAILED,
-        ScenarioError::Rejected { error: offsetlab_engine::LabError::Sink(_), .. } => exit::IO_ERROR,
+        ScenarioError::Rejected {
+            error: offsetlab_engine::LabError::Sink(_),
+            ..
+        } => exit::IO_ERROR,
         _ => exit::INVALID_SCENARIO,
     }
 }
@@ -112,8 +125,12 @@ fn report_error(origin: &str, e: &ScenarioError, json: bool) -> u8 {
 pub fn tour() -> u8 {
     println!("offsetlab — Kafka Offset & Event Replay Lab\n");
     println!("The seed lab: topic orders holds 12 order events, group analytics-prod starts at committed");
-    println!("offset 0, consumer c1 auto-commits on a 5 s timer (librdkafka-style) into an append-only sink.");
-    println!("It crashes right after the timer committed offset 8 while records 5..7 were still in flight.\n");
+    println!(
+        "offset 0, consumer c1 auto-commits on a 5 s timer (librdkafka-style) into an append-only sink."
+    );
+    println!(
+        "It crashes right after the timer committed offset 8 while records 5..7 were still in flight.\n"
+    );
     let code = crate::lessons::run("1", false);
     println!("\nNext:");
     println!("  offsetlab lessons            the guided lessons (offsetlab lessons 2 runs the second)");

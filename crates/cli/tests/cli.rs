@@ -50,7 +50,11 @@ fn every_lesson_file_passes_with_memory_and_sqlite_sinks() {
         let db = dir.path().display().to_string();
         let sql = offsetlab(&["run", &path, "--json", "--sqlite", &db]);
         assert!(sql.status.success(), "{path} with SQLite: {}", stderr(&sql));
-        assert_eq!(json(&mem)["groups"], json(&sql)["groups"], "{path}: both sinks give the same figures");
+        assert_eq!(
+            json(&mem)["groups"],
+            json(&sql)["groups"],
+            "{path}: both sinks give the same figures"
+        );
     }
 }
 
@@ -85,11 +89,17 @@ fn run_prints_the_narrative_and_the_final_table() {
 #[test]
 fn a_malformed_line_fails_with_its_line_number_and_nothing_runs() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = write_scenario(&dir, "topic orders\nproduce orders count=3\nprocess c1 count=-2\npoll c1\n");
+    let path = write_scenario(
+        &dir,
+        "topic orders\nproduce orders count=3\nprocess c1 count=-2\npoll c1\n",
+    );
     let o = offsetlab(&["run", &path]);
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
-    assert!(err.contains(":3: process: count=-2: must not be negative"), "{err}");
+    assert!(
+        err.contains(":3: process: count=-2: must not be negative"),
+        "{err}"
+    );
     assert!(stdout(&o).is_empty(), "nothing ran: {}", stdout(&o));
 }
 
@@ -99,7 +109,11 @@ fn a_rejected_action_names_its_line() {
     let path = write_scenario(&dir, "topic orders\npoll ghost\n");
     let o = offsetlab(&["run", &path, "--json"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains(":2: unknown consumer 'ghost'"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(":2: unknown consumer 'ghost'"),
+        "{}",
+        stderr(&o)
+    );
     let v = json(&o);
     assert_eq!(v["line"], 2);
     assert_eq!(v["error"], "unknown consumer 'ghost'");
@@ -124,10 +138,17 @@ fn resetting_an_active_group_is_refused_in_kafkas_words() {
 #[test]
 fn a_failing_expect_exits_1_with_expected_and_actual() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = write_scenario(&dir, "topic orders\nproduce orders count=3\nexpect topic=orders log-end-offset=4\n");
+    let path = write_scenario(
+        &dir,
+        "topic orders\nproduce orders count=3\nexpect topic=orders log-end-offset=4\n",
+    );
     let o = offsetlab(&["run", &path]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains(":3: expectation failed: log-end-offset expected 4, got 3"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(":3: expectation failed: log-end-offset expected 4, got 3"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -141,7 +162,12 @@ fn lessons_are_listed_and_runnable_by_number() {
     let o = offsetlab(&["lessons", "--json"]);
     assert!(o.status.success());
     let v = json(&o);
-    let numbers: Vec<i64> = v.as_array().expect("array").iter().filter_map(|l| l["number"].as_i64()).collect();
+    let numbers: Vec<i64> = v
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter_map(|l| l["number"].as_i64())
+        .collect();
     assert_eq!(numbers, [1, 2, 3, 4, 5, 8, 10]);
     let o = offsetlab(&["lessons", "3"]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -157,10 +183,20 @@ fn explore_json_makes_the_labs_claim() {
     let cells = cells.as_array().expect("array");
     assert_eq!(cells.len(), 18);
     for c in cells {
-        for key in ["strategy", "sink", "crash_points", "max_lost", "max_duplicates", "max_duplicate_rows"] {
+        for key in [
+            "strategy",
+            "sink",
+            "crash_points",
+            "max_lost",
+            "max_duplicates",
+            "max_duplicate_rows",
+        ] {
             assert!(c.get(key).is_some(), "{key} in {c}");
         }
-        let (strategy, sink) = (c["strategy"].as_str().unwrap_or(""), c["sink"].as_str().unwrap_or(""));
+        let (strategy, sink) = (
+            c["strategy"].as_str().unwrap_or(""),
+            c["sink"].as_str().unwrap_or(""),
+        );
         let lost = c["max_lost"].as_u64().unwrap_or(u64::MAX);
         match (strategy, sink) {
             (_, "transactional") => assert_eq!((lost, c["max_duplicates"].as_u64()), (0, Some(0)), "{c}"),
@@ -175,10 +211,20 @@ fn explore_json_makes_the_labs_claim() {
 
 #[test]
 fn explore_accepts_a_scenario_file() {
-    let o = offsetlab(&["explore", "lessons/02-commit-after-duplicates.scn", "--consumer", "c1"]);
+    let o = offsetlab(&[
+        "explore",
+        "lessons/02-commit-after-duplicates.scn",
+        "--consumer",
+        "c1",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("manual-record"));
-    let o = offsetlab(&["explore", "lessons/02-commit-after-duplicates.scn", "--consumer", "nobody"]);
+    let o = offsetlab(&[
+        "explore",
+        "lessons/02-commit-after-duplicates.scn",
+        "--consumer",
+        "nobody",
+    ]);
     assert_eq!(o.status.code(), Some(2));
 }
 
@@ -195,6 +241,9 @@ fn the_tour_and_seed_run_without_arguments() {
 fn help_teaches() {
     let o = offsetlab(&["--help"]);
     let out = stdout(&o);
-    assert!(out.contains("position") && out.contains("__consumer_offsets"), "{out}");
+    assert!(
+        out.contains("position") && out.contains("__consumer_offsets"),
+        "{out}"
+    );
     assert!(out.contains("Exit codes"), "{out}");
 }

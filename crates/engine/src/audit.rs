@@ -116,7 +116,10 @@ impl PartitionAudit {
         if offset < self.base {
             return 0;
         }
-        self.counts.get((offset - self.base) as usize).copied().unwrap_or(0)
+        self.counts
+            .get((offset - self.base) as usize)
+            .copied()
+            .unwrap_or(0)
     }
 
     fn bump(&mut self, offset: Offset) -> u32 {
@@ -268,8 +271,7 @@ impl GroupAudit {
         };
         let log_start = progress.log.log_start_offset();
         let passed = progress.resume.unwrap_or(part.first_start).max(log_start);
-        let has_gaps = progress.log.record_count() as i64
-            != progress.log.log_end_offset() - log_start;
+        let has_gaps = progress.log.record_count() as i64 != progress.log.log_end_offset() - log_start;
         let present: Option<std::collections::HashSet<Offset>> = has_gaps.then(|| {
             let mut set = std::collections::HashSet::new();
             let upto = passed.max(log_start);
@@ -351,16 +353,37 @@ mod tests {
     use crate::record::NewRecord;
 
     fn log(n: usize) -> MemoryLog {
-        let mut l = MemoryLog::new(TopicConfig { segment_records: Some(4), ..TopicConfig::default() }.segment_limits());
+        let mut l = MemoryLog::new(
+            TopicConfig {
+                segment_records: Some(4),
+                ..TopicConfig::default()
+            }
+            .segment_limits(),
+        );
         for i in 0..n {
-            l.append(NewRecord { timestamp: i as i64, key: Some(b"k"), value: Some(b"v") }, 0);
+            l.append(
+                NewRecord {
+                    timestamp: i as i64,
+                    key: Some(b"k"),
+                    value: Some(b"v"),
+                },
+                0,
+            );
         }
         l
     }
 
     fn deliver(a: &mut GroupAudit, tp: &TopicPartition, o: Offset, reason: DeliveryReason) {
         let reason = a.classify(tp, o, reason);
-        a.record(Delivery { at: 0, tp: tp.clone(), offset: o, key: String::new(), consumer: "c1".into(), incarnation: 1, reason });
+        a.record(Delivery {
+            at: 0,
+            tp: tp.clone(),
+            offset: o,
+            key: String::new(),
+            consumer: "c1".into(),
+            incarnation: 1,
+            reason,
+        });
     }
 
     #[test]
@@ -373,12 +396,37 @@ mod tests {
             deliver(&mut a, &tp, o, DeliveryReason::CrashRedelivery);
         }
         // The group committed 8 but applied only 0..5: 5, 6, 7 are silently lost.
-        let f = a.figures(&tp, Progress { resume: Some(8), log: &l });
+        let f = a.figures(
+            &tp,
+            Progress {
+                resume: Some(8),
+                log: &l,
+            },
+        );
         assert_eq!(f.lost, 3);
-        assert_eq!(a.lost_ranges(&tp, Progress { resume: Some(8), log: &l }), vec![(5, 8)]);
+        assert_eq!(
+            a.lost_ranges(
+                &tp,
+                Progress {
+                    resume: Some(8),
+                    log: &l
+                }
+            ),
+            vec![(5, 8)]
+        );
         assert_eq!(f.duplicates, 0);
         // Not lost if the group will come back for them.
-        assert_eq!(a.figures(&tp, Progress { resume: Some(5), log: &l }).lost, 0);
+        assert_eq!(
+            a.figures(
+                &tp,
+                Progress {
+                    resume: Some(5),
+                    log: &l
+                }
+            )
+            .lost,
+            0
+        );
     }
 
     #[test]
@@ -396,12 +444,27 @@ mod tests {
         for o in 0..4 {
             deliver(&mut a, &tp, o, DeliveryReason::Replay);
         }
-        let f = a.figures(&tp, Progress { resume: Some(4), log: &l });
-        assert_eq!((f.duplicates, f.redeliveries, f.crash_redeliveries, f.replays), (6, 2, 2, 4));
+        let f = a.figures(
+            &tp,
+            Progress {
+                resume: Some(4),
+                log: &l,
+            },
+        );
+        assert_eq!(
+            (f.duplicates, f.redeliveries, f.crash_redeliveries, f.replays),
+            (6, 2, 2, 4)
+        );
         assert_eq!(f.deliveries, 10);
         let r = a.recount(&tp);
-        assert_eq!((r.duplicates, r.redeliveries, r.replays, r.deliveries), (6, 2, 4, 10));
-        assert_eq!(a.partition(&tp).map(PartitionAudit::delivery_runs), Some(vec![[0, 2, 2], [2, 4, 3]]));
+        assert_eq!(
+            (r.duplicates, r.redeliveries, r.replays, r.deliveries),
+            (6, 2, 4, 10)
+        );
+        assert_eq!(
+            a.partition(&tp).map(PartitionAudit::delivery_runs),
+            Some(vec![[0, 2, 2], [2, 4, 3]])
+        );
     }
 
     #[test]
@@ -411,11 +474,23 @@ mod tests {
         let mut a = GroupAudit::default();
         a.note_start(&tp, 0);
         a.mark_skipped(&tp, 0, 2);
-        let f = a.figures(&tp, Progress { resume: Some(2), log: &l });
+        let f = a.figures(
+            &tp,
+            Progress {
+                resume: Some(2),
+                log: &l,
+            },
+        );
         assert_eq!((f.lost, f.skipped), (0, 2));
         // Retention deletes [0, 8) while the group sits at 2: 2..8 are lost though never passed.
         l.delete_segments_before(8);
-        let f = a.figures(&tp, Progress { resume: Some(2), log: &l });
+        let f = a.figures(
+            &tp,
+            Progress {
+                resume: Some(2),
+                log: &l,
+            },
+        );
         assert_eq!(f.lost, 6);
     }
 

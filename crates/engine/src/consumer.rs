@@ -62,11 +62,15 @@ pub enum ConsumerState {
     Running,
     /// Killed without a LeaveGroup: the group still counts it as a member until its session
     /// times out.
-    Crashed { at: Millis },
+    Crashed {
+        at: Millis,
+    },
     /// Left the group gracefully.
     Closed,
     /// Stopped by an error the application did not handle (`auto.offset.reset=none`).
-    Failed { error: String },
+    Failed {
+        error: String,
+    },
 }
 
 impl ConsumerState {

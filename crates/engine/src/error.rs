@@ -26,7 +26,9 @@ pub enum LabError {
     #[error("consumer '{0}' has no polled records to process (poll first)")]
     NothingInFlight(String),
     /// Kafka's own wording, from `kafka-consumer-groups.sh --reset-offsets`.
-    #[error("Assignments can only be reset if the group '{group}' is inactive, but the current state is {state}.")]
+    #[error(
+        "Assignments can only be reset if the group '{group}' is inactive, but the current state is {state}."
+    )]
     GroupActive { group: String, state: String },
     #[error("group '{group}' already writes to a {existing} sink; every consumer of a group shares its sink (asked for {requested})")]
     SinkMismatch {

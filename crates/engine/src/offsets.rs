@@ -139,7 +139,10 @@ impl OffsetStore {
     }
 
     /// The committed offsets of one group.
-    pub fn group_offsets<'a>(&'a self, group: &'a str) -> impl Iterator<Item = (&'a OffsetKey, &'a OffsetAndMetadata)> + 'a {
+    pub fn group_offsets<'a>(
+        &'a self,
+        group: &'a str,
+    ) -> impl Iterator<Item = (&'a OffsetKey, &'a OffsetAndMetadata)> + 'a {
         self.view.iter().filter(move |(k, _)| k.group == group)
     }
 
@@ -203,7 +206,10 @@ fn replay(log: &dyn PartitionLog) -> BTreeMap<OffsetKey, OffsetAndMetadata> {
         let Some(key) = r.key.and_then(OffsetKey::decode) else {
             return;
         };
-        match r.value.and_then(|v| serde_json::from_slice::<OffsetAndMetadata>(v).ok()) {
+        match r
+            .value
+            .and_then(|v| serde_json::from_slice::<OffsetAndMetadata>(v).ok())
+        {
             Some(value) => {
                 view.insert(key, value);
             }
@@ -221,7 +227,9 @@ mod tests {
     use crate::log::memory::MemoryLog;
 
     fn store() -> OffsetStore {
-        OffsetStore::new(Box::new(MemoryLog::new(OffsetStore::topic_config().segment_limits())))
+        OffsetStore::new(Box::new(MemoryLog::new(
+            OffsetStore::topic_config().segment_limits(),
+        )))
     }
 
     fn value(offset: Offset) -> OffsetAndMetadata {

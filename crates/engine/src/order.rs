@@ -10,9 +10,9 @@ pub fn order_id(n: u64) -> String {
 
 /// A deterministic amount between 5 and 104 for an order id.
 pub fn amount_for(order_id: &str) -> u64 {
-    let h = order_id
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    let h = order_id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
     5 + h % 100
 }
 

@@ -81,15 +81,12 @@ impl fmt::Display for CommitStrategy {
 impl FromStr for CommitStrategy {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|c| c.name() == s)
-            .ok_or_else(|| {
-                format!(
-                    "unknown commit strategy '{s}' (expected one of {})",
-                    Self::ALL.map(Self::name).join(", ")
-                )
-            })
+        Self::ALL.into_iter().find(|c| c.name() == s).ok_or_else(|| {
+            format!(
+                "unknown commit strategy '{s}' (expected one of {})",
+                Self::ALL.map(Self::name).join(", ")
+            )
+        })
     }
 }
 
@@ -112,7 +109,9 @@ impl FromStr for AutoOffsetReset {
             "earliest" => Ok(Self::Earliest),
             "latest" => Ok(Self::Latest),
             "none" => Ok(Self::None),
-            other => Err(format!("unknown auto.offset.reset '{other}' (expected earliest, latest or none)")),
+            other => Err(format!(
+                "unknown auto.offset.reset '{other}' (expected earliest, latest or none)"
+            )),
         }
     }
 }

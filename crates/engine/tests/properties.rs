@@ -63,8 +63,15 @@ fn action(allow_skips: bool) -> impl Strategy<Value = Action> {
 
 fn new_lab(partitions: i32) -> Lab {
     let mut lab = Lab::default();
-    lab.create_topic("orders", TopicConfig { partitions, segment_records: Some(5), ..TopicConfig::default() })
-        .expect("topic");
+    lab.create_topic(
+        "orders",
+        TopicConfig {
+            partitions,
+            segment_records: Some(5),
+            ..TopicConfig::default()
+        },
+    )
+    .expect("topic");
     lab
 }
 
@@ -72,7 +79,15 @@ fn apply(lab: &mut Lab, a: &Action, strategies: &[CommitStrategy], sink: SinkKin
     let name = |i: usize| CONSUMERS[i];
     // Errors are expected for invalid actions; the invariants below check nothing changed badly.
     let _ = match a {
-        Action::Produce(n) => lab.produce("orders", &ProduceSpec { count: *n, ..ProduceSpec::default() }).map(|_| ()),
+        Action::Produce(n) => lab
+            .produce(
+                "orders",
+                &ProduceSpec {
+                    count: *n,
+                    ..ProduceSpec::default()
+                },
+            )
+            .map(|_| ()),
         Action::Join(i) => lab.add_consumer(ConsumerConfig {
             strategy: strategies[*i % strategies.len()],
             sink,
@@ -101,7 +116,12 @@ fn check_invariants(lab: &Lab, partitions: i32) -> Result<(), TestCaseError> {
         let expected: Vec<i64> = (log.log_start_offset()..log.log_end_offset()).collect();
         prop_assert_eq!(offsets, expected, "offsets dense and increasing in {}", tp);
         if let Some(c) = lab.offsets().fetch(&OffsetKey::new(GROUP, &tp)) {
-            prop_assert!(c.offset >= 0 && c.offset <= log.log_end_offset(), "committed {} ≤ LEO {}", c.offset, log.log_end_offset());
+            prop_assert!(
+                c.offset >= 0 && c.offset <= log.log_end_offset(),
+                "committed {} ≤ LEO {}",
+                c.offset,
+                log.log_end_offset()
+            );
         }
     }
     // At most one running member owns a partition.
@@ -111,7 +131,11 @@ fn check_invariants(lab: &Lab, partitions: i32) -> Result<(), TestCaseError> {
             prop_assert!(owned.insert(tp.clone()), "{} owned twice", tp);
         }
         if let Ok(g) = lab.group(&c.config.group) {
-            prop_assert_eq!(c.generation, g.generation, "a running member knows the current generation");
+            prop_assert_eq!(
+                c.generation,
+                g.generation,
+                "a running member knows the current generation"
+            );
         }
     }
     if let Ok(g) = lab.group(GROUP) {
@@ -129,7 +153,11 @@ fn check_invariants(lab: &Lab, partitions: i32) -> Result<(), TestCaseError> {
         match g.sink_kind {
             SinkKind::Append | SinkKind::Transactional => {
                 prop_assert_eq!(stats.rows, view.audit.deliveries, "a ledger row per delivery");
-                prop_assert_eq!(stats.duplicate_rows, view.audit.duplicates, "each duplicate is a duplicate row");
+                prop_assert_eq!(
+                    stats.duplicate_rows,
+                    view.audit.duplicates,
+                    "each duplicate is a duplicate row"
+                );
             }
             SinkKind::Upsert => prop_assert_eq!(stats.duplicate_rows, 0),
         }
@@ -143,7 +171,11 @@ fn strategies() -> impl Strategy<Value = Vec<CommitStrategy>> {
 
 fn commit_after() -> impl Strategy<Value = Vec<CommitStrategy>> {
     prop::collection::vec(
-        prop::sample::select(vec![CommitStrategy::ManualBatch, CommitStrategy::ManualRecord, CommitStrategy::ManualAsync]),
+        prop::sample::select(vec![
+            CommitStrategy::ManualBatch,
+            CommitStrategy::ManualRecord,
+            CommitStrategy::ManualAsync,
+        ]),
         3,
     )
 }

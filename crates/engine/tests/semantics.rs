@@ -20,11 +20,24 @@ fn tp() -> TopicPartition {
 fn lab_with_orders(n: u64) -> Lab {
     let mut lab = Lab::default();
     lab.create_topic("orders", TopicConfig::default()).expect("topic");
-    lab.produce("orders", &ProduceSpec { count: n, ..ProduceSpec::default() }).expect("produce");
+    lab.produce(
+        "orders",
+        &ProduceSpec {
+            count: n,
+            ..ProduceSpec::default()
+        },
+    )
+    .expect("produce");
     lab
 }
 
-fn consumer(name: &str, group: &str, strategy: CommitStrategy, sink: SinkKind, max_poll: usize) -> ConsumerConfig {
+fn consumer(
+    name: &str,
+    group: &str,
+    strategy: CommitStrategy,
+    sink: SinkKind,
+    max_poll: usize,
+) -> ConsumerConfig {
     ConsumerConfig {
         strategy,
         sink,
@@ -35,7 +48,9 @@ fn consumer(name: &str, group: &str, strategy: CommitStrategy, sink: SinkKind, m
 }
 
 fn committed(lab: &Lab, group: &str) -> Option<i64> {
-    lab.offsets().fetch(&OffsetKey::new(group, &tp())).map(|v| v.offset)
+    lab.offsets()
+        .fetch(&OffsetKey::new(group, &tp()))
+        .map(|v| v.offset)
 }
 
 fn figures(lab: &Lab, group: &str) -> offsetlab_engine::lab::GroupView {
@@ -48,11 +63,21 @@ fn offsets_are_positions_and_reading_deletes_nothing() {
     let mut lab = lab_with_orders(12);
     let log = lab.partition_log(&tp()).expect("log");
     assert_eq!((log.log_start_offset(), log.log_end_offset()), (0, 12));
-    lab.add_consumer(consumer("c1", "g", CommitStrategy::ManualBatch, SinkKind::Append, 12)).expect("consumer");
+    lab.add_consumer(consumer(
+        "c1",
+        "g",
+        CommitStrategy::ManualBatch,
+        SinkKind::Append,
+        12,
+    ))
+    .expect("consumer");
     lab.poll("c1").expect("poll");
     lab.process("c1", None).expect("process");
     let log = lab.partition_log(&tp()).expect("log");
-    assert_eq!((log.log_start_offset(), log.log_end_offset(), log.record_count()), (0, 12, 12));
+    assert_eq!(
+        (log.log_start_offset(), log.log_end_offset(), log.record_count()),
+        (0, 12, 12)
+    );
 }
 
 /// 3: the committed offset is the next record to read, stored as a record of the compacted
@@ -60,11 +85,22 @@ fn offsets_are_positions_and_reading_deletes_nothing() {
 #[test]
 fn a_commit_is_a_record_in_consumer_offsets_holding_the_next_offset() {
     let mut lab = lab_with_orders(12);
-    lab.add_consumer(consumer("c1", "g", CommitStrategy::ManualBatch, SinkKind::Append, 4)).expect("consumer");
+    lab.add_consumer(consumer(
+        "c1",
+        "g",
+        CommitStrategy::ManualBatch,
+        SinkKind::Append,
+        4,
+    ))
+    .expect("consumer");
     let before = lab.offsets().log().log_end_offset();
     lab.poll("c1").expect("poll");
     lab.process("c1", None).expect("process");
-    assert_eq!(committed(&lab, "g"), Some(4), "last processed is 3, so the next to read is 4");
+    assert_eq!(
+        committed(&lab, "g"),
+        Some(4),
+        "last processed is 3, so the next to read is 4"
+    );
     let records = lab.offsets().records(before, 10);
     assert_eq!(records.len(), 1);
     assert_eq!(records[0].key.display(), "('g', 'orders', 0)");
@@ -76,7 +112,14 @@ fn a_commit_is_a_record_in_consumer_offsets_holding_the_next_offset() {
 #[test]
 fn a_crash_loses_the_position_not_the_committed_offset() {
     let mut lab = lab_with_orders(12);
-    lab.add_consumer(consumer("c1", "g", CommitStrategy::ManualBatch, SinkKind::Append, 4)).expect("consumer");
+    lab.add_consumer(consumer(
+        "c1",
+        "g",
+        CommitStrategy::ManualBatch,
+        SinkKind::Append,
+        4,
+    ))
+    .expect("consumer");
     lab.poll("c1").expect("poll");
     lab.process("c1", None).expect("process");
     lab.poll("c1").expect("poll");
@@ -92,12 +135,23 @@ fn a_crash_loses_the_position_not_the_committed_offset() {
 #[test]
 fn the_timer_commits_what_poll_handed_over() {
     let mut lab = lab_with_orders(12);
-    lab.add_consumer(consumer("c1", "g", CommitStrategy::AutoTimer, SinkKind::Append, 4)).expect("consumer");
+    lab.add_consumer(consumer(
+        "c1",
+        "g",
+        CommitStrategy::AutoTimer,
+        SinkKind::Append,
+        4,
+    ))
+    .expect("consumer");
     lab.poll("c1").expect("poll");
     lab.tick(4_999).expect("tick");
     assert_eq!(committed(&lab, "g"), None, "not before the interval");
     lab.tick(1).expect("tick");
-    assert_eq!(committed(&lab, "g"), Some(4), "the timer committed 4 although nothing was processed");
+    assert_eq!(
+        committed(&lab, "g"),
+        Some(4),
+        "the timer committed 4 although nothing was processed"
+    );
     lab.crash("c1").expect("crash");
     lab.restart("c1").expect("restart");
     lab.poll("c1").expect("poll");
@@ -111,13 +165,18 @@ fn the_timer_commits_what_poll_handed_over() {
 #[test]
 fn java_auto_commit_runs_inside_poll_and_commits_earlier_polls() {
     let mut lab = lab_with_orders(12);
-    lab.add_consumer(consumer("c1", "g", CommitStrategy::AutoPoll, SinkKind::Append, 4)).expect("consumer");
+    lab.add_consumer(consumer("c1", "g", CommitStrategy::AutoPoll, SinkKind::Append, 4))
+        .expect("consumer");
     lab.poll("c1").expect("poll");
     lab.process("c1", None).expect("process");
     lab.tick(60_000).expect("tick");
     assert_eq!(committed(&lab, "g"), None, "no background timer");
     lab.poll("c1").expect("poll");
-    assert_eq!(committed(&lab, "g"), Some(4), "the poll committed what the previous poll returned");
+    assert_eq!(
+        committed(&lab, "g"),
+        Some(4),
+        "the poll committed what the previous poll returned"
+    );
     lab.poll("c1").expect("poll"); // within the interval again: no commit
     assert_eq!(committed(&lab, "g"), Some(4));
 }
@@ -126,7 +185,14 @@ fn java_auto_commit_runs_inside_poll_and_commits_earlier_polls() {
 #[test]
 fn commit_before_processing_skips_and_per_record_commits_shrink_the_window() {
     let mut lab = lab_with_orders(8);
-    lab.add_consumer(consumer("c1", "g", CommitStrategy::BeforeProcess, SinkKind::Append, 4)).expect("consumer");
+    lab.add_consumer(consumer(
+        "c1",
+        "g",
+        CommitStrategy::BeforeProcess,
+        SinkKind::Append,
+        4,
+    ))
+    .expect("consumer");
     lab.poll("c1").expect("poll");
     assert_eq!(committed(&lab, "g"), Some(4));
     lab.process("c1", Some(1)).expect("process");
@@ -138,7 +204,14 @@ fn commit_before_processing_skips_and_per_record_commits_shrink_the_window() {
     assert_eq!((f.audit.lost, f.audit.duplicates), (3, 0));
 
     let mut lab = lab_with_orders(8);
-    lab.add_consumer(consumer("c1", "g", CommitStrategy::ManualRecord, SinkKind::Append, 4)).expect("consumer");
+    lab.add_consumer(consumer(
+        "c1",
+        "g",
+        CommitStrategy::ManualRecord,
+        SinkKind::Append,
+        4,
+    ))
+    .expect("consumer");
     lab.poll("c1").expect("poll");
     lab.process("c1", Some(3)).expect("process");
     assert_eq!(committed(&lab, "g"), Some(3), "one commit per record");
@@ -163,7 +236,10 @@ fn an_async_commit_in_flight_is_lost_in_a_crash() {
     lab.tick(100).expect("tick");
     assert_eq!(committed(&lab, "g"), Some(4));
     let f = figures(&lab, "g");
-    assert_eq!((f.audit.duplicates, f.audit.crash_redeliveries, f.audit.lost), (4, 4, 0));
+    assert_eq!(
+        (f.audit.duplicates, f.audit.crash_redeliveries, f.audit.lost),
+        (4, 4, 0)
+    );
 }
 
 /// 7: a crashed member stays in the group, its partition stalled, until the session times out;
@@ -171,25 +247,64 @@ fn an_async_commit_in_flight_is_lost_in_a_crash() {
 #[test]
 fn a_crashed_member_holds_its_partition_until_the_session_times_out() {
     let mut lab = Lab::default();
-    lab.create_topic("orders", TopicConfig { partitions: 2, ..TopicConfig::default() }).expect("topic");
-    lab.produce("orders", &ProduceSpec { count: 20, ..ProduceSpec::default() }).expect("produce");
-    lab.add_consumer(consumer("c1", "g", CommitStrategy::ManualBatch, SinkKind::Append, 100)).expect("c1");
-    lab.add_consumer(consumer("c2", "g", CommitStrategy::ManualBatch, SinkKind::Append, 100)).expect("c2");
+    lab.create_topic(
+        "orders",
+        TopicConfig {
+            partitions: 2,
+            ..TopicConfig::default()
+        },
+    )
+    .expect("topic");
+    lab.produce(
+        "orders",
+        &ProduceSpec {
+            count: 20,
+            ..ProduceSpec::default()
+        },
+    )
+    .expect("produce");
+    lab.add_consumer(consumer(
+        "c1",
+        "g",
+        CommitStrategy::ManualBatch,
+        SinkKind::Append,
+        100,
+    ))
+    .expect("c1");
+    lab.add_consumer(consumer(
+        "c2",
+        "g",
+        CommitStrategy::ManualBatch,
+        SinkKind::Append,
+        100,
+    ))
+    .expect("c2");
     let g = lab.group("g").expect("g");
     assert_eq!(g.generation, 2);
     assert_eq!(g.owners.values().filter(|o| *o == "c2").count(), 1);
     lab.poll("c2").expect("poll");
     lab.crash("c2").expect("crash");
     lab.tick(44_999).expect("tick");
-    assert!(lab.group("g").expect("g").is_member("c2"), "still a member, partition stalled");
+    assert!(
+        lab.group("g").expect("g").is_member("c2"),
+        "still a member, partition stalled"
+    );
     assert_eq!(lab.consumer("c1").expect("c1").assignment.len(), 1);
     lab.tick(1).expect("tick");
     let g = lab.group("g").expect("g");
     assert!(!g.is_member("c2"));
     assert_eq!(g.generation, 3);
-    assert_eq!(lab.consumer("c1").expect("c1").assignment.len(), 2, "the survivor took over");
+    assert_eq!(
+        lab.consumer("c1").expect("c1").assignment.len(),
+        2,
+        "the survivor took over"
+    );
     lab.close("c1").expect("close");
-    assert_eq!(lab.group("g").expect("g").members.len(), 0, "close leaves at once");
+    assert_eq!(
+        lab.group("g").expect("g").members.len(),
+        0,
+        "close leaves at once"
+    );
 }
 
 /// 7: a commit from an old generation is rejected: the zombie is fenced.
@@ -202,7 +317,14 @@ fn a_late_async_commit_from_an_old_generation_is_fenced() {
     lab.poll("c1").expect("poll");
     lab.process("c1", None).expect("process");
     // c2 joins before c1's async commit lands: generation 2, c1's commit carries generation 1.
-    lab.add_consumer(consumer("c2", "g", CommitStrategy::ManualBatch, SinkKind::Append, 4)).expect("c2");
+    lab.add_consumer(consumer(
+        "c2",
+        "g",
+        CommitStrategy::ManualBatch,
+        SinkKind::Append,
+        4,
+    ))
+    .expect("c2");
     lab.tick(1_000).expect("tick");
     let fenced = lab
         .narrative()
@@ -215,9 +337,16 @@ fn a_late_async_commit_from_an_old_generation_is_fenced() {
 /// 8: auto.offset.reset decides where a group without a committed offset starts.
 #[test]
 fn auto_offset_reset_applies_without_a_committed_offset() {
-    for (reset, expected) in [(AutoOffsetReset::Earliest, Some(0)), (AutoOffsetReset::Latest, Some(12)), (AutoOffsetReset::None, None)] {
+    for (reset, expected) in [
+        (AutoOffsetReset::Earliest, Some(0)),
+        (AutoOffsetReset::Latest, Some(12)),
+        (AutoOffsetReset::None, None),
+    ] {
         let mut lab = lab_with_orders(12);
-        let cfg = ConsumerConfig { auto_offset_reset: reset, ..consumer("c1", "g", CommitStrategy::ManualBatch, SinkKind::Append, 4) };
+        let cfg = ConsumerConfig {
+            auto_offset_reset: reset,
+            ..consumer("c1", "g", CommitStrategy::ManualBatch, SinkKind::Append, 4)
+        };
         lab.add_consumer(cfg).expect("consumer");
         let c = lab.consumer("c1").expect("c1");
         assert_eq!(c.assignment.get(&tp()).map(|f| f.position), expected, "{reset}");
@@ -233,20 +362,46 @@ fn seek_moves_the_position_and_commits_nothing() {
     let mut lab = Lab::default();
     lab.create_topic("orders", TopicConfig::default()).expect("topic");
     for _ in 0..6 {
-        lab.produce("orders", &ProduceSpec { count: 2, ..ProduceSpec::default() }).expect("produce");
+        lab.produce(
+            "orders",
+            &ProduceSpec {
+                count: 2,
+                ..ProduceSpec::default()
+            },
+        )
+        .expect("produce");
         lab.tick(3_600_000).expect("tick");
     }
-    lab.add_consumer(consumer("c1", "g", CommitStrategy::ManualBatch, SinkKind::Upsert, 100)).expect("consumer");
+    lab.add_consumer(consumer(
+        "c1",
+        "g",
+        CommitStrategy::ManualBatch,
+        SinkKind::Upsert,
+        100,
+    ))
+    .expect("consumer");
     lab.poll("c1").expect("poll");
     lab.process("c1", None).expect("process");
     assert_eq!(committed(&lab, "g"), Some(12));
-    lab.seek("c1", SeekTarget::Timestamp(LAB_EPOCH_MS + 2 * 3_600_000 + 1), None).expect("seek");
-    assert_eq!(lab.consumer("c1").expect("c1").assignment[&tp()].position, 6, "first record of hour 3");
+    lab.seek(
+        "c1",
+        SeekTarget::Timestamp(LAB_EPOCH_MS + 2 * 3_600_000 + 1),
+        None,
+    )
+    .expect("seek");
+    assert_eq!(
+        lab.consumer("c1").expect("c1").assignment[&tp()].position,
+        6,
+        "first record of hour 3"
+    );
     assert_eq!(committed(&lab, "g"), Some(12), "a seek commits nothing");
     lab.poll("c1").expect("poll");
     lab.process("c1", None).expect("process");
     let f = figures(&lab, "g");
-    assert_eq!((f.audit.replays, f.audit.redeliveries, f.sink.duplicate_rows), (6, 0, 0));
+    assert_eq!(
+        (f.audit.replays, f.audit.redeliveries, f.sink.duplicate_rows),
+        (6, 0, 0)
+    );
     let rows = lab.group("g").expect("g").sink.rows(0, 100).expect("rows");
     assert!(rows.iter().any(|r| r.reason == DeliveryReason::Replay));
 }
@@ -256,35 +411,65 @@ fn seek_moves_the_position_and_commits_nothing() {
 #[test]
 fn reset_offsets_is_refused_for_an_active_group_and_dry_runs_change_nothing() {
     let mut lab = lab_with_orders(12);
-    lab.add_consumer(consumer("c1", "g", CommitStrategy::ManualBatch, SinkKind::Append, 12)).expect("consumer");
+    lab.add_consumer(consumer(
+        "c1",
+        "g",
+        CommitStrategy::ManualBatch,
+        SinkKind::Append,
+        12,
+    ))
+    .expect("consumer");
     lab.poll("c1").expect("poll");
     lab.process("c1", None).expect("process");
-    let err = lab.reset_offsets("g", "orders", None, ResetSpec::ToEarliest, true).expect_err("active");
+    let err = lab
+        .reset_offsets("g", "orders", None, ResetSpec::ToEarliest, true)
+        .expect_err("active");
     assert_eq!(
         err.to_string(),
         "Assignments can only be reset if the group 'g' is inactive, but the current state is Stable."
     );
     lab.crash("c1").expect("crash");
-    assert!(lab.reset_offsets("g", "orders", None, ResetSpec::ToEarliest, true).is_err(), "a crashed member still counts until its session expires");
+    assert!(
+        lab.reset_offsets("g", "orders", None, ResetSpec::ToEarliest, true)
+            .is_err(),
+        "a crashed member still counts until its session expires"
+    );
     lab.tick(45_000).expect("tick");
-    let plan = lab.reset_offsets("g", "orders", None, ResetSpec::ToEarliest, false).expect("dry run");
-    assert_eq!((plan.rows[0].replayed, plan.rows[0].predicted_duplicate_rows), (12, 12));
+    let plan = lab
+        .reset_offsets("g", "orders", None, ResetSpec::ToEarliest, false)
+        .expect("dry run");
+    assert_eq!(
+        (plan.rows[0].replayed, plan.rows[0].predicted_duplicate_rows),
+        (12, 12)
+    );
     assert_eq!(committed(&lab, "g"), Some(12), "dry run");
-    let plan = lab.reset_offsets("g", "orders", None, ResetSpec::ToOffset(99), true).expect("execute");
+    let plan = lab
+        .reset_offsets("g", "orders", None, ResetSpec::ToOffset(99), true)
+        .expect("execute");
     assert!(plan.rows[0].clamped);
     assert_eq!(committed(&lab, "g"), Some(12));
     assert!(matches!(
         lab.reset_offsets("g", "orders", None, ResetSpec::ShiftBy(-5), true),
         Ok(ref p) if p.rows[0].target == 7
     ));
-    assert!(matches!(lab.reset_offsets("fresh", "orders", None, ResetSpec::ShiftBy(1), false), Err(LabError::NoCommittedOffset(_))));
+    assert!(matches!(
+        lab.reset_offsets("fresh", "orders", None, ResetSpec::ShiftBy(1), false),
+        Err(LabError::NoCommittedOffset(_))
+    ));
 }
 
 /// 11b: the transactional sink stores offsets with its rows; a restart seeks to them.
 #[test]
 fn a_transactional_sink_resumes_from_its_own_offsets() {
     let mut lab = lab_with_orders(8);
-    lab.add_consumer(consumer("c1", "g", CommitStrategy::BeforeProcess, SinkKind::Transactional, 4)).expect("consumer");
+    lab.add_consumer(consumer(
+        "c1",
+        "g",
+        CommitStrategy::BeforeProcess,
+        SinkKind::Transactional,
+        4,
+    ))
+    .expect("consumer");
     lab.poll("c1").expect("poll");
     lab.process("c1", Some(2)).expect("process");
     assert_eq!(committed(&lab, "g"), None, "nothing goes to __consumer_offsets");
@@ -305,21 +490,53 @@ fn a_transactional_sink_resumes_from_its_own_offsets() {
 #[test]
 fn groups_keep_independent_offsets() {
     let mut lab = lab_with_orders(12);
-    lab.add_consumer(consumer("a", "billing", CommitStrategy::ManualBatch, SinkKind::Append, 4)).expect("a");
-    lab.add_consumer(consumer("b", "search", CommitStrategy::ManualBatch, SinkKind::Upsert, 12)).expect("b");
+    lab.add_consumer(consumer(
+        "a",
+        "billing",
+        CommitStrategy::ManualBatch,
+        SinkKind::Append,
+        4,
+    ))
+    .expect("a");
+    lab.add_consumer(consumer(
+        "b",
+        "search",
+        CommitStrategy::ManualBatch,
+        SinkKind::Upsert,
+        12,
+    ))
+    .expect("b");
     lab.poll("a").expect("poll");
     lab.process("a", None).expect("process");
     lab.poll("b").expect("poll");
     lab.process("b", None).expect("process");
-    assert_eq!((committed(&lab, "billing"), committed(&lab, "search")), (Some(4), Some(12)));
+    assert_eq!(
+        (committed(&lab, "billing"), committed(&lab, "search")),
+        (Some(4), Some(12))
+    );
 }
 
 /// Produce without a key creates new orders; with a key, more events of that order.
 #[test]
 fn produce_without_a_key_creates_orders_and_with_a_key_adds_events() {
     let mut lab = lab_with_orders(3);
-    lab.produce("orders", &ProduceSpec { count: 2, key: Some("o-2".into()), ..ProduceSpec::default() }).expect("produce");
-    lab.produce("orders", &ProduceSpec { count: 1, ..ProduceSpec::default() }).expect("produce");
+    lab.produce(
+        "orders",
+        &ProduceSpec {
+            count: 2,
+            key: Some("o-2".into()),
+            ..ProduceSpec::default()
+        },
+    )
+    .expect("produce");
+    lab.produce(
+        "orders",
+        &ProduceSpec {
+            count: 1,
+            ..ProduceSpec::default()
+        },
+    )
+    .expect("produce");
     let mut keys = Vec::new();
     let mut values = Vec::new();
     lab.partition_log(&tp()).expect("log").read(0, 10, &mut |r| {
@@ -334,48 +551,131 @@ fn produce_without_a_key_creates_orders_and_with_a_key_adds_events() {
 #[test]
 fn keys_are_partitioned_by_murmur2() {
     let mut lab = Lab::default();
-    lab.create_topic("orders", TopicConfig { partitions: 3, ..TopicConfig::default() }).expect("topic");
-    let written = lab.produce("orders", &ProduceSpec { count: 30, ..ProduceSpec::default() }).expect("produce");
+    lab.create_topic(
+        "orders",
+        TopicConfig {
+            partitions: 3,
+            ..TopicConfig::default()
+        },
+    )
+    .expect("topic");
+    let written = lab
+        .produce(
+            "orders",
+            &ProduceSpec {
+                count: 30,
+                ..ProduceSpec::default()
+            },
+        )
+        .expect("produce");
     assert_eq!(written.len(), 3, "30 keys spread over all 3 partitions");
-    let again = lab.produce("orders", &ProduceSpec { count: 1, key: Some("o-1".into()), ..ProduceSpec::default() }).expect("produce");
+    let again = lab
+        .produce(
+            "orders",
+            &ProduceSpec {
+                count: 1,
+                key: Some("o-1".into()),
+                ..ProduceSpec::default()
+            },
+        )
+        .expect("produce");
     let p = *again.keys().next().expect("one partition");
-    assert_eq!(p, offsetlab_engine::log::partitioner::partition_for_key(b"o-1", 3));
+    assert_eq!(
+        p,
+        offsetlab_engine::log::partitioner::partition_for_key(b"o-1", 3)
+    );
 }
 
 /// Bad input is rejected with a clear error and changes nothing.
 #[test]
 fn rejected_operations_change_nothing() {
     let mut lab = lab_with_orders(4);
-    lab.add_consumer(consumer("c1", "g", CommitStrategy::ManualBatch, SinkKind::Append, 4)).expect("consumer");
+    lab.add_consumer(consumer(
+        "c1",
+        "g",
+        CommitStrategy::ManualBatch,
+        SinkKind::Append,
+        4,
+    ))
+    .expect("consumer");
     let before = lab.view().expect("view");
     let events = lab.narrative().len();
     let errors = [
         lab.poll("nobody").expect_err("unknown"),
         lab.process("c1", None).expect_err("nothing polled"),
-        lab.produce("nope", &ProduceSpec { count: 1, ..ProduceSpec::default() }).expect_err("unknown topic"),
-        lab.produce("orders", &ProduceSpec { count: 0, ..ProduceSpec::default() }).expect_err("zero"),
-        lab.produce("orders", &ProduceSpec { count: 1, partition: Some(3), ..ProduceSpec::default() }).expect_err("partition"),
-        lab.add_consumer(consumer("c1", "g", CommitStrategy::ManualBatch, SinkKind::Append, 4)).expect_err("exists"),
-        lab.add_consumer(consumer("c2", "g", CommitStrategy::ManualBatch, SinkKind::Upsert, 4)).expect_err("sink mismatch"),
+        lab.produce(
+            "nope",
+            &ProduceSpec {
+                count: 1,
+                ..ProduceSpec::default()
+            },
+        )
+        .expect_err("unknown topic"),
+        lab.produce(
+            "orders",
+            &ProduceSpec {
+                count: 0,
+                ..ProduceSpec::default()
+            },
+        )
+        .expect_err("zero"),
+        lab.produce(
+            "orders",
+            &ProduceSpec {
+                count: 1,
+                partition: Some(3),
+                ..ProduceSpec::default()
+            },
+        )
+        .expect_err("partition"),
+        lab.add_consumer(consumer(
+            "c1",
+            "g",
+            CommitStrategy::ManualBatch,
+            SinkKind::Append,
+            4,
+        ))
+        .expect_err("exists"),
+        lab.add_consumer(consumer(
+            "c2",
+            "g",
+            CommitStrategy::ManualBatch,
+            SinkKind::Upsert,
+            4,
+        ))
+        .expect_err("sink mismatch"),
         lab.restart("c1").expect_err("running"),
-        lab.seek("c1", SeekTarget::Earliest, Some(7)).expect_err("not assigned"),
+        lab.seek("c1", SeekTarget::Earliest, Some(7))
+            .expect_err("not assigned"),
         lab.tick(-1).expect_err("negative"),
-        lab.create_topic("__consumer_offsets", TopicConfig::default()).expect_err("reserved"),
-        lab.reset_offsets("g", "orders", None, ResetSpec::ToEarliest, true).expect_err("active"),
+        lab.create_topic("__consumer_offsets", TopicConfig::default())
+            .expect_err("reserved"),
+        lab.reset_offsets("g", "orders", None, ResetSpec::ToEarliest, true)
+            .expect_err("active"),
     ];
     for e in &errors {
         assert!(!e.to_string().is_empty());
     }
     assert_eq!(lab.narrative().len(), events, "no event was emitted");
     let after = lab.view().expect("view");
-    assert_eq!(serde_json::to_string(&before).ok(), serde_json::to_string(&after).ok());
+    assert_eq!(
+        serde_json::to_string(&before).ok(),
+        serde_json::to_string(&after).ok()
+    );
 }
 
 /// The coordinator's view is rebuilt from __consumer_offsets, compacted or not.
 #[test]
 fn the_coordinator_view_survives_a_replay_of_compacted_consumer_offsets() {
     let mut lab = lab_with_orders(400);
-    lab.add_consumer(consumer("c1", "g", CommitStrategy::ManualRecord, SinkKind::Upsert, 500)).expect("consumer");
+    lab.add_consumer(consumer(
+        "c1",
+        "g",
+        CommitStrategy::ManualRecord,
+        SinkKind::Upsert,
+        500,
+    ))
+    .expect("consumer");
     lab.poll("c1").expect("poll");
     lab.process("c1", None).expect("process");
     assert_eq!(committed(&lab, "g"), Some(400));

@@ -57,7 +57,12 @@ pub fn explore(script: &Script, consumer: Option<&str>) -> Result<Vec<Cell>, Sce
 }
 
 /// Explores one strategy × sink.
-pub fn explore_cell(script: &Script, target: &str, strategy: CommitStrategy, sink: SinkKind) -> Result<Cell, ScenarioError> {
+pub fn explore_cell(
+    script: &Script,
+    target: &str,
+    strategy: CommitStrategy,
+    sink: SinkKind,
+) -> Result<Cell, ScenarioError> {
     let variant = with_settings(script, target, strategy, sink);
     let (clean, _) = run_with_crash(&variant, target, None)?;
     let effects = clean.effects_of(target);
@@ -89,7 +94,11 @@ pub fn explore_cell(script: &Script, target: &str, strategy: CommitStrategy, sin
 /// Replays `script` with `target` crashing right after its `crash_after`-th effect (never, with
 /// `None`), then restarts it and drains. Returns the lab and its figures. This is also how the
 /// web lab replays a matrix cell's worst crash.
-pub fn run_with_crash(script: &Script, target: &str, crash_after: Option<u64>) -> Result<(Lab, RunResult), ScenarioError> {
+pub fn run_with_crash(
+    script: &Script,
+    target: &str,
+    crash_after: Option<u64>,
+) -> Result<(Lab, RunResult), ScenarioError> {
     let mut runner = Runner::new(Lab::default());
     if let Some(after) = crash_after.filter(|&k| k > 0) {
         runner.lab.plan_fault(Some(FaultPlan {
@@ -105,7 +114,10 @@ pub fn run_with_crash(script: &Script, target: &str, crash_after: Option<u64>) -
         match runner.apply(line) {
             // Under another strategy, a line written for the original one may find nothing to
             // process (the records were skipped or not fetched yet): the application idles.
-            Err(ScenarioError::Rejected { error: LabError::NothingInFlight(_), .. }) => {}
+            Err(ScenarioError::Rejected {
+                error: LabError::NothingInFlight(_),
+                ..
+            }) => {}
             other => {
                 other?;
             }
@@ -126,7 +138,12 @@ pub fn run_with_crash(script: &Script, target: &str, crash_after: Option<u64>) -
         lab.restart(target).map_err(|e| rejected(0, e))?;
     }
     drain(&mut lab, target).map_err(|e| rejected(0, e))?;
-    let group = lab.consumer(target).map_err(|e| rejected(0, e))?.config.group.clone();
+    let group = lab
+        .consumer(target)
+        .map_err(|e| rejected(0, e))?
+        .config
+        .group
+        .clone();
     let view: GroupView = lab.group_view(&group).map_err(|e| rejected(0, e))?;
     let result = RunResult {
         lost: view.audit.lost,
@@ -150,7 +167,11 @@ fn drain(lab: &mut Lab, target: &str) -> Result<(), LabError> {
         }
     }
     let c = lab.consumer(target)?;
-    let settle = c.config.auto_commit_interval_ms.max(c.config.async_commit_latency_ms) + 1;
+    let settle = c
+        .config
+        .auto_commit_interval_ms
+        .max(c.config.async_commit_latency_ms)
+        + 1;
     lab.tick(settle)?;
     if lab.consumer(target)?.is_running() {
         lab.poll(target)?;
@@ -182,10 +203,12 @@ pub fn target_consumer(script: &Script, consumer: Option<&str>) -> Result<String
     match consumer {
         Some(c) if started.contains(&c) => Ok(c.to_string()),
         Some(c) => Err(rejected(0, LabError::UnknownConsumer(c.to_string()))),
-        None => started
-            .first()
-            .map(|c| c.to_string())
-            .ok_or_else(|| rejected(0, LabError::InvalidArgument("the scenario starts no consumer to crash".into()))),
+        None => started.first().map(|c| c.to_string()).ok_or_else(|| {
+            rejected(
+                0,
+                LabError::InvalidArgument("the scenario starts no consumer to crash".into()),
+            )
+        }),
     }
 }
 
@@ -213,7 +236,9 @@ mod tests {
     }
 
     fn cell(m: &[Cell], strategy: CommitStrategy, sink: SinkKind) -> &Cell {
-        m.iter().find(|c| c.strategy == strategy && c.sink == sink).expect("cell")
+        m.iter()
+            .find(|c| c.strategy == strategy && c.sink == sink)
+            .expect("cell")
     }
 
     /// The lab's central claim, on the seed scenario.
@@ -225,13 +250,23 @@ mod tests {
             assert!(c.crash_points > 12, "{c:?}");
             match c.sink {
                 SinkKind::Transactional => {
-                    assert_eq!((c.max_lost, c.max_duplicates, c.max_duplicate_rows), (0, 0, 0), "{c:?}")
+                    assert_eq!(
+                        (c.max_lost, c.max_duplicates, c.max_duplicate_rows),
+                        (0, 0, 0),
+                        "{c:?}"
+                    )
                 }
-                SinkKind::Upsert => assert_eq!(c.max_duplicate_rows, 0, "an upsert never grows duplicate rows: {c:?}"),
+                SinkKind::Upsert => assert_eq!(
+                    c.max_duplicate_rows, 0,
+                    "an upsert never grows duplicate rows: {c:?}"
+                ),
                 SinkKind::Append => {}
             }
             if c.sink != SinkKind::Transactional {
-                if matches!(c.strategy, CommitStrategy::BeforeProcess | CommitStrategy::AutoTimer) {
+                if matches!(
+                    c.strategy,
+                    CommitStrategy::BeforeProcess | CommitStrategy::AutoTimer
+                ) {
                     assert!(c.max_lost > 0, "commit-before and timer auto-commit lose: {c:?}");
                 }
                 if c.strategy.commits_after_processing() {
@@ -244,12 +279,24 @@ mod tests {
             }
         }
         let append = cell(&m, CommitStrategy::ManualBatch, SinkKind::Append);
-        assert!(append.max_duplicate_rows > 0, "commit-after duplicates into an append sink");
+        assert!(
+            append.max_duplicate_rows > 0,
+            "commit-after duplicates into an append sink"
+        );
         let record = cell(&m, CommitStrategy::ManualRecord, SinkKind::Append);
-        assert_eq!(record.max_duplicates, 1, "per-record commits shrink the window to one record");
-        assert!(append.max_duplicates > record.max_duplicates, "batch commits widen it");
+        assert_eq!(
+            record.max_duplicates, 1,
+            "per-record commits shrink the window to one record"
+        );
+        assert!(
+            append.max_duplicates > record.max_duplicates,
+            "batch commits widen it"
+        );
         let timer = cell(&m, CommitStrategy::AutoTimer, SinkKind::Append);
-        assert_eq!(timer.max_lost, 3, "the timer fires after record 4 of 4..7: 5, 6, 7 are lost");
+        assert_eq!(
+            timer.max_lost, 3,
+            "the timer fires after record 4 of 4..7: 5, 6, 7 are lost"
+        );
     }
 
     #[test]

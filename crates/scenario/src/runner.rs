@@ -45,7 +45,11 @@ impl Runner {
 
     /// Runs a whole script, calling `on_line` with the events each line produced. Stops at the
     /// first error.
-    pub fn run(&mut self, script: &Script, on_line: &mut dyn FnMut(&Line, &Outcome, &[Event])) -> Result<(), ScenarioError> {
+    pub fn run(
+        &mut self,
+        script: &Script,
+        on_line: &mut dyn FnMut(&Line, &Outcome, &[Event]),
+    ) -> Result<(), ScenarioError> {
         for line in &script.lines {
             let mark = self.lab.narrative().len();
             let outcome = self.apply(line)?;

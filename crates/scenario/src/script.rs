@@ -66,7 +66,8 @@ mod tests {
 
     #[test]
     fn a_malformed_line_is_reported_with_its_number() {
-        let err = Script::parse("topic orders\n\n# comment\nproduce orders count=x\npoll c1\n").expect_err("bad line");
+        let err = Script::parse("topic orders\n\n# comment\nproduce orders count=x\npoll c1\n")
+            .expect_err("bad line");
         assert_eq!(err.line(), 4);
         assert!(err.to_string().contains("line 4: produce: count=x"), "{err}");
     }
@@ -75,7 +76,10 @@ mod tests {
     fn the_seed_parses_and_round_trips() {
         let s = Script::parse(crate::SEED_SCENARIO).expect("seed parses");
         assert!(s.lines.len() > 10);
-        assert_eq!(Script::parse(&s.to_text()).expect("canonical parses").to_text(), s.to_text());
+        assert_eq!(
+            Script::parse(&s.to_text()).expect("canonical parses").to_text(),
+            s.to_text()
+        );
         assert!(Script::title(crate::SEED_SCENARIO).is_some());
     }
 }

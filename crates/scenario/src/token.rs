@@ -132,7 +132,11 @@ impl Args {
     }
 
     /// Parses an option with `parse`, naming the option in the error.
-    pub fn parsed<T>(&mut self, key: &str, parse: impl Fn(&str) -> Result<T, String>) -> Result<Option<T>, ParseError> {
+    pub fn parsed<T>(
+        &mut self,
+        key: &str,
+        parse: impl Fn(&str) -> Result<T, String>,
+    ) -> Result<Option<T>, ParseError> {
         match self.option(key) {
             None => Ok(None),
             Some(v) => parse(&v)
@@ -174,9 +178,20 @@ mod tests {
     #[test]
     fn json_values_keep_their_spaces_and_comments_are_dropped() {
         let t = tokenize(r#"produce orders key=o-1 value={"a": 1, "b": "x y"}  # note"#).expect("tokens");
-        assert_eq!(t, ["produce", "orders", "key=o-1", r#"value={"a": 1, "b": "x y"}"#]);
-        assert_eq!(tokenize("  # only a comment").expect("tokens"), Vec::<String>::new());
-        assert_eq!(tokenize("produce orders value='#not a comment'").expect("tokens").len(), 3);
+        assert_eq!(
+            t,
+            ["produce", "orders", "key=o-1", r#"value={"a": 1, "b": "x y"}"#]
+        );
+        assert_eq!(
+            tokenize("  # only a comment").expect("tokens"),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            tokenize("produce orders value='#not a comment'")
+                .expect("tokens")
+                .len(),
+            3
+        );
     }
 
     #[test]
@@ -190,7 +205,10 @@ mod tests {
     fn leftovers_are_reported() {
         let mut a = Args::new("poll", ["c1".to_string(), "fast=yes".to_string()]).expect("args");
         assert_eq!(a.word("consumer").expect("word"), "c1");
-        assert_eq!(a.finish().map_err(|e| e.message), Err("poll: unknown option 'fast'".to_string()));
+        assert_eq!(
+            a.finish().map_err(|e| e.message),
+            Err("poll: unknown option 'fast'".to_string())
+        );
         assert!(Args::new("x", ["a=1".to_string(), "a=2".to_string()]).is_err());
     }
 }

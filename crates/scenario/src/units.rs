@@ -10,7 +10,8 @@ pub fn duration_ms(s: &str) -> Result<i64, String> {
     if s.chars().all(|c| c.is_ascii_digit()) && !s.is_empty() {
         return Err(format!("'{s}' needs a unit (ms, s, m, h, d), e.g. {s}ms or {s}s"));
     }
-    let d = humantime::parse_duration(s).map_err(|e| format!("not a duration ({e}); write e.g. 250ms, 5s, 7d"))?;
+    let d = humantime::parse_duration(s)
+        .map_err(|e| format!("not a duration ({e}); write e.g. 250ms, 5s, 7d"))?;
     i64::try_from(d.as_millis()).map_err(|_| "duration too large".to_string())
 }
 
@@ -36,12 +37,14 @@ pub fn integer(s: &str) -> Result<i64, String> {
 /// (`5s` is `t=5s`).
 pub fn instant_ms(s: &str) -> Result<i64, String> {
     if s.contains('T') || s.contains(':') {
-        let zoned = if s.ends_with('Z') || s[s.len().saturating_sub(6)..].contains(['+', '-']) && s.len() > 19 {
+        let zoned = if s.ends_with('Z') || s[s.len().saturating_sub(6)..].contains(['+', '-']) && s.len() > 19
+        {
             s.to_string()
         } else {
             format!("{s}Z")
         };
-        let t = humantime::parse_rfc3339_weak(&zoned).map_err(|e| format!("not a datetime ({e}); write e.g. 2026-01-01T06:00:00Z"))?;
+        let t = humantime::parse_rfc3339_weak(&zoned)
+            .map_err(|e| format!("not a datetime ({e}); write e.g. 2026-01-01T06:00:00Z"))?;
         let ms = t
             .duration_since(std::time::UNIX_EPOCH)
             .map_err(|_| "datetimes before 1970 are not supported".to_string())?
@@ -69,8 +72,14 @@ mod tests {
     #[test]
     fn instants() {
         assert_eq!(instant_ms("2026-01-01T00:00:05Z"), Ok(LAB_EPOCH_MS + 5_000));
-        assert_eq!(instant_ms("2026-01-01T06:00:00"), Ok(LAB_EPOCH_MS + 6 * 3_600_000));
-        assert_eq!(instant_ms("2026-01-01T06:00:00.250"), Ok(LAB_EPOCH_MS + 6 * 3_600_000 + 250));
+        assert_eq!(
+            instant_ms("2026-01-01T06:00:00"),
+            Ok(LAB_EPOCH_MS + 6 * 3_600_000)
+        );
+        assert_eq!(
+            instant_ms("2026-01-01T06:00:00.250"),
+            Ok(LAB_EPOCH_MS + 6 * 3_600_000 + 250)
+        );
         assert_eq!(instant_ms("5s"), Ok(LAB_EPOCH_MS + 5_000));
         assert!(instant_ms("2026-13-01T00:00:00").is_err());
     }

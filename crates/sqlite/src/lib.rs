@@ -61,7 +61,8 @@ impl SqliteSink {
     pub fn create(path: &Path, kind: SinkKind) -> Result<Self, SinkError> {
         let conn = Connection::open(path).map_err(backend)?;
         conn.pragma_update(None, "journal_mode", "WAL").map_err(backend)?;
-        conn.pragma_update(None, "synchronous", "NORMAL").map_err(backend)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(backend)?;
         Self::init(conn, kind)
     }
 
@@ -71,15 +72,20 @@ impl SqliteSink {
     }
 
     fn init(conn: Connection, kind: SinkKind) -> Result<Self, SinkError> {
-        conn.execute_batch("DROP TABLE IF EXISTS rows; DROP TABLE IF EXISTS offsets; DROP TABLE IF EXISTS meta;")
-            .map_err(backend)?;
+        conn.execute_batch(
+            "DROP TABLE IF EXISTS rows; DROP TABLE IF EXISTS offsets; DROP TABLE IF EXISTS meta;",
+        )
+        .map_err(backend)?;
         conn.execute_batch(SCHEMA).map_err(backend)?;
         if kind == SinkKind::Upsert {
             conn.execute_batch("CREATE UNIQUE INDEX IF NOT EXISTS rows_by_order ON rows (order_id);")
                 .map_err(backend)?;
         }
-        conn.execute("INSERT INTO meta (key, value) VALUES ('sink_kind', ?1)", params![kind.name()])
-            .map_err(backend)?;
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('sink_kind', ?1)",
+            params![kind.name()],
+        )
+        .map_err(backend)?;
         Ok(Self { kind, conn })
     }
 
@@ -137,7 +143,10 @@ impl Sink for SqliteSink {
     fn stored_offset(&self, tp: &TopicPartition) -> Result<Option<Offset>, SinkError> {
         self.conn
             .prepare_cached("SELECT next_offset FROM offsets WHERE topic = ?1 AND partition = ?2")
-            .and_then(|mut s| s.query_row(params![tp.topic, tp.partition], |r| r.get(0)).optional())
+            .and_then(|mut s| {
+                s.query_row(params![tp.topic, tp.partition], |r| r.get(0))
+                    .optional()
+            })
             .map_err(backend)
     }
 
@@ -203,7 +212,8 @@ pub struct SqliteSinks {
 impl SqliteSinks {
     pub fn new(dir: impl Into<PathBuf>) -> Result<Self, SinkError> {
         let dir = dir.into();
-        std::fs::create_dir_all(&dir).map_err(|e| SinkError::Backend(format!("cannot create {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| SinkError::Backend(format!("cannot create {}: {e}", dir.display())))?;
         Ok(Self { dir })
     }
 
@@ -265,10 +275,14 @@ mod tests {
         drop(sink);
         let conn = Connection::open(&path).expect("open");
         let (order, reason): (String, String) = conn
-            .query_row("SELECT order_id, reason FROM rows", [], |r| Ok((r.get(0)?, r.get(1)?)))
+            .query_row("SELECT order_id, reason FROM rows", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
             .expect("row");
         assert_eq!((order.as_str(), reason.as_str()), ("o-8", "crash-redelivery"));
-        let next: i64 = conn.query_row("SELECT next_offset FROM offsets", [], |r| r.get(0)).expect("offset");
+        let next: i64 = conn
+            .query_row("SELECT next_offset FROM offsets", [], |r| r.get(0))
+            .expect("offset");
         assert_eq!(next, 8);
     }
 }

@@ -50,7 +50,10 @@ impl Lab {
         }
         let tps: Vec<TopicPartition> = self.consumer(name)?.assignment.keys().cloned().collect();
         if tps.is_empty() {
-            self.say(EventKind::Poll, format!("{member} polled: no partitions assigned, nothing to fetch"));
+            self.say(
+                EventKind::Poll,
+                format!("{member} polled: no partitions assigned, nothing to fetch"),
+            );
             return Ok(0);
         }
         let cursor = self.consumer(name)?.poll_cursor % tps.len();
@@ -102,13 +105,19 @@ impl Lab {
                 .iter()
                 .filter_map(|tp| c.assignment.get(tp).map(|f| format!("{tp}@{}", f.position)))
                 .collect();
-            self.say(EventKind::Poll, format!("{member} polled: no new records (caught up at {})", at.join(", ")));
+            self.say(
+                EventKind::Poll,
+                format!("{member} polled: no new records (caught up at {})", at.join(", ")),
+            );
         } else {
             let ranges: Vec<String> = per_tp
                 .iter()
                 .map(|(tp, a, b)| format!("{a}..{b} from {tp}"))
                 .collect();
-            let mut text = format!("{member} polled offsets {} ({n} record(s) now in flight", ranges.join(" and "));
+            let mut text = format!(
+                "{member} polled offsets {} ({n} record(s) now in flight",
+                ranges.join(" and ")
+            );
             if backlog > 0 {
                 text.push_str(&format!(", on top of {backlog} still unprocessed"));
             }
@@ -144,11 +153,21 @@ impl Lab {
             AutoOffsetReset::Earliest => start,
             AutoOffsetReset::Latest => end,
             AutoOffsetReset::None => {
-                self.fail(name, format!("{what} and auto.offset.reset=none: OffsetOutOfRangeException"));
+                self.fail(
+                    name,
+                    format!("{what} and auto.offset.reset=none: OffsetOutOfRangeException"),
+                );
                 return Ok(None);
             }
         };
-        let skipped = if position < start { format!(" — records {position}..{} were deleted before this group read them", start - 1) } else { String::new() };
+        let skipped = if position < start {
+            format!(
+                " — records {position}..{} were deleted before this group read them",
+                start - 1
+            )
+        } else {
+            String::new()
+        };
         self.say(
             EventKind::Warning,
             format!("{what}: auto.offset.reset={policy} → {target}{skipped}"),
@@ -191,7 +210,9 @@ impl Lab {
                 .groups
                 .get_mut(&cfg.group)
                 .ok_or_else(|| LabError::UnknownGroup(cfg.group.clone()))?;
-            let repeat = origin.map_or(crate::audit::DeliveryReason::RebalanceRedelivery, |o| o.repeat_reason());
+            let repeat = origin.map_or(crate::audit::DeliveryReason::RebalanceRedelivery, |o| {
+                o.repeat_reason()
+            });
             let reason = g.audit.classify(&tp, offset, repeat);
             g.sink.apply(&SinkWrite {
                 tp: &tp,
@@ -252,7 +273,12 @@ impl Lab {
             let crashed = match cfg.strategy {
                 CommitStrategy::ManualRecord => {
                     self.flush_run(&member, &mut run);
-                    self.commit_offsets(name, vec![(tp.clone(), offset + 1)], "commitSync after the record", false)
+                    self.commit_offsets(
+                        name,
+                        vec![(tp.clone(), offset + 1)],
+                        "commitSync after the record",
+                        false,
+                    )
                 }
                 CommitStrategy::ManualBatch if item.last_of_batch => {
                     self.flush_run(&member, &mut run);
@@ -275,8 +301,15 @@ impl Lab {
 
     fn flush_run(&mut self, member: &str, run: &mut Option<(TopicPartition, Offset, Offset, usize)>) {
         if let Some((tp, a, b, _)) = run.take() {
-            let range = if a == b { format!("{a}") } else { format!("{a}..{b}") };
-            self.say(EventKind::Process, format!("{member} processed {tp}@{range} into the sink"));
+            let range = if a == b {
+                format!("{a}")
+            } else {
+                format!("{a}..{b}")
+            };
+            self.say(
+                EventKind::Process,
+                format!("{member} processed {tp}@{range} into the sink"),
+            );
         }
     }
 
@@ -307,7 +340,9 @@ impl Lab {
             None => c.assignment.keys().cloned().collect(),
         };
         if tps.is_empty() {
-            return Err(LabError::InvalidArgument(format!("consumer '{name}' has no partitions assigned to seek")));
+            return Err(LabError::InvalidArgument(format!(
+                "consumer '{name}' has no partitions assigned to seek"
+            )));
         }
         let mut moves = Vec::new();
         for tp in &tps {
@@ -318,7 +353,11 @@ impl Lab {
                 SeekTarget::Offset(o) => o,
                 SeekTarget::Timestamp(ts) => log.offset_for_timestamp(ts).unwrap_or(log.log_end_offset()),
             };
-            let old = self.consumer(name)?.assignment.get(tp).map_or(new, |f| f.position);
+            let old = self
+                .consumer(name)?
+                .assignment
+                .get(tp)
+                .map_or(new, |f| f.position);
             moves.push((tp.clone(), old, new));
         }
         for (tp, old, new) in &moves {
@@ -336,7 +375,9 @@ impl Lab {
             };
             self.say(
                 EventKind::Seek,
-                format!("{member} seeks {tp} from {old} to {new}: {what}; nothing is committed until a commit"),
+                format!(
+                    "{member} seeks {tp} from {old} to {new}: {what}; nothing is committed until a commit"
+                ),
             );
         }
         Ok(())
@@ -352,11 +393,25 @@ impl Lab {
             return false;
         }
         match c.config.strategy {
-            CommitStrategy::AutoTimer => self.commit_from(name, CommitSource::Stored, "auto-commit of stored offsets at close/revoke", true),
-            CommitStrategy::AutoPoll => self.commit_from(name, CommitSource::Position, "auto-commit of consumed offsets at close/revoke", true),
-            CommitStrategy::ManualBatch | CommitStrategy::ManualRecord | CommitStrategy::ManualAsync => {
-                self.commit_from(name, CommitSource::Processed, "commitSync of processed offsets at close/revoke", true)
-            }
+            CommitStrategy::AutoTimer => self.commit_from(
+                name,
+                CommitSource::Stored,
+                "auto-commit of stored offsets at close/revoke",
+                true,
+            ),
+            CommitStrategy::AutoPoll => self.commit_from(
+                name,
+                CommitSource::Position,
+                "auto-commit of consumed offsets at close/revoke",
+                true,
+            ),
+            CommitStrategy::ManualBatch | CommitStrategy::ManualRecord | CommitStrategy::ManualAsync => self
+                .commit_from(
+                    name,
+                    CommitSource::Processed,
+                    "commitSync of processed offsets at close/revoke",
+                    true,
+                ),
             CommitStrategy::BeforeProcess => false,
         }
     }
@@ -368,7 +423,13 @@ impl Lab {
 
     /// Commits the offsets `source` names for all assigned partitions. Returns whether the
     /// consumer crashed (explorer) right after.
-    pub(crate) fn commit_from(&mut self, name: &str, source: CommitSource, why: &str, only_changes: bool) -> bool {
+    pub(crate) fn commit_from(
+        &mut self,
+        name: &str,
+        source: CommitSource,
+        why: &str,
+        only_changes: bool,
+    ) -> bool {
         let Some(c) = self.consumers.get(name) else {
             return false;
         };
@@ -392,7 +453,13 @@ impl Lab {
 
     /// A synchronous commit of explicit offsets, checked against the group's generation.
     /// Returns whether the consumer crashed (explorer) right after.
-    pub(crate) fn commit_offsets(&mut self, name: &str, offsets: Vec<(TopicPartition, Offset)>, why: &str, only_changes: bool) -> bool {
+    pub(crate) fn commit_offsets(
+        &mut self,
+        name: &str,
+        offsets: Vec<(TopicPartition, Offset)>,
+        why: &str,
+        only_changes: bool,
+    ) -> bool {
         let Some(c) = self.consumers.get(name) else {
             return false;
         };
@@ -400,8 +467,7 @@ impl Lab {
         let offsets: Vec<(TopicPartition, Offset)> = offsets
             .into_iter()
             .filter(|(tp, o)| {
-                !only_changes
-                    || self.offsets.fetch(&OffsetKey::new(&group, tp)).map(|v| v.offset) != Some(*o)
+                !only_changes || self.offsets.fetch(&OffsetKey::new(&group, tp)).map(|v| v.offset) != Some(*o)
             })
             .collect();
         if offsets.is_empty() {
@@ -473,9 +539,15 @@ impl Lab {
                 },
                 now,
             );
-            parts.push(format!("{} = {o} (record @{at} of __consumer_offsets)", key.display()));
+            parts.push(format!(
+                "{} = {o} (record @{at} of __consumer_offsets)",
+                key.display()
+            ));
         }
-        self.say(EventKind::Commit, format!("{why}: {member} committed {}", parts.join(", ")));
+        self.say(
+            EventKind::Commit,
+            format!("{why}: {member} committed {}", parts.join(", ")),
+        );
         for w in warnings {
             self.say(EventKind::Warning, w);
         }

@@ -151,7 +151,10 @@ impl Lab {
         c.state = ConsumerState::Running;
         c.wipe_memory();
         let member = c.member_id();
-        self.say(EventKind::Setup, format!("{member} started (a new process: empty memory)"));
+        self.say(
+            EventKind::Setup,
+            format!("{member} started (a new process: empty memory)"),
+        );
         self.join(name)
     }
 
@@ -175,7 +178,10 @@ impl Lab {
         let c = self.consumer_mut(name)?;
         c.wipe_memory();
         c.state = ConsumerState::Closed;
-        self.say(EventKind::Group, format!("{member} closed and sent LeaveGroup: group {group} rebalances at once"));
+        self.say(
+            EventKind::Group,
+            format!("{member} closed and sent LeaveGroup: group {group} rebalances at once"),
+        );
         self.depart(&group, name, Departure::Closed);
         self.rebalance(&group, &format!("{member} left"))
     }
@@ -186,7 +192,9 @@ impl Lab {
         let c = self.consumer_mut(name)?;
         let interval = c.config.auto_commit_interval_ms;
         c.next_auto_commit = match c.config.strategy {
-            CommitStrategy::AutoTimer | CommitStrategy::AutoPoll if c.config.commits_to_kafka() => Some(now + interval),
+            CommitStrategy::AutoTimer | CommitStrategy::AutoPoll if c.config.commits_to_kafka() => {
+                Some(now + interval)
+            }
             _ => None,
         };
         let group = c.config.group.clone();
@@ -235,10 +243,18 @@ impl Lab {
         let topics: Vec<(String, i32)> = g
             .topics
             .iter()
-            .filter_map(|t| self.topics.get(t).map(|tp| (t.clone(), tp.partitions.len() as i32)))
+            .filter_map(|t| {
+                self.topics
+                    .get(t)
+                    .map(|tp| (t.clone(), tp.partitions.len() as i32))
+            })
             .collect();
         for m in &members {
-            if self.consumers.get(m).is_some_and(|c| c.is_running() && !c.assignment.is_empty()) {
+            if self
+                .consumers
+                .get(m)
+                .is_some_and(|c| c.is_running() && !c.assignment.is_empty())
+            {
                 self.revoke_all(m);
             }
         }
@@ -266,7 +282,9 @@ impl Lab {
         if members.is_empty() {
             self.say(
                 EventKind::Group,
-                format!("group {group} is now Empty (generation {generation}, {why}); its committed offsets stay"),
+                format!(
+                    "group {group} is now Empty (generation {generation}, {why}); its committed offsets stay"
+                ),
             );
             return Ok(());
         }
@@ -283,12 +301,19 @@ impl Lab {
             };
             lines.push(format!(
                 "{m}{status} ← {}",
-                if mine.is_empty() { "nothing".to_string() } else { mine.join(", ") }
+                if mine.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    mine.join(", ")
+                }
             ));
         }
         self.say(
             EventKind::Group,
-            format!("group {group} rebalanced to generation {generation} ({why}): {}", lines.join("; ")),
+            format!(
+                "group {group} rebalanced to generation {generation} ({why}): {}",
+                lines.join("; ")
+            ),
         );
         for m in &members {
             if !self.consumers.get(m).is_some_and(Consumer::is_running) {
@@ -321,9 +346,10 @@ impl Lab {
         let g = self.group(&cfg.group)?;
         let handoff = g.handoffs.get(tp).cloned();
         let repeat = match &handoff {
-            Some(Handoff { reason: DeliveryReason::RestartRedelivery, from: Some(from) }) if from != name => {
-                DeliveryReason::RebalanceRedelivery
-            }
+            Some(Handoff {
+                reason: DeliveryReason::RestartRedelivery,
+                from: Some(from),
+            }) if from != name => DeliveryReason::RebalanceRedelivery,
             Some(h) => h.reason,
             None => DeliveryReason::RestartRedelivery,
         };
@@ -428,8 +454,13 @@ impl Lab {
             .filter_map(|c| match c.state {
                 ConsumerState::Crashed { at } if at + c.config.session_timeout_ms <= now => {
                     let g = self.groups.get(&c.config.group)?;
-                    g.is_member(c.name())
-                        .then(|| (c.name().to_string(), c.config.group.clone(), c.config.session_timeout_ms))
+                    g.is_member(c.name()).then(|| {
+                        (
+                            c.name().to_string(),
+                            c.config.group.clone(),
+                            c.config.session_timeout_ms,
+                        )
+                    })
                 }
                 _ => None,
             })
@@ -450,7 +481,12 @@ impl Lab {
 }
 
 fn validate_name(what: &str, name: &str) -> Result<(), LabError> {
-    if name.is_empty() || name.len() > 249 || !name.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) {
+    if name.is_empty()
+        || name.len() > 249
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+    {
         return Err(LabError::InvalidArgument(format!(
             "invalid {what} name '{name}': use 1 to 249 characters from [a-zA-Z0-9._-]"
         )));

@@ -71,7 +71,9 @@ impl Lab {
             Some(ps) => {
                 for p in ps {
                     if !all.contains(p) {
-                        return Err(LabError::InvalidArgument(format!("topic '{topic}' has no partition {p}")));
+                        return Err(LabError::InvalidArgument(format!(
+                            "topic '{topic}' has no partition {p}"
+                        )));
                     }
                 }
                 ps.to_vec()
@@ -157,7 +159,11 @@ impl Lab {
             let current = r.current.map_or("-".to_string(), |c| c.to_string());
             let mut text = format!(
                 "reset-offsets {} {}-{}: {current} → {}",
-                if plan.executed { "EXECUTED for" } else { "dry run for" },
+                if plan.executed {
+                    "EXECUTED for"
+                } else {
+                    "dry run for"
+                },
                 r.topic,
                 r.partition,
                 r.target
@@ -170,17 +176,33 @@ impl Lab {
                     "; replays {} record(s), {} duplicate row(s) expected in the {} sink",
                     r.replayed,
                     r.predicted_duplicate_rows,
-                    self.groups.get(&plan.group).map_or("group's".to_string(), |g| g.sink_kind.to_string())
+                    self.groups
+                        .get(&plan.group)
+                        .map_or("group's".to_string(), |g| g.sink_kind.to_string())
                 ));
             }
             if r.skipped > 0 {
                 text.push_str(&format!("; skips {} record(s) for good", r.skipped));
             }
-            self.say(if plan.executed { EventKind::Seek } else { EventKind::Setup }, text);
+            self.say(
+                if plan.executed {
+                    EventKind::Seek
+                } else {
+                    EventKind::Setup
+                },
+                text,
+            );
         }
         if !plan.executed {
-            self.say(EventKind::Setup, "nothing changed: add 'execute' to apply the reset");
-        } else if self.groups.get(&plan.group).is_some_and(|g| g.sink_kind == SinkKind::Transactional) {
+            self.say(
+                EventKind::Setup,
+                "nothing changed: add 'execute' to apply the reset",
+            );
+        } else if self
+            .groups
+            .get(&plan.group)
+            .is_some_and(|g| g.sink_kind == SinkKind::Transactional)
+        {
             self.say(
                 EventKind::Warning,
                 format!("group {} keeps its offsets in its transactional sink: on start its consumers seek to the sink's offsets, not to these", plan.group),

@@ -12,12 +12,18 @@ impl Lab {
     /// order: async commits landing, librdkafka's auto-commit timer, session timeouts.
     pub fn tick(&mut self, duration: Millis) -> Result<(), LabError> {
         if duration < 0 {
-            return Err(LabError::InvalidArgument(format!("cannot tick a negative duration ({duration}ms)")));
+            return Err(LabError::InvalidArgument(format!(
+                "cannot tick a negative duration ({duration}ms)"
+            )));
         }
         let target = self.now() + duration;
         self.say(
             EventKind::Clock,
-            format!("time passes: +{} → {}", format_duration(duration), format_instant(target)),
+            format!(
+                "time passes: +{} → {}",
+                format_duration(duration),
+                format_instant(target)
+            ),
         );
         while let Some(at) = self.next_timer().filter(|&t| t <= target) {
             self.clock.advance_to(at);
@@ -52,14 +58,18 @@ impl Lab {
     fn fire_due(&mut self, now: Millis) -> Result<(), LabError> {
         let names: Vec<String> = self.consumers.keys().cloned().collect();
         for name in &names {
-            let Some(c) = self.consumers.get(name) else { continue };
+            let Some(c) = self.consumers.get(name) else {
+                continue;
+            };
             if !c.is_running() {
                 continue;
             }
             if c.pending_async.iter().any(|p| p.lands_at <= now) && self.land_async(name, now) {
                 continue;
             }
-            let Some(c) = self.consumers.get_mut(name) else { continue };
+            let Some(c) = self.consumers.get_mut(name) else {
+                continue;
+            };
             if c.is_running() && c.config.strategy == CommitStrategy::AutoTimer {
                 if let Some(due) = c.next_auto_commit.filter(|&d| d <= now) {
                     c.next_auto_commit = Some(due + c.config.auto_commit_interval_ms);

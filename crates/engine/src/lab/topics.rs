@@ -28,7 +28,12 @@ pub struct ProduceSpec {
 
 impl Lab {
     pub fn create_topic(&mut self, name: &str, config: TopicConfig) -> Result<(), LabError> {
-        if name.is_empty() || name.len() > 249 || !name.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) {
+        if name.is_empty()
+            || name.len() > 249
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+        {
             return Err(LabError::InvalidArgument(format!(
                 "invalid topic name '{name}': use 1 to 249 characters from [a-zA-Z0-9._-]"
             )));
@@ -74,7 +79,11 @@ impl Lab {
     }
 
     /// Appends `spec.count` records and returns the offsets they got, per partition.
-    pub fn produce(&mut self, topic: &str, spec: &ProduceSpec) -> Result<BTreeMap<i32, (Offset, Offset)>, LabError> {
+    pub fn produce(
+        &mut self,
+        topic: &str,
+        spec: &ProduceSpec,
+    ) -> Result<BTreeMap<i32, (Offset, Offset)>, LabError> {
         let now = self.clock.now();
         let t = self
             .topics
@@ -140,7 +149,10 @@ impl Lab {
             Some(k) => format!("{} event(s) for order {k}", spec.count),
             None => format!("{} new order(s)", spec.count),
         };
-        self.say(EventKind::Produce, format!("produced {what} to {}", parts.join(", ")));
+        self.say(
+            EventKind::Produce,
+            format!("produced {what} to {}", parts.join(", ")),
+        );
         Ok(written)
     }
 }

@@ -256,7 +256,11 @@ impl Lab {
             state: g.state().to_string(),
             generation: g.generation,
             members: g.members.clone(),
-            offsets_source: if g.sink_kind == SinkKind::Transactional { "sink" } else { "kafka" },
+            offsets_source: if g.sink_kind == SinkKind::Transactional {
+                "sink"
+            } else {
+                "kafka"
+            },
             committed: partitions.iter().map(|p| (key(p), p.committed)).collect(),
             log_end_offset: partitions.iter().map(|p| (key(p), p.log_end_offset)).collect(),
             lag: partitions.iter().map(|p| (key(p), p.lag)).collect(),
@@ -296,7 +300,10 @@ impl Lab {
             .as_ref()
             .and_then(|o| self.consumers.get(o))
             .filter(|c| c.is_running());
-        let progress = Progress { resume: committed, log };
+        let progress = Progress {
+            resume: committed,
+            log,
+        };
         Ok(PartitionView {
             topic: tp.topic.clone(),
             partition: tp.partition,
@@ -306,14 +313,26 @@ impl Lab {
             log_start_offset: log.log_start_offset(),
             log_end_offset: log.log_end_offset(),
             lag: committed.map(|c| log.log_end_offset() - c),
-            position: running_owner.and_then(|c| c.assignment.get(tp)).map(|f| f.position),
+            position: running_owner
+                .and_then(|c| c.assignment.get(tp))
+                .map(|f| f.position),
             in_flight: running_owner
-                .map(|c| c.in_flight.iter().filter(|f| &f.tp == tp).map(|f| f.record.offset).collect())
+                .map(|c| {
+                    c.in_flight
+                        .iter()
+                        .filter(|f| &f.tp == tp)
+                        .map(|f| f.record.offset)
+                        .collect()
+                })
                 .unwrap_or_default(),
             owner,
             first_start: g.audit.partition(tp).map(|p| p.first_start),
             lost_ranges: g.audit.lost_ranges(tp, progress),
-            delivery_counts: g.audit.partition(tp).map(|p| p.delivery_runs()).unwrap_or_default(),
+            delivery_counts: g
+                .audit
+                .partition(tp)
+                .map(|p| p.delivery_runs())
+                .unwrap_or_default(),
             audit: g.audit.figures(tp, progress),
         })
     }

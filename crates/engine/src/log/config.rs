@@ -22,7 +22,9 @@ impl FromStr for CleanupPolicy {
         match s {
             "delete" => Ok(Self::Delete),
             "compact" => Ok(Self::Compact),
-            other => Err(format!("unknown cleanup.policy '{other}' (expected delete or compact)")),
+            other => Err(format!(
+                "unknown cleanup.policy '{other}' (expected delete or compact)"
+            )),
         }
     }
 }

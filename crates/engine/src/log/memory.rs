@@ -219,9 +219,30 @@ mod tests {
     #[test]
     fn keys_values_and_tombstones_round_trip() {
         let mut log = MemoryLog::new(TopicConfig::default().segment_limits());
-        log.append(NewRecord { timestamp: 1, key: Some(b"a"), value: Some(b"1") }, 1);
-        log.append(NewRecord { timestamp: 2, key: Some(b"a"), value: None }, 2);
-        log.append(NewRecord { timestamp: 3, key: None, value: Some(b"") }, 3);
+        log.append(
+            NewRecord {
+                timestamp: 1,
+                key: Some(b"a"),
+                value: Some(b"1"),
+            },
+            1,
+        );
+        log.append(
+            NewRecord {
+                timestamp: 2,
+                key: Some(b"a"),
+                value: None,
+            },
+            2,
+        );
+        log.append(
+            NewRecord {
+                timestamp: 3,
+                key: None,
+                value: Some(b""),
+            },
+            3,
+        );
         let mut got = Vec::new();
         log.read(0, 10, &mut |r| got.push(r.to_owned()));
         assert_eq!(got[0].key.as_deref(), Some(&b"a"[..]));
@@ -235,11 +256,23 @@ mod tests {
     fn retention_deletes_whole_segments_never_the_active_one() {
         let recs: Vec<_> = (0..10).map(|i| rec(i, "k", "v")).collect();
         let mut log = log_with(4, &recs);
-        assert_eq!(log.delete_segments_before(6), 4, "only segment [0,4) ends before 6");
+        assert_eq!(
+            log.delete_segments_before(6),
+            4,
+            "only segment [0,4) ends before 6"
+        );
         assert_eq!(log.log_start_offset(), 4);
-        assert_eq!(log.delete_segments_before(100), 4, "the active segment [8,10) stays");
+        assert_eq!(
+            log.delete_segments_before(100),
+            4,
+            "the active segment [8,10) stays"
+        );
         assert_eq!(log.log_start_offset(), 8);
-        assert_eq!(offsets(&log, 0, 100), vec![8, 9], "reads below log start begin at it");
+        assert_eq!(
+            offsets(&log, 0, 100),
+            vec![8, 9],
+            "reads below log start begin at it"
+        );
     }
 
     #[test]
@@ -267,14 +300,46 @@ mod tests {
 
     #[test]
     fn segments_roll_by_age_and_bytes() {
-        let cfg = TopicConfig { segment_ms: 100, segment_bytes: 10, ..TopicConfig::default() };
+        let cfg = TopicConfig {
+            segment_ms: 100,
+            segment_bytes: 10,
+            ..TopicConfig::default()
+        };
         let mut log = MemoryLog::new(cfg.segment_limits());
-        log.append(NewRecord { timestamp: 0, key: None, value: Some(b"12345") }, 0);
-        log.append(NewRecord { timestamp: 0, key: None, value: Some(b"12345") }, 50);
+        log.append(
+            NewRecord {
+                timestamp: 0,
+                key: None,
+                value: Some(b"12345"),
+            },
+            0,
+        );
+        log.append(
+            NewRecord {
+                timestamp: 0,
+                key: None,
+                value: Some(b"12345"),
+            },
+            50,
+        );
         assert_eq!(log.segments().len(), 1);
-        log.append(NewRecord { timestamp: 0, key: None, value: Some(b"1") }, 60);
+        log.append(
+            NewRecord {
+                timestamp: 0,
+                key: None,
+                value: Some(b"1"),
+            },
+            60,
+        );
         assert_eq!(log.segments().len(), 2, "10 bytes full");
-        log.append(NewRecord { timestamp: 0, key: None, value: Some(b"1") }, 200);
+        log.append(
+            NewRecord {
+                timestamp: 0,
+                key: None,
+                value: Some(b"1"),
+            },
+            200,
+        );
         assert_eq!(log.segments().len(), 3, "older than segment.ms");
     }
 }

@@ -55,7 +55,10 @@ mod tests {
         assert_eq!(murmur2(b"foobar"), -790_332_482);
         assert_eq!(murmur2(b"a-little-bit-long-string"), -985_981_536);
         assert_eq!(murmur2(b"a-little-bit-longer-string"), -1_486_304_829);
-        assert_eq!(murmur2(b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8"), -58_897_971);
+        assert_eq!(
+            murmur2(b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8"),
+            -58_897_971
+        );
         assert_eq!(murmur2(b"abc"), 479_470_107);
     }
 

@@ -1,9 +1,11 @@
 //! An in-memory segment, laid out column by column.
 //!
-//! Keys and values of all records share one byte arena; per record the segment keeps its offset,
-//! timestamp, key length and where its bytes end. That is about 24 bytes of bookkeeping per
-//! record instead of two heap allocations, which is what lets a ten-million-record partition
-//! stay small and fast to scan.
+//! Keys and values of all records share one byte arena; per record the segment keeps its
+//! timestamp, key length and where its bytes end — 16 bytes of bookkeeping instead of two heap
+//! allocations, which is what lets a ten-million-record partition stay small and fast to scan.
+//! Offsets are implicit (`base + index`) until compaction leaves gaps; only then does the
+//! segment keep an explicit offset column. Columns grow by a quarter at a time rather than
+//! doubling, so a full segment wastes little capacity.
 
 use crate::clock::Millis;
 use crate::record::{NewRecord, Offset, RecordRef};
@@ -16,13 +18,24 @@ pub(super) struct Segment {
     pub base_offset: Offset,
     pub created_at: Millis,
     pub max_timestamp: Option<i64>,
+    /// Explicit offsets, only once the segment has gaps (after compaction); empty while dense.
     offsets: Vec<Offset>,
     timestamps: Vec<i64>,
+    /// Key length, or `ABSENT`.
     key_lens: Vec<i32>,
-    value_lens: Vec<i32>,
-    /// End of each record's bytes (key then value) in `arena`.
+    /// End of each record's bytes (key then value) in `arena`; the high bit marks a null value.
     ends: Vec<u32>,
     arena: Vec<u8>,
+}
+
+/// Marks a record whose value is null (a tombstone) in `ends`.
+const NULL_VALUE: u32 = 1 << 31;
+
+/// Grows `v` by at least `extra` and by a quarter of its capacity when full: bounded waste.
+fn grow<T>(v: &mut Vec<T>, extra: usize) {
+    if v.len() + extra > v.capacity() {
+        v.reserve_exact(extra.max(v.capacity() / 4).max(64));
+    }
 }
 
 impl Segment {
@@ -34,18 +47,29 @@ impl Segment {
             offsets: Vec::new(),
             timestamps: Vec::new(),
             key_lens: Vec::new(),
-            value_lens: Vec::new(),
             ends: Vec::new(),
             arena: Vec::new(),
         }
     }
 
     pub fn len(&self) -> usize {
-        self.offsets.len()
+        self.timestamps.len()
     }
 
     pub fn is_empty(&self) -> bool {
+        self.timestamps.is_empty()
+    }
+
+    fn is_dense(&self) -> bool {
         self.offsets.is_empty()
+    }
+
+    fn offset_at(&self, index: usize) -> Offset {
+        if self.is_dense() {
+            self.base_offset + index as Offset
+        } else {
+            self.offsets[index]
+        }
     }
 
     /// Bytes of record data (keys and values), the figure `segment.bytes` limits.
@@ -54,42 +78,64 @@ impl Segment {
     }
 
     pub fn first_offset(&self) -> Option<Offset> {
-        self.offsets.first().copied()
+        (!self.is_empty()).then(|| self.offset_at(0))
     }
 
     pub fn push(&mut self, offset: Offset, record: &NewRecord<'_>) {
-        let len_of = |b: Option<&[u8]>| b.map_or(ABSENT, |b| b.len() as i32);
-        self.offsets.push(offset);
+        let index = self.len();
+        if self.is_dense() && offset != self.base_offset + index as Offset {
+            // The first gap: from now on offsets are explicit.
+            self.offsets = (0..index).map(|i| self.base_offset + i as Offset).collect();
+        }
+        if !self.is_dense() {
+            grow(&mut self.offsets, 1);
+            self.offsets.push(offset);
+        }
+        let bytes = record.key.map_or(0, <[u8]>::len) + record.value.map_or(0, <[u8]>::len);
+        grow(&mut self.timestamps, 1);
+        grow(&mut self.key_lens, 1);
+        grow(&mut self.ends, 1);
+        grow(&mut self.arena, bytes);
         self.timestamps.push(record.timestamp);
-        self.key_lens.push(len_of(record.key));
-        self.value_lens.push(len_of(record.value));
+        self.key_lens.push(record.key.map_or(ABSENT, |k| k.len() as i32));
         if let Some(k) = record.key {
             self.arena.extend_from_slice(k);
         }
         if let Some(v) = record.value {
             self.arena.extend_from_slice(v);
         }
-        self.ends.push(self.arena.len() as u32);
-        self.max_timestamp = Some(self.max_timestamp.map_or(record.timestamp, |m| m.max(record.timestamp)));
+        let null = if record.value.is_none() { NULL_VALUE } else { 0 };
+        self.ends.push(self.arena.len() as u32 | null);
+        self.max_timestamp = Some(
+            self.max_timestamp
+                .map_or(record.timestamp, |m| m.max(record.timestamp)),
+        );
     }
 
     pub fn get(&self, index: usize) -> RecordRef<'_> {
-        let start = if index == 0 { 0 } else { self.ends[index - 1] as usize };
+        let start = if index == 0 {
+            0
+        } else {
+            (self.ends[index - 1] & !NULL_VALUE) as usize
+        };
+        let end = (self.ends[index] & !NULL_VALUE) as usize;
         let key_len = self.key_lens[index];
-        let value_len = self.value_lens[index];
         let key_end = start + key_len.max(0) as usize;
-        let value_end = key_end + value_len.max(0) as usize;
         RecordRef {
-            offset: self.offsets[index],
+            offset: self.offset_at(index),
             timestamp: self.timestamps[index],
             key: (key_len != ABSENT).then(|| &self.arena[start..key_end]),
-            value: (value_len != ABSENT).then(|| &self.arena[key_end..value_end]),
+            value: (self.ends[index] & NULL_VALUE == 0).then(|| &self.arena[key_end..end]),
         }
     }
 
     /// Index of the first record with offset ≥ `offset` (binary search: offsets may have gaps).
     pub fn index_of(&self, offset: Offset) -> usize {
-        self.offsets.partition_point(|&o| o < offset)
+        if self.is_dense() {
+            (offset - self.base_offset).clamp(0, self.len() as Offset) as usize
+        } else {
+            self.offsets.partition_point(|&o| o < offset)
+        }
     }
 
     /// Index of the first record with timestamp ≥ `timestamp`, scanning (timestamps are
@@ -103,7 +149,6 @@ impl Segment {
             + self.offsets.capacity() * 8
             + self.timestamps.capacity() * 8
             + self.key_lens.capacity() * 4
-            + self.value_lens.capacity() * 4
             + self.ends.capacity() * 4
             + std::mem::size_of::<Self>()
     }
@@ -136,7 +181,6 @@ impl Segment {
         self.offsets.shrink_to_fit();
         self.timestamps.shrink_to_fit();
         self.key_lens.shrink_to_fit();
-        self.value_lens.shrink_to_fit();
         self.ends.shrink_to_fit();
         self.arena.shrink_to_fit();
     }

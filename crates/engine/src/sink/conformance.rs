@@ -36,7 +36,11 @@ fn empty_sink_has_nothing(sink: &mut dyn Sink) {
     let stats = sink.stats().expect("stats");
     assert_eq!((stats.rows, stats.distinct_keys, stats.duplicate_rows), (0, 0, 0));
     assert!(sink.rows(0, 10).expect("rows").is_empty());
-    assert_eq!(sink.stored_offset(&TopicPartition::new("orders", 0)).expect("offset"), None);
+    assert_eq!(
+        sink.stored_offset(&TopicPartition::new("orders", 0))
+            .expect("offset"),
+        None
+    );
 }
 
 /// Offsets 0..3 (keys o-1, o-2, o-3, then a second event for o-1), then 0 and 1 again as a crash
@@ -45,10 +49,12 @@ fn replayed_writes(sink: &mut dyn Sink) {
     let tp = TopicPartition::new("orders", 0);
     let keys = ["o-1", "o-2", "o-3", "o-1"];
     for (o, k) in keys.iter().enumerate() {
-        sink.apply(&write(&tp, o as Offset, k, DeliveryReason::First)).expect("apply");
+        sink.apply(&write(&tp, o as Offset, k, DeliveryReason::First))
+            .expect("apply");
     }
     for o in 0..2 {
-        sink.apply(&write(&tp, o, keys[o as usize], DeliveryReason::CrashRedelivery)).expect("apply");
+        sink.apply(&write(&tp, o, keys[o as usize], DeliveryReason::CrashRedelivery))
+            .expect("apply");
     }
     let stats = sink.stats().expect("stats");
     let rows = sink.rows(0, 100).expect("rows");
@@ -60,13 +66,20 @@ fn replayed_writes(sink: &mut dyn Sink) {
             let dup: Vec<bool> = rows.iter().map(|r| r.duplicate).collect();
             assert_eq!(dup, [false, false, false, false, true, true]);
             assert_eq!(rows[4].reason, DeliveryReason::CrashRedelivery);
-            assert_eq!(rows.iter().map(|r| r.row_id).collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6]);
+            assert_eq!(
+                rows.iter().map(|r| r.row_id).collect::<Vec<_>>(),
+                [1, 2, 3, 4, 5, 6]
+            );
         }
         SinkKind::Upsert => {
             assert_eq!(stats.rows, 3, "one row per order id");
             assert_eq!(stats.duplicate_rows, 0, "replays converge");
             let o1 = rows.iter().find(|r| r.key == "o-1").expect("row o-1");
-            assert_eq!((o1.offset, o1.writes), (0, 3), "o-1 written at 0, 3, then 0 again");
+            assert_eq!(
+                (o1.offset, o1.writes),
+                (0, 3),
+                "o-1 written at 0, 3, then 0 again"
+            );
             assert!(rows.iter().all(|r| !r.duplicate));
         }
     }
@@ -77,9 +90,12 @@ fn replayed_writes(sink: &mut dyn Sink) {
 fn offsets_are_stored_only_by_transactional_sinks(sink: &mut dyn Sink) {
     let t0 = TopicPartition::new("orders", 0);
     let t1 = TopicPartition::new("orders", 1);
-    sink.apply(&write(&t0, 4, "o-5", DeliveryReason::First)).expect("apply");
-    sink.apply(&write(&t1, 9, "o-6", DeliveryReason::First)).expect("apply");
-    sink.apply(&write(&t0, 5, "o-7", DeliveryReason::First)).expect("apply");
+    sink.apply(&write(&t0, 4, "o-5", DeliveryReason::First))
+        .expect("apply");
+    sink.apply(&write(&t1, 9, "o-6", DeliveryReason::First))
+        .expect("apply");
+    sink.apply(&write(&t0, 5, "o-7", DeliveryReason::First))
+        .expect("apply");
     let (s0, s1) = (
         sink.stored_offset(&t0).expect("offset"),
         sink.stored_offset(&t1).expect("offset"),

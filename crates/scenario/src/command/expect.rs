@@ -68,7 +68,10 @@ impl ExpectKey {
     }
 
     fn is_consumer_key(self) -> bool {
-        matches!(self, Self::State | Self::Position | Self::InFlight | Self::Generation)
+        matches!(
+            self,
+            Self::State | Self::Position | Self::InFlight | Self::Generation
+        )
     }
 
     fn is_log_key(self) -> bool {
@@ -93,19 +96,27 @@ impl Expect {
         let consumer = args.option("consumer");
         let mut checks = Vec::new();
         for (k, v) in args.take_options() {
-            let key = KEYS.iter().find(|(n, _)| *n == k).map(|(_, key)| *key).ok_or_else(|| {
-                ParseError::new(format!(
-                    "expect: unknown expect key '{k}' (known: {})",
-                    KEYS.map(|(n, _)| n).join(", ")
-                ))
-            })?;
+            let key = KEYS
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, key)| *key)
+                .ok_or_else(|| {
+                    ParseError::new(format!(
+                        "expect: unknown expect key '{k}' (known: {})",
+                        KEYS.map(|(n, _)| n).join(", ")
+                    ))
+                })?;
             if key != ExpectKey::State && v != "-" && v.parse::<i64>().is_err() {
-                return Err(ParseError::new(format!("expect: {k}={v}: expected a number (or - for none)")));
+                return Err(ParseError::new(format!(
+                    "expect: {k}={v}: expected a number (or - for none)"
+                )));
             }
             checks.push((key, v));
         }
         if checks.is_empty() {
-            return Err(ParseError::new("expect: nothing to check (add KEY=VALUE, e.g. lost=0)"));
+            return Err(ParseError::new(
+                "expect: nothing to check (add KEY=VALUE, e.g. lost=0)",
+            ));
         }
         Ok(Self {
             group,
@@ -185,7 +196,14 @@ impl Expect {
             (topic, partition) => {
                 let topic = match topic {
                     Some(t) => t.clone(),
-                    None => only(view.partitions.iter().map(|p| p.topic.clone()).collect::<std::collections::BTreeSet<_>>(), "topic", "topic=T")?,
+                    None => only(
+                        view.partitions
+                            .iter()
+                            .map(|p| p.topic.clone())
+                            .collect::<std::collections::BTreeSet<_>>(),
+                        "topic",
+                        "topic=T",
+                    )?,
                 };
                 view.partitions
                     .iter()
@@ -194,7 +212,9 @@ impl Expect {
             }
         };
         if parts.is_empty() {
-            return Err(LabError::InvalidArgument(format!("group '{group}' reads no such topic-partition")));
+            return Err(LabError::InvalidArgument(format!(
+                "group '{group}' reads no such topic-partition"
+            )));
         }
         let sum = |f: &dyn Fn(&PartitionView) -> u64| parts.iter().map(|p| f(p)).sum::<u64>().to_string();
         Ok(match key {
@@ -224,13 +244,19 @@ impl Expect {
         match self.partition {
             Some(p) => Ok(TopicPartition::new(topic, p)),
             None if t.partitions.len() == 1 => Ok(TopicPartition::new(topic, 0)),
-            None => Err(LabError::InvalidArgument(format!("topic '{topic}' has {} partitions: add partition=P", t.partitions.len()))),
+            None => Err(LabError::InvalidArgument(format!(
+                "topic '{topic}' has {} partitions: add partition=P",
+                t.partitions.len()
+            ))),
         }
     }
 }
 
 fn unreachable_key(key: ExpectKey) -> Result<String, LabError> {
-    Err(LabError::InvalidArgument(format!("expect: '{}' needs consumer=NAME", key.name())))
+    Err(LabError::InvalidArgument(format!(
+        "expect: '{}' needs consumer=NAME",
+        key.name()
+    )))
 }
 
 fn single<'a>(parts: &[&'a PartitionView]) -> Result<&'a PartitionView, LabError> {
@@ -244,12 +270,20 @@ fn single<'a>(parts: &[&'a PartitionView]) -> Result<&'a PartitionView, LabError
 }
 
 /// The only element of `items`, or an error asking for the option that picks one.
-fn only<T: fmt::Display>(items: impl IntoIterator<Item = T>, what: &str, option: &str) -> Result<String, LabError> {
+fn only<T: fmt::Display>(
+    items: impl IntoIterator<Item = T>,
+    what: &str,
+    option: &str,
+) -> Result<String, LabError> {
     let mut it = items.into_iter();
     match (it.next(), it.next()) {
         (Some(one), None) => Ok(one.to_string()),
-        (None, _) => Err(LabError::InvalidArgument(format!("expect: there is no {what} yet"))),
-        (Some(_), Some(_)) => Err(LabError::InvalidArgument(format!("expect: more than one {what}: add {option}"))),
+        (None, _) => Err(LabError::InvalidArgument(format!(
+            "expect: there is no {what} yet"
+        ))),
+        (Some(_), Some(_)) => Err(LabError::InvalidArgument(format!(
+            "expect: more than one {what}: add {option}"
+        ))),
     }
 }
 

@@ -68,8 +68,19 @@ pub enum ApplyError {
 
 /// The command names, in the order `docs/SCENARIOS.md` documents them.
 pub const COMMANDS: [&str; 13] = [
-    "topic", "produce", "consumer", "poll", "process", "commit", "tick", "crash", "restart", "close", "seek",
-    "reset-offsets", "expect",
+    "topic",
+    "produce",
+    "consumer",
+    "poll",
+    "process",
+    "commit",
+    "tick",
+    "crash",
+    "restart",
+    "close",
+    "seek",
+    "reset-offsets",
+    "expect",
 ];
 
 impl Command {
@@ -189,7 +200,9 @@ mod tests {
         ];
         for line in lines {
             let cmd = Command::parse(line).expect("parses").expect("a command");
-            let again = Command::parse(&cmd.to_string()).expect("re-parses").expect("a command");
+            let again = Command::parse(&cmd.to_string())
+                .expect("re-parses")
+                .expect("a command");
             assert_eq!(cmd, again, "{line} → {cmd}");
         }
     }

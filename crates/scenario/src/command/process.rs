@@ -23,7 +23,8 @@ impl Process {
             None => Some(1),
             Some("all") => None,
             Some(v) => {
-                let n = count(v, 1_000_000).map_err(|e| ParseError::new(format!("process: count={v}: {e}")))?;
+                let n =
+                    count(v, 1_000_000).map_err(|e| ParseError::new(format!("process: count={v}: {e}")))?;
                 if n == 0 {
                     return Err(ParseError::new("process: count must be at least 1 (or all)"));
                 }

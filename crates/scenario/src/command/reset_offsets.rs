@@ -60,7 +60,8 @@ impl ResetOffsets {
             specs.push((ResetSpec::ShiftBy(n), None));
         }
         if let Some(text) = args.option("to-datetime") {
-            let ts = instant_ms(&text).map_err(|e| ParseError::new(format!("reset-offsets: to-datetime={text}: {e}")))?;
+            let ts = instant_ms(&text)
+                .map_err(|e| ParseError::new(format!("reset-offsets: to-datetime={text}: {e}")))?;
             specs.push((ResetSpec::ToDatetime(ts), Some(text)));
         }
         if let Some(d) = args.parsed("by-duration", duration_ms)? {
@@ -83,7 +84,13 @@ impl ResetOffsets {
     }
 
     pub fn apply(&self, lab: &mut Lab) -> Result<ResetPlan, LabError> {
-        lab.reset_offsets(&self.group, &self.topic, self.partitions.as_deref(), self.spec, self.execute)
+        lab.reset_offsets(
+            &self.group,
+            &self.topic,
+            self.partitions.as_deref(),
+            self.spec,
+            self.execute,
+        )
     }
 }
 

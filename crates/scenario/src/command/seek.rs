@@ -34,9 +34,15 @@ pub struct Seek {
 impl Seek {
     pub fn parse(args: &mut Args) -> Result<Self, ParseError> {
         let consumer = args.word("consumer name")?;
-        let to = args.parsed("to", parse_to)?.ok_or_else(|| ParseError::new("seek: missing to=earliest|latest|OFFSET|@INSTANT"))?;
+        let to = args
+            .parsed("to", parse_to)?
+            .ok_or_else(|| ParseError::new("seek: missing to=earliest|latest|OFFSET|@INSTANT"))?;
         let partition = args.parsed("partition", |v| count(v, 10_000).map(|p| p as i32))?;
-        Ok(Self { consumer, to, partition })
+        Ok(Self {
+            consumer,
+            to,
+            partition,
+        })
     }
 
     pub fn apply(&self, lab: &mut Lab) -> Result<(), LabError> {
@@ -62,7 +68,8 @@ fn parse_to(v: &str) -> Result<SeekTo, String> {
             if let Some(rest) = v.strip_prefix('@') {
                 return instant_ms(rest).map(|ts| SeekTo::At(ts, rest.to_string()));
             }
-            let o = integer(v).map_err(|_| format!("expected earliest, latest, an offset or @INSTANT, got '{v}'"))?;
+            let o = integer(v)
+                .map_err(|_| format!("expected earliest, latest, an offset or @INSTANT, got '{v}'"))?;
             if o < 0 {
                 return Err("an offset cannot be negative".into());
             }

@@ -44,7 +44,9 @@ impl CreateTopic {
         if let Some(n) = args.parsed("segment.bytes", |v| count(v, 1 << 30).and_then(nonzero))? {
             config.segment_bytes = n as usize;
         }
-        if let Some(n) = args.parsed("segment.ms", |v| duration_ms(v).and_then(|d| nonzero(d as u64).map(|_| d)))? {
+        if let Some(n) = args.parsed("segment.ms", |v| {
+            duration_ms(v).and_then(|d| nonzero(d as u64).map(|_| d))
+        })? {
             config.segment_ms = n;
         }
         if let Some(p) = args.parsed("cleanup.policy", |v| v.parse())? {
@@ -72,7 +74,11 @@ impl fmt::Display for CreateTopic {
         let c = &self.config;
         write!(f, "topic {} partitions={}", self.name, c.partitions)?;
         if c.retention_ms != d.retention_ms {
-            write!(f, " retention.ms={}", c.retention_ms.map_or("-1".into(), format_duration))?;
+            write!(
+                f,
+                " retention.ms={}",
+                c.retention_ms.map_or("-1".into(), format_duration)
+            )?;
         }
         if let Some(b) = c.retention_bytes {
             write!(f, " retention.bytes={b}")?;
