@@ -4,7 +4,7 @@
 //! narrative and the figures, and turns outcomes into exit codes.
 
 mod explore_cmd;
-mod lessons;
+mod lessons_cmd;
 mod output;
 mod run_cmd;
 
@@ -92,11 +92,11 @@ fn main() -> ExitCode {
             sqlite,
             quiet,
         }) => run_cmd::run_file(&file, json, sqlite.as_deref(), quiet),
-        Some(Cmd::Lessons { lesson: None, json }) => lessons::list(json),
+        Some(Cmd::Lessons { lesson: None, json }) => lessons_cmd::list(json),
         Some(Cmd::Lessons {
             lesson: Some(l),
             json,
-        }) => lessons::run(&l, json),
+        }) => lessons_cmd::run(&l, json),
         Some(Cmd::Explore { file, consumer, json }) => {
             explore_cmd::explore(file.as_deref(), consumer.as_deref(), json)
         }

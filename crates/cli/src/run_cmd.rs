@@ -131,7 +131,7 @@ pub fn tour() -> u8 {
     println!(
         "It crashes right after the timer committed offset 8 while records 5..7 were still in flight.\n"
     );
-    let code = crate::lessons::run("1", false);
+    let code = crate::lessons_cmd::run("1", false);
     println!("\nNext:");
     println!("  offsetlab lessons            the guided lessons (offsetlab lessons 2 runs the second)");
     println!("  offsetlab explore            every commit strategy × sink, crashed at every instant");

@@ -153,6 +153,46 @@ pub fn run_with_crash(
     Ok((lab, result))
 }
 
+/// The lines that reproduce one crash of the explorer, up to and including the line during
+/// which the consumer died: the variant of `script` for `strategy` × `sink`, with a `fault`
+/// line armed right after `target` starts (or a `crash` line for crash point 0). Lines that
+/// would be rejected under this variant (nothing to process) are left out. Loading the result in
+/// the lab shows the moment of the crash; exporting it replays exactly.
+pub fn crash_replay(
+    script: &Script,
+    target: &str,
+    strategy: CommitStrategy,
+    sink: SinkKind,
+    crash_after: u64,
+) -> Result<Script, ScenarioError> {
+    let variant = with_settings(script, target, strategy, sink);
+    let mut runner = Runner::new(Lab::default());
+    let mut kept = Vec::new();
+    for line in variant.lines.iter().filter(|l| !matches!(l.command, Command::Expect(_))) {
+        match runner.apply(line) {
+            Err(ScenarioError::Rejected { error: LabError::NothingInFlight(_), .. }) => continue,
+            other => {
+                other?;
+            }
+        }
+        kept.push(line.clone());
+        if matches!(&line.command, Command::Consumer(c) if c.config.name == target) {
+            let command = if crash_after == 0 {
+                Command::Crash(crate::command::Crash { consumer: target.to_string() })
+            } else {
+                Command::Fault(crate::command::Fault { consumer: target.to_string(), after: crash_after })
+            };
+            let armed = crate::script::Line { number: line.number, text: command.to_string(), command };
+            runner.apply(&armed)?;
+            kept.push(armed);
+        }
+        if runner.lab.consumer(target).is_ok_and(|c| !c.is_running()) {
+            break;
+        }
+    }
+    Ok(Script { lines: kept })
+}
+
 /// Consumes to the end of the log, then lets timers and async commits settle.
 fn drain(lab: &mut Lab, target: &str) -> Result<(), LabError> {
     for _ in 0..MAX_DRAIN_ROUNDS {
@@ -297,6 +337,20 @@ mod tests {
             timer.max_lost, 3,
             "the timer fires after record 4 of 4..7: 5, 6, 7 are lost"
         );
+    }
+
+    #[test]
+    fn a_crash_replay_stops_at_the_crash_and_round_trips_as_text() {
+        let script = Script::parse(crate::SEED_SCENARIO).expect("seed");
+        let c = explore_cell(&script, "c1", CommitStrategy::AutoTimer, SinkKind::Append).expect("cell");
+        let replay = crash_replay(&script, "c1", c.strategy, c.sink, c.worst_crash_point).expect("replay");
+        let text = replay.to_text();
+        assert!(text.contains("fault c1 after="), "{text}");
+        let runner = crate::runner::run_source(&text).expect("replays");
+        let c1 = runner.lab.consumer("c1").expect("c1");
+        assert!(!c1.is_running(), "the replay ends with c1 crashed");
+        let view = runner.lab.group_view("analytics-prod").expect("group");
+        assert_eq!(view.partitions[0].committed, Some(8), "the timer committed 8 before the crash");
     }
 
     #[test]

@@ -183,6 +183,58 @@ impl Lab {
         );
     }
 
+    /// Plans a crash of `consumer` right after its `after`-th next observable effect (a poll
+    /// returning, a sink write, a commit landing): the explorer's fault, as a scenario line.
+    pub fn schedule_crash(&mut self, consumer: &str, after: u64) -> Result<(), LabError> {
+        self.running(consumer, "only a running consumer can be made to crash")?;
+        if after == 0 {
+            return Err(LabError::InvalidArgument("after must be at least 1 (use crash to crash now)".into()));
+        }
+        let at = self.effects_of(consumer) + after;
+        self.fault = Some(FaultPlan {
+            consumer: consumer.to_string(),
+            after: at,
+        });
+        self.say(
+            EventKind::Setup,
+            format!("a crash of {consumer} is armed: it dies right after its {after}th next effect (a poll returning, a sink write, a commit)"),
+        );
+        Ok(())
+    }
+
+    /// Compacts a topic: in its closed segments only the latest record per key survives
+    /// (offsets are kept, so gaps appear). Applies to `__consumer_offsets` and to topics with
+    /// `cleanup.policy=compact`. Returns how many records were removed.
+    pub fn compact_topic(&mut self, name: &str) -> Result<usize, LabError> {
+        if name == crate::offsets::CONSUMER_OFFSETS_TOPIC {
+            return Ok(self.compact_offsets_topic());
+        }
+        let topic = self
+            .topics
+            .get_mut(name)
+            .ok_or_else(|| LabError::UnknownTopic(name.to_string()))?;
+        if topic.config.cleanup_policy != crate::log::CleanupPolicy::Compact {
+            return Err(LabError::InvalidArgument(format!(
+                "topic '{name}' has cleanup.policy=delete: only compacted topics (and __consumer_offsets) are compacted"
+            )));
+        }
+        let mut removed = 0;
+        for log in &mut topic.partitions {
+            let mut latest: std::collections::HashMap<Vec<u8>, crate::record::Offset> = std::collections::HashMap::new();
+            log.read(crate::record::Offset::MIN, usize::MAX, &mut |r| {
+                if let Some(k) = r.key {
+                    latest.insert(k.to_vec(), r.offset);
+                }
+            });
+            removed += log.compact(&mut |r| r.key.is_none_or(|k| latest.get(k) == Some(&r.offset)));
+        }
+        self.say(
+            EventKind::Setup,
+            format!("compacted {name}: removed {removed} superseded record(s); offsets are kept, so gaps appear"),
+        );
+        Ok(removed)
+    }
+
     /// Compacts `__consumer_offsets`: only the latest commit per key survives in closed segments.
     pub fn compact_offsets_topic(&mut self) -> usize {
         let removed = self.offsets.compact();

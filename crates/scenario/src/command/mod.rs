@@ -3,8 +3,10 @@
 //! lab session can be exported as a script that parses to the same commands.
 
 mod commit;
+mod compact;
 mod consumer;
 mod expect;
+mod fault;
 mod lifecycle;
 mod poll;
 mod process;
@@ -15,8 +17,10 @@ mod tick;
 mod topic;
 
 pub use commit::Commit;
+pub use compact::Compact;
 pub use consumer::StartConsumer;
 pub use expect::{Expect, ExpectKey};
+pub use fault::Fault;
 pub use lifecycle::{Close, Crash, Restart};
 pub use poll::Poll;
 pub use process::Process;
@@ -46,6 +50,8 @@ pub enum Command {
     Close(Close),
     Seek(Seek),
     ResetOffsets(ResetOffsets),
+    Compact(Compact),
+    Fault(Fault),
     Expect(Expect),
 }
 
@@ -104,6 +110,8 @@ impl Command {
             "close" => Command::Close(Close::parse(&mut args)?),
             "seek" => Command::Seek(Seek::parse(&mut args)?),
             "reset-offsets" => Command::ResetOffsets(ResetOffsets::parse(&mut args)?),
+            "compact" => Command::Compact(Compact::parse(&mut args)?),
+            "fault" => Command::Fault(Fault::parse(&mut args)?),
             "expect" => Command::Expect(Expect::parse(&mut args)?),
             other => {
                 return Err(ParseError::new(format!(
@@ -130,6 +138,8 @@ impl Command {
             Command::Close(c) => c.apply(lab)?,
             Command::Seek(c) => c.apply(lab)?,
             Command::ResetOffsets(c) => return Ok(Outcome::Reset(c.apply(lab)?)),
+            Command::Compact(c) => c.apply(lab)?,
+            Command::Fault(c) => c.apply(lab)?,
             Command::Expect(c) => c.check(lab)?,
         }
         Ok(Outcome::Done)
@@ -146,6 +156,7 @@ impl Command {
             Command::Restart(c) => Some(&c.consumer),
             Command::Close(c) => Some(&c.consumer),
             Command::Seek(c) => Some(&c.consumer),
+            Command::Fault(c) => Some(&c.consumer),
             _ => None,
         }
     }
@@ -166,6 +177,8 @@ impl fmt::Display for Command {
             Command::Close(c) => c.fmt(f),
             Command::Seek(c) => c.fmt(f),
             Command::ResetOffsets(c) => c.fmt(f),
+            Command::Compact(c) => c.fmt(f),
+            Command::Fault(c) => c.fmt(f),
             Command::Expect(c) => c.fmt(f),
         }
     }
@@ -197,6 +210,8 @@ mod tests {
             "reset-offsets analytics-prod topic=orders to-offset=3 execute",
             "reset-offsets analytics-prod topic=orders:0,1 by-duration=6h",
             "expect group=analytics-prod lost=0 duplicates=4 committed=12",
+            "compact __consumer_offsets",
+            "fault c1 after=7",
         ];
         for line in lines {
             let cmd = Command::parse(line).expect("parses").expect("a command");
