@@ -35,7 +35,7 @@ A consumer's position (where its next poll reads) lives in its memory; the group
 compacted __consumer_offsets topic. When a commit happens relative to processing decides whether a crash loses \
 records (commit before: at-most-once) or replays them (commit after: at-least-once), and the sink decides whether a \
 replay duplicates rows (append) or converges (upsert, transactional).\n\n\
-Start with `offsetlab lessons`, then `offsetlab explore`.",
+Run `offsetlab` (or `offsetlab serve`) for the web lab on http://127.0.0.1:7070; `offsetlab lessons` and `offsetlab explore` work in the terminal.",
     after_help = "Exit codes: 0 ok, 1 an expect line failed, 2 malformed or rejected scenario, 3 I/O error."
 )]
 struct Cli {
@@ -78,14 +78,73 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Start the web lab (what `offsetlab` with no command does)
+    Serve {
+        /// Address of the web lab
+        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7070")]
+        http: std::net::SocketAddr,
+        /// The lab's data directory: the groups' SQLite sinks and the saved session
+        #[arg(long, value_name = "DIR", default_value = "./offsetlab-data", conflicts_with = "ephemeral")]
+        data: PathBuf,
+        /// Use a temporary data directory, removed when the lab stops
+        #[arg(long)]
+        ephemeral: bool,
+        /// Allow a non-loopback --http address (anyone who can reach it can drive the lab)
+        #[arg(long)]
+        allow_remote: bool,
+    },
+    /// A 30-second tour in the terminal: the seed lab, crashed at the wrong instant
+    Tour,
     /// Print the seed scenario (a starting point for your own)
     Seed,
+}
+
+struct ServeArgs {
+    http: std::net::SocketAddr,
+    data: PathBuf,
+    ephemeral: bool,
+    allow_remote: bool,
+}
+
+impl Default for ServeArgs {
+    fn default() -> Self {
+        Self {
+            http: std::net::SocketAddr::from(([127, 0, 0, 1], 7070)),
+            data: PathBuf::from("./offsetlab-data"),
+            ephemeral: false,
+            allow_remote: false,
+        }
+    }
+}
+
+fn serve(args: ServeArgs) -> u8 {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return exit::IO_ERROR;
+        }
+    };
+    let config = offsetlab_web::ServeConfig {
+        http: args.http,
+        data_dir: (!args.ephemeral).then_some(args.data),
+        allow_remote: args.allow_remote,
+    };
+    match runtime.block_on(offsetlab_web::serve(config)) {
+        Ok(()) => exit::OK,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            exit::IO_ERROR
+        }
+    }
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.command {
-        None => run_cmd::tour(),
+        None => serve(ServeArgs::default()),
+        Some(Cmd::Serve { http, data, ephemeral, allow_remote }) => serve(ServeArgs { http, data, ephemeral, allow_remote }),
+        Some(Cmd::Tour) => run_cmd::tour(),
         Some(Cmd::Run {
             file,
             json,

@@ -229,8 +229,8 @@ fn explore_accepts_a_scenario_file() {
 }
 
 #[test]
-fn the_tour_and_seed_run_without_arguments() {
-    let o = offsetlab(&[]);
+fn the_tour_and_seed_run_in_the_terminal() {
+    let o = offsetlab(&["tour"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("silently lost: 3"), "{}", stdout(&o));
     let seed = offsetlab(&["seed"]);

@@ -31,3 +31,6 @@ pub use script::Script;
 /// The seed situation of the lab: topic `orders` with 12 order events, group `analytics-prod`
 /// at committed offset 0, consumer `c1` processing batches of 4, one record per second.
 pub const SEED_SCENARIO: &str = include_str!("../scenarios/seed.scn");
+
+/// The web lab's starting point: the seed's setup lines, before any poll.
+pub const LAB_SCENARIO: &str = include_str!("../scenarios/lab.scn");

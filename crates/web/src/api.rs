@@ -1,0 +1,397 @@
+//! The HTTP API (documented in `docs/API.md`) and the router.
+
+use crate::assets;
+use crate::guard;
+use crate::session::{ActionError, Session};
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{DefaultBodyLimit, Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use offsetlab_engine::offsets::OffsetRecord;
+use offsetlab_engine::record::TopicPartition;
+use offsetlab_engine::sink::SinkKind;
+use offsetlab_engine::strategy::CommitStrategy;
+use offsetlab_scenario::explore::{self, Cell};
+use offsetlab_scenario::lessons::{self, LESSONS};
+use offsetlab_scenario::Script;
+use serde::{Deserialize, Serialize};
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+use tokio::sync::broadcast;
+use tokio_stream::wrappers::BroadcastStream;
+use tokio_stream::{Stream, StreamExt};
+
+/// Most records one page of `/api/records` returns.
+pub const MAX_PAGE: usize = 1000;
+
+#[derive(Clone)]
+pub struct AppState {
+    session: Arc<Mutex<Session>>,
+    hosts: Arc<Vec<String>>,
+    allow_any_host: bool,
+    changes: broadcast::Sender<u64>,
+    session_file: Option<Arc<PathBuf>>,
+    matrix: Arc<OnceLock<Vec<Cell>>>,
+}
+
+impl AppState {
+    pub fn new(session: Arc<Mutex<Session>>, addr: SocketAddr, allow_any_host: bool, session_file: Option<PathBuf>) -> Self {
+        let port = addr.port();
+        let hosts = vec![format!("127.0.0.1:{port}"), format!("localhost:{port}"), format!("[::1]:{port}"), addr.to_string()];
+        let (changes, _) = broadcast::channel(64);
+        Self {
+            session,
+            hosts: Arc::new(hosts),
+            allow_any_host,
+            changes,
+            session_file: session_file.map(Arc::new),
+            matrix: Arc::new(OnceLock::new()),
+        }
+    }
+
+    pub fn host_allowed(&self, host: &str) -> bool {
+        self.allow_any_host || self.hosts.iter().any(|h| h == host)
+    }
+
+    /// Runs `f` on the session on a blocking thread (SQLite writes, big produces).
+    async fn with_session<T: Send + 'static>(&self, f: impl FnOnce(&mut Session) -> T + Send + 'static) -> Result<T, Response> {
+        let session = self.session.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut guard = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            f(&mut guard)
+        })
+        .await
+        .map_err(|e| json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0))
+    }
+
+    /// After a change: persist the session for the next start and tell every tab.
+    fn changed(&self, session: &Session) {
+        if let Some(path) = &self.session_file {
+            if let Err(e) = std::fs::write(path.as_ref(), session.export()) {
+                eprintln!("warning: cannot save the session to {}: {e}", path.display());
+            }
+        }
+        let _ = self.changes.send(session.version());
+    }
+}
+
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/", get(assets::index))
+        .route("/app.js", get(assets::app_js))
+        .route("/content.js", get(assets::content_js))
+        .route("/style.css", get(assets::style_css))
+        .route("/api/state", get(get_state))
+        .route("/api/actions", post(post_actions))
+        .route("/api/records", get(get_records))
+        .route("/api/sink-rows", get(get_sink_rows))
+        .route("/api/consumer-offsets", get(get_consumer_offsets))
+        .route("/api/scenario", get(get_scenario).post(post_scenario))
+        .route("/api/meta", get(get_meta))
+        .route("/api/lessons", get(get_lessons))
+        .route("/api/explore", get(get_explore))
+        .route("/api/explore/replay", post(post_explore_replay))
+        .route("/api/events", get(get_events))
+        .fallback(|| async { json_error(StatusCode::NOT_FOUND, "no such endpoint", 0) })
+        .layer(axum::middleware::from_fn_with_state(state.clone(), guard::same_origin))
+        .layer(DefaultBodyLimit::max(crate::MAX_BODY_BYTES))
+        .with_state(state)
+}
+
+/// `{ "error": …, "line": … }` with a status.
+pub fn json_error(status: StatusCode, error: &str, line: usize) -> Response {
+    (status, Json(serde_json::json!({ "error": error, "line": line }))).into_response()
+}
+
+fn action_error(e: &ActionError) -> Response {
+    let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY);
+    (status, Json(serde_json::json!({ "error": e.error, "line": e.line, "text": e.text }))).into_response()
+}
+
+fn state_response(session: &Session) -> Response {
+    match session.state() {
+        Ok(state) => Json(state).into_response(),
+        Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
+    }
+}
+
+async fn get_state(State(app): State<AppState>) -> Response {
+    app.with_session(|s| state_response(s)).await.unwrap_or_else(|e| e)
+}
+
+#[derive(Deserialize)]
+struct Actions {
+    lines: Vec<String>,
+}
+
+async fn post_actions(State(app): State<AppState>, body: Result<Json<Actions>, JsonRejection>) -> Response {
+    let Json(actions) = match body {
+        Ok(b) => b,
+        Err(e) => return json_error(StatusCode::BAD_REQUEST, &format!("expected {{\"lines\": [\"poll c1\", …]}}: {}", e.body_text()), 0),
+    };
+    if actions.lines.len() > 1000 {
+        return json_error(StatusCode::BAD_REQUEST, "at most 1000 lines per request", 0);
+    }
+    let app2 = app.clone();
+    app.with_session(move |s| match s.apply_lines(&actions.lines) {
+        Ok(applied) => {
+            app2.changed(s);
+            match s.state() {
+                Ok(state) => Json(serde_json::json!({ "applied": applied, "state": state })).into_response(),
+                Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
+            }
+        }
+        Err(e) => action_error(&e),
+    })
+    .await
+    .unwrap_or_else(|e| e)
+}
+
+#[derive(Deserialize)]
+struct RecordsQuery {
+    topic: String,
+    #[serde(default)]
+    partition: i32,
+    from: Option<i64>,
+    limit: Option<usize>,
+}
+
+#[derive(Serialize)]
+struct RecordJson {
+    offset: i64,
+    timestamp: i64,
+    key: Option<String>,
+    value: Option<String>,
+}
+
+async fn get_records(State(app): State<AppState>, q: Result<Query<RecordsQuery>, axum::extract::rejection::QueryRejection>) -> Response {
+    let Query(q) = match q {
+        Ok(q) => q,
+        Err(e) => return json_error(StatusCode::BAD_REQUEST, &e.body_text(), 0),
+    };
+    app.with_session(move |s| {
+        let tp = TopicPartition::new(q.topic.clone(), q.partition);
+        let log = match s.lab().partition_log(&tp) {
+            Ok(l) => l,
+            Err(e) => return json_error(StatusCode::NOT_FOUND, &e.to_string(), 0),
+        };
+        let limit = q.limit.unwrap_or(100).min(MAX_PAGE);
+        let from = q.from.unwrap_or(log.log_start_offset());
+        let mut records = Vec::with_capacity(limit);
+        log.read(from, limit, &mut |r| {
+            records.push(RecordJson {
+                offset: r.offset,
+                timestamp: r.timestamp,
+                key: r.key.map(|k| String::from_utf8_lossy(k).into_owned()),
+                value: r.value.map(|v| String::from_utf8_lossy(v).into_owned()),
+            })
+        });
+        Json(serde_json::json!({
+            "topic": q.topic,
+            "partition": q.partition,
+            "log_start_offset": log.log_start_offset(),
+            "log_end_offset": log.log_end_offset(),
+            "records": records,
+        }))
+        .into_response()
+    })
+    .await
+    .unwrap_or_else(|e| e)
+}
+
+#[derive(Deserialize)]
+struct SinkRowsQuery {
+    group: String,
+    from: Option<usize>,
+    limit: Option<usize>,
+}
+
+async fn get_sink_rows(State(app): State<AppState>, q: Result<Query<SinkRowsQuery>, axum::extract::rejection::QueryRejection>) -> Response {
+    let Query(q) = match q {
+        Ok(q) => q,
+        Err(e) => return json_error(StatusCode::BAD_REQUEST, &e.body_text(), 0),
+    };
+    app.with_session(move |s| {
+        let g = match s.lab().group(&q.group) {
+            Ok(g) => g,
+            Err(e) => return json_error(StatusCode::NOT_FOUND, &e.to_string(), 0),
+        };
+        let result = g.sink.stats().and_then(|stats| {
+            g.sink.rows(q.from.unwrap_or(0), q.limit.unwrap_or(100).min(MAX_PAGE)).map(|rows| (stats, rows))
+        });
+        match result {
+            Ok((stats, rows)) => Json(serde_json::json!({ "group": q.group, "total": stats.rows, "rows": rows })).into_response(),
+            Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
+        }
+    })
+    .await
+    .unwrap_or_else(|e| e)
+}
+
+#[derive(Deserialize)]
+struct PageQuery {
+    from: Option<i64>,
+    limit: Option<usize>,
+}
+
+async fn get_consumer_offsets(State(app): State<AppState>, q: Result<Query<PageQuery>, axum::extract::rejection::QueryRejection>) -> Response {
+    let Query(q) = match q {
+        Ok(q) => q,
+        Err(e) => return json_error(StatusCode::BAD_REQUEST, &e.body_text(), 0),
+    };
+    app.with_session(move |s| {
+        let offsets = s.lab().offsets();
+        let records: Vec<OffsetRecord> = offsets.records(q.from.unwrap_or(0), q.limit.unwrap_or(100).min(MAX_PAGE));
+        Json(serde_json::json!({
+            "log_start_offset": offsets.log().log_start_offset(),
+            "log_end_offset": offsets.log().log_end_offset(),
+            "segments": offsets.log().segments(),
+            "records": records,
+        }))
+        .into_response()
+    })
+    .await
+    .unwrap_or_else(|e| e)
+}
+
+async fn get_scenario(State(app): State<AppState>) -> Response {
+    app.with_session(|s| {
+        (
+            [
+                (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+                (header::CONTENT_DISPOSITION, "attachment; filename=\"offsetlab-session.scn\""),
+            ],
+            s.export(),
+        )
+            .into_response()
+    })
+    .await
+    .unwrap_or_else(|e| e)
+}
+
+async fn post_scenario(State(app): State<AppState>, body: String) -> Response {
+    let app2 = app.clone();
+    app.with_session(move |s| match s.load(&body) {
+        Ok(()) => {
+            app2.changed(s);
+            state_response(s)
+        }
+        Err(e) => action_error(&e),
+    })
+    .await
+    .unwrap_or_else(|e| e)
+}
+
+async fn get_meta() -> Response {
+    let strategies: Vec<_> = CommitStrategy::ALL
+        .iter()
+        .map(|s| serde_json::json!({ "name": s.name(), "explanation": s.explanation(), "commits_after_processing": s.commits_after_processing() }))
+        .collect();
+    let sinks: Vec<_> = SinkKind::ALL.iter().map(|k| serde_json::json!({ "name": k.name(), "explanation": k.explanation() })).collect();
+    Json(serde_json::json!({
+        "strategies": strategies,
+        "sinks": sinks,
+        "resets": ["earliest", "latest", "none"],
+        "commands": offsetlab_scenario::command::COMMANDS,
+        "lab_scenario": offsetlab_scenario::LAB_SCENARIO,
+        "version": env!("CARGO_PKG_VERSION"),
+    }))
+    .into_response()
+}
+
+async fn get_lessons() -> Response {
+    let items: Vec<_> = LESSONS
+        .iter()
+        .map(|l| {
+            serde_json::json!({
+                "number": l.number(),
+                "file": l.file,
+                "title": l.title(),
+                "introduction": l.introduction(),
+                "steps": lessons::steps(l),
+            })
+        })
+        .collect();
+    Json(items).into_response()
+}
+
+fn seed_script() -> Result<Script, Response> {
+    Script::parse(offsetlab_scenario::SEED_SCENARIO).map_err(|e| json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0))
+}
+
+async fn get_explore(State(app): State<AppState>) -> Response {
+    if let Some(m) = app.matrix.get() {
+        return Json(serde_json::json!({ "scenario": offsetlab_scenario::SEED_SCENARIO, "cells": m })).into_response();
+    }
+    let computed = tokio::task::spawn_blocking(|| {
+        let script = seed_script()?;
+        explore::explore(&script, None).map_err(|e| json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0))
+    })
+    .await;
+    match computed {
+        Ok(Ok(cells)) => {
+            let cells = app.matrix.get_or_init(|| cells);
+            Json(serde_json::json!({ "scenario": offsetlab_scenario::SEED_SCENARIO, "cells": cells })).into_response()
+        }
+        Ok(Err(r)) => r,
+        Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
+    }
+}
+
+#[derive(Deserialize)]
+struct ReplayRequest {
+    strategy: String,
+    sink: String,
+    /// Crash point to replay; the cell's worst one when omitted.
+    crash_point: Option<u64>,
+}
+
+async fn post_explore_replay(State(app): State<AppState>, body: Result<Json<ReplayRequest>, JsonRejection>) -> Response {
+    let Json(req) = match body {
+        Ok(b) => b,
+        Err(e) => return json_error(StatusCode::BAD_REQUEST, &e.body_text(), 0),
+    };
+    let (strategy, sink) = match (req.strategy.parse::<CommitStrategy>(), req.sink.parse::<SinkKind>()) {
+        (Ok(st), Ok(sk)) => (st, sk),
+        (Err(e), _) | (_, Err(e)) => return json_error(StatusCode::BAD_REQUEST, &e, 0),
+    };
+    let script = match seed_script() {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let prepared = tokio::task::spawn_blocking(move || {
+        let point = match req.crash_point {
+            Some(p) => p,
+            None => explore::explore_cell(&script, "c1", strategy, sink).map(|c| c.worst_crash_point).map_err(|e| e.to_string())?,
+        };
+        explore::crash_replay(&script, "c1", strategy, sink, point).map(|s| s.to_text()).map_err(|e| e.to_string())
+    })
+    .await;
+    let text = match prepared {
+        Ok(Ok(t)) => t,
+        Ok(Err(e)) => return json_error(StatusCode::UNPROCESSABLE_ENTITY, &e, 0),
+        Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
+    };
+    let app2 = app.clone();
+    app.with_session(move |s| match s.load(&text) {
+        Ok(()) => {
+            app2.changed(s);
+            state_response(s)
+        }
+        Err(e) => action_error(&e),
+    })
+    .await
+    .unwrap_or_else(|e| e)
+}
+
+async fn get_events(State(app): State<AppState>) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
+    let stream = BroadcastStream::new(app.changes.subscribe()).filter_map(|v| {
+        v.ok().map(|version| Ok(SseEvent::default().event("state").data(format!("{{\"version\":{version}}}"))))
+    });
+    Sse::new(stream).keep_alive(KeepAlive::default())
+}

@@ -1,0 +1,79 @@
+//! # offsetlab-web
+//!
+//! `offsetlab serve`: the lab in a browser. An axum server holds one [`session::Session`]
+//! behind a mutex, exposes it as a small JSON API (`docs/API.md`), pushes a version number to
+//! every open tab over server-sent events when the lab changes (each tab then fetches the new
+//! state, so several tabs stay in sync), and serves the page — plain HTML, CSS and JavaScript
+//! embedded in the binary, so running the lab needs no Node build.
+
+mod api;
+mod assets;
+mod guard;
+pub mod session;
+
+pub use api::{router, AppState};
+use session::{Session, SinkBackend};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// Largest request body accepted (a scenario import); actions are far smaller.
+pub const MAX_BODY_BYTES: usize = 4 << 20;
+
+pub struct ServeConfig {
+    pub http: SocketAddr,
+    /// The lab's data directory; `None` for a temporary one removed at exit.
+    pub data_dir: Option<PathBuf>,
+    /// Serve on a non-loopback address (and accept any Host header).
+    pub allow_remote: bool,
+}
+
+/// The file in the data directory that holds the session, replayed on the next start.
+pub const SESSION_FILE: &str = "session.scn";
+
+/// Runs the web lab until Ctrl-C.
+pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
+    if !config.http.ip().is_loopback() && !config.allow_remote {
+        anyhow::bail!(
+            "{} is not a loopback address: the lab listens on 127.0.0.1 only unless you pass --allow-remote",
+            config.http
+        );
+    }
+    let temp;
+    let data_dir = match &config.data_dir {
+        Some(d) => d.clone(),
+        None => {
+            temp = tempfile::tempdir()?;
+            temp.path().to_path_buf()
+        }
+    };
+    std::fs::create_dir_all(&data_dir)?;
+    let backend = SinkBackend::Sqlite(data_dir.join("sinks"));
+    let session_file = data_dir.join(SESSION_FILE);
+    let (session, restored) = match std::fs::read_to_string(&session_file) {
+        Ok(text) => match Session::new(backend.clone(), &text) {
+            Ok(s) => (s, true),
+            Err(e) => {
+                eprintln!(
+                    "warning: could not replay {} (line {}: {}); starting from the seed",
+                    session_file.display(),
+                    e.line,
+                    e.error
+                );
+                (Session::new(backend, offsetlab_scenario::LAB_SCENARIO).map_err(|e| anyhow::anyhow!(e.error))?, false)
+            }
+        },
+        Err(_) => (Session::new(backend, offsetlab_scenario::LAB_SCENARIO).map_err(|e| anyhow::anyhow!(e.error))?, false),
+    };
+    let listener = tokio::net::TcpListener::bind(config.http).await?;
+    let addr = listener.local_addr()?;
+    let state = AppState::new(Arc::new(Mutex::new(session)), addr, config.allow_remote, Some(session_file));
+    println!("offsetlab lab on http://{addr}  (data: {}{})", data_dir.display(), if restored { ", session restored" } else { "" });
+    println!("press Ctrl-C to stop");
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await?;
+    Ok(())
+}

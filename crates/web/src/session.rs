@@ -1,0 +1,327 @@
+//! A lab session: the [`Lab`] behind the page, the history of lines that built it, and the
+//! all-or-nothing application of a batch of lines.
+//!
+//! The engine guarantees that a rejected operation changes nothing, so a single line needs no
+//! undo. A batch whose third line fails must undo the first two: the session rebuilds the lab by
+//! replaying its history into a fresh one. Replay is exact because the engine is deterministic —
+//! the same property that makes an exported session reproduce its figures.
+
+use offsetlab_engine::lab::{LabView, ResetPlan};
+use offsetlab_engine::log::MemoryStore;
+use offsetlab_engine::narrative::Event;
+use offsetlab_engine::offsets::OffsetRecord;
+use offsetlab_engine::sink::{MemorySinks, SinkFactory, SinkRow};
+use offsetlab_engine::{Lab, LabError};
+use offsetlab_scenario::command::{ApplyError, Command, Outcome};
+use offsetlab_scenario::Script;
+use offsetlab_sqlite::SqliteSinks;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Events and rows the state carries; older ones are paged through their own endpoints.
+const NARRATIVE_TAIL: usize = 300;
+const SINK_TAIL: usize = 100;
+const OFFSETS_TAIL: usize = 100;
+
+/// Where the groups' sinks live.
+#[derive(Debug, Clone)]
+pub enum SinkBackend {
+    /// One SQLite file per group in this directory (what `serve` uses).
+    Sqlite(PathBuf),
+    /// In memory (tests).
+    Memory,
+}
+
+impl SinkBackend {
+    fn factory(&self) -> Result<Box<dyn SinkFactory>, LabError> {
+        Ok(match self {
+            Self::Sqlite(dir) => Box::new(SqliteSinks::new(dir.clone())?),
+            Self::Memory => Box::new(MemorySinks),
+        })
+    }
+}
+
+/// Why a request to change the lab was refused. Nothing changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ActionError {
+    /// 400 for a malformed line, 422 for a line the lab rejected or an expectation that failed.
+    #[serde(skip)]
+    pub status: u16,
+    pub error: String,
+    /// 1-based: the index in the request's `lines`, or the line of an imported scenario.
+    pub line: usize,
+    /// The offending line's text.
+    pub text: String,
+}
+
+/// What a successful batch produced.
+#[derive(Debug, Clone, Serialize)]
+pub struct Applied {
+    pub applied: usize,
+    pub version: u64,
+    /// The narrative events the batch emitted.
+    pub events: Vec<Event>,
+    /// Offset reset plans (dry runs and executions), for the blast-radius view.
+    pub reset_plans: Vec<ResetPlan>,
+}
+
+pub struct Session {
+    lab: Lab,
+    history: Vec<Command>,
+    backend: SinkBackend,
+    version: u64,
+}
+
+/// The JSON of `GET /api/state`: exactly `offsetlab run --json`'s object, plus what the page needs.
+#[derive(Serialize)]
+pub struct State<'a> {
+    #[serde(flatten)]
+    pub view: LabView,
+    pub version: u64,
+    pub narrative: NarrativeTail<'a>,
+    pub sink_rows: BTreeMap<String, SinkTail>,
+    pub consumer_offsets_records: Vec<OffsetRecord>,
+    pub history_lines: usize,
+}
+
+#[derive(Serialize)]
+pub struct NarrativeTail<'a> {
+    pub total: usize,
+    pub events: &'a [Event],
+}
+
+#[derive(Serialize)]
+pub struct SinkTail {
+    pub total: u64,
+    /// The last rows, in insertion order.
+    pub rows: Vec<SinkRow>,
+}
+
+impl Session {
+    /// A session built by running `source` (which must succeed).
+    pub fn new(backend: SinkBackend, source: &str) -> Result<Self, ActionError> {
+        let lab = Lab::new(Box::new(MemoryStore), backend.factory().map_err(|e| internal(&e))?);
+        let mut s = Self {
+            lab,
+            history: Vec::new(),
+            backend,
+            version: 0,
+        };
+        s.load(source)?;
+        Ok(s)
+    }
+
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    pub fn lab(&self) -> &Lab {
+        &self.lab
+    }
+
+    /// Applies `lines` as one batch: all of them, or none.
+    pub fn apply_lines(&mut self, lines: &[String]) -> Result<Applied, ActionError> {
+        let mut commands = Vec::with_capacity(lines.len());
+        for (i, text) in lines.iter().enumerate() {
+            match Command::parse(text) {
+                Ok(Some(c)) => commands.push((i + 1, text, c)),
+                Ok(None) => {}
+                Err(e) => return Err(ActionError { status: 400, error: e.message, line: i + 1, text: text.clone() }),
+            }
+        }
+        if commands.is_empty() {
+            return Err(ActionError { status: 400, error: "no action in lines".into(), line: 0, text: String::new() });
+        }
+        let mark = self.lab.narrative().len();
+        let history_mark = self.history.len();
+        let mut reset_plans = Vec::new();
+        for (n, (line, text, command)) in commands.iter().enumerate() {
+            match command.apply(&mut self.lab) {
+                Ok(outcome) => {
+                    if let Outcome::Reset(plan) = outcome {
+                        reset_plans.push(plan);
+                    }
+                    if !matches!(command, Command::Expect(_)) {
+                        self.history.push(command.clone());
+                    }
+                }
+                Err(e) => {
+                    if n > 0 {
+                        self.history.truncate(history_mark);
+                        self.rebuild().map_err(|e| internal(&e))?;
+                    }
+                    let error = match e {
+                        ApplyError::Lab(e) => e.to_string(),
+                        ApplyError::Expectation(f) => format!("expectation failed: {f}"),
+                    };
+                    return Err(ActionError { status: 422, error, line: *line, text: (*text).clone() });
+                }
+            }
+        }
+        self.version += 1;
+        Ok(Applied {
+            applied: commands.len(),
+            version: self.version,
+            events: self.lab.narrative().since(mark).to_vec(),
+            reset_plans,
+        })
+    }
+
+    /// Replaces the session with the lab `source` builds. If any line fails, the current session
+    /// stays as it was.
+    pub fn load(&mut self, source: &str) -> Result<(), ActionError> {
+        let script = Script::parse(source).map_err(|e| ActionError {
+            status: 400,
+            error: e.reason(),
+            line: e.line(),
+            text: e.text().unwrap_or_default().to_string(),
+        })?;
+        let commands: Vec<Command> = script.lines.iter().map(|l| l.command.clone()).collect();
+        let mut lab = self.fresh_lab().map_err(|e| internal(&e))?;
+        let mut history = Vec::new();
+        for (line, command) in script.lines.iter().zip(&commands) {
+            if let Err(e) = command.apply(&mut lab) {
+                // Put the current session's sinks back (opening the new lab's emptied them).
+                self.rebuild().map_err(|e| internal(&e))?;
+                return Err(ActionError {
+                    status: 422,
+                    error: match e {
+                        ApplyError::Lab(e) => e.to_string(),
+                        ApplyError::Expectation(f) => format!("expectation failed: {f}"),
+                    },
+                    line: line.number,
+                    text: line.text.clone(),
+                });
+            }
+            if !matches!(command, Command::Expect(_)) {
+                history.push(command.clone());
+            }
+        }
+        self.lab = lab;
+        self.history = history;
+        self.version += 1;
+        Ok(())
+    }
+
+    /// The session as a scenario file that replays it exactly.
+    pub fn export(&self) -> String {
+        let mut out = String::from("# exported from the offsetlab web lab\n");
+        for c in &self.history {
+            out.push_str(&c.to_string());
+            out.push('\n');
+        }
+        out
+    }
+
+    pub fn state(&self) -> Result<State<'_>, LabError> {
+        let view = self.lab.view()?;
+        let mut sink_rows = BTreeMap::new();
+        for (name, g) in self.lab.groups() {
+            let total = g.sink.stats()?.rows;
+            let from = (total as usize).saturating_sub(SINK_TAIL);
+            sink_rows.insert(name.clone(), SinkTail { total, rows: g.sink.rows(from, SINK_TAIL)? });
+        }
+        let offsets = self.lab.offsets();
+        let end = offsets.log().log_end_offset();
+        let mut consumer_offsets_records = offsets.records((end - OFFSETS_TAIL as i64).max(0), usize::MAX);
+        let skip = consumer_offsets_records.len().saturating_sub(OFFSETS_TAIL);
+        consumer_offsets_records.drain(..skip);
+        let events = self.lab.narrative().events();
+        Ok(State {
+            view,
+            version: self.version,
+            narrative: NarrativeTail { total: events.len(), events: &events[events.len().saturating_sub(NARRATIVE_TAIL)..] },
+            sink_rows,
+            consumer_offsets_records,
+            history_lines: self.history.len(),
+        })
+    }
+
+    fn fresh_lab(&self) -> Result<Lab, LabError> {
+        Ok(Lab::new(Box::new(MemoryStore), self.backend.factory()?))
+    }
+
+    /// Rebuilds the lab from the history (undo of a failed batch).
+    fn rebuild(&mut self) -> Result<(), LabError> {
+        let mut lab = self.fresh_lab()?;
+        for c in &self.history {
+            c.apply(&mut lab).map_err(|e| match e {
+                ApplyError::Lab(e) => e,
+                ApplyError::Expectation(f) => LabError::InvalidArgument(f),
+            })?;
+        }
+        self.lab = lab;
+        Ok(())
+    }
+}
+
+fn internal(e: &dyn std::fmt::Display) -> ActionError {
+    ActionError { status: 500, error: e.to_string(), line: 0, text: String::new() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session() -> Session {
+        Session::new(SinkBackend::Memory, offsetlab_scenario::LAB_SCENARIO).expect("seed")
+    }
+
+    fn lines(ls: &[&str]) -> Vec<String> {
+        ls.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn state_json(s: &Session) -> serde_json::Value {
+        let mut v = serde_json::to_value(s.state().expect("state")).expect("json");
+        if let Some(o) = v.as_object_mut() {
+            o.remove("version");
+        }
+        v
+    }
+
+    #[test]
+    fn a_batch_applies_in_order() {
+        let mut s = session();
+        let out = s.apply_lines(&lines(&["poll c1", "process c1 count=all"])).expect("applies");
+        assert_eq!(out.applied, 2);
+        assert!(out.events.iter().any(|e| e.text.contains("processed")));
+        assert_eq!(s.lab().group_view("analytics-prod").expect("g").sink.rows, 4);
+    }
+
+    #[test]
+    fn a_failing_batch_changes_nothing() {
+        let mut s = session();
+        s.apply_lines(&lines(&["poll c1"])).expect("poll");
+        let before = state_json(&s);
+        let version = s.version();
+        let err = s
+            .apply_lines(&lines(&["process c1 count=all", "tick 5s", "poll ghost"]))
+            .expect_err("ghost");
+        assert_eq!((err.status, err.line), (422, 3));
+        assert_eq!(err.error, "unknown consumer 'ghost'");
+        assert_eq!(state_json(&s), before, "the first two lines were undone");
+        assert_eq!(s.version(), version);
+        let err = s.apply_lines(&lines(&["poll c1", "fly away"])).expect_err("malformed");
+        assert_eq!((err.status, err.line), (400, 2));
+        assert_eq!(state_json(&s), before);
+    }
+
+    #[test]
+    fn export_replays_to_the_same_state() {
+        let mut s = session();
+        s.apply_lines(&lines(&["poll c1", "process c1", "tick 5s", "crash c1", "restart c1"])).expect("applies");
+        let text = s.export();
+        let replayed = Session::new(SinkBackend::Memory, &text).expect("replays");
+        assert_eq!(state_json(&replayed), state_json(&s));
+    }
+
+    #[test]
+    fn a_failing_import_keeps_the_current_session() {
+        let mut s = session();
+        let before = state_json(&s);
+        let err = s.load("topic orders\npoll nobody\n").expect_err("fails");
+        assert_eq!((err.status, err.line), (422, 2));
+        assert_eq!(state_json(&s), before);
+    }
+}
