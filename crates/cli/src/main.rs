@@ -84,7 +84,12 @@ enum Cmd {
         #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7070")]
         http: std::net::SocketAddr,
         /// The lab's data directory: the groups' SQLite sinks and the saved session
-        #[arg(long, value_name = "DIR", default_value = "./offsetlab-data", conflicts_with = "ephemeral")]
+        #[arg(
+            long,
+            value_name = "DIR",
+            default_value = "./offsetlab-data",
+            conflicts_with = "ephemeral"
+        )]
         data: PathBuf,
         /// Use a temporary data directory, removed when the lab stops
         #[arg(long)]
@@ -143,7 +148,17 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.command {
         None => serve(ServeArgs::default()),
-        Some(Cmd::Serve { http, data, ephemeral, allow_remote }) => serve(ServeArgs { http, data, ephemeral, allow_remote }),
+        Some(Cmd::Serve {
+            http,
+            data,
+            ephemeral,
+            allow_remote,
+        }) => serve(ServeArgs {
+            http,
+            data,
+            ephemeral,
+            allow_remote,
+        }),
         Some(Cmd::Tour) => run_cmd::tour(),
         Some(Cmd::Run {
             file,

@@ -137,6 +137,11 @@ impl PartitionAudit {
         self.counts[i]
     }
 
+    /// Ranges skipped on purpose (seek or reset forward), as recorded.
+    pub fn skipped_ranges(&self) -> &[(Offset, Offset)] {
+        &self.skipped
+    }
+
     fn is_skipped(&self, offset: Offset) -> bool {
         self.skipped.iter().any(|&(a, b)| (a..b).contains(&offset))
     }
@@ -251,12 +256,23 @@ impl GroupAudit {
         self.deliveries.push(d);
     }
 
-    /// Marks `[from, to)` as skipped on purpose.
+    /// Marks `[from, to)` as skipped on purpose. The caller clamps it to the retained log.
     pub fn mark_skipped(&mut self, tp: &TopicPartition, from: Offset, to: Offset) {
         if to > from {
             if let Some(p) = self.partitions.get_mut(tp) {
                 p.skipped.push((from, to));
             }
+        }
+    }
+
+    /// The group reads `tp` again from `position`: whatever was skipped at or after it is no
+    /// longer skipped (it will be read, or lost, from now on).
+    pub fn clip_skipped(&mut self, tp: &TopicPartition, position: Offset) {
+        if let Some(p) = self.partitions.get_mut(tp) {
+            for r in &mut p.skipped {
+                r.1 = r.1.min(position);
+            }
+            p.skipped.retain(|r| r.0 < r.1);
         }
     }
 
@@ -304,12 +320,18 @@ impl GroupAudit {
             .sum();
         let c = self.counters.get(tp).copied().unwrap_or_default();
         let (skipped, deliveries) = self.partitions.get(tp).map_or((0, 0), |p| {
-            let skipped = p
-                .skipped
+            let mut ranges = p.skipped.clone();
+            ranges.sort_unstable();
+            let mut merged: Vec<(Offset, Offset)> = Vec::new();
+            for (a, b) in ranges {
+                match merged.last_mut() {
+                    Some(last) if a <= last.1 => last.1 = last.1.max(b),
+                    _ => merged.push((a, b)),
+                }
+            }
+            let skipped = merged
                 .iter()
                 .flat_map(|&(a, b)| a..b)
-                .collect::<std::collections::BTreeSet<_>>()
-                .into_iter()
                 .filter(|&o| p.delivered(o) == 0)
                 .count() as u64;
             (skipped, p.counts.iter().map(|&c| u64::from(c)).sum())

@@ -1,22 +1,27 @@
 //! Consumer groups: membership, generations and partition assignment.
 //!
-//! The group coordinator hands out partitions to the group's members. Every change of
-//! membership starts a new *generation*; a commit stamped with an older generation is rejected,
-//! which is how a zombie (a member that was presumed dead) is fenced. A crashed member sends no
-//! LeaveGroup: it stays a member, holding its partitions, until `session.timeout.ms` passes
-//! without a heartbeat.
+//! The group coordinator hands out partitions to the group's members. A change of membership
+//! starts a rebalance (eager protocol): every member must rejoin — a live one does so inside its
+//! next `poll()`, where its revoke hook runs — and when all have, a new *generation* begins with
+//! a new assignment. A commit stamped with an older generation is rejected, which is how a zombie
+//! (a member presumed dead) is fenced. A crashed member sends no LeaveGroup: it stays a member,
+//! holding its partitions, until `session.timeout.ms` passes without a heartbeat — and a rebalance
+//! waits for it until then.
 
 use crate::audit::{DeliveryReason, GroupAudit};
+use crate::clock::Millis;
 use crate::record::TopicPartition;
 use crate::sink::{Sink, SinkKind};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The group states of Kafka's coordinator that the lab distinguishes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum GroupState {
     /// No members: offsets can be reset.
     Empty,
+    /// Membership changed: the coordinator waits for every member to rejoin.
+    PreparingRebalance,
     Stable,
 }
 
@@ -24,9 +29,31 @@ impl std::fmt::Display for GroupState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Self::Empty => "Empty",
+            Self::PreparingRebalance => "PreparingRebalance",
             Self::Stable => "Stable",
         })
     }
+}
+
+/// A member of a group: one incarnation of a consumer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Member {
+    /// `c1#2`: the consumer and its incarnation (Kafka assigns a fresh member id per process).
+    pub id: String,
+    pub consumer: String,
+    /// The topic it subscribed to.
+    pub topic: String,
+    /// When its session times out, once it stopped heartbeating (crashed). `None` while alive.
+    pub expires_at: Option<Millis>,
+}
+
+/// A rebalance in progress: the coordinator waits until every member has rejoined. A live
+/// member rejoins inside its next `poll()`; a dead one never does and is waited for until its
+/// session times out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PendingRebalance {
+    pub reason: String,
+    pub rejoined: BTreeSet<String>,
 }
 
 /// Why a partition last changed hands: decides how a redelivery from its committed offset is
@@ -34,20 +61,22 @@ impl std::fmt::Display for GroupState {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Handoff {
     pub reason: DeliveryReason,
-    /// The consumer name that held it before.
+    /// The member id that held it before.
     pub from: Option<String>,
 }
 
 pub struct Group {
     pub name: String,
+    /// Moves on each time a rebalance completes.
     pub generation: i32,
-    /// Member consumer names, in join order. A crashed consumer stays here until its session
-    /// times out.
-    pub members: Vec<String>,
-    pub topics: Vec<String>,
-    /// Which member owns which partition in the current generation.
+    /// In join order. A crashed member stays here until its session times out.
+    pub members: Vec<Member>,
+    /// Which member id owns which partition in the current generation.
     pub owners: BTreeMap<TopicPartition, String>,
     pub handoffs: BTreeMap<TopicPartition, Handoff>,
+    pub rebalance: Option<PendingRebalance>,
+    /// Every topic the group ever read (its figures keep showing after members leave).
+    pub topics_read: Vec<String>,
     pub sink_kind: SinkKind,
     pub sink: Box<dyn Sink>,
     pub audit: GroupAudit,
@@ -59,9 +88,10 @@ impl Group {
             name: name.to_string(),
             generation: 0,
             members: Vec::new(),
-            topics: Vec::new(),
             owners: BTreeMap::new(),
             handoffs: BTreeMap::new(),
+            rebalance: None,
+            topics_read: Vec::new(),
             sink_kind,
             sink,
             audit: GroupAudit::default(),
@@ -71,35 +101,74 @@ impl Group {
     pub fn state(&self) -> GroupState {
         if self.members.is_empty() {
             GroupState::Empty
+        } else if self.rebalance.is_some() {
+            GroupState::PreparingRebalance
         } else {
             GroupState::Stable
         }
     }
 
-    pub fn is_member(&self, consumer: &str) -> bool {
-        self.members.iter().any(|m| m == consumer)
+    pub fn is_member(&self, member_id: &str) -> bool {
+        self.members.iter().any(|m| m.id == member_id)
+    }
+
+    /// The topics the group's members subscribe to, in first-subscribed order.
+    pub fn topics(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for m in &self.members {
+            if !out.contains(&m.topic) {
+                out.push(m.topic.clone());
+            }
+        }
+        out
+    }
+
+    /// Every topic the group has read or reads, for its figures.
+    pub fn topics_seen(&self) -> Vec<String> {
+        let mut out = self.topics_read.clone();
+        for t in self.topics() {
+            if !out.contains(&t) {
+                out.push(t);
+            }
+        }
+        out
+    }
+
+    /// Members a rebalance is still waiting for.
+    pub fn waiting_for(&self) -> Vec<&Member> {
+        match &self.rebalance {
+            Some(r) => self
+                .members
+                .iter()
+                .filter(|m| !r.rejoined.contains(&m.id))
+                .collect(),
+            None => Vec::new(),
+        }
     }
 }
 
-/// Kafka's `RangeAssignor`: per topic, members sorted, partitions split into contiguous ranges,
-/// the first `partitions % members` members taking one extra.
-pub fn range_assign(members: &[String], topics: &[(String, i32)]) -> BTreeMap<TopicPartition, String> {
-    let mut sorted: Vec<&String> = members.iter().collect();
-    sorted.sort();
+/// Kafka's `RangeAssignor`: per topic, the members subscribed to it sorted by member id, its
+/// partitions split into contiguous ranges, the first `partitions % members` taking one extra.
+pub fn range_assign(members: &[Member], topics: &[(String, i32)]) -> BTreeMap<TopicPartition, String> {
     let mut out = BTreeMap::new();
-    if sorted.is_empty() {
-        return out;
-    }
-    let m = sorted.len() as i32;
     for (topic, partitions) in topics {
+        let mut subscribed: Vec<&str> = members
+            .iter()
+            .filter(|m| &m.topic == topic)
+            .map(|m| m.id.as_str())
+            .collect();
+        subscribed.sort_unstable();
+        if subscribed.is_empty() {
+            continue;
+        }
+        let m = subscribed.len() as i32;
         let per = partitions / m;
         let extra = partitions % m;
         let mut next = 0;
-        for (i, member) in sorted.iter().enumerate() {
-            let i = i as i32;
-            let n = per + i32::from(i < extra);
+        for (i, member) in subscribed.iter().enumerate() {
+            let n = per + i32::from((i as i32) < extra);
             for p in next..next + n {
-                out.insert(TopicPartition::new(topic.clone(), p), (*member).clone());
+                out.insert(TopicPartition::new(topic.clone(), p), (*member).to_string());
             }
             next += n;
         }
@@ -111,20 +180,43 @@ pub fn range_assign(members: &[String], topics: &[(String, i32)]) -> BTreeMap<To
 mod tests {
     use super::*;
 
+    fn member(id: &str, topic: &str) -> Member {
+        Member {
+            id: id.to_string(),
+            consumer: id.to_string(),
+            topic: topic.to_string(),
+            expires_at: None,
+        }
+    }
+
     #[test]
     fn range_assignment_gives_contiguous_ranges_extra_to_the_first() {
-        let members = vec!["c2".to_string(), "c1".to_string()];
+        let members = vec![member("c2#1", "orders"), member("c1#1", "orders")];
         let a = range_assign(&members, &[("orders".into(), 5)]);
         let owner = |p| a.get(&TopicPartition::new("orders", p)).map(String::as_str);
-        assert_eq!([owner(0), owner(1), owner(2)], [Some("c1"); 3]);
-        assert_eq!([owner(3), owner(4)], [Some("c2"); 2]);
+        assert_eq!([owner(0), owner(1), owner(2)], [Some("c1#1"); 3]);
+        assert_eq!([owner(3), owner(4)], [Some("c2#1"); 2]);
     }
 
     #[test]
     fn more_members_than_partitions_leaves_some_idle() {
-        let members: Vec<String> = (1..=3).map(|i| format!("c{i}")).collect();
+        let members: Vec<Member> = (1..=3).map(|i| member(&format!("c{i}#1"), "orders")).collect();
         let a = range_assign(&members, &[("orders".into(), 2)]);
         assert_eq!(a.len(), 2);
-        assert!(a.values().all(|m| m != "c3"));
+        assert!(a.values().all(|m| m != "c3#1"));
+    }
+
+    #[test]
+    fn a_topic_is_split_only_among_its_subscribers() {
+        let members = vec![member("a#1", "orders"), member("b#1", "payments")];
+        let a = range_assign(&members, &[("orders".into(), 2), ("payments".into(), 1)]);
+        assert_eq!(
+            a.get(&TopicPartition::new("orders", 1)).map(String::as_str),
+            Some("a#1")
+        );
+        assert_eq!(
+            a.get(&TopicPartition::new("payments", 0)).map(String::as_str),
+            Some("b#1")
+        );
     }
 }

@@ -21,7 +21,8 @@ use serde::Serialize;
 /// Upper bound on poll/process rounds while draining after the restart.
 const MAX_DRAIN_ROUNDS: usize = 100_000;
 
-/// One cell of the matrix.
+/// One cell of the matrix. `max_duplicates` counts redeliveries (records applied again because of
+/// the crash), not replays the scenario asked for on purpose.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Cell {
     pub strategy: CommitStrategy,
@@ -40,6 +41,8 @@ pub struct Cell {
 pub struct RunResult {
     pub lost: u64,
     pub duplicates: u64,
+    /// Duplicates a crash, restart or rebalance caused (deliberate replays of the script excluded).
+    pub redeliveries: u64,
     pub duplicate_rows: u64,
 }
 
@@ -81,10 +84,10 @@ pub fn explore_cell(
         let (_, r) = run_with_crash(&variant, target, Some(k))?;
         cell.max_lost = cell.max_lost.max(r.lost);
         cell.total_lost += r.lost;
-        cell.max_duplicates = cell.max_duplicates.max(r.duplicates);
+        cell.max_duplicates = cell.max_duplicates.max(r.redeliveries);
         cell.max_duplicate_rows = cell.max_duplicate_rows.max(r.duplicate_rows);
-        if (r.lost, r.duplicate_rows.max(r.duplicates)) > worst {
-            worst = (r.lost, r.duplicate_rows.max(r.duplicates));
+        if (r.lost, r.duplicate_rows.max(r.redeliveries)) > worst {
+            worst = (r.lost, r.duplicate_rows.max(r.redeliveries));
             cell.worst_crash_point = k;
         }
     }
@@ -148,6 +151,7 @@ pub fn run_with_crash(
     let result = RunResult {
         lost: view.audit.lost,
         duplicates: view.audit.duplicates,
+        redeliveries: view.audit.redeliveries,
         duplicate_rows: view.audit.duplicate_rows,
     };
     Ok((lab, result))
@@ -168,9 +172,16 @@ pub fn crash_replay(
     let variant = with_settings(script, target, strategy, sink);
     let mut runner = Runner::new(Lab::default());
     let mut kept = Vec::new();
-    for line in variant.lines.iter().filter(|l| !matches!(l.command, Command::Expect(_))) {
+    for line in variant
+        .lines
+        .iter()
+        .filter(|l| !matches!(l.command, Command::Expect(_)))
+    {
         match runner.apply(line) {
-            Err(ScenarioError::Rejected { error: LabError::NothingInFlight(_), .. }) => continue,
+            Err(ScenarioError::Rejected {
+                error: LabError::NothingInFlight(_),
+                ..
+            }) => continue,
             other => {
                 other?;
             }
@@ -178,11 +189,20 @@ pub fn crash_replay(
         kept.push(line.clone());
         if matches!(&line.command, Command::Consumer(c) if c.config.name == target) {
             let command = if crash_after == 0 {
-                Command::Crash(crate::command::Crash { consumer: target.to_string() })
+                Command::Crash(crate::command::Crash {
+                    consumer: target.to_string(),
+                })
             } else {
-                Command::Fault(crate::command::Fault { consumer: target.to_string(), after: crash_after })
+                Command::Fault(crate::command::Fault {
+                    consumer: target.to_string(),
+                    after: crash_after,
+                })
             };
-            let armed = crate::script::Line { number: line.number, text: command.to_string(), command };
+            let armed = crate::script::Line {
+                number: line.number,
+                text: command.to_string(),
+                command,
+            };
             runner.apply(&armed)?;
             kept.push(armed);
         }
@@ -193,8 +213,13 @@ pub fn crash_replay(
     Ok(Script { lines: kept })
 }
 
-/// Consumes to the end of the log, then lets timers and async commits settle.
+/// Consumes to the end of the log, then lets timers and async commits settle. A restarted
+/// consumer first waits for its dead incarnation's session to expire.
 fn drain(lab: &mut Lab, target: &str) -> Result<(), LabError> {
+    let group = lab.consumer(target)?.config.group.clone();
+    if lab.group(&group)?.rebalance.is_some() {
+        lab.tick(lab.consumer(target)?.config.session_timeout_ms)?;
+    }
     for _ in 0..MAX_DRAIN_ROUNDS {
         if !lab.consumer(target)?.is_running() {
             return Ok(());
@@ -252,15 +277,23 @@ pub fn target_consumer(script: &Script, consumer: Option<&str>) -> Result<String
     }
 }
 
-/// The script with `target`'s commit strategy and sink replaced.
+/// The script with `target`'s commit strategy replaced, and the sink of `target`'s group (a
+/// group shares one sink, so every consumer of that group gets it).
 pub fn with_settings(script: &Script, target: &str, strategy: CommitStrategy, sink: SinkKind) -> Script {
     let mut s = script.clone();
+    let group = s.lines.iter().find_map(|l| match &l.command {
+        Command::Consumer(c) if c.config.name == target => Some(c.config.group.clone()),
+        _ => None,
+    });
     for line in &mut s.lines {
         if let Command::Consumer(c) = &mut line.command {
             if c.config.name == target {
                 c.config.strategy = strategy;
             }
-            c.config.sink = sink; // a group shares one sink: keep the group consistent
+            if Some(&c.config.group) == group.as_ref() {
+                c.config.sink = sink;
+            }
+            line.text = line.command.to_string();
         }
     }
     s
@@ -350,7 +383,11 @@ mod tests {
         let c1 = runner.lab.consumer("c1").expect("c1");
         assert!(!c1.is_running(), "the replay ends with c1 crashed");
         let view = runner.lab.group_view("analytics-prod").expect("group");
-        assert_eq!(view.partitions[0].committed, Some(8), "the timer committed 8 before the crash");
+        assert_eq!(
+            view.partitions[0].committed,
+            Some(8),
+            "the timer committed 8 before the crash"
+        );
     }
 
     #[test]

@@ -33,7 +33,11 @@ pub const LESSONS: &[Lesson] = lessons![
 impl Lesson {
     /// The lesson's number, from its file name.
     pub fn number(&self) -> u32 {
-        self.file.split('-').next().and_then(|n| n.parse().ok()).unwrap_or(0)
+        self.file
+            .split('-')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
     }
 
     pub fn title(&self) -> String {
@@ -43,7 +47,12 @@ impl Lesson {
     /// The paragraph under the title: the comment lines before the first command.
     pub fn introduction(&self) -> String {
         let mut out = Vec::new();
-        for line in self.source.lines().skip_while(|l| !l.trim_start().starts_with('#')).skip(1) {
+        for line in self
+            .source
+            .lines()
+            .skip_while(|l| !l.trim_start().starts_with('#'))
+            .skip(1)
+        {
             let t = line.trim();
             match t.strip_prefix('#') {
                 Some(c) => out.push(c.trim().to_string()),
@@ -127,7 +136,10 @@ mod tests {
             assert!(l.number() > 0);
         }
         assert_eq!(find("1").map(|l| l.file), Some("01-auto-commit-timer-loses"));
-        assert_eq!(find("10-java-vs-librdkafka-auto-commit").map(Lesson::number), Some(10));
+        assert_eq!(
+            find("10-java-vs-librdkafka-auto-commit").map(Lesson::number),
+            Some(10)
+        );
         assert!(find("99").is_none());
     }
 

@@ -2,6 +2,9 @@
 
 use offsetlab_engine::clock::LAB_EPOCH_MS;
 
+/// The longest duration the language accepts: 100 years, so clock arithmetic never overflows.
+pub const MAX_DURATION_MS: i64 = 100 * 365 * 86_400_000;
+
 /// A non-negative duration in milliseconds: `250ms`, `5s`, `2m`, `1h`, `7d`, or `1h30m`.
 pub fn duration_ms(s: &str) -> Result<i64, String> {
     if s.starts_with('-') {
@@ -12,7 +15,10 @@ pub fn duration_ms(s: &str) -> Result<i64, String> {
     }
     let d = humantime::parse_duration(s)
         .map_err(|e| format!("not a duration ({e}); write e.g. 250ms, 5s, 7d"))?;
-    i64::try_from(d.as_millis()).map_err(|_| "duration too large".to_string())
+    i64::try_from(d.as_millis())
+        .ok()
+        .filter(|&ms| ms <= MAX_DURATION_MS)
+        .ok_or_else(|| "durations are limited to 100 years".to_string())
 }
 
 /// A count: a non-negative integer that fits `max`.
@@ -37,12 +43,9 @@ pub fn integer(s: &str) -> Result<i64, String> {
 /// (`5s` is `t=5s`).
 pub fn instant_ms(s: &str) -> Result<i64, String> {
     if s.contains('T') || s.contains(':') {
-        let zoned = if s.ends_with('Z') || s[s.len().saturating_sub(6)..].contains(['+', '-']) && s.len() > 19
-        {
-            s.to_string()
-        } else {
-            format!("{s}Z")
-        };
+        let tail: String = s.chars().rev().take(6).collect();
+        let has_zone = s.ends_with('Z') || (s.chars().count() > 19 && tail.contains(['+', '-']));
+        let zoned = if has_zone { s.to_string() } else { format!("{s}Z") };
         let t = humantime::parse_rfc3339_weak(&zoned)
             .map_err(|e| format!("not a datetime ({e}); write e.g. 2026-01-01T06:00:00Z"))?;
         let ms = t
@@ -52,6 +55,19 @@ pub fn instant_ms(s: &str) -> Result<i64, String> {
         return i64::try_from(ms).map_err(|_| "datetime too far away".to_string());
     }
     Ok(LAB_EPOCH_MS + duration_ms(s)?)
+}
+
+#[cfg(test)]
+mod limits {
+    use super::*;
+
+    #[test]
+    fn odd_input_is_an_error_not_a_panic() {
+        assert!(instant_ms("T€xxxx").is_err());
+        assert!(instant_ms("2026-01-01T00:00:00€").is_err());
+        assert!(duration_ms("106751991167d").is_err());
+        assert!(duration_ms("101y").is_err());
+    }
 }
 
 #[cfg(test)]

@@ -40,9 +40,19 @@ pub struct AppState {
 }
 
 impl AppState {
-    pub fn new(session: Arc<Mutex<Session>>, addr: SocketAddr, allow_any_host: bool, session_file: Option<PathBuf>) -> Self {
+    pub fn new(
+        session: Arc<Mutex<Session>>,
+        addr: SocketAddr,
+        allow_any_host: bool,
+        session_file: Option<PathBuf>,
+    ) -> Self {
         let port = addr.port();
-        let hosts = vec![format!("127.0.0.1:{port}"), format!("localhost:{port}"), format!("[::1]:{port}"), addr.to_string()];
+        let hosts = vec![
+            format!("127.0.0.1:{port}"),
+            format!("localhost:{port}"),
+            format!("[::1]:{port}"),
+            addr.to_string(),
+        ];
         let (changes, _) = broadcast::channel(64);
         Self {
             session,
@@ -59,7 +69,10 @@ impl AppState {
     }
 
     /// Runs `f` on the session on a blocking thread (SQLite writes, big produces).
-    async fn with_session<T: Send + 'static>(&self, f: impl FnOnce(&mut Session) -> T + Send + 'static) -> Result<T, Response> {
+    async fn with_session<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Session) -> T + Send + 'static,
+    ) -> Result<T, Response> {
         let session = self.session.clone();
         tokio::task::spawn_blocking(move || {
             let mut guard = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -98,7 +111,10 @@ pub fn router(state: AppState) -> Router {
         .route("/api/explore/replay", post(post_explore_replay))
         .route("/api/events", get(get_events))
         .fallback(|| async { json_error(StatusCode::NOT_FOUND, "no such endpoint", 0) })
-        .layer(axum::middleware::from_fn_with_state(state.clone(), guard::same_origin))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            guard::same_origin,
+        ))
         .layer(DefaultBodyLimit::max(crate::MAX_BODY_BYTES))
         .with_state(state)
 }
@@ -110,7 +126,11 @@ pub fn json_error(status: StatusCode, error: &str, line: usize) -> Response {
 
 fn action_error(e: &ActionError) -> Response {
     let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY);
-    (status, Json(serde_json::json!({ "error": e.error, "line": e.line, "text": e.text }))).into_response()
+    (
+        status,
+        Json(serde_json::json!({ "error": e.error, "line": e.line, "text": e.text })),
+    )
+        .into_response()
 }
 
 fn state_response(session: &Session) -> Response {
@@ -121,7 +141,9 @@ fn state_response(session: &Session) -> Response {
 }
 
 async fn get_state(State(app): State<AppState>) -> Response {
-    app.with_session(|s| state_response(s)).await.unwrap_or_else(|e| e)
+    app.with_session(|s| state_response(s))
+        .await
+        .unwrap_or_else(|e| e)
 }
 
 #[derive(Deserialize)]
@@ -132,7 +154,13 @@ struct Actions {
 async fn post_actions(State(app): State<AppState>, body: Result<Json<Actions>, JsonRejection>) -> Response {
     let Json(actions) = match body {
         Ok(b) => b,
-        Err(e) => return json_error(StatusCode::BAD_REQUEST, &format!("expected {{\"lines\": [\"poll c1\", …]}}: {}", e.body_text()), 0),
+        Err(e) => {
+            return json_error(
+                StatusCode::BAD_REQUEST,
+                &format!("expected {{\"lines\": [\"poll c1\", …]}}: {}", e.body_text()),
+                0,
+            )
+        }
     };
     if actions.lines.len() > 1000 {
         return json_error(StatusCode::BAD_REQUEST, "at most 1000 lines per request", 0);
@@ -169,7 +197,10 @@ struct RecordJson {
     value: Option<String>,
 }
 
-async fn get_records(State(app): State<AppState>, q: Result<Query<RecordsQuery>, axum::extract::rejection::QueryRejection>) -> Response {
+async fn get_records(
+    State(app): State<AppState>,
+    q: Result<Query<RecordsQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
     let Query(q) = match q {
         Ok(q) => q,
         Err(e) => return json_error(StatusCode::BAD_REQUEST, &e.body_text(), 0),
@@ -211,7 +242,10 @@ struct SinkRowsQuery {
     limit: Option<usize>,
 }
 
-async fn get_sink_rows(State(app): State<AppState>, q: Result<Query<SinkRowsQuery>, axum::extract::rejection::QueryRejection>) -> Response {
+async fn get_sink_rows(
+    State(app): State<AppState>,
+    q: Result<Query<SinkRowsQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
     let Query(q) = match q {
         Ok(q) => q,
         Err(e) => return json_error(StatusCode::BAD_REQUEST, &e.body_text(), 0),
@@ -222,10 +256,15 @@ async fn get_sink_rows(State(app): State<AppState>, q: Result<Query<SinkRowsQuer
             Err(e) => return json_error(StatusCode::NOT_FOUND, &e.to_string(), 0),
         };
         let result = g.sink.stats().and_then(|stats| {
-            g.sink.rows(q.from.unwrap_or(0), q.limit.unwrap_or(100).min(MAX_PAGE)).map(|rows| (stats, rows))
+            g.sink
+                .rows(q.from.unwrap_or(0), q.limit.unwrap_or(100).min(MAX_PAGE))
+                .map(|rows| (stats, rows))
         });
         match result {
-            Ok((stats, rows)) => Json(serde_json::json!({ "group": q.group, "total": stats.rows, "rows": rows })).into_response(),
+            Ok((stats, rows)) => {
+                Json(serde_json::json!({ "group": q.group, "total": stats.rows, "rows": rows }))
+                    .into_response()
+            }
             Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
         }
     })
@@ -239,14 +278,18 @@ struct PageQuery {
     limit: Option<usize>,
 }
 
-async fn get_consumer_offsets(State(app): State<AppState>, q: Result<Query<PageQuery>, axum::extract::rejection::QueryRejection>) -> Response {
+async fn get_consumer_offsets(
+    State(app): State<AppState>,
+    q: Result<Query<PageQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
     let Query(q) = match q {
         Ok(q) => q,
         Err(e) => return json_error(StatusCode::BAD_REQUEST, &e.body_text(), 0),
     };
     app.with_session(move |s| {
         let offsets = s.lab().offsets();
-        let records: Vec<OffsetRecord> = offsets.records(q.from.unwrap_or(0), q.limit.unwrap_or(100).min(MAX_PAGE));
+        let records: Vec<OffsetRecord> =
+            offsets.records(q.from.unwrap_or(0), q.limit.unwrap_or(100).min(MAX_PAGE));
         Json(serde_json::json!({
             "log_start_offset": offsets.log().log_start_offset(),
             "log_end_offset": offsets.log().log_end_offset(),
@@ -264,7 +307,10 @@ async fn get_scenario(State(app): State<AppState>) -> Response {
         (
             [
                 (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
-                (header::CONTENT_DISPOSITION, "attachment; filename=\"offsetlab-session.scn\""),
+                (
+                    header::CONTENT_DISPOSITION,
+                    "attachment; filename=\"offsetlab-session.scn\"",
+                ),
             ],
             s.export(),
         )
@@ -292,7 +338,10 @@ async fn get_meta() -> Response {
         .iter()
         .map(|s| serde_json::json!({ "name": s.name(), "explanation": s.explanation(), "commits_after_processing": s.commits_after_processing() }))
         .collect();
-    let sinks: Vec<_> = SinkKind::ALL.iter().map(|k| serde_json::json!({ "name": k.name(), "explanation": k.explanation() })).collect();
+    let sinks: Vec<_> = SinkKind::ALL
+        .iter()
+        .map(|k| serde_json::json!({ "name": k.name(), "explanation": k.explanation() }))
+        .collect();
     Json(serde_json::json!({
         "strategies": strategies,
         "sinks": sinks,
@@ -320,25 +369,27 @@ async fn get_lessons() -> Response {
     Json(items).into_response()
 }
 
-fn seed_script() -> Result<Script, Response> {
-    Script::parse(offsetlab_scenario::SEED_SCENARIO).map_err(|e| json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0))
+fn seed_script() -> Result<Script, String> {
+    Script::parse(offsetlab_scenario::SEED_SCENARIO).map_err(|e| e.to_string())
 }
 
 async fn get_explore(State(app): State<AppState>) -> Response {
     if let Some(m) = app.matrix.get() {
-        return Json(serde_json::json!({ "scenario": offsetlab_scenario::SEED_SCENARIO, "cells": m })).into_response();
+        return Json(serde_json::json!({ "scenario": offsetlab_scenario::SEED_SCENARIO, "cells": m }))
+            .into_response();
     }
     let computed = tokio::task::spawn_blocking(|| {
         let script = seed_script()?;
-        explore::explore(&script, None).map_err(|e| json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0))
+        explore::explore(&script, None).map_err(|e| e.to_string())
     })
     .await;
     match computed {
         Ok(Ok(cells)) => {
             let cells = app.matrix.get_or_init(|| cells);
-            Json(serde_json::json!({ "scenario": offsetlab_scenario::SEED_SCENARIO, "cells": cells })).into_response()
+            Json(serde_json::json!({ "scenario": offsetlab_scenario::SEED_SCENARIO, "cells": cells }))
+                .into_response()
         }
-        Ok(Err(r)) => r,
+        Ok(Err(e)) => json_error(StatusCode::INTERNAL_SERVER_ERROR, &e, 0),
         Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
     }
 }
@@ -351,25 +402,35 @@ struct ReplayRequest {
     crash_point: Option<u64>,
 }
 
-async fn post_explore_replay(State(app): State<AppState>, body: Result<Json<ReplayRequest>, JsonRejection>) -> Response {
+async fn post_explore_replay(
+    State(app): State<AppState>,
+    body: Result<Json<ReplayRequest>, JsonRejection>,
+) -> Response {
     let Json(req) = match body {
         Ok(b) => b,
         Err(e) => return json_error(StatusCode::BAD_REQUEST, &e.body_text(), 0),
     };
-    let (strategy, sink) = match (req.strategy.parse::<CommitStrategy>(), req.sink.parse::<SinkKind>()) {
+    let (strategy, sink) = match (
+        req.strategy.parse::<CommitStrategy>(),
+        req.sink.parse::<SinkKind>(),
+    ) {
         (Ok(st), Ok(sk)) => (st, sk),
         (Err(e), _) | (_, Err(e)) => return json_error(StatusCode::BAD_REQUEST, &e, 0),
     };
     let script = match seed_script() {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &e, 0),
     };
     let prepared = tokio::task::spawn_blocking(move || {
         let point = match req.crash_point {
             Some(p) => p,
-            None => explore::explore_cell(&script, "c1", strategy, sink).map(|c| c.worst_crash_point).map_err(|e| e.to_string())?,
+            None => explore::explore_cell(&script, "c1", strategy, sink)
+                .map(|c| c.worst_crash_point)
+                .map_err(|e| e.to_string())?,
         };
-        explore::crash_replay(&script, "c1", strategy, sink, point).map(|s| s.to_text()).map_err(|e| e.to_string())
+        explore::crash_replay(&script, "c1", strategy, sink, point)
+            .map(|s| s.to_text())
+            .map_err(|e| e.to_string())
     })
     .await;
     let text = match prepared {
@@ -391,7 +452,11 @@ async fn post_explore_replay(State(app): State<AppState>, body: Result<Json<Repl
 
 async fn get_events(State(app): State<AppState>) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
     let stream = BroadcastStream::new(app.changes.subscribe()).filter_map(|v| {
-        v.ok().map(|version| Ok(SseEvent::default().event("state").data(format!("{{\"version\":{version}}}"))))
+        v.ok().map(|version| {
+            Ok(SseEvent::default()
+                .event("state")
+                .data(format!("{{\"version\":{version}}}")))
+        })
     });
     Sse::new(stream).keep_alive(KeepAlive::default())
 }

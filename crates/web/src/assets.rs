@@ -9,7 +9,13 @@ pub const CONTENT_JS: &str = include_str!("../assets/content.js");
 pub const STYLE_CSS: &str = include_str!("../assets/style.css");
 
 fn asset(content_type: &'static str, body: &'static str) -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, content_type), (header::CACHE_CONTROL, "no-cache")], body)
+    (
+        [
+            (header::CONTENT_TYPE, content_type),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        body,
+    )
 }
 
 pub async fn index() -> impl IntoResponse {

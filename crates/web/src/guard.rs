@@ -12,14 +12,26 @@ use axum::middleware::Next;
 use axum::response::Response;
 
 pub async fn same_origin(State(app): State<AppState>, req: Request, next: Next) -> Response {
-    let host = req.headers().get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
     if !app.host_allowed(host) {
-        return json_error(StatusCode::FORBIDDEN, &format!("refused: Host '{host}' is not this lab"), 0);
+        return json_error(
+            StatusCode::FORBIDDEN,
+            &format!("refused: Host '{host}' is not this lab"),
+            0,
+        );
     }
     if let Some(origin) = req.headers().get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or("");
         if origin != format!("http://{host}") {
-            return json_error(StatusCode::FORBIDDEN, &format!("refused: requests from origin '{origin}' may not drive this lab"), 0);
+            return json_error(
+                StatusCode::FORBIDDEN,
+                &format!("refused: requests from origin '{origin}' may not drive this lab"),
+                0,
+            );
         }
     }
     next.run(req).await

@@ -60,15 +60,31 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
                     e.line,
                     e.error
                 );
-                (Session::new(backend, offsetlab_scenario::LAB_SCENARIO).map_err(|e| anyhow::anyhow!(e.error))?, false)
+                (
+                    Session::new(backend, offsetlab_scenario::LAB_SCENARIO)
+                        .map_err(|e| anyhow::anyhow!(e.error))?,
+                    false,
+                )
             }
         },
-        Err(_) => (Session::new(backend, offsetlab_scenario::LAB_SCENARIO).map_err(|e| anyhow::anyhow!(e.error))?, false),
+        Err(_) => (
+            Session::new(backend, offsetlab_scenario::LAB_SCENARIO).map_err(|e| anyhow::anyhow!(e.error))?,
+            false,
+        ),
     };
     let listener = tokio::net::TcpListener::bind(config.http).await?;
     let addr = listener.local_addr()?;
-    let state = AppState::new(Arc::new(Mutex::new(session)), addr, config.allow_remote, Some(session_file));
-    println!("offsetlab lab on http://{addr}  (data: {}{})", data_dir.display(), if restored { ", session restored" } else { "" });
+    let state = AppState::new(
+        Arc::new(Mutex::new(session)),
+        addr,
+        config.allow_remote,
+        Some(session_file),
+    );
+    println!(
+        "offsetlab lab on http://{addr}  (data: {}{})",
+        data_dir.display(),
+        if restored { ", session restored" } else { "" }
+    );
     println!("press Ctrl-C to stop");
     axum::serve(listener, router(state))
         .with_graceful_shutdown(async {

@@ -59,6 +59,8 @@ pub struct ActionError {
 #[derive(Debug, Clone, Serialize)]
 pub struct Applied {
     pub applied: usize,
+    /// The lines as the lab understood them, in canonical form (what an export writes).
+    pub lines: Vec<String>,
     pub version: u64,
     /// The narrative events the batch emitted.
     pub events: Vec<Event>,
@@ -101,7 +103,10 @@ pub struct SinkTail {
 impl Session {
     /// A session built by running `source` (which must succeed).
     pub fn new(backend: SinkBackend, source: &str) -> Result<Self, ActionError> {
-        let lab = Lab::new(Box::new(MemoryStore), backend.factory().map_err(|e| internal(&e))?);
+        let lab = Lab::new(
+            Box::new(MemoryStore),
+            backend.factory().map_err(|e| internal(&e))?,
+        );
         let mut s = Self {
             lab,
             history: Vec::new(),
@@ -127,11 +132,23 @@ impl Session {
             match Command::parse(text) {
                 Ok(Some(c)) => commands.push((i + 1, text, c)),
                 Ok(None) => {}
-                Err(e) => return Err(ActionError { status: 400, error: e.message, line: i + 1, text: text.clone() }),
+                Err(e) => {
+                    return Err(ActionError {
+                        status: 400,
+                        error: e.message,
+                        line: i + 1,
+                        text: text.clone(),
+                    })
+                }
             }
         }
         if commands.is_empty() {
-            return Err(ActionError { status: 400, error: "no action in lines".into(), line: 0, text: String::new() });
+            return Err(ActionError {
+                status: 400,
+                error: "no action in lines".into(),
+                line: 0,
+                text: String::new(),
+            });
         }
         let mark = self.lab.narrative().len();
         let history_mark = self.history.len();
@@ -155,13 +172,19 @@ impl Session {
                         ApplyError::Lab(e) => e.to_string(),
                         ApplyError::Expectation(f) => format!("expectation failed: {f}"),
                     };
-                    return Err(ActionError { status: 422, error, line: *line, text: (*text).clone() });
+                    return Err(ActionError {
+                        status: 422,
+                        error,
+                        line: *line,
+                        text: (*text).clone(),
+                    });
                 }
             }
         }
         self.version += 1;
         Ok(Applied {
             applied: commands.len(),
+            lines: commands.iter().map(|(_, _, c)| c.to_string()).collect(),
             version: self.version,
             events: self.lab.narrative().since(mark).to_vec(),
             reset_plans,
@@ -220,7 +243,13 @@ impl Session {
         for (name, g) in self.lab.groups() {
             let total = g.sink.stats()?.rows;
             let from = (total as usize).saturating_sub(SINK_TAIL);
-            sink_rows.insert(name.clone(), SinkTail { total, rows: g.sink.rows(from, SINK_TAIL)? });
+            sink_rows.insert(
+                name.clone(),
+                SinkTail {
+                    total,
+                    rows: g.sink.rows(from, SINK_TAIL)?,
+                },
+            );
         }
         let offsets = self.lab.offsets();
         let end = offsets.log().log_end_offset();
@@ -231,7 +260,10 @@ impl Session {
         Ok(State {
             view,
             version: self.version,
-            narrative: NarrativeTail { total: events.len(), events: &events[events.len().saturating_sub(NARRATIVE_TAIL)..] },
+            narrative: NarrativeTail {
+                total: events.len(),
+                events: &events[events.len().saturating_sub(NARRATIVE_TAIL)..],
+            },
             sink_rows,
             consumer_offsets_records,
             history_lines: self.history.len(),
@@ -257,7 +289,12 @@ impl Session {
 }
 
 fn internal(e: &dyn std::fmt::Display) -> ActionError {
-    ActionError { status: 500, error: e.to_string(), line: 0, text: String::new() }
+    ActionError {
+        status: 500,
+        error: e.to_string(),
+        line: 0,
+        text: String::new(),
+    }
 }
 
 #[cfg(test)]
@@ -283,7 +320,9 @@ mod tests {
     #[test]
     fn a_batch_applies_in_order() {
         let mut s = session();
-        let out = s.apply_lines(&lines(&["poll c1", "process c1 count=all"])).expect("applies");
+        let out = s
+            .apply_lines(&lines(&["poll c1", "process c1 count=all"]))
+            .expect("applies");
         assert_eq!(out.applied, 2);
         assert!(out.events.iter().any(|e| e.text.contains("processed")));
         assert_eq!(s.lab().group_view("analytics-prod").expect("g").sink.rows, 4);
@@ -302,7 +341,9 @@ mod tests {
         assert_eq!(err.error, "unknown consumer 'ghost'");
         assert_eq!(state_json(&s), before, "the first two lines were undone");
         assert_eq!(s.version(), version);
-        let err = s.apply_lines(&lines(&["poll c1", "fly away"])).expect_err("malformed");
+        let err = s
+            .apply_lines(&lines(&["poll c1", "fly away"]))
+            .expect_err("malformed");
         assert_eq!((err.status, err.line), (400, 2));
         assert_eq!(state_json(&s), before);
     }
@@ -310,7 +351,14 @@ mod tests {
     #[test]
     fn export_replays_to_the_same_state() {
         let mut s = session();
-        s.apply_lines(&lines(&["poll c1", "process c1", "tick 5s", "crash c1", "restart c1"])).expect("applies");
+        s.apply_lines(&lines(&[
+            "poll c1",
+            "process c1",
+            "tick 5s",
+            "crash c1",
+            "restart c1",
+        ]))
+        .expect("applies");
         let text = s.export();
         let replayed = Session::new(SinkBackend::Memory, &text).expect("replays");
         assert_eq!(state_json(&replayed), state_json(&s));

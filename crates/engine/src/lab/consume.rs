@@ -35,10 +35,35 @@ pub enum SeekTarget {
 impl Lab {
     /// `poll()`: hands up to `max.poll.records` records to the application.
     pub fn poll(&mut self, name: &str) -> Result<usize, LabError> {
-        let c = self.running(name, "restart it before polling")?;
+        self.running(name, "restart it before polling")?;
+        if self.rejoin_if_needed(name)? {
+            return Ok(0);
+        }
+        let c = self.consumer(name)?;
         let cfg = c.config.clone();
         let member = c.member_id();
         let now = self.now();
+        if let Some(g) = self.groups.get(&cfg.group).filter(|g| g.rebalance.is_some()) {
+            let waiting: Vec<String> = g
+                .waiting_for()
+                .iter()
+                .map(|m| match m.expires_at {
+                    Some(t) => format!(
+                        "{} (dead; its session expires at {})",
+                        m.id,
+                        crate::clock::format_instant(t)
+                    ),
+                    None => format!("{} (alive; rejoins at its next poll)", m.id),
+                })
+                .collect();
+            let text = format!(
+                "{member} polled: group {} is still rebalancing and waits for {}; no records until it completes",
+                cfg.group,
+                waiting.join(", ")
+            );
+            self.say(EventKind::Poll, text);
+            return Ok(0);
+        }
         // Java auto-commit runs at the start of poll(), committing what earlier polls returned.
         if cfg.strategy == CommitStrategy::AutoPoll && c.next_auto_commit.is_some_and(|d| now >= d) {
             if let Some(c) = self.consumers.get_mut(name) {
@@ -314,9 +339,20 @@ impl Lab {
     }
 
     /// An explicit `commitSync()`: commits the current positions, processed or not.
+    /// With librdkafka (`auto-timer`), `commit()` commits the stored offsets, which also cover
+    /// everything handed out.
     pub fn commit(&mut self, name: &str) -> Result<(), LabError> {
-        self.running(name, "a dead consumer cannot commit")?;
-        self.commit_from(name, CommitSource::Position, "explicit commitSync()", false);
+        let c = self.running(name, "a dead consumer cannot commit")?;
+        if c.config.strategy == CommitStrategy::AutoTimer {
+            self.commit_from(
+                name,
+                CommitSource::Stored,
+                "explicit commit() of the stored offsets",
+                false,
+            );
+        } else {
+            self.commit_from(name, CommitSource::Position, "explicit commitSync()", false);
+        }
         Ok(())
     }
 
@@ -361,16 +397,24 @@ impl Lab {
             moves.push((tp.clone(), old, new));
         }
         for (tp, old, new) in &moves {
+            let log = self.partition_log(tp)?;
+            let (start, end) = (log.log_start_offset(), log.log_end_offset());
             if let Some(fs) = self.consumer_mut(name)?.assignment.get_mut(tp) {
                 fs.position = *new;
                 fs.origin = PositionOrigin::Seek;
             }
+            let (skip_from, skip_to) = ((*old).clamp(start, end), (*new).clamp(start, end));
             if let Some(g) = self.groups.get_mut(&group) {
-                g.audit.mark_skipped(tp, *old, *new);
+                g.audit.mark_skipped(tp, skip_from, skip_to);
             }
             let what = match new.cmp(old) {
-                std::cmp::Ordering::Less => format!("the next polls re-read {} record(s)", old - new),
-                std::cmp::Ordering::Greater => format!("{} record(s) are skipped on purpose", new - old),
+                std::cmp::Ordering::Less => format!("the next polls go back over {} offset(s)", old - new),
+                std::cmp::Ordering::Greater if *new > end => {
+                    format!("that is past the log end ({end}): the next poll meets OffsetOutOfRange and auto.offset.reset decides")
+                }
+                std::cmp::Ordering::Greater => {
+                    format!("{} record(s) are skipped on purpose", skip_to - skip_from)
+                }
                 std::cmp::Ordering::Equal => "no change".to_string(),
             };
             self.say(
@@ -460,6 +504,15 @@ impl Lab {
         why: &str,
         only_changes: bool,
     ) -> bool {
+        // Requests on one connection are handled in order: async commits sent earlier land first.
+        if self
+            .consumers
+            .get(name)
+            .is_some_and(|c| !c.pending_async.is_empty())
+            && self.land_async(name, i64::MAX)
+        {
+            return true;
+        }
         let Some(c) = self.consumers.get(name) else {
             return false;
         };
@@ -491,7 +544,7 @@ impl Lab {
         let Some(g) = self.groups.get(&group) else {
             return false;
         };
-        if !g.is_member(name) {
+        if !g.is_member(&member) {
             self.say(
                 EventKind::Refused,
                 format!("commit from {member} rejected with UNKNOWN_MEMBER_ID: it is no longer a member of {group} (the zombie is fenced)"),
@@ -502,7 +555,7 @@ impl Lab {
             let current = g.generation;
             self.say(
                 EventKind::Refused,
-                format!("commit from {member} (generation {generation}) rejected with ILLEGAL_GENERATION: group {group} is at generation {current} (the zombie is fenced)"),
+                format!("commit from {member} rejected with ILLEGAL_GENERATION: it was made in generation {generation}, group {group} is at generation {current}"),
             );
             return false;
         }
@@ -529,6 +582,10 @@ impl Lab {
         }
         let mut parts = Vec::new();
         for (tp, o) in offsets {
+            // A commit below a skipped range means the group will read that range again.
+            if let Some(g) = self.groups.get_mut(&group) {
+                g.audit.clip_skipped(tp, *o);
+            }
             let key = OffsetKey::new(&group, tp);
             let at = self.offsets.commit(
                 key.clone(),

@@ -3,10 +3,10 @@
 
 use super::Lab;
 use crate::audit::DeliveryReason;
-use crate::clock::format_duration;
+use crate::clock::{format_duration, format_instant, Millis};
 use crate::consumer::{Consumer, ConsumerConfig, ConsumerState, FetchState, PositionOrigin};
 use crate::error::LabError;
-use crate::group::{range_assign, Group, Handoff};
+use crate::group::{range_assign, Group, Handoff, Member, PendingRebalance};
 use crate::narrative::EventKind;
 use crate::offsets::OffsetKey;
 use crate::record::{Offset, TopicPartition};
@@ -16,9 +16,9 @@ use crate::strategy::{AutoOffsetReset, CommitStrategy};
 /// Why a member left the group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Departure {
-    /// LeaveGroup sent by a graceful close.
+    /// LeaveGroup sent by a graceful close (or by an application that stopped on an error).
     Closed,
-    /// Its session timed out, or a new incarnation replaced it.
+    /// Its session timed out.
     Dead,
 }
 
@@ -70,9 +70,9 @@ impl Lab {
         }
         let name = config.name.clone();
         let group = config.group.clone();
-        let topic = config.topic.clone();
         let mut summary = format!(
-            "consumer {name} joins group {group} on topic {topic}: commit={}{}, max.poll.records={}, sink={}, auto.offset.reset={}",
+            "consumer {name} joins group {group} on topic {}: commit={}{}, max.poll.records={}, sink={}, auto.offset.reset={}",
+            config.topic,
             config.strategy,
             match config.strategy {
                 CommitStrategy::AutoTimer | CommitStrategy::AutoPoll =>
@@ -87,13 +87,8 @@ impl Lab {
             summary.push_str(" — offsets are stored in the sink's transactions, so nothing is committed to __consumer_offsets");
         }
         self.consumers.insert(name.clone(), Consumer::new(config));
-        if let Some(g) = self.groups.get_mut(&group) {
-            if !g.topics.contains(&topic) {
-                g.topics.push(topic);
-            }
-        }
         self.say(EventKind::Setup, summary);
-        self.join(&name)
+        self.join(&name, &group)
     }
 
     /// Kill -9: the process and everything in its memory vanish; the group is not told.
@@ -108,7 +103,13 @@ impl Lab {
         let member = c.member_id();
         c.wipe_memory();
         c.state = ConsumerState::Crashed { at: now };
-        let mut lost = vec![format!("its fetch position")];
+        let expires = now.saturating_add(timeout);
+        if let Some(g) = self.groups.get_mut(&group) {
+            if let Some(m) = g.members.iter_mut().find(|m| m.id == member) {
+                m.expires_at = Some(expires);
+            }
+        }
+        let mut lost = vec!["its fetch position".to_string()];
         if in_flight > 0 {
             lost.push(format!("{in_flight} polled but unprocessed record(s)"));
         }
@@ -118,15 +119,18 @@ impl Lab {
         self.say(
             EventKind::Crash,
             format!(
-                "{member} crashed (kill -9) and lost {}. It sent no LeaveGroup: group {group} keeps it as a member, its partitions stalled, until session.timeout.ms ({}) passes without a heartbeat",
+                "{member} crashed (kill -9) and lost {}. It sent no LeaveGroup: group {group} keeps it as a member, its partitions stalled, until session.timeout.ms ({}) passes without a heartbeat, at {}",
                 lost.join(", "),
-                format_duration(timeout)
+                format_duration(timeout),
+                format_instant(expires)
             ),
         );
         Ok(())
     }
 
-    /// Starts a new incarnation of a crashed, closed or failed consumer.
+    /// Starts a new incarnation of a crashed, closed or failed consumer: a new process, so a new
+    /// member id. If the old incarnation's session has not expired yet, the group's rebalance
+    /// waits for it.
     pub fn restart(&mut self, name: &str) -> Result<(), LabError> {
         let c = self.consumer(name)?;
         if c.is_running() {
@@ -137,15 +141,6 @@ impl Lab {
             });
         }
         let group = c.config.group.clone();
-        let was_member = self.groups.get(&group).is_some_and(|g| g.is_member(name));
-        if was_member {
-            // The old incarnation never left; the coordinator drops it when the new one joins.
-            self.depart(&group, name, Departure::Dead);
-            self.say(
-                EventKind::Group,
-                format!("the coordinator drops the dead incarnation of {name} as its new incarnation joins"),
-            );
-        }
         let c = self.consumer_mut(name)?;
         c.incarnation += 1;
         c.state = ConsumerState::Running;
@@ -153,21 +148,20 @@ impl Lab {
         let member = c.member_id();
         self.say(
             EventKind::Setup,
-            format!("{member} started (a new process: empty memory)"),
+            format!("{member} started (a new process: empty memory, a new member id)"),
         );
-        self.join(name)
+        self.join(name, &group)
     }
 
-    /// Graceful shutdown: the close-time commit of the strategy, then LeaveGroup.
+    /// Graceful shutdown: the strategy's close-time commit (and the revoke hook), then LeaveGroup.
     pub fn close(&mut self, name: &str) -> Result<(), LabError> {
         self.running(name, "only a running consumer can close")?;
         let c = self.consumer(name)?;
         let group = c.config.group.clone();
         let member = c.member_id();
         let dropped = c.in_flight.len();
-        self.close_commit(name);
-        if !self.consumer(name)?.is_running() {
-            return Ok(()); // crashed by the explorer during the close-time commit
+        if self.close_commit(name) {
+            return Ok(()); // crashed by a planned fault during the close-time commit
         }
         if dropped > 0 {
             self.say(
@@ -180,41 +174,81 @@ impl Lab {
         c.state = ConsumerState::Closed;
         self.say(
             EventKind::Group,
-            format!("{member} closed and sent LeaveGroup: group {group} rebalances at once"),
+            format!("{member} closed and sent LeaveGroup: group {group} does not wait for a timeout"),
         );
-        self.depart(&group, name, Departure::Closed);
-        self.rebalance(&group, &format!("{member} left"))
+        self.leave(&group, &member, Departure::Closed)
     }
 
-    /// Adds a running consumer to its group's members and rebalances.
-    fn join(&mut self, name: &str) -> Result<(), LabError> {
+    /// The consumer stops on an exception the application did not handle; its `close()` in a
+    /// `finally` block sends LeaveGroup.
+    pub(crate) fn fail(&mut self, name: &str, error: String) {
+        self.stop_on_error(name, error);
+        let Some(c) = self.consumers.get(name) else {
+            return;
+        };
+        let (group, member) = (c.config.group.clone(), c.member_id());
+        let _ = self.leave(&group, &member, Departure::Closed);
+    }
+
+    /// Marks the consumer failed; the caller makes it leave its group.
+    fn stop_on_error(&mut self, name: &str, error: String) {
+        let Some(c) = self.consumers.get_mut(name) else {
+            return;
+        };
+        c.wipe_memory();
+        c.state = ConsumerState::Failed { error: error.clone() };
+        self.say(
+            EventKind::Refused,
+            format!("{error}; the application stops and its consumer leaves the group"),
+        );
+    }
+
+    /// Adds a running consumer's new incarnation to its group and starts a rebalance.
+    fn join(&mut self, name: &str, group: &str) -> Result<(), LabError> {
         let now = self.now();
         let c = self.consumer_mut(name)?;
         let interval = c.config.auto_commit_interval_ms;
         c.next_auto_commit = match c.config.strategy {
             CommitStrategy::AutoTimer | CommitStrategy::AutoPoll if c.config.commits_to_kafka() => {
-                Some(now + interval)
+                Some(now.saturating_add(interval))
             }
             _ => None,
         };
-        let group = c.config.group.clone();
-        let member = c.member_id();
-        if let Some(g) = self.groups.get_mut(&group) {
-            g.members.push(name.to_string());
+        let member = Member {
+            id: c.member_id(),
+            consumer: name.to_string(),
+            topic: c.config.topic.clone(),
+            expires_at: None,
+        };
+        let id = member.id.clone();
+        let g = self
+            .groups
+            .get_mut(group)
+            .ok_or_else(|| LabError::UnknownGroup(group.to_string()))?;
+        if !g.topics_read.contains(&member.topic) {
+            g.topics_read.push(member.topic.clone());
         }
-        self.rebalance(&group, &format!("{member} joined"))
+        g.members.push(member);
+        self.request_rebalance(group, &format!("{id} joined"));
+        if let Some(r) = self.groups.get_mut(group).and_then(|g| g.rebalance.as_mut()) {
+            r.rejoined.insert(id);
+        }
+        self.try_complete_rebalance(group)
     }
 
-    /// Removes a member from the group's member list and records why its partitions moved.
-    pub(crate) fn depart(&mut self, group: &str, name: &str, how: Departure) {
+    /// Removes a member and records why its partitions moved; the others rebalance.
+    fn leave(&mut self, group: &str, member_id: &str, how: Departure) -> Result<(), LabError> {
         let Some(g) = self.groups.get_mut(group) else {
-            return;
+            return Ok(());
         };
-        g.members.retain(|m| m != name);
+        g.members.retain(|m| m.id != member_id);
+        if let Some(r) = g.rebalance.as_mut() {
+            r.rejoined.remove(member_id);
+        }
         let owned: Vec<TopicPartition> = g
             .owners
             .iter()
-            .filter(|(_, o)| o.as_str() == name)
+            .filter(|(_, o)| o.as_str() == member_id)
             .map(|(tp, _)| tp.clone())
             .collect();
         for tp in owned {
@@ -227,45 +261,117 @@ impl Lab {
                 tp,
                 Handoff {
                     reason,
-                    from: Some(name.to_string()),
+                    from: Some(member_id.to_string()),
                 },
+            );
+        }
+        if g.members.is_empty() {
+            g.rebalance = None;
+            g.owners.clear();
+            g.generation += 1;
+            let generation = g.generation;
+            self.say(
+                EventKind::Group,
+                format!("group {group} is now Empty (generation {generation}); its committed offsets stay"),
+            );
+            return Ok(());
+        }
+        self.request_rebalance(group, &format!("{member_id} left"));
+        self.try_complete_rebalance(group)
+    }
+
+    /// Starts a rebalance if none is in progress.
+    fn request_rebalance(&mut self, group: &str, why: &str) {
+        let Some(g) = self.groups.get_mut(group) else {
+            return;
+        };
+        if g.rebalance.is_some() {
+            return;
+        }
+        g.rebalance = Some(PendingRebalance {
+            reason: why.to_string(),
+            rejoined: Default::default(),
+        });
+        let others = g.members.len() > 1;
+        if others {
+            self.say(
+                EventKind::Group,
+                format!(
+                    "group {group} starts rebalancing ({why}): every member must rejoin — a live one inside its next poll(), a dead one is waited for until its session times out"
+                ),
             );
         }
     }
 
-    /// An eager rebalance: every running member gives up its partitions (running its revoke
-    /// hook), the generation moves on, and the partitions are handed out again by range.
-    pub(crate) fn rebalance(&mut self, group: &str, why: &str) -> Result<(), LabError> {
+    /// Inside `poll()`: if the group is rebalancing and this member has not rejoined yet, run
+    /// its revoke hook (the strategy's commit), give up its partitions and rejoin. Returns
+    /// whether the consumer crashed (a planned fault) in the hook.
+    pub(crate) fn rejoin_if_needed(&mut self, name: &str) -> Result<bool, LabError> {
+        let c = self.consumer(name)?;
+        let member = c.member_id();
+        let group = c.config.group.clone();
+        let must_rejoin = self
+            .groups
+            .get(&group)
+            .and_then(|g| g.rebalance.as_ref())
+            .is_some_and(|r| !r.rejoined.contains(&member));
+        if !must_rejoin {
+            return Ok(false);
+        }
+        if self.consumer(name)?.assignment.is_empty() {
+            self.say(
+                EventKind::Group,
+                format!("{member} rejoins group {group} inside poll()"),
+            );
+        } else {
+            if self.close_commit(name) {
+                return Ok(true);
+            }
+            let c = self.consumer_mut(name)?;
+            let dropped = c.in_flight.len();
+            c.assignment.clear();
+            c.in_flight.clear();
+            let mut text = format!("{member} rejoins group {group} inside poll(): its revoke hook ran and it gave up its partitions");
+            if dropped > 0 {
+                text.push_str(&format!(
+                    " ({dropped} polled record(s) still unprocessed were dropped)"
+                ));
+            }
+            self.say(EventKind::Group, text);
+        }
+        if let Some(r) = self.groups.get_mut(&group).and_then(|g| g.rebalance.as_mut()) {
+            r.rejoined.insert(member);
+        }
+        self.try_complete_rebalance(&group)?;
+        Ok(false)
+    }
+
+    /// Completes the rebalance once every member has rejoined: new generation, range
+    /// assignment, positions for the new owners.
+    fn try_complete_rebalance(&mut self, group: &str) -> Result<(), LabError> {
         let Some(g) = self.groups.get(group) else {
             return Err(LabError::UnknownGroup(group.to_string()));
         };
+        let Some(pending) = &g.rebalance else {
+            return Ok(());
+        };
+        if !g.waiting_for().is_empty() {
+            return Ok(());
+        }
+        let why = pending.reason.clone();
         let members = g.members.clone();
         let topics: Vec<(String, i32)> = g
-            .topics
-            .iter()
-            .filter_map(|t| {
-                self.topics
-                    .get(t)
-                    .map(|tp| (t.clone(), tp.partitions.len() as i32))
-            })
+            .topics()
+            .into_iter()
+            .filter_map(|t| self.topics.get(&t).map(|tp| (t, tp.partitions.len() as i32)))
             .collect();
-        for m in &members {
-            if self
-                .consumers
-                .get(m)
-                .is_some_and(|c| c.is_running() && !c.assignment.is_empty())
-            {
-                self.revoke_all(m);
-            }
-        }
-        // The explorer may have crashed a member inside its revoke hook; it stays a member.
         let assignment = range_assign(&members, &topics);
         let Some(g) = self.groups.get_mut(group) else {
             return Err(LabError::UnknownGroup(group.to_string()));
         };
+        // Eager protocol: every partition was revoked, so even one that stays with its owner
+        // resumes from the committed offset.
         for tp in assignment.keys() {
-            // Eager protocol: even a partition that stays with its owner is revoked and its
-            // position fetched again from the committed offset.
             if let Some(old) = g.owners.get(tp) {
                 g.handoffs.insert(
                     tp.clone(),
@@ -278,60 +384,66 @@ impl Lab {
         }
         g.generation += 1;
         g.owners = assignment.clone();
+        g.rebalance = None;
         let generation = g.generation;
-        if members.is_empty() {
-            self.say(
-                EventKind::Group,
+        let lines: Vec<String> = members
+            .iter()
+            .map(|m| {
+                let mine: Vec<String> = assignment
+                    .iter()
+                    .filter(|(_, o)| **o == m.id)
+                    .map(|(tp, _)| tp.to_string())
+                    .collect();
                 format!(
-                    "group {group} is now Empty (generation {generation}, {why}); its committed offsets stay"
-                ),
-            );
-            return Ok(());
-        }
-        let mut lines = Vec::new();
-        for m in &members {
-            let mine: Vec<String> = assignment
-                .iter()
-                .filter(|(_, o)| *o == m)
-                .map(|(tp, _)| tp.to_string())
-                .collect();
-            let status = match self.consumers.get(m) {
-                Some(c) if c.is_running() => "",
-                _ => " (dead, stalled)",
-            };
-            lines.push(format!(
-                "{m}{status} ← {}",
-                if mine.is_empty() {
-                    "nothing".to_string()
-                } else {
-                    mine.join(", ")
-                }
-            ));
-        }
+                    "{} ← {}",
+                    m.id,
+                    if mine.is_empty() {
+                        "nothing".to_string()
+                    } else {
+                        mine.join(", ")
+                    }
+                )
+            })
+            .collect();
         self.say(
             EventKind::Group,
             format!(
-                "group {group} rebalanced to generation {generation} ({why}): {}",
+                "group {group} is Stable at generation {generation} ({why}): {}",
                 lines.join("; ")
             ),
         );
         for m in &members {
-            if !self.consumers.get(m).is_some_and(Consumer::is_running) {
+            if !self
+                .consumers
+                .get(&m.consumer)
+                .is_some_and(|c| c.is_running() && c.member_id() == m.id)
+            {
                 continue;
+            }
+            if let Some(c) = self.consumers.get_mut(&m.consumer) {
+                c.generation = generation;
+                c.assignment.clear();
             }
             let tps: Vec<TopicPartition> = assignment
                 .iter()
-                .filter(|(_, o)| *o == m)
+                .filter(|(_, o)| **o == m.id)
                 .map(|(tp, _)| tp.clone())
                 .collect();
-            if let Some(c) = self.consumers.get_mut(m) {
-                c.generation = generation;
-            }
             for tp in tps {
-                self.assign(m, &tp)?;
-                if !self.consumers.get(m).is_some_and(Consumer::is_running) {
+                self.assign(&m.consumer, &tp)?;
+                if !self.consumers.get(&m.consumer).is_some_and(Consumer::is_running) {
                     break; // auto.offset.reset=none stopped it
                 }
+            }
+        }
+        // Members stopped by auto.offset.reset=none leave once the assignment is handed out.
+        for m in &members {
+            if self
+                .consumers
+                .get(&m.consumer)
+                .is_some_and(|c| matches!(c.state, ConsumerState::Failed { .. }))
+            {
+                self.leave(group, &m.id, Departure::Closed)?;
             }
         }
         Ok(())
@@ -349,7 +461,7 @@ impl Lab {
             Some(Handoff {
                 reason: DeliveryReason::RestartRedelivery,
                 from: Some(from),
-            }) if from != name => DeliveryReason::RebalanceRedelivery,
+            }) if from.split('#').next() != Some(name) => DeliveryReason::RebalanceRedelivery,
             Some(h) => h.reason,
             None => DeliveryReason::RestartRedelivery,
         };
@@ -364,41 +476,35 @@ impl Lab {
             .map(|v| v.offset);
         let log = self.partition_log(tp)?;
         let (start, end) = (log.log_start_offset(), log.log_end_offset());
-        let (position, origin, text): (Option<Offset>, PositionOrigin, String) = match (from_sink, committed) {
-            (Some(o), _) => (
-                Some(o),
-                PositionOrigin::Assigned(repeat),
-                format!("{member} starts {tp} at offset {o}, the next offset stored in its transactional sink"),
-            ),
-            (None, Some(o)) => (
-                Some(o),
-                PositionOrigin::Assigned(repeat),
-                format!("{member} starts {tp} at committed offset {o}"),
-            ),
+        let origin = PositionOrigin::Assigned(repeat);
+        let (position, text): (Option<Offset>, String) = match (from_sink, committed) {
+            (Some(o), _) => (Some(o), format!("{member} starts {tp} at offset {o}, the next offset stored in its transactional sink")),
+            (None, Some(o)) => (Some(o), format!("{member} starts {tp} at committed offset {o}")),
             (None, None) => match cfg.auto_offset_reset {
                 AutoOffsetReset::Earliest => (
                     Some(start),
-                    PositionOrigin::Assigned(repeat),
                     format!("{member} finds no committed offset for {tp}: auto.offset.reset=earliest → {start}"),
                 ),
                 AutoOffsetReset::Latest => (
                     Some(end),
-                    PositionOrigin::Assigned(repeat),
-                    format!("{member} finds no committed offset for {tp}: auto.offset.reset=latest → {end} (the {} record(s) already there will never be read by this group)", end - start),
+                    format!(
+                        "{member} finds no committed offset for {tp}: auto.offset.reset=latest → {end} (the {} record(s) already there will never be read by this group)",
+                        end - start
+                    ),
                 ),
                 AutoOffsetReset::None => (
                     None,
-                    PositionOrigin::Assigned(repeat),
                     format!("{member} finds no committed offset for {tp} and auto.offset.reset=none: NoOffsetForPartitionException"),
                 ),
             },
         };
         let Some(position) = position else {
-            self.fail(name, text);
+            self.stop_on_error(name, text);
             return Ok(());
         };
         if let Some(g) = self.groups.get_mut(&cfg.group) {
             g.audit.note_start(tp, position);
+            g.audit.clip_skipped(tp, position);
         }
         if let Some(c) = self.consumers.get_mut(name) {
             c.assignment.insert(
@@ -415,68 +521,35 @@ impl Lab {
         Ok(())
     }
 
-    /// The consumer stops on an exception the application did not handle.
-    pub(crate) fn fail(&mut self, name: &str, error: String) {
-        if let Some(c) = self.consumers.get_mut(name) {
-            c.wipe_memory();
-            c.state = ConsumerState::Failed { error: error.clone() };
-        }
-        self.say(EventKind::Refused, format!("{error}; the consumer stops"));
-    }
-
-    /// The revoke hook of an eager rebalance: commit what the strategy commits on revoke, then
-    /// drop the partitions and their in-flight records.
-    fn revoke_all(&mut self, name: &str) {
-        self.close_commit(name);
-        let Some(c) = self.consumers.get_mut(name) else {
-            return;
-        };
-        if !c.is_running() {
-            return;
-        }
-        let dropped = c.in_flight.len();
-        let member = c.member_id();
-        c.assignment.clear();
-        c.in_flight.clear();
-        if dropped > 0 {
-            self.say(
-                EventKind::Warning,
-                format!("{member} had its partitions revoked with {dropped} polled record(s) unprocessed; they are dropped"),
-            );
-        }
-    }
-
-    /// Expires crashed members whose session timed out by `now`.
+    /// Expires members whose session timed out by `now`.
     pub(crate) fn expire_sessions(&mut self, now: i64) -> Result<(), LabError> {
-        let expired: Vec<(String, String, i64)> = self
-            .consumers
+        let expired: Vec<(String, String, Millis)> = self
+            .groups
             .values()
-            .filter_map(|c| match c.state {
-                ConsumerState::Crashed { at } if at + c.config.session_timeout_ms <= now => {
-                    let g = self.groups.get(&c.config.group)?;
-                    g.is_member(c.name()).then(|| {
-                        (
-                            c.name().to_string(),
-                            c.config.group.clone(),
-                            c.config.session_timeout_ms,
-                        )
-                    })
-                }
-                _ => None,
+            .flat_map(|g| {
+                g.members
+                    .iter()
+                    .filter(|m| m.expires_at.is_some_and(|t| t <= now))
+                    .map(|m| (g.name.clone(), m.id.clone(), m.expires_at.unwrap_or(now)))
+                    .collect::<Vec<_>>()
             })
             .collect();
-        for (name, group, timeout) in expired {
+        for (group, member, _) in expired {
             self.say(
                 EventKind::Group,
-                format!(
-                    "no heartbeat from {name} for session.timeout.ms ({}): the coordinator removes it from group {group}",
-                    format_duration(timeout)
-                ),
+                format!("no heartbeat from {member} for session.timeout.ms: the coordinator removes it from group {group}"),
             );
-            self.depart(&group, &name, Departure::Dead);
-            self.rebalance(&group, &format!("{name}'s session expired"))?;
+            self.leave(&group, &member, Departure::Dead)?;
         }
         Ok(())
+    }
+
+    /// The earliest session expiry of a dead member, if any.
+    pub(crate) fn next_session_expiry(&self) -> Option<Millis> {
+        self.groups
+            .values()
+            .flat_map(|g| g.members.iter().filter_map(|m| m.expires_at))
+            .min()
     }
 }
 

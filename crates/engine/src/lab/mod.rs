@@ -188,7 +188,9 @@ impl Lab {
     pub fn schedule_crash(&mut self, consumer: &str, after: u64) -> Result<(), LabError> {
         self.running(consumer, "only a running consumer can be made to crash")?;
         if after == 0 {
-            return Err(LabError::InvalidArgument("after must be at least 1 (use crash to crash now)".into()));
+            return Err(LabError::InvalidArgument(
+                "after must be at least 1 (use crash to crash now)".into(),
+            ));
         }
         let at = self.effects_of(consumer) + after;
         self.fault = Some(FaultPlan {
@@ -220,7 +222,8 @@ impl Lab {
         }
         let mut removed = 0;
         for log in &mut topic.partitions {
-            let mut latest: std::collections::HashMap<Vec<u8>, crate::record::Offset> = std::collections::HashMap::new();
+            let mut latest: std::collections::HashMap<Vec<u8>, crate::record::Offset> =
+                std::collections::HashMap::new();
             log.read(crate::record::Offset::MIN, usize::MAX, &mut |r| {
                 if let Some(k) = r.key {
                     latest.insert(k.to_vec(), r.offset);
@@ -230,7 +233,9 @@ impl Lab {
         }
         self.say(
             EventKind::Setup,
-            format!("compacted {name}: removed {removed} superseded record(s); offsets are kept, so gaps appear"),
+            format!(
+                "compacted {name}: removed {removed} superseded record(s); offsets are kept, so gaps appear"
+            ),
         );
         Ok(removed)
     }

@@ -122,7 +122,8 @@ impl Lab {
                 first.zip(last)
             });
             let predicted_duplicate_rows = match self.groups.get(group) {
-                Some(g) if g.sink_kind != SinkKind::Upsert && replayed > 0 => {
+                // A transactional group seeks to its sink's offsets and ignores the reset.
+                Some(g) if g.sink_kind == SinkKind::Append && replayed > 0 => {
                     let (a, b) = range.unwrap_or((0, 0));
                     (a..b).filter(|&o| g.audit.delivered(&tp, o) > 0).count() as u64
                 }
@@ -231,8 +232,10 @@ impl Lab {
                         from: None,
                     },
                 );
+                g.audit.clip_skipped(&tp, r.target);
                 if let Some(c) = r.current {
-                    g.audit.mark_skipped(&tp, c, r.target);
+                    g.audit
+                        .mark_skipped(&tp, c.clamp(r.log_start_offset, r.log_end_offset), r.target);
                 }
             }
         }

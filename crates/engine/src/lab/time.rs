@@ -16,7 +16,7 @@ impl Lab {
                 "cannot tick a negative duration ({duration}ms)"
             )));
         }
-        let target = self.now() + duration;
+        let target = self.now().saturating_add(duration);
         self.say(
             EventKind::Clock,
             format!(
@@ -30,28 +30,78 @@ impl Lab {
             self.fire_due(at)?;
         }
         self.clock.advance_to(target);
+        self.enforce_retention();
         Ok(())
+    }
+
+    /// Retention, as Kafka's log cleaner applies it with `cleanup.policy=delete`: whole closed
+    /// segments, oldest first, while the oldest is older than `retention.ms` (by its largest
+    /// timestamp) or the partition is larger than `retention.bytes` without it. Never the
+    /// active segment. The log start offset moves up.
+    fn enforce_retention(&mut self) {
+        let now = self.now();
+        let mut notes = Vec::new();
+        for topic in self.topics.values_mut() {
+            if topic.config.cleanup_policy != crate::log::CleanupPolicy::Delete {
+                continue;
+            }
+            let (by_age, by_size) = (topic.config.retention_ms, topic.config.retention_bytes);
+            for (p, log) in topic.partitions.iter_mut().enumerate() {
+                let segments = log.segments();
+                let mut total: u64 = segments.iter().map(|s| s.bytes as u64).sum();
+                let mut delete_before = None;
+                for s in segments.iter().filter(|s| !s.active) {
+                    let too_old =
+                        by_age.is_some_and(|r| s.max_timestamp.is_some_and(|t| t < now.saturating_sub(r)));
+                    let too_big = by_size.is_some_and(|b| total.saturating_sub(s.bytes as u64) >= b);
+                    if !(too_old || too_big) {
+                        break;
+                    }
+                    total -= s.bytes as u64;
+                    delete_before = Some((
+                        s.next_offset,
+                        if too_old {
+                            "retention.ms"
+                        } else {
+                            "retention.bytes"
+                        },
+                    ));
+                }
+                if let Some((before, why)) = delete_before {
+                    let start = log.log_start_offset();
+                    let removed = log.delete_segments_before(before);
+                    if removed > 0 {
+                        notes.push(format!(
+                            "retention ({why}) deleted {removed} record(s) of {}-{p} in whole segments: log start offset {start} → {}",
+                            topic.name,
+                            log.log_start_offset()
+                        ));
+                    }
+                }
+            }
+        }
+        for n in notes {
+            self.say(EventKind::Warning, n);
+        }
     }
 
     /// The earliest pending timer.
     fn next_timer(&self) -> Option<Millis> {
-        self.consumers
+        let consumer_timers = self
+            .consumers
             .values()
-            .filter_map(|c| match c.state {
-                ConsumerState::Running => {
-                    let timer = (c.config.strategy == CommitStrategy::AutoTimer)
-                        .then_some(c.next_auto_commit)
-                        .flatten();
-                    let landing = c.pending_async.iter().map(|p| p.lands_at).min();
-                    [timer, landing].into_iter().flatten().min()
-                }
-                ConsumerState::Crashed { at } => self
-                    .groups
-                    .get(&c.config.group)
-                    .filter(|g| g.is_member(c.name()))
-                    .map(|_| at + c.config.session_timeout_ms),
-                _ => None,
+            .filter(|c| c.state == ConsumerState::Running)
+            .filter_map(|c| {
+                let timer = (c.config.strategy == CommitStrategy::AutoTimer)
+                    .then_some(c.next_auto_commit)
+                    .flatten();
+                let landing = c.pending_async.iter().map(|p| p.lands_at).min();
+                [timer, landing].into_iter().flatten().min()
             })
+            .min();
+        [consumer_timers, self.next_session_expiry()]
+            .into_iter()
+            .flatten()
             .min()
     }
 
@@ -72,7 +122,7 @@ impl Lab {
             };
             if c.is_running() && c.config.strategy == CommitStrategy::AutoTimer {
                 if let Some(due) = c.next_auto_commit.filter(|&d| d <= now) {
-                    c.next_auto_commit = Some(due + c.config.auto_commit_interval_ms);
+                    c.next_auto_commit = Some(due.saturating_add(c.config.auto_commit_interval_ms));
                     self.timer_commit(name);
                 }
             }

@@ -100,6 +100,8 @@ pub struct PartitionView {
     pub in_flight: Vec<Offset>,
     pub first_start: Option<Offset>,
     pub lost_ranges: Vec<(Offset, Offset)>,
+    /// Half-open ranges skipped on purpose by a seek or an offset reset.
+    pub skipped_ranges: Vec<(Offset, Offset)>,
     /// `[from, to_exclusive, times applied]`.
     pub delivery_counts: Vec<[i64; 3]>,
     pub audit: AuditFigures,
@@ -109,7 +111,10 @@ pub struct PartitionView {
 pub struct GroupView {
     pub state: String,
     pub generation: i32,
+    /// Member ids (`c1#2`), in join order.
     pub members: Vec<String>,
+    /// Members a rebalance in progress is waiting for.
+    pub waiting_for: Vec<String>,
     /// `kafka` (`__consumer_offsets`) or `sink` (transactional sink).
     pub offsets_source: &'static str,
     /// Keyed `topic-partition`, as Kafka prints a TopicPartition.
@@ -241,7 +246,7 @@ impl Lab {
         let g = self.group(name)?;
         let stats: SinkStats = g.sink.stats()?;
         let mut partitions = Vec::new();
-        for topic in &g.topics {
+        for topic in &g.topics_seen() {
             let t = self.topic(topic)?;
             for p in 0..t.partitions.len() as i32 {
                 partitions.push(self.partition_view(name, &TopicPartition::new(topic.clone(), p))?);
@@ -255,7 +260,8 @@ impl Lab {
         Ok(GroupView {
             state: g.state().to_string(),
             generation: g.generation,
-            members: g.members.clone(),
+            members: g.members.iter().map(|m| m.id.clone()).collect(),
+            waiting_for: g.waiting_for().iter().map(|m| m.id.clone()).collect(),
             offsets_source: if g.sink_kind == SinkKind::Transactional {
                 "sink"
             } else {
@@ -298,8 +304,8 @@ impl Lab {
         let owner = g.owners.get(tp).cloned();
         let running_owner = owner
             .as_ref()
-            .and_then(|o| self.consumers.get(o))
-            .filter(|c| c.is_running());
+            .and_then(|o| self.consumers.get(o.split('#').next().unwrap_or_default()))
+            .filter(|c| c.is_running() && owner.as_deref() == Some(c.member_id().as_str()));
         let progress = Progress {
             resume: committed,
             log,
@@ -328,6 +334,11 @@ impl Lab {
             owner,
             first_start: g.audit.partition(tp).map(|p| p.first_start),
             lost_ranges: g.audit.lost_ranges(tp, progress),
+            skipped_ranges: g
+                .audit
+                .partition(tp)
+                .map(|p| p.skipped_ranges().to_vec())
+                .unwrap_or_default(),
             delivery_counts: g
                 .audit
                 .partition(tp)

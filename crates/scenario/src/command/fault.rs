@@ -20,9 +20,13 @@ pub struct Fault {
 impl Fault {
     pub fn parse(args: &mut Args) -> Result<Self, ParseError> {
         let consumer = args.word("consumer name")?;
-        let after = args.parsed("after", |v| count(v, 1_000_000_000))?.ok_or_else(|| ParseError::new("fault: missing after=N"))?;
+        let after = args
+            .parsed("after", |v| count(v, 1_000_000_000))?
+            .ok_or_else(|| ParseError::new("fault: missing after=N"))?;
         if after == 0 {
-            return Err(ParseError::new("fault: after must be at least 1 (use crash to crash now)"));
+            return Err(ParseError::new(
+                "fault: after must be at least 1 (use crash to crash now)",
+            ));
         }
         Ok(Self { consumer, after })
     }
