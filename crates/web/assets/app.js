@@ -1,0 +1,705 @@
+// offsetlab — the web lab. Plain JavaScript, no build step: the server embeds this file.
+//
+// Every control sends one line of the scenario language to POST /api/actions; the response
+// carries the new state, and a server-sent event tells the other tabs to fetch it too.
+'use strict';
+
+const EPOCH_MS = 1767225600000; // the lab clock starts at 2026-01-01T00:00:00Z
+const WINDOW = 48;               // records drawn at a time in the log strip
+
+const $ = (sel, el = document) => el.querySelector(sel);
+const $$ = (sel, el = document) => Array.from(el.querySelectorAll(sel));
+
+/** Builds an element; children are nodes or text (never parsed as HTML). */
+function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === 'class') el.className = v;
+    else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (k === 'dataset') Object.assign(el.dataset, v);
+    else el.setAttribute(k, v === true ? '' : v);
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+const ui = {
+  state: null,
+  meta: null,
+  lessons: [],
+  group: null,
+  tp: null,            // "orders-0"
+  windowFrom: null,    // first offset drawn; null = follow the consumer
+  records: [],
+  lesson: null,        // { lesson, step, answered: {} }
+  lastPlan: null,
+};
+
+// ───────────────────────────── talking to the lab ─────────────────────────────
+
+async function request(method, path, body, raw = false) {
+  const opts = { method, headers: {} };
+  if (body !== undefined) {
+    if (raw) { opts.body = body; opts.headers['Content-Type'] = 'text/plain'; }
+    else { opts.body = JSON.stringify(body); opts.headers['Content-Type'] = 'application/json'; }
+  }
+  const res = await fetch(path, opts);
+  const text = await res.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch { data = text; }
+  return { ok: res.ok, status: res.status, data };
+}
+
+/** Runs scenario lines; returns the applied result or null (the error is shown). */
+async function act(lines, { silent = false } = {}) {
+  const res = await request('POST', '/api/actions', { lines });
+  if (!res.ok) {
+    const e = res.data || {};
+    const where = lines.length > 1 && e.line ? ` (line ${e.line}: ${e.text || lines[e.line - 1]})` : '';
+    if (!silent) showAlert(`Refused: ${e.error || 'error ' + res.status}${where}. Nothing changed.`);
+    return null;
+  }
+  hideAlert();
+  const applied = res.data.applied;
+  if (applied.reset_plans && applied.reset_plans.length) {
+    ui.lastPlan = applied.reset_plans[applied.reset_plans.length - 1];
+  }
+  setState(res.data.state);
+  lessonObserve(applied.lines);
+  return applied;
+}
+
+async function refresh() {
+  const res = await request('GET', '/api/state');
+  if (res.ok) setState(res.data);
+}
+
+function setState(s) {
+  if (ui.state && s.version < ui.state.version) return;
+  const previous = ui.state;
+  ui.state = s;
+  window.__version = s.version; // lets tests and tools wait for a given state
+  const groups = Object.keys(s.groups);
+  if (!ui.group || !s.groups[ui.group]) ui.group = groups[0] || null;
+  render(previous);
+}
+
+function listen() {
+  const conn = $('#conn');
+  const es = new EventSource('/api/events');
+  es.addEventListener('open', () => { conn.textContent = 'live'; });
+  es.addEventListener('error', () => { conn.textContent = 'reconnecting…'; });
+  es.addEventListener('state', (ev) => {
+    const { version } = JSON.parse(ev.data);
+    if (!ui.state || version > ui.state.version) refresh();
+  });
+}
+
+function showAlert(text, ok = false) {
+  const a = $('#alert');
+  a.textContent = text;
+  a.classList.toggle('ok', ok);
+  a.hidden = false;
+}
+function hideAlert() { $('#alert').hidden = true; }
+
+// ───────────────────────────── helpers ─────────────────────────────
+
+const fmtT = (ms) => {
+  const s = (ms - EPOCH_MS) / 1000;
+  return Number.isInteger(s) ? `t=${s}s` : `t=${s.toFixed(3)}s`;
+};
+const fmtDur = (ms) => (ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`);
+const dash = (v) => (v === null || v === undefined ? '–' : String(v));
+const tpKey = (p) => `${p.topic}-${p.partition}`;
+
+function group() { return ui.state && ui.group ? ui.state.groups[ui.group] : null; }
+function partitionView() {
+  const g = group();
+  if (!g) return null;
+  return g.partitions.find((p) => tpKey(p) === ui.tp) || g.partitions[0] || null;
+}
+function delivered(p, offset) {
+  for (const [a, b, n] of p.delivery_counts) if (offset >= a && offset < b) return n;
+  return 0;
+}
+const inRanges = (ranges, o) => ranges.some(([a, b]) => o >= a && o < b);
+
+function flash(id) {
+  const el = document.getElementById(id);
+  if (!el) return;
+  el.classList.remove('flash');
+  void el.offsetWidth;
+  el.classList.add('flash');
+}
+
+// ───────────────────────────── rendering ─────────────────────────────
+
+function render(previous) {
+  renderGroupTabs();
+  renderCards(previous);
+  renderPartitionSelect();
+  renderLog();
+  renderNarrative();
+  renderSink();
+  renderConsumerOffsets();
+  renderConsumers();
+  renderSelects();
+  renderPlan();
+  $('#clock').textContent = `clock ${fmtT(ui.state.clock_ms)}`;
+  renderLessonPanel();
+}
+
+function renderGroupTabs() {
+  const box = $('#group-tabs');
+  box.replaceChildren(...Object.keys(ui.state.groups).map((name) =>
+    h('button', { class: 'chip', 'aria-pressed': String(name === ui.group), onclick: () => { ui.group = name; ui.windowFrom = null; render(); } }, name)));
+  if (!Object.keys(ui.state.groups).length) box.append(h('span', { class: 'muted' }, 'no group yet — start a consumer'));
+}
+
+function renderCards(previous) {
+  const g = group();
+  const p = partitionView();
+  const prevG = previous && ui.group ? previous.groups[ui.group] : null;
+  if (!g || !p) {
+    for (const id of ['fig-committed', 'fig-rows', 'fig-lost', 'fig-dup']) $('#' + id).textContent = '–';
+    $('#fig-lag').textContent = ''; $('#fig-distinct').textContent = ''; $('#fig-dup-sub').textContent = '';
+    return;
+  }
+  $('#fig-committed').textContent = `${dash(p.committed)} / ${p.log_end_offset}`;
+  const totalLag = Object.values(g.lag).reduce((s, l) => s + (l || 0), 0);
+  $('#fig-lag').textContent = p.lag === null
+    ? `${tpKey(p)}: nothing committed yet`
+    : `${tpKey(p)} lag: ${p.lag} record(s)` + (g.partitions.length > 1 ? ` · group total ${totalLag}` : '') + (g.offsets_source === 'sink' ? ' · offsets in the sink' : '');
+  $('#fig-rows').textContent = g.sink.rows;
+  $('#fig-distinct').textContent = `${g.sink.distinct_keys} distinct orders written · ${g.sink.kind} sink`;
+  $('#fig-lost').textContent = g.audit.lost;
+  $('#card-lost').classList.toggle('alarm', g.audit.lost > 0);
+  const lostRanges = g.partitions.flatMap((q) => q.lost_ranges.map(([a, b]) => `${tpKey(q)} ${b - a > 1 ? `${a}..${b - 1}` : a}`));
+  $('#fig-lost-sub').textContent = g.audit.lost ? `never applied: ${lostRanges.join(', ')}` : 'passed but never applied, no error raised';
+  $('#fig-dup').textContent = g.audit.duplicates;
+  $('#card-dup').classList.toggle('alarm', g.audit.duplicates > 0);
+  $('#fig-dup-sub').textContent = `${g.audit.redeliveries} redelivered (${g.audit.crash_redeliveries} after a crash) · ${g.audit.replays} replayed on purpose · ${g.audit.duplicate_rows} duplicate rows`;
+  if (prevG) {
+    if (prevG.audit.lost !== g.audit.lost) flash('card-lost');
+    if (prevG.audit.duplicates !== g.audit.duplicates) flash('card-dup');
+    if (prevG.sink.rows !== g.sink.rows) flash('card-rows');
+  }
+}
+
+function renderPartitionSelect() {
+  const g = group();
+  const sel = $('#log-partition');
+  const tps = g ? g.partitions.map(tpKey) : ui.state.topics.flatMap((t) => t.partitions.map((p) => `${t.name}-${p.partition}`));
+  if (!ui.tp || !tps.includes(ui.tp)) { ui.tp = tps[0] || null; ui.windowFrom = null; }
+  sel.replaceChildren(...tps.map((k) => h('option', { value: k, selected: k === ui.tp }, k)));
+}
+
+function currentLog() {
+  if (!ui.tp) return null;
+  const i = ui.tp.lastIndexOf('-');
+  const topic = ui.tp.slice(0, i), partition = Number(ui.tp.slice(i + 1));
+  const t = ui.state.topics.find((x) => x.name === topic);
+  const p = t && t.partitions.find((x) => x.partition === partition);
+  return p ? { topic, partition, ...p } : null;
+}
+
+function followFrom(log, p) {
+  const anchors = [p && p.position, p && p.committed].filter((x) => x !== null && x !== undefined);
+  const anchor = anchors.length ? Math.min(...anchors) : log.log_start_offset;
+  let from = Math.max(log.log_start_offset, anchor - 8);
+  if (log.log_end_offset - from < WINDOW) from = Math.max(log.log_start_offset, log.log_end_offset - WINDOW + 1);
+  return from;
+}
+
+/** One record in the strip: its markers stacked above it, then the box. */
+function slot(marks, box, label) {
+  return h('div', { class: 'slot', role: 'listitem', 'aria-label': label }, h('div', { class: 'marks', 'aria-hidden': 'true' }, ...marks), box);
+}
+
+let logFetch = 0;
+async function renderLog() {
+  const log = currentLog();
+  const strip = $('#log-strip');
+  const p = partitionView();
+  if (!log) { strip.replaceChildren(h('p', { class: 'muted' }, 'No topic yet.')); return; }
+  $('#log-title').textContent = `Partition ${ui.tp} log`;
+  const key = ui.group ? `('${ui.group}', '${log.topic}', ${log.partition})` : null;
+  const latest = key && ui.state.consumer_offsets.latest.find((e) => e.key === key);
+  $('#offsets-key').replaceChildren(
+    key ? h('span', {}, '__consumer_offsets key ', h('code', {}, key), ' → ', h('strong', {}, latest ? `offset ${latest.offset}` : 'nothing committed'),
+      latest ? h('span', { class: 'muted' }, ` (by ${latest.metadata || '?'}, at ${fmtT(latest.commit_timestamp)})`) : '') : h('span', { class: 'muted' }, 'start a consumer to see its group’s offsets'));
+  const from = ui.windowFrom ?? followFrom(log, p);
+  const my = ++logFetch;
+  const res = await request('GET', `/api/records?topic=${encodeURIComponent(log.topic)}&partition=${log.partition}&from=${from}&limit=${WINDOW}`);
+  if (my !== logFetch || !res.ok) return;
+  const recs = res.data.records;
+  const inflight = new Set(p ? p.in_flight : []);
+  const boxes = recs.map((r) => {
+    const o = r.offset;
+    const n = p ? delivered(p, o) : 0;
+    const lost = p && inRanges(p.lost_ranges, o);
+    const skipped = p && n === 0 && inRanges(p.skipped_ranges, o);
+    let cls = 'rec', badge = null, status = 'not read yet';
+    if (inflight.has(o)) { cls += ' inflight'; status = 'in flight: polled, not processed'; }
+    else if (lost) { cls += ' lost'; badge = '✗'; status = 'silently lost'; }
+    else if (n >= 2) { cls += ' dup'; badge = `×${n}`; status = `applied ${n} times`; }
+    else if (n === 1) { cls += ' applied'; status = 'applied once'; }
+    else if (skipped) { cls += ' skipped'; status = 'skipped on purpose'; }
+    if (inflight.has(o) && n >= 1) badge = `×${n}`;
+    const marks = [];
+    if (o === res.data.log_start_offset) marks.push(h('span', { class: 'mk m-start' }, 'log start'));
+    if (p && p.committed === o) marks.push(h('span', { class: 'mk m-committed' }, 'committed'));
+    if (p && p.position === o) marks.push(h('span', { class: 'mk m-position' }, 'position'));
+    return slot(marks, h('div', { class: cls, title: `offset ${o} · ${r.key || '(no key)'} · ${status}\n${r.value || ''}\n${fmtT(r.timestamp)}` },
+      badge ? h('span', { class: 'badge' }, badge) : null,
+      h('span', { class: 'off' }, o), h('span', { class: 'key' }, r.key || '∅')), `offset ${o}, ${r.key || 'no key'}, ${status}` + marks.map((m) => `, ${m.textContent}`).join(''));
+  });
+  const end = res.data.log_end_offset;
+  if (!recs.length || recs[recs.length - 1].offset === end - 1 || end === from) {
+    const marks = [h('span', { class: 'mk m-end' }, 'LEO')];
+    if (p && p.committed === end) marks.push(h('span', { class: 'mk m-committed' }, 'committed'));
+    if (p && p.position === end) marks.push(h('span', { class: 'mk m-position' }, 'position'));
+    boxes.push(slot(marks, h('div', { class: 'rec leo' }, h('span', { class: 'off' }, end), h('span', { class: 'key' }, 'next')), `log end offset ${end}: the next record goes here` + marks.map((m) => `, ${m.textContent}`).join('')));
+  }
+  strip.replaceChildren(...boxes);
+  const last = recs.length ? recs[recs.length - 1].offset : from;
+  $('#log-range').textContent = recs.length ? `offsets ${recs[0].offset}–${last} of ${res.data.log_start_offset}–${end - 1}` : (end > 0 ? `log start ${res.data.log_start_offset}, log end ${end}` : 'empty');
+}
+
+function renderNarrative() {
+  const list = $('#narrative');
+  const { events, total } = ui.state.narrative;
+  if (list.dataset.total === String(total) && list.childElementCount) return;
+  list.dataset.total = String(total);
+  list.replaceChildren(...events.map((e) => h('li', { class: `k-${e.kind}` }, h('span', { class: 't' }, fmtT(e.at)), h('span', { class: 'x' }, e.text))));
+  $('#narrative-count').textContent = `${total} event(s)`;
+  list.scrollTop = list.scrollHeight;
+}
+
+function renderSink() {
+  const tbody = $('#sink-table tbody');
+  const tail = ui.group && ui.state.sink_rows[ui.group];
+  const g = group();
+  $('#sink-title').textContent = g ? `Sink table — ${ui.group} (${g.sink.kind})` : 'Sink table';
+  if (!tail) { tbody.replaceChildren(); $('#sink-meta').textContent = ''; return; }
+  $('#sink-meta').textContent = `${tail.total} row(s)` + (tail.total > tail.rows.length ? `, the last ${tail.rows.length} shown` : '') + (g.sink.duplicate_rows ? ` · ${g.sink.duplicate_rows} duplicate` : '');
+  tbody.replaceChildren(...tail.rows.map((r) => {
+    let status = '';
+    try { status = JSON.parse(r.value).status || ''; } catch { status = ''; }
+    return h('tr', { class: r.duplicate ? 'dup' : '' },
+      h('td', {}, r.row_id), h('td', {}, r.key), h('td', {}, status), h('td', {}, `${r.topic}-${r.partition}@${r.offset}`),
+      h('td', {}, `${r.consumer}#${r.incarnation}`), h('td', {}, h('span', { class: `tag r-${r.reason}` }, r.reason)), h('td', {}, r.writes));
+  }));
+}
+
+function renderConsumerOffsets() {
+  const tbody = $('#co-table tbody');
+  const latest = new Map(ui.state.consumer_offsets.latest.map((e) => [e.key, e.offset]));
+  const recs = ui.state.consumer_offsets_records;
+  const newest = new Map();
+  for (const r of recs) newest.set(keyOf(r.key), r.offset);
+  tbody.replaceChildren(...recs.slice().reverse().map((r) => {
+    const k = keyOf(r.key);
+    const superseded = newest.get(k) !== r.offset;
+    return h('tr', { class: superseded ? 'superseded' : '' }, h('td', {}, r.offset), h('td', {}, h('code', {}, k)),
+      h('td', {}, r.value ? `offset ${r.value.offset}` : 'tombstone'), h('td', {}, r.value ? r.value.metadata : ''));
+  }));
+  const co = ui.state.consumer_offsets;
+  $('#co-title').replaceChildren(h('code', {}, '__consumer_offsets'), ` — ${co.records} record(s) retained, ${latest.size} key(s)`);
+}
+const keyOf = (k) => `('${k.group}', '${k.topic}', ${k.partition})`;
+
+function consumerCard(c) {
+  const st = c.state.state;
+  const running = st === 'running';
+  const line = (cmd) => `${cmd} ${c.name}`;
+  const btn = (label, l, enabled, extra = {}) => h('button', { class: 'btn small', 'data-line': l, disabled: !enabled, onclick: () => act([l]), ...extra }, label);
+  const positions = c.assignment.length ? c.assignment.map((a) => `${a.topic}-${a.partition}@${a.position}`).join(', ') : (running ? 'none assigned' : '–');
+  const strategy = ui.meta && ui.meta.strategies.find((s) => s.name === c.strategy);
+  let timer = null;
+  if (running && c.auto_commit_due_in_ms !== null && c.auto_commit_due_in_ms !== undefined) {
+    timer = h('span', { class: 'timer' }, h('meter', { min: 0, max: c.auto_commit_interval_ms, value: c.auto_commit_interval_ms - c.auto_commit_due_in_ms, 'aria-label': 'auto-commit timer' }), `fires in ${fmtDur(c.auto_commit_due_in_ms)}`);
+  }
+  const g = ui.state.groups[c.group];
+  const waiting = g && g.waiting_for.length && running ? `group rebalancing: waiting for ${g.waiting_for.join(', ')}` : null;
+  const seekSel = h('select', { 'aria-label': `seek target for ${c.name}` }, ['earliest', 'latest', 'offset…', '@time…', '@-ago…'].map((v) => h('option', { value: v }, v)));
+  const seekVal = h('input', { class: 'narrow', placeholder: '0 / 5s / 1h', 'aria-label': `seek value for ${c.name}` });
+  const doSeek = () => {
+    const v = seekSel.value, x = seekVal.value.trim();
+    const to = v === 'earliest' || v === 'latest' ? v : v === 'offset…' ? x : v === '@time…' ? `@${x}` : `@-${x}`;
+    act([`seek ${c.name} to=${to}`]);
+  };
+  return h('article', { class: `consumer ${st}`, 'aria-label': `consumer ${c.name}` },
+    h('div', { class: 'consumer-head' }, h('strong', {}, c.name), h('span', { class: `state ${st}` }, st), h('span', { class: 'muted' }, `${c.member_id} · ${c.group} · gen ${c.generation}`)),
+    h('dl', { class: 'kv' },
+      h('dt', {}, 'commit'), h('dd', { title: strategy ? strategy.explanation : '' }, c.strategy + (c.strategy.startsWith('auto') ? ` every ${fmtDur(c.auto_commit_interval_ms)}` : '')),
+      h('dt', {}, 'position'), h('dd', {}, positions),
+      h('dt', {}, 'in flight'), h('dd', {}, `${c.in_flight} record(s)` + (c.pending_async_commits ? ` · ${c.pending_async_commits} async commit(s) pending` : '')),
+      timer ? h('dt', {}, 'auto-commit') : null, timer ? h('dd', {}, timer) : null,
+      waiting ? h('dt', {}, 'note') : null, waiting ? h('dd', {}, waiting) : null,
+      c.state.error ? h('dt', {}, 'error') : null, c.state.error ? h('dd', {}, c.state.error) : null),
+    strategy ? h('p', { class: 'hint' }, strategy.explanation) : null,
+    h('div', { class: 'btns' },
+      btn('Poll', line('poll'), running),
+      btn('Process next', line('process'), running && c.in_flight > 0),
+      btn('Process all', `process ${c.name} count=all`, running && c.in_flight > 0),
+      btn('Commit', line('commit'), running),
+      btn('Crash ✗', line('crash'), running, { class: 'btn small danger' }),
+      btn('Restart', line('restart'), !running),
+      btn('Close', line('close'), running)),
+    h('div', { class: 'seek-row' }, seekSel, seekVal, h('button', { class: 'btn small', disabled: !running, onclick: doSeek }, 'Seek')));
+}
+
+function renderConsumers() {
+  const box = $('#consumers');
+  const cs = ui.state.consumers;
+  box.replaceChildren(...(cs.length ? cs.map(consumerCard) : [h('p', { class: 'muted' }, 'No consumer yet: add one below.')]));
+}
+
+function renderSelects() {
+  const topics = ui.state.topics.map((t) => t.name);
+  for (const id of ['produce-topic', 'consumer-topic', 'reset-topic']) {
+    const sel = $('#' + id);
+    const cur = sel.value;
+    sel.replaceChildren(...topics.map((t) => h('option', { value: t, selected: t === cur }, t)));
+  }
+  $('#group-list').replaceChildren(...Object.keys(ui.state.groups).map((g) => h('option', { value: g })));
+}
+
+function renderPlan() {
+  const box = $('#reset-plan');
+  const plan = ui.lastPlan;
+  if (!plan) { box.replaceChildren(); return; }
+  const rows = plan.rows.map((r) => h('tr', {},
+    h('td', {}, `${r.topic}-${r.partition}`), h('td', {}, dash(r.current)), h('td', {}, r.target + (r.clamped ? ' (clamped)' : '')),
+    h('td', {}, r.replayed), h('td', {}, r.skipped), h('td', {}, r.predicted_duplicate_rows)));
+  const replayed = plan.rows.reduce((s, r) => s + r.replayed, 0);
+  const skipped = plan.rows.reduce((s, r) => s + r.skipped, 0);
+  const dups = plan.rows.reduce((s, r) => s + r.predicted_duplicate_rows, 0);
+  const spans = plan.rows.filter((r) => r.span).map((r) => `${fmtT(r.span[0])}…${fmtT(r.span[1])}`);
+  box.replaceChildren(h('div', { class: 'plan' },
+    h('strong', {}, plan.executed ? `Executed for ${plan.group}` : `Dry run for ${plan.group} — nothing changed`),
+    h('table', {}, h('thead', {}, h('tr', {}, ['partition', 'current', 'new', 'replayed', 'skipped', 'dup rows'].map((x) => h('th', {}, x)))), h('tbody', {}, rows)),
+    h('p', { class: 'radius' }, `Blast radius: ${replayed} record(s) replayed, ${skipped} skipped for good, ${dups} duplicate row(s) expected in the sink` + (spans.length ? `; records from ${spans.join(', ')}` : '') + '.')));
+}
+
+// ───────────────────────────── forms ─────────────────────────────
+
+function setupForms() {
+  $('#produce-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const f = new FormData(e.target);
+    const key = String(f.get('key') || '').trim();
+    act([`produce ${f.get('topic')} count=${f.get('count')}` + (key ? ` key=${key}` : '')]);
+  });
+  $$('[data-tick]').forEach((b) => b.addEventListener('click', () => act([`tick ${b.dataset.tick}`])));
+  $('#tick-form').addEventListener('submit', (e) => { e.preventDefault(); const d = new FormData(e.target).get('d'); if (d) act([`tick ${d}`]); });
+  $('#consumer-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const f = new FormData(e.target);
+    act([`consumer ${f.get('name')} group=${f.get('group')} topic=${f.get('topic')} commit=${f.get('commit')} interval=${f.get('interval')} max-poll=${f.get('max-poll')} sink=${f.get('sink')} reset=${f.get('reset')}`]);
+  });
+  const resetLine = (execute) => {
+    const f = new FormData($('#reset-form'));
+    const spec = f.get('spec');
+    const value = String(f.get('value') || '').trim();
+    const needsValue = !['to-earliest', 'to-latest', 'to-current'].includes(spec);
+    return `reset-offsets ${f.get('group')} topic=${f.get('topic')} ${needsValue ? `${spec}=${value}` : spec}` + (execute ? ' execute' : '');
+  };
+  $('#reset-form').addEventListener('submit', (e) => { e.preventDefault(); act([resetLine(false)]); });
+  $('#reset-execute').addEventListener('click', () => act([resetLine(true)]));
+  $('#topic-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const f = new FormData(e.target);
+    const seg = String(f.get('segment.records') || '').trim();
+    act([`topic ${f.get('name')} partitions=${f.get('partitions')}` + (seg ? ` segment.records=${seg}` : '') + ` cleanup.policy=${f.get('cleanup.policy')}`]);
+  });
+  $('#line-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const line = $('#line-input').value.trim();
+    if (line) act([line]).then((ok) => { if (ok) $('#line-input').value = ''; });
+  });
+  $('#compact-offsets').addEventListener('click', () => act(['compact __consumer_offsets']));
+  $('#log-partition').addEventListener('change', (e) => { ui.tp = e.target.value; ui.windowFrom = null; renderLog(); renderCards(); });
+  $('#log-prev').addEventListener('click', () => moveWindow(-WINDOW));
+  $('#log-next').addEventListener('click', () => moveWindow(WINDOW));
+  $('#log-goto').addEventListener('change', (e) => { ui.windowFrom = Math.max(0, Number(e.target.value) - 4); renderLog(); });
+  $$('[data-jump]').forEach((b) => b.addEventListener('click', () => {
+    const log = currentLog(); const p = partitionView();
+    if (!log) return;
+    const to = { start: log.log_start_offset, end: Math.max(log.log_start_offset, log.log_end_offset - WINDOW + 1), committed: p && p.committed, position: p && p.position }[b.dataset.jump];
+    ui.windowFrom = to === null || to === undefined ? null : Math.max(log.log_start_offset, b.dataset.jump === 'end' || b.dataset.jump === 'start' ? to : to - 8);
+    renderLog();
+  }));
+  $('#strategy-select').addEventListener('change', updateHints);
+  $('#sink-select').addEventListener('change', updateHints);
+  $('#reset-lab').addEventListener('click', async () => {
+    ui.lesson = null;
+    const res = await request('POST', '/api/scenario', ui.meta.lab_scenario, true);
+    if (res.ok) { ui.windowFrom = null; setState(res.data); showAlert('Back to the seed lab.', true); }
+  });
+  $('#import').addEventListener('change', async (e) => {
+    const file = e.target.files[0];
+    if (!file) return;
+    const text = await file.text();
+    const res = await request('POST', '/api/scenario', text, true);
+    e.target.value = '';
+    if (res.ok) { ui.lesson = null; setState(res.data); showAlert(`Loaded ${file.name}.`, true); }
+    else showAlert(`Could not load ${file.name}: line ${res.data.line}: ${res.data.error}. The lab is unchanged.`);
+  });
+}
+
+function moveWindow(delta) {
+  const log = currentLog();
+  if (!log) return;
+  const cur = ui.windowFrom ?? followFrom(log, partitionView());
+  ui.windowFrom = Math.min(Math.max(log.log_start_offset, cur + delta), Math.max(log.log_start_offset, log.log_end_offset - 1));
+  renderLog();
+}
+
+function updateHints() {
+  if (!ui.meta) return;
+  const s = ui.meta.strategies.find((x) => x.name === $('#strategy-select').value);
+  const k = ui.meta.sinks.find((x) => x.name === $('#sink-select').value);
+  $('#strategy-hint').textContent = s ? s.explanation : '';
+  $('#sink-hint').textContent = k ? k.explanation : '';
+}
+
+// ───────────────────────────── views ─────────────────────────────
+
+function showView(name) {
+  $$('.tabs [role=tab]').forEach((t) => t.setAttribute('aria-selected', String(t.dataset.view === name)));
+  $$('.view').forEach((v) => { v.hidden = v.id !== `view-${name}`; });
+  if (name === 'explorer') loadMatrix();
+  if (location.hash !== `#${name}`) history.replaceState(null, '', `#${name}`);
+}
+
+function setupTabs() {
+  const tabs = $$('.tabs [role=tab]');
+  tabs.forEach((t, i) => {
+    t.addEventListener('click', () => showView(t.dataset.view));
+    t.addEventListener('keydown', (e) => {
+      if (e.key !== 'ArrowRight' && e.key !== 'ArrowLeft') return;
+      const next = tabs[(i + (e.key === 'ArrowRight' ? 1 : tabs.length - 1)) % tabs.length];
+      next.focus(); showView(next.dataset.view);
+    });
+  });
+}
+
+// ───────────────────────────── explorer ─────────────────────────────
+
+let matrixLoaded = false;
+async function loadMatrix() {
+  if (matrixLoaded) return;
+  const res = await request('GET', '/api/explore');
+  if (!res.ok) { $('#matrix').replaceChildren(h('p', {}, 'Could not compute the matrix.')); return; }
+  matrixLoaded = true;
+  const cells = res.data.cells;
+  const sinks = ['append', 'upsert', 'transactional'];
+  const strategies = [...new Set(cells.map((c) => c.strategy))];
+  const table = h('table', { class: 'matrix' },
+    h('thead', {}, h('tr', {}, h('th', {}, 'strategy \\ sink'), sinks.map((s) => h('th', { scope: 'col' }, s)))),
+    h('tbody', {}, strategies.map((st) => {
+      const meta = ui.meta.strategies.find((x) => x.name === st);
+      return h('tr', {}, h('th', { class: 'row', scope: 'row' }, st, h('small', {}, meta ? meta.explanation : '')),
+        sinks.map((sk) => {
+          const c = cells.find((x) => x.strategy === st && x.sink === sk);
+          const cls = c.max_lost > 0 ? 'lost' : (c.max_duplicate_rows > 0 || c.max_duplicates > 0) ? 'dup' : 'clean';
+          const verdict = c.max_lost > 0 ? `loses up to ${c.max_lost}` : c.max_duplicate_rows > 0 ? `duplicates up to ${c.max_duplicate_rows} rows`
+            : c.max_duplicates > 0 ? `redelivers ${c.max_duplicates}, rows converge` : 'no loss, no duplicate';
+          return h('td', {}, h('button', { class: cls, 'data-cell': `${st}/${sk}`, onclick: () => replayCell(st, sk), 'aria-label': `${st} with ${sk} sink: ${verdict}. Load its worst crash into the lab.` },
+            h('span', { class: 'verdict' }, verdict),
+            h('span', {}, `lost ≤ ${c.max_lost} (total ${c.total_lost}) · duplicates ≤ ${c.max_duplicates} · dup rows ≤ ${c.max_duplicate_rows}`),
+            h('br'), h('small', { class: 'muted' }, `${c.crash_points} crash points · worst after effect #${c.worst_crash_point}`)));
+        }));
+    })));
+  $('#matrix').replaceChildren(table);
+}
+
+async function replayCell(strategy, sink) {
+  const res = await request('POST', '/api/explore/replay', { strategy, sink });
+  if (!res.ok) { showAlert(`Could not replay: ${res.data.error}`); return; }
+  ui.lesson = null; ui.windowFrom = null;
+  setState(res.data);
+  showView('lab');
+  showAlert(`Loaded the worst crash of ${strategy} × ${sink}: c1 just died. Tick 45s for its session to expire, restart c1 and process to the end to see what was lost or duplicated.`, true);
+}
+
+// ───────────────────────────── lessons ─────────────────────────────
+
+const KEY_LABELS = {
+  lost: 'Silently lost', duplicates: 'Duplicates', 'duplicate-rows': 'duplicate rows', redeliveries: 'redeliveries',
+  'crash-redeliveries': 'redeliveries after a crash', replays: 'deliberate replays', skipped: 'records skipped on purpose',
+  deliveries: 'deliveries', 'sink-rows': 'Sink rows', 'distinct-keys': 'distinct orders written', committed: 'the committed offset',
+  lag: 'the lag', 'log-end-offset': 'the log end offset', 'log-start-offset': 'the log start offset', state: 'the consumer state',
+  position: 'the consumer position', 'in-flight': 'records in flight', generation: 'the generation',
+};
+
+function parseExpect(line) {
+  const scope = [], checks = [];
+  for (const tok of line.split(/\s+/).slice(1)) {
+    const [k, v] = tok.split('=');
+    if (['group', 'topic', 'partition', 'consumer'].includes(k)) scope.push(`${k} ${v}`);
+    else checks.push({ key: k, value: v });
+  }
+  return { scope, checks };
+}
+
+async function loadLessons() {
+  const res = await request('GET', '/api/lessons');
+  if (!res.ok) return;
+  ui.lessons = res.data;
+  const done = JSON.parse(localStorage.getItem('offsetlab.done') || '[]');
+  $('#lesson-list').replaceChildren(...ui.lessons.map((l) => h('li', {},
+    h('span', { class: `num${done.includes(l.number) ? ' done' : ''}` }, `Lesson ${l.number}`),
+    h('strong', {}, l.title), h('p', {}, l.introduction),
+    h('div', {}, h('button', { class: 'btn primary', onclick: () => startLesson(l.number) }, 'Start'), ' ', h('span', { class: 'muted' }, `${l.steps.length} steps`)))));
+}
+
+async function startLesson(number) {
+  const lesson = ui.lessons.find((l) => l.number === number);
+  if (!lesson) return;
+  const res = await request('POST', '/api/scenario', '', true);
+  if (!res.ok) return;
+  ui.lesson = { lesson, step: 0, answered: {}, note: null };
+  ui.windowFrom = null; ui.lastPlan = null;
+  setState(res.data);
+  showView('lab');
+  hideAlert();
+  $('#lesson-panel').scrollIntoView({ block: 'start' });
+}
+
+function lessonObserve(lines) {
+  const run = ui.lesson;
+  if (!run) return;
+  const step = run.lesson.steps[run.step];
+  if (!step || step.command === 'expect') return;
+  if (lines.includes(step.line)) { run.step += 1; run.answered = {}; run.note = null; }
+  else run.note = `That was “${lines.join('; ')}”, not this step. It happened anyway; to keep the lesson’s figures exact, do this step next.`;
+  renderLessonPanel();
+}
+
+function renderLessonPanel() {
+  const panel = $('#lesson-panel');
+  $$('.btn.hl').forEach((b) => b.classList.remove('hl'));
+  const run = ui.lesson;
+  if (!run) { panel.hidden = true; return; }
+  panel.hidden = false;
+  const { lesson } = run;
+  const total = lesson.steps.length;
+  const head = h('div', { class: 'row' }, h('h2', {}, `Lesson ${lesson.number}: ${lesson.title}`),
+    h('button', { class: 'btn small', onclick: () => { ui.lesson = null; renderLessonPanel(); } }, 'Leave lesson'));
+  const progress = h('div', { class: 'progress', role: 'progressbar', 'aria-valuemin': 0, 'aria-valuemax': total, 'aria-valuenow': run.step }, h('span', { style: `width:${(100 * run.step) / total}%` }));
+  if (run.step >= total) {
+    const done = JSON.parse(localStorage.getItem('offsetlab.done') || '[]');
+    if (!done.includes(lesson.number)) { done.push(lesson.number); localStorage.setItem('offsetlab.done', JSON.stringify(done)); }
+    panel.replaceChildren(head, progress, h('p', { class: 'explain' }, '✔ Lesson complete. Every claim it made was checked against the lab.'),
+      h('div', { class: 'row' }, h('button', { class: 'btn primary', onclick: () => { ui.lesson = null; showView('lessons'); loadLessons(); } }, 'Back to the lessons'),
+        h('button', { class: 'btn', onclick: () => { ui.lesson = null; renderLessonPanel(); } }, 'Keep playing with this lab')));
+    return;
+  }
+  const step = lesson.steps[run.step];
+  const counter = h('p', { class: 'muted' }, `Step ${run.step + 1} of ${total}`);
+  const explain = step.explanation ? h('p', { class: 'explain' }, step.explanation) : null;
+  if (step.command === 'expect') {
+    const { scope, checks } = parseExpect(step.line);
+    const rows = checks.map((c) => {
+      const input = h('input', { class: 'narrow', 'aria-label': KEY_LABELS[c.key] || c.key, value: run.answered[c.key] ?? '' });
+      const feedback = h('span', { class: 'feedback' });
+      const check = () => {
+        const v = input.value.trim();
+        run.answered[c.key] = v;
+        if (v === c.value) { feedback.textContent = '✔ right'; feedback.className = 'feedback good'; }
+        else { feedback.textContent = v ? `not quite — look again${c.key.match(/lost|dup|rows|keys|redeliv|replay/) ? ' at the cards' : ''}` : ''; feedback.className = 'feedback bad'; }
+        maybeAdvance();
+      };
+      input.addEventListener('change', check);
+      input.addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); check(); } });
+      if (run.answered[c.key] === c.value) { feedback.textContent = '✔ right'; feedback.className = 'feedback good'; }
+      return h('div', { class: 'q' }, h('label', {}, `What does the lab show for ${KEY_LABELS[c.key] || c.key}?`, input), feedback);
+    });
+    const maybeAdvance = async () => {
+      if (run.checking || !checks.every((c) => run.answered[c.key] === c.value)) return;
+      // The lab itself checks the claim too: the expect line runs on the server.
+      const at = run.step;
+      run.checking = true;
+      const ok = await act([step.line], { silent: true });
+      run.checking = false;
+      if (run.step !== at || ui.lesson !== run) return;
+      if (ok) { run.step += 1; run.answered = {}; run.note = null; }
+      else run.note = `The lab disagrees with “${step.line}”: did an extra action change it? Restart the lesson to replay it exactly.`;
+      renderLessonPanel();
+    };
+    const reveal = h('button', { class: 'btn small', onclick: () => { for (const c of checks) run.answered[c.key] = c.value; maybeAdvance(); } }, 'Show me the answer');
+    panel.replaceChildren(head, progress, counter, explain, h('p', {}, h('strong', {}, 'Check what you see'), scope.length ? ` (${scope.join(', ')})` : ''), ...rows,
+      run.note ? h('p', { class: 'feedback bad' }, run.note) : null,
+      h('div', { class: 'row' }, reveal, h('code', { class: 'line' }, step.line)));
+    const first = rows[0] && rows[0].querySelector('input');
+    if (first && document.activeElement === document.body) first.focus();
+    return;
+  }
+  const target = $$('[data-line]').find((b) => b.dataset.line === step.line && !b.disabled);
+  if (target) target.classList.add('hl');
+  panel.replaceChildren(head, progress, counter, explain,
+    h('p', {}, h('strong', {}, 'Do this: '), h('code', { class: 'line' }, step.line)),
+    h('p', { class: 'muted' }, target ? 'Use the highlighted button in the lab, or run it from here.' : 'Run it from here, or type it in the “Scenario line” box.'),
+    run.note ? h('p', { class: 'feedback bad' }, run.note) : null,
+    h('div', { class: 'row' }, h('button', { class: 'btn primary', onclick: () => act([step.line]) }, 'Run this step')));
+}
+
+// ───────────────────────────── learn ─────────────────────────────
+
+function renderLearn() {
+  const C = window.OFFSETLAB_CONTENT;
+  const box = $('#learn');
+  const runLink = (r) => r ? h('button', { class: 'btn small', onclick: () => (r.lesson ? startLesson(r.lesson) : showView('explorer')) }, r.lesson ? `Run lesson ${r.lesson}` : 'Open the explorer') : null;
+  const how = h('section', { class: 'learn-section', id: 'learn-how' }, h('h2', {}, 'How it works under the hood'), C.how.map((p) => h('p', {}, p)));
+  const principles = h('section', { class: 'learn-section', id: 'learn-principles' }, h('h2', {}, 'Core principles'),
+    h('ul', {}, C.principles.map((p) => h('li', {}, h('strong', {}, p.title + ' '), p.text, ' ', runLink(p.run)))));
+  const quiz = h('section', { class: 'learn-section', id: 'learn-quiz' }, h('h2', {}, 'Misconceptions quiz'),
+    h('p', { class: 'muted' }, 'Each statement is a belief people hold about Kafka. Pick an answer, then run the proof.'),
+    C.quiz.map((q, i) => {
+      const answer = h('div', { class: 'answer', hidden: true });
+      const choose = (j) => {
+        const right = j === q.correct;
+        answer.hidden = false;
+        answer.className = `answer ${right ? 'right' : 'wrong'}`;
+        answer.replaceChildren(h('strong', {}, right ? '✔ Right. ' : '✗ Not quite. '), q.explanation, ' ', runLink(q.run));
+      };
+      return h('div', { class: 'quiz-q' }, h('fieldset', {}, h('legend', {}, `${i + 1}. ${q.question}`),
+        q.options.map((o, j) => h('label', {}, h('input', { type: 'radio', name: `quiz-${i}`, onchange: () => choose(j) }), o))), answer);
+    }));
+  const I = C.interview;
+  const interview = h('section', { class: 'learn-section', id: 'learn-interview' }, h('h2', {}, 'Interview prep'),
+    h('p', {}, h('strong', {}, I.question)),
+    h('div', { class: 'depths' }, I.depths.map((d) => h('article', {}, h('h3', {}, d.title), h('p', {}, d.answer), d.run ? runLink(d.run) : null))),
+    h('h3', {}, 'Follow-up questions'), h('ul', {}, I.followups.map((f) => h('li', {}, h('strong', {}, f.q + ' '), f.a, ' ', runLink(f.run)))),
+    h('h3', {}, 'Answers that cost a candidate the question'), I.redflags.map((r) => h('div', { class: 'redflag' }, h('strong', {}, `“${r.claim}” `), r.why, ' ', runLink(r.run))));
+  box.replaceChildren(how, principles, quiz, interview);
+}
+
+// ───────────────────────────── start ─────────────────────────────
+
+async function main() {
+  setupTabs();
+  setupForms();
+  const meta = await request('GET', '/api/meta');
+  ui.meta = meta.data;
+  $('#strategy-select').replaceChildren(...ui.meta.strategies.map((s) => h('option', { value: s.name, selected: s.name === 'manual-batch' }, s.name)));
+  $('#sink-select').replaceChildren(...ui.meta.sinks.map((s) => h('option', { value: s.name, selected: s.name === 'upsert' }, s.name)));
+  updateHints();
+  $('#free-play').addEventListener('click', () => { $('#reset-lab').click(); showView('lab'); });
+  await refresh();
+  listen();
+  loadLessons();
+  renderLearn();
+  const view = location.hash.replace('#', '');
+  if (['lab', 'lessons', 'explorer', 'learn'].includes(view)) showView(view);
+}
+
+main();

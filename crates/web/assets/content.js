@@ -1,0 +1,111 @@
+// offsetlab — the explanations, the quiz and the interview view. Every answer links to a lesson
+// or to the explorer, so a claim can be checked by running it.
+'use strict';
+
+window.OFFSETLAB_CONTENT = {
+  how: [
+    'A Kafka partition is an append-only log. Each record gets the next offset — its position in that one partition, nothing more: not a time, and meaningless in another partition. The log end offset (LEO) is the offset the next record will get; the log start offset is the oldest one still kept. Reading moves nothing and deletes nothing.',
+    'A consumer keeps its position in memory: the next offset its poll will fetch. Its group keeps a committed offset in the coordinator: the next offset to read after a restart, written as a record in the compacted __consumer_offsets topic under the key (group, topic, partition). The position moves with every poll; the committed offset moves only with a commit. A crash forgets the position and keeps the commit.',
+    'So the question is always: when does the commit happen relative to your processing? Before it, a crash between commit and processing skips records for good (at-most-once). After it, a crash between processing and commit makes the next process read them again (at-least-once). Auto-commit only chooses the moment for you — differently in the Java client (inside poll, for what earlier polls returned) and in librdkafka (a timer, for what poll handed over).',
+    'A replay is only as harmful as your sink lets it be. An append-only ledger turns each replayed record into another row. A table written by a natural key absorbs the replay. Writing the next offset in the same database transaction as the rows — and seeking to it on start — makes output and progress one fact that cannot disagree.',
+    'Because the log stays, rewinding is a feature: a new consumer group starts at offset 0 and builds a new projection from history, and an existing group can be reset to a time to redo six hours of bad processing. The blast radius of such a reset is exactly the records between the new and the old committed offset.',
+  ],
+  principles: [
+    { title: 'Commit is a bookmark, not an acknowledgement.', text: 'Kafka never deletes a record because it was read; the committed offset only says where the group will resume.', run: { lesson: 5 } },
+    { title: 'A commit ahead of your processing loses records on a crash.', text: 'Timer auto-commit and commit-before-processing can both move the bookmark past records your code never finished.', run: { lesson: 1 } },
+    { title: 'A commit after your processing replays records on a crash.', text: 'At-least-once is the default outcome; the window between the sink write and the commit decides how many come back.', run: { lesson: 2 } },
+    { title: 'Make the sink idempotent, or transactional.', text: 'Upsert by a natural key converges; offsets stored with the rows never disagree with them.', run: { lesson: 3 } },
+    { title: 'Rewinding rebuilds.', text: 'Reset a group to the earliest offset, or to a timestamp, and the log replays itself — copies into a ledger, convergence into a keyed table.', run: { lesson: 4 } },
+    { title: 'Same setting, different client, different loss.', text: 'enable.auto.commit in Java and in librdkafka commit different offsets at different moments.', run: { lesson: 10 } },
+  ],
+  quiz: [
+    {
+      question: 'Once a consumer group has read a record, Kafka deletes it.',
+      options: ['True: a read record is acknowledged and removed', 'False: records stay until retention removes whole segments, whoever read them'],
+      correct: 1,
+      explanation: 'Reading only moves positions and commits. Retention (by age or size) deletes whole segments, independently of every group. That is why another group can start from offset 0.',
+      run: { lesson: 5 },
+    },
+    {
+      question: 'With enable.auto.commit=true, records can never be lost.',
+      options: ['True: auto-commit only commits processed records', 'False: a librdkafka client commits offsets of records handed to your code, processed or not'],
+      correct: 1,
+      explanation: 'librdkafka stores an offset when poll hands you the record and a timer commits it. Kill the process after the timer fired and before your handler finished: those records are skipped for good, with no error.',
+      run: { lesson: 1 },
+    },
+    {
+      question: 'Committing after processing gives exactly-once.',
+      options: ['Yes, as long as the commit is synchronous', 'No: it gives at-least-once — a crash before the commit replays what was already written'],
+      correct: 1,
+      explanation: 'The sink write and the commit are two systems; a crash between them replays records. Exactly-once needs an idempotent or transactional sink.',
+      run: { lesson: 2 },
+    },
+    {
+      question: 'An offset tells you when a record was written.',
+      options: ['Yes, offsets grow with time', 'No: an offset is a position in one partition; the timestamp is a separate field'],
+      correct: 1,
+      explanation: 'Offsets of different partitions are unrelated, and an offset carries no time. To go back to "06:00", Kafka looks up the first record whose timestamp is at or after it.',
+      run: { lesson: 8 },
+    },
+    {
+      question: 'The Java client and librdkafka behave the same with auto-commit on.',
+      options: ['Yes, it is the same Kafka setting', 'No: Java commits in poll() what earlier polls returned; librdkafka commits from a timer what it handed over'],
+      correct: 1,
+      explanation: 'With processing finished before the next poll, Java auto-commit is at-least-once; librdkafka timer auto-commit can skip in-flight records.',
+      run: { lesson: 10 },
+    },
+    {
+      question: 'After a consumer crashes, the group hands its partitions to another member right away.',
+      options: ['Yes, the coordinator notices immediately', 'No: a crash sends no LeaveGroup; the partitions stay stalled until session.timeout.ms passes'],
+      correct: 1,
+      explanation: 'Only a graceful close sends LeaveGroup. A killed process just stops heartbeating, and the coordinator waits for its session to time out (45 s by default) before it rebalances — even a restarted process waits.',
+      run: { lesson: 2 },
+    },
+    {
+      question: 'An upsert sink never receives duplicate deliveries.',
+      options: ['True: upserts prevent redelivery', 'False: the records are still delivered again; the upsert just makes the second write harmless'],
+      correct: 1,
+      explanation: 'Redeliveries are a property of the consumer and its commits; the sink decides whether they grow rows. The audit shows both: redeliveries > 0, duplicate rows = 0.',
+      run: { lesson: 3 },
+    },
+    {
+      question: 'Commit-before-processing, commit-after and auto-commit differ only in speed.',
+      options: ['Yes, correctness is the same', 'No: crash each one at every instant and compare what is lost and duplicated'],
+      correct: 1,
+      explanation: 'The explorer does exactly that for every strategy and sink: commit-before and timer auto-commit lose, commit-after duplicates into a ledger, the transactional sink does neither.',
+      run: { explorer: true },
+    },
+  ],
+  interview: {
+    question: 'What is a consumer offset, and how does it let a consumer replay events it has already processed?',
+    depths: [
+      {
+        title: 'Basics',
+        answer: 'An offset is a record’s position in a partition. The consumer group stores the offset of the next record it wants — its bookmark. The log is not emptied by reading, so moving the bookmark back makes the group read the same records again.',
+        run: { lesson: 5 },
+      },
+      {
+        title: 'Solid',
+        answer: 'Each partition is an ordered, append-only log; offsets are dense integers within it. The group commits "last processed + 1" to the compacted __consumer_offsets topic, keyed by group, topic and partition, and resumes there after a restart or a rebalance. Records stay for the retention period, so a group can seek to the earliest offset, a specific offset or a timestamp and reprocess — to backfill a new service or redo work after a bug fix. When you commit relative to processing decides at-most-once versus at-least-once.',
+        run: { lesson: 8 },
+      },
+      {
+        title: 'Deeper',
+        answer: 'Position (in the client) and committed offset (in the coordinator) are different things, and the gap between them is where crashes lose or duplicate. Auto-commit semantics differ by client; async commits can be lost; a crash stalls partitions until the session times out and the new owner starts from the committed offset; commits from an old generation are fenced. Replay is safe only with idempotent writes or with offsets stored transactionally alongside the output, and an offset reset should be dry-run first to see its blast radius.',
+        run: { explorer: true },
+      },
+    ],
+    followups: [
+      { q: 'Where is the committed offset stored?', a: 'As a record in __consumer_offsets, a compacted topic keyed by (group, topic, partition); the coordinator’s view is the latest value per key.', run: { lesson: 1 } },
+      { q: 'What happens to offsets when a consumer crashes mid-batch?', a: 'Its position is gone; the committed offset remains. Whatever was processed after the last commit is read again.', run: { lesson: 2 } },
+      { q: 'How would you reprocess the last six hours?', a: 'Stop the group, dry-run reset-offsets to that datetime to see what will replay, execute it, and make sure the sink tolerates the replay.', run: { lesson: 8 } },
+      { q: 'How do you get exactly-once into a database?', a: 'Idempotent writes by a natural key, or store the offsets in the same transaction as the rows and seek to them on start.', run: { lesson: 3 } },
+    ],
+    redflags: [
+      { claim: 'Kafka removes the message once it is acknowledged.', why: 'That is a queue. Kafka keeps records until retention; offsets are bookmarks.', run: { lesson: 5 } },
+      { claim: 'Auto-commit means I can never lose messages.', why: 'Timer-based auto-commit commits what was handed over, not what was processed.', run: { lesson: 1 } },
+      { claim: 'Committing after processing gives exactly-once.', why: 'It gives at-least-once; duplicates arrive after every crash between the write and the commit.', run: { lesson: 2 } },
+      { claim: 'Offsets are timestamps, so I can compare them across partitions.', why: 'Offsets are per-partition positions; time lives in the record timestamp.', run: { lesson: 8 } },
+    ],
+  },
+};

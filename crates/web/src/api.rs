@@ -156,7 +156,7 @@ async fn post_actions(State(app): State<AppState>, body: Result<Json<Actions>, J
         Ok(b) => b,
         Err(e) => {
             return json_error(
-                StatusCode::BAD_REQUEST,
+                e.status(),
                 &format!("expected {{\"lines\": [\"poll c1\", …]}}: {}", e.body_text()),
                 0,
             )

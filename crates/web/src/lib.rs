@@ -11,7 +11,7 @@ mod assets;
 mod guard;
 pub mod session;
 
-pub use api::{router, AppState};
+pub use api::{router, AppState, MAX_PAGE};
 use session::{Session, SinkBackend};
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -1,0 +1,78 @@
+// Starts an offsetlab web lab for a test file and opens Chromium pages on it.
+import { spawn, execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const repo = path.resolve(here, '..', '..');
+export const BIN = process.env.OFFSETLAB_BIN || path.join(repo, 'target', 'debug', 'offsetlab');
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+
+for (const [what, file] of [['the offsetlab binary (cargo build)', BIN], ["Debian's chromium (apt-get install chromium)", CHROMIUM]]) {
+  if (!existsSync(file)) throw new Error(`browser tests need ${what}: ${file} is missing`);
+}
+
+/** Starts `offsetlab serve --ephemeral` on a free port. */
+export async function startLab() {
+  const child = spawn(BIN, ['serve', '--ephemeral', '--http', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const url = await new Promise((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error(`the lab did not start: ${out}`)), 15000);
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(/lab on (http:\/\/[\d.:]+)/);
+      if (m) { clearTimeout(timer); resolve(m[1]); }
+    });
+    child.stderr.on('data', (d) => { out += d; });
+    child.on('exit', (code) => reject(new Error(`the lab exited (${code}): ${out}`)));
+  });
+  return { url, stop: () => child.kill('SIGTERM') };
+}
+
+export async function launch() {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+}
+
+/** A page on the lab that fails the test on any page error. */
+export async function openLab(browser, url, viewport = { width: 1280, height: 800 }) {
+  const context = await browser.newContext({ viewport, acceptDownloads: true });
+  const page = await context.newPage();
+  page.errors = [];
+  page.on('pageerror', (e) => page.errors.push(e.message));
+  await page.goto(url);
+  await page.waitForSelector('#consumers .consumer, #consumers p');
+  return page;
+}
+
+export async function state(url) {
+  const res = await fetch(`${url}/api/state`);
+  return res.json();
+}
+
+/** Runs `offsetlab run FILE --json` and returns the parsed state. */
+export function runScenario(file) {
+  return JSON.parse(execFileSync(BIN, ['run', file, '--json'], { encoding: 'utf8' }));
+}
+
+/** Clicks a consumer's button by its scenario line, e.g. `poll c1`. */
+export async function press(page, line) {
+  const before = await page.evaluate(() => window.__version || 0);
+  await page.click(`button[data-line="${line}"]`);
+  await page.waitForFunction((b) => (window.__version || 0) > b, before);
+}
+
+export async function typeLine(page, line) {
+  const before = await page.evaluate(() => window.__version || 0);
+  await page.fill('#line-input', line);
+  await page.press('#line-input', 'Enter');
+  await page.waitForFunction((b) => (window.__version || 0) > b, before);
+}
+
+export async function card(page, id) {
+  return (await page.textContent(`#${id}`)).trim();
+}

@@ -1,0 +1,221 @@
+// The web lab, driven in Chromium the way a learner uses it.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { startLab, launch, openLab, state, runScenario, press, typeLine, card } from './harness.js';
+
+let lab, browser;
+before(async () => { lab = await startLab(); browser = await launch(); });
+after(async () => { await browser?.close(); lab?.stop(); });
+
+async function resetLab(page) {
+  const before = await page.evaluate(() => window.__version || 0);
+  await page.click('#reset-lab');
+  await page.waitForFunction((b) => (window.__version || 0) > b, before);
+}
+
+test('the seed walk-through: timer auto-commit loses, manual + upsert does not, rewinding rebuilds', async () => {
+  const page = await openLab(browser, lab.url);
+  await resetLab(page);
+  assert.equal(await card(page, 'fig-committed'), '0 / 12');
+  assert.match(await card(page, 'fig-lag'), /lag: 12/);
+
+  // Auto-commit on a timer + append: crash right after the timer fired mid-batch.
+  await press(page, 'poll c1');
+  await press(page, 'process c1 count=all');
+  await page.click('button[data-tick="1s"]'); await page.waitForTimeout(50);
+  await typeLine(page, 'tick 3s');
+  await press(page, 'poll c1');
+  await press(page, 'process c1');
+  await typeLine(page, 'tick 1s');
+  assert.equal(await card(page, 'fig-committed'), '8 / 12', 'the timer committed 8 with 5..7 in flight');
+  await press(page, 'crash c1');
+  assert.ok(Number(await card(page, 'fig-lost')) > 0, 'silently lost > 0 once the group passed 5..7');
+  await page.waitForSelector('.rec.lost');
+  await typeLine(page, 'tick 45s');
+  await press(page, 'restart c1');
+  await press(page, 'poll c1');
+  await press(page, 'process c1 count=all');
+  assert.equal(await card(page, 'fig-lost'), '3');
+  assert.match(await card(page, 'fig-lost-sub'), /orders-0 5\.\.7/);
+
+  // Manual commit after processing + upsert, same crash: nothing lost, no duplicate rows.
+  await resetLab(page);
+  await typeLine(page, 'close c1');
+  await page.click('#add-consumer-panel summary');
+  await page.fill('#consumer-form input[name=name]', 'c2');
+  await page.fill('#consumer-form input[name=group]', 'billing');
+  await page.selectOption('#strategy-select', 'manual-batch');
+  await page.selectOption('#sink-select', 'upsert');
+  await page.selectOption('#consumer-form select[name=reset]', 'earliest');
+  await page.fill('#consumer-form input[name=max-poll]', '4');
+  await page.click('#consumer-form button[type=submit]');
+  await page.waitForSelector('button[data-line="poll c2"]');
+  await page.click('.chip:has-text("billing")');
+  await press(page, 'poll c2');
+  await press(page, 'process c2 count=all');
+  await press(page, 'poll c2');
+  await press(page, 'process c2');
+  await press(page, 'process c2');
+  await press(page, 'crash c2');
+  await typeLine(page, 'tick 45s');
+  await press(page, 'restart c2');
+  for (let i = 0; i < 2; i++) { await press(page, 'poll c2'); await press(page, 'process c2 count=all'); }
+  assert.equal(await card(page, 'fig-lost'), '0');
+  assert.match(await card(page, 'fig-dup-sub'), /2 redelivered \(2 after a crash\).* 0 duplicate rows/);
+  assert.equal(await card(page, 'fig-rows'), '12', 'the upsert converged');
+
+  // Rewind to earliest: the upsert converges, an append sink grows copies.
+  await typeLine(page, 'close c2');
+  await page.click('#reset-panel summary');
+  await page.fill('#reset-form input[name=group]', 'billing');
+  await page.selectOption('#reset-spec', 'to-earliest');
+  await page.click('#reset-form button[type=submit]');
+  await page.waitForSelector('#reset-plan .radius');
+  assert.match(await page.textContent('#reset-plan'), /Dry run.*12 record\(s\) replayed/s);
+  assert.match(await card(page, 'fig-committed'), /^12 \//, 'a dry run changes nothing');
+  await page.click('#reset-execute');
+  await page.waitForFunction(() => document.querySelector('#fig-committed').textContent.startsWith('0 /'));
+  await press(page, 'restart c2');
+  for (let i = 0; i < 3; i++) { await press(page, 'poll c2'); await press(page, 'process c2 count=all'); }
+  assert.equal(await card(page, 'fig-rows'), '12', 'upsert: rows converge');
+  const s = await state(lab.url);
+  assert.equal(s.groups.billing.audit.replays, 12);
+  assert.equal(s.groups.billing.sink.duplicate_rows, 0);
+  assert.ok(s.groups['analytics-prod'].sink.rows === 0, 'the other group was untouched');
+  assert.deepEqual(page.errors, []);
+});
+
+test('a lesson completed end to end, answering its questions', async () => {
+  const page = await openLab(browser, lab.url);
+  await page.click('#tab-lessons');
+  await page.click('.lesson-list li:has-text("Lesson 3") button:has-text("Start")');
+  await page.waitForSelector('#lesson-panel:not([hidden])');
+  for (let guard = 0; guard < 200; guard++) {
+    const panel = await page.textContent('#lesson-panel');
+    if (panel.includes('Lesson complete')) break;
+    const question = await page.$('#lesson-panel .q input');
+    if (question) {
+      // Read the answer off the lab, as a learner would, and type it.
+      const inputs = await page.$$('#lesson-panel .q input');
+      const s = await state(lab.url);
+      const g = Object.values(s.groups)[0];
+      const value = {
+        lost: g.audit.lost, duplicates: g.audit.duplicates, redeliveries: g.audit.redeliveries,
+        'sink-rows': g.sink.rows, 'distinct-keys': g.sink.distinct_keys, 'duplicate-rows': g.sink.duplicate_rows,
+        committed: g.committed['orders-0'],
+      };
+      const keys = { 'Silently lost': 'lost', Duplicates: 'duplicates', redeliveries: 'redeliveries', 'Sink rows': 'sink-rows', 'distinct orders written': 'distinct-keys', 'duplicate rows': 'duplicate-rows', 'the committed offset': 'committed' };
+      for (const input of inputs) {
+        const label = await input.getAttribute('aria-label');
+        await input.fill(String(value[keys[label]]));
+        await input.press('Enter');
+      }
+      await page.waitForFunction((n) => !document.querySelector('#lesson-panel').textContent.includes(`Step ${n} of`), Number((panel.match(/Step (\d+) of/) || [])[1]));
+    } else {
+      const before = await page.evaluate(() => window.__version || 0);
+      const highlighted = await page.$('.btn.hl');
+      if (highlighted) await highlighted.click();
+      else await page.click('#lesson-panel button:has-text("Run this step")');
+      await page.waitForFunction((b) => (window.__version || 0) > b, before);
+    }
+  }
+  assert.match(await page.textContent('#lesson-panel'), /Lesson complete/);
+  const s = await state(lab.url);
+  assert.equal(s.groups['analytics-prod'].sink.rows, 12);
+  assert.equal(s.groups['analytics-prod'].sink.duplicate_rows, 0);
+  assert.deepEqual(page.errors, []);
+});
+
+test('a bad action is shown as an error and changes nothing', async () => {
+  const page = await openLab(browser, lab.url);
+  await resetLab(page);
+  const before = await state(lab.url);
+  await page.fill('#line-input', 'poll ghost');
+  await page.press('#line-input', 'Enter');
+  await page.waitForFunction(() => document.querySelector('#alert').textContent.includes('ghost'));
+  assert.match(await page.textContent('#alert'), /unknown consumer 'ghost'.*Nothing changed/);
+  await page.fill('#line-input', 'produce orders count=-1');
+  await page.press('#line-input', 'Enter');
+  await page.waitForFunction(() => document.querySelector('#alert').textContent.includes('must not be negative'));
+  const after = await state(lab.url);
+  assert.equal(after.version, before.version);
+  assert.deepEqual(after.groups, before.groups);
+  // The API answers bad requests with a JSON error and a 4xx, and refuses foreign origins.
+  const bad = await fetch(`${lab.url}/api/actions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ lines: ['poll c1', 'crash nobody'] }) });
+  assert.equal(bad.status, 422);
+  assert.deepEqual(await bad.json(), { error: "unknown consumer 'nobody'", line: 2, text: 'crash nobody' });
+  assert.deepEqual((await state(lab.url)).groups, before.groups, 'the first line was undone');
+  const foreign = await fetch(`${lab.url}/api/actions`, { method: 'POST', headers: { 'content-type': 'application/json', origin: 'http://evil.example' }, body: JSON.stringify({ lines: ['crash c1'] }) });
+  assert.equal(foreign.status, 403);
+  assert.deepEqual(page.errors, []);
+});
+
+test('two tabs stay in sync', async () => {
+  const a = await openLab(browser, lab.url);
+  await resetLab(a);
+  const b = await openLab(browser, lab.url);
+  await b.waitForFunction(() => document.querySelector('#fig-committed').textContent === '0 / 12');
+  await press(a, 'poll c1');
+  await press(a, 'process c1 count=all');
+  await typeLine(a, 'tick 5s');
+  await b.waitForFunction(() => document.querySelector('#fig-committed').textContent === '4 / 12', null, { timeout: 5000 });
+  await b.waitForFunction(() => document.querySelector('#fig-rows').textContent === '4');
+  assert.deepEqual([...a.errors, ...b.errors], []);
+});
+
+test('export, then offsetlab run of the exported file gives the same figures', async () => {
+  const page = await openLab(browser, lab.url);
+  await resetLab(page);
+  for (const l of ['poll c1', 'process c1 count=2', 'tick 5s', 'crash c1', 'tick 45s', 'restart c1', 'poll c1', 'process c1 count=all']) await typeLine(page, l);
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#export')]);
+  const dir = mkdtempSync(path.join(tmpdir(), 'offsetlab-export-'));
+  const file = path.join(dir, 'session.scn');
+  await download.saveAs(file);
+  const replayed = runScenario(file);
+  const live = await state(lab.url);
+  assert.deepEqual(replayed.groups, live.groups);
+  assert.equal(replayed.clock_ms, live.clock_ms);
+  // Import it back: the same lab again.
+  writeFileSync(file, `${(await (await fetch(`${lab.url}/api/scenario`)).text())}`);
+  await page.setInputFiles('#import', file);
+  await page.waitForSelector('#alert.ok');
+  assert.deepEqual((await state(lab.url)).groups, live.groups);
+  assert.deepEqual(page.errors, []);
+});
+
+test('the explorer matrix replays its worst crash in the lab', async () => {
+  const page = await openLab(browser, lab.url);
+  await page.click('#tab-explorer');
+  await page.waitForSelector('table.matrix');
+  assert.equal(await page.locator('table.matrix td button').count(), 18);
+  assert.match(await page.textContent('[data-cell="auto-timer/append"]'), /loses up to 3/);
+  assert.match(await page.textContent('[data-cell="manual-batch/transactional"]'), /no loss, no duplicate/);
+  await page.click('[data-cell="auto-timer/append"]');
+  await page.waitForSelector('#view-lab:not([hidden])');
+  const s = await state(lab.url);
+  assert.equal(s.consumers[0].state.state, 'crashed');
+  assert.equal(s.groups['analytics-prod'].committed['orders-0'], 8);
+  assert.equal(s.groups['analytics-prod'].audit.lost, 3);
+  assert.deepEqual(page.errors, []);
+});
+
+test('it reads at phone width and is keyboard operable', async () => {
+  const page = await openLab(browser, lab.url, { width: 390, height: 844 });
+  await resetLab(page);
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 1, `no horizontal scrolling at phone width (overflow ${overflow}px)`);
+  await page.focus('#tab-lab');
+  await page.keyboard.press('ArrowRight');
+  assert.equal(await page.getAttribute('#tab-lessons', 'aria-selected'), 'true');
+  await page.keyboard.press('ArrowLeft');
+  const poll = page.locator('button[data-line="poll c1"]');
+  await poll.focus();
+  const before = await page.evaluate(() => window.__version);
+  await page.keyboard.press('Enter');
+  await page.waitForFunction((b) => window.__version > b, before);
+  assert.match(await card(page, 'fig-committed'), /0 \/ 12/);
+  assert.deepEqual(page.errors, []);
+});
