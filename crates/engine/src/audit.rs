@@ -298,15 +298,39 @@ impl GroupAudit {
                 });
             set
         });
+        // Walk [first_start, passed) minus the skipped ranges; offsets past the delivery counts
+        // were never applied, so whole stretches are decided without visiting each offset.
+        let mut skipped = part.skipped.clone();
+        skipped.sort_unstable();
         let mut ranges: Vec<(Offset, Offset)> = Vec::new();
-        for o in part.first_start..passed {
-            let is_record = o < log_start || present.as_ref().is_none_or(|s| s.contains(&o));
-            if is_record && part.delivered(o) == 0 && !part.is_skipped(o) {
-                match ranges.last_mut() {
-                    Some(r) if r.1 == o => r.1 = o + 1,
-                    _ => ranges.push((o, o + 1)),
-                }
+        let mut push = |a: Offset, b: Offset, ranges: &mut Vec<(Offset, Offset)>| {
+            if b <= a {
+                return;
             }
+            match ranges.last_mut() {
+                Some(r) if r.1 == a => r.1 = b,
+                _ => ranges.push((a, b)),
+            }
+        };
+        let counted_end = part.base + part.counts.len() as Offset;
+        let mut o = part.first_start;
+        while o < passed {
+            if let Some(&(_, b)) = skipped.iter().find(|&&(a, b)| a <= o && o < b) {
+                o = b;
+                continue;
+            }
+            let next_skip = skipped.iter().map(|&(a, _)| a).filter(|&a| a > o).min().unwrap_or(Offset::MAX);
+            let stop = passed.min(next_skip);
+            if present.is_none() && o >= counted_end {
+                push(o, stop, &mut ranges);
+                o = stop;
+                continue;
+            }
+            let is_record = o < log_start || present.as_ref().is_none_or(|s| s.contains(&o));
+            if is_record && part.delivered(o) == 0 {
+                push(o, o + 1, &mut ranges);
+            }
+            o += 1;
         }
         ranges
     }
@@ -329,11 +353,14 @@ impl GroupAudit {
                     _ => merged.push((a, b)),
                 }
             }
-            let skipped = merged
+            let counted_end = p.base + p.counts.len() as Offset;
+            let skipped: u64 = merged
                 .iter()
-                .flat_map(|&(a, b)| a..b)
-                .filter(|&o| p.delivered(o) == 0)
-                .count() as u64;
+                .map(|&(a, b)| {
+                    let applied = (a.max(p.base)..b.min(counted_end)).filter(|&o| p.delivered(o) > 0).count();
+                    (b - a) as u64 - applied as u64
+                })
+                .sum();
             (skipped, p.counts.iter().map(|&c| u64::from(c)).sum())
         });
         AuditFigures {

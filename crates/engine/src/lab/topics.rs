@@ -105,19 +105,24 @@ impl Lab {
         }
         let mut written: BTreeMap<i32, (Offset, Offset)> = BTreeMap::new();
         for _ in 0..spec.count {
-            let key = match &spec.key {
-                Some(k) => k.clone(),
+            // A new order's first event needs no bookkeeping (ten million orders must not cost
+            // a map entry each); only further events of an existing order are counted.
+            let (key, events_before) = match &spec.key {
+                Some(k) => {
+                    let created = order::order_number(k).is_some_and(|n| n <= t.orders_created);
+                    let seen = t.events_per_key.get(k).copied().unwrap_or(u64::from(created));
+                    t.events_per_key.insert(k.clone(), seen + 1);
+                    (k.clone(), seen)
+                }
                 None => {
                     t.orders_created += 1;
-                    order::order_id(t.orders_created)
+                    (order::order_id(t.orders_created), 0)
                 }
             };
-            let k = t.events_per_key.entry(key.clone()).or_default();
             let value = match &spec.value {
                 Some(v) => v.clone(),
-                None => order::order_event(&key, order::status_for_event(*k)),
+                None => order::order_event(&key, order::status_for_event(events_before)),
             };
-            *k += 1;
             let partition = spec
                 .partition
                 .unwrap_or_else(|| partition_for_key(key.as_bytes(), n_parts));
