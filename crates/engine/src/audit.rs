@@ -142,9 +142,6 @@ impl PartitionAudit {
         &self.skipped
     }
 
-    fn is_skipped(&self, offset: Offset) -> bool {
-        self.skipped.iter().any(|&(a, b)| (a..b).contains(&offset))
-    }
 
     /// Run-length encoded delivery counts: `[from, to_exclusive, count]` triples from the first
     /// start to the highest delivered offset.
@@ -303,7 +300,7 @@ impl GroupAudit {
         let mut skipped = part.skipped.clone();
         skipped.sort_unstable();
         let mut ranges: Vec<(Offset, Offset)> = Vec::new();
-        let mut push = |a: Offset, b: Offset, ranges: &mut Vec<(Offset, Offset)>| {
+        let push = |a: Offset, b: Offset, ranges: &mut Vec<(Offset, Offset)>| {
             if b <= a {
                 return;
             }

@@ -216,6 +216,11 @@ function followFrom(log, p) {
   return from;
 }
 
+/** Replaces an element's children, skipping empty ones. */
+function fill(el, ...children) {
+  el.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
+}
+
 /** One record in the strip: its markers stacked above it, then the box. */
 function slot(marks, box, label) {
   return h('div', { class: 'slot', role: 'listitem', 'aria-label': label }, h('div', { class: 'marks', 'aria-hidden': 'true' }, ...marks), box);
@@ -510,12 +515,12 @@ async function loadMatrix() {
         sinks.map((sk) => {
           const c = cells.find((x) => x.strategy === st && x.sink === sk);
           const cls = c.max_lost > 0 ? 'lost' : (c.max_duplicate_rows > 0 || c.max_duplicates > 0) ? 'dup' : 'clean';
-          const verdict = c.max_lost > 0 ? `loses up to ${c.max_lost}` : c.max_duplicate_rows > 0 ? `duplicates up to ${c.max_duplicate_rows} rows`
+          const verdict = c.max_lost > 0 ? `loses up to ${c.max_lost}` : c.max_duplicate_rows > 0 ? `duplicates up to ${c.max_duplicate_rows} row${c.max_duplicate_rows === 1 ? '' : 's'}`
             : c.max_duplicates > 0 ? `redelivers ${c.max_duplicates}, rows converge` : 'no loss, no duplicate';
           return h('td', {}, h('button', { class: cls, 'data-cell': `${st}/${sk}`, onclick: () => replayCell(st, sk), 'aria-label': `${st} with ${sk} sink: ${verdict}. Load its worst crash into the lab.` },
             h('span', { class: 'verdict' }, verdict),
             h('span', {}, `lost ≤ ${c.max_lost} (total ${c.total_lost}) · duplicates ≤ ${c.max_duplicates} · dup rows ≤ ${c.max_duplicate_rows}`),
-            h('br'), h('small', { class: 'muted' }, `${c.crash_points} crash points · worst after effect #${c.worst_crash_point}`)));
+            h('br'), h('small', { class: 'muted' }, `${c.crash_points} crash points` + (cls === 'clean' ? '' : ` · worst: right after effect #${c.worst_crash_point}`))));
         }));
     })));
   $('#matrix').replaceChildren(table);
@@ -598,7 +603,7 @@ function renderLessonPanel() {
   if (run.step >= total) {
     const done = JSON.parse(localStorage.getItem('offsetlab.done') || '[]');
     if (!done.includes(lesson.number)) { done.push(lesson.number); localStorage.setItem('offsetlab.done', JSON.stringify(done)); }
-    panel.replaceChildren(head, progress, h('p', { class: 'explain' }, '✔ Lesson complete. Every claim it made was checked against the lab.'),
+    fill(panel, head, progress, h('p', { class: 'explain' }, '✔ Lesson complete. Every claim it made was checked against the lab.'),
       h('div', { class: 'row' }, h('button', { class: 'btn primary', onclick: () => { ui.lesson = null; showView('lessons'); loadLessons(); } }, 'Back to the lessons'),
         h('button', { class: 'btn', onclick: () => { ui.lesson = null; renderLessonPanel(); } }, 'Keep playing with this lab')));
     return;
@@ -636,7 +641,7 @@ function renderLessonPanel() {
       renderLessonPanel();
     };
     const reveal = h('button', { class: 'btn small', onclick: () => { for (const c of checks) run.answered[c.key] = c.value; maybeAdvance(); } }, 'Show me the answer');
-    panel.replaceChildren(head, progress, counter, explain, h('p', {}, h('strong', {}, 'Check what you see'), scope.length ? ` (${scope.join(', ')})` : ''), ...rows,
+    fill(panel, head, progress, counter, explain, h('p', {}, h('strong', {}, 'Check what you see'), scope.length ? ` (${scope.join(', ')})` : ''), ...rows,
       run.note ? h('p', { class: 'feedback bad' }, run.note) : null,
       h('div', { class: 'row' }, reveal, h('code', { class: 'line' }, step.line)));
     const first = rows[0] && rows[0].querySelector('input');
@@ -645,7 +650,7 @@ function renderLessonPanel() {
   }
   const target = $$('[data-line]').find((b) => b.dataset.line === step.line && !b.disabled);
   if (target) target.classList.add('hl');
-  panel.replaceChildren(head, progress, counter, explain,
+  fill(panel, head, progress, counter, explain,
     h('p', {}, h('strong', {}, 'Do this: '), h('code', { class: 'line' }, step.line)),
     h('p', { class: 'muted' }, target ? 'Use the highlighted button in the lab, or run it from here.' : 'Run it from here, or type it in the “Scenario line” box.'),
     run.note ? h('p', { class: 'feedback bad' }, run.note) : null,
