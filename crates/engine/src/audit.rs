@@ -142,7 +142,6 @@ impl PartitionAudit {
         &self.skipped
     }
 
-
     /// Run-length encoded delivery counts: `[from, to_exclusive, count]` triples from the first
     /// start to the highest delivered offset.
     pub fn delivery_runs(&self) -> Vec<[i64; 3]> {
@@ -316,7 +315,12 @@ impl GroupAudit {
                 o = b;
                 continue;
             }
-            let next_skip = skipped.iter().map(|&(a, _)| a).filter(|&a| a > o).min().unwrap_or(Offset::MAX);
+            let next_skip = skipped
+                .iter()
+                .map(|&(a, _)| a)
+                .filter(|&a| a > o)
+                .min()
+                .unwrap_or(Offset::MAX);
             let stop = passed.min(next_skip);
             if present.is_none() && o >= counted_end {
                 push(o, stop, &mut ranges);
@@ -340,8 +344,15 @@ impl GroupAudit {
             .map(|(a, b)| (b - a) as u64)
             .sum();
         let c = self.counters.get(tp).copied().unwrap_or_default();
+        let log_end = progress.log.log_end_offset();
         let (skipped, deliveries) = self.partitions.get(tp).map_or((0, 0), |p| {
-            let mut ranges = p.skipped.clone();
+            // Only records that exist count: a seek past the log end skips nothing yet.
+            let mut ranges: Vec<(Offset, Offset)> = p
+                .skipped
+                .iter()
+                .map(|&(a, b)| (a, b.min(log_end)))
+                .filter(|r| r.0 < r.1)
+                .collect();
             ranges.sort_unstable();
             let mut merged: Vec<(Offset, Offset)> = Vec::new();
             for (a, b) in ranges {
@@ -354,7 +365,9 @@ impl GroupAudit {
             let skipped: u64 = merged
                 .iter()
                 .map(|&(a, b)| {
-                    let applied = (a.max(p.base)..b.min(counted_end)).filter(|&o| p.delivered(o) > 0).count();
+                    let applied = (a.max(p.base)..b.min(counted_end))
+                        .filter(|&o| p.delivered(o) > 0)
+                        .count();
                     (b - a) as u64 - applied as u64
                 })
                 .sum();

@@ -25,7 +25,10 @@ pub fn order_number(order_id: &str) -> Option<u64> {
 /// beyond the id's) because ten million of them are produced in one action.
 pub fn order_event(order_id: &str, status: &str) -> String {
     let id = serde_json::Value::from(order_id).to_string();
-    format!(r#"{{"order_id":{id},"amount":{},"status":"{status}"}}"#, amount_for(order_id))
+    format!(
+        r#"{{"order_id":{id},"amount":{},"status":"{status}"}}"#,
+        amount_for(order_id)
+    )
 }
 
 /// The status the k-th event of one order carries (`created` first).

@@ -186,7 +186,7 @@ fn commit_after() -> impl Strategy<Value = Vec<CommitStrategy>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
 
     /// Any sequence of actions, any strategies and sink: the structural invariants hold and the
     /// audit agrees with a recount of its delivery log.

@@ -20,7 +20,11 @@ async fn request(addr: std::net::SocketAddr, req: &str) -> (u16, usize) {
     s.write_all(req.as_bytes()).await.expect("write");
     let mut out = Vec::new();
     s.read_to_end(&mut out).await.expect("read");
-    let status = String::from_utf8_lossy(&out[..12.min(out.len())]).split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let status = String::from_utf8_lossy(&out[..12.min(out.len())])
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
     (status, out.len())
 }
 
@@ -54,21 +58,39 @@ async fn main() {
     });
 
     let t = Instant::now();
-    let (status, _) = request(addr, &post(addr, &format!(r#"{{"lines":["produce orders count={RECORDS}"]}}"#))).await;
+    let (status, _) = request(
+        addr,
+        &post(
+            addr,
+            &format!(r#"{{"lines":["produce orders count={RECORDS}"]}}"#),
+        ),
+    )
+    .await;
     assert_eq!(status, 200);
-    println!("produce {RECORDS} orders in one action: {:.2} s", t.elapsed().as_secs_f64());
+    println!(
+        "produce {RECORDS} orders in one action: {:.2} s",
+        t.elapsed().as_secs_f64()
+    );
 
     let mut actions = Vec::with_capacity(ROUNDS);
     let mut size = 0;
     for i in 0..ROUNDS {
-        let body = if i % 2 == 0 { r#"{"lines":["poll c1"]}"# } else { r#"{"lines":["process c1 count=all","tick 1s"]}"# };
+        let body = if i % 2 == 0 {
+            r#"{"lines":["poll c1"]}"#
+        } else {
+            r#"{"lines":["process c1 count=all","tick 1s"]}"#
+        };
         let t = Instant::now();
         let (status, bytes) = request(addr, &post(addr, body)).await;
         actions.push(t.elapsed());
         assert_eq!(status, 200);
         size = bytes;
     }
-    report("POST /api/actions (poll / process+tick), state in reply", actions, size);
+    report(
+        "POST /api/actions (poll / process+tick), state in reply",
+        actions,
+        size,
+    );
 
     let mut pages = Vec::with_capacity(ROUNDS);
     for i in 0..ROUNDS {
@@ -80,7 +102,11 @@ async fn main() {
         assert_eq!(status, 200);
         size = bytes;
     }
-    report("GET /api/records (a window of 48 anywhere in the log)", pages, size);
+    report(
+        "GET /api/records (a window of 48 anywhere in the log)",
+        pages,
+        size,
+    );
 
     let mut states = Vec::with_capacity(ROUNDS);
     for _ in 0..ROUNDS {
@@ -94,7 +120,11 @@ async fn main() {
     report("GET /api/state", states, size);
 
     // The group jumps to the end of the 10M log: the audit now spans ten million offsets.
-    let (status, _) = request(addr, &post(addr, r#"{"lines":["seek c1 to=latest","commit c1","poll c1"]}"#)).await;
+    let (status, _) = request(
+        addr,
+        &post(addr, r#"{"lines":["seek c1 to=latest","commit c1","poll c1"]}"#),
+    )
+    .await;
     assert_eq!(status, 200);
     let mut far = Vec::with_capacity(ROUNDS);
     for _ in 0..ROUNDS {

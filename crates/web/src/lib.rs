@@ -13,6 +13,7 @@ pub mod session;
 
 pub use api::{router, AppState, MAX_PAGE};
 use session::{Session, SinkBackend};
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -80,12 +81,15 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         config.allow_remote,
         Some(session_file),
     );
-    println!(
-        "offsetlab lab on http://{addr}  (data: {}{})",
+    // Write errors are ignored: a lab whose stdout was closed keeps serving.
+    let mut out = std::io::stdout();
+    let _ = writeln!(
+        out,
+        "offsetlab lab on http://{addr}  (data: {}{})\npress Ctrl-C to stop",
         data_dir.display(),
         if restored { ", session restored" } else { "" }
     );
-    println!("press Ctrl-C to stop");
+    let _ = out.flush();
     axum::serve(listener, router(state))
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;

@@ -201,6 +201,10 @@ impl Lab {
             fs.position = target;
             fs.origin = PositionOrigin::OutOfRange;
         }
+        let group = self.consumer(name)?.config.group.clone();
+        if let Some(g) = self.groups.get_mut(&group) {
+            g.audit.clip_skipped(tp, target);
+        }
         Ok(Some(target))
     }
 
@@ -403,7 +407,9 @@ impl Lab {
                 fs.position = *new;
                 fs.origin = PositionOrigin::Seek;
             }
-            let (skip_from, skip_to) = ((*old).clamp(start, end), (*new).clamp(start, end));
+            // Jumping forward skips [old, new) on purpose (a target past the log end is fixed by
+            // auto.offset.reset at the next poll, which clips the range).
+            let (skip_from, skip_to) = ((*old).max(start), *new);
             if let Some(g) = self.groups.get_mut(&group) {
                 g.audit.mark_skipped(tp, skip_from, skip_to);
             }
