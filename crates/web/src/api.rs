@@ -124,6 +124,40 @@ pub fn json_error(status: StatusCode, error: &str, line: usize) -> Response {
     (status, Json(serde_json::json!({ "error": error, "line": line }))).into_response()
 }
 
+/// `Query<T>` whose rejection is the API's JSON error.
+struct ApiQuery<T>(T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, Response> {
+        Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Query(q)| ApiQuery(q))
+            .map_err(|e| json_error(e.status(), &e.body_text(), 0))
+    }
+}
+
+/// `Json<T>` whose rejection is the API's JSON error (with 413 for an oversized body).
+struct ApiJson<T>(T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequest<S> for ApiJson<T> {
+    type Rejection = Response;
+
+    async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, Response> {
+        Json::<T>::from_request(req, state)
+            .await
+            .map(|Json(v)| ApiJson(v))
+            .map_err(|e: JsonRejection| {
+                json_error(
+                    e.status(),
+                    &format!("malformed request body: {}", e.body_text()),
+                    0,
+                )
+            })
+    }
+}
+
 fn action_error(e: &ActionError) -> Response {
     let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY);
     (
@@ -151,17 +185,7 @@ struct Actions {
     lines: Vec<String>,
 }
 
-async fn post_actions(State(app): State<AppState>, body: Result<Json<Actions>, JsonRejection>) -> Response {
-    let Json(actions) = match body {
-        Ok(b) => b,
-        Err(e) => {
-            return json_error(
-                e.status(),
-                &format!("expected {{\"lines\": [\"poll c1\", …]}}: {}", e.body_text()),
-                0,
-            )
-        }
-    };
+async fn post_actions(State(app): State<AppState>, ApiJson(actions): ApiJson<Actions>) -> Response {
     if actions.lines.len() > 1000 {
         return json_error(StatusCode::BAD_REQUEST, "at most 1000 lines per request", 0);
     }
@@ -197,14 +221,7 @@ struct RecordJson {
     value: Option<String>,
 }
 
-async fn get_records(
-    State(app): State<AppState>,
-    q: Result<Query<RecordsQuery>, axum::extract::rejection::QueryRejection>,
-) -> Response {
-    let Query(q) = match q {
-        Ok(q) => q,
-        Err(e) => return json_error(StatusCode::BAD_REQUEST, &e.body_text(), 0),
-    };
+async fn get_records(State(app): State<AppState>, ApiQuery(q): ApiQuery<RecordsQuery>) -> Response {
     app.with_session(move |s| {
         let tp = TopicPartition::new(q.topic.clone(), q.partition);
         let log = match s.lab().partition_log(&tp) {
@@ -242,14 +259,7 @@ struct SinkRowsQuery {
     limit: Option<usize>,
 }
 
-async fn get_sink_rows(
-    State(app): State<AppState>,
-    q: Result<Query<SinkRowsQuery>, axum::extract::rejection::QueryRejection>,
-) -> Response {
-    let Query(q) = match q {
-        Ok(q) => q,
-        Err(e) => return json_error(StatusCode::BAD_REQUEST, &e.body_text(), 0),
-    };
+async fn get_sink_rows(State(app): State<AppState>, ApiQuery(q): ApiQuery<SinkRowsQuery>) -> Response {
     app.with_session(move |s| {
         let g = match s.lab().group(&q.group) {
             Ok(g) => g,
@@ -278,14 +288,7 @@ struct PageQuery {
     limit: Option<usize>,
 }
 
-async fn get_consumer_offsets(
-    State(app): State<AppState>,
-    q: Result<Query<PageQuery>, axum::extract::rejection::QueryRejection>,
-) -> Response {
-    let Query(q) = match q {
-        Ok(q) => q,
-        Err(e) => return json_error(StatusCode::BAD_REQUEST, &e.body_text(), 0),
-    };
+async fn get_consumer_offsets(State(app): State<AppState>, ApiQuery(q): ApiQuery<PageQuery>) -> Response {
     app.with_session(move |s| {
         let offsets = s.lab().offsets();
         let records: Vec<OffsetRecord> =
@@ -402,14 +405,7 @@ struct ReplayRequest {
     crash_point: Option<u64>,
 }
 
-async fn post_explore_replay(
-    State(app): State<AppState>,
-    body: Result<Json<ReplayRequest>, JsonRejection>,
-) -> Response {
-    let Json(req) = match body {
-        Ok(b) => b,
-        Err(e) => return json_error(StatusCode::BAD_REQUEST, &e.body_text(), 0),
-    };
+async fn post_explore_replay(State(app): State<AppState>, ApiJson(req): ApiJson<ReplayRequest>) -> Response {
     let (strategy, sink) = match (
         req.strategy.parse::<CommitStrategy>(),
         req.sink.parse::<SinkKind>(),

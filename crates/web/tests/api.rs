@@ -87,7 +87,12 @@ async fn bad_requests_get_json_errors() {
     let (status, body) = raw(addr, post(addr, "/api/actions", "{not json", "")).await;
     assert_eq!(status, 400);
     let v: serde_json::Value = serde_json::from_str(&body).expect("json error");
-    assert!(v["error"].as_str().is_some_and(|e| e.contains("lines")), "{v}");
+    assert!(
+        v["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("malformed request body")),
+        "{v}"
+    );
     let (status, body) = raw(
         addr,
         post(addr, "/api/actions", r#"{"lines":["poll c1","tick -5s"]}"#, ""),
