@@ -264,6 +264,17 @@ async function renderLog() {
       badge ? h('span', { class: 'badge' }, badge) : null,
       h('span', { class: 'off' }, o), h('span', { class: 'key' }, r.key || '∅')), `offset ${o}, ${r.key || 'no key'}, ${status}` + marks.map((m) => `, ${m.textContent}`).join(''));
   });
+  // Offsets below the log start are gone: retention (or DeleteRecords) removed their segments.
+  const start = res.data.log_start_offset;
+  const ghosts = [];
+  for (let o = Math.max(0, start - 3); from <= start && o < start; o++) {
+    const lostHere = p && inRanges(p.lost_ranges, o);
+    ghosts.push(slot(o === start - 1 ? [h('span', { class: 'mk m-start' }, 'deleted')] : [],
+      h('div', { class: `rec gone${lostHere ? ' lost' : ''}`, title: `offset ${o}: deleted by retention${lostHere ? ' before this group read it (lost)' : ''}` },
+        lostHere ? h('span', { class: 'badge' }, '✗') : null, h('span', { class: 'off' }, o), h('span', { class: 'key' }, 'gone')),
+      `offset ${o}, deleted by retention` + (lostHere ? ', silently lost' : '')));
+  }
+  boxes.unshift(...ghosts);
   const end = res.data.log_end_offset;
   if (!recs.length || recs[recs.length - 1].offset === end - 1 || end === from) {
     const marks = [h('span', { class: 'mk m-end' }, 'LEO')];
@@ -421,8 +432,8 @@ function setupForms() {
   $('#topic-form').addEventListener('submit', (e) => {
     e.preventDefault();
     const f = new FormData(e.target);
-    const seg = String(f.get('segment.records') || '').trim();
-    act([`topic ${f.get('name')} partitions=${f.get('partitions')}` + (seg ? ` segment.records=${seg}` : '') + ` cleanup.policy=${f.get('cleanup.policy')}`]);
+    const opt = (k) => { const v = String(f.get(k) || '').trim(); return v ? ` ${k}=${v}` : ''; };
+    act([`topic ${f.get('name')} partitions=${f.get('partitions')}${opt('segment.records')}${opt('retention.ms')}${opt('retention.bytes')} cleanup.policy=${f.get('cleanup.policy')}`]);
   });
   $('#line-form').addEventListener('submit', (e) => {
     e.preventDefault();
