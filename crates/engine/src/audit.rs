@@ -261,8 +261,29 @@ impl GroupAudit {
         }
     }
 
-    /// The group reads `tp` again from `position`: whatever was skipped at or after it is no
-    /// longer skipped (it will be read, or lost, from now on).
+    /// Records `[from, to)` of `tp` were handed to the application and then committed over
+    /// without being processed: whatever a seek or reset skipped there, they are now lost.
+    pub fn unskip(&mut self, tp: &TopicPartition, from: Offset, to: Offset) {
+        if let Some(p) = self.partitions.get_mut(tp) {
+            let mut kept = Vec::with_capacity(p.skipped.len());
+            for &(a, b) in &p.skipped {
+                if b <= from || a >= to {
+                    kept.push((a, b));
+                    continue;
+                }
+                if a < from {
+                    kept.push((a, from));
+                }
+                if b > to {
+                    kept.push((to, b));
+                }
+            }
+            p.skipped = kept;
+        }
+    }
+
+    /// A position was moved back to `position` by `auto.offset.reset`: a skip that reached past
+    /// it never happened.
     pub fn clip_skipped(&mut self, tp: &TopicPartition, position: Offset) {
         if let Some(p) = self.partitions.get_mut(tp) {
             for r in &mut p.skipped {

@@ -805,3 +805,51 @@ fn retention_deletes_segments_and_out_of_range_falls_to_auto_offset_reset() {
     let f = figures(&lab, "g");
     assert_eq!(f.audit.lost, 6, "2..7 were deleted before the group read them");
 }
+
+/// A skip on purpose stays a skip, unless the group later fetches those records and commits
+/// over them unprocessed: then they are lost like any other.
+#[test]
+fn records_skipped_then_committed_over_unprocessed_are_lost() {
+    let mut lab = lab_with_orders(8);
+    lab.add_consumer(consumer(
+        "c1",
+        "g",
+        CommitStrategy::AutoTimer,
+        SinkKind::Append,
+        4,
+    ))
+    .expect("c1");
+    lab.poll("c1").expect("poll");
+    lab.process("c1", None).expect("0..3");
+    lab.seek("c1", SeekTarget::Offset(6), None)
+        .expect("skip 4 and 5 on purpose");
+    assert_eq!(figures(&lab, "g").audit.skipped, 2);
+    lab.seek("c1", SeekTarget::Offset(4), None)
+        .expect("then go back for them");
+    lab.poll("c1").expect("4..7 handed over");
+    lab.tick(5_000)
+        .expect("the timer commits 8 over unprocessed 4..7");
+    lab.crash("c1").expect("crash");
+    let f = figures(&lab, "g");
+    assert_eq!(
+        (f.audit.lost, f.audit.skipped),
+        (4, 0),
+        "4..7 are lost, 4 and 5 included"
+    );
+
+    // Seek forward and commit: a deliberate skip, not a loss.
+    let mut lab = lab_with_orders(8);
+    lab.add_consumer(consumer(
+        "c1",
+        "g",
+        CommitStrategy::ManualBatch,
+        SinkKind::Append,
+        4,
+    ))
+    .expect("c1");
+    lab.seek("c1", SeekTarget::Offset(6), None).expect("skip 0..5");
+    lab.poll("c1").expect("6, 7");
+    lab.process("c1", None).expect("commit 8");
+    let f = figures(&lab, "g");
+    assert_eq!((f.audit.lost, f.audit.skipped), (0, 6));
+}

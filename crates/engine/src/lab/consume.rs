@@ -125,11 +125,11 @@ impl Lab {
         }
         let backlog = c.in_flight.len();
         c.in_flight.extend(fetched);
+        let at: Vec<String> = tps
+            .iter()
+            .filter_map(|tp| c.assignment.get(tp).map(|f| format!("{tp}@{}", f.position)))
+            .collect();
         if n == 0 {
-            let at: Vec<String> = tps
-                .iter()
-                .filter_map(|tp| c.assignment.get(tp).map(|f| format!("{tp}@{}", f.position)))
-                .collect();
             self.say(
                 EventKind::Poll,
                 format!("{member} polled: no new records (caught up at {})", at.join(", ")),
@@ -577,6 +577,17 @@ impl Lab {
         let group = c.config.group.clone();
         let strategy = c.config.strategy;
         let mut warnings = Vec::new();
+        // Records handed to the application and committed over unprocessed are the
+        // application's loss, even inside a range that was once skipped on purpose.
+        let committed_over: Vec<(TopicPartition, Offset)> = offsets
+            .iter()
+            .flat_map(|(tp, o)| {
+                c.in_flight
+                    .iter()
+                    .filter(move |f| &f.tp == tp && f.record.offset < *o)
+                    .map(|f| (f.tp.clone(), f.record.offset))
+            })
+            .collect();
         for (tp, o) in offsets {
             let unprocessed = c.unprocessed_below(tp, *o);
             if unprocessed > 0 {
@@ -586,12 +597,13 @@ impl Lab {
                 ));
             }
         }
+        if let Some(g) = self.groups.get_mut(&group) {
+            for (tp, o) in &committed_over {
+                g.audit.unskip(tp, *o, o + 1);
+            }
+        }
         let mut parts = Vec::new();
         for (tp, o) in offsets {
-            // A commit below a skipped range means the group will read that range again.
-            if let Some(g) = self.groups.get_mut(&group) {
-                g.audit.clip_skipped(tp, *o);
-            }
             let key = OffsetKey::new(&group, tp);
             let at = self.offsets.commit(
                 key.clone(),

@@ -504,7 +504,6 @@ impl Lab {
         };
         if let Some(g) = self.groups.get_mut(&cfg.group) {
             g.audit.note_start(tp, position);
-            g.audit.clip_skipped(tp, position);
         }
         if let Some(c) = self.consumers.get_mut(name) {
             c.assignment.insert(

@@ -232,7 +232,6 @@ impl Lab {
                         from: None,
                     },
                 );
-                g.audit.clip_skipped(&tp, r.target);
                 if let Some(c) = r.current {
                     g.audit
                         .mark_skipped(&tp, c.clamp(r.log_start_offset, r.log_end_offset), r.target);

@@ -306,10 +306,23 @@ impl Lab {
             .as_ref()
             .and_then(|o| self.consumers.get(o.split('#').next().unwrap_or_default()))
             .filter(|c| c.is_running() && owner.as_deref() == Some(c.member_id().as_str()));
-        let progress = Progress {
-            resume: committed,
-            log,
+        // A record is not lost while a live owner is still going to deliver it: after a rewind,
+        // records below the committed offset may be in flight or ahead of the position.
+        let live_next = running_owner.and_then(|c| {
+            let position = c.assignment.get(tp).map(|f| f.position);
+            let in_flight = c
+                .in_flight
+                .iter()
+                .filter(|f| &f.tp == tp)
+                .map(|f| f.record.offset)
+                .min();
+            [position, in_flight].into_iter().flatten().min()
+        });
+        let resume = match (committed, live_next) {
+            (Some(c), Some(l)) => Some(c.min(l)),
+            (c, _) => c,
         };
+        let progress = Progress { resume, log };
         Ok(PartitionView {
             topic: tp.topic.clone(),
             partition: tp.partition,
