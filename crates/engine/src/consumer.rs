@@ -17,6 +17,8 @@ use std::collections::{BTreeMap, VecDeque};
 pub const DEFAULT_AUTO_COMMIT_INTERVAL_MS: Millis = 5_000;
 pub const DEFAULT_MAX_POLL_RECORDS: usize = 500;
 pub const DEFAULT_SESSION_TIMEOUT_MS: Millis = 45_000;
+/// `max.poll.interval.ms`: a member that does not poll for this long leaves its group.
+pub const DEFAULT_MAX_POLL_INTERVAL_MS: Millis = 300_000;
 /// How long a `commitAsync` takes to land: one round trip to the coordinator.
 pub const DEFAULT_ASYNC_COMMIT_LATENCY_MS: Millis = 100;
 
@@ -31,6 +33,7 @@ pub struct ConsumerConfig {
     pub sink: SinkKind,
     pub auto_offset_reset: AutoOffsetReset,
     pub session_timeout_ms: Millis,
+    pub max_poll_interval_ms: Millis,
     pub async_commit_latency_ms: Millis,
 }
 
@@ -46,6 +49,7 @@ impl ConsumerConfig {
             sink: SinkKind::Append,
             auto_offset_reset: AutoOffsetReset::Latest,
             session_timeout_ms: DEFAULT_SESSION_TIMEOUT_MS,
+            max_poll_interval_ms: DEFAULT_MAX_POLL_INTERVAL_MS,
             async_commit_latency_ms: DEFAULT_ASYNC_COMMIT_LATENCY_MS,
         }
     }
@@ -152,6 +156,8 @@ pub struct Consumer {
     pub next_auto_commit: Option<Millis>,
     /// Round-robin cursor over assigned partitions for fairness across polls.
     pub(crate) poll_cursor: usize,
+    /// When the application last called poll (or joined): `max.poll.interval.ms` counts from here.
+    pub last_poll_at: Millis,
 }
 
 impl Consumer {
@@ -166,6 +172,7 @@ impl Consumer {
             pending_async: Vec::new(),
             next_auto_commit: None,
             poll_cursor: 0,
+            last_poll_at: 0,
         }
     }
 

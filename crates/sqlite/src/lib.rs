@@ -10,7 +10,7 @@
 //!                    value TEXT NOT NULL, consumer TEXT NOT NULL, incarnation INTEGER NOT NULL,
 //!                    reason TEXT NOT NULL, applied_at INTEGER NOT NULL, writes INTEGER NOT NULL);
 //! CREATE TABLE offsets (topic TEXT NOT NULL, partition INTEGER NOT NULL, next_offset INTEGER NOT NULL,
-//!                       PRIMARY KEY (topic, partition));
+//!                       generation INTEGER NOT NULL, PRIMARY KEY (topic, partition));
 //! ```
 //!
 //! The upsert sink adds a unique index on `order_id` and writes with `ON CONFLICT DO UPDATE`;
@@ -18,7 +18,9 @@
 
 use offsetlab_engine::audit::DeliveryReason;
 use offsetlab_engine::record::{Offset, TopicPartition};
-use offsetlab_engine::sink::{Sink, SinkError, SinkFactory, SinkKind, SinkRow, SinkStats, SinkWrite};
+use offsetlab_engine::sink::{
+    Sink, SinkError, SinkFactory, SinkKind, SinkRow, SinkStats, SinkWrite, WriteOutcome,
+};
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::{Path, PathBuf};
 
@@ -42,6 +44,7 @@ CREATE TABLE IF NOT EXISTS offsets (
     topic TEXT NOT NULL,
     partition INTEGER NOT NULL,
     next_offset INTEGER NOT NULL,
+    generation INTEGER NOT NULL,
     PRIMARY KEY (topic, partition)
 );
 ";
@@ -121,23 +124,43 @@ impl Sink for SqliteSink {
         self.kind
     }
 
-    fn apply(&mut self, w: &SinkWrite<'_>) -> Result<(), SinkError> {
+    fn apply(&mut self, w: &SinkWrite<'_>) -> Result<WriteOutcome, SinkError> {
         match self.kind {
-            SinkKind::Append => Self::insert(&self.conn, w, false).map_err(backend),
-            SinkKind::Upsert => Self::insert(&self.conn, w, true).map_err(backend),
+            SinkKind::Append => Self::insert(&self.conn, w, false).map_err(backend)?,
+            SinkKind::Upsert => Self::insert(&self.conn, w, true).map_err(backend)?,
             SinkKind::Transactional => {
-                // The row and the next offset commit together or not at all.
+                // The check, the row and the next offset commit together or not at all.
                 let tx = self.conn.transaction().map_err(backend)?;
+                let stored: Option<(i64, i32)> = tx
+                    .prepare_cached(
+                        "SELECT next_offset, generation FROM offsets WHERE topic = ?1 AND partition = ?2",
+                    )
+                    .and_then(|mut s| {
+                        s.query_row(params![w.tp.topic, w.tp.partition], |r| {
+                            Ok((r.get(0)?, r.get(1)?))
+                        })
+                        .optional()
+                    })
+                    .map_err(backend)?;
+                if let Some((next_offset, generation)) = stored {
+                    if w.offset < next_offset || w.generation < generation {
+                        return Ok(WriteOutcome::Fenced {
+                            next_offset,
+                            generation,
+                        });
+                    }
+                }
                 Self::insert(&tx, w, false).map_err(backend)?;
                 tx.prepare_cached(
-                    "INSERT INTO offsets (topic, partition, next_offset) VALUES (?1, ?2, ?3)
-                     ON CONFLICT (topic, partition) DO UPDATE SET next_offset = excluded.next_offset",
+                    "INSERT INTO offsets (topic, partition, next_offset, generation) VALUES (?1, ?2, ?3, ?4)
+                     ON CONFLICT (topic, partition) DO UPDATE SET next_offset = excluded.next_offset, generation = excluded.generation",
                 )
-                .and_then(|mut s| s.execute(params![w.tp.topic, w.tp.partition, w.offset + 1]))
+                .and_then(|mut s| s.execute(params![w.tp.topic, w.tp.partition, w.offset + 1, w.generation]))
                 .map_err(backend)?;
-                tx.commit().map_err(backend)
+                tx.commit().map_err(backend)?;
             }
         }
+        Ok(WriteOutcome::Applied)
     }
 
     fn stored_offset(&self, tp: &TopicPartition) -> Result<Option<Offset>, SinkError> {
@@ -268,6 +291,7 @@ mod tests {
             value: "{}",
             consumer: "c1",
             incarnation: 2,
+            generation: 1,
             reason: DeliveryReason::CrashRedelivery,
             at: 0,
         })

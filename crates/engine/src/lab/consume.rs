@@ -7,7 +7,7 @@ use crate::error::LabError;
 use crate::narrative::EventKind;
 use crate::offsets::{OffsetAndMetadata, OffsetKey};
 use crate::record::{Offset, TopicPartition};
-use crate::sink::SinkWrite;
+use crate::sink::{SinkWrite, WriteOutcome};
 use crate::strategy::{AutoOffsetReset, CommitStrategy};
 
 /// Which offsets a commit takes from the consumer's state.
@@ -36,6 +36,8 @@ impl Lab {
     /// `poll()`: hands up to `max.poll.records` records to the application.
     pub fn poll(&mut self, name: &str) -> Result<usize, LabError> {
         self.running(name, "restart it before polling")?;
+        let now = self.now();
+        self.consumer_mut(name)?.last_poll_at = now;
         if self.rejoin_if_needed(name)? {
             return Ok(0);
         }
@@ -228,6 +230,7 @@ impl Lab {
             };
             let cfg = c.config.clone();
             let incarnation = c.incarnation;
+            let generation = c.generation;
             let member = c.member_id();
             let origin = c.assignment.get(&item.tp).map(|f| f.origin);
             let now = self.now();
@@ -243,16 +246,35 @@ impl Lab {
                 o.repeat_reason()
             });
             let reason = g.audit.classify(&tp, offset, repeat);
-            g.sink.apply(&SinkWrite {
+            let outcome = g.sink.apply(&SinkWrite {
                 tp: &tp,
                 offset,
                 key: &key,
                 value: &value,
                 consumer: name,
                 incarnation,
+                generation,
                 reason,
                 at: now,
             })?;
+            if let WriteOutcome::Fenced {
+                next_offset,
+                generation: newer,
+            } = outcome
+            {
+                let c = self.consumer_mut(name)?;
+                c.in_flight.pop_front();
+                done += 1;
+                self.flush_run(&member, &mut run);
+                self.say(
+                    EventKind::Refused,
+                    format!("the transactional sink refused {tp}@{offset} from {member} (generation {generation}): it already holds progress to {next_offset} written by generation {newer}; nothing was applied"),
+                );
+                if self.effect(name) {
+                    return Ok(done);
+                }
+                continue;
+            }
             g.audit.record(Delivery {
                 at: now,
                 tp: tp.clone(),

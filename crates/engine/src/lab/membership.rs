@@ -40,6 +40,7 @@ impl Lab {
         for (what, v) in [
             ("interval", config.auto_commit_interval_ms),
             ("session-timeout", config.session_timeout_ms),
+            ("max-poll-interval", config.max_poll_interval_ms),
         ] {
             if v <= 0 {
                 return Err(LabError::InvalidArgument(format!("{what} must be positive")));
@@ -208,6 +209,7 @@ impl Lab {
         let now = self.now();
         let c = self.consumer_mut(name)?;
         let interval = c.config.auto_commit_interval_ms;
+        c.last_poll_at = now;
         c.next_auto_commit = match c.config.strategy {
             CommitStrategy::AutoTimer | CommitStrategy::AutoPoll if c.config.commits_to_kafka() => {
                 Some(now.saturating_add(interval))
@@ -310,6 +312,21 @@ impl Lab {
         let c = self.consumer(name)?;
         let member = c.member_id();
         let group = c.config.group.clone();
+        if !self.groups.get(&group).is_some_and(|g| g.is_member(&member)) {
+            // Removed while it was away (max.poll.interval.ms): its partitions are lost, not
+            // revoked — no commit — and it joins again.
+            let c = self.consumer_mut(name)?;
+            let dropped = c.in_flight.len();
+            c.assignment.clear();
+            c.in_flight.clear();
+            c.pending_async.clear();
+            self.say(
+                EventKind::Group,
+                format!("{member} finds it is no longer a member of {group}: its partitions were lost (onPartitionsLost, nothing committed{}); it joins again", if dropped > 0 { format!(", {dropped} unprocessed record(s) dropped") } else { String::new() }),
+            );
+            self.join(name, &group)?;
+            return Ok(false);
+        }
         let must_rejoin = self
             .groups
             .get(&group)
@@ -541,6 +558,52 @@ impl Lab {
             self.leave(&group, &member, Departure::Dead)?;
         }
         Ok(())
+    }
+
+    /// Members whose application has not called poll within `max.poll.interval.ms` leave their
+    /// group (the Java client's heartbeat thread sends LeaveGroup). The process keeps running:
+    /// until its next poll it is a zombie, still holding what it thinks are its partitions.
+    pub(crate) fn expire_poll_intervals(&mut self, now: i64) -> Result<(), LabError> {
+        let late: Vec<(String, String, String, Millis)> = self
+            .consumers
+            .values()
+            .filter(|c| c.is_running() && c.last_poll_at.saturating_add(c.config.max_poll_interval_ms) <= now)
+            .filter(|c| {
+                self.groups
+                    .get(&c.config.group)
+                    .is_some_and(|g| g.is_member(&c.member_id()))
+            })
+            .map(|c| {
+                (
+                    c.name().to_string(),
+                    c.config.group.clone(),
+                    c.member_id(),
+                    c.config.max_poll_interval_ms,
+                )
+            })
+            .collect();
+        for (_, group, member, interval) in late {
+            self.say(
+                EventKind::Warning,
+                format!("{member} has not called poll() for max.poll.interval.ms ({}): it leaves group {group}, which rebalances without it — until its next poll it is a zombie", format_duration(interval)),
+            );
+            self.leave(&group, &member, Departure::Closed)?;
+        }
+        Ok(())
+    }
+
+    /// The earliest `max.poll.interval.ms` deadline of a running member, if any.
+    pub(crate) fn next_poll_deadline(&self) -> Option<Millis> {
+        self.consumers
+            .values()
+            .filter(|c| c.is_running())
+            .filter(|c| {
+                self.groups
+                    .get(&c.config.group)
+                    .is_some_and(|g| g.is_member(&c.member_id()))
+            })
+            .map(|c| c.last_poll_at.saturating_add(c.config.max_poll_interval_ms))
+            .min()
     }
 
     /// The earliest session expiry of a dead member, if any.

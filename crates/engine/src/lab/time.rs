@@ -99,10 +99,14 @@ impl Lab {
                 [timer, landing].into_iter().flatten().min()
             })
             .min();
-        [consumer_timers, self.next_session_expiry()]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            consumer_timers,
+            self.next_session_expiry(),
+            self.next_poll_deadline(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     fn fire_due(&mut self, now: Millis) -> Result<(), LabError> {
@@ -127,6 +131,7 @@ impl Lab {
                 }
             }
         }
-        self.expire_sessions(now)
+        self.expire_sessions(now)?;
+        self.expire_poll_intervals(now)
     }
 }

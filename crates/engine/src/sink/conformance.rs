@@ -2,7 +2,7 @@
 //!
 //! Call [`run`] with a function that opens a fresh, empty sink of the given kind.
 
-use super::{Sink, SinkKind, SinkWrite};
+use super::{Sink, SinkKind, SinkWrite, WriteOutcome};
 use crate::audit::DeliveryReason;
 use crate::record::{Offset, TopicPartition};
 
@@ -14,6 +14,7 @@ fn write<'a>(tp: &'a TopicPartition, offset: Offset, key: &'a str, reason: Deliv
         value: r#"{"order_id":"x"}"#,
         consumer: "c1",
         incarnation: 1,
+        generation: 1,
         reason,
         at: 1_000 + offset,
     }
@@ -30,6 +31,46 @@ pub fn run(open: &mut dyn FnMut(SinkKind) -> Box<dyn Sink>) {
         let mut sink = open(kind);
         offsets_are_stored_only_by_transactional_sinks(sink.as_mut());
     }
+    let mut sink = open(SinkKind::Transactional);
+    the_transactional_sink_fences_stale_writes(sink.as_mut());
+}
+
+/// A write below the stored offset, or from an older generation, changes nothing.
+fn the_transactional_sink_fences_stale_writes(sink: &mut dyn Sink) {
+    let tp = TopicPartition::new("orders", 0);
+    let at = |offset: Offset, generation: i32| SinkWrite {
+        generation,
+        ..write(&tp, offset, "o-1", DeliveryReason::First)
+    };
+    assert_eq!(sink.apply(&at(0, 1)).expect("apply"), WriteOutcome::Applied);
+    assert_eq!(
+        sink.apply(&at(1, 2)).expect("apply"),
+        WriteOutcome::Applied,
+        "a newer generation takes over"
+    );
+    assert_eq!(
+        sink.apply(&at(2, 1)).expect("apply"),
+        WriteOutcome::Fenced {
+            next_offset: 2,
+            generation: 2
+        },
+        "the zombie of generation 1 is fenced"
+    );
+    assert_eq!(
+        sink.apply(&at(1, 2)).expect("apply"),
+        WriteOutcome::Fenced {
+            next_offset: 2,
+            generation: 2
+        },
+        "a record already applied is not applied twice"
+    );
+    assert_eq!(
+        sink.apply(&at(5, 2)).expect("apply"),
+        WriteOutcome::Applied,
+        "moving forward (a skip) is allowed"
+    );
+    assert_eq!(sink.stats().expect("stats").rows, 3);
+    assert_eq!(sink.stored_offset(&tp).expect("offset"), Some(6));
 }
 
 fn empty_sink_has_nothing(sink: &mut dyn Sink) {
@@ -52,15 +93,28 @@ fn replayed_writes(sink: &mut dyn Sink) {
         sink.apply(&write(&tp, o as Offset, k, DeliveryReason::First))
             .expect("apply");
     }
+    let mut outcomes = Vec::new();
     for o in 0..2 {
-        sink.apply(&write(&tp, o, keys[o as usize], DeliveryReason::CrashRedelivery))
-            .expect("apply");
+        outcomes.push(
+            sink.apply(&write(&tp, o, keys[o as usize], DeliveryReason::CrashRedelivery))
+                .expect("apply"),
+        );
     }
     let stats = sink.stats().expect("stats");
     let rows = sink.rows(0, 100).expect("rows");
     assert_eq!(stats.distinct_keys, 3, "{:?}", sink.kind());
     match sink.kind() {
-        SinkKind::Append | SinkKind::Transactional => {
+        SinkKind::Transactional => {
+            assert!(
+                outcomes
+                    .iter()
+                    .all(|o| matches!(o, WriteOutcome::Fenced { next_offset: 4, .. })),
+                "records below the stored offset are refused: {outcomes:?}"
+            );
+            assert_eq!((stats.rows, stats.duplicate_rows), (4, 0));
+        }
+        SinkKind::Append => {
+            assert_eq!(outcomes, [WriteOutcome::Applied; 2]);
             assert_eq!(stats.rows, 6, "a ledger keeps every write");
             assert_eq!(stats.duplicate_rows, 2);
             let dup: Vec<bool> = rows.iter().map(|r| r.duplicate).collect();

@@ -1,6 +1,6 @@
 //! [`MemorySink`]: the three sink kinds held in process memory.
 
-use super::{Sink, SinkError, SinkKind, SinkRow, SinkStats, SinkWrite};
+use super::{Sink, SinkError, SinkKind, SinkRow, SinkStats, SinkWrite, WriteOutcome};
 use crate::record::{Offset, TopicPartition};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -13,8 +13,8 @@ pub struct MemorySink {
     keys: HashSet<String>,
     /// Source records already held by some row.
     sources: HashSet<(TopicPartition, Offset)>,
-    /// Transactional: the next offset per partition, committed with the rows.
-    offsets: BTreeMap<TopicPartition, Offset>,
+    /// Transactional: the next offset per partition and the generation that wrote it.
+    offsets: BTreeMap<TopicPartition, (Offset, i32)>,
 }
 
 impl MemorySink {
@@ -52,7 +52,17 @@ impl Sink for MemorySink {
         self.kind
     }
 
-    fn apply(&mut self, w: &SinkWrite<'_>) -> Result<(), SinkError> {
+    fn apply(&mut self, w: &SinkWrite<'_>) -> Result<WriteOutcome, SinkError> {
+        if self.kind == SinkKind::Transactional {
+            if let Some(&(next_offset, generation)) = self.offsets.get(w.tp) {
+                if w.offset < next_offset || w.generation < generation {
+                    return Ok(WriteOutcome::Fenced {
+                        next_offset,
+                        generation,
+                    });
+                }
+            }
+        }
         self.keys.insert(w.key.to_string());
         let source = (w.tp.clone(), w.offset);
         match self.kind {
@@ -61,7 +71,7 @@ impl Sink for MemorySink {
                 let row = self.new_row(w, duplicate);
                 self.rows.push(row);
                 if self.kind == SinkKind::Transactional {
-                    self.offsets.insert(w.tp.clone(), w.offset + 1);
+                    self.offsets.insert(w.tp.clone(), (w.offset + 1, w.generation));
                 }
             }
             SinkKind::Upsert => match self.by_key.get(w.key) {
@@ -84,11 +94,11 @@ impl Sink for MemorySink {
                 }
             },
         }
-        Ok(())
+        Ok(WriteOutcome::Applied)
     }
 
     fn stored_offset(&self, tp: &TopicPartition) -> Result<Option<Offset>, SinkError> {
-        Ok(self.offsets.get(tp).copied())
+        Ok(self.offsets.get(tp).map(|&(o, _)| o))
     }
 
     fn stats(&self) -> Result<SinkStats, SinkError> {

@@ -75,8 +75,22 @@ pub struct SinkWrite<'a> {
     pub value: &'a str,
     pub consumer: &'a str,
     pub incarnation: u32,
+    /// The group generation the writer belongs to: a transactional sink fences older ones.
+    pub generation: i32,
     pub reason: DeliveryReason,
     pub at: Millis,
+}
+
+/// What a sink did with a write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteOutcome {
+    Applied,
+    /// A transactional sink refused it: it already holds progress past this offset, or
+    /// progress written by a newer generation (the writer is a zombie).
+    Fenced {
+        next_offset: Offset,
+        generation: i32,
+    },
 }
 
 /// A row as the sink holds it.
@@ -118,9 +132,11 @@ pub enum SinkError {
 pub trait Sink: Send {
     fn kind(&self) -> SinkKind;
 
-    /// Applies one processed record. For a transactional sink the row and the partition's next
-    /// offset (`offset + 1`) are stored in one transaction.
-    fn apply(&mut self, write: &SinkWrite<'_>) -> Result<(), SinkError>;
+    /// Applies one processed record. A transactional sink stores the row and the partition's
+    /// next offset (`offset + 1`, with the writer's generation) in one transaction, and refuses
+    /// a write below its stored offset or from an older generation: that is what keeps a zombie
+    /// and a new owner from both applying the same record.
+    fn apply(&mut self, write: &SinkWrite<'_>) -> Result<WriteOutcome, SinkError>;
 
     /// The next offset to read for `tp` as stored in the sink (transactional sinks only).
     fn stored_offset(&self, tp: &TopicPartition) -> Result<Option<Offset>, SinkError>;

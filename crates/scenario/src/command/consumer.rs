@@ -1,6 +1,6 @@
 //! `consumer NAME group=G topic=T [commit=STRATEGY] [interval=DUR] [max-poll=N]
 //! [sink=append|upsert|transactional] [reset=earliest|latest|none] [session-timeout=DUR]
-//! [async-latency=DUR]`
+//! [max-poll-interval=DUR] [async-latency=DUR]`
 //!
 //! Starts a consumer process that joins group G. The defaults are Kafka's: auto-commit on a
 //! 5 s timer, `max.poll.records=500`, `auto.offset.reset=latest`, `session.timeout.ms=45s`.
@@ -45,6 +45,9 @@ impl StartConsumer {
         if let Some(ms) = args.parsed("session-timeout", positive_duration)? {
             c.session_timeout_ms = ms;
         }
+        if let Some(ms) = args.parsed("max-poll-interval", positive_duration)? {
+            c.max_poll_interval_ms = ms;
+        }
         if let Some(ms) = args.parsed("async-latency", duration_ms)? {
             c.async_commit_latency_ms = ms;
         }
@@ -82,6 +85,13 @@ impl fmt::Display for StartConsumer {
         )?;
         if c.session_timeout_ms != d.session_timeout_ms {
             write!(f, " session-timeout={}", format_duration(c.session_timeout_ms))?;
+        }
+        if c.max_poll_interval_ms != d.max_poll_interval_ms {
+            write!(
+                f,
+                " max-poll-interval={}",
+                format_duration(c.max_poll_interval_ms)
+            )?;
         }
         if c.async_commit_latency_ms != d.async_commit_latency_ms {
             write!(f, " async-latency={}", format_duration(c.async_commit_latency_ms))?;
