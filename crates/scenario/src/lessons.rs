@@ -26,6 +26,7 @@ pub const LESSONS: &[Lesson] = lessons![
     "03-upsert-converges",
     "04-rewind-to-earliest",
     "05-new-group-from-zero",
+    "06-retention-out-of-range",
     "07-crash-rebalance-zombie",
     "08-reset-to-timestamp",
     "10-java-vs-librdkafka-auto-commit",
