@@ -34,6 +34,12 @@ pub struct ConsumerConfig {
     pub auto_offset_reset: AutoOffsetReset,
     pub session_timeout_ms: Millis,
     pub max_poll_interval_ms: Millis,
+    /// `group.instance.id`: static membership. A restart within the session timeout takes the
+    /// member's partitions back without a rebalance; a close sends no LeaveGroup.
+    pub group_instance_id: Option<String>,
+    /// Whether the revoke hook of a manual strategy commits what was processed (the usual
+    /// `onPartitionsRevoked` → `commitSync`). Auto-commit always commits in the hook.
+    pub commit_on_revoke: bool,
     pub async_commit_latency_ms: Millis,
 }
 
@@ -50,6 +56,8 @@ impl ConsumerConfig {
             auto_offset_reset: AutoOffsetReset::Latest,
             session_timeout_ms: DEFAULT_SESSION_TIMEOUT_MS,
             max_poll_interval_ms: DEFAULT_MAX_POLL_INTERVAL_MS,
+            group_instance_id: None,
+            commit_on_revoke: true,
             async_commit_latency_ms: DEFAULT_ASYNC_COMMIT_LATENCY_MS,
         }
     }

@@ -45,6 +45,8 @@ pub struct Member {
     pub topic: String,
     /// When its session times out, once it stopped heartbeating (crashed). `None` while alive.
     pub expires_at: Option<Millis>,
+    /// `group.instance.id` of a static member.
+    pub instance_id: Option<String>,
 }
 
 /// A rebalance in progress: the coordinator waits until every member has rejoined. A live
@@ -186,6 +188,7 @@ mod tests {
             consumer: id.to_string(),
             topic: topic.to_string(),
             expires_at: None,
+            instance_id: None,
         }
     }
 

@@ -853,3 +853,88 @@ fn records_skipped_then_committed_over_unprocessed_are_lost() {
     let f = figures(&lab, "g");
     assert_eq!((f.audit.lost, f.audit.skipped), (0, 6));
 }
+
+/// Static membership (group.instance.id): a restart within the session timeout takes the
+/// partitions back without a rebalance; a close sends no LeaveGroup.
+#[test]
+fn a_static_member_restarts_without_a_rebalance() {
+    let mut lab = lab_with_orders(8);
+    let cfg = ConsumerConfig {
+        group_instance_id: Some("shipping-1".into()),
+        ..consumer("c1", "g", CommitStrategy::ManualBatch, SinkKind::Append, 4)
+    };
+    lab.add_consumer(cfg).expect("c1");
+    lab.poll("c1").expect("poll");
+    lab.process("c1", None).expect("commit 4");
+    let generation = lab.group("g").expect("g").generation;
+    lab.crash("c1").expect("crash");
+    lab.tick(10_000).expect("well within the session timeout");
+    lab.restart("c1").expect("restart");
+    let g = lab.group("g").expect("g");
+    assert_eq!(g.generation, generation, "no rebalance");
+    assert!(g.rebalance.is_none());
+    assert!(g.is_member("c1#2"));
+    assert_eq!(
+        lab.consumer("c1").expect("c1").assignment[&tp()].position,
+        4,
+        "back at once"
+    );
+    lab.close("c1").expect("close");
+    assert!(
+        lab.group("g").expect("g").is_member("c1#2"),
+        "a static member's close sends no LeaveGroup"
+    );
+    lab.tick(45_000).expect("session timeout");
+    assert!(lab.group("g").expect("g").members.is_empty());
+}
+
+/// Without a commit in the revoke hook, a rebalance replays what was processed since the last
+/// commit; with it (the default), nothing.
+#[test]
+fn the_revoke_hook_commit_decides_what_a_rebalance_replays() {
+    for (hook, replays) in [(true, 0), (false, 2)] {
+        let mut lab = Lab::default();
+        lab.create_topic(
+            "orders",
+            TopicConfig {
+                partitions: 2,
+                ..TopicConfig::default()
+            },
+        )
+        .expect("topic");
+        lab.produce(
+            "orders",
+            &ProduceSpec {
+                count: 8,
+                partition: Some(0),
+                ..ProduceSpec::default()
+            },
+        )
+        .expect("p0");
+        let cfg = ConsumerConfig {
+            commit_on_revoke: hook,
+            ..consumer("c1", "g", CommitStrategy::ManualBatch, SinkKind::Append, 4)
+        };
+        lab.add_consumer(cfg).expect("c1");
+        lab.poll("c1").expect("poll 0..3");
+        lab.process("c1", Some(2))
+            .expect("two processed, batch not committed");
+        lab.add_consumer(consumer(
+            "c2",
+            "g",
+            CommitStrategy::ManualBatch,
+            SinkKind::Append,
+            4,
+        ))
+        .expect("c2");
+        lab.poll("c1").expect("c1 rejoins: revoke hook");
+        lab.poll("c1").expect("poll");
+        lab.process("c1", None).expect("process");
+        let f = figures(&lab, "g");
+        assert_eq!(
+            (f.audit.redeliveries, f.audit.lost),
+            (replays, 0),
+            "commit-on-revoke={hook}"
+        );
+    }
+}

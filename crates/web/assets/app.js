@@ -418,7 +418,9 @@ function setupForms() {
   $('#consumer-form').addEventListener('submit', (e) => {
     e.preventDefault();
     const f = new FormData(e.target);
-    act([`consumer ${f.get('name')} group=${f.get('group')} topic=${f.get('topic')} commit=${f.get('commit')} interval=${f.get('interval')} max-poll=${f.get('max-poll')} sink=${f.get('sink')} reset=${f.get('reset')}`]);
+    const opt = (k) => { const v = String(f.get(k) || '').trim(); return v ? ` ${k}=${v}` : ''; };
+    const revoke = f.get('commit-on-revoke') === 'no' ? ' commit-on-revoke=no' : '';
+    act([`consumer ${f.get('name')} group=${f.get('group')} topic=${f.get('topic')} commit=${f.get('commit')} interval=${f.get('interval')} max-poll=${f.get('max-poll')} sink=${f.get('sink')} reset=${f.get('reset')}${opt('max-poll-interval')}${opt('instance-id')}${revoke}`]);
   });
   const resetLine = (execute) => {
     const f = new FormData($('#reset-form'));

@@ -457,7 +457,7 @@ impl Lab {
 
     /// The commit a strategy makes at close or in the revoke hook of a rebalance. Returns
     /// whether the consumer crashed (explorer) while doing it.
-    pub(crate) fn close_commit(&mut self, name: &str) -> bool {
+    pub(crate) fn close_commit(&mut self, name: &str, at_revoke: bool) -> bool {
         let Some(c) = self.consumers.get(name) else {
             return false;
         };
@@ -477,6 +477,11 @@ impl Lab {
                 "auto-commit of consumed offsets at close/revoke",
                 true,
             ),
+            CommitStrategy::ManualBatch | CommitStrategy::ManualRecord | CommitStrategy::ManualAsync
+                if at_revoke && !c.config.commit_on_revoke =>
+            {
+                false
+            }
             CommitStrategy::ManualBatch | CommitStrategy::ManualRecord | CommitStrategy::ManualAsync => self
                 .commit_from(
                     name,

@@ -147,11 +147,85 @@ impl Lab {
         c.state = ConsumerState::Running;
         c.wipe_memory();
         let member = c.member_id();
+        let instance = c.config.group_instance_id.clone();
         self.say(
             EventKind::Setup,
             format!("{member} started (a new process: empty memory, a new member id)"),
         );
+        if let Some(instance) = instance {
+            if self.static_rejoin(name, &group, &instance)? {
+                return Ok(());
+            }
+        }
         self.join(name, &group)
+    }
+
+    /// Static membership: a new incarnation with the `group.instance.id` of a member whose
+    /// session has not expired takes its place — same partitions, same generation, no rebalance.
+    /// Returns false when there is no such member to replace.
+    fn static_rejoin(&mut self, name: &str, group: &str, instance: &str) -> Result<bool, LabError> {
+        let now = self.now();
+        let member = self.consumer(name)?.member_id();
+        let Some(g) = self.groups.get_mut(group) else {
+            return Ok(false);
+        };
+        let Some(slot) = g
+            .members
+            .iter_mut()
+            .find(|m| m.instance_id.as_deref() == Some(instance))
+        else {
+            return Ok(false);
+        };
+        let old = std::mem::replace(&mut slot.id, member.clone());
+        slot.expires_at = None;
+        let mine: Vec<TopicPartition> = g
+            .owners
+            .iter()
+            .filter(|(_, o)| **o == old)
+            .map(|(tp, _)| tp.clone())
+            .collect();
+        for tp in &mine {
+            g.owners.insert(tp.clone(), member.clone());
+            g.handoffs.insert(
+                tp.clone(),
+                Handoff {
+                    reason: DeliveryReason::CrashRedelivery,
+                    from: Some(old.clone()),
+                },
+            );
+        }
+        if let Some(r) = g.rebalance.as_mut() {
+            if r.rejoined.remove(&old) {
+                r.rejoined.insert(member.clone());
+            }
+        }
+        let generation = g.generation;
+        let c = self.consumer_mut(name)?;
+        c.generation = generation;
+        c.last_poll_at = now;
+        let interval = c.config.auto_commit_interval_ms;
+        c.next_auto_commit = match c.config.strategy {
+            CommitStrategy::AutoTimer | CommitStrategy::AutoPoll if c.config.commits_to_kafka() => {
+                Some(now.saturating_add(interval))
+            }
+            _ => None,
+        };
+        let list = if mine.is_empty() {
+            "nothing".to_string()
+        } else {
+            mine.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        self.say(
+            EventKind::Group,
+            format!("{member} rejoins group {group} as group.instance.id={instance}, replacing {old} before its session expired: it takes back {list} without a rebalance (generation {generation})"),
+        );
+        for tp in mine {
+            self.assign(name, &tp)?;
+        }
+        Ok(true)
     }
 
     /// Graceful shutdown: the strategy's close-time commit (and the revoke hook), then LeaveGroup.
@@ -161,7 +235,7 @@ impl Lab {
         let group = c.config.group.clone();
         let member = c.member_id();
         let dropped = c.in_flight.len();
-        if self.close_commit(name) {
+        if self.close_commit(name, false) {
             return Ok(()); // crashed by a planned fault during the close-time commit
         }
         if dropped > 0 {
@@ -173,6 +247,23 @@ impl Lab {
         let c = self.consumer_mut(name)?;
         c.wipe_memory();
         c.state = ConsumerState::Closed;
+        let timeout = c.config.session_timeout_ms;
+        if c.config.group_instance_id.is_some() {
+            // A static member's close sends no LeaveGroup: it expects to be back soon.
+            let expires = self.now().saturating_add(timeout);
+            if let Some(m) = self
+                .groups
+                .get_mut(&group)
+                .and_then(|g| g.members.iter_mut().find(|m| m.id == member))
+            {
+                m.expires_at = Some(expires);
+            }
+            self.say(
+                EventKind::Group,
+                format!("{member} closed; as a static member it sends no LeaveGroup: its partitions wait for it until {}", format_instant(expires)),
+            );
+            return Ok(());
+        }
         self.say(
             EventKind::Group,
             format!("{member} closed and sent LeaveGroup: group {group} does not wait for a timeout"),
@@ -221,6 +312,7 @@ impl Lab {
             consumer: name.to_string(),
             topic: c.config.topic.clone(),
             expires_at: None,
+            instance_id: c.config.group_instance_id.clone(),
         };
         let id = member.id.clone();
         let g = self
@@ -341,7 +433,7 @@ impl Lab {
                 format!("{member} rejoins group {group} inside poll()"),
             );
         } else {
-            if self.close_commit(name) {
+            if self.close_commit(name, true) {
                 return Ok(true);
             }
             let c = self.consumer_mut(name)?;

@@ -1,6 +1,6 @@
 //! `consumer NAME group=G topic=T [commit=STRATEGY] [interval=DUR] [max-poll=N]
 //! [sink=append|upsert|transactional] [reset=earliest|latest|none] [session-timeout=DUR]
-//! [max-poll-interval=DUR] [async-latency=DUR]`
+//! [max-poll-interval=DUR] [instance-id=ID] [commit-on-revoke=yes|no] [async-latency=DUR]`
 //!
 //! Starts a consumer process that joins group G. The defaults are Kafka's: auto-commit on a
 //! 5 s timer, `max.poll.records=500`, `auto.offset.reset=latest`, `session.timeout.ms=45s`.
@@ -48,6 +48,19 @@ impl StartConsumer {
         if let Some(ms) = args.parsed("max-poll-interval", positive_duration)? {
             c.max_poll_interval_ms = ms;
         }
+        if let Some(id) = args.option("instance-id") {
+            if id.is_empty() {
+                return Err(ParseError::new("consumer: instance-id must not be empty"));
+            }
+            c.group_instance_id = Some(id);
+        }
+        if let Some(v) = args.parsed("commit-on-revoke", |v| match v {
+            "yes" => Ok(true),
+            "no" => Ok(false),
+            _ => Err("expected yes or no".to_string()),
+        })? {
+            c.commit_on_revoke = v;
+        }
         if let Some(ms) = args.parsed("async-latency", duration_ms)? {
             c.async_commit_latency_ms = ms;
         }
@@ -92,6 +105,12 @@ impl fmt::Display for StartConsumer {
                 " max-poll-interval={}",
                 format_duration(c.max_poll_interval_ms)
             )?;
+        }
+        if let Some(id) = &c.group_instance_id {
+            write!(f, " instance-id={id}")?;
+        }
+        if !c.commit_on_revoke {
+            write!(f, " commit-on-revoke=no")?;
         }
         if c.async_commit_latency_ms != d.async_commit_latency_ms {
             write!(f, " async-latency={}", format_duration(c.async_commit_latency_ms))?;
