@@ -78,6 +78,38 @@ impl Lab {
         Ok(())
     }
 
+    /// `DeleteRecords` (`kafka-delete-records.sh`): moves a partition's log start offset up to
+    /// `before`. Records below it are gone for every group, read or not.
+    pub fn delete_records(&mut self, topic: &str, partition: i32, before: Offset) -> Result<usize, LabError> {
+        let t = self
+            .topics
+            .get_mut(topic)
+            .ok_or_else(|| LabError::UnknownTopic(topic.to_string()))?;
+        let n = t.partitions.len() as i32;
+        let log = usize::try_from(partition)
+            .ok()
+            .and_then(|p| t.partitions.get_mut(p))
+            .ok_or_else(|| {
+                LabError::InvalidArgument(format!(
+                    "topic '{topic}' has no partition {partition} (it has {n})"
+                ))
+            })?;
+        let end = log.log_end_offset();
+        if before < 0 || before > end {
+            return Err(LabError::InvalidArgument(format!(
+                "OFFSET_OUT_OF_RANGE: {topic}-{partition} can delete records up to its log end offset {end} (asked {before})"
+            )));
+        }
+        let start = log.log_start_offset();
+        let removed = log.delete_records_before(before);
+        let now_start = log.log_start_offset();
+        self.say(
+            EventKind::Warning,
+            format!("DeleteRecords on {topic}-{partition}: log start offset {start} → {now_start} ({removed} record(s) gone for every group, read or not)"),
+        );
+        Ok(removed)
+    }
+
     /// Appends `spec.count` records and returns the offsets they got, per partition.
     pub fn produce(
         &mut self,

@@ -147,6 +147,16 @@ impl PartitionLog for MemoryLog {
         removed
     }
 
+    fn delete_records_before(&mut self, offset: Offset) -> usize {
+        let target = offset.clamp(self.log_start, self.log_end);
+        let before = self.record_count();
+        while self.segments.len() > 1 && self.next_offset_of(0) <= target {
+            self.segments.remove(0);
+        }
+        self.log_start = target;
+        before - self.record_count()
+    }
+
     fn compact(&mut self, keep: &mut dyn FnMut(RecordRef<'_>) -> bool) -> usize {
         let last = self.segments.len() - 1;
         let mut removed = 0;
@@ -164,7 +174,9 @@ impl PartitionLog for MemoryLog {
     }
 
     fn record_count(&self) -> usize {
-        self.segments.iter().map(Segment::len).sum()
+        // DeleteRecords can move the log start inside the first segment.
+        let hidden = self.segments.first().map_or(0, |s| s.index_of(self.log_start));
+        self.segments.iter().map(Segment::len).sum::<usize>() - hidden
     }
 }
 
@@ -273,6 +285,18 @@ mod tests {
             vec![8, 9],
             "reads below log start begin at it"
         );
+    }
+
+    #[test]
+    fn delete_records_moves_the_log_start_inside_a_segment() {
+        let recs: Vec<_> = (0..10).map(|i| rec(i, "k", "v")).collect();
+        let mut log = log_with(4, &recs);
+        assert_eq!(log.delete_records_before(6), 6);
+        assert_eq!((log.log_start_offset(), log.record_count()), (6, 4));
+        assert_eq!(offsets(&log, 0, 100), vec![6, 7, 8, 9]);
+        assert_eq!(log.segments().len(), 2, "segment [0,4) went, [4,8) stays");
+        assert_eq!(log.delete_records_before(100), 4, "clamped to the log end");
+        assert_eq!((log.log_start_offset(), log.log_end_offset()), (10, 10));
     }
 
     #[test]

@@ -58,6 +58,10 @@ pub trait PartitionLog: Send {
     /// how many records went. The log start offset advances to the first remaining record.
     fn delete_segments_before(&mut self, offset: Offset) -> usize;
 
+    /// `DeleteRecords`: moves the log start offset up to `offset` (at most the log end),
+    /// deleting the segments that end at or before it. Returns how many records went.
+    fn delete_records_before(&mut self, offset: Offset) -> usize;
+
     /// Rewrites the closed segments keeping only the records `keep` approves of; the active
     /// segment is left alone, as Kafka's cleaner does. Returns how many records were removed.
     fn compact(&mut self, keep: &mut dyn FnMut(RecordRef<'_>) -> bool) -> usize;

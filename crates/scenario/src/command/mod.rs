@@ -5,6 +5,7 @@
 mod commit;
 mod compact;
 mod consumer;
+mod delete_records;
 mod expect;
 mod fault;
 mod lifecycle;
@@ -19,6 +20,7 @@ mod topic;
 pub use commit::Commit;
 pub use compact::Compact;
 pub use consumer::StartConsumer;
+pub use delete_records::DeleteRecords;
 pub use expect::{Expect, ExpectKey};
 pub use fault::Fault;
 pub use lifecycle::{Close, Crash, Restart};
@@ -51,6 +53,7 @@ pub enum Command {
     Seek(Seek),
     ResetOffsets(ResetOffsets),
     Compact(Compact),
+    DeleteRecords(DeleteRecords),
     Fault(Fault),
     Expect(Expect),
 }
@@ -73,7 +76,7 @@ pub enum ApplyError {
 }
 
 /// The command names, in the order `docs/SCENARIOS.md` documents them.
-pub const COMMANDS: [&str; 13] = [
+pub const COMMANDS: [&str; 16] = [
     "topic",
     "produce",
     "consumer",
@@ -86,6 +89,9 @@ pub const COMMANDS: [&str; 13] = [
     "close",
     "seek",
     "reset-offsets",
+    "compact",
+    "delete-records",
+    "fault",
     "expect",
 ];
 
@@ -111,6 +117,7 @@ impl Command {
             "seek" => Command::Seek(Seek::parse(&mut args)?),
             "reset-offsets" => Command::ResetOffsets(ResetOffsets::parse(&mut args)?),
             "compact" => Command::Compact(Compact::parse(&mut args)?),
+            "delete-records" => Command::DeleteRecords(DeleteRecords::parse(&mut args)?),
             "fault" => Command::Fault(Fault::parse(&mut args)?),
             "expect" => Command::Expect(Expect::parse(&mut args)?),
             other => {
@@ -139,6 +146,7 @@ impl Command {
             Command::Seek(c) => c.apply(lab)?,
             Command::ResetOffsets(c) => return Ok(Outcome::Reset(c.apply(lab)?)),
             Command::Compact(c) => c.apply(lab)?,
+            Command::DeleteRecords(c) => c.apply(lab)?,
             Command::Fault(c) => c.apply(lab)?,
             Command::Expect(c) => c.check(lab)?,
         }
@@ -178,6 +186,7 @@ impl fmt::Display for Command {
             Command::Seek(c) => c.fmt(f),
             Command::ResetOffsets(c) => c.fmt(f),
             Command::Compact(c) => c.fmt(f),
+            Command::DeleteRecords(c) => c.fmt(f),
             Command::Fault(c) => c.fmt(f),
             Command::Expect(c) => c.fmt(f),
         }
@@ -211,6 +220,7 @@ mod tests {
             "reset-offsets analytics-prod topic=orders:0,1 by-duration=6h",
             "expect group=analytics-prod lost=0 duplicates=4 committed=12",
             "compact __consumer_offsets",
+            "delete-records orders partition=0 before=4",
             "fault c1 after=7",
         ];
         for line in lines {
@@ -219,6 +229,14 @@ mod tests {
                 .expect("re-parses")
                 .expect("a command");
             assert_eq!(cmd, again, "{line} → {cmd}");
+        }
+    }
+
+    #[test]
+    fn every_listed_command_is_known_to_the_parser() {
+        for word in COMMANDS {
+            let err = Command::parse(word).err().map(|e| e.message).unwrap_or_default();
+            assert!(!err.contains("unknown command"), "{word}: {err}");
         }
     }
 
