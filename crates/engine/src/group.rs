@@ -79,6 +79,8 @@ pub struct Group {
     pub rebalance: Option<PendingRebalance>,
     /// Every topic the group ever read (its figures keep showing after members leave).
     pub topics_read: Vec<String>,
+    /// When the group last became Empty (KIP-211 counts offset expiry from here).
+    pub empty_since: Option<Millis>,
     pub sink_kind: SinkKind,
     pub sink: Box<dyn Sink>,
     pub audit: GroupAudit,
@@ -94,6 +96,7 @@ impl Group {
             handoffs: BTreeMap::new(),
             rebalance: None,
             topics_read: Vec::new(),
+            empty_since: None,
             sink_kind,
             sink,
             audit: GroupAudit::default(),

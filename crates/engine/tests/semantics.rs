@@ -938,3 +938,43 @@ fn the_revoke_hook_commit_decides_what_a_rebalance_replays() {
         );
     }
 }
+
+/// 9 (KIP-211): an empty group's committed offsets expire after offsets.retention.minutes;
+/// its next start falls to auto.offset.reset.
+#[test]
+fn an_empty_groups_offsets_expire() {
+    let mut lab = lab_with_orders(8);
+    lab.set_offsets_retention(3_600_000).expect("1h");
+    let cfg = ConsumerConfig {
+        auto_offset_reset: AutoOffsetReset::Latest,
+        max_poll_interval_ms: 10 * 3_600_000,
+        ..consumer("c1", "g", CommitStrategy::ManualBatch, SinkKind::Append, 4)
+    };
+    lab.reset_offsets("g", "orders", None, ResetSpec::ToEarliest, true)
+        .expect("bookmark 0");
+    lab.add_consumer(cfg).expect("c1");
+    lab.poll("c1").expect("poll");
+    lab.process("c1", None).expect("commit 4");
+    lab.tick(2 * 3_600_000).expect("a member keeps the offsets alive");
+    assert_eq!(committed(&lab, "g"), Some(4));
+    lab.close("c1").expect("the group is empty now");
+    lab.tick(3_599_999).expect("tick");
+    assert_eq!(committed(&lab, "g"), Some(4));
+    lab.tick(1).expect("tick");
+    assert_eq!(
+        committed(&lab, "g"),
+        None,
+        "expired: a tombstone in __consumer_offsets"
+    );
+    lab.restart("c1").expect("restart");
+    assert_eq!(
+        lab.consumer("c1").expect("c1").assignment[&tp()].position,
+        8,
+        "auto.offset.reset=latest"
+    );
+    assert_eq!(
+        figures(&lab, "g").audit.lost,
+        0,
+        "nothing passed without a committed offset… yet"
+    );
+}

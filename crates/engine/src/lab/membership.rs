@@ -322,6 +322,7 @@ impl Lab {
         if !g.topics_read.contains(&member.topic) {
             g.topics_read.push(member.topic.clone());
         }
+        g.empty_since = None;
         g.members.push(member);
         self.request_rebalance(group, &format!("{id} joined"));
         if let Some(r) = self.groups.get_mut(group).and_then(|g| g.rebalance.as_mut()) {
@@ -363,6 +364,7 @@ impl Lab {
             g.rebalance = None;
             g.owners.clear();
             g.generation += 1;
+            g.empty_since = Some(self.clock.now());
             let generation = g.generation;
             self.say(
                 EventKind::Group,

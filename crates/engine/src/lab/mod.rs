@@ -61,7 +61,12 @@ pub struct Lab {
     fault: Option<FaultPlan>,
     /// Observable effects per consumer so far (what a [`FaultPlan`] counts).
     effects: BTreeMap<String, u64>,
+    /// `offsets.retention.minutes` (KIP-211), in milliseconds.
+    offsets_retention_ms: Millis,
 }
+
+/// Kafka's default `offsets.retention.minutes`: 7 days.
+pub const DEFAULT_OFFSETS_RETENTION_MS: Millis = 7 * 24 * 3_600_000;
 
 impl Default for Lab {
     fn default() -> Self {
@@ -87,6 +92,7 @@ impl Lab {
             narrative: Narrative::default(),
             fault: None,
             effects: BTreeMap::new(),
+            offsets_retention_ms: DEFAULT_OFFSETS_RETENTION_MS,
         }
     }
 
@@ -150,6 +156,25 @@ impl Lab {
         self.consumers
             .get(name)
             .ok_or_else(|| LabError::UnknownConsumer(name.to_string()))
+    }
+
+    /// Sets the broker's `offsets.retention.minutes` (as milliseconds).
+    pub fn set_offsets_retention(&mut self, ms: Millis) -> Result<(), LabError> {
+        if ms <= 0 {
+            return Err(LabError::InvalidArgument(
+                "offsets.retention must be positive".into(),
+            ));
+        }
+        self.offsets_retention_ms = ms;
+        self.say(
+            EventKind::Setup,
+            format!("broker: offsets.retention.minutes = {} — an empty group's committed offsets expire that long after it emptied (KIP-211)", crate::clock::format_duration(ms)),
+        );
+        Ok(())
+    }
+
+    pub fn offsets_retention_ms(&self) -> Millis {
+        self.offsets_retention_ms
     }
 
     /// Arms the explorer's fault injection.

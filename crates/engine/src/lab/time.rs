@@ -103,6 +103,7 @@ impl Lab {
             consumer_timers,
             self.next_session_expiry(),
             self.next_poll_deadline(),
+            self.next_offset_expiry(),
         ]
         .into_iter()
         .flatten()
@@ -132,6 +133,54 @@ impl Lab {
             }
         }
         self.expire_sessions(now)?;
-        self.expire_poll_intervals(now)
+        self.expire_poll_intervals(now)?;
+        self.expire_offsets(now);
+        Ok(())
+    }
+
+    /// When each committed offset of a group without members expires (KIP-211): retention after
+    /// the later of its commit and the moment the group became empty.
+    fn offset_expiries(&self) -> Vec<(crate::offsets::OffsetKey, Millis)> {
+        self.offsets
+            .view()
+            .iter()
+            .filter_map(|(k, v)| {
+                let since = match self.groups.get(&k.group) {
+                    Some(g) if !g.members.is_empty() => return None,
+                    Some(g) => g
+                        .empty_since
+                        .unwrap_or(v.commit_timestamp)
+                        .max(v.commit_timestamp),
+                    None => v.commit_timestamp,
+                };
+                Some((k.clone(), since.saturating_add(self.offsets_retention_ms)))
+            })
+            .collect()
+    }
+
+    fn next_offset_expiry(&self) -> Option<Millis> {
+        self.offset_expiries().into_iter().map(|(_, t)| t).min()
+    }
+
+    fn expire_offsets(&mut self, now: Millis) {
+        let due: Vec<crate::offsets::OffsetKey> = self
+            .offset_expiries()
+            .into_iter()
+            .filter(|(_, t)| *t <= now)
+            .map(|(k, _)| k)
+            .collect();
+        for key in due {
+            self.offsets.delete(&key, now);
+            self.say(
+                EventKind::Warning,
+                format!(
+                    "offsets.retention.minutes ({}) passed with group {} empty: its committed offset for {}-{} expired (a tombstone in __consumer_offsets); its next start falls to auto.offset.reset",
+                    format_duration(self.offsets_retention_ms),
+                    key.group,
+                    key.topic,
+                    key.partition
+                ),
+            );
+        }
     }
 }

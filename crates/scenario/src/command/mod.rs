@@ -2,6 +2,7 @@
 //! line) and `apply` (to a [`Lab`]), and a `Display` that writes the canonical line back — so a
 //! lab session can be exported as a script that parses to the same commands.
 
+mod broker;
 mod commit;
 mod compact;
 mod consumer;
@@ -17,6 +18,7 @@ mod seek;
 mod tick;
 mod topic;
 
+pub use broker::Broker;
 pub use commit::Commit;
 pub use compact::Compact;
 pub use consumer::StartConsumer;
@@ -54,6 +56,7 @@ pub enum Command {
     ResetOffsets(ResetOffsets),
     Compact(Compact),
     DeleteRecords(DeleteRecords),
+    Broker(Broker),
     Fault(Fault),
     Expect(Expect),
 }
@@ -76,7 +79,7 @@ pub enum ApplyError {
 }
 
 /// The command names, in the order `docs/SCENARIOS.md` documents them.
-pub const COMMANDS: [&str; 16] = [
+pub const COMMANDS: [&str; 17] = [
     "topic",
     "produce",
     "consumer",
@@ -91,6 +94,7 @@ pub const COMMANDS: [&str; 16] = [
     "reset-offsets",
     "compact",
     "delete-records",
+    "broker",
     "fault",
     "expect",
 ];
@@ -118,6 +122,7 @@ impl Command {
             "reset-offsets" => Command::ResetOffsets(ResetOffsets::parse(&mut args)?),
             "compact" => Command::Compact(Compact::parse(&mut args)?),
             "delete-records" => Command::DeleteRecords(DeleteRecords::parse(&mut args)?),
+            "broker" => Command::Broker(Broker::parse(&mut args)?),
             "fault" => Command::Fault(Fault::parse(&mut args)?),
             "expect" => Command::Expect(Expect::parse(&mut args)?),
             other => {
@@ -147,6 +152,7 @@ impl Command {
             Command::ResetOffsets(c) => return Ok(Outcome::Reset(c.apply(lab)?)),
             Command::Compact(c) => c.apply(lab)?,
             Command::DeleteRecords(c) => c.apply(lab)?,
+            Command::Broker(c) => c.apply(lab)?,
             Command::Fault(c) => c.apply(lab)?,
             Command::Expect(c) => c.check(lab)?,
         }
@@ -187,6 +193,7 @@ impl fmt::Display for Command {
             Command::ResetOffsets(c) => c.fmt(f),
             Command::Compact(c) => c.fmt(f),
             Command::DeleteRecords(c) => c.fmt(f),
+            Command::Broker(c) => c.fmt(f),
             Command::Fault(c) => c.fmt(f),
             Command::Expect(c) => c.fmt(f),
         }
@@ -221,6 +228,7 @@ mod tests {
             "expect group=analytics-prod lost=0 duplicates=4 committed=12",
             "compact __consumer_offsets",
             "delete-records orders partition=0 before=4",
+            "broker offsets.retention=2d",
             "fault c1 after=7",
         ];
         for line in lines {
