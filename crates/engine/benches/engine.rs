@@ -123,5 +123,58 @@ fn consumer_benches(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, log_benches, consumer_benches);
+/// A rebalance storm: 100 members join a group over 1,000 partitions one by one (each join is a
+/// rebalance every live member takes part in from its next poll), then crash one by one (each
+/// crash a session timeout and another rebalance).
+fn rebalance_storm(c: &mut Criterion) {
+    const MEMBERS: usize = 100;
+    let mut g = c.benchmark_group("rebalance-storm");
+    g.sample_size(10);
+    g.bench_function(
+        "100 members join then crash over 1000 partitions (200 rebalances)",
+        |b| {
+            b.iter_batched(
+                || {
+                    let mut lab = Lab::default();
+                    lab.create_topic(
+                        "orders",
+                        TopicConfig {
+                            partitions: 1000,
+                            ..TopicConfig::default()
+                        },
+                    )
+                    .expect("topic");
+                    lab
+                },
+                |mut lab| {
+                    let names: Vec<String> = (0..MEMBERS).map(|i| format!("c{i:03}")).collect();
+                    for (i, name) in names.iter().enumerate() {
+                        lab.add_consumer(ConsumerConfig {
+                            strategy: CommitStrategy::ManualBatch,
+                            auto_offset_reset: AutoOffsetReset::Earliest,
+                            ..ConsumerConfig::new(name, "g", "orders")
+                        })
+                        .expect("join");
+                        for other in &names[..i] {
+                            lab.poll(other).expect("rejoin");
+                        }
+                    }
+                    for (i, name) in names.iter().enumerate() {
+                        lab.crash(name).expect("crash");
+                        lab.tick(45_000).expect("session timeout");
+                        for other in &names[i + 1..] {
+                            lab.poll(other).expect("rejoin");
+                        }
+                    }
+                    assert!(lab.group("g").expect("g").members.is_empty());
+                    lab
+                },
+                BatchSize::PerIteration,
+            )
+        },
+    );
+    g.finish();
+}
+
+criterion_group!(benches, log_benches, consumer_benches, rebalance_storm);
 criterion_main!(benches);
