@@ -30,6 +30,7 @@ pub const LESSONS: &[Lesson] = lessons![
     "07-crash-rebalance-zombie",
     "08-reset-to-timestamp",
     "10-java-vs-librdkafka-auto-commit",
+    "11-misconceptions",
 ];
 
 impl Lesson {
