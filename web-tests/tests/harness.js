@@ -44,6 +44,7 @@ export async function openLab(browser, url, viewport = { width: 1280, height: 80
   const page = await context.newPage();
   page.errors = [];
   page.on('pageerror', (e) => page.errors.push(e.message));
+  page.on('dialog', (d) => d.accept()); // "replace the current lab?" — yes
   await page.goto(url);
   await page.waitForSelector('#consumers .consumer, #consumers p');
   return page;

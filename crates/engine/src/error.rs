@@ -30,7 +30,7 @@ pub enum LabError {
         "Assignments can only be reset if the group '{group}' is inactive, but the current state is {state}."
     )]
     GroupActive { group: String, state: String },
-    #[error("group '{group}' already writes to a {existing} sink; every consumer of a group shares its sink (asked for {requested})")]
+    #[error("group '{group}' already writes to its {existing} sink; every consumer of a group shares its sink (asked for {requested})")]
     SinkMismatch {
         group: String,
         existing: String,

@@ -207,10 +207,15 @@ pub fn crash_replay(
             kept.push(armed);
         }
         if runner.lab.consumer(target).is_ok_and(|c| !c.is_running()) {
-            break;
+            return Ok(Script { lines: kept });
         }
     }
-    Ok(Script { lines: kept })
+    Err(rejected(
+        0,
+        LabError::InvalidArgument(format!(
+            "crash point {crash_after} is past the last instant of {target} in this scenario"
+        )),
+    ))
 }
 
 /// Consumes to the end of the log, then lets timers and async commits settle. A restarted

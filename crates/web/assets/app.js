@@ -60,16 +60,16 @@ async function act(lines, { silent = false } = {}) {
   if (!res.ok) {
     const e = res.data || {};
     const where = lines.length > 1 && e.line ? ` (line ${e.line}: ${e.text || lines[e.line - 1]})` : '';
-    if (!silent) showAlert(`Refused: ${e.error || 'error ' + res.status}${where}. Nothing changed.`);
+    const why = String(e.error || `error ${res.status}`).replace(/\.+$/, '');
+    if (!silent) showAlert(`Refused: ${why}${where}. Nothing changed.`);
     return null;
   }
   hideAlert();
   const applied = res.data.applied;
-  if (applied.reset_plans && applied.reset_plans.length) {
-    ui.lastPlan = applied.reset_plans[applied.reset_plans.length - 1];
-  }
-  setState(res.data.state);
+  // A reset's plan stays on screen until the next action.
+  ui.lastPlan = applied.reset_plans && applied.reset_plans.length ? applied.reset_plans[applied.reset_plans.length - 1] : null;
   lessonObserve(applied.lines);
+  setState(res.data.state);
   return applied;
 }
 
@@ -140,6 +140,9 @@ function flash(id) {
 // ───────────────────────────── rendering ─────────────────────────────
 
 function render(previous) {
+  // The controls are rebuilt on every change: put the keyboard focus back where it was.
+  const active = document.activeElement;
+  const focusKey = active && active.dataset ? (active.dataset.line || active.dataset.focus) : null;
   renderGroupTabs();
   renderCards(previous);
   renderPartitionSelect();
@@ -152,6 +155,10 @@ function render(previous) {
   renderPlan();
   $('#clock').textContent = `clock ${fmtT(ui.state.clock_ms)}`;
   renderLessonPanel();
+  if (focusKey && document.activeElement === document.body) {
+    const again = $$('[data-line], [data-focus]').find((el) => (el.dataset.line || el.dataset.focus) === focusKey && !el.disabled);
+    if (again) again.focus();
+  }
 }
 
 function renderGroupTabs() {
@@ -167,14 +174,21 @@ function renderCards(previous) {
   const prevG = previous && ui.group ? previous.groups[ui.group] : null;
   if (!g || !p) {
     for (const id of ['fig-committed', 'fig-rows', 'fig-lost', 'fig-dup']) $('#' + id).textContent = '–';
-    $('#fig-lag').textContent = ''; $('#fig-distinct').textContent = ''; $('#fig-dup-sub').textContent = '';
+    $('#fig-lag').textContent = g ? `${ui.tp}: not read by group ${ui.group}` : 'no group yet';
+    $('#fig-distinct').textContent = ''; $('#fig-dup-sub').textContent = '';
+    $('#fig-lost-sub').textContent = 'passed but never applied, no error raised';
+    $('#card-lost').classList.remove('alarm'); $('#card-dup').classList.remove('alarm');
     return;
   }
   $('#fig-committed').textContent = `${dash(p.committed)} / ${p.log_end_offset}`;
-  const totalLag = Object.values(g.lag).reduce((s, l) => s + (l || 0), 0);
-  $('#fig-lag').textContent = p.lag === null
-    ? `${tpKey(p)}: nothing committed yet`
-    : `${tpKey(p)} lag: ${p.lag} record(s)` + (g.partitions.length > 1 ? ` · group total ${totalLag}` : '') + (g.offsets_source === 'sink' ? ' · offsets in the sink' : '');
+  const lags = Object.values(g.lag);
+  const totalLag = lags.reduce((s, l) => s + (l || 0), 0);
+  const uncommitted = lags.filter((l) => l === null).length;
+  const total = g.partitions.length > 1
+    ? ` · group total ${totalLag}` + (uncommitted ? ` (+ ${uncommitted} partition(s) with nothing committed)` : '')
+    : '';
+  $('#fig-lag').textContent = (p.lag === null ? `${tpKey(p)} lag: – (nothing committed yet)` : `${tpKey(p)} lag: ${p.lag} record(s)`)
+    + total + (g.offsets_source === 'sink' ? ' · offsets in the sink' : '');
   $('#fig-rows').textContent = g.sink.rows;
   $('#fig-distinct').textContent = `${g.sink.distinct_keys} distinct orders written · ${g.sink.kind} sink`;
   $('#fig-lost').textContent = g.audit.lost;
@@ -194,7 +208,9 @@ function renderCards(previous) {
 function renderPartitionSelect() {
   const g = group();
   const sel = $('#log-partition');
-  const tps = g ? g.partitions.map(tpKey) : ui.state.topics.flatMap((t) => t.partitions.map((p) => `${t.name}-${p.partition}`));
+  const all = ui.state.topics.flatMap((t) => t.partitions.map((p) => `${t.name}-${p.partition}`));
+  const mine = g ? g.partitions.map(tpKey) : [];
+  const tps = [...mine, ...all.filter((k) => !mine.includes(k))];
   if (!ui.tp || !tps.includes(ui.tp)) { ui.tp = tps[0] || null; ui.windowFrom = null; }
   sel.replaceChildren(...tps.map((k) => h('option', { value: k, selected: k === ui.tp }, k)));
 }
@@ -231,7 +247,13 @@ async function renderLog() {
   const log = currentLog();
   const strip = $('#log-strip');
   const p = partitionView();
-  if (!log) { strip.replaceChildren(h('p', { class: 'muted' }, 'No topic yet.')); return; }
+  if (!log) {
+    strip.replaceChildren(h('p', { class: 'muted' }, 'No topic yet.'));
+    $('#log-title').textContent = 'Partition log';
+    $('#offsets-key').replaceChildren();
+    $('#log-range').textContent = '';
+    return;
+  }
   $('#log-title').textContent = `Partition ${ui.tp} log`;
   const key = ui.group ? `('${ui.group}', '${log.topic}', ${log.partition})` : null;
   const latest = key && ui.state.consumer_offsets.latest.find((e) => e.key === key);
@@ -290,8 +312,8 @@ async function renderLog() {
 function renderNarrative() {
   const list = $('#narrative');
   const { events, total } = ui.state.narrative;
-  if (list.dataset.total === String(total) && list.childElementCount) return;
-  list.dataset.total = String(total);
+  if (list.dataset.version === String(ui.state.version)) return;
+  list.dataset.version = String(ui.state.version);
   list.replaceChildren(...events.map((e) => h('li', { class: `k-${e.kind}` }, h('span', { class: 't' }, fmtT(e.at)), h('span', { class: 'x' }, e.text))));
   $('#narrative-count').textContent = `${total} event(s)`;
   list.scrollTop = list.scrollHeight;
@@ -385,6 +407,7 @@ function renderSelects() {
     sel.replaceChildren(...topics.map((t) => h('option', { value: t, selected: t === cur }, t)));
   }
   $('#group-list').replaceChildren(...Object.keys(ui.state.groups).map((g) => h('option', { value: g })));
+  if (document.activeElement !== $('#sink-select')) syncGroupSink();
 }
 
 function renderPlan() {
@@ -395,13 +418,14 @@ function renderPlan() {
     h('td', {}, `${r.topic}-${r.partition}`), h('td', {}, dash(r.current)), h('td', {}, r.target + (r.clamped ? ' (clamped)' : '')),
     h('td', {}, r.replayed), h('td', {}, r.skipped), h('td', {}, r.predicted_duplicate_rows)));
   const replayed = plan.rows.reduce((s, r) => s + r.replayed, 0);
+  const reapplied = plan.rows.reduce((s, r) => s + r.reapplied, 0);
   const skipped = plan.rows.reduce((s, r) => s + r.skipped, 0);
   const dups = plan.rows.reduce((s, r) => s + r.predicted_duplicate_rows, 0);
   const spans = plan.rows.filter((r) => r.span).map((r) => `${fmtT(r.span[0])}…${fmtT(r.span[1])}`);
   box.replaceChildren(h('div', { class: 'plan' },
     h('strong', {}, plan.executed ? `Executed for ${plan.group}` : `Dry run for ${plan.group} — nothing changed`),
     h('table', {}, h('thead', {}, h('tr', {}, ['partition', 'current', 'new', 'replayed', 'skipped', 'dup rows'].map((x) => h('th', {}, x)))), h('tbody', {}, rows)),
-    h('p', { class: 'radius' }, `Blast radius: ${replayed} record(s) replayed, ${skipped} skipped for good, ${dups} duplicate row(s) expected in the sink` + (spans.length ? `; records from ${spans.join(', ')}` : '') + '.')));
+    h('p', { class: 'radius' }, `Blast radius: ${replayed} record(s) read again (${reapplied} of them already applied: those come back as replays), ${skipped} skipped for good, ${dups} duplicate row(s) expected in the sink` + (spans.length ? `; records from ${spans.join(', ')}` : '') + '.')));
 }
 
 // ───────────────────────────── forms ─────────────────────────────
@@ -454,13 +478,16 @@ function setupForms() {
     ui.windowFrom = to === null || to === undefined ? null : Math.max(log.log_start_offset, b.dataset.jump === 'end' || b.dataset.jump === 'start' ? to : to - 8);
     renderLog();
   }));
+  $('#consumer-form input[name=group]').addEventListener('input', syncGroupSink);
   $('#strategy-select').addEventListener('change', updateHints);
   $('#sink-select').addEventListener('change', updateHints);
   $('#reset-lab').addEventListener('click', async () => {
+    if (!confirmReplace('Resetting')) return;
     ui.lesson = null;
     const res = await request('POST', '/api/scenario', ui.meta.lab_scenario, true);
     if (res.ok) { ui.windowFrom = null; setState(res.data); showAlert('Back to the seed lab.', true); }
   });
+  $('#import-button').addEventListener('click', () => $('#import').click());
   $('#import').addEventListener('change', async (e) => {
     const file = e.target.files[0];
     if (!file) return;
@@ -480,6 +507,15 @@ function moveWindow(delta) {
   renderLog();
 }
 
+/** A group has one sink: when the form names an existing group, use that group's sink. */
+function syncGroupSink() {
+  const name = $('#consumer-form input[name=group]').value.trim();
+  const g = ui.state && ui.state.groups[name];
+  if (g) $('#sink-select').value = g.sink.kind;
+  updateHints();
+  if (g) $('#sink-hint').textContent = `Group ${name} already writes to its ${g.sink.kind} sink; every consumer of a group shares it. ` + $('#sink-hint').textContent;
+}
+
 function updateHints() {
   if (!ui.meta) return;
   const s = ui.meta.strategies.find((x) => x.name === $('#strategy-select').value);
@@ -491,6 +527,7 @@ function updateHints() {
 // ───────────────────────────── views ─────────────────────────────
 
 function showView(name) {
+  hideAlert();
   $$('.tabs [role=tab]').forEach((t) => t.setAttribute('aria-selected', String(t.dataset.view === name)));
   $$('.view').forEach((v) => { v.hidden = v.id !== `view-${name}`; });
   if (name === 'explorer') loadMatrix();
@@ -540,6 +577,7 @@ async function loadMatrix() {
 }
 
 async function replayCell(strategy, sink) {
+  if (!confirmReplace(`Loading ${strategy} × ${sink}`)) return;
   const res = await request('POST', '/api/explore/replay', { strategy, sink });
   if (!res.ok) { showAlert(`Could not replay: ${res.data.error}`); return; }
   ui.lesson = null; ui.windowFrom = null;
@@ -576,15 +614,23 @@ async function loadLessons() {
   $('#lesson-list').replaceChildren(...ui.lessons.map((l) => h('li', {},
     h('span', { class: `num${done.includes(l.number) ? ' done' : ''}` }, `Lesson ${l.number}`),
     h('strong', {}, l.title), h('p', {}, l.introduction),
-    h('div', {}, h('button', { class: 'btn primary', onclick: () => startLesson(l.number) }, 'Start'), ' ', h('span', { class: 'muted' }, `${l.steps.length} steps`)))));
+    h('div', {}, h('button', { class: 'btn primary', 'aria-label': `Start lesson ${l.number}: ${l.title}`, onclick: () => startLesson(l.number) }, 'Start'), ' ', h('span', { class: 'muted' }, `${l.steps.length} steps`)))));
+}
+
+/** Loading another lab replaces this one in every open tab: ask first when there is work to lose. */
+function confirmReplace(what) {
+  const actions = ui.state ? ui.state.history_lines : 0;
+  if (actions <= 4) return true; // the seed lab, untouched
+  return window.confirm(`${what} replaces the current lab (${actions} actions) in every open tab. Use Export first to keep it. Continue?`);
 }
 
 async function startLesson(number) {
   const lesson = ui.lessons.find((l) => l.number === number);
-  if (!lesson) return;
+  if (!lesson || !confirmReplace(`Starting lesson ${number}`)) return;
   const res = await request('POST', '/api/scenario', '', true);
   if (!res.ok) return;
   ui.lesson = { lesson, step: 0, answered: {}, note: null };
+  focusStep();
   ui.windowFrom = null; ui.lastPlan = null;
   setState(res.data);
   showView('lab');
@@ -597,9 +643,22 @@ function lessonObserve(lines) {
   if (!run) return;
   const step = run.lesson.steps[run.step];
   if (!step || step.command === 'expect') return;
-  if (lines.includes(step.line)) { run.step += 1; run.answered = {}; run.note = null; }
+  if (lines.includes(step.line)) { run.step += 1; run.answered = {}; run.note = null; focusStep(); }
   else run.note = `That was “${lines.join('; ')}”, not this step. It happened anyway; to keep the lesson’s figures exact, do this step next.`;
-  renderLessonPanel();
+}
+
+/** On a question step, show the group and partition the question is about. */
+function focusStep() {
+  const run = ui.lesson;
+  const step = run && run.lesson.steps[run.step];
+  if (!step || step.command !== 'expect') return;
+  const scope = Object.fromEntries(step.line.split(/\s+/).slice(1).map((t) => t.split('=')).filter(([k]) => ['group', 'topic', 'partition'].includes(k)));
+  if (scope.group) ui.group = scope.group;
+  if (scope.topic || scope.partition !== undefined) {
+    const topic = scope.topic || (ui.tp ? ui.tp.slice(0, ui.tp.lastIndexOf('-')) : 'orders');
+    ui.tp = `${topic}-${scope.partition ?? 0}`;
+    ui.windowFrom = null;
+  }
 }
 
 function renderLessonPanel() {
@@ -630,7 +689,8 @@ function renderLessonPanel() {
       const input = h('input', { class: 'narrow', 'aria-label': KEY_LABELS[c.key] || c.key, value: run.answered[c.key] ?? '' });
       const feedback = h('span', { class: 'feedback' });
       const check = () => {
-        const v = input.value.trim();
+        // "–", "—", "none" and "-" all mean "nothing".
+        const v = input.value.trim().replace(/^([–—−]|none)$/i, '-');
         run.answered[c.key] = v;
         if (v === c.value) { feedback.textContent = '✔ right'; feedback.className = 'feedback good'; }
         else { feedback.textContent = v ? `not quite — look again${c.key.match(/lost|dup|rows|keys|redeliv|replay/) ? ' at the cards' : ''}` : ''; feedback.className = 'feedback bad'; }
@@ -649,14 +709,13 @@ function renderLessonPanel() {
       const ok = await act([step.line], { silent: true });
       run.checking = false;
       if (run.step !== at || ui.lesson !== run) return;
-      if (ok) { run.step += 1; run.answered = {}; run.note = null; }
-      else run.note = `The lab disagrees with “${step.line}”: did an extra action change it? Restart the lesson to replay it exactly.`;
-      renderLessonPanel();
+      if (ok) { run.step += 1; run.answered = {}; run.note = null; focusStep(); render(); }
+      else { run.note = `The lab disagrees with “${step.line}”: did an extra action change it? Restart the lesson to replay it exactly.`; renderLessonPanel(); }
     };
     const reveal = h('button', { class: 'btn small', onclick: () => { for (const c of checks) run.answered[c.key] = c.value; maybeAdvance(); } }, 'Show me the answer');
-    fill(panel, head, progress, counter, explain, h('p', {}, h('strong', {}, 'Check what you see'), scope.length ? ` (${scope.join(', ')})` : ''), ...rows,
+    fill(panel, head, progress, counter, explain, h('p', {}, h('strong', {}, 'Check what you see'), scope.length ? ` (${scope.join(', ')}; the lab now shows it)` : '', ' — “–” for nothing'), ...rows,
       run.note ? h('p', { class: 'feedback bad' }, run.note) : null,
-      h('div', { class: 'row' }, reveal, h('code', { class: 'line' }, step.line)));
+      h('div', { class: 'row' }, reveal));
     const first = rows[0] && rows[0].querySelector('input');
     if (first && document.activeElement === document.body) first.focus();
     return;

@@ -21,8 +21,8 @@ window.OFFSETLAB_CONTENT = {
   quiz: [
     {
       question: 'Once a consumer group has read a record, Kafka deletes it.',
-      options: ['True: a read record is acknowledged and removed', 'False: records stay until retention removes whole segments, whoever read them'],
-      correct: 1,
+      options: ['False: records stay until retention removes whole segments, whoever read them', 'True: a read record is acknowledged and removed'],
+      correct: 0,
       explanation: 'Reading only moves positions and commits. Retention (by age or size) deletes whole segments, independently of every group. That is why another group can start from offset 0.',
       run: { lesson: 5 },
     },
@@ -35,8 +35,8 @@ window.OFFSETLAB_CONTENT = {
     },
     {
       question: 'Committing after processing gives exactly-once.',
-      options: ['Yes, as long as the commit is synchronous', 'No: it gives at-least-once — a crash before the commit replays what was already written'],
-      correct: 1,
+      options: ['No: it gives at-least-once — a crash before the commit replays what was already written', 'Yes, as long as the commit is synchronous'],
+      correct: 0,
       explanation: 'The sink write and the commit are two systems; a crash between them replays records. Exactly-once needs an idempotent or transactional sink.',
       run: { lesson: 2 },
     },
@@ -49,8 +49,8 @@ window.OFFSETLAB_CONTENT = {
     },
     {
       question: 'The Java client and librdkafka behave the same with auto-commit on.',
-      options: ['Yes, it is the same Kafka setting', 'No: Java commits in poll() what earlier polls returned; librdkafka commits from a timer what it handed over'],
-      correct: 1,
+      options: ['No: Java commits in poll() what earlier polls returned; librdkafka commits from a timer what it handed over', 'Yes, it is the same Kafka setting'],
+      correct: 0,
       explanation: 'With processing finished before the next poll, Java auto-commit is at-least-once; librdkafka timer auto-commit can skip in-flight records.',
       run: { lesson: 10 },
     },
@@ -63,8 +63,8 @@ window.OFFSETLAB_CONTENT = {
     },
     {
       question: 'An upsert sink never receives duplicate deliveries.',
-      options: ['True: upserts prevent redelivery', 'False: the records are still delivered again; the upsert just makes the second write harmless'],
-      correct: 1,
+      options: ['False: the records are still delivered again; the upsert just makes the second write harmless', 'True: upserts prevent redelivery'],
+      correct: 0,
       explanation: 'Redeliveries are a property of the consumer and its commits; the sink decides whether they grow rows. The audit shows both: redeliveries > 0, duplicate rows = 0.',
       run: { lesson: 3 },
     },

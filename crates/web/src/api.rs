@@ -149,11 +149,13 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequest<
             .await
             .map(|Json(v)| ApiJson(v))
             .map_err(|e: JsonRejection| {
-                json_error(
-                    e.status(),
-                    &format!("malformed request body: {}", e.body_text()),
-                    0,
-                )
+                // A body too large stays 413; anything else about the JSON is the client's 400.
+                let status = if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    e.status()
+                } else {
+                    StatusCode::BAD_REQUEST
+                };
+                json_error(status, &format!("malformed request body: {}", e.body_text()), 0)
             })
     }
 }
@@ -323,7 +325,14 @@ async fn get_scenario(State(app): State<AppState>) -> Response {
     .unwrap_or_else(|e| e)
 }
 
-async fn post_scenario(State(app): State<AppState>, body: String) -> Response {
+async fn post_scenario(
+    State(app): State<AppState>,
+    body: Result<String, axum::extract::rejection::StringRejection>,
+) -> Response {
+    let body = match body {
+        Ok(b) => b,
+        Err(e) => return json_error(e.status(), &e.body_text(), 0),
+    };
     let app2 = app.clone();
     app.with_session(move |s| match s.load(&body) {
         Ok(()) => {

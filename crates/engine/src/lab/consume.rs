@@ -314,8 +314,14 @@ impl Lab {
                     }
                 }
             }
-            if self.effect(name) {
+            // Narrate the write before a planned crash right after it can be narrated.
+            let crashes_now = self.fault.as_ref().is_some_and(|f| {
+                f.consumer == name && self.effects.get(name).copied().unwrap_or(0) + 1 == f.after
+            });
+            if crashes_now {
                 self.flush_run(&member, &mut run);
+            }
+            if self.effect(name) {
                 return Ok(done);
             }
             if !cfg.commits_to_kafka() {

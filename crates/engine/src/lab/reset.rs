@@ -38,6 +38,10 @@ pub struct ResetRow {
     pub clamped: bool,
     /// Records the group will read again (target below current).
     pub replayed: u64,
+    /// Of those, records the group had already applied: what comes back as deliberate replays.
+    /// (The others were never applied — passed unprocessed or lost — and come back for the first
+    /// time.)
+    pub reapplied: u64,
     /// Records the group will never read (target above current).
     pub skipped: u64,
     /// Timestamps of the first and last record in the replayed or skipped range.
@@ -121,6 +125,12 @@ impl Lab {
                 });
                 first.zip(last)
             });
+            let reapplied = match (self.groups.get(group), range) {
+                (Some(g), Some((a, b))) if replayed > 0 => {
+                    (a..b).filter(|&o| g.audit.delivered(&tp, o) > 0).count() as u64
+                }
+                _ => 0,
+            };
             let predicted_duplicate_rows = match self.groups.get(group) {
                 // A transactional group seeks to its sink's offsets and ignores the reset.
                 Some(g) if g.sink_kind == SinkKind::Append && replayed > 0 => {
@@ -138,6 +148,7 @@ impl Lab {
                 log_end_offset: end,
                 clamped: target != wanted,
                 replayed,
+                reapplied,
                 skipped,
                 span,
                 predicted_duplicate_rows,
@@ -174,8 +185,9 @@ impl Lab {
             }
             if r.replayed > 0 {
                 text.push_str(&format!(
-                    "; replays {} record(s), {} duplicate row(s) expected in the {} sink",
+                    "; re-reads {} record(s) ({} of them already applied), {} duplicate row(s) expected in the {} sink",
                     r.replayed,
+                    r.reapplied,
                     r.predicted_duplicate_rows,
                     self.groups
                         .get(&plan.group)
