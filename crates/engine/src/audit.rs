@@ -282,8 +282,8 @@ impl GroupAudit {
         }
     }
 
-    /// A position was moved back to `position` by `auto.offset.reset`: a skip that reached past
-    /// it never happened.
+    /// Skips reaching past `position` are cut there (a seek past the log end skipped nothing
+    /// beyond it).
     pub fn clip_skipped(&mut self, tp: &TopicPartition, position: Offset) {
         if let Some(p) = self.partitions.get_mut(tp) {
             for r in &mut p.skipped {

@@ -37,6 +37,8 @@ pub struct ConsumerConfig {
     /// `group.instance.id`: static membership. A restart within the session timeout takes the
     /// member's partitions back without a rebalance; a close sends no LeaveGroup.
     pub group_instance_id: Option<String>,
+    /// `partition.assignment.strategy`.
+    pub assignor: Assignor,
     /// Whether the revoke hook of a manual strategy commits what was processed (the usual
     /// `onPartitionsRevoked` → `commitSync`). Auto-commit always commits in the hook.
     pub commit_on_revoke: bool,
@@ -57,6 +59,7 @@ impl ConsumerConfig {
             session_timeout_ms: DEFAULT_SESSION_TIMEOUT_MS,
             max_poll_interval_ms: DEFAULT_MAX_POLL_INTERVAL_MS,
             group_instance_id: None,
+            assignor: Assignor::Range,
             commit_on_revoke: true,
             async_commit_latency_ms: DEFAULT_ASYNC_COMMIT_LATENCY_MS,
         }
@@ -65,6 +68,40 @@ impl ConsumerConfig {
     /// Offsets of a transactional sink live in the sink; the strategy's Kafka commits are off.
     pub fn commits_to_kafka(&self) -> bool {
         self.sink != SinkKind::Transactional
+    }
+}
+
+/// `partition.assignment.strategy`: how the group hands out partitions, and how it rebalances.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Assignor {
+    /// `RangeAssignor`, eager protocol: every rebalance revokes every partition.
+    #[default]
+    Range,
+    /// `CooperativeStickyAssignor`, incremental protocol: members keep what they can, and only
+    /// the partitions that move stop.
+    CooperativeSticky,
+}
+
+impl std::str::FromStr for Assignor {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "range" => Ok(Self::Range),
+            "cooperative-sticky" => Ok(Self::CooperativeSticky),
+            other => Err(format!(
+                "unknown assignor '{other}' (expected range or cooperative-sticky)"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for Assignor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Range => "range",
+            Self::CooperativeSticky => "cooperative-sticky",
+        })
     }
 }
 

@@ -47,6 +47,8 @@ pub struct Member {
     pub expires_at: Option<Millis>,
     /// `group.instance.id` of a static member.
     pub instance_id: Option<String>,
+    /// Whether it speaks the cooperative (incremental) rebalance protocol.
+    pub cooperative: bool,
 }
 
 /// A rebalance in progress: the coordinator waits until every member has rejoined. A live
@@ -139,6 +141,11 @@ impl Group {
         out
     }
 
+    /// The group rebalances cooperatively only when every member can.
+    pub fn cooperative(&self) -> bool {
+        !self.members.is_empty() && self.members.iter().all(|m| m.cooperative)
+    }
+
     /// Members a rebalance is still waiting for.
     pub fn waiting_for(&self) -> Vec<&Member> {
         match &self.rebalance {
@@ -150,6 +157,66 @@ impl Group {
             None => Vec::new(),
         }
     }
+}
+
+/// A sticky assignment (the idea of Kafka's `CooperativeStickyAssignor`): per topic, each
+/// subscribed member gets ⌊n/m⌋ or ⌈n/m⌉ partitions — the extra ones to those that already own
+/// the most — keeping as many of its current partitions as it can; only the rest move.
+pub fn sticky_assign(
+    members: &[Member],
+    topics: &[(String, i32)],
+    current: &BTreeMap<TopicPartition, String>,
+) -> BTreeMap<TopicPartition, String> {
+    let mut out = BTreeMap::new();
+    for (topic, partitions) in topics {
+        let mut subscribed: Vec<&str> = members
+            .iter()
+            .filter(|m| &m.topic == topic)
+            .map(|m| m.id.as_str())
+            .collect();
+        if subscribed.is_empty() {
+            continue;
+        }
+        let owned = |id: &str| -> Vec<i32> {
+            (0..*partitions)
+                .filter(|p| {
+                    current
+                        .get(&TopicPartition::new(topic.clone(), *p))
+                        .map(String::as_str)
+                        == Some(id)
+                })
+                .collect()
+        };
+        subscribed.sort_by(|a, b| owned(b).len().cmp(&owned(a).len()).then(a.cmp(b)));
+        let m = subscribed.len() as i32;
+        let (per, extra) = (partitions / m, partitions % m);
+        let mut pool: Vec<i32> = Vec::new();
+        let mut quota = BTreeMap::new();
+        for (i, id) in subscribed.iter().enumerate() {
+            let q = (per + i32::from((i as i32) < extra)) as usize;
+            let mine = owned(id);
+            for &p in mine.iter().take(q) {
+                out.insert(TopicPartition::new(topic.clone(), p), (*id).to_string());
+            }
+            pool.extend(mine.iter().skip(q));
+            quota.insert(*id, q.saturating_sub(mine.len()));
+        }
+        pool.extend((0..*partitions).filter(|p| {
+            current
+                .get(&TopicPartition::new(topic.clone(), *p))
+                .is_none_or(|o| !subscribed.contains(&o.as_str()))
+        }));
+        pool.sort_unstable();
+        let mut pool = pool.into_iter();
+        for id in &subscribed {
+            for _ in 0..quota.get(id).copied().unwrap_or(0) {
+                if let Some(p) = pool.next() {
+                    out.insert(TopicPartition::new(topic.clone(), p), (*id).to_string());
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Kafka's `RangeAssignor`: per topic, the members subscribed to it sorted by member id, its
@@ -192,6 +259,7 @@ mod tests {
             topic: topic.to_string(),
             expires_at: None,
             instance_id: None,
+            cooperative: false,
         }
     }
 
@@ -210,6 +278,25 @@ mod tests {
         let a = range_assign(&members, &[("orders".into(), 2)]);
         assert_eq!(a.len(), 2);
         assert!(a.values().all(|m| m != "c3#1"));
+    }
+
+    #[test]
+    fn the_sticky_assignment_moves_only_what_balance_needs() {
+        let members = vec![member("c1#1", "orders"), member("c2#1", "orders")];
+        let current: BTreeMap<TopicPartition, String> = (0..4)
+            .map(|p| (TopicPartition::new("orders", p), "c1#1".to_string()))
+            .collect();
+        let a = sticky_assign(&members, &[("orders".into(), 4)], &current);
+        let kept = (0..4)
+            .filter(|p| a.get(&TopicPartition::new("orders", *p)).map(String::as_str) == Some("c1#1"))
+            .count();
+        assert_eq!(kept, 2, "c1 keeps two of its four");
+        assert_eq!(a.values().filter(|o| *o == "c2#1").count(), 2);
+        assert_eq!(
+            sticky_assign(&members, &[("orders".into(), 4)], &a),
+            a,
+            "a balanced assignment is stable"
+        );
     }
 
     #[test]

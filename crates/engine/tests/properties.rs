@@ -4,7 +4,7 @@
 //! consumer, …) are part of the input: they must be rejected without changing anything and
 //! without a panic.
 
-use offsetlab_engine::consumer::ConsumerConfig;
+use offsetlab_engine::consumer::{Assignor, ConsumerConfig};
 use offsetlab_engine::lab::{ProduceSpec, ResetSpec, SeekTarget};
 use offsetlab_engine::log::TopicConfig;
 use offsetlab_engine::offsets::OffsetKey;
@@ -75,7 +75,7 @@ fn new_lab(partitions: i32) -> Lab {
     lab
 }
 
-fn apply(lab: &mut Lab, a: &Action, strategies: &[CommitStrategy], sink: SinkKind) {
+fn apply(lab: &mut Lab, a: &Action, strategies: &[CommitStrategy], sink: SinkKind, assignor: Assignor) {
     let name = |i: usize| CONSUMERS[i];
     // Errors are expected for invalid actions; the invariants below check nothing changed badly.
     let _ = match a {
@@ -92,6 +92,7 @@ fn apply(lab: &mut Lab, a: &Action, strategies: &[CommitStrategy], sink: SinkKin
             strategy: strategies[*i % strategies.len()],
             sink,
             max_poll_records: 3,
+            assignor,
             auto_offset_reset: AutoOffsetReset::Earliest,
             ..ConsumerConfig::new(name(*i), GROUP, "orders")
         }),
@@ -196,12 +197,13 @@ proptest! {
     fn invariants_hold_for_any_sequence(
         partitions in 1i32..4,
         strategies in strategies(),
+        assignor in prop::sample::select(vec![Assignor::Range, Assignor::CooperativeSticky]),
         sink in prop::sample::select(SinkKind::ALL.to_vec()),
         actions in prop::collection::vec(action(true), 1..80),
     ) {
         let mut lab = new_lab(partitions);
         for a in &actions {
-            apply(&mut lab, a, &strategies, sink);
+            apply(&mut lab, a, &strategies, sink, assignor);
             check_invariants(&lab, partitions)?;
         }
     }
@@ -212,12 +214,13 @@ proptest! {
     fn commit_after_processing_never_loses(
         partitions in 1i32..4,
         strategies in commit_after(),
+        assignor in prop::sample::select(vec![Assignor::Range, Assignor::CooperativeSticky]),
         sink in prop::sample::select(SinkKind::ALL.to_vec()),
         actions in prop::collection::vec(action(false), 1..80),
     ) {
         let mut lab = new_lab(partitions);
         for a in &actions {
-            apply(&mut lab, a, &strategies, sink);
+            apply(&mut lab, a, &strategies, sink, assignor);
             if lab.group(GROUP).is_ok() {
                 let view = lab.group_view(GROUP).expect("view");
                 prop_assert_eq!(view.audit.lost, 0, "after {:?}", a);
@@ -231,6 +234,7 @@ proptest! {
     fn the_transactional_sink_never_loses_or_duplicates(
         partitions in 1i32..4,
         strategies in strategies(),
+        assignor in prop::sample::select(vec![Assignor::Range, Assignor::CooperativeSticky]),
         actions in prop::collection::vec(action(false), 1..80),
     ) {
         let mut lab = new_lab(partitions);
@@ -238,7 +242,7 @@ proptest! {
             if matches!(a, Action::Seek(..) | Action::Reset(..)) {
                 continue;
             }
-            apply(&mut lab, a, &strategies, SinkKind::Transactional);
+            apply(&mut lab, a, &strategies, SinkKind::Transactional, assignor);
             if lab.group(GROUP).is_ok() {
                 let view = lab.group_view(GROUP).expect("view");
                 prop_assert_eq!((view.audit.lost, view.audit.duplicates), (0, 0), "after {:?}", a);

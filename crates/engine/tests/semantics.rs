@@ -978,3 +978,59 @@ fn an_empty_groups_offsets_expire() {
         "nothing passed without a committed offset… yet"
     );
 }
+
+/// Cooperative-sticky: a member keeps the partitions it does not have to give up, and keeps
+/// working on them; only the partitions that move stop and resume from the committed offset.
+#[test]
+fn a_cooperative_rebalance_moves_only_what_it_must() {
+    use offsetlab_engine::consumer::Assignor;
+    let mut lab = Lab::default();
+    lab.create_topic(
+        "orders",
+        TopicConfig {
+            partitions: 4,
+            ..TopicConfig::default()
+        },
+    )
+    .expect("topic");
+    for p in 0..4 {
+        lab.produce(
+            "orders",
+            &ProduceSpec {
+                count: 4,
+                partition: Some(p),
+                ..ProduceSpec::default()
+            },
+        )
+        .expect("produce");
+    }
+    let coop = |name: &str| ConsumerConfig {
+        assignor: Assignor::CooperativeSticky,
+        max_poll_records: 16,
+        ..consumer(name, "g", CommitStrategy::ManualBatch, SinkKind::Append, 16)
+    };
+    lab.add_consumer(coop("c1")).expect("c1");
+    lab.poll("c1").expect("16 records in flight over 4 partitions");
+    lab.process("c1", Some(6))
+        .expect("six processed, the batch not committed");
+    lab.add_consumer(coop("c2")).expect("c2");
+    lab.poll("c1").expect("c1 rejoins and keeps working");
+    let c1 = lab.consumer("c1").expect("c1");
+    assert_eq!(c1.assignment.len(), 2, "c1 keeps two partitions");
+    assert!(
+        c1.assignment.values().any(|f| f.position == 4),
+        "a kept partition keeps its position"
+    );
+    assert!(!c1.in_flight.is_empty(), "and its in-flight records");
+    assert_eq!(lab.consumer("c2").expect("c2").assignment.len(), 2);
+    while !lab.consumer("c1").expect("c1").in_flight.is_empty() {
+        lab.process("c1", None).expect("process");
+    }
+    for c in ["c1", "c2"] {
+        while lab.poll(c).expect("poll") > 0 {
+            lab.process(c, None).expect("process");
+        }
+    }
+    let f = figures(&lab, "g");
+    assert_eq!((f.audit.lost, f.sink.rows), (0, 16 + f.audit.duplicates));
+}

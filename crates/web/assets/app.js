@@ -443,7 +443,8 @@ function setupForms() {
     e.preventDefault();
     const f = new FormData(e.target);
     const opt = (k) => { const v = String(f.get(k) || '').trim(); return v ? ` ${k}=${v}` : ''; };
-    const revoke = f.get('commit-on-revoke') === 'no' ? ' commit-on-revoke=no' : '';
+    const revoke = (f.get('commit-on-revoke') === 'no' ? ' commit-on-revoke=no' : '')
+      + (f.get('assignor') === 'cooperative-sticky' ? ' assignor=cooperative-sticky' : '');
     act([`consumer ${f.get('name')} group=${f.get('group')} topic=${f.get('topic')} commit=${f.get('commit')} interval=${f.get('interval')} max-poll=${f.get('max-poll')} sink=${f.get('sink')} reset=${f.get('reset')}${opt('max-poll-interval')}${opt('instance-id')}${revoke}`]);
   });
   const resetLine = (execute) => {

@@ -12,7 +12,7 @@ use crate::strategy::{AutoOffsetReset, CommitStrategy};
 
 /// Which offsets a commit takes from the consumer's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum CommitSource {
+pub enum CommitSource {
     /// The fetch position: everything handed out by poll (Java's `commitSync()` with no
     /// arguments, and what Java auto-commit commits).
     Position,
@@ -203,9 +203,11 @@ impl Lab {
             fs.position = target;
             fs.origin = PositionOrigin::OutOfRange;
         }
+        // A seek past the log end skipped nothing beyond it: records produced later there will
+        // be read. (What it jumped over inside the log stays skipped.)
         let group = self.consumer(name)?.config.group.clone();
         if let Some(g) = self.groups.get_mut(&group) {
-            g.audit.clip_skipped(tp, target);
+            g.audit.clip_skipped(tp, target.max(end));
         }
         Ok(Some(target))
     }
@@ -334,6 +336,7 @@ impl Lab {
                         name,
                         vec![(tp.clone(), offset + 1)],
                         "commitSync after the record",
+                        false,
                         false,
                     )
                 }
@@ -516,8 +519,6 @@ impl Lab {
         let Some(c) = self.consumers.get(name) else {
             return false;
         };
-        // A position sought past the log end is not validated until the next fetch resets it;
-        // like the Java client, only positions inside the log are committed.
         let offsets: Vec<(TopicPartition, Offset)> = c
             .assignment
             .iter()
@@ -527,21 +528,30 @@ impl Lab {
                     CommitSource::Stored => f.stored,
                     CommitSource::Processed => f.processed,
                 }?;
-                let end = self.partition_log(tp).ok()?.log_end_offset();
-                (o <= end).then(|| (tp.clone(), o))
+                Some((tp.clone(), o))
             })
             .collect();
-        self.commit_offsets(name, offsets, why, only_changes)
+        self.commit_offsets(
+            name,
+            offsets,
+            why,
+            only_changes,
+            source != CommitSource::Processed,
+        )
     }
 
     /// A synchronous commit of explicit offsets, checked against the group's generation.
     /// Returns whether the consumer crashed (explorer) right after.
+    /// `handed_over`: the offsets come from what poll handed out (a position, librdkafka's
+    /// stored offsets), not from what was processed — so records they pass unprocessed are the
+    /// application's loss.
     pub(crate) fn commit_offsets(
         &mut self,
         name: &str,
         offsets: Vec<(TopicPartition, Offset)>,
         why: &str,
         only_changes: bool,
+        handed_over: bool,
     ) -> bool {
         // Requests on one connection are handled in order: async commits sent earlier land first.
         if self
@@ -556,8 +566,11 @@ impl Lab {
             return false;
         };
         let group = c.config.group.clone();
+        // A position sought past the log end is not validated until the next fetch resets it;
+        // like the Java client, only positions inside the log are committed.
         let offsets: Vec<(TopicPartition, Offset)> = offsets
             .into_iter()
+            .filter(|(tp, o)| self.partition_log(tp).is_ok_and(|log| *o <= log.log_end_offset()))
             .filter(|(tp, o)| {
                 !only_changes || self.offsets.fetch(&OffsetKey::new(&group, tp)).map(|v| v.offset) != Some(*o)
             })
@@ -569,7 +582,7 @@ impl Lab {
         if !self.accepts_commit(name, generation) {
             return false;
         }
-        self.write_commit(name, &offsets, why);
+        self.write_commit(name, &offsets, why, handed_over);
         self.effect(name)
     }
 
@@ -601,7 +614,13 @@ impl Lab {
         true
     }
 
-    fn write_commit(&mut self, name: &str, offsets: &[(TopicPartition, Offset)], why: &str) {
+    fn write_commit(
+        &mut self,
+        name: &str,
+        offsets: &[(TopicPartition, Offset)],
+        why: &str,
+        handed_over: bool,
+    ) {
         let now = self.now();
         let Some(c) = self.consumers.get(name) else {
             return;
@@ -630,9 +649,11 @@ impl Lab {
                 ));
             }
         }
-        if let Some(g) = self.groups.get_mut(&group) {
-            for (tp, o) in &committed_over {
-                g.audit.unskip(tp, *o, o + 1);
+        if handed_over {
+            if let Some(g) = self.groups.get_mut(&group) {
+                for (tp, o) in &committed_over {
+                    g.audit.unskip(tp, *o, o + 1);
+                }
             }
         }
         let mut parts = Vec::new();
@@ -705,7 +726,7 @@ impl Lab {
         c.pending_async = rest;
         for p in due {
             if self.accepts_commit(name, p.generation) {
-                self.write_commit(name, &p.offsets, "commitAsync (landed)");
+                self.write_commit(name, &p.offsets, "commitAsync (landed)", false);
                 if self.effect(name) {
                     return true;
                 }

@@ -6,12 +6,13 @@ use crate::audit::DeliveryReason;
 use crate::clock::{format_duration, format_instant, Millis};
 use crate::consumer::{Consumer, ConsumerConfig, ConsumerState, FetchState, PositionOrigin};
 use crate::error::LabError;
-use crate::group::{range_assign, Group, Handoff, Member, PendingRebalance};
+use crate::group::{range_assign, sticky_assign, Group, Handoff, Member, PendingRebalance};
 use crate::narrative::EventKind;
 use crate::offsets::OffsetKey;
 use crate::record::{Offset, TopicPartition};
 use crate::sink::SinkKind;
 use crate::strategy::{AutoOffsetReset, CommitStrategy};
+use std::collections::BTreeMap;
 
 /// Why a member left the group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -313,6 +314,7 @@ impl Lab {
             topic: c.config.topic.clone(),
             expires_at: None,
             instance_id: c.config.group_instance_id.clone(),
+            cooperative: c.config.assignor == crate::consumer::Assignor::CooperativeSticky,
         };
         let id = member.id.clone();
         let g = self
@@ -429,10 +431,16 @@ impl Lab {
         if !must_rejoin {
             return Ok(false);
         }
+        let cooperative = self.groups.get(&group).is_some_and(Group::cooperative);
         if self.consumer(name)?.assignment.is_empty() {
             self.say(
                 EventKind::Group,
                 format!("{member} rejoins group {group} inside poll()"),
+            );
+        } else if cooperative {
+            self.say(
+                EventKind::Group,
+                format!("{member} rejoins group {group} inside poll() and keeps its partitions: the cooperative protocol revokes only what must move"),
             );
         } else {
             if self.close_commit(name, true) {
@@ -476,13 +484,46 @@ impl Lab {
             .into_iter()
             .filter_map(|t| self.topics.get(&t).map(|tp| (t, tp.partitions.len() as i32)))
             .collect();
-        let assignment = range_assign(&members, &topics);
+        let cooperative = g.cooperative();
+        let assignment = if cooperative {
+            sticky_assign(&members, &topics, &g.owners)
+        } else {
+            range_assign(&members, &topics)
+        };
+        // Cooperative protocol: a live owner revokes just the partitions that move (its hook
+        // commits them); the ones it keeps go on from where it is. Kafka completes this with a
+        // second, follow-up rebalance; the lab shows both as one step.
+        let mut kept: Vec<(String, TopicPartition)> = Vec::new();
+        if cooperative {
+            let previous = g.owners.clone();
+            let mut moving: BTreeMap<String, Vec<TopicPartition>> = BTreeMap::new();
+            for (tp, old) in &previous {
+                if assignment.get(tp) == Some(old) {
+                    kept.push((old.clone(), tp.clone()));
+                } else {
+                    moving.entry(old.clone()).or_default().push(tp.clone());
+                }
+            }
+            for (old, tps) in moving {
+                let owner = old.split('#').next().unwrap_or_default().to_string();
+                if self
+                    .consumers
+                    .get(&owner)
+                    .is_some_and(|c| c.is_running() && c.member_id() == old)
+                {
+                    self.revoke_some(&owner, &tps)?;
+                }
+            }
+        }
         let Some(g) = self.groups.get_mut(group) else {
             return Err(LabError::UnknownGroup(group.to_string()));
         };
         // Eager protocol: every partition was revoked, so even one that stays with its owner
         // resumes from the committed offset.
         for tp in assignment.keys() {
+            if cooperative && kept.iter().any(|(_, k)| k == tp) {
+                continue;
+            }
             if let Some(old) = g.owners.get(tp) {
                 g.handoffs.insert(
                     tp.clone(),
@@ -516,10 +557,24 @@ impl Lab {
                 )
             })
             .collect();
+        let protocol = if cooperative {
+            let stay: Vec<String> = kept.iter().map(|(_, tp)| tp.to_string()).collect();
+            format!(
+                " [cooperative-sticky: {} kept working{}]",
+                if stay.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    stay.join(", ")
+                },
+                if stay.is_empty() { "" } else { " without a pause" }
+            )
+        } else {
+            String::new()
+        };
         self.say(
             EventKind::Group,
             format!(
-                "group {group} is Stable at generation {generation} ({why}): {}",
+                "group {group} is Stable at generation {generation} ({why}): {}{protocol}",
                 lines.join("; ")
             ),
         );
@@ -533,11 +588,14 @@ impl Lab {
             }
             if let Some(c) = self.consumers.get_mut(&m.consumer) {
                 c.generation = generation;
-                c.assignment.clear();
+                if !cooperative {
+                    c.assignment.clear();
+                }
             }
             let tps: Vec<TopicPartition> = assignment
                 .iter()
                 .filter(|(_, o)| **o == m.id)
+                .filter(|(tp, _)| !kept.iter().any(|(_, k)| k == *tp))
                 .map(|(tp, _)| tp.clone())
                 .collect();
             for tp in tps {
@@ -557,6 +615,62 @@ impl Lab {
                 self.leave(group, &m.id, Departure::Closed)?;
             }
         }
+        Ok(())
+    }
+
+    /// The cooperative revoke: the hook commits what the strategy commits, for `tps` only, then
+    /// the consumer drops those partitions and their in-flight records.
+    fn revoke_some(&mut self, name: &str, tps: &[TopicPartition]) -> Result<(), LabError> {
+        let c = self.consumer(name)?;
+        let source = match c.config.strategy {
+            CommitStrategy::AutoTimer => Some(super::consume::CommitSource::Stored),
+            CommitStrategy::AutoPoll => Some(super::consume::CommitSource::Position),
+            CommitStrategy::ManualBatch | CommitStrategy::ManualRecord | CommitStrategy::ManualAsync
+                if c.config.commit_on_revoke =>
+            {
+                Some(super::consume::CommitSource::Processed)
+            }
+            _ => None,
+        };
+        let member = c.member_id();
+        if let Some(source) = source.filter(|_| c.config.commits_to_kafka()) {
+            let offsets: Vec<(TopicPartition, Offset)> = tps
+                .iter()
+                .filter_map(|tp| {
+                    let f = c.assignment.get(tp)?;
+                    let o = match source {
+                        super::consume::CommitSource::Position => Some(f.position),
+                        super::consume::CommitSource::Stored => f.stored,
+                        super::consume::CommitSource::Processed => f.processed,
+                    }?;
+                    Some((tp.clone(), o))
+                })
+                .collect();
+            let handed_over = source != super::consume::CommitSource::Processed;
+            if self.commit_offsets(name, offsets, "commit in the revoke hook", true, handed_over) {
+                return Ok(()); // a planned crash
+            }
+        }
+        let c = self.consumer_mut(name)?;
+        let before = c.in_flight.len();
+        for tp in tps {
+            c.assignment.remove(tp);
+        }
+        c.in_flight.retain(|f| !tps.contains(&f.tp));
+        let dropped = before - c.in_flight.len();
+        let list: Vec<String> = tps.iter().map(ToString::to_string).collect();
+        self.say(
+            EventKind::Group,
+            format!(
+                "{member} revokes {} (cooperative){}",
+                list.join(", "),
+                if dropped > 0 {
+                    format!("; {dropped} polled record(s) of them dropped unprocessed")
+                } else {
+                    String::new()
+                }
+            ),
+        );
         Ok(())
     }
 

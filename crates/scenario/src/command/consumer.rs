@@ -1,6 +1,6 @@
 //! `consumer NAME group=G topic=T [commit=STRATEGY] [interval=DUR] [max-poll=N]
 //! [sink=append|upsert|transactional] [reset=earliest|latest|none] [session-timeout=DUR]
-//! [max-poll-interval=DUR] [instance-id=ID] [commit-on-revoke=yes|no] [async-latency=DUR]`
+//! [max-poll-interval=DUR] [assignor=range|cooperative-sticky] [instance-id=ID] [commit-on-revoke=yes|no] [async-latency=DUR]`
 //!
 //! Starts a consumer process that joins group G. The defaults are Kafka's: auto-commit on a
 //! 5 s timer, `max.poll.records=500`, `auto.offset.reset=latest`, `session.timeout.ms=45s`.
@@ -47,6 +47,9 @@ impl StartConsumer {
         }
         if let Some(ms) = args.parsed("max-poll-interval", positive_duration)? {
             c.max_poll_interval_ms = ms;
+        }
+        if let Some(a) = args.parsed("assignor", |v| v.parse())? {
+            c.assignor = a;
         }
         if let Some(id) = args.option("instance-id") {
             if id.is_empty() {
@@ -105,6 +108,9 @@ impl fmt::Display for StartConsumer {
                 " max-poll-interval={}",
                 format_duration(c.max_poll_interval_ms)
             )?;
+        }
+        if c.assignor != d.assignor {
+            write!(f, " assignor={}", c.assignor)?;
         }
         if let Some(id) = &c.group_instance_id {
             write!(f, " instance-id={id}")?;

@@ -212,6 +212,7 @@ mod tests {
             "produce orders count=12",
             r#"produce orders count=1 key=o-3 value={"order_id":"o-3","status":"paid"} partition=0"#,
             "consumer c1 group=analytics-prod topic=orders commit=manual-batch interval=5s max-poll=4 sink=upsert reset=earliest",
+            "consumer c2 group=g topic=orders assignor=cooperative-sticky instance-id=s-2 commit-on-revoke=no max-poll-interval=1m",
             "poll c1",
             "process c1 count=all",
             "process c1 count=2",
