@@ -64,13 +64,19 @@ impl Runner {
     }
 
     pub fn export(&self) -> String {
-        let mut out = String::from("# exported from offsetlab\n");
-        for c in &self.history {
-            out.push_str(&c.to_string());
-            out.push('\n');
-        }
-        out
+        export_text("exported from offsetlab", &self.history)
     }
+}
+
+/// A scenario file of `commands`, one canonical line each, under a `# header` comment: what an
+/// export writes, and what replays the same lab.
+pub fn export_text(header: &str, commands: &[Command]) -> String {
+    let mut out = format!("# {header}\n");
+    for c in commands {
+        out.push_str(&c.to_string());
+        out.push('\n');
+    }
+    out
 }
 
 /// Parses and runs `source` in a fresh in-memory lab.

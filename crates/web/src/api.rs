@@ -333,8 +333,13 @@ async fn post_scenario(
         Ok(b) => b,
         Err(e) => return json_error(e.status(), &e.body_text(), 0),
     };
+    load(app, body).await
+}
+
+/// Replaces the session with the lab `source` builds and answers with the new state.
+async fn load(app: AppState, source: String) -> Response {
     let app2 = app.clone();
-    app.with_session(move |s| match s.load(&body) {
+    app.with_session(move |s| match s.load(&source) {
         Ok(()) => {
             app2.changed(s);
             state_response(s)
@@ -443,16 +448,7 @@ async fn post_explore_replay(State(app): State<AppState>, ApiJson(req): ApiJson<
         Ok(Err(e)) => return json_error(StatusCode::UNPROCESSABLE_ENTITY, &e, 0),
         Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
     };
-    let app2 = app.clone();
-    app.with_session(move |s| match s.load(&text) {
-        Ok(()) => {
-            app2.changed(s);
-            state_response(s)
-        }
-        Err(e) => action_error(&e),
-    })
-    .await
-    .unwrap_or_else(|e| e)
+    load(app, text).await
 }
 
 async fn get_events(State(app): State<AppState>) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {

@@ -229,12 +229,7 @@ impl Session {
 
     /// The session as a scenario file that replays it exactly.
     pub fn export(&self) -> String {
-        let mut out = String::from("# exported from the offsetlab web lab\n");
-        for c in &self.history {
-            out.push_str(&c.to_string());
-            out.push('\n');
-        }
-        out
+        offsetlab_scenario::runner::export_text("exported from the offsetlab web lab", &self.history)
     }
 
     pub fn state(&self) -> Result<State<'_>, LabError> {

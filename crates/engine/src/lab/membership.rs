@@ -1,6 +1,7 @@
 //! Joining and leaving groups: consumers starting, crashing, restarting and closing, and the
 //! rebalances that follow.
 
+use super::validate_name;
 use super::Lab;
 use crate::audit::DeliveryReason;
 use crate::clock::{format_duration, format_instant, Millis};
@@ -821,18 +822,4 @@ impl Lab {
             .flat_map(|g| g.members.iter().filter_map(|m| m.expires_at))
             .min()
     }
-}
-
-fn validate_name(what: &str, name: &str) -> Result<(), LabError> {
-    if name.is_empty()
-        || name.len() > 249
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
-    {
-        return Err(LabError::InvalidArgument(format!(
-            "invalid {what} name '{name}': use 1 to 249 characters from [a-zA-Z0-9._-]"
-        )));
-    }
-    Ok(())
 }

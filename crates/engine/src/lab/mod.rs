@@ -315,3 +315,18 @@ impl Lab {
         }
     }
 }
+
+/// Kafka's rule for topic, group and client names: 1 to 249 characters from `[a-zA-Z0-9._-]`.
+pub(crate) fn validate_name(what: &str, name: &str) -> Result<(), LabError> {
+    if name.is_empty()
+        || name.len() > 249
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+    {
+        return Err(LabError::InvalidArgument(format!(
+            "invalid {what} name '{name}': use 1 to 249 characters from [a-zA-Z0-9._-]"
+        )));
+    }
+    Ok(())
+}

@@ -28,16 +28,7 @@ pub struct ProduceSpec {
 
 impl Lab {
     pub fn create_topic(&mut self, name: &str, config: TopicConfig) -> Result<(), LabError> {
-        if name.is_empty()
-            || name.len() > 249
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
-        {
-            return Err(LabError::InvalidArgument(format!(
-                "invalid topic name '{name}': use 1 to 249 characters from [a-zA-Z0-9._-]"
-            )));
-        }
+        super::validate_name("topic", name)?;
         if name.starts_with("__") {
             return Err(LabError::InvalidArgument(format!(
                 "topic names starting with '__' are reserved for Kafka's internal topics ('{name}')"
