@@ -166,6 +166,12 @@ function renderGroupTabs() {
   box.replaceChildren(...Object.keys(ui.state.groups).map((name) =>
     h('button', { class: 'chip', 'aria-pressed': String(name === ui.group), onclick: () => { ui.group = name; ui.windowFrom = null; render(); } }, name)));
   if (!Object.keys(ui.state.groups).length) box.append(h('span', { class: 'muted' }, 'no group yet — start a consumer'));
+  // The coordinator's view of the selected group: state, generation, members, who it waits for.
+  const g = group();
+  const info = $('#group-info');
+  if (!g) { info.replaceChildren(); return; }
+  const waiting = g.waiting_for.length ? ` · rebalancing: waiting for ${g.waiting_for.join(', ')}` : '';
+  info.replaceChildren(h('span', { class: `gstate gs-${g.state}` }, g.state), ` generation ${g.generation} · members: ${g.members.length ? g.members.join(', ') : 'none'}${waiting}`);
 }
 
 function renderCards(previous) {
@@ -376,6 +382,7 @@ function consumerCard(c) {
     h('div', { class: 'consumer-head' }, h('strong', {}, c.name), h('span', { class: `state ${st}` }, st), h('span', { class: 'muted' }, `${c.member_id} · ${c.group} · gen ${c.generation}`)),
     h('dl', { class: 'kv' },
       h('dt', {}, 'commit'), h('dd', { title: strategy ? strategy.explanation : '' }, c.strategy + (c.strategy.startsWith('auto') ? ` every ${fmtDur(c.auto_commit_interval_ms)}` : '')),
+      h('dt', {}, 'group'), h('dd', {}, `${c.assignor}${c.group_instance_id ? ` · static ${c.group_instance_id}` : ''}${ui.state.groups[c.group] && !ui.state.groups[c.group].members.includes(c.member_id) && st === 'running' ? ' · NOT A MEMBER (zombie until its next poll)' : ''}`),
       h('dt', {}, 'position'), h('dd', {}, positions),
       h('dt', {}, 'in flight'), h('dd', {}, `${c.in_flight} record(s)` + (c.pending_async_commits ? ` · ${c.pending_async_commits} async commit(s) pending` : '')),
       timer ? h('dt', {}, 'auto-commit') : null, timer ? h('dd', {}, timer) : null,

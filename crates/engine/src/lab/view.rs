@@ -138,6 +138,8 @@ pub struct ConsumerView {
     pub strategy: CommitStrategy,
     pub sink: SinkKind,
     pub max_poll_records: usize,
+    pub assignor: crate::consumer::Assignor,
+    pub group_instance_id: Option<String>,
     pub auto_commit_interval_ms: Millis,
     pub auto_offset_reset: String,
     pub assignment: Vec<AssignmentView>,
@@ -193,6 +195,8 @@ impl Lab {
             strategy: c.config.strategy,
             sink: c.config.sink,
             max_poll_records: c.config.max_poll_records,
+            assignor: c.config.assignor,
+            group_instance_id: c.config.group_instance_id.clone(),
             auto_commit_interval_ms: c.config.auto_commit_interval_ms,
             auto_offset_reset: c.config.auto_offset_reset.to_string(),
             assignment: c
