@@ -218,22 +218,45 @@ pub fn crash_replay(
     ))
 }
 
-/// Consumes to the end of the log, then lets timers and async commits settle. A restarted
-/// consumer first waits for its dead incarnation's session to expire.
+/// Consumes to the end of the log with every running member of the target's group — they
+/// all take part in the rebalances a restart causes — then lets timers and async commits
+/// settle. A restarted consumer first waits for its dead incarnation's session to expire.
 fn drain(lab: &mut Lab, target: &str) -> Result<(), LabError> {
     let group = lab.consumer(target)?.config.group.clone();
+    let session = lab.consumer(target)?.config.session_timeout_ms;
+    let members = |lab: &Lab| -> Vec<String> {
+        lab.consumers()
+            .values()
+            .filter(|c| c.config.group == group && c.is_running())
+            .map(|c| c.name().to_string())
+            .collect()
+    };
     if lab.group(&group)?.rebalance.is_some() {
-        lab.tick(lab.consumer(target)?.config.session_timeout_ms)?;
+        lab.tick(session)?;
     }
     for _ in 0..MAX_DRAIN_ROUNDS {
-        if !lab.consumer(target)?.is_running() {
-            return Ok(());
+        let mut progressed = false;
+        for name in members(lab) {
+            if !lab.consumer(&name)?.is_running() {
+                continue;
+            }
+            if lab.consumer(&name)?.in_flight.is_empty() && lab.poll(&name)? > 0 {
+                progressed = true;
+            }
+            if lab
+                .consumer(&name)
+                .is_ok_and(|c| c.is_running() && !c.in_flight.is_empty())
+            {
+                lab.process(&name, None)?;
+                progressed = true;
+            }
         }
-        if lab.consumer(target)?.in_flight.is_empty() && lab.poll(target)? == 0 {
-            break;
-        }
-        if !lab.consumer(target)?.in_flight.is_empty() {
-            lab.process(target, None)?;
+        if !progressed {
+            if lab.group(&group)?.rebalance.is_some() {
+                lab.tick(session)?; // a dead member still holds up the rebalance
+            } else {
+                break;
+            }
         }
     }
     let c = lab.consumer(target)?;
@@ -243,10 +266,13 @@ fn drain(lab: &mut Lab, target: &str) -> Result<(), LabError> {
         .max(c.config.async_commit_latency_ms)
         + 1;
     lab.tick(settle)?;
-    if lab.consumer(target)?.is_running() {
-        lab.poll(target)?;
-        if !lab.consumer(target)?.in_flight.is_empty() {
-            lab.process(target, None)?;
+    for name in members(lab) {
+        lab.poll(&name)?;
+        if lab
+            .consumer(&name)
+            .is_ok_and(|c| c.is_running() && !c.in_flight.is_empty())
+        {
+            lab.process(&name, None)?;
         }
     }
     Ok(())
@@ -375,6 +401,40 @@ mod tests {
             timer.max_lost, 3,
             "the timer fires after record 4 of 4..7: 5, 6, 7 are lost"
         );
+    }
+
+    /// The explorer crashes one member of a two-member group; the other takes part in the
+    /// rebalances and both drain the log.
+    #[test]
+    fn crashing_one_member_of_two_keeps_the_claim() {
+        let script = Script::parse(
+            "topic orders partitions=2\nproduce orders count=16\n\
+             consumer c1 group=g topic=orders commit=auto-timer interval=5s max-poll=4 sink=append reset=earliest\n\
+             consumer c2 group=g topic=orders commit=manual-batch max-poll=4 sink=append reset=earliest\n\
+             poll c1\npoll c2\nprocess c1\nprocess c2\ntick 1s\nprocess c1\nprocess c2\ntick 1s\n\
+             process c1 count=all\nprocess c2 count=all\npoll c1\npoll c2\nprocess c1 count=all\nprocess c2 count=all\n",
+        )
+        .expect("script");
+        for strategy in [
+            CommitStrategy::ManualBatch,
+            CommitStrategy::ManualRecord,
+            CommitStrategy::ManualAsync,
+        ] {
+            let c = explore_cell(&script, "c2", strategy, SinkKind::Append).expect("cell");
+            assert!(c.crash_points > 4, "{c:?}");
+            assert_eq!(
+                c.max_lost, 0,
+                "commit-after never loses, even mid-rebalance: {c:?}"
+            );
+        }
+        let c = explore_cell(
+            &script,
+            "c2",
+            CommitStrategy::ManualBatch,
+            SinkKind::Transactional,
+        )
+        .expect("cell");
+        assert_eq!((c.max_lost, c.max_duplicates), (0, 0), "{c:?}");
     }
 
     #[test]
