@@ -14,6 +14,7 @@ mod poll;
 mod process;
 mod produce;
 mod reset_offsets;
+mod restart_coordinator;
 mod seek;
 mod tick;
 mod topic;
@@ -30,6 +31,7 @@ pub use poll::Poll;
 pub use process::Process;
 pub use produce::Produce;
 pub use reset_offsets::ResetOffsets;
+pub use restart_coordinator::RestartCoordinator;
 pub use seek::Seek;
 pub use tick::Tick;
 pub use topic::CreateTopic;
@@ -57,6 +59,7 @@ pub enum Command {
     Compact(Compact),
     DeleteRecords(DeleteRecords),
     Broker(Broker),
+    RestartCoordinator(RestartCoordinator),
     Fault(Fault),
     Expect(Expect),
 }
@@ -79,7 +82,7 @@ pub enum ApplyError {
 }
 
 /// The command names, in the order `docs/SCENARIOS.md` documents them.
-pub const COMMANDS: [&str; 17] = [
+pub const COMMANDS: [&str; 18] = [
     "topic",
     "produce",
     "consumer",
@@ -95,6 +98,7 @@ pub const COMMANDS: [&str; 17] = [
     "compact",
     "delete-records",
     "broker",
+    "restart-coordinator",
     "fault",
     "expect",
 ];
@@ -123,6 +127,7 @@ impl Command {
             "compact" => Command::Compact(Compact::parse(&mut args)?),
             "delete-records" => Command::DeleteRecords(DeleteRecords::parse(&mut args)?),
             "broker" => Command::Broker(Broker::parse(&mut args)?),
+            "restart-coordinator" => Command::RestartCoordinator(RestartCoordinator::parse(&mut args)?),
             "fault" => Command::Fault(Fault::parse(&mut args)?),
             "expect" => Command::Expect(Expect::parse(&mut args)?),
             other => {
@@ -153,6 +158,7 @@ impl Command {
             Command::Compact(c) => c.apply(lab)?,
             Command::DeleteRecords(c) => c.apply(lab)?,
             Command::Broker(c) => c.apply(lab)?,
+            Command::RestartCoordinator(c) => c.apply(lab)?,
             Command::Fault(c) => c.apply(lab)?,
             Command::Expect(c) => c.check(lab)?,
         }
@@ -194,6 +200,7 @@ impl fmt::Display for Command {
             Command::Compact(c) => c.fmt(f),
             Command::DeleteRecords(c) => c.fmt(f),
             Command::Broker(c) => c.fmt(f),
+            Command::RestartCoordinator(c) => c.fmt(f),
             Command::Fault(c) => c.fmt(f),
             Command::Expect(c) => c.fmt(f),
         }
@@ -230,6 +237,7 @@ mod tests {
             "compact __consumer_offsets",
             "delete-records orders partition=0 before=4",
             "broker offsets.retention=2d",
+            "restart-coordinator",
             "fault c1 after=7",
         ];
         for line in lines {
