@@ -475,6 +475,7 @@ function setupForms() {
     if (line) act([line]).then((ok) => { if (ok) $('#line-input').value = ''; });
   });
   $('#compact-offsets').addEventListener('click', () => act(['compact __consumer_offsets']));
+  $('#restart-coordinator').addEventListener('click', () => act(['restart-coordinator']));
   $('#log-partition').addEventListener('change', (e) => { ui.tp = e.target.value; ui.windowFrom = null; renderLog(); renderCards(); });
   $('#log-prev').addEventListener('click', () => moveWindow(-WINDOW));
   $('#log-next').addEventListener('click', () => moveWindow(WINDOW));
