@@ -17,7 +17,11 @@ const RECORDS: usize = 10_000_000;
 const VALUE: [u8; 100] = [b'x'; 100];
 
 fn filled_log() -> MemoryLog {
-    let mut log = MemoryLog::new(TopicConfig::default().segment_limits());
+    fill(MemoryLog::new(TopicConfig::default().segment_limits()))
+}
+
+/// Appends `RECORDS` 100-byte records.
+fn fill(mut log: MemoryLog) -> MemoryLog {
     for i in 0..RECORDS {
         log.append(
             NewRecord {
@@ -38,19 +42,7 @@ fn log_benches(c: &mut Criterion) {
     g.bench_function("append 10M x 100-byte records", |b| {
         b.iter_batched(
             || MemoryLog::new(TopicConfig::default().segment_limits()),
-            |mut log| {
-                for i in 0..RECORDS {
-                    log.append(
-                        NewRecord {
-                            timestamp: i as i64,
-                            key: None,
-                            value: Some(&VALUE),
-                        },
-                        0,
-                    );
-                }
-                log
-            },
+            fill,
             BatchSize::PerIteration,
         )
     });

@@ -159,6 +159,15 @@ impl Group {
     }
 }
 
+/// The ids of the members subscribed to `topic`.
+fn subscribers<'a>(members: &'a [Member], topic: &str) -> Vec<&'a str> {
+    members
+        .iter()
+        .filter(|m| m.topic == topic)
+        .map(|m| m.id.as_str())
+        .collect()
+}
+
 /// A sticky assignment (the idea of Kafka's `CooperativeStickyAssignor`): per topic, each
 /// subscribed member gets ⌊n/m⌋ or ⌈n/m⌉ partitions — the extra ones to those that already own
 /// the most — keeping as many of its current partitions as it can; only the rest move.
@@ -169,11 +178,7 @@ pub fn sticky_assign(
 ) -> BTreeMap<TopicPartition, String> {
     let mut out = BTreeMap::new();
     for (topic, partitions) in topics {
-        let mut subscribed: Vec<&str> = members
-            .iter()
-            .filter(|m| &m.topic == topic)
-            .map(|m| m.id.as_str())
-            .collect();
+        let mut subscribed = subscribers(members, topic);
         if subscribed.is_empty() {
             continue;
         }
@@ -224,11 +229,7 @@ pub fn sticky_assign(
 pub fn range_assign(members: &[Member], topics: &[(String, i32)]) -> BTreeMap<TopicPartition, String> {
     let mut out = BTreeMap::new();
     for (topic, partitions) in topics {
-        let mut subscribed: Vec<&str> = members
-            .iter()
-            .filter(|m| &m.topic == topic)
-            .map(|m| m.id.as_str())
-            .collect();
+        let mut subscribed = subscribers(members, topic);
         subscribed.sort_unstable();
         if subscribed.is_empty() {
             continue;
