@@ -25,6 +25,7 @@ fn fill(mut log: MemoryLog) -> MemoryLog {
     for i in 0..RECORDS {
         log.append(
             NewRecord {
+                control: false,
                 timestamp: i as i64,
                 key: None,
                 value: Some(&VALUE),

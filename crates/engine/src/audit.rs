@@ -19,7 +19,7 @@ use crate::clock::Millis;
 use crate::log::PartitionLog;
 use crate::record::{Offset, TopicPartition};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Why a record was applied to the sink.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -190,6 +190,9 @@ pub struct Progress<'a> {
     /// The offset the group would restart from (its committed offset, or the sink's).
     pub resume: Option<Offset>,
     pub log: &'a dyn PartitionLog,
+    /// Offsets the group's application is never handed (transaction markers; with
+    /// `read_committed`, aborted records): passing them loses nothing.
+    pub hidden: &'a BTreeSet<Offset>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -304,14 +307,17 @@ impl GroupAudit {
         };
         let log_start = progress.log.log_start_offset();
         let passed = progress.resume.unwrap_or(part.first_start).max(log_start);
-        let has_gaps = progress.log.record_count() as i64 != progress.log.log_end_offset() - log_start;
+        let has_gaps = progress.log.record_count() as i64 != progress.log.log_end_offset() - log_start
+            || progress.hidden.range(part.first_start..passed).next().is_some();
         let present: Option<std::collections::HashSet<Offset>> = has_gaps.then(|| {
             let mut set = std::collections::HashSet::new();
             let upto = passed.max(log_start);
             progress
                 .log
                 .read(log_start, (upto - log_start).max(0) as usize, &mut |r| {
-                    set.insert(r.offset);
+                    if !progress.hidden.contains(&r.offset) {
+                        set.insert(r.offset);
+                    }
                 });
             set
         });
@@ -389,7 +395,8 @@ impl GroupAudit {
                     let applied = (a.max(p.base)..b.min(counted_end))
                         .filter(|&o| p.delivered(o) > 0)
                         .count();
-                    (b - a) as u64 - applied as u64
+                    let hidden = progress.hidden.range(a..b).count();
+                    ((b - a) as u64).saturating_sub((applied + hidden) as u64)
                 })
                 .sum();
             (skipped, p.counts.iter().map(|&c| u64::from(c)).sum())
@@ -443,6 +450,7 @@ mod tests {
         for i in 0..n {
             l.append(
                 NewRecord {
+                    control: false,
                     timestamp: i as i64,
                     key: Some(b"k"),
                     value: Some(b"v"),
@@ -479,6 +487,7 @@ mod tests {
         let f = a.figures(
             &tp,
             Progress {
+                hidden: &BTreeSet::new(),
                 resume: Some(8),
                 log: &l,
             },
@@ -488,6 +497,7 @@ mod tests {
             a.lost_ranges(
                 &tp,
                 Progress {
+                    hidden: &BTreeSet::new(),
                     resume: Some(8),
                     log: &l
                 }
@@ -500,6 +510,7 @@ mod tests {
             a.figures(
                 &tp,
                 Progress {
+                    hidden: &BTreeSet::new(),
                     resume: Some(5),
                     log: &l
                 }
@@ -527,6 +538,7 @@ mod tests {
         let f = a.figures(
             &tp,
             Progress {
+                hidden: &BTreeSet::new(),
                 resume: Some(4),
                 log: &l,
             },
@@ -557,6 +569,7 @@ mod tests {
         let f = a.figures(
             &tp,
             Progress {
+                hidden: &BTreeSet::new(),
                 resume: Some(2),
                 log: &l,
             },
@@ -567,6 +580,7 @@ mod tests {
         let f = a.figures(
             &tp,
             Progress {
+                hidden: &BTreeSet::new(),
                 resume: Some(2),
                 log: &l,
             },

@@ -10,6 +10,7 @@ use crate::clock::Millis;
 use crate::record::{Offset, Record, TopicPartition};
 use crate::sink::SinkKind;
 use crate::strategy::{AutoOffsetReset, CommitStrategy};
+use crate::txn::{IsolationLevel, DEFAULT_TRANSACTION_TIMEOUT_MS};
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
 
@@ -43,6 +44,13 @@ pub struct ConsumerConfig {
     /// `onPartitionsRevoked` → `commitSync`). Auto-commit always commits in the hook.
     pub commit_on_revoke: bool,
     pub async_commit_latency_ms: Millis,
+    /// `isolation.level`: whether records of open and aborted transactions are handed over.
+    pub isolation: IsolationLevel,
+    /// With `sink=kafka-tx`: the topic the read-process-write application produces to, inside
+    /// transactions whose `transactional.id` is the consumer's name.
+    pub output: Option<String>,
+    /// `transaction.timeout.ms` of that producer.
+    pub transaction_timeout_ms: Millis,
 }
 
 impl ConsumerConfig {
@@ -62,12 +70,21 @@ impl ConsumerConfig {
             assignor: Assignor::Range,
             commit_on_revoke: true,
             async_commit_latency_ms: DEFAULT_ASYNC_COMMIT_LATENCY_MS,
+            isolation: IsolationLevel::ReadUncommitted,
+            output: None,
+            transaction_timeout_ms: DEFAULT_TRANSACTION_TIMEOUT_MS,
         }
     }
 
     /// Offsets of a transactional sink live in the sink; the strategy's Kafka commits are off.
     pub fn commits_to_kafka(&self) -> bool {
         self.sink != SinkKind::Transactional
+    }
+
+    /// A read-process-write application with Kafka transactions: its commits are transaction
+    /// commits, with the offsets sent to the transaction.
+    pub fn is_transactional_producer(&self) -> bool {
+        self.sink == SinkKind::KafkaTx
     }
 }
 

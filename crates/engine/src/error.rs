@@ -25,6 +25,8 @@ pub enum LabError {
     },
     #[error("consumer '{0}' has no polled records to process (poll first)")]
     NothingInFlight(String),
+    #[error("consumer '{0}' has no open transaction to abort (process a record first)")]
+    NoOpenTransaction(String),
     /// Kafka's own wording, from `kafka-consumer-groups.sh --reset-offsets`.
     #[error(
         "Assignments can only be reset if the group '{group}' is inactive, but the current state is {state}."

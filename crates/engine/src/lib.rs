@@ -23,6 +23,7 @@ pub mod order;
 pub mod record;
 pub mod sink;
 pub mod strategy;
+pub mod txn;
 
 pub use error::LabError;
 pub use lab::Lab;

@@ -110,6 +110,7 @@ impl OffsetStore {
         let value_bytes = serde_json::to_vec(&value).unwrap_or_default();
         let at = self.log.append(
             NewRecord {
+                control: false,
                 timestamp: now,
                 key: Some(&key_bytes),
                 value: Some(&value_bytes),
@@ -125,6 +126,7 @@ impl OffsetStore {
         let key_bytes = key.encode();
         self.log.append(
             NewRecord {
+                control: false,
                 timestamp: now,
                 key: Some(&key_bytes),
                 value: None,
@@ -188,15 +190,9 @@ impl OffsetStore {
 
     /// Compacts the closed segments: keeps only the latest record per key. Tombstones are kept
     /// (Kafka drops them after `delete.retention.ms`). Returns how many records were removed.
-    pub fn compact(&mut self) -> usize {
-        let mut latest: BTreeMap<Vec<u8>, Offset> = BTreeMap::new();
-        self.log.read(Offset::MIN, usize::MAX, &mut |r| {
-            if let Some(k) = r.key {
-                latest.insert(k.to_vec(), r.offset);
-            }
-        });
-        self.log
-            .compact(&mut |r| r.key.and_then(|k| latest.get(k)) == Some(&r.offset))
+    pub fn compact(&mut self, now: Millis) -> crate::log::Cleaned {
+        let delete_retention = Self::topic_config().delete_retention_ms;
+        crate::log::clean(self.log.as_mut(), now, delete_retention)
     }
 }
 
@@ -267,7 +263,7 @@ mod tests {
         let before = s.view().clone();
         s.rebuild_view();
         assert_eq!(&before, s.view());
-        let removed = s.compact();
+        let removed = s.compact(0).superseded;
         assert!(removed > 150, "removed {removed}");
         s.rebuild_view();
         assert_eq!(&before, s.view(), "compaction never changes what the topic means");

@@ -35,6 +35,9 @@ pub struct NewRecord<'a> {
     pub timestamp: i64,
     pub key: Option<&'a [u8]>,
     pub value: Option<&'a [u8]>,
+    /// A control record (a transaction's commit or abort marker): it takes an offset but is
+    /// never handed to an application. Kafka keeps this flag in the record batch's attributes.
+    pub control: bool,
 }
 
 /// A record as stored, borrowed from the log that holds it.
@@ -45,6 +48,7 @@ pub struct RecordRef<'a> {
     pub key: Option<&'a [u8]>,
     /// `None` is a tombstone: on a compacted topic it deletes the key.
     pub value: Option<&'a [u8]>,
+    pub control: bool,
 }
 
 impl RecordRef<'_> {
@@ -54,6 +58,7 @@ impl RecordRef<'_> {
             timestamp: self.timestamp,
             key: self.key.map(<[u8]>::to_vec),
             value: self.value.map(<[u8]>::to_vec),
+            control: self.control,
         }
     }
 }
@@ -65,6 +70,7 @@ pub struct Record {
     pub timestamp: i64,
     pub key: Option<Vec<u8>>,
     pub value: Option<Vec<u8>>,
+    pub control: bool,
 }
 
 impl Record {

@@ -10,6 +10,7 @@ use offsetlab_engine::offsets::OffsetKey;
 use offsetlab_engine::record::TopicPartition;
 use offsetlab_engine::sink::SinkKind;
 use offsetlab_engine::strategy::{AutoOffsetReset, CommitStrategy};
+use offsetlab_engine::txn::IsolationLevel;
 use offsetlab_engine::{Lab, LabError};
 
 fn tp() -> TopicPartition {
@@ -1033,4 +1034,343 @@ fn a_cooperative_rebalance_moves_only_what_it_must() {
     }
     let f = figures(&lab, "g");
     assert_eq!((f.audit.lost, f.sink.rows), (0, 16 + f.audit.duplicates));
+}
+
+// ---- Kafka transactions (DESIGN.md 11c) ----
+
+fn out_tp() -> TopicPartition {
+    TopicPartition::new("orders-out", 0)
+}
+
+/// A lab with `n` orders, an output topic, the copier (read-process-write with Kafka
+/// transactions) and two readers of its output, one per isolation level.
+fn transactional_lab(n: u64) -> Lab {
+    transactional_lab_with_timeout(n, offsetlab_engine::txn::DEFAULT_TRANSACTION_TIMEOUT_MS)
+}
+
+fn transactional_lab_with_timeout(n: u64, transaction_timeout_ms: i64) -> Lab {
+    let mut lab = lab_with_orders(n);
+    lab.create_topic("orders-out", TopicConfig::default())
+        .expect("output topic");
+    lab.add_consumer(ConsumerConfig {
+        output: Some("orders-out".into()),
+        transaction_timeout_ms,
+        ..consumer(
+            "copier",
+            "copy",
+            CommitStrategy::ManualBatch,
+            SinkKind::KafkaTx,
+            3,
+        )
+    })
+    .expect("copier");
+    for (name, isolation) in [
+        ("strict", IsolationLevel::ReadCommitted),
+        ("loose", IsolationLevel::ReadUncommitted),
+    ] {
+        lab.add_consumer(ConsumerConfig {
+            isolation,
+            topic: "orders-out".into(),
+            ..consumer(name, name, CommitStrategy::ManualBatch, SinkKind::Append, 100)
+        })
+        .expect("reader");
+    }
+    lab
+}
+
+fn read_all(lab: &mut Lab, name: &str) -> usize {
+    let n = lab.poll(name).expect("poll");
+    if n > 0 {
+        lab.process(name, None).expect("process");
+    }
+    n
+}
+
+#[test]
+fn read_committed_stops_at_the_last_stable_offset_and_skips_markers() {
+    let mut lab = transactional_lab(6);
+    lab.poll("copier").expect("poll");
+    lab.process("copier", None).expect("process");
+    // Committed: output 0..2, COMMIT marker at 3.
+    let log = lab.partition_log(&out_tp()).expect("log");
+    assert_eq!(log.log_end_offset(), 4);
+    let mut control = Vec::new();
+    log.read(0, 10, &mut |r| control.push(r.control));
+    assert_eq!(control, [false, false, false, true]);
+    lab.poll("copier").expect("poll");
+    lab.process("copier", Some(2)).expect("process");
+    assert_eq!(lab.last_stable_offset(&out_tp()).expect("lso"), 4);
+    assert_eq!(read_all(&mut lab, "strict"), 3, "read_committed: up to the LSO");
+    assert_eq!(
+        read_all(&mut lab, "loose"),
+        5,
+        "read_uncommitted: the open transaction too"
+    );
+    let strict = lab.consumer("strict").expect("strict");
+    assert_eq!(
+        strict.assignment.get(&out_tp()).map(|f| f.position),
+        Some(4),
+        "the position steps over the COMMIT marker and waits at the LSO"
+    );
+    assert_eq!(
+        read_all(&mut lab, "strict"),
+        0,
+        "nothing past the LSO while it is open"
+    );
+    assert_eq!(
+        figures(&lab, "strict").audit.lost,
+        0,
+        "a marker is not a lost record"
+    );
+}
+
+#[test]
+fn a_crash_mid_transaction_is_aborted_by_the_next_incarnation() {
+    let mut lab = transactional_lab(6);
+    lab.poll("copier").expect("poll");
+    lab.process("copier", None).expect("process");
+    lab.poll("copier").expect("poll");
+    lab.process("copier", Some(2)).expect("process");
+    read_all(&mut lab, "loose");
+    lab.crash("copier").expect("crash");
+    assert_eq!(
+        lab.last_stable_offset(&out_tp()).expect("lso"),
+        4,
+        "a crash alone ends nothing: the transaction hangs"
+    );
+    lab.restart("copier").expect("restart");
+    // initTransactions() with the same transactional.id aborted it: ABORT at 6.
+    assert_eq!(lab.last_stable_offset(&out_tp()).expect("lso"), 7);
+    let txns = lab.partition_txns(&out_tp()).expect("txns");
+    assert!(txns.is_aborted(4) && txns.is_aborted(5));
+    assert_eq!(txns.markers().len(), 2);
+    let p = &lab.producers()["copier"];
+    assert_eq!((p.epoch, p.committed, p.aborted), (1, 1, 1));
+    lab.tick(45_000).expect("session timeout");
+    lab.poll("copier").expect("poll");
+    lab.process("copier", None).expect("process");
+    read_all(&mut lab, "strict");
+    read_all(&mut lab, "loose");
+    let copy = figures(&lab, "copy");
+    assert_eq!(
+        (copy.audit.lost, copy.audit.duplicates, copy.sink.rows),
+        (0, 0, 6)
+    );
+    let strict = figures(&lab, "strict");
+    assert_eq!(
+        (
+            strict.sink.rows,
+            strict.sink.distinct_keys,
+            strict.audit.aborted_read
+        ),
+        (6, 6, 0)
+    );
+    let loose = figures(&lab, "loose");
+    assert_eq!(
+        (
+            loose.sink.rows,
+            loose.sink.distinct_keys,
+            loose.audit.aborted_read
+        ),
+        (8, 6, 2)
+    );
+    assert_eq!((strict.audit.lost, loose.audit.lost), (0, 0));
+}
+
+#[test]
+fn the_coordinator_aborts_a_transaction_after_its_timeout_and_fences_the_producer() {
+    let mut lab = transactional_lab(6);
+    lab.poll("copier").expect("poll");
+    lab.process("copier", Some(1)).expect("process");
+    // Plain records produced after the open transaction are held back as well.
+    lab.produce(
+        "orders-out",
+        &ProduceSpec {
+            count: 2,
+            ..ProduceSpec::default()
+        },
+    )
+    .expect("produce");
+    assert_eq!(
+        read_all(&mut lab, "strict"),
+        0,
+        "a hanging transaction blocks read_committed"
+    );
+    lab.tick(60_000).expect("transaction timeout");
+    assert_eq!(lab.last_stable_offset(&out_tp()).expect("lso"), 4);
+    assert_eq!(
+        read_all(&mut lab, "strict"),
+        2,
+        "the aborted record is dropped, the rest flows"
+    );
+    assert_eq!(lab.producers()["copier"].epoch, 1);
+    // The copier's next send fails: its producer was fenced.
+    lab.process("copier", Some(1)).expect("process");
+    match &lab.consumer("copier").expect("copier").state {
+        ConsumerState::Failed { error } => assert!(error.contains("ProducerFencedException"), "{error}"),
+        other => panic!("expected failed, got {other:?}"),
+    }
+    assert_eq!(committed(&lab, "copy"), None, "nothing was committed");
+}
+
+#[test]
+fn an_aborted_transaction_is_processed_again_and_a_zombie_cannot_commit() {
+    // A transaction timeout longer than max.poll.interval.ms (Kafka allows up to 15 min), so
+    // the group coordinator, not the transaction coordinator, catches the zombie.
+    let mut lab = transactional_lab_with_timeout(6, 600_000);
+    lab.poll("copier").expect("poll");
+    lab.process("copier", Some(2)).expect("process");
+    lab.abort_transaction("copier").expect("abort");
+    assert_eq!(
+        lab.consumer("copier")
+            .expect("copier")
+            .assignment
+            .get(&tp())
+            .map(|f| f.position),
+        Some(0),
+        "back to the beginning: nothing was committed yet"
+    );
+    assert_eq!(
+        lab.abort_transaction("copier"),
+        Err(LabError::NoOpenTransaction("copier".into()))
+    );
+    for _ in 0..2 {
+        lab.poll("copier").expect("poll");
+        lab.process("copier", None).expect("process");
+    }
+    assert_eq!(committed(&lab, "copy"), Some(6));
+    // A zombie: it stops polling for max.poll.interval.ms mid-transaction.
+    lab.produce(
+        "orders",
+        &ProduceSpec {
+            count: 3,
+            ..ProduceSpec::default()
+        },
+    )
+    .expect("produce");
+    lab.poll("copier").expect("poll");
+    lab.process("copier", Some(2)).expect("process");
+    lab.tick(300_000).expect("max.poll.interval");
+    lab.process("copier", None)
+        .expect("the zombie finishes its batch");
+    assert_eq!(
+        committed(&lab, "copy"),
+        Some(6),
+        "its sendOffsetsToTransaction was rejected"
+    );
+    let copy = figures(&lab, "copy");
+    assert_eq!(
+        (copy.audit.lost, copy.audit.duplicates, copy.sink.rows),
+        (0, 0, 6)
+    );
+    assert_eq!(lab.producers()["copier"].aborted, 2);
+    lab.poll("copier").expect("rejoins");
+    lab.poll("copier").expect("poll");
+    lab.process("copier", None).expect("process");
+    let copy = figures(&lab, "copy");
+    assert_eq!(
+        (copy.audit.lost, copy.audit.duplicates, copy.sink.rows),
+        (0, 0, 9)
+    );
+}
+
+#[test]
+fn transactional_settings_are_checked_and_change_nothing() {
+    let mut lab = lab_with_orders(3);
+    lab.create_topic("orders-out", TopicConfig::default())
+        .expect("topic");
+    let tx = |strategy, output: Option<&str>| ConsumerConfig {
+        output: output.map(str::to_string),
+        ..consumer("copier", "copy", strategy, SinkKind::KafkaTx, 3)
+    };
+    for bad in [
+        tx(CommitStrategy::ManualBatch, None),
+        tx(CommitStrategy::AutoTimer, Some("orders-out")),
+        tx(CommitStrategy::ManualBatch, Some("orders")),
+        tx(CommitStrategy::ManualBatch, Some("missing")),
+        ConsumerConfig {
+            output: Some("orders-out".into()),
+            ..consumer("c1", "g", CommitStrategy::ManualBatch, SinkKind::Append, 3)
+        },
+    ] {
+        assert!(lab.add_consumer(bad).is_err());
+    }
+    assert!(lab.consumers().is_empty() && lab.groups().is_empty() && lab.producers().is_empty());
+    lab.add_consumer(consumer(
+        "c1",
+        "g",
+        CommitStrategy::ManualBatch,
+        SinkKind::Append,
+        3,
+    ))
+    .expect("consumer");
+    assert!(matches!(
+        lab.abort_transaction("c1"),
+        Err(LabError::InvalidArgument(_))
+    ));
+}
+
+/// Compaction keeps a tombstone for delete.retention.ms so late readers learn of the delete,
+/// then removes it.
+#[test]
+fn tombstones_outlive_compaction_for_delete_retention() {
+    let mut lab = Lab::default();
+    lab.create_topic(
+        "users",
+        TopicConfig {
+            cleanup_policy: offsetlab_engine::log::CleanupPolicy::Compact,
+            segment_records: Some(2),
+            delete_retention_ms: 3_600_000,
+            ..TopicConfig::default()
+        },
+    )
+    .expect("topic");
+    let put = |lab: &mut Lab, key: &str, value: Option<&str>| {
+        lab.produce(
+            "users",
+            &ProduceSpec {
+                count: 1,
+                key: Some(key.into()),
+                value: value.map(str::to_string),
+                ..ProduceSpec::default()
+            },
+        )
+        .expect("produce");
+    };
+    put(&mut lab, "u-1", Some("a"));
+    put(&mut lab, "u-1", Some("b"));
+    put(&mut lab, "u-2", Some("c"));
+    lab.produce(
+        "users",
+        &ProduceSpec {
+            count: 1,
+            key: Some("u-2".into()),
+            tombstone: true,
+            ..ProduceSpec::default()
+        },
+    )
+    .expect("tombstone");
+    put(&mut lab, "u-3", Some("d"));
+    put(&mut lab, "u-3", Some("e"));
+    let users = TopicPartition::new("users", 0);
+    let keys = |lab: &Lab| {
+        let mut v = Vec::new();
+        lab.partition_log(&users)
+            .expect("log")
+            .read(0, 100, &mut |r| v.push((r.offset, r.value.is_none())));
+        v
+    };
+    assert_eq!(
+        lab.compact_topic("users").expect("compact"),
+        2,
+        "u-1@0 and u-2@2 superseded"
+    );
+    assert_eq!(keys(&lab), [(1, false), (3, true), (4, false), (5, false)]);
+    lab.tick(3_600_000).expect("tick");
+    assert_eq!(
+        lab.compact_topic("users").expect("compact"),
+        1,
+        "the tombstone goes, and u-3@4"
+    );
+    assert_eq!(keys(&lab), [(1, false), (4, false), (5, false)]);
 }

@@ -52,8 +52,15 @@ pub fn explore(script: &Script, consumer: Option<&str>) -> Result<Vec<Cell>, Sce
     let target = target_consumer(script, consumer)?;
     let mut cells = Vec::new();
     for strategy in CommitStrategy::ALL {
-        for sink in SinkKind::ALL {
+        for sink in SinkKind::DATABASES {
             cells.push(explore_cell(script, &target, strategy, sink)?);
+        }
+    }
+    // A read-process-write application with an output topic is also explored with Kafka
+    // transactions, under the two strategies that commit them.
+    if output_of(script, &target).is_some() {
+        for strategy in [CommitStrategy::ManualBatch, CommitStrategy::ManualRecord] {
+            cells.push(explore_cell(script, &target, strategy, SinkKind::KafkaTx)?);
         }
     }
     Ok(cells)
@@ -116,9 +123,10 @@ pub fn run_with_crash(
         }
         match runner.apply(line) {
             // Under another strategy, a line written for the original one may find nothing to
-            // process (the records were skipped or not fetched yet): the application idles.
+            // process (the records were skipped or not fetched yet) or no transaction to abort
+            // (it committed already): the application idles.
             Err(ScenarioError::Rejected {
-                error: LabError::NothingInFlight(_),
+                error: LabError::NothingInFlight(_) | LabError::NoOpenTransaction(_),
                 ..
             }) => {}
             other => {
@@ -179,7 +187,7 @@ pub fn crash_replay(
     {
         match runner.apply(line) {
             Err(ScenarioError::Rejected {
-                error: LabError::NothingInFlight(_),
+                error: LabError::NothingInFlight(_) | LabError::NoOpenTransaction(_),
                 ..
             }) => continue,
             other => {
@@ -308,14 +316,29 @@ pub fn target_consumer(script: &Script, consumer: Option<&str>) -> Result<String
     }
 }
 
+/// The output topic `target` produces to with Kafka transactions, if the script gives it one.
+fn output_of(script: &Script, target: &str) -> Option<String> {
+    script.lines.iter().find_map(|l| match &l.command {
+        Command::Consumer(c) if c.config.name == target => c.config.output.clone(),
+        _ => None,
+    })
+}
+
 /// The script with `target`'s commit strategy replaced, and the sink of `target`'s group (a
-/// group shares one sink, so every consumer of that group gets it).
+/// group shares one sink, so every consumer of that group gets it). With a database sink the
+/// group produces no transactional output; with `kafka-tx` it produces to `target`'s output
+/// topic.
 pub fn with_settings(script: &Script, target: &str, strategy: CommitStrategy, sink: SinkKind) -> Script {
     let mut s = script.clone();
     let group = s.lines.iter().find_map(|l| match &l.command {
         Command::Consumer(c) if c.config.name == target => Some(c.config.group.clone()),
         _ => None,
     });
+    let output = output_of(script, target).filter(|_| sink == SinkKind::KafkaTx);
+    if sink != SinkKind::KafkaTx {
+        // Without Kafka transactions there is no transaction to abort.
+        s.lines.retain(|l| !matches!(l.command, Command::Abort(_)));
+    }
     for line in &mut s.lines {
         if let Command::Consumer(c) = &mut line.command {
             if c.config.name == target {
@@ -323,6 +346,7 @@ pub fn with_settings(script: &Script, target: &str, strategy: CommitStrategy, si
             }
             if Some(&c.config.group) == group.as_ref() {
                 c.config.sink = sink;
+                c.config.output = output.clone();
             }
             line.text = line.command.to_string();
         }
@@ -345,6 +369,35 @@ mod tests {
             .expect("cell")
     }
 
+    /// A read-process-write application explored with Kafka transactions: crashing it at every
+    /// instant — including mid-transaction — never loses or duplicates committed output, while
+    /// the same application writing to an append-only database duplicates.
+    #[test]
+    fn kafka_transactions_are_exactly_once_at_every_crash_point() {
+        let script = Script::parse(
+            "topic orders partitions=2\n\
+             topic orders-copy partitions=2\n\
+             produce orders count=10\n\
+             consumer copier group=copy topic=orders commit=manual-batch max-poll=3 sink=kafka-tx output=orders-copy reset=earliest\n\
+             poll copier\nprocess copier count=all\npoll copier\nprocess copier count=2\n\
+             abort copier\npoll copier\nprocess copier count=all\npoll copier\nprocess copier count=all\n",
+        )
+        .expect("script");
+        let m = explore(&script, Some("copier")).expect("explores");
+        assert_eq!(m.len(), 20, "18 database cells and 2 with Kafka transactions");
+        for strategy in [CommitStrategy::ManualBatch, CommitStrategy::ManualRecord] {
+            let c = cell(&m, strategy, SinkKind::KafkaTx);
+            assert!(c.crash_points > 10, "{c:?}");
+            assert_eq!(
+                (c.max_lost, c.max_duplicates, c.max_duplicate_rows),
+                (0, 0, 0),
+                "{c:?}"
+            );
+        }
+        let append = cell(&m, CommitStrategy::ManualBatch, SinkKind::Append);
+        assert!(append.max_duplicate_rows > 0, "{append:?}");
+    }
+
     /// The lab's central claim, on the seed scenario.
     #[test]
     fn the_matrix_makes_the_labs_claim() {
@@ -353,7 +406,7 @@ mod tests {
         for c in &m {
             assert!(c.crash_points > 12, "{c:?}");
             match c.sink {
-                SinkKind::Transactional => {
+                SinkKind::Transactional | SinkKind::KafkaTx => {
                     assert_eq!(
                         (c.max_lost, c.max_duplicates, c.max_duplicate_rows),
                         (0, 0, 0),

@@ -29,6 +29,7 @@ pub const LESSONS: &[Lesson] = lessons![
     "06-retention-out-of-range",
     "07-crash-rebalance-zombie",
     "08-reset-to-timestamp",
+    "09-exactly-once-two-ways",
     "10-java-vs-librdkafka-auto-commit",
     "11-misconceptions",
 ];

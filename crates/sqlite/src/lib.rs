@@ -126,7 +126,7 @@ impl Sink for SqliteSink {
 
     fn apply(&mut self, w: &SinkWrite<'_>) -> Result<WriteOutcome, SinkError> {
         match self.kind {
-            SinkKind::Append => Self::insert(&self.conn, w, false).map_err(backend)?,
+            SinkKind::Append | SinkKind::KafkaTx => Self::insert(&self.conn, w, false).map_err(backend)?,
             SinkKind::Upsert => Self::insert(&self.conn, w, true).map_err(backend)?,
             SinkKind::Transactional => {
                 // The check, the row and the next offset commit together or not at all.

@@ -86,6 +86,9 @@ impl Lab {
         let cursor = self.consumer(name)?.poll_cursor % tps.len();
         let mut fetched: Vec<InFlight> = Vec::new();
         let mut per_tp: Vec<(TopicPartition, Offset, Offset)> = Vec::new();
+        // New fetch positions: past the last record handed over, and past any transaction
+        // marker (or, read_committed, aborted record) the fetch stepped over.
+        let mut moved: Vec<(TopicPartition, Offset)> = Vec::new();
         for i in 0..tps.len() {
             let tp = &tps[(cursor + i) % tps.len()];
             let room = cfg.max_poll_records - fetched.len();
@@ -95,20 +98,18 @@ impl Lab {
             let Some(position) = self.checked_position(name, tp)? else {
                 return Ok(0); // auto.offset.reset=none stopped the consumer
             };
-            let log = self.partition_log(tp)?;
-            let before = fetched.len();
-            log.read(position, room, &mut |r| {
-                fetched.push(InFlight {
-                    tp: tp.clone(),
-                    record: r.to_owned(),
-                    last_of_batch: false,
-                });
-            });
-            if fetched.len() > before {
-                let first = fetched[before].record.offset;
-                let last = fetched[fetched.len() - 1].record.offset;
-                per_tp.push((tp.clone(), first, last));
+            let batch = self.fetch(tp, position, room, cfg.isolation)?;
+            if batch.next_position != position {
+                moved.push((tp.clone(), batch.next_position));
             }
+            if let (Some(first), Some(last)) = (batch.records.first(), batch.records.last()) {
+                per_tp.push((tp.clone(), first.offset, last.offset));
+            }
+            fetched.extend(batch.records.into_iter().map(|record| InFlight {
+                tp: tp.clone(),
+                record,
+                last_of_batch: false,
+            }));
         }
         let n = fetched.len();
         if let Some(last) = fetched.last_mut() {
@@ -116,9 +117,13 @@ impl Lab {
         }
         let c = self.consumer_mut(name)?;
         c.poll_cursor = c.poll_cursor.wrapping_add(1);
+        for (tp, next) in &moved {
+            if let Some(fs) = c.assignment.get_mut(tp) {
+                fs.position = *next;
+            }
+        }
         for (tp, _, last) in &per_tp {
             if let Some(fs) = c.assignment.get_mut(tp) {
-                fs.position = last + 1;
                 if cfg.strategy == CommitStrategy::AutoTimer {
                     // enable.auto.offset.store: stored the moment the record is handed over.
                     fs.stored = Some(last + 1);
@@ -131,10 +136,27 @@ impl Lab {
             .iter()
             .filter_map(|tp| c.assignment.get(tp).map(|f| format!("{tp}@{}", f.position)))
             .collect();
-        if n == 0 {
+        // read_committed: partitions held back by an open transaction.
+        let held: Vec<String> = if cfg.isolation == crate::txn::IsolationLevel::ReadCommitted {
+            tps.iter()
+                .filter_map(|tp| {
+                    let end = self.partition_log(tp).ok()?.log_end_offset();
+                    let lso = self.last_stable_offset(tp).ok()?;
+                    (lso < end).then(|| format!("{tp} stops at the last stable offset {lso} (log end {end})"))
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if n == 0 && held.is_empty() {
             self.say(
                 EventKind::Poll,
                 format!("{member} polled: no new records (caught up at {})", at.join(", ")),
+            );
+        } else if n == 0 {
+            self.say(
+                EventKind::Poll,
+                format!("{member} polled nothing it may read: read_committed, and a transaction is still open — {}", held.join("; ")),
             );
         } else {
             let ranges: Vec<String> = per_tp
@@ -149,6 +171,9 @@ impl Lab {
                 text.push_str(&format!(", on top of {backlog} still unprocessed"));
             }
             text.push(')');
+            if !held.is_empty() {
+                text.push_str(&format!("; read_committed: {}", held.join("; ")));
+            }
             self.say(EventKind::Poll, text);
         }
         if self.effect(name) {
@@ -213,7 +238,8 @@ impl Lab {
     }
 
     /// Processes `count` in-flight records (all of them with `None`), writing each to the
-    /// group's sink, and makes the commits the strategy makes after processing.
+    /// group's sink (or, with Kafka transactions, producing its output inside the open
+    /// transaction), and makes the commits the strategy makes after processing.
     pub fn process(&mut self, name: &str, count: Option<usize>) -> Result<usize, LabError> {
         let c = self.running(name, "restart it before processing")?;
         if c.in_flight.is_empty() {
@@ -231,61 +257,41 @@ impl Lab {
                 break;
             };
             let cfg = c.config.clone();
-            let incarnation = c.incarnation;
-            let generation = c.generation;
             let member = c.member_id();
             let origin = c.assignment.get(&item.tp).map(|f| f.origin);
-            let now = self.now();
-            let tp = item.tp.clone();
-            let offset = item.record.offset;
-            let key = item.record.key_text();
-            let value = item.record.value_text();
-            let g = self
-                .groups
-                .get_mut(&cfg.group)
-                .ok_or_else(|| LabError::UnknownGroup(cfg.group.clone()))?;
             let repeat = origin.map_or(crate::audit::DeliveryReason::RebalanceRedelivery, |o| {
                 o.repeat_reason()
             });
-            let reason = g.audit.classify(&tp, offset, repeat);
-            let outcome = g.sink.apply(&SinkWrite {
-                tp: &tp,
-                offset,
-                key: &key,
-                value: &value,
-                consumer: name,
-                incarnation,
-                generation,
-                reason,
-                at: now,
-            })?;
-            if let WriteOutcome::Fenced {
-                next_offset,
-                generation: newer,
-            } = outcome
-            {
-                let c = self.consumer_mut(name)?;
-                c.in_flight.pop_front();
-                done += 1;
-                self.flush_run(&member, &mut run);
-                self.say(
-                    EventKind::Refused,
-                    format!("the transactional sink refused {tp}@{offset} from {member} (generation {generation}): it already holds progress to {next_offset} written by generation {newer}; nothing was applied"),
-                );
-                if self.effect(name) {
+            let tp = item.tp.clone();
+            let offset = item.record.offset;
+            // A repeat delivery worth its own narrative line (database sinks only: the output of
+            // a transaction is classified when it commits).
+            let mut again = None;
+            if cfg.is_transactional_producer() {
+                if !self.send_in_transaction(name, &item, repeat)? {
+                    self.flush_run(&member, &mut run);
                     return Ok(done);
                 }
-                continue;
+            } else {
+                match self.apply_to_sink(name, &item, repeat)? {
+                    Ok(reason) => {
+                        if reason.is_redelivery() || reason == crate::audit::DeliveryReason::Replay {
+                            again = Some(reason);
+                        }
+                    }
+                    Err(refused) => {
+                        // Refused by the transactional sink: nothing applied.
+                        self.consumer_mut(name)?.in_flight.pop_front();
+                        done += 1;
+                        self.flush_run(&member, &mut run);
+                        self.say(EventKind::Refused, refused);
+                        if self.effect(name) {
+                            return Ok(done);
+                        }
+                        continue;
+                    }
+                }
             }
-            g.audit.record(Delivery {
-                at: now,
-                tp: tp.clone(),
-                offset,
-                key: key.clone(),
-                consumer: name.to_string(),
-                incarnation,
-                reason,
-            });
             let c = self.consumer_mut(name)?;
             c.in_flight.pop_front();
             if let Some(fs) = c.assignment.get_mut(&tp) {
@@ -293,10 +299,11 @@ impl Lab {
             }
             done += 1;
             // Narrate runs of consecutive first deliveries as one line; repeats get their own.
-            if reason.is_redelivery() || reason == crate::audit::DeliveryReason::Replay {
+            if let Some(reason) = again {
                 self.flush_run(&member, &mut run);
                 let text = format!(
-                    "{member} applied {tp}@{offset} ({key}) AGAIN: {} ({})",
+                    "{member} applied {tp}@{offset} ({}) AGAIN: {} ({})",
+                    item.record.key_text(),
                     reason.label(),
                     match cfg.sink {
                         crate::sink::SinkKind::Upsert => "the upsert rewrites the same row",
@@ -326,31 +333,44 @@ impl Lab {
             if self.effect(name) {
                 return Ok(done);
             }
-            if !cfg.commits_to_kafka() {
-                continue;
-            }
-            let crashed = match cfg.strategy {
-                CommitStrategy::ManualRecord => {
-                    self.flush_run(&member, &mut run);
-                    self.commit_offsets(
-                        name,
-                        vec![(tp.clone(), offset + 1)],
-                        "commitSync after the record",
-                        false,
-                        false,
-                    )
+            let crashed = if cfg.is_transactional_producer() {
+                match cfg.strategy {
+                    CommitStrategy::ManualRecord => {
+                        self.flush_run(&member, &mut run);
+                        self.commit_transaction(name, "commitTransaction after the record")
+                    }
+                    CommitStrategy::ManualBatch if item.last_of_batch => {
+                        self.flush_run(&member, &mut run);
+                        self.commit_transaction(name, "commitTransaction after the batch")
+                    }
+                    _ => false,
                 }
-                CommitStrategy::ManualBatch if item.last_of_batch => {
-                    self.flush_run(&member, &mut run);
-                    self.commit_from(name, CommitSource::Processed, "commitSync after the batch", true)
+            } else if !cfg.commits_to_kafka() {
+                false
+            } else {
+                match cfg.strategy {
+                    CommitStrategy::ManualRecord => {
+                        self.flush_run(&member, &mut run);
+                        self.commit_offsets(
+                            name,
+                            vec![(tp.clone(), offset + 1)],
+                            "commitSync after the record",
+                            false,
+                            false,
+                        )
+                    }
+                    CommitStrategy::ManualBatch if item.last_of_batch => {
+                        self.flush_run(&member, &mut run);
+                        self.commit_from(name, CommitSource::Processed, "commitSync after the batch", true)
+                    }
+                    CommitStrategy::ManualAsync if item.last_of_batch => {
+                        self.flush_run(&member, &mut run);
+                        self.send_async(name)
+                    }
+                    _ => false,
                 }
-                CommitStrategy::ManualAsync if item.last_of_batch => {
-                    self.flush_run(&member, &mut run);
-                    self.send_async(name)
-                }
-                _ => false,
             };
-            if crashed {
+            if crashed || !self.consumer(name)?.is_running() {
                 return Ok(done);
             }
         }
@@ -359,8 +379,68 @@ impl Lab {
         Ok(done)
     }
 
+    /// Writes one processed record to the group's database sink and records the delivery.
+    /// Returns its delivery reason, or the narrative line when the transactional sink refused it.
+    fn apply_to_sink(
+        &mut self,
+        name: &str,
+        item: &InFlight,
+        repeat: crate::audit::DeliveryReason,
+    ) -> Result<Result<crate::audit::DeliveryReason, String>, LabError> {
+        let c = self.consumer(name)?;
+        let (group, incarnation, generation, member) =
+            (c.config.group.clone(), c.incarnation, c.generation, c.member_id());
+        let now = self.now();
+        let (tp, offset) = (&item.tp, item.record.offset);
+        let key = item.record.key_text();
+        let value = item.record.value_text();
+        let g = self
+            .groups
+            .get_mut(&group)
+            .ok_or_else(|| LabError::UnknownGroup(group.clone()))?;
+        let reason = g.audit.classify(tp, offset, repeat);
+        let outcome = g.sink.apply(&SinkWrite {
+            tp,
+            offset,
+            key: &key,
+            value: &value,
+            consumer: name,
+            incarnation,
+            generation,
+            reason,
+            at: now,
+        })?;
+        if let WriteOutcome::Fenced {
+            next_offset,
+            generation: newer,
+        } = outcome
+        {
+            return Ok(Err(format!("the transactional sink refused {tp}@{offset} from {member} (generation {generation}): it already holds progress to {next_offset} written by generation {newer}; nothing was applied")));
+        }
+        g.audit.record(Delivery {
+            at: now,
+            tp: tp.clone(),
+            offset,
+            key,
+            consumer: name.to_string(),
+            incarnation,
+            reason,
+        });
+        Ok(Ok(reason))
+    }
+
     fn flush_run(&mut self, member: &str, run: &mut Option<(TopicPartition, Offset, Offset, usize)>) {
         if let Some((tp, a, b, _)) = run.take() {
+            let transactional = member
+                .split('#')
+                .next()
+                .and_then(|n| self.consumers.get(n))
+                .is_some_and(|c| c.config.is_transactional_producer());
+            let into = if transactional {
+                "and produced its output inside the open transaction"
+            } else {
+                "into the sink"
+            };
             let range = if a == b {
                 format!("{a}")
             } else {
@@ -368,7 +448,7 @@ impl Lab {
             };
             self.say(
                 EventKind::Process,
-                format!("{member} processed {tp}@{range} into the sink"),
+                format!("{member} processed {tp}@{range} {into}"),
             );
         }
     }
@@ -378,7 +458,9 @@ impl Lab {
     /// everything handed out.
     pub fn commit(&mut self, name: &str) -> Result<(), LabError> {
         let c = self.running(name, "a dead consumer cannot commit")?;
-        if c.config.strategy == CommitStrategy::AutoTimer {
+        if c.config.is_transactional_producer() {
+            self.commit_transaction(name, "commitTransaction");
+        } else if c.config.strategy == CommitStrategy::AutoTimer {
             self.commit_from(
                 name,
                 CommitSource::Stored,
@@ -470,6 +552,17 @@ impl Lab {
         let Some(c) = self.consumers.get(name) else {
             return false;
         };
+        if c.config.is_transactional_producer() {
+            if at_revoke && !c.config.commit_on_revoke {
+                // The partitions move on: the open transaction is aborted, and whoever gets
+                // them processes the input again.
+                if self.producers.get(name).is_some_and(|p| p.ongoing.is_some()) {
+                    let _ = self.abort_transaction(name);
+                }
+                return false;
+            }
+            return self.commit_transaction(name, "commitTransaction at close/revoke");
+        }
         if !c.config.commits_to_kafka() {
             return false;
         }
@@ -587,7 +680,7 @@ impl Lab {
     }
 
     /// The coordinator's check: only a current member of the current generation may commit.
-    fn accepts_commit(&mut self, name: &str, generation: i32) -> bool {
+    pub(crate) fn accepts_commit(&mut self, name: &str, generation: i32) -> bool {
         let Some(c) = self.consumers.get(name) else {
             return false;
         };
@@ -614,7 +707,7 @@ impl Lab {
         true
     }
 
-    fn write_commit(
+    pub(crate) fn write_commit(
         &mut self,
         name: &str,
         offsets: &[(TopicPartition, Offset)],

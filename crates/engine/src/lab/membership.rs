@@ -48,6 +48,7 @@ impl Lab {
                 return Err(LabError::InvalidArgument(format!("{what} must be positive")));
             }
         }
+        self.validate_transactional(&config)?;
         if let Some(g) = self.groups.get(&config.group) {
             if g.sink_kind != config.sink {
                 return Err(LabError::SinkMismatch {
@@ -89,9 +90,57 @@ impl Lab {
         if !config.commits_to_kafka() {
             summary.push_str(" — offsets are stored in the sink's transactions, so nothing is committed to __consumer_offsets");
         }
+        let transactional = config.is_transactional_producer();
         self.consumers.insert(name.clone(), Consumer::new(config));
         self.say(EventKind::Setup, summary);
+        if transactional {
+            self.init_transactions(&name)?;
+        }
         self.join(&name, &group)
+    }
+
+    /// The settings a read-process-write application with Kafka transactions needs.
+    fn validate_transactional(&self, config: &ConsumerConfig) -> Result<(), LabError> {
+        if !config.is_transactional_producer() {
+            if config.output.is_some() {
+                return Err(LabError::InvalidArgument(
+                    "output= is the topic of a transactional read-process-write application: it needs sink=kafka-tx".into(),
+                ));
+            }
+            return Ok(());
+        }
+        let Some(output) = &config.output else {
+            return Err(LabError::InvalidArgument(
+                "sink=kafka-tx produces to an output topic: add output=TOPIC".into(),
+            ));
+        };
+        self.topic(output)?;
+        if output == &config.topic {
+            return Err(LabError::InvalidArgument(format!(
+                "output topic '{output}' is the topic the consumer reads: use another one"
+            )));
+        }
+        if !matches!(
+            config.strategy,
+            CommitStrategy::ManualBatch | CommitStrategy::ManualRecord
+        ) {
+            return Err(LabError::InvalidArgument(format!(
+                "sink=kafka-tx commits offsets inside its transactions: use commit=manual-batch or commit=manual-record (not {})",
+                config.strategy
+            )));
+        }
+        if config.transaction_timeout_ms <= 0 {
+            return Err(LabError::InvalidArgument(
+                "transaction-timeout must be positive".into(),
+            ));
+        }
+        if self.producers.contains_key(&config.name) {
+            return Err(LabError::InvalidArgument(format!(
+                "transactional.id '{}' is already registered",
+                config.name
+            )));
+        }
+        Ok(())
     }
 
     /// Kill -9: the process and everything in its memory vanish; the group is not told.
@@ -154,6 +203,9 @@ impl Lab {
             EventKind::Setup,
             format!("{member} started (a new process: empty memory, a new member id)"),
         );
+        if self.consumer(name)?.config.is_transactional_producer() {
+            self.init_transactions(name)?;
+        }
         if let Some(instance) = instance {
             if self.static_rejoin(name, &group, &instance)? {
                 return Ok(());
@@ -237,8 +289,10 @@ impl Lab {
         let group = c.config.group.clone();
         let member = c.member_id();
         let dropped = c.in_flight.len();
-        if self.close_commit(name, false) {
-            return Ok(()); // crashed by a planned fault during the close-time commit
+        if self.close_commit(name, false) || !self.consumer(name)?.is_running() {
+            // Crashed by a planned fault during the close-time commit, or its fenced
+            // transactional producer made it fail.
+            return Ok(());
         }
         if dropped > 0 {
             self.say(
@@ -412,6 +466,10 @@ impl Lab {
         if !self.groups.get(&group).is_some_and(|g| g.is_member(&member)) {
             // Removed while it was away (max.poll.interval.ms): its partitions are lost, not
             // revoked — no commit — and it joins again.
+            if self.producers.get(name).is_some_and(|p| p.ongoing.is_some()) {
+                // onPartitionsLost: a transaction over lost partitions must not commit.
+                let _ = self.abort_transaction(name);
+            }
             let c = self.consumer_mut(name)?;
             let dropped = c.in_flight.len();
             c.assignment.clear();
@@ -444,7 +502,7 @@ impl Lab {
                 format!("{member} rejoins group {group} inside poll() and keeps its partitions: the cooperative protocol revokes only what must move"),
             );
         } else {
-            if self.close_commit(name, true) {
+            if self.close_commit(name, true) || !self.consumer(name)?.is_running() {
                 return Ok(true);
             }
             let c = self.consumer_mut(name)?;
@@ -634,7 +692,11 @@ impl Lab {
             _ => None,
         };
         let member = c.member_id();
-        if let Some(source) = source.filter(|_| c.config.commits_to_kafka()) {
+        if c.config.is_transactional_producer() {
+            if self.close_commit(name, true) || !self.consumer(name)?.is_running() {
+                return Ok(());
+            }
+        } else if let Some(source) = source.filter(|_| c.config.commits_to_kafka()) {
             let offsets: Vec<(TopicPartition, Offset)> = tps
                 .iter()
                 .filter_map(|tp| {

@@ -12,6 +12,7 @@ mod membership;
 mod reset;
 mod time;
 mod topics;
+mod transactions;
 mod view;
 
 pub use consume::SeekTarget;
@@ -26,8 +27,9 @@ use crate::group::Group;
 use crate::log::{LogStore, MemoryStore, PartitionLog, TopicConfig};
 use crate::narrative::{EventKind, Narrative};
 use crate::offsets::OffsetStore;
-use crate::record::TopicPartition;
+use crate::record::{Offset, TopicPartition};
 use crate::sink::{MemorySinks, SinkFactory};
+use crate::txn::{PartitionTxns, TransactionalProducer};
 use std::collections::{BTreeMap, HashMap};
 
 /// A topic: its config and one log per partition.
@@ -39,6 +41,8 @@ pub struct Topic {
     pub(crate) orders_created: u64,
     /// Events produced per key, to pick the next status of an order.
     pub(crate) events_per_key: HashMap<String, u64>,
+    /// Per partition: open and aborted transactions and the markers that ended them.
+    pub txns: Vec<PartitionTxns>,
 }
 
 /// A planned crash: the explorer's fault injection. The consumer crashes right after its
@@ -63,6 +67,10 @@ pub struct Lab {
     effects: BTreeMap<String, u64>,
     /// `offsets.retention.minutes` (KIP-211), in milliseconds.
     offsets_retention_ms: Millis,
+    /// The transaction coordinator's producers, by `transactional.id`.
+    producers: BTreeMap<String, TransactionalProducer>,
+    /// The next producer id InitProducerId hands out.
+    next_producer_id: i64,
 }
 
 /// Kafka's default `offsets.retention.minutes`: 7 days.
@@ -93,6 +101,8 @@ impl Lab {
             fault: None,
             effects: BTreeMap::new(),
             offsets_retention_ms: DEFAULT_OFFSETS_RETENTION_MS,
+            producers: BTreeMap::new(),
+            next_producer_id: 1000,
         }
     }
 
@@ -132,6 +142,29 @@ impl Lab {
                     topic.partitions.len()
                 ))
             })
+    }
+
+    /// The transaction state of one partition.
+    pub fn partition_txns(&self, tp: &TopicPartition) -> Result<&PartitionTxns, LabError> {
+        self.partition_log(tp)?;
+        let topic = self.topic(&tp.topic)?;
+        topic
+            .txns
+            .get(usize::try_from(tp.partition).unwrap_or(usize::MAX))
+            .ok_or_else(|| {
+                LabError::InvalidArgument(format!("topic '{}' has no partition {}", tp.topic, tp.partition))
+            })
+    }
+
+    /// The last stable offset of a partition: how far a `read_committed` consumer may read.
+    pub fn last_stable_offset(&self, tp: &TopicPartition) -> Result<Offset, LabError> {
+        let end = self.partition_log(tp)?.log_end_offset();
+        Ok(self.partition_txns(tp)?.last_stable_offset(end))
+    }
+
+    /// Transactional producers by `transactional.id`.
+    pub fn producers(&self) -> &BTreeMap<String, TransactionalProducer> {
+        &self.producers
     }
 
     pub fn offsets(&self) -> &OffsetStore {
@@ -230,12 +263,14 @@ impl Lab {
     }
 
     /// Compacts a topic: in its closed segments only the latest record per key survives
-    /// (offsets are kept, so gaps appear). Applies to `__consumer_offsets` and to topics with
-    /// `cleanup.policy=compact`. Returns how many records were removed.
+    /// (offsets are kept, so gaps appear), and tombstones older than `delete.retention.ms` go.
+    /// Applies to `__consumer_offsets` and to topics with `cleanup.policy=compact`. Returns how
+    /// many records were removed.
     pub fn compact_topic(&mut self, name: &str) -> Result<usize, LabError> {
         if name == crate::offsets::CONSUMER_OFFSETS_TOPIC {
             return Ok(self.compact_offsets_topic());
         }
+        let now = self.now();
         let topic = self
             .topics
             .get_mut(name)
@@ -245,34 +280,32 @@ impl Lab {
                 "topic '{name}' has cleanup.policy=delete: only compacted topics (and __consumer_offsets) are compacted"
             )));
         }
-        let mut removed = 0;
+        let mut total = crate::log::Cleaned::default();
         for log in &mut topic.partitions {
-            let mut latest: std::collections::HashMap<Vec<u8>, crate::record::Offset> =
-                std::collections::HashMap::new();
-            log.read(crate::record::Offset::MIN, usize::MAX, &mut |r| {
-                if let Some(k) = r.key {
-                    latest.insert(k.to_vec(), r.offset);
-                }
-            });
-            removed += log.compact(&mut |r| r.key.is_none_or(|k| latest.get(k) == Some(&r.offset)));
+            let c = crate::log::clean(log.as_mut(), now, topic.config.delete_retention_ms);
+            total.superseded += c.superseded;
+            total.tombstones += c.tombstones;
         }
+        let retention = crate::clock::format_duration(topic.config.delete_retention_ms);
         self.say(
             EventKind::Setup,
             format!(
-                "compacted {name}: removed {removed} superseded record(s); offsets are kept, so gaps appear"
+                "compacted {name}: removed {} superseded record(s) and {} tombstone(s) older than delete.retention.ms ({retention}); offsets are kept, so gaps appear",
+                total.superseded, total.tombstones
             ),
         );
-        Ok(removed)
+        Ok(total.superseded + total.tombstones)
     }
 
-    /// Compacts `__consumer_offsets`: only the latest commit per key survives in closed segments.
+    /// Compacts `__consumer_offsets`: only the latest commit per key survives in closed segments;
+    /// tombstones (expired or deleted offsets) go once `delete.retention.ms` has passed.
     pub fn compact_offsets_topic(&mut self) -> usize {
-        let removed = self.offsets.compact();
+        let c = self.offsets.compact(self.now());
         self.say(
             EventKind::Group,
-            format!("compacted __consumer_offsets: removed {removed} superseded commit record(s); the latest value per key remains"),
+            format!("compacted __consumer_offsets: removed {} superseded commit record(s) and {} tombstone(s) past delete.retention.ms; the latest value per key remains", c.superseded, c.tombstones),
         );
-        removed
+        c.superseded + c.tombstones
     }
 
     pub(crate) fn say(&mut self, kind: EventKind, text: impl Into<String>) {

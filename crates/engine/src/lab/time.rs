@@ -104,6 +104,7 @@ impl Lab {
             self.next_session_expiry(),
             self.next_poll_deadline(),
             self.next_offset_expiry(),
+            self.next_transaction_timeout(),
         ]
         .into_iter()
         .flatten()
@@ -135,6 +136,7 @@ impl Lab {
         self.expire_sessions(now)?;
         self.expire_poll_intervals(now)?;
         self.expire_offsets(now);
+        self.expire_transactions(now);
         Ok(())
     }
 

@@ -24,6 +24,8 @@ pub struct ProduceSpec {
     pub value: Option<String>,
     /// By default Kafka's partitioner picks: murmur2 of the key.
     pub partition: Option<i32>,
+    /// A null value: on a compacted topic, a tombstone that deletes the key.
+    pub tombstone: bool,
 }
 
 impl Lab {
@@ -43,6 +45,7 @@ impl Lab {
                 config.partitions
             )));
         }
+        let n = config.partitions;
         let partitions = (0..config.partitions)
             .map(|p| self.store.open(name, p, &config))
             .collect();
@@ -63,6 +66,7 @@ impl Lab {
                 partitions,
                 orders_created: 0,
                 events_per_key: HashMap::new(),
+                txns: (0..n).map(|_| crate::txn::PartitionTxns::default()).collect(),
             },
         );
         self.say(EventKind::Setup, describe);
@@ -112,6 +116,11 @@ impl Lab {
             .topics
             .get_mut(topic)
             .ok_or_else(|| LabError::UnknownTopic(topic.to_string()))?;
+        if spec.tombstone && (spec.key.is_none() || spec.value.is_some()) {
+            return Err(LabError::InvalidArgument(
+                "a tombstone (value=null) needs a key and no other value".into(),
+            ));
+        }
         if spec.count == 0 || spec.count > MAX_PRODUCE_COUNT {
             return Err(LabError::InvalidArgument(format!(
                 "count must be between 1 and {MAX_PRODUCE_COUNT} (got {})",
@@ -144,6 +153,7 @@ impl Lab {
             };
             let value = match &spec.value {
                 Some(v) => v.clone(),
+                None if spec.tombstone => String::new(),
                 None => order::order_event(&key, order::status_for_event(events_before)),
             };
             let partition = spec
@@ -152,9 +162,10 @@ impl Lab {
             let log = &mut t.partitions[partition as usize];
             let offset = log.append(
                 NewRecord {
+                    control: false,
                     timestamp: now,
                     key: Some(key.as_bytes()),
-                    value: Some(value.as_bytes()),
+                    value: (!spec.tombstone).then_some(value.as_bytes()),
                 },
                 now,
             );
@@ -174,6 +185,7 @@ impl Lab {
             })
             .collect();
         let what = match &spec.key {
+            Some(k) if spec.tombstone => format!("{} tombstone(s) for key {k}", spec.count),
             Some(k) => format!("{} event(s) for order {k}", spec.count),
             None => format!("{} new order(s)", spec.count),
         };

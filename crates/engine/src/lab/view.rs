@@ -11,6 +11,7 @@ use crate::offsets::OffsetKey;
 use crate::record::{Offset, TopicPartition};
 use crate::sink::{SinkKind, SinkStats};
 use crate::strategy::CommitStrategy;
+use crate::txn::IsolationLevel;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -24,6 +25,7 @@ pub struct LabView {
     pub groups: BTreeMap<String, GroupView>,
     pub consumers: Vec<ConsumerView>,
     pub consumer_offsets: ConsumerOffsetsView,
+    pub transactions: Vec<TransactionView>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -38,8 +40,41 @@ pub struct PartitionLogView {
     pub partition: i32,
     pub log_start_offset: Offset,
     pub log_end_offset: Offset,
+    /// The first offset of the oldest open transaction, or the log end.
+    pub last_stable_offset: Offset,
     pub records: usize,
     pub segments: Vec<SegmentInfo>,
+    /// Transaction markers (control records) in the log.
+    pub markers: usize,
+    /// Data records of aborted transactions.
+    pub aborted_records: usize,
+    pub open_transactions: Vec<OpenTxnView>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct OpenTxnView {
+    pub producer_id: i64,
+    pub first_offset: Offset,
+}
+
+/// A transactional producer as the transaction coordinator sees it.
+#[derive(Debug, Clone, Serialize)]
+pub struct TransactionView {
+    pub transactional_id: String,
+    pub producer_id: i64,
+    pub epoch: i16,
+    /// `Empty`, `Ongoing` or `Fenced`.
+    pub state: &'static str,
+    pub timeout_ms: Millis,
+    pub started_at: Option<Millis>,
+    /// When the coordinator aborts the open transaction on its own.
+    pub expires_at: Option<Millis>,
+    /// Output partitions of the open transaction.
+    pub partitions: Vec<String>,
+    /// Records the open transaction has written.
+    pub pending_records: usize,
+    pub committed: u64,
+    pub aborted: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -79,6 +114,8 @@ pub struct AuditView {
     pub replays: u64,
     pub skipped: u64,
     pub deliveries: u64,
+    /// Records of aborted transactions the group's application was handed.
+    pub aborted_read: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -105,6 +142,12 @@ pub struct PartitionView {
     /// `[from, to_exclusive, times applied]`.
     pub delivery_counts: Vec<[i64; 3]>,
     pub audit: AuditFigures,
+    /// How far a `read_committed` consumer may read: the first offset of the oldest open
+    /// transaction, or the log end.
+    pub last_stable_offset: Offset,
+    /// Records of aborted transactions the group's application was handed
+    /// (`read_uncommitted` only).
+    pub aborted_read: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -117,6 +160,8 @@ pub struct GroupView {
     pub waiting_for: Vec<String>,
     /// `kafka` (`__consumer_offsets`) or `sink` (transactional sink).
     pub offsets_source: &'static str,
+    /// The isolation level its consumers read with.
+    pub isolation: IsolationLevel,
     /// Keyed `topic-partition`, as Kafka prints a TopicPartition.
     pub committed: BTreeMap<String, Option<Offset>>,
     pub log_end_offset: BTreeMap<String, Offset>,
@@ -142,6 +187,9 @@ pub struct ConsumerView {
     pub group_instance_id: Option<String>,
     pub auto_commit_interval_ms: Millis,
     pub auto_offset_reset: String,
+    pub isolation: IsolationLevel,
+    /// The output topic of a read-process-write application (`sink=kafka-tx`).
+    pub output: Option<String>,
     pub assignment: Vec<AssignmentView>,
     pub in_flight: usize,
     pub pending_async_commits: usize,
@@ -170,12 +218,24 @@ impl Lab {
                     .partitions
                     .iter()
                     .enumerate()
-                    .map(|(p, log)| PartitionLogView {
+                    .zip(&t.txns)
+                    .map(|((p, log), txns)| PartitionLogView {
                         partition: p as i32,
                         log_start_offset: log.log_start_offset(),
                         log_end_offset: log.log_end_offset(),
+                        last_stable_offset: txns.last_stable_offset(log.log_end_offset()),
                         records: log.record_count(),
                         segments: log.segments(),
+                        markers: txns.markers().len(),
+                        aborted_records: txns.aborted_offsets().len(),
+                        open_transactions: txns
+                            .open_transactions()
+                            .into_iter()
+                            .map(|(producer_id, first_offset)| OpenTxnView {
+                                producer_id,
+                                first_offset,
+                            })
+                            .collect(),
                     })
                     .collect(),
             })
@@ -199,6 +259,8 @@ impl Lab {
             group_instance_id: c.config.group_instance_id.clone(),
             auto_commit_interval_ms: c.config.auto_commit_interval_ms,
             auto_offset_reset: c.config.auto_offset_reset.to_string(),
+            isolation: c.config.isolation,
+            output: c.config.output.clone(),
             assignment: c
                 .assignment
                 .iter()
@@ -237,6 +299,27 @@ impl Lab {
             topics,
             groups,
             consumers: consumers.collect(),
+            transactions: self
+                .producers
+                .values()
+                .map(|p| TransactionView {
+                    transactional_id: p.transactional_id.clone(),
+                    producer_id: p.producer_id,
+                    epoch: p.epoch,
+                    state: p.state(),
+                    timeout_ms: p.timeout_ms,
+                    started_at: p.ongoing.as_ref().map(|t| t.started_at),
+                    expires_at: p.expires_at(),
+                    partitions: p
+                        .ongoing
+                        .as_ref()
+                        .map(|t| t.partitions().iter().map(ToString::to_string).collect())
+                        .unwrap_or_default(),
+                    pending_records: p.ongoing.as_ref().map_or(0, |t| t.writes.len()),
+                    committed: p.committed,
+                    aborted: p.aborted,
+                })
+                .collect(),
             consumer_offsets: ConsumerOffsetsView {
                 records: self.offsets.log().record_count(),
                 log_end_offset: self.offsets.log().log_end_offset(),
@@ -289,7 +372,9 @@ impl Lab {
                 replays: audit.replays,
                 skipped: audit.skipped,
                 deliveries: audit.deliveries,
+                aborted_read: partitions.iter().map(|p| p.aborted_read).sum(),
             },
+            isolation: self.group_isolation(name),
             partitions,
         })
     }
@@ -326,7 +411,21 @@ impl Lab {
             (Some(c), Some(l)) => Some(c.min(l)),
             (c, _) => c,
         };
-        let progress = Progress { resume, log };
+        let isolation = self.group_isolation(group);
+        let txns = self.partition_txns(tp)?;
+        let hidden = txns.hidden(isolation);
+        let progress = Progress {
+            resume,
+            log,
+            hidden: &hidden,
+        };
+        // Records of aborted transactions this group's application was handed.
+        let aborted_read = g.audit.partition(tp).map_or(0, |p| {
+            txns.aborted_offsets()
+                .iter()
+                .filter(|&&o| p.delivered(o) > 0)
+                .count() as u64
+        });
         Ok(PartitionView {
             topic: tp.topic.clone(),
             partition: tp.partition,
@@ -362,6 +461,21 @@ impl Lab {
                 .map(|p| p.delivery_runs())
                 .unwrap_or_default(),
             audit: g.audit.figures(tp, progress),
+            last_stable_offset: txns.last_stable_offset(log.log_end_offset()),
+            aborted_read,
         })
+    }
+
+    /// The isolation level the group's consumers read with (`read_committed` if any does).
+    pub fn group_isolation(&self, group: &str) -> IsolationLevel {
+        if self
+            .consumers
+            .values()
+            .any(|c| c.config.group == group && c.config.isolation == IsolationLevel::ReadCommitted)
+        {
+            IsolationLevel::ReadCommitted
+        } else {
+            IsolationLevel::ReadUncommitted
+        }
     }
 }

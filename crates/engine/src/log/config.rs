@@ -42,6 +42,8 @@ impl fmt::Display for CleanupPolicy {
 pub const DEFAULT_RETENTION_MS: Millis = 7 * 24 * 3_600_000;
 pub const DEFAULT_SEGMENT_BYTES: usize = 1 << 30;
 pub const DEFAULT_SEGMENT_MS: Millis = 7 * 24 * 3_600_000;
+/// `delete.retention.ms`: a day.
+pub const DEFAULT_DELETE_RETENTION_MS: Millis = 24 * 3_600_000;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TopicConfig {
@@ -56,6 +58,8 @@ pub struct TopicConfig {
     pub segment_bytes: usize,
     pub segment_ms: Millis,
     pub cleanup_policy: CleanupPolicy,
+    /// `delete.retention.ms`: how long a tombstone outlives compaction on a compacted topic.
+    pub delete_retention_ms: Millis,
 }
 
 impl Default for TopicConfig {
@@ -68,6 +72,7 @@ impl Default for TopicConfig {
             segment_bytes: DEFAULT_SEGMENT_BYTES,
             segment_ms: DEFAULT_SEGMENT_MS,
             cleanup_policy: CleanupPolicy::Delete,
+            delete_retention_ms: DEFAULT_DELETE_RETENTION_MS,
         }
     }
 }

@@ -198,6 +198,7 @@ mod tests {
         for (ts, k, v) in recs {
             log.append(
                 NewRecord {
+                    control: false,
                     timestamp: *ts,
                     key: Some(k.as_bytes()),
                     value: Some(v.as_bytes()),
@@ -233,6 +234,7 @@ mod tests {
         let mut log = MemoryLog::new(TopicConfig::default().segment_limits());
         log.append(
             NewRecord {
+                control: false,
                 timestamp: 1,
                 key: Some(b"a"),
                 value: Some(b"1"),
@@ -241,6 +243,7 @@ mod tests {
         );
         log.append(
             NewRecord {
+                control: false,
                 timestamp: 2,
                 key: Some(b"a"),
                 value: None,
@@ -249,6 +252,7 @@ mod tests {
         );
         log.append(
             NewRecord {
+                control: false,
                 timestamp: 3,
                 key: None,
                 value: Some(b""),
@@ -310,6 +314,17 @@ mod tests {
     }
 
     #[test]
+    fn compaction_that_removes_a_segments_first_record_keeps_the_others_offsets() {
+        let recs: Vec<_> = ["a", "b", "a", "c", "d"].iter().map(|k| rec(0, k, "v")).collect();
+        let mut log = log_with(2, &recs);
+        let removed = log.compact(&mut |r| r.offset != 0);
+        assert_eq!(removed, 1);
+        assert_eq!(offsets(&log, 0, 10), vec![1, 2, 3, 4]);
+        assert_eq!(offsets(&log, 1, 1), vec![1]);
+        assert_eq!(log.log_start_offset(), 1);
+    }
+
+    #[test]
     fn compaction_keeps_offsets_and_leaves_gaps() {
         let recs: Vec<_> = ["a", "b", "a", "b", "c"].iter().map(|k| rec(0, k, "v")).collect();
         let mut log = log_with(2, &recs);
@@ -332,6 +347,7 @@ mod tests {
         let mut log = MemoryLog::new(cfg.segment_limits());
         log.append(
             NewRecord {
+                control: false,
                 timestamp: 0,
                 key: None,
                 value: Some(b"12345"),
@@ -340,6 +356,7 @@ mod tests {
         );
         log.append(
             NewRecord {
+                control: false,
                 timestamp: 0,
                 key: None,
                 value: Some(b"12345"),
@@ -349,6 +366,7 @@ mod tests {
         assert_eq!(log.segments().len(), 1);
         log.append(
             NewRecord {
+                control: false,
                 timestamp: 0,
                 key: None,
                 value: Some(b"1"),
@@ -358,6 +376,7 @@ mod tests {
         assert_eq!(log.segments().len(), 2, "10 bytes full");
         log.append(
             NewRecord {
+                control: false,
                 timestamp: 0,
                 key: None,
                 value: Some(b"1"),

@@ -20,12 +20,17 @@ pub(super) struct Segment {
     pub max_timestamp: Option<i64>,
     /// Explicit offsets, only once the segment has gaps (after compaction); empty while dense.
     offsets: Vec<Offset>,
+    /// Offsets are `base_offset + index` (no gap yet).
+    dense: bool,
     timestamps: Vec<i64>,
     /// Key length, or `ABSENT`.
     key_lens: Vec<i32>,
     /// End of each record's bytes (key then value) in `arena`; the high bit marks a null value.
     ends: Vec<u32>,
     arena: Vec<u8>,
+    /// Indexes of control records (transaction markers), ascending. Sparse: a topic without
+    /// transactions pays nothing for the flag.
+    controls: Vec<u32>,
 }
 
 /// Marks a record whose value is null (a tombstone) in `ends`.
@@ -45,10 +50,12 @@ impl Segment {
             created_at,
             max_timestamp: None,
             offsets: Vec::new(),
+            dense: true,
             timestamps: Vec::new(),
             key_lens: Vec::new(),
             ends: Vec::new(),
             arena: Vec::new(),
+            controls: Vec::new(),
         }
     }
 
@@ -61,7 +68,7 @@ impl Segment {
     }
 
     fn is_dense(&self) -> bool {
-        self.offsets.is_empty()
+        self.dense
     }
 
     fn offset_at(&self, index: usize) -> Offset {
@@ -84,8 +91,9 @@ impl Segment {
     pub fn push(&mut self, offset: Offset, record: &NewRecord<'_>) {
         let index = self.len();
         if self.is_dense() && offset != self.base_offset + index as Offset {
-            // The first gap: from now on offsets are explicit.
+            // The first gap (possibly before the first record): from now on offsets are explicit.
             self.offsets = (0..index).map(|i| self.base_offset + i as Offset).collect();
+            self.dense = false;
         }
         if !self.is_dense() {
             grow(&mut self.offsets, 1);
@@ -96,6 +104,9 @@ impl Segment {
         grow(&mut self.key_lens, 1);
         grow(&mut self.ends, 1);
         grow(&mut self.arena, bytes);
+        if record.control {
+            self.controls.push(index as u32);
+        }
         self.timestamps.push(record.timestamp);
         self.key_lens.push(record.key.map_or(ABSENT, |k| k.len() as i32));
         if let Some(k) = record.key {
@@ -126,6 +137,7 @@ impl Segment {
             timestamp: self.timestamps[index],
             key: (key_len != ABSENT).then(|| &self.arena[start..key_end]),
             value: (self.ends[index] & NULL_VALUE == 0).then(|| &self.arena[key_end..end]),
+            control: !self.controls.is_empty() && self.controls.binary_search(&(index as u32)).is_ok(),
         }
     }
 
@@ -150,6 +162,7 @@ impl Segment {
             + self.timestamps.capacity() * 8
             + self.key_lens.capacity() * 4
             + self.ends.capacity() * 4
+            + self.controls.capacity() * 4
             + std::mem::size_of::<Self>()
     }
 
@@ -166,6 +179,7 @@ impl Segment {
                         timestamp: r.timestamp,
                         key: r.key,
                         value: r.value,
+                        control: r.control,
                     },
                 );
             } else {
@@ -183,5 +197,6 @@ impl Segment {
         self.key_lens.shrink_to_fit();
         self.ends.shrink_to_fit();
         self.arena.shrink_to_fit();
+        self.controls.shrink_to_fit();
     }
 }

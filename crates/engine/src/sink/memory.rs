@@ -66,7 +66,7 @@ impl Sink for MemorySink {
         self.keys.insert(w.key.to_string());
         let source = (w.tp.clone(), w.offset);
         match self.kind {
-            SinkKind::Append | SinkKind::Transactional => {
+            SinkKind::Append | SinkKind::Transactional | SinkKind::KafkaTx => {
                 let duplicate = !self.sources.insert(source);
                 let row = self.new_row(w, duplicate);
                 self.rows.push(row);

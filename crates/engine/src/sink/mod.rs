@@ -27,16 +27,25 @@ pub enum SinkKind {
     Append,
     Upsert,
     Transactional,
+    /// Kafka transactions: the consumer is a read-process-write application whose output goes
+    /// to an output topic inside a transaction that also carries its consumed offsets. Its
+    /// rows are the output as a `read_committed` reader sees it: written when a transaction
+    /// commits, never for an aborted one.
+    #[serde(rename = "kafka-tx")]
+    KafkaTx,
 }
 
 impl SinkKind {
-    pub const ALL: [SinkKind; 3] = [Self::Append, Self::Upsert, Self::Transactional];
+    pub const ALL: [SinkKind; 4] = [Self::Append, Self::Upsert, Self::Transactional, Self::KafkaTx];
+    /// The database sinks: what the explorer's matrix crosses with every commit strategy.
+    pub const DATABASES: [SinkKind; 3] = [Self::Append, Self::Upsert, Self::Transactional];
 
     pub fn name(self) -> &'static str {
         match self {
             Self::Append => "append",
             Self::Upsert => "upsert",
             Self::Transactional => "transactional",
+            Self::KafkaTx => "kafka-tx",
         }
     }
 
@@ -45,6 +54,7 @@ impl SinkKind {
             Self::Append => "an append-only ledger: every write is a new row, so a redelivered record becomes a duplicate row",
             Self::Upsert => "a table keyed by order id: a redelivered record rewrites its row, so replays converge",
             Self::Transactional => "rows and the group's offsets commit in one database transaction; on start the consumer seeks to the offsets in the sink",
+            Self::KafkaTx => "Kafka transactions: output records and the consumed offsets commit or abort together; read_committed readers never see aborted output",
         }
     }
 }
@@ -61,7 +71,7 @@ impl FromStr for SinkKind {
         Self::ALL
             .into_iter()
             .find(|k| k.name() == s)
-            .ok_or_else(|| format!("unknown sink '{s}' (expected append, upsert or transactional)"))
+            .ok_or_else(|| format!("unknown sink '{s}' (expected append, upsert, transactional or kafka-tx)"))
     }
 }
 

@@ -1,9 +1,13 @@
 //! `consumer NAME group=G topic=T [commit=STRATEGY] [interval=DUR] [max-poll=N]
-//! [sink=append|upsert|transactional] [reset=earliest|latest|none] [session-timeout=DUR]
-//! [max-poll-interval=DUR] [assignor=range|cooperative-sticky] [instance-id=ID] [commit-on-revoke=yes|no] [async-latency=DUR]`
+//! [sink=append|upsert|transactional|kafka-tx] [reset=earliest|latest|none] [session-timeout=DUR]
+//! [max-poll-interval=DUR] [assignor=range|cooperative-sticky] [instance-id=ID] [commit-on-revoke=yes|no] [async-latency=DUR]
+//! [isolation=read_uncommitted|read_committed] [sink=kafka-tx output=TOPIC [transaction-timeout=DUR]]`
 //!
 //! Starts a consumer process that joins group G. The defaults are Kafka's: auto-commit on a
-//! 5 s timer, `max.poll.records=500`, `auto.offset.reset=latest`, `session.timeout.ms=45s`.
+//! 5 s timer, `max.poll.records=500`, `auto.offset.reset=latest`, `session.timeout.ms=45s`,
+//! `isolation.level=read_uncommitted`, `transaction.timeout.ms=60s`. With `sink=kafka-tx` the
+//! consumer is a read-process-write application: it produces each processed record to `output`
+//! inside a Kafka transaction that also carries its consumed offsets.
 
 use crate::error::ParseError;
 use crate::token::Args;
@@ -67,6 +71,15 @@ impl StartConsumer {
         if let Some(ms) = args.parsed("async-latency", duration_ms)? {
             c.async_commit_latency_ms = ms;
         }
+        if let Some(i) = args.parsed("isolation", |v| v.parse())? {
+            c.isolation = i;
+        }
+        if let Some(out) = args.option("output") {
+            c.output = Some(out);
+        }
+        if let Some(ms) = args.parsed("transaction-timeout", positive_duration)? {
+            c.transaction_timeout_ms = ms;
+        }
         Ok(Self { config: c })
     }
 
@@ -120,6 +133,19 @@ impl fmt::Display for StartConsumer {
         }
         if c.async_commit_latency_ms != d.async_commit_latency_ms {
             write!(f, " async-latency={}", format_duration(c.async_commit_latency_ms))?;
+        }
+        if c.isolation != d.isolation {
+            write!(f, " isolation={}", c.isolation)?;
+        }
+        if let Some(out) = &c.output {
+            write!(f, " output={out}")?;
+        }
+        if c.transaction_timeout_ms != d.transaction_timeout_ms {
+            write!(
+                f,
+                " transaction-timeout={}",
+                format_duration(c.transaction_timeout_ms)
+            )?;
         }
         Ok(())
     }

@@ -2,8 +2,9 @@
 //!
 //! A claim about the lab's figures at this point of the script. Group keys: `lost`,
 //! `duplicates`, `duplicate-rows`, `redeliveries`, `crash-redeliveries`, `replays`, `skipped`,
-//! `deliveries`, `sink-rows`, `distinct-keys`, `committed`, `lag`. Log keys:
-//! `log-end-offset`, `log-start-offset`. Consumer keys: `state`, `position`, `in-flight`,
+//! `deliveries`, `sink-rows`, `distinct-keys`, `committed`, `lag`, `aborted-read` (records of
+//! aborted transactions the group was handed). Log keys: `log-end-offset`, `log-start-offset`,
+//! `last-stable-offset`. Consumer keys: `state`, `position`, `in-flight`,
 //! `generation`. Offsets that do not exist are written `-`.
 //!
 //! `group` may be left out when the lab has one group; `topic` when the group reads one topic;
@@ -35,13 +36,15 @@ pub enum ExpectKey {
     Lag,
     LogEndOffset,
     LogStartOffset,
+    LastStableOffset,
+    AbortedRead,
     State,
     Position,
     InFlight,
     Generation,
 }
 
-const KEYS: [(&str, ExpectKey); 18] = [
+const KEYS: [(&str, ExpectKey); 20] = [
     ("lost", ExpectKey::Lost),
     ("duplicates", ExpectKey::Duplicates),
     ("duplicate-rows", ExpectKey::DuplicateRows),
@@ -56,6 +59,8 @@ const KEYS: [(&str, ExpectKey); 18] = [
     ("lag", ExpectKey::Lag),
     ("log-end-offset", ExpectKey::LogEndOffset),
     ("log-start-offset", ExpectKey::LogStartOffset),
+    ("last-stable-offset", ExpectKey::LastStableOffset),
+    ("aborted-read", ExpectKey::AbortedRead),
     ("state", ExpectKey::State),
     ("position", ExpectKey::Position),
     ("in-flight", ExpectKey::InFlight),
@@ -75,7 +80,10 @@ impl ExpectKey {
     }
 
     fn is_log_key(self) -> bool {
-        matches!(self, Self::LogEndOffset | Self::LogStartOffset)
+        matches!(
+            self,
+            Self::LogEndOffset | Self::LogStartOffset | Self::LastStableOffset
+        )
     }
 }
 
@@ -182,6 +190,7 @@ impl Expect {
             let log = lab.partition_log(&tp)?;
             return Ok(match key {
                 ExpectKey::LogEndOffset => log.log_end_offset(),
+                ExpectKey::LastStableOffset => lab.last_stable_offset(&tp)?,
                 _ => log.log_start_offset(),
             }
             .to_string());
@@ -235,6 +244,8 @@ impl Expect {
             ExpectKey::Committed => opt(single(&parts)?.committed),
             ExpectKey::LogEndOffset => single(&parts)?.log_end_offset.to_string(),
             ExpectKey::LogStartOffset => single(&parts)?.log_start_offset.to_string(),
+            ExpectKey::LastStableOffset => single(&parts)?.last_stable_offset.to_string(),
+            ExpectKey::AbortedRead => sum(&|p| p.aborted_read),
             _ => unreachable_key(key)?,
         })
     }

@@ -2,6 +2,7 @@
 //! line) and `apply` (to a [`Lab`]), and a `Display` that writes the canonical line back — so a
 //! lab session can be exported as a script that parses to the same commands.
 
+mod abort;
 mod broker;
 mod commit;
 mod compact;
@@ -19,6 +20,7 @@ mod seek;
 mod tick;
 mod topic;
 
+pub use abort::Abort;
 pub use broker::Broker;
 pub use commit::Commit;
 pub use compact::Compact;
@@ -50,6 +52,7 @@ pub enum Command {
     Poll(Poll),
     Process(Process),
     Commit(Commit),
+    Abort(Abort),
     Tick(Tick),
     Crash(Crash),
     Restart(Restart),
@@ -82,13 +85,14 @@ pub enum ApplyError {
 }
 
 /// The command names, in the order `docs/SCENARIOS.md` documents them.
-pub const COMMANDS: [&str; 18] = [
+pub const COMMANDS: [&str; 19] = [
     "topic",
     "produce",
     "consumer",
     "poll",
     "process",
     "commit",
+    "abort",
     "tick",
     "crash",
     "restart",
@@ -118,6 +122,7 @@ impl Command {
             "poll" => Command::Poll(Poll::parse(&mut args)?),
             "process" => Command::Process(Process::parse(&mut args)?),
             "commit" => Command::Commit(Commit::parse(&mut args)?),
+            "abort" => Command::Abort(Abort::parse(&mut args)?),
             "tick" => Command::Tick(Tick::parse(&mut args)?),
             "crash" => Command::Crash(Crash::parse(&mut args)?),
             "restart" => Command::Restart(Restart::parse(&mut args)?),
@@ -149,6 +154,7 @@ impl Command {
             Command::Poll(c) => c.apply(lab)?,
             Command::Process(c) => c.apply(lab)?,
             Command::Commit(c) => c.apply(lab)?,
+            Command::Abort(c) => c.apply(lab)?,
             Command::Tick(c) => c.apply(lab)?,
             Command::Crash(c) => c.apply(lab)?,
             Command::Restart(c) => c.apply(lab)?,
@@ -172,6 +178,7 @@ impl Command {
             Command::Poll(c) => Some(&c.consumer),
             Command::Process(c) => Some(&c.consumer),
             Command::Commit(c) => Some(&c.consumer),
+            Command::Abort(c) => Some(&c.consumer),
             Command::Crash(c) => Some(&c.consumer),
             Command::Restart(c) => Some(&c.consumer),
             Command::Close(c) => Some(&c.consumer),
@@ -191,6 +198,7 @@ impl fmt::Display for Command {
             Command::Poll(c) => c.fmt(f),
             Command::Process(c) => c.fmt(f),
             Command::Commit(c) => c.fmt(f),
+            Command::Abort(c) => c.fmt(f),
             Command::Tick(c) => c.fmt(f),
             Command::Crash(c) => c.fmt(f),
             Command::Restart(c) => c.fmt(f),
@@ -224,6 +232,10 @@ mod tests {
             "process c1 count=all",
             "process c1 count=2",
             "commit c1",
+            "abort copier",
+            "consumer copier group=copy topic=orders commit=manual-batch sink=kafka-tx output=orders-out transaction-timeout=30s",
+            "consumer audit group=audit topic=orders-out isolation=read_committed reset=earliest",
+            "topic users partitions=1 cleanup.policy=compact delete.retention.ms=1h",
             "tick 250ms",
             "crash c1",
             "restart c1",

@@ -2,7 +2,7 @@
 //!
 //! Without `key`, writes `count` new orders (`o-1`, `o-2`, … continuing across calls); with
 //! `key`, writes further events of that order. `value` replaces the generated order event and
-//! must be JSON.
+//! must be JSON; `value=null` writes a null value — on a compacted topic, a tombstone.
 
 use crate::error::ParseError;
 use crate::token::Args;
@@ -34,13 +34,21 @@ impl Produce {
                 .map_err(|e| format!("not valid JSON ({e})"))
         })?;
         let partition = args.parsed("partition", |v| count(v, 10_000).map(|p| p as i32))?;
+        // `value=null` is a null value: a tombstone.
+        let tombstone = value.as_deref() == Some("null");
+        if tombstone && key.is_none() {
+            return Err(ParseError::new(
+                "produce: a tombstone (value=null) deletes a key: add key=K",
+            ));
+        }
         Ok(Self {
             topic,
             spec: ProduceSpec {
                 count: n,
                 key,
-                value,
+                value: value.filter(|_| !tombstone),
                 partition,
+                tombstone,
             },
         })
     }
@@ -62,6 +70,9 @@ impl fmt::Display for Produce {
             } else {
                 write!(f, " value={v}")?;
             }
+        }
+        if self.spec.tombstone {
+            write!(f, " value=null")?;
         }
         if let Some(p) = self.spec.partition {
             write!(f, " partition={p}")?;

@@ -1,5 +1,5 @@
 //! `topic NAME [partitions=N] [retention.ms=DUR] [retention.bytes=N] [segment.records=N]
-//! [segment.bytes=N] [segment.ms=DUR] [cleanup.policy=delete|compact]`
+//! [segment.bytes=N] [segment.ms=DUR] [cleanup.policy=delete|compact] [delete.retention.ms=DUR]`
 //!
 //! Creates a topic. Retention settings are `-1` for "forever" as in Kafka.
 
@@ -52,6 +52,9 @@ impl CreateTopic {
         if let Some(p) = args.parsed("cleanup.policy", |v| v.parse())? {
             config.cleanup_policy = p;
         }
+        if let Some(ms) = args.parsed("delete.retention.ms", duration_ms)? {
+            config.delete_retention_ms = ms;
+        }
         Ok(Self { name, config })
     }
 
@@ -92,6 +95,14 @@ impl fmt::Display for CreateTopic {
         if c.segment_ms != d.segment_ms {
             write!(f, " segment.ms={}", format_duration(c.segment_ms))?;
         }
-        write!(f, " cleanup.policy={}", c.cleanup_policy)
+        write!(f, " cleanup.policy={}", c.cleanup_policy)?;
+        if c.delete_retention_ms != d.delete_retention_ms {
+            write!(
+                f,
+                " delete.retention.ms={}",
+                format_duration(c.delete_retention_ms)
+            )?;
+        }
+        Ok(())
     }
 }
