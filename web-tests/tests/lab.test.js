@@ -191,15 +191,102 @@ test('the explorer matrix replays its worst crash in the lab', async () => {
   const page = await openLab(browser, lab.url);
   await page.click('#tab-explorer');
   await page.waitForSelector('table.matrix');
-  assert.equal(await page.locator('table.matrix td button').count(), 18);
+  assert.equal(await page.locator('table.matrix td button').count(), 20);
   assert.match(await page.textContent('[data-cell="auto-timer/append"]'), /loses up to 3/);
   assert.match(await page.textContent('[data-cell="manual-batch/transactional"]'), /no loss, no duplicate/);
+  assert.match(await page.textContent('[data-cell="manual-batch/kafka-tx"]'), /no loss, no duplicate/);
+  assert.match(await page.textContent('[data-cell="manual-record/kafka-tx"]'), /no loss, no duplicate/);
   await page.click('[data-cell="auto-timer/append"]');
   await page.waitForSelector('#view-lab:not([hidden])');
   const s = await state(lab.url);
   assert.equal(s.consumers[0].state.state, 'crashed');
   assert.equal(s.groups['analytics-prod'].committed['orders-0'], 8);
   assert.equal(s.groups['analytics-prod'].audit.lost, 3);
+  assert.deepEqual(page.errors, []);
+});
+
+test('Kafka transactions: markers, the last stable offset, and the two isolation levels', async () => {
+  const page = await openLab(browser, lab.url);
+  await resetLab(page);
+  await typeLine(page, 'close c1');
+  // An output topic, created from the form.
+  await page.click('summary:has-text("Create a topic")');
+  await page.fill('#topic-form input[name=name]', 'orders-copy');
+  await page.fill('#topic-form input[name=partitions]', '1');
+  await page.click('#topic-form button[type=submit]');
+  await page.waitForFunction(() => [...document.querySelectorAll('#output-topic option')].some((o) => o.value === 'orders-copy'));
+  // The read-process-write application, from the consumer form.
+  await page.click('#add-consumer-panel summary');
+  await page.fill('#consumer-form input[name=name]', 'copier');
+  await page.fill('#consumer-form input[name=group]', 'copy');
+  await page.selectOption('#sink-select', 'kafka-tx');
+  assert.equal(await page.isVisible('#txn-options'), true, 'the output topic appears with kafka-tx');
+  assert.equal(await page.inputValue('#strategy-select'), 'manual-batch', 'transactions commit after processing');
+  await page.selectOption('#output-topic', 'orders-copy');
+  await page.selectOption('#consumer-form select[name=reset]', 'earliest');
+  await page.fill('#consumer-form input[name=max-poll]', '4');
+  await page.click('#consumer-form button[type=submit]');
+  await page.waitForSelector('button[data-line="poll copier"]');
+  // Two downstream readers, one per isolation level, as scenario lines.
+  await typeLine(page, 'consumer strict group=strict topic=orders-copy isolation=read_committed commit=manual-batch reset=earliest');
+  await typeLine(page, 'consumer loose group=loose topic=orders-copy commit=manual-batch reset=earliest');
+  await press(page, 'poll copier');
+  await press(page, 'process copier count=all');
+  await press(page, 'poll copier');
+  await press(page, 'process copier');
+  await press(page, 'process copier');
+  // A transaction is open: the coordinator's table shows it and the Abort button is live.
+  await page.waitForSelector('#txn-panel:not([hidden]) #txn-table tr.ongoing');
+  assert.match(await page.textContent('#txn-table'), /copier.*Ongoing.*2 record\(s\) on orders-copy-0/s);
+  assert.match(await page.textContent('#txn-lso'), /orders-copy-0: LSO 5 of LEO 7/);
+  await press(page, 'poll strict');
+  await press(page, 'process strict count=all');
+  await press(page, 'poll loose');
+  await press(page, 'process loose count=all');
+  await press(page, 'abort copier');
+  await press(page, 'poll copier');
+  await press(page, 'process copier count=all');
+  await press(page, 'poll strict');
+  await press(page, 'process strict count=all');
+  await press(page, 'poll loose');
+  await press(page, 'process loose count=all');
+  // The output log: markers, struck-through aborted records, no LSO mark once nothing is open.
+  await page.click('.chip:has-text("strict")');
+  await page.selectOption('#log-partition', 'orders-copy-0');
+  await page.waitForSelector('#log-strip .rec.marker.m-commit');
+  await page.waitForSelector('#log-strip .rec.marker.m-abort');
+  assert.equal(await page.locator('#log-strip .rec.aborted').count(), 2);
+  assert.match(await card(page, 'fig-lag'), /read_committed/);
+  assert.equal(await card(page, 'fig-rows'), '8');
+  assert.equal(await card(page, 'fig-lost'), '0', 'markers and aborted records are not lost');
+  await page.click('.chip:has-text("loose")');
+  assert.equal(await card(page, 'fig-rows'), '10');
+  assert.match(await card(page, 'fig-dup-sub'), /2 record\(s\) of aborted transactions applied/);
+  const s = await state(lab.url);
+  assert.equal(s.groups.copy.audit.lost, 0);
+  assert.equal(s.groups.copy.audit.duplicates, 0);
+  assert.equal(s.groups.copy.sink.rows, 8);
+  assert.deepEqual(page.errors, []);
+});
+
+test('compaction of a keyed topic, before and after, with a tombstone', async () => {
+  const page = await openLab(browser, lab.url);
+  await resetLab(page);
+  await typeLine(page, 'topic users partitions=1 cleanup.policy=compact segment.records=2 delete.retention.ms=1h');
+  for (const line of ['produce users key=u-1', 'produce users key=u-1', 'produce users key=u-2', 'produce users key=u-2 value=null', 'produce users key=u-3']) {
+    await typeLine(page, line);
+  }
+  await page.selectOption('#log-partition', 'users-0');
+  await page.waitForSelector('#compact-topic:not([hidden])');
+  await page.waitForFunction(() => document.querySelectorAll('#log-strip .rec:not(.leo):not(.gone)').length === 5);
+  await page.click('#compact-topic');
+  await page.waitForFunction(() => document.querySelectorAll('#log-strip .rec:not(.leo):not(.gone)').length === 3);
+  assert.match(await page.textContent('#narrative'), /removed 2 superseded record\(s\) and 0 tombstone/);
+  await typeLine(page, 'tick 1h');
+  await page.click('#compact-topic');
+  await page.waitForFunction(() => document.querySelectorAll('#log-strip .rec:not(.leo):not(.gone)').length === 2);
+  const offsets = await page.$$eval('#log-strip .rec:not(.leo):not(.gone) .off', (els) => els.map((e) => e.textContent));
+  assert.deepEqual(offsets, ['1', '4'], 'offsets are kept: compaction leaves gaps');
   assert.deepEqual(page.errors, []);
 });
 

@@ -88,7 +88,7 @@ pub fn explore(file: Option<&Path>, consumer: Option<&str>, json: bool) -> u8 {
         println!(
             "duplicates into an append sink; an upsert sink never grows duplicate rows; the transactional"
         );
-        println!("sink neither loses nor duplicates.");
+        println!("sink and Kafka transactions (kafka-tx) neither lose nor duplicate.");
     }
     exit::OK
 }

@@ -181,7 +181,7 @@ fn explore_json_makes_the_labs_claim() {
     assert!(o.status.success(), "{}", stderr(&o));
     let cells = json(&o);
     let cells = cells.as_array().expect("array");
-    assert_eq!(cells.len(), 18);
+    assert_eq!(cells.len(), 20);
     for c in cells {
         for key in [
             "strategy",

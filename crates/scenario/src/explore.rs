@@ -46,8 +46,9 @@ pub struct RunResult {
     pub duplicate_rows: u64,
 }
 
-/// Explores every strategy × sink. `consumer` names the one to crash (default: the first one the
-/// script starts).
+/// Explores every strategy × database sink, and Kafka transactions under the two strategies
+/// that commit them. `consumer` names the one to crash (default: the first one the script
+/// starts).
 pub fn explore(script: &Script, consumer: Option<&str>) -> Result<Vec<Cell>, ScenarioError> {
     let target = target_consumer(script, consumer)?;
     let mut cells = Vec::new();
@@ -56,12 +57,10 @@ pub fn explore(script: &Script, consumer: Option<&str>) -> Result<Vec<Cell>, Sce
             cells.push(explore_cell(script, &target, strategy, sink)?);
         }
     }
-    // A read-process-write application with an output topic is also explored with Kafka
-    // transactions, under the two strategies that commit them.
-    if output_of(script, &target).is_some() {
-        for strategy in [CommitStrategy::ManualBatch, CommitStrategy::ManualRecord] {
-            cells.push(explore_cell(script, &target, strategy, SinkKind::KafkaTx)?);
-        }
+    // The same application as a read-process-write loop with Kafka transactions (to its
+    // output topic, or one the explorer adds), under the two strategies that commit them.
+    for strategy in [CommitStrategy::ManualBatch, CommitStrategy::ManualRecord] {
+        cells.push(explore_cell(script, &target, strategy, SinkKind::KafkaTx)?);
     }
     Ok(cells)
 }
@@ -316,6 +315,40 @@ pub fn target_consumer(script: &Script, consumer: Option<&str>) -> Result<String
     }
 }
 
+/// Gives `target` an output topic for Kafka transactions: `<input>-txn-out`, created (one
+/// partition) just before `target` starts unless the script creates it. Returns its name.
+fn add_output_topic(s: &mut Script, target: &str) -> String {
+    let Some(at) = s
+        .lines
+        .iter()
+        .position(|l| matches!(&l.command, Command::Consumer(c) if c.config.name == target))
+    else {
+        return String::new();
+    };
+    let input = match &s.lines[at].command {
+        Command::Consumer(c) => c.config.topic.clone(),
+        _ => String::new(),
+    };
+    let name = format!("{input}-txn-out");
+    let exists = s
+        .lines
+        .iter()
+        .any(|l| matches!(&l.command, Command::Topic(t) if t.name == name));
+    if !exists {
+        let command = Command::Topic(crate::command::CreateTopic {
+            name: name.clone(),
+            config: offsetlab_engine::log::TopicConfig::default(),
+        });
+        let line = crate::script::Line {
+            number: s.lines[at].number,
+            text: command.to_string(),
+            command,
+        };
+        s.lines.insert(at, line);
+    }
+    name
+}
+
 /// The output topic `target` produces to with Kafka transactions, if the script gives it one.
 fn output_of(script: &Script, target: &str) -> Option<String> {
     script.lines.iter().find_map(|l| match &l.command {
@@ -334,7 +367,10 @@ pub fn with_settings(script: &Script, target: &str, strategy: CommitStrategy, si
         Command::Consumer(c) if c.config.name == target => Some(c.config.group.clone()),
         _ => None,
     });
-    let output = output_of(script, target).filter(|_| sink == SinkKind::KafkaTx);
+    let mut output = output_of(script, target).filter(|_| sink == SinkKind::KafkaTx);
+    if sink == SinkKind::KafkaTx && output.is_none() {
+        output = Some(add_output_topic(&mut s, target));
+    }
     if sink != SinkKind::KafkaTx {
         // Without Kafka transactions there is no transaction to abort.
         s.lines.retain(|l| !matches!(l.command, Command::Abort(_)));
@@ -402,7 +438,11 @@ mod tests {
     #[test]
     fn the_matrix_makes_the_labs_claim() {
         let m = seed_matrix();
-        assert_eq!(m.len(), 18);
+        assert_eq!(
+            m.len(),
+            20,
+            "6 strategies × 3 database sinks, and Kafka transactions twice"
+        );
         for c in &m {
             assert!(c.crash_points > 12, "{c:?}");
             match c.sink {
@@ -419,7 +459,7 @@ mod tests {
                 ),
                 SinkKind::Append => {}
             }
-            if c.sink != SinkKind::Transactional {
+            if !matches!(c.sink, SinkKind::Transactional | SinkKind::KafkaTx) {
                 if matches!(
                     c.strategy,
                     CommitStrategy::BeforeProcess | CommitStrategy::AutoTimer

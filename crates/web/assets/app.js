@@ -150,6 +150,7 @@ function render(previous) {
   renderNarrative();
   renderSink();
   renderConsumerOffsets();
+  renderTransactions();
   renderConsumers();
   renderSelects();
   renderPlan();
@@ -194,7 +195,8 @@ function renderCards(previous) {
     ? ` · group total ${totalLag}` + (uncommitted ? ` (+ ${uncommitted} partition(s) with nothing committed)` : '')
     : '';
   $('#fig-lag').textContent = (p.lag === null ? `${tpKey(p)} lag: – (nothing committed yet)` : `${tpKey(p)} lag: ${p.lag} record(s)`)
-    + total + (g.offsets_source === 'sink' ? ' · offsets in the sink' : '');
+    + total + (g.offsets_source === 'sink' ? ' · offsets in the sink' : '')
+    + (g.isolation === 'read_committed' ? ` · read_committed${p.last_stable_offset < p.log_end_offset ? `, held at the last stable offset ${p.last_stable_offset}` : ''}` : '');
   $('#fig-rows').textContent = g.sink.rows;
   $('#fig-distinct').textContent = `${g.sink.distinct_keys} distinct orders written · ${g.sink.kind} sink`;
   $('#fig-lost').textContent = g.audit.lost;
@@ -203,7 +205,8 @@ function renderCards(previous) {
   $('#fig-lost-sub').textContent = g.audit.lost ? `never applied: ${lostRanges.join(', ')}` : 'passed but never applied, no error raised';
   $('#fig-dup').textContent = g.audit.duplicates;
   $('#card-dup').classList.toggle('alarm', g.audit.duplicates > 0);
-  $('#fig-dup-sub').textContent = `${g.audit.redeliveries} redelivered (${g.audit.crash_redeliveries} after a crash) · ${g.audit.replays} replayed on purpose · ${g.audit.duplicate_rows} duplicate rows`;
+  $('#fig-dup-sub').textContent = `${g.audit.redeliveries} redelivered (${g.audit.crash_redeliveries} after a crash) · ${g.audit.replays} replayed on purpose · ${g.audit.duplicate_rows} duplicate rows`
+    + (g.audit.aborted_read ? ` · ${g.audit.aborted_read} record(s) of aborted transactions applied (read_uncommitted)` : '');
   if (prevG) {
     if (prevG.audit.lost !== g.audit.lost) flash('card-lost');
     if (prevG.audit.duplicates !== g.audit.duplicates) flash('card-dup');
@@ -261,6 +264,8 @@ async function renderLog() {
     return;
   }
   $('#log-title').textContent = `Partition ${ui.tp} log`;
+  const topicInfo = ui.state.topics.find((t) => t.name === log.topic);
+  $('#compact-topic').hidden = !topicInfo || topicInfo.cleanup_policy !== 'compact';
   const key = ui.group ? `('${ui.group}', '${log.topic}', ${log.partition})` : null;
   const latest = key && ui.state.consumer_offsets.latest.find((e) => e.key === key);
   $('#offsets-key').replaceChildren(
@@ -274,6 +279,15 @@ async function renderLog() {
   const inflight = new Set(p ? p.in_flight : []);
   const boxes = recs.map((r) => {
     const o = r.offset;
+    if (r.control) {
+      const marks = [];
+      if (o === res.data.log_start_offset) marks.push(h('span', { class: 'mk m-start' }, 'log start'));
+      if (p && p.committed === o) marks.push(h('span', { class: 'mk m-committed' }, 'committed'));
+      if (p && p.position === o) marks.push(h('span', { class: 'mk m-position' }, 'position'));
+      const status = `${r.control} marker (a control record): it takes an offset but no application is ever handed it`;
+      return slot(marks, h('div', { class: `rec marker m-${r.control.toLowerCase()}`, title: `offset ${o} · ${status}\n${fmtT(r.timestamp)}` },
+        h('span', { class: 'off' }, o), h('span', { class: 'key' }, r.control)), `offset ${o}, ${status}` + marks.map((m) => `, ${m.textContent}`).join(''));
+    }
     const n = p ? delivered(p, o) : 0;
     const lost = p && inRanges(p.lost_ranges, o);
     const skipped = p && n === 0 && inRanges(p.skipped_ranges, o);
@@ -284,7 +298,10 @@ async function renderLog() {
     else if (n === 1) { cls += ' applied'; status = 'applied once'; }
     else if (skipped) { cls += ' skipped'; status = 'skipped on purpose'; }
     if (inflight.has(o) && n >= 1) badge = `×${n}`;
+    if (r.txn === 'aborted') { cls += ' aborted'; status += ' · from an ABORTED transaction: read_committed readers skip it'; }
+    if (r.txn === 'open') { cls += ' opentxn'; status += ' · in an OPEN transaction: invisible to read_committed readers until it commits'; }
     const marks = [];
+    if (o === res.data.last_stable_offset && res.data.last_stable_offset < res.data.log_end_offset) marks.push(h('span', { class: 'mk m-lso' }, 'LSO'));
     if (o === res.data.log_start_offset) marks.push(h('span', { class: 'mk m-start' }, 'log start'));
     if (p && p.committed === o) marks.push(h('span', { class: 'mk m-committed' }, 'committed'));
     if (p && p.position === o) marks.push(h('span', { class: 'mk m-position' }, 'position'));
@@ -297,10 +314,11 @@ async function renderLog() {
   const ghosts = [];
   for (let o = Math.max(0, start - 3); from <= start && o < start; o++) {
     const lostHere = p && inRanges(p.lost_ranges, o);
+    const why = topicInfo && topicInfo.cleanup_policy === 'compact' ? 'removed by compaction' : 'deleted by retention';
     ghosts.push(slot(o === start - 1 ? [h('span', { class: 'mk m-start' }, 'deleted')] : [],
-      h('div', { class: `rec gone${lostHere ? ' lost' : ''}`, title: `offset ${o}: deleted by retention${lostHere ? ' before this group read it (lost)' : ''}` },
+      h('div', { class: `rec gone${lostHere ? ' lost' : ''}`, title: `offset ${o}: ${why}${lostHere ? ' before this group read it (lost)' : ''}` },
         lostHere ? h('span', { class: 'badge' }, '✗') : null, h('span', { class: 'off' }, o), h('span', { class: 'key' }, 'gone')),
-      `offset ${o}, deleted by retention` + (lostHere ? ', silently lost' : '')));
+      `offset ${o}, ${why}` + (lostHere ? ', silently lost' : '')));
   }
   boxes.unshift(...ghosts);
   const end = res.data.log_end_offset;
@@ -308,6 +326,7 @@ async function renderLog() {
     const marks = [h('span', { class: 'mk m-end' }, 'LEO')];
     if (p && p.committed === end) marks.push(h('span', { class: 'mk m-committed' }, 'committed'));
     if (p && p.position === end) marks.push(h('span', { class: 'mk m-position' }, 'position'));
+    if (res.data.last_stable_offset === end && recs.some((r) => r.control)) marks.push(h('span', { class: 'mk m-lso' }, 'LSO'));
     boxes.push(slot(marks, h('div', { class: 'rec leo' }, h('span', { class: 'off' }, end), h('span', { class: 'key' }, 'next')), `log end offset ${end}: the next record goes here` + marks.map((m) => `, ${m.textContent}`).join('')));
   }
   strip.replaceChildren(...boxes);
@@ -341,6 +360,19 @@ function renderSink() {
   }));
 }
 
+/** The transaction coordinator's view: one row per transactional.id. */
+function renderTransactions() {
+  const txns = ui.state.transactions;
+  $('#txn-panel').hidden = !txns.length;
+  $('#txn-table tbody').replaceChildren(...txns.map((t) => h('tr', { class: t.state === 'Ongoing' ? 'ongoing' : '' },
+    h('td', {}, h('code', {}, t.transactional_id)), h('td', {}, `${t.producer_id} / ${t.epoch}`), h('td', {}, t.state),
+    h('td', {}, t.state === 'Ongoing' ? `${t.pending_records} record(s) on ${t.partitions.join(', ')}` : '–'),
+    h('td', {}, t.expires_at === null ? '–' : fmtT(t.expires_at)), h('td', {}, `${t.committed} / ${t.aborted}`))));
+  const lso = ui.state.topics.flatMap((tp) => tp.partitions.filter((p) => p.markers || p.open_transactions.length)
+    .map((p) => `${tp.name}-${p.partition}: LSO ${p.last_stable_offset} of LEO ${p.log_end_offset} · ${p.markers} marker(s) · ${p.aborted_records} aborted record(s)`));
+  $('#txn-lso').textContent = lso.join(' · ');
+}
+
 function renderConsumerOffsets() {
   const tbody = $('#co-table tbody');
   const latest = new Map(ui.state.consumer_offsets.latest.map((e) => [e.key, e.offset]));
@@ -371,6 +403,11 @@ function consumerCard(c) {
   }
   const g = ui.state.groups[c.group];
   const waiting = g && g.waiting_for.length && running ? `group rebalancing: waiting for ${g.waiting_for.join(', ')}` : null;
+  const txn = c.sink === 'kafka-tx' ? ui.state.transactions.find((t) => t.transactional_id === c.name) : null;
+  const txnText = txn ? (txn.state === 'Ongoing'
+    ? `open: ${txn.pending_records} record(s) on ${txn.partitions.join(', ')} · aborted by the coordinator at ${fmtT(txn.expires_at)}`
+    : txn.state === 'Fenced' ? 'fenced: its next call fails (ProducerFencedException)' : 'none open')
+    + ` · producer id ${txn.producer_id}, epoch ${txn.epoch} · ${txn.committed} committed, ${txn.aborted} aborted` : null;
   const seekSel = h('select', { 'aria-label': `seek target for ${c.name}` }, ['earliest', 'latest', 'offset…', '@time…', '@-ago…'].map((v) => h('option', { value: v }, v)));
   const seekVal = h('input', { class: 'narrow', placeholder: '0 / 5s / 1h', 'aria-label': `seek value for ${c.name}` });
   const doSeek = () => {
@@ -383,6 +420,9 @@ function consumerCard(c) {
     h('dl', { class: 'kv' },
       h('dt', {}, 'commit'), h('dd', { title: strategy ? strategy.explanation : '' }, c.strategy + (c.strategy.startsWith('auto') ? ` every ${fmtDur(c.auto_commit_interval_ms)}` : '')),
       h('dt', {}, 'group'), h('dd', {}, `${c.assignor}${c.group_instance_id ? ` · static ${c.group_instance_id}` : ''}${ui.state.groups[c.group] && !ui.state.groups[c.group].members.includes(c.member_id) && st === 'running' ? ' · NOT A MEMBER (zombie until its next poll)' : ''}`),
+      c.output ? h('dt', {}, 'output') : null, c.output ? h('dd', {}, `${c.output} (Kafka transactions, transactional.id ${c.name})`) : null,
+      txnText ? h('dt', {}, 'transaction') : null, txnText ? h('dd', { class: 'txn-state' }, txnText) : null,
+      c.isolation === 'read_committed' ? h('dt', {}, 'isolation') : null, c.isolation === 'read_committed' ? h('dd', {}, 'read_committed: stops at the last stable offset, skips aborted records') : null,
       h('dt', {}, 'position'), h('dd', {}, positions),
       h('dt', {}, 'in flight'), h('dd', {}, `${c.in_flight} record(s)` + (c.pending_async_commits ? ` · ${c.pending_async_commits} async commit(s) pending` : '')),
       timer ? h('dt', {}, 'auto-commit') : null, timer ? h('dd', {}, timer) : null,
@@ -393,7 +433,8 @@ function consumerCard(c) {
       btn('Poll', line('poll'), running),
       btn('Process next', line('process'), running && c.in_flight > 0),
       btn('Process all', `process ${c.name} count=all`, running && c.in_flight > 0),
-      btn('Commit', line('commit'), running),
+      btn(c.sink === 'kafka-tx' ? 'Commit txn' : 'Commit', line('commit'), running),
+      c.sink === 'kafka-tx' ? btn('Abort txn', line('abort'), running && txn && txn.state === 'Ongoing') : null,
       btn('Crash ✗', line('crash'), running, { class: 'btn small danger' }),
       btn('Restart', line('restart'), !running),
       btn('Close', line('close'), running)),
@@ -408,7 +449,7 @@ function renderConsumers() {
 
 function renderSelects() {
   const topics = ui.state.topics.map((t) => t.name);
-  for (const id of ['produce-topic', 'consumer-topic', 'reset-topic']) {
+  for (const id of ['produce-topic', 'consumer-topic', 'reset-topic', 'output-topic']) {
     const sel = $('#' + id);
     const cur = sel.value;
     sel.replaceChildren(...topics.map((t) => h('option', { value: t, selected: t === cur }, t)));
@@ -452,7 +493,9 @@ function setupForms() {
     const opt = (k) => { const v = String(f.get(k) || '').trim(); return v ? ` ${k}=${v}` : ''; };
     const revoke = (f.get('commit-on-revoke') === 'no' ? ' commit-on-revoke=no' : '')
       + (f.get('assignor') === 'cooperative-sticky' ? ' assignor=cooperative-sticky' : '');
-    act([`consumer ${f.get('name')} group=${f.get('group')} topic=${f.get('topic')} commit=${f.get('commit')} interval=${f.get('interval')} max-poll=${f.get('max-poll')} sink=${f.get('sink')} reset=${f.get('reset')}${opt('max-poll-interval')}${opt('instance-id')}${revoke}`]);
+    const tx = f.get('sink') === 'kafka-tx' ? ` output=${f.get('output')}${opt('transaction-timeout')}` : '';
+    const isolation = f.get('isolation') === 'read_committed' ? ' isolation=read_committed' : '';
+    act([`consumer ${f.get('name')} group=${f.get('group')} topic=${f.get('topic')} commit=${f.get('commit')} interval=${f.get('interval')} max-poll=${f.get('max-poll')} sink=${f.get('sink')} reset=${f.get('reset')}${opt('max-poll-interval')}${opt('instance-id')}${revoke}${isolation}${tx}`]);
   });
   const resetLine = (execute) => {
     const f = new FormData($('#reset-form'));
@@ -467,7 +510,7 @@ function setupForms() {
     e.preventDefault();
     const f = new FormData(e.target);
     const opt = (k) => { const v = String(f.get(k) || '').trim(); return v ? ` ${k}=${v}` : ''; };
-    act([`topic ${f.get('name')} partitions=${f.get('partitions')}${opt('segment.records')}${opt('retention.ms')}${opt('retention.bytes')} cleanup.policy=${f.get('cleanup.policy')}`]);
+    act([`topic ${f.get('name')} partitions=${f.get('partitions')}${opt('segment.records')}${opt('retention.ms')}${opt('retention.bytes')} cleanup.policy=${f.get('cleanup.policy')}${opt('delete.retention.ms')}`]);
   });
   $('#line-form').addEventListener('submit', (e) => {
     e.preventDefault();
@@ -475,6 +518,7 @@ function setupForms() {
     if (line) act([line]).then((ok) => { if (ok) $('#line-input').value = ''; });
   });
   $('#compact-offsets').addEventListener('click', () => act(['compact __consumer_offsets']));
+  $('#compact-topic').addEventListener('click', () => { const log = currentLog(); if (log) act([`compact ${log.topic}`]); });
   $('#restart-coordinator').addEventListener('click', () => act(['restart-coordinator']));
   $('#log-partition').addEventListener('change', (e) => { ui.tp = e.target.value; ui.windowFrom = null; renderLog(); renderCards(); });
   $('#log-prev').addEventListener('click', () => moveWindow(-WINDOW));
@@ -531,6 +575,9 @@ function updateHints() {
   const k = ui.meta.sinks.find((x) => x.name === $('#sink-select').value);
   $('#strategy-hint').textContent = s ? s.explanation : '';
   $('#sink-hint').textContent = k ? k.explanation : '';
+  const tx = $('#sink-select').value === 'kafka-tx';
+  $('#txn-options').hidden = !tx;
+  if (tx && !['manual-batch', 'manual-record'].includes($('#strategy-select').value)) $('#strategy-select').value = 'manual-batch';
 }
 
 // ───────────────────────────── views ─────────────────────────────
@@ -564,7 +611,7 @@ async function loadMatrix() {
   if (!res.ok) { $('#matrix').replaceChildren(h('p', {}, 'Could not compute the matrix.')); return; }
   matrixLoaded = true;
   const cells = res.data.cells;
-  const sinks = ['append', 'upsert', 'transactional'];
+  const sinks = [...new Set(cells.map((c) => c.sink))];
   const strategies = [...new Set(cells.map((c) => c.strategy))];
   const table = h('table', { class: 'matrix' },
     h('thead', {}, h('tr', {}, h('th', {}, 'strategy \\ sink'), sinks.map((s) => h('th', { scope: 'col' }, s)))),
@@ -573,6 +620,7 @@ async function loadMatrix() {
       return h('tr', {}, h('th', { class: 'row', scope: 'row' }, st, h('small', {}, meta ? meta.explanation : '')),
         sinks.map((sk) => {
           const c = cells.find((x) => x.strategy === st && x.sink === sk);
+          if (!c) return h('td', { class: 'na' }, h('span', { class: 'muted' }, 'n/a — Kafka transactions commit after processing'));
           const cls = c.max_lost > 0 ? 'lost' : (c.max_duplicate_rows > 0 || c.max_duplicates > 0) ? 'dup' : 'clean';
           const verdict = c.max_lost > 0 ? `loses up to ${c.max_lost}` : c.max_duplicate_rows > 0 ? `duplicates up to ${c.max_duplicate_rows} row${c.max_duplicate_rows === 1 ? '' : 's'}`
             : c.max_duplicates > 0 ? `redelivers ${c.max_duplicates}, rows converge` : 'no loss, no duplicate';
@@ -602,6 +650,7 @@ const KEY_LABELS = {
   'crash-redeliveries': 'redeliveries after a crash', replays: 'deliberate replays', skipped: 'records skipped on purpose',
   deliveries: 'deliveries', 'sink-rows': 'Sink rows', 'distinct-keys': 'distinct orders written', committed: 'the committed offset',
   lag: 'the lag', 'log-end-offset': 'the log end offset', 'log-start-offset': 'the log start offset', state: 'the consumer state',
+  'last-stable-offset': 'the last stable offset', 'aborted-read': 'records of aborted transactions applied',
   position: 'the consumer position', 'in-flight': 'records in flight', generation: 'the generation',
 };
 

@@ -14,6 +14,7 @@ use offsetlab_engine::offsets::OffsetRecord;
 use offsetlab_engine::record::TopicPartition;
 use offsetlab_engine::sink::SinkKind;
 use offsetlab_engine::strategy::CommitStrategy;
+use offsetlab_engine::txn::ControlType;
 use offsetlab_scenario::explore::{self, Cell};
 use offsetlab_scenario::lessons::{self, LESSONS};
 use offsetlab_scenario::Script;
@@ -221,6 +222,12 @@ struct RecordJson {
     timestamp: i64,
     key: Option<String>,
     value: Option<String>,
+    /// `COMMIT` or `ABORT` for a transaction marker (a control record).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    control: Option<&'static str>,
+    /// `open` or `aborted` for a record of a transaction that is not committed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    txn: Option<&'static str>,
 }
 
 async fn get_records(State(app): State<AppState>, ApiQuery(q): ApiQuery<RecordsQuery>) -> Response {
@@ -230,15 +237,37 @@ async fn get_records(State(app): State<AppState>, ApiQuery(q): ApiQuery<RecordsQ
             Ok(l) => l,
             Err(e) => return json_error(StatusCode::NOT_FOUND, &e.to_string(), 0),
         };
+        let txns = match s.lab().partition_txns(&tp) {
+            Ok(t) => t,
+            Err(e) => return json_error(StatusCode::NOT_FOUND, &e.to_string(), 0),
+        };
         let limit = q.limit.unwrap_or(100).min(MAX_PAGE);
         let from = q.from.unwrap_or(log.log_start_offset());
         let mut records = Vec::with_capacity(limit);
         log.read(from, limit, &mut |r| {
+            let control = r
+                .control
+                .then(|| txns.marker(r.offset).map_or("CONTROL", ControlType::name));
+            let txn = if txns.is_aborted(r.offset) {
+                Some("aborted")
+            } else if txns.is_open(r.offset) {
+                Some("open")
+            } else {
+                None
+            };
             records.push(RecordJson {
                 offset: r.offset,
                 timestamp: r.timestamp,
-                key: r.key.map(|k| String::from_utf8_lossy(k).into_owned()),
-                value: r.value.map(|v| String::from_utf8_lossy(v).into_owned()),
+                key: (!r.control)
+                    .then_some(r.key)
+                    .flatten()
+                    .map(|k| String::from_utf8_lossy(k).into_owned()),
+                value: (!r.control)
+                    .then_some(r.value)
+                    .flatten()
+                    .map(|v| String::from_utf8_lossy(v).into_owned()),
+                control,
+                txn,
             })
         });
         Json(serde_json::json!({
@@ -246,6 +275,7 @@ async fn get_records(State(app): State<AppState>, ApiQuery(q): ApiQuery<RecordsQ
             "partition": q.partition,
             "log_start_offset": log.log_start_offset(),
             "log_end_offset": log.log_end_offset(),
+            "last_stable_offset": txns.last_stable_offset(log.log_end_offset()),
             "records": records,
         }))
         .into_response()
