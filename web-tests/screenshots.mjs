@@ -33,6 +33,26 @@ try {
   await page.waitForTimeout(300);
   await page.screenshot({ path: out('lesson.png') });
 
+  // Kafka transactions: one committed, one aborted, one open; read by a read_committed group.
+  await page.click('#tab-lab');
+  await page.click('#lesson-panel button:has-text("Leave lesson")');
+  await line('close c1');
+  for (const l of [
+    'topic orders-copy partitions=1',
+    'consumer copier group=copy topic=orders commit=manual-batch max-poll=4 sink=kafka-tx output=orders-copy reset=earliest',
+    'consumer strict group=strict topic=orders-copy isolation=read_committed commit=manual-batch reset=earliest',
+    'poll copier', 'process copier count=all', 'poll copier', 'process copier count=2', 'abort copier',
+    'poll copier', 'process copier count=all', 'poll copier', 'process copier count=2',
+    'poll strict', 'process strict count=all',
+  ]) await line(l);
+  await page.click('.chip:has-text("strict")');
+  await page.selectOption('#log-partition', 'orders-copy-0');
+  await page.click('[data-jump="start"]');
+  await page.waitForSelector('#log-strip .rec.marker');
+  await page.waitForTimeout(300);
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.screenshot({ path: out('transactions.png'), fullPage: true });
+
   const phone = await openLab(browser, lab.url, { width: 390, height: 844 });
   await phone.waitForTimeout(300);
   await phone.screenshot({ path: out('phone.png') });
