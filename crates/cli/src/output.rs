@@ -38,6 +38,7 @@ pub fn reset_plan(plan: &ResetPlan) {
 pub fn summary(view: &LabView) {
     println!();
     println!("Final state at {}", format_instant(view.clock_ms));
+    transactions(view);
     for (name, g) in &view.groups {
         println!();
         println!(
@@ -81,6 +82,15 @@ pub fn summary(view: &LabView) {
             "  silently lost: {}   duplicates: {} ({} redeliveries, {} of them after a crash; {} deliberate replays)   skipped on purpose: {}",
             a.lost, a.duplicates, a.redeliveries, a.crash_redeliveries, a.replays, a.skipped
         );
+        if g.isolation == offsetlab_engine::txn::IsolationLevel::ReadCommitted {
+            println!("  isolation.level=read_committed");
+        }
+        if a.aborted_read > 0 {
+            println!(
+                "  records of aborted transactions applied: {} (read_uncommitted)",
+                a.aborted_read
+            );
+        }
         for p in g.partitions.iter().filter(|p| !p.lost_ranges.is_empty()) {
             let ranges: Vec<String> = p
                 .lost_ranges
@@ -100,5 +110,53 @@ pub fn summary(view: &LabView) {
                 ranges.join(", ")
             );
         }
+    }
+}
+
+/// Partitions with transactional data (their last stable offset, markers, aborted records) and
+/// the transaction coordinator's producers.
+fn transactions(view: &LabView) {
+    for t in &view.topics {
+        for p in t
+            .partitions
+            .iter()
+            .filter(|p| p.markers > 0 || !p.open_transactions.is_empty())
+        {
+            println!();
+            println!(
+                "topic {}-{}: log end {}, last stable offset {}{}; {} transaction marker(s), {} aborted record(s)",
+                t.name,
+                p.partition,
+                p.log_end_offset,
+                p.last_stable_offset,
+                if p.open_transactions.is_empty() {
+                    ""
+                } else {
+                    " (a transaction is open: read_committed readers wait there)"
+                },
+                p.markers,
+                p.aborted_records
+            );
+        }
+    }
+    for x in &view.transactions {
+        println!(
+            "transactional.id {}: producer id {}, epoch {}, {}{}; {} committed, {} aborted",
+            x.transactional_id,
+            x.producer_id,
+            x.epoch,
+            x.state,
+            if x.pending_records > 0 {
+                format!(
+                    " ({} record(s) on {})",
+                    x.pending_records,
+                    x.partitions.join(", ")
+                )
+            } else {
+                String::new()
+            },
+            x.committed,
+            x.aborted
+        );
     }
 }

@@ -75,6 +75,20 @@ window.OFFSETLAB_CONTENT = {
       explanation: 'The explorer does exactly that for every strategy and sink: commit-before and timer auto-commit lose, commit-after duplicates into a ledger, the transactional sink does neither.',
       run: { explorer: true },
     },
+    {
+      question: 'With Kafka transactions, consumers never see the output of an aborted transaction.',
+      options: ['Only consumers with isolation.level=read_committed; the default, read_uncommitted, hands aborted records over too', 'True: an abort deletes the records from the log'],
+      correct: 0,
+      explanation: 'Aborted records stay in the log — they already have offsets. An ABORT marker tells read_committed readers to drop them; read_uncommitted readers apply them. read_committed readers also wait at the last stable offset while a transaction is open.',
+      run: { lesson: 9 },
+    },
+    {
+      question: 'Every offset of a partition holds a record an application can read.',
+      options: ['Yes: offsets count records', 'No: transaction markers take offsets no application is handed, and compaction leaves gaps'],
+      correct: 1,
+      explanation: 'A COMMIT or ABORT marker is a control record with its own offset; consumers step over it. That is also why a consumer that commits "last record + 1" shows a lag of 1 at the end of a transactional topic.',
+      run: { lesson: 9 },
+    },
   ],
   interview: {
     question: 'What is a consumer offset, and how does it let a consumer replay events it has already processed?',
@@ -86,12 +100,12 @@ window.OFFSETLAB_CONTENT = {
       },
       {
         title: 'Solid',
-        answer: 'Each partition is an ordered, append-only log; offsets are dense integers within it. The group commits "last processed + 1" to the compacted __consumer_offsets topic, keyed by group, topic and partition, and resumes there after a restart or a rebalance. Records stay for the retention period, so a group can seek to the earliest offset, a specific offset or a timestamp and reprocess — to backfill a new service or redo work after a bug fix. When you commit relative to processing decides at-most-once versus at-least-once.',
+        answer: 'Each partition is an ordered, append-only log; offsets are increasing integers within it (consecutive in a plain topic; compaction and transaction markers leave gaps). The group commits "last processed + 1" to the compacted __consumer_offsets topic, keyed by group, topic and partition, and resumes there after a restart or a rebalance. Records stay for the retention period, so a group can seek to the earliest offset, a specific offset or a timestamp and reprocess — to backfill a new service or redo work after a bug fix. When you commit relative to processing decides at-most-once versus at-least-once.',
         run: { lesson: 8 },
       },
       {
         title: 'Deeper',
-        answer: 'Position (in the client) and committed offset (in the coordinator) are different things, and the gap between them is where crashes lose or duplicate. Auto-commit semantics differ by client; async commits can be lost; a crash stalls partitions until the session times out and the new owner starts from the committed offset; commits from an old generation are fenced. Replay is safe only with idempotent writes or with offsets stored transactionally alongside the output, and an offset reset should be dry-run first to see its blast radius.',
+        answer: 'Position (in the client) and committed offset (in the coordinator) are different things, and the gap between them is where crashes lose or duplicate. Auto-commit semantics differ by client; async commits can be lost; a crash stalls partitions until the session times out and the new owner starts from the committed offset; commits from an old generation are fenced. Replay is safe only with idempotent writes or with offsets stored transactionally alongside the output — in the sink's database, or, Kafka to Kafka, in a Kafka transaction whose consumers read with read_committed — and an offset reset should be dry-run first to see its blast radius.',
         run: { explorer: true },
       },
     ],
@@ -100,6 +114,7 @@ window.OFFSETLAB_CONTENT = {
       { q: 'What happens to offsets when a consumer crashes mid-batch?', a: 'Its position is gone; the committed offset remains. Whatever was processed after the last commit is read again.', run: { lesson: 2 } },
       { q: 'How would you reprocess the last six hours?', a: 'Stop the group, dry-run reset-offsets to that datetime to see what will replay, execute it, and make sure the sink tolerates the replay.', run: { lesson: 8 } },
       { q: 'How do you get exactly-once into a database?', a: 'Idempotent writes by a natural key, or store the offsets in the same transaction as the rows and seek to them on start.', run: { lesson: 3 } },
+      { q: 'And from Kafka to Kafka?', a: 'A transactional producer sends the output and the consumed offsets (sendOffsetsToTransaction) in one transaction; a crash aborts it, and downstream consumers with read_committed never see the aborted output.', run: { lesson: 9 } },
     ],
     redflags: [
       { claim: 'Kafka removes the message once it is acknowledged.', why: 'That is a queue. Kafka keeps records until retention; offsets are bookmarks.', run: { lesson: 5 } },

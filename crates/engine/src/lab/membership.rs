@@ -87,6 +87,15 @@ impl Lab {
             config.sink,
             config.auto_offset_reset,
         );
+        if config.isolation == crate::txn::IsolationLevel::ReadCommitted {
+            summary.push_str(", isolation.level=read_committed");
+        }
+        if let Some(out) = &config.output {
+            summary.push_str(&format!(
+                " — a read-process-write application: it produces to {out} inside Kafka transactions (transactional.id={})",
+                config.name
+            ));
+        }
         if !config.commits_to_kafka() {
             summary.push_str(" — offsets are stored in the sink's transactions, so nothing is committed to __consumer_offsets");
         }
