@@ -307,8 +307,8 @@ impl GroupAudit {
         };
         let log_start = progress.log.log_start_offset();
         let passed = progress.resume.unwrap_or(part.first_start).max(log_start);
-        let has_gaps = progress.log.record_count() as i64 != progress.log.log_end_offset() - log_start
-            || progress.hidden.range(part.first_start..passed).next().is_some();
+        let has_gaps = progress.log.record_count() as i64 != progress.log.log_end_offset() - log_start;
+        let hides = progress.hidden.range(part.first_start..passed).next().is_some();
         let present: Option<std::collections::HashSet<Offset>> = has_gaps.then(|| {
             let mut set = std::collections::HashSet::new();
             let upto = passed.max(log_start);
@@ -350,11 +350,20 @@ impl GroupAudit {
                 .unwrap_or(Offset::MAX);
             let stop = passed.min(next_skip);
             if present.is_none() && o >= counted_end {
-                push(o, stop, &mut ranges);
+                // Never applied: all of [o, stop) is lost, but for offsets never handed out.
+                let mut from = o;
+                if hides {
+                    for &h in progress.hidden.range(o..stop) {
+                        push(from, h, &mut ranges);
+                        from = h + 1;
+                    }
+                }
+                push(from, stop, &mut ranges);
                 o = stop;
                 continue;
             }
-            let is_record = o < log_start || present.as_ref().is_none_or(|s| s.contains(&o));
+            let is_record = !progress.hidden.contains(&o)
+                && (o < log_start || present.as_ref().is_none_or(|s| s.contains(&o)));
             if is_record && part.delivered(o) == 0 {
                 push(o, o + 1, &mut ranges);
             }

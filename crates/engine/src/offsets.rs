@@ -192,7 +192,7 @@ impl OffsetStore {
     /// (Kafka drops them after `delete.retention.ms`). Returns how many records were removed.
     pub fn compact(&mut self, now: Millis) -> crate::log::Cleaned {
         let delete_retention = Self::topic_config().delete_retention_ms;
-        crate::log::clean(self.log.as_mut(), now, delete_retention)
+        crate::log::clean(self.log.as_mut(), now, delete_retention, None)
     }
 }
 

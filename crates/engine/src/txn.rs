@@ -8,7 +8,7 @@
 //! partition. The transaction ends with a *control record* in every partition it touched: a
 //! COMMIT marker makes its records visible, an ABORT marker tells `read_committed` readers to
 //! drop them. Markers take an offset too, which is why a transactional topic has offsets no
-//! application ever sees. `read_uncommitted` (Kafka's default) reads up to the high watermark
+//! application ever sees. `read_uncommitted` (the Java client's default) reads up to the high watermark
 //! and hands over records of open and aborted transactions alike.
 //!
 //! The per-partition bookkeeping lives beside the log, as Kafka keeps its producer state
@@ -28,7 +28,8 @@ pub const DEFAULT_TRANSACTION_TIMEOUT_MS: Millis = 60_000;
 /// `isolation.level`: what a consumer may read of transactional output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
 pub enum IsolationLevel {
-    /// Kafka's default: everything up to the high watermark, aborted records included.
+    /// The Java client's default (librdkafka defaults to `read_committed`): everything up to the
+    /// high watermark, aborted records included.
     #[default]
     #[serde(rename = "read_uncommitted")]
     ReadUncommitted,
@@ -266,12 +267,13 @@ impl TransactionalProducer {
             .map(|t| t.started_at.saturating_add(self.timeout_ms))
     }
 
-    /// The transaction's state as the coordinator would name it.
+    /// The lab's summary of the producer's state: `Ongoing` (a transaction is open), `TimedOut`
+    /// (the coordinator aborted it; the producer's next call fails), `Ready` (none open).
     pub fn state(&self) -> &'static str {
         match (&self.ongoing, &self.fenced) {
             (Some(_), _) => "Ongoing",
-            (None, Some(_)) => "Fenced",
-            (None, None) => "Empty",
+            (None, Some(_)) => "TimedOut",
+            (None, None) => "Ready",
         }
     }
 }

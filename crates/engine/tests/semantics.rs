@@ -1145,7 +1145,7 @@ fn a_crash_mid_transaction_is_aborted_by_the_next_incarnation() {
     assert!(txns.is_aborted(4) && txns.is_aborted(5));
     assert_eq!(txns.markers().len(), 2);
     let p = &lab.producers()["copier"];
-    assert_eq!((p.epoch, p.committed, p.aborted), (1, 1, 1));
+    assert_eq!((p.epoch, p.committed, p.aborted), (2, 1, 1));
     lab.tick(45_000).expect("session timeout");
     lab.poll("copier").expect("poll");
     lab.process("copier", None).expect("process");
@@ -1204,13 +1204,132 @@ fn the_coordinator_aborts_a_transaction_after_its_timeout_and_fences_the_produce
         "the aborted record is dropped, the rest flows"
     );
     assert_eq!(lab.producers()["copier"].epoch, 1);
-    // The copier's next send fails: its producer was fenced.
+    // The copier's next send fails (InvalidProducerEpochException); since KIP-588 it recovers:
+    // it aborts and processes the input again from its committed offset (none: the beginning).
     lab.process("copier", Some(1)).expect("process");
-    match &lab.consumer("copier").expect("copier").state {
-        ConsumerState::Failed { error } => assert!(error.contains("ProducerFencedException"), "{error}"),
-        other => panic!("expected failed, got {other:?}"),
-    }
+    let copier = lab.consumer("copier").expect("copier");
+    assert!(copier.is_running());
+    assert_eq!(copier.in_flight.len(), 0);
+    assert_eq!(copier.assignment.get(&tp()).map(|f| f.position), Some(0));
     assert_eq!(committed(&lab, "copy"), None, "nothing was committed");
+    for _ in 0..2 {
+        lab.poll("copier").expect("poll");
+        lab.process("copier", None).expect("process");
+    }
+    let copy = figures(&lab, "copy");
+    assert_eq!(
+        (copy.audit.lost, copy.audit.duplicates, copy.sink.rows),
+        (0, 0, 6)
+    );
+}
+
+#[test]
+fn read_committed_latest_is_the_last_stable_offset() {
+    let mut lab = transactional_lab(6);
+    lab.poll("copier").expect("poll");
+    lab.process("copier", Some(1)).expect("process");
+    lab.add_consumer(ConsumerConfig {
+        isolation: IsolationLevel::ReadCommitted,
+        auto_offset_reset: AutoOffsetReset::Latest,
+        topic: "orders-out".into(),
+        ..consumer("late", "late", CommitStrategy::ManualBatch, SinkKind::Append, 100)
+    })
+    .expect("late reader");
+    assert_eq!(
+        lab.consumer("late")
+            .expect("late")
+            .assignment
+            .get(&out_tp())
+            .map(|f| f.position),
+        Some(0),
+        "it does not start in the middle of the open transaction"
+    );
+    lab.process("copier", None).expect("the batch commits");
+    assert_eq!(read_all(&mut lab, "late"), 3, "the whole transaction, atomically");
+}
+
+#[test]
+fn compaction_never_lets_aborted_or_open_records_win() {
+    let mut lab = Lab::default();
+    lab.create_topic("orders", TopicConfig::default()).expect("topic");
+    lab.create_topic(
+        "latest",
+        TopicConfig {
+            cleanup_policy: offsetlab_engine::log::CleanupPolicy::Compact,
+            segment_records: Some(2),
+            ..TopicConfig::default()
+        },
+    )
+    .expect("compacted output");
+    let produce_key = |lab: &mut Lab, key: &str| {
+        lab.produce(
+            "orders",
+            &ProduceSpec {
+                count: 1,
+                key: Some(key.into()),
+                ..ProduceSpec::default()
+            },
+        )
+        .expect("produce");
+    };
+    for key in ["k1", "k1", "k1", "k2"] {
+        produce_key(&mut lab, key);
+    }
+    lab.add_consumer(ConsumerConfig {
+        output: Some("latest".into()),
+        ..consumer(
+            "copier",
+            "copy",
+            CommitStrategy::ManualBatch,
+            SinkKind::KafkaTx,
+            2,
+        )
+    })
+    .expect("copier");
+    lab.poll("copier").expect("poll");
+    lab.process("copier", None).expect("k1@0, k1@1, COMMIT@2");
+    lab.poll("copier").expect("poll");
+    lab.process("copier", Some(1))
+        .expect("k1@3 in an open transaction");
+    // Open: nothing at or past the LSO (3) is cleaned, and k1@3 is not k1's latest value yet.
+    lab.produce(
+        "latest",
+        &ProduceSpec {
+            count: 3,
+            key: Some("filler".into()),
+            ..ProduceSpec::default()
+        },
+    )
+    .expect("roll segments");
+    lab.compact_topic("latest").expect("compact");
+    let offsets = |lab: &Lab| {
+        let log = lab.partition_log(&TopicPartition::new("latest", 0)).expect("log");
+        let mut kept = Vec::new();
+        log.read(0, 100, &mut |r| kept.push(r.offset));
+        kept
+    };
+    assert_eq!(
+        offsets(&lab),
+        [1, 2, 3, 4, 5, 6],
+        "k1@0 superseded by the committed k1@1 only"
+    );
+    lab.abort_transaction("copier").expect("abort: ABORT@7");
+    lab.produce(
+        "latest",
+        &ProduceSpec {
+            count: 2,
+            key: Some("filler".into()),
+            ..ProduceSpec::default()
+        },
+    )
+    .expect("roll segments");
+    lab.compact_topic("latest").expect("compact");
+    let kept = offsets(&lab);
+    assert!(
+        kept.contains(&1),
+        "the committed k1 survives the aborted one: {kept:?}"
+    );
+    assert!(!kept.contains(&3), "the aborted record is cleaned away: {kept:?}");
 }
 
 #[test]

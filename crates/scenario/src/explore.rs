@@ -383,6 +383,9 @@ pub fn with_settings(script: &Script, target: &str, strategy: CommitStrategy, si
             if Some(&c.config.group) == group.as_ref() {
                 c.config.sink = sink;
                 c.config.output = output.clone();
+                if sink == SinkKind::KafkaTx {
+                    c.config.isolation = offsetlab_engine::txn::IsolationLevel::ReadCommitted;
+                }
             }
             line.text = line.command.to_string();
         }

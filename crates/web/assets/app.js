@@ -406,7 +406,7 @@ function consumerCard(c) {
   const txn = c.sink === 'kafka-tx' ? ui.state.transactions.find((t) => t.transactional_id === c.name) : null;
   const txnText = txn ? (txn.state === 'Ongoing'
     ? `open: ${txn.pending_records} record(s) on ${txn.partitions.join(', ')} · aborted by the coordinator at ${fmtT(txn.expires_at)}`
-    : txn.state === 'Fenced' ? 'fenced: its next call fails (ProducerFencedException)' : 'none open')
+    : txn.state === 'TimedOut' ? 'aborted by the coordinator on timeout: its next call fails (InvalidProducerEpochException), then it aborts and starts over' : 'none open')
     + ` · producer id ${txn.producer_id}, epoch ${txn.epoch} · ${txn.committed} committed, ${txn.aborted} aborted` : null;
   const seekSel = h('select', { 'aria-label': `seek target for ${c.name}` }, ['earliest', 'latest', 'offset…', '@time…', '@-ago…'].map((v) => h('option', { value: v }, v)));
   const seekVal = h('input', { class: 'narrow', placeholder: '0 / 5s / 1h', 'aria-label': `seek value for ${c.name}` });
@@ -578,6 +578,7 @@ function updateHints() {
   const tx = $('#sink-select').value === 'kafka-tx';
   $('#txn-options').hidden = !tx;
   if (tx && !['manual-batch', 'manual-record'].includes($('#strategy-select').value)) $('#strategy-select').value = 'manual-batch';
+  if (tx) $('#consumer-form select[name=isolation]').value = 'read_committed';
 }
 
 // ───────────────────────────── views ─────────────────────────────

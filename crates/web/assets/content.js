@@ -86,7 +86,7 @@ window.OFFSETLAB_CONTENT = {
       question: 'Every offset of a partition holds a record an application can read.',
       options: ['Yes: offsets count records', 'No: transaction markers take offsets no application is handed, and compaction leaves gaps'],
       correct: 1,
-      explanation: 'A COMMIT or ABORT marker is a control record with its own offset; consumers step over it. That is also why a consumer that commits "last record + 1" shows a lag of 1 at the end of a transactional topic.',
+      explanation: 'A COMMIT or ABORT marker is a control record with its own offset; consumers step over it. That is also why a consumer that commits "last record processed + 1" shows a lag of 1 (or more) at the end of a transactional topic.',
       run: { lesson: 9 },
     },
   ],

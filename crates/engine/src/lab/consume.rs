@@ -203,7 +203,7 @@ impl Lab {
         let what = format!("{member}'s fetch position {position} is out of range for {tp} (log start {start}, log end {end})");
         let target = match policy {
             AutoOffsetReset::Earliest => start,
-            AutoOffsetReset::Latest => end,
+            AutoOffsetReset::Latest => self.latest_offset(tp, c.config.isolation)?,
             AutoOffsetReset::None => {
                 self.fail(
                     name,
@@ -502,7 +502,7 @@ impl Lab {
             let log = self.partition_log(tp)?;
             let new = match target {
                 SeekTarget::Earliest => log.log_start_offset(),
-                SeekTarget::Latest => log.log_end_offset(),
+                SeekTarget::Latest => self.latest_offset(tp, self.consumer(name)?.config.isolation)?,
                 SeekTarget::Offset(o) => o,
                 SeekTarget::Timestamp(ts) => log.offset_for_timestamp(ts).unwrap_or(log.log_end_offset()),
             };

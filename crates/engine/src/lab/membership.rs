@@ -402,6 +402,11 @@ impl Lab {
         let Some(g) = self.groups.get_mut(group) else {
             return Ok(());
         };
+        if !g.is_member(member_id) {
+            // LeaveGroup from a member the coordinator already removed (a fenced zombie):
+            // UNKNOWN_MEMBER_ID, and nothing changes.
+            return Ok(());
+        }
         g.members.retain(|m| m.id != member_id);
         if let Some(r) = g.rebalance.as_mut() {
             r.rejoined.remove(member_id);
@@ -772,7 +777,10 @@ impl Lab {
             .fetch(&OffsetKey::new(&cfg.group, tp))
             .map(|v| v.offset);
         let log = self.partition_log(tp)?;
-        let (start, end) = (log.log_start_offset(), log.log_end_offset());
+        let start = log.log_start_offset();
+        // "latest" for a read_committed consumer is the last stable offset, so that it never
+        // starts in the middle of an open transaction.
+        let end = self.latest_offset(tp, cfg.isolation)?;
         let origin = PositionOrigin::Assigned(repeat);
         let (position, text): (Option<Offset>, String) = match (from_sink, committed) {
             (Some(o), _) => (Some(o), format!("{member} starts {tp} at offset {o}, the next offset stored in its transactional sink")),

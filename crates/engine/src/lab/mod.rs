@@ -281,8 +281,8 @@ impl Lab {
             )));
         }
         let mut total = crate::log::Cleaned::default();
-        for log in &mut topic.partitions {
-            let c = crate::log::clean(log.as_mut(), now, topic.config.delete_retention_ms);
+        for (log, txns) in topic.partitions.iter_mut().zip(&topic.txns) {
+            let c = crate::log::clean(log.as_mut(), now, topic.config.delete_retention_ms, Some(txns));
             total.superseded += c.superseded;
             total.tombstones += c.tombstones;
         }

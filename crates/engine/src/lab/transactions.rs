@@ -75,6 +75,19 @@ impl Lab {
         })
     }
 
+    /// Where "latest" is for a consumer reading with `isolation` (`seekToEnd`,
+    /// `auto.offset.reset=latest`): the log end, or for `read_committed` the last stable offset.
+    pub(crate) fn latest_offset(
+        &self,
+        tp: &TopicPartition,
+        isolation: IsolationLevel,
+    ) -> Result<Offset, LabError> {
+        match isolation {
+            IsolationLevel::ReadCommitted => self.last_stable_offset(tp),
+            IsolationLevel::ReadUncommitted => Ok(self.partition_log(tp)?.log_end_offset()),
+        }
+    }
+
     /// `initTransactions()`: registers the `transactional.id` (the consumer's name) with the
     /// transaction coordinator, or bumps its epoch — which fences the previous incarnation and
     /// aborts the transaction it left open.
@@ -95,6 +108,11 @@ impl Lab {
         }
         if self.producers.get(name).is_some_and(|p| p.ongoing.is_some()) {
             self.end_transaction(name, ControlType::Abort);
+            // Kafka bumps the epoch once to fence the old producer while it aborts, and once more
+            // for the new one.
+            if let Some(p) = self.producers.get_mut(name) {
+                p.epoch = p.epoch.saturating_add(1);
+            }
             self.say(
                 EventKind::Warning,
                 format!("{member} calls initTransactions(): the coordinator aborts the transaction the previous incarnation left open — ABORT markers are written and its output stays invisible to read_committed readers"),
@@ -122,7 +140,7 @@ impl Lab {
         item: &InFlight,
         repeat: DeliveryReason,
     ) -> Result<bool, LabError> {
-        if self.fail_if_fenced(name) {
+        if self.recover_if_fenced(name) {
             return Ok(false);
         }
         let c = self.consumer(name)?;
@@ -145,18 +163,21 @@ impl Lab {
             .topics
             .get_mut(&output)
             .ok_or_else(|| LabError::UnknownTopic(output.clone()))?;
-        let partition = partition_for_key(key.as_bytes(), t.partitions.len() as i32);
+        // The output copies the input's key and value, nulls included.
+        let (in_key, in_value) = (item.record.key.as_deref(), item.record.value.as_deref());
+        let partition = partition_for_key(in_key.unwrap_or_default(), t.partitions.len() as i32);
         let index = partition as usize;
         let offset = t.partitions[index].append(
             NewRecord {
                 timestamp: now,
-                key: Some(key.as_bytes()),
-                value: Some(value.as_bytes()),
+                key: in_key,
+                value: in_value,
                 control: false,
             },
             now,
         );
         t.txns[index].record_open(pid, offset);
+        let lso = t.txns[index].last_stable_offset(t.partitions[index].log_end_offset());
         let out = TopicPartition::new(output, partition);
         let Some(p) = self.producers.get_mut(name) else {
             return Ok(false);
@@ -180,7 +201,7 @@ impl Lab {
             let expires = now.saturating_add(p.timeout_ms);
             self.say(
                 EventKind::Process,
-                format!("{name} begins a transaction (producer id {pid}): until it commits, read_committed readers of {out} stop at offset {offset}, the last stable offset; the coordinator aborts it at {} if it is still open", format_instant(expires)),
+                format!("{name} begins a transaction (producer id {pid}) with {out}@{offset}: until it ends, read_committed readers of {out} stop at the last stable offset, now {lso}; the coordinator aborts it at {} if it is still open", format_instant(expires)),
             );
         } else if adds_partition {
             self.say(
@@ -194,10 +215,21 @@ impl Lab {
     /// `sendOffsetsToTransaction(processed offsets, groupMetadata)` then `commitTransaction()`.
     /// Returns whether the consumer crashed (explorer) right after.
     pub(crate) fn commit_transaction(&mut self, name: &str, why: &str) -> bool {
-        if self.fail_if_fenced(name) {
+        if self.recover_if_fenced(name) {
             return false;
         }
         let Some(txn) = self.producers.get(name).and_then(|p| p.ongoing.clone()) else {
+            if why == "commitTransaction" {
+                let member = self
+                    .consumers
+                    .get(name)
+                    .map(|c| c.member_id())
+                    .unwrap_or_default();
+                self.say(
+                    EventKind::Commit,
+                    format!("{member}: no transaction is open, nothing to commit"),
+                );
+            }
             return false;
         };
         let Some(c) = self.consumers.get(name) else {
@@ -224,11 +256,17 @@ impl Lab {
         }
         let markers = self.end_transaction(name, ControlType::Commit);
         let outputs = txn.writes.len();
+        let held = self.held_back(&txn.partitions());
         self.say(
             EventKind::Commit,
             format!(
-                "{member} commits its transaction: {outputs} output record(s) become visible to read_committed readers; COMMIT marker(s) at {}",
-                markers.join(", ")
+                "{member} commits its transaction: COMMIT marker(s) at {}; its {outputs} output record(s) are committed{}",
+                markers.join(", "),
+                if held.is_empty() {
+                    " and visible to read_committed readers".to_string()
+                } else {
+                    format!(", but read_committed readers still wait behind an older open transaction ({})", held.join(", "))
+                }
             ),
         );
         self.write_commit(name, &offsets, why, false);
@@ -279,10 +317,14 @@ impl Lab {
                 "consumer '{name}' does not use Kafka transactions (sink=kafka-tx)"
             )));
         }
+        let member = c.member_id();
+        if self.recover_if_fenced(name) {
+            return Ok(());
+        }
         if self.producers.get(name).is_none_or(|p| p.ongoing.is_none()) {
             return Err(LabError::NoOpenTransaction(name.to_string()));
         }
-        let member = c.member_id();
+
         let markers = self.end_transaction(name, ControlType::Abort);
         self.say(
             EventKind::Warning,
@@ -378,13 +420,38 @@ impl Lab {
         at
     }
 
-    /// A fenced producer's next call fails (ProducerFencedException) and the application
-    /// stops. Returns whether that happened.
-    fn fail_if_fenced(&mut self, name: &str) -> bool {
+    /// Partitions among `tps` whose last stable offset is still below their log end.
+    fn held_back(&self, tps: &[TopicPartition]) -> Vec<String> {
+        tps.iter()
+            .filter_map(|tp| {
+                let end = self.partition_log(tp).ok()?.log_end_offset();
+                let lso = self.last_stable_offset(tp).ok()?;
+                (lso < end).then(|| format!("{tp} LSO {lso}"))
+            })
+            .collect()
+    }
+
+    /// After the coordinator aborted a transaction on timeout, the producer's next call fails
+    /// with `InvalidProducerEpochException` — recoverable since KIP-588 (Kafka 2.7): the
+    /// application aborts (already done by the coordinator), seeks back to its committed offsets
+    /// and carries on. Returns whether that happened (the current step stops there).
+    fn recover_if_fenced(&mut self, name: &str) -> bool {
         let Some(reason) = self.producers.get(name).and_then(|p| p.fenced.clone()) else {
             return false;
         };
-        self.fail(name, format!("ProducerFencedException: {reason}"));
+        if let Some(p) = self.producers.get_mut(name) {
+            p.fenced = None;
+        }
+        let member = self
+            .consumers
+            .get(name)
+            .map(|c| c.member_id())
+            .unwrap_or_default();
+        self.say(
+            EventKind::Refused,
+            format!("{member}'s producer call failed with InvalidProducerEpochException: {reason}. The application calls abortTransaction() (KIP-588: the producer recovers) and processes the aborted input again"),
+        );
+        self.rewind_to_committed(name);
         true
     }
 
@@ -417,7 +484,7 @@ impl Lab {
             }
             self.say(
                 EventKind::Warning,
-                format!("transaction.timeout.ms ({}) passed: the transaction coordinator aborts {id}'s open transaction (ABORT marker(s) at {}) and bumps its epoch; the last stable offset moves on", format_duration(timeout), markers.join(", ")),
+                format!("transaction.timeout.ms ({}) passed: the transaction coordinator aborts {id}'s open transaction (ABORT marker(s) at {}) and bumps its epoch, so the producer that opened it is fenced", format_duration(timeout), markers.join(", ")),
             );
         }
     }

@@ -63,7 +63,7 @@ pub struct TransactionView {
     pub transactional_id: String,
     pub producer_id: i64,
     pub epoch: i16,
-    /// `Empty`, `Ongoing` or `Fenced`.
+    /// `Ready`, `Ongoing` or `TimedOut` (see `TransactionalProducer::state`).
     pub state: &'static str,
     pub timeout_ms: Millis,
     pub started_at: Option<Millis>,

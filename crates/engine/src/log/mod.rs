@@ -85,17 +85,33 @@ pub struct Cleaned {
 /// Kafka's log cleaner over the closed segments of `log`: only the latest record per key
 /// survives; a latest record that is a tombstone survives too, for `delete_retention_ms`, so
 /// that a consumer reading behind still learns the key was deleted — then it goes as well.
-/// Control records and records without a key are kept.
-pub fn clean(log: &mut dyn PartitionLog, now: Millis, delete_retention_ms: Millis) -> Cleaned {
+/// Control records and records without a key are kept. With transactions (`txns`), records of
+/// aborted transactions never count as a key's latest value and are removed, and nothing at or
+/// past the last stable offset is cleaned: an open transaction may still abort.
+pub fn clean(
+    log: &mut dyn PartitionLog,
+    now: Millis,
+    delete_retention_ms: Millis,
+    txns: Option<&crate::txn::PartitionTxns>,
+) -> Cleaned {
+    let stable = txns.map_or(Offset::MAX, |t| t.last_stable_offset(log.log_end_offset()));
+    let aborted = |o: Offset| txns.is_some_and(|t| t.is_aborted(o));
     let mut latest: std::collections::HashMap<Vec<u8>, Offset> = std::collections::HashMap::new();
     log.read(Offset::MIN, usize::MAX, &mut |r| {
-        if let (Some(k), false) = (r.key, r.control) {
+        if let (Some(k), false) = (r.key, r.control || aborted(r.offset) || r.offset >= stable) {
             latest.insert(k.to_vec(), r.offset);
         }
     });
     let mut cleaned = Cleaned::default();
     let removed = log.compact(&mut |r| {
-        let Some(k) = r.key.filter(|_| !r.control) else {
+        if r.control || r.offset >= stable {
+            return true;
+        }
+        if aborted(r.offset) {
+            cleaned.superseded += 1;
+            return false;
+        }
+        let Some(k) = r.key else {
             return true;
         };
         if latest.get(k) != Some(&r.offset) {

@@ -71,8 +71,14 @@ impl StartConsumer {
         if let Some(ms) = args.parsed("async-latency", duration_ms)? {
             c.async_commit_latency_ms = ms;
         }
-        if let Some(i) = args.parsed("isolation", |v| v.parse())? {
-            c.isolation = i;
+        match args.parsed("isolation", |v| v.parse())? {
+            Some(i) => c.isolation = i,
+            // Exactly-once needs the input read with read_committed (as Kafka Streams does):
+            // otherwise aborted upstream output would be processed and committed.
+            None if c.sink == offsetlab_engine::sink::SinkKind::KafkaTx => {
+                c.isolation = offsetlab_engine::txn::IsolationLevel::ReadCommitted;
+            }
+            None => {}
         }
         if let Some(out) = args.option("output") {
             c.output = Some(out);

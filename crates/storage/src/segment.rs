@@ -1,0 +1,378 @@
+//! One segment on disk: `<base offset, 20 digits>.log` with its `.index` and `.timeindex`.
+
+use crate::batch::{Batch, BatchError, BatchHeader, HEADER_LEN};
+use crate::index::{IndexEntry, SparseIndex, INDEX_INTERVAL_BYTES};
+use offsetlab_engine::clock::Millis;
+use offsetlab_engine::record::Offset;
+use serde::{Deserialize, Serialize};
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// What a segment's metadata says without reading its records: the clean-shutdown snapshot keeps
+/// this per segment, so a clean start reads no record data.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SegmentMeta {
+    pub base_offset: Offset,
+    /// One past the last offset written to this segment.
+    pub next_offset: Offset,
+    pub records: usize,
+    /// Valid bytes of the `.log` file.
+    pub len: u64,
+    pub max_timestamp: Option<i64>,
+    pub created_at: Millis,
+}
+
+pub fn file_name(base: Offset, ext: &str) -> String {
+    format!("{base:020}.{ext}")
+}
+
+/// Reads batches from a file sequentially, in large chunks, handing out each batch's bytes.
+pub struct BatchCursor<'f> {
+    file: &'f File,
+    /// The file's valid length: nothing past it is read.
+    end: u64,
+    buf: Vec<u8>,
+    /// File position of `buf[0]`.
+    buf_pos: u64,
+    /// Index in `buf` of the next batch.
+    next: usize,
+    chunk: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CursorError {
+    #[error("i/o: {0}")]
+    Io(#[from] io::Error),
+    #[error("at byte {position}: {error}")]
+    Batch { position: u64, error: BatchError },
+}
+
+impl<'f> BatchCursor<'f> {
+    pub fn new(file: &'f File, end: u64, from: u64, chunk: usize) -> Self {
+        Self {
+            file,
+            end,
+            buf: Vec::new(),
+            buf_pos: from,
+            next: 0,
+            chunk: chunk.max(HEADER_LEN),
+        }
+    }
+
+    fn position(&self) -> u64 {
+        self.buf_pos + self.next as u64
+    }
+
+    /// Makes sure `n` bytes from the next batch are buffered (fewer only at the end of the file).
+    fn fill(&mut self, n: usize) -> io::Result<()> {
+        if self.buf.len() - self.next >= n {
+            return Ok(());
+        }
+        // Move what is left to the front, then read a chunk (or the whole batch) after it.
+        self.buf.drain(..self.next);
+        self.buf_pos += self.next as u64;
+        self.next = 0;
+        let from = self.buf_pos + self.buf.len() as u64;
+        let want = n.max(self.chunk) - self.buf.len().min(n.max(self.chunk));
+        let want = want.min(self.end.saturating_sub(from) as usize);
+        let old = self.buf.len();
+        self.buf.resize(old + want, 0);
+        self.file.read_exact_at(&mut self.buf[old..], from)?;
+        Ok(())
+    }
+
+    /// The next batch: its file position and validated bytes, `None` at the end of the valid
+    /// bytes, or the reason the bytes there are not a valid batch.
+    pub fn next_batch(&mut self) -> Result<Option<(u64, Batch<'_>)>, CursorError> {
+        let position = self.position();
+        if position >= self.end {
+            return Ok(None);
+        }
+        self.fill(HEADER_LEN)?;
+        let header = BatchHeader::parse(&self.buf[self.next..]).map_err(|error| CursorError::Batch { position, error })?;
+        if position + header.total_len as u64 > self.end {
+            return Err(CursorError::Batch {
+                position,
+                error: BatchError::Truncated {
+                    needed: header.total_len,
+                    available: (self.end - position) as usize,
+                },
+            });
+        }
+        self.fill(header.total_len)?;
+        let start = self.next;
+        self.next += header.total_len;
+        let batch = Batch::parse(&self.buf[start..start + header.total_len])
+            .map_err(|error| CursorError::Batch { position, error })?;
+        Ok(Some((position, batch)))
+    }
+
+    /// The next batch's header only, skipping its records (for a trusted prefix of the log).
+    pub fn next_header(&mut self) -> Result<Option<(u64, BatchHeader)>, CursorError> {
+        let position = self.position();
+        if position >= self.end {
+            return Ok(None);
+        }
+        let mut head = [0u8; HEADER_LEN];
+        if position + HEADER_LEN as u64 > self.end {
+            return Err(CursorError::Batch {
+                position,
+                error: BatchError::Truncated {
+                    needed: HEADER_LEN,
+                    available: (self.end - position) as usize,
+                },
+            });
+        }
+        self.file.read_exact_at(&mut head, position)?;
+        let header = BatchHeader::parse(&head).map_err(|error| CursorError::Batch { position, error })?;
+        if position + header.total_len as u64 > self.end {
+            return Err(CursorError::Batch {
+                position,
+                error: BatchError::Truncated {
+                    needed: header.total_len,
+                    available: (self.end - position) as usize,
+                },
+            });
+        }
+        self.buf.clear();
+        self.next = 0;
+        self.buf_pos = position + header.total_len as u64;
+        Ok(Some((position, header)))
+    }
+}
+
+/// What a scan of a segment's bytes found: how much of it is valid, and its metadata and index.
+#[derive(Debug)]
+pub struct Scan {
+    pub meta: SegmentMeta,
+    pub index: SparseIndex,
+    /// Why the scan stopped before the end of the file, if it did.
+    pub stopped: Option<String>,
+}
+
+pub struct FileSegment {
+    pub meta: SegmentMeta,
+    pub index: SparseIndex,
+    pub log: Arc<File>,
+    index_file: File,
+    time_file: File,
+    /// Log bytes written since the last index entry.
+    since_index: u64,
+    dir: PathBuf,
+}
+
+impl FileSegment {
+    pub fn path(dir: &Path, base: Offset, ext: &str) -> PathBuf {
+        dir.join(file_name(base, ext))
+    }
+
+    fn open_files(dir: &Path, base: Offset, create: bool) -> io::Result<(File, File, File)> {
+        let open = |ext: &str| {
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(create)
+                .truncate(false)
+                .open(Self::path(dir, base, ext))
+        };
+        Ok((open("log")?, open("index")?, open("timeindex")?))
+    }
+
+    /// A new, empty segment.
+    pub fn create(dir: &Path, base: Offset, created_at: Millis) -> io::Result<Self> {
+        let (log, index_file, time_file) = Self::open_files(dir, base, true)?;
+        log.set_len(0)?;
+        index_file.set_len(0)?;
+        time_file.set_len(0)?;
+        Ok(Self {
+            meta: SegmentMeta {
+                base_offset: base,
+                next_offset: base,
+                records: 0,
+                len: 0,
+                max_timestamp: None,
+                created_at,
+            },
+            index: SparseIndex::default(),
+            log: Arc::new(log),
+            index_file,
+            time_file,
+            since_index: 0,
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    /// Opens a segment whose metadata is known (a clean start): reads the index files, and
+    /// rebuilds them from batch headers only if they are missing or make no sense.
+    pub fn open_trusted(dir: &Path, meta: SegmentMeta) -> io::Result<Self> {
+        let (log, index_file, time_file) = Self::open_files(dir, meta.base_offset, true)?;
+        let file_len = log.metadata()?.len();
+        if file_len < meta.len {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "segment shorter than its snapshot"));
+        }
+        log.set_len(meta.len)?;
+        let loaded = SparseIndex::load(
+            &Self::path(dir, meta.base_offset, "index"),
+            &Self::path(dir, meta.base_offset, "timeindex"),
+            meta.len,
+        );
+        let mut seg = Self {
+            since_index: 0,
+            index: loaded.clone().unwrap_or_default(),
+            meta,
+            log: Arc::new(log),
+            index_file,
+            time_file,
+            dir: dir.to_path_buf(),
+        };
+        if loaded.is_none() {
+            let scan = scan(&seg.log, seg.meta.base_offset, seg.meta.len, seg.meta.created_at, false)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+            seg.index = scan.index;
+            seg.rewrite_index()?;
+        }
+        seg.since_index = seg.meta.len - seg.index.last().map_or(0, |e| u64::from(e.position));
+        Ok(seg)
+    }
+
+    /// Opens a segment after an unclean stop: scans it (validating every batch when `validate`,
+    /// headers only otherwise), truncates a torn or corrupt tail, and rebuilds the indexes.
+    pub fn recover(dir: &Path, base: Offset, validate: bool) -> io::Result<(Self, Scan)> {
+        let (log, index_file, time_file) = Self::open_files(dir, base, true)?;
+        let len = log.metadata()?.len();
+        let s = scan(&log, base, len, 0, validate).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+        if s.meta.len < len {
+            log.set_len(s.meta.len)?;
+            log.sync_all()?;
+        }
+        let mut seg = Self {
+            meta: s.meta.clone(),
+            index: s.index.clone(),
+            log: Arc::new(log),
+            index_file,
+            time_file,
+            since_index: 0,
+            dir: dir.to_path_buf(),
+        };
+        seg.rewrite_index()?;
+        seg.since_index = seg.meta.len - seg.index.last().map_or(0, |e| u64::from(e.position));
+        Ok((seg, s))
+    }
+
+    fn rewrite_index(&mut self) -> io::Result<()> {
+        self.index.write_all(
+            &Self::path(&self.dir, self.meta.base_offset, "index"),
+            &Self::path(&self.dir, self.meta.base_offset, "timeindex"),
+        )
+    }
+
+    /// Appends encoded batches (`bytes`, whose headers are `headers`, back to back).
+    pub fn append(&mut self, bytes: &[u8], headers: &[BatchHeader], records: usize) -> io::Result<()> {
+        let mut pos = self.meta.len;
+        for h in headers {
+            if self.meta.len == 0 && pos == 0 || self.since_index >= INDEX_INTERVAL_BYTES {
+                let e = IndexEntry {
+                    relative_offset: (h.base_offset - self.meta.base_offset) as u32,
+                    position: pos as u32,
+                    max_timestamp_before: self.meta.max_timestamp.unwrap_or(i64::MIN),
+                };
+                SparseIndex::write_entry(&self.index_file, &self.time_file, self.index.len(), &e)?;
+                self.index.push(e);
+                self.since_index = 0;
+            }
+            self.since_index += h.total_len as u64;
+            pos += h.total_len as u64;
+            self.meta.max_timestamp = Some(self.meta.max_timestamp.map_or(h.max_timestamp, |m| m.max(h.max_timestamp)));
+            self.meta.next_offset = h.last_offset() + 1;
+        }
+        self.log.write_all_at(bytes, self.meta.len)?;
+        self.meta.len += bytes.len() as u64;
+        self.meta.records += records;
+        Ok(())
+    }
+
+    /// A cursor over the batches from the one that holds `offset` (or the first after it).
+    pub fn cursor_for(&self, offset: Offset, chunk: usize) -> BatchCursor<'_> {
+        let rel = (offset - self.meta.base_offset).clamp(0, i64::from(u32::MAX)) as u32;
+        BatchCursor::new(&self.log, self.meta.len, u64::from(self.index.position_for(rel)), chunk)
+    }
+
+    /// A cursor positioned for the first record with timestamp ≥ `timestamp`.
+    pub fn cursor_for_timestamp(&self, timestamp: i64, chunk: usize) -> BatchCursor<'_> {
+        BatchCursor::new(&self.log, self.meta.len, u64::from(self.index.position_for_timestamp(timestamp)), chunk)
+    }
+
+    pub fn delete_files(self) -> io::Result<()> {
+        let (dir, base) = (self.dir.clone(), self.meta.base_offset);
+        drop(self);
+        for ext in ["log", "index", "timeindex"] {
+            match std::fs::remove_file(Self::path(&dir, base, ext)) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+/// Walks a segment's batches from the start, checking each begins after the previous one and
+/// (with `validate`) its CRC and records; stops at the first bad byte. `created_at` is used for
+/// an empty segment; otherwise it is the first batch's base timestamp.
+pub fn scan(log: &File, base: Offset, len: u64, created_at: Millis, validate: bool) -> Result<Scan, io::Error> {
+    let mut cursor = BatchCursor::new(log, len, 0, 1 << 20);
+    let mut meta = SegmentMeta {
+        base_offset: base,
+        next_offset: base,
+        records: 0,
+        len: 0,
+        max_timestamp: None,
+        created_at,
+    };
+    let mut index = SparseIndex::default();
+    let mut since = 0u64;
+    let mut stopped = None;
+    loop {
+        let step = if validate {
+            cursor.next_batch().map(|b| b.map(|(p, b)| (p, b.header)))
+        } else {
+            cursor.next_header()
+        };
+        let (pos, h) = match step {
+            Ok(Some(x)) => x,
+            Ok(None) => break,
+            Err(CursorError::Io(e)) => return Err(e),
+            Err(e) => {
+                stopped = Some(e.to_string());
+                break;
+            }
+        };
+        if h.base_offset < meta.next_offset || h.count < 0 {
+            stopped = Some(format!("at byte {pos}: batch offset {} goes backwards (expected ≥ {})", h.base_offset, meta.next_offset));
+            break;
+        }
+        if pos == 0 {
+            meta.created_at = h.base_timestamp;
+        }
+        if pos == 0 || since >= INDEX_INTERVAL_BYTES {
+            index.push(IndexEntry {
+                relative_offset: (h.base_offset - base) as u32,
+                position: pos as u32,
+                max_timestamp_before: meta.max_timestamp.unwrap_or(i64::MIN),
+            });
+            since = 0;
+        }
+        since += h.total_len as u64;
+        meta.records += h.count as usize;
+        meta.next_offset = h.last_offset() + 1;
+        meta.max_timestamp = Some(meta.max_timestamp.map_or(h.max_timestamp, |m| m.max(h.max_timestamp)));
+        meta.len = pos + h.total_len as u64;
+    }
+    Ok(Scan { meta, index, stopped })
+}
