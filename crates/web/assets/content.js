@@ -105,7 +105,7 @@ window.OFFSETLAB_CONTENT = {
       },
       {
         title: 'Deeper',
-        answer: 'Position (in the client) and committed offset (in the coordinator) are different things, and the gap between them is where crashes lose or duplicate. Auto-commit semantics differ by client; async commits can be lost; a crash stalls partitions until the session times out and the new owner starts from the committed offset; commits from an old generation are fenced. Replay is safe only with idempotent writes or with offsets stored transactionally alongside the output — in the sink's database, or, Kafka to Kafka, in a Kafka transaction whose consumers read with read_committed — and an offset reset should be dry-run first to see its blast radius.',
+        answer: 'Position (in the client) and committed offset (in the coordinator) are different things, and the gap between them is where crashes lose or duplicate. Auto-commit semantics differ by client; async commits can be lost; a crash stalls partitions until the session times out and the new owner starts from the committed offset; commits from an old generation are fenced. Replay is safe only with idempotent writes or with offsets stored transactionally alongside the output — in the sink’s database, or, Kafka to Kafka, in a Kafka transaction whose consumers read with read_committed — and an offset reset should be dry-run first to see its blast radius.',
         run: { explorer: true },
       },
     ],
