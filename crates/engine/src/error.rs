@@ -44,4 +44,6 @@ pub enum LabError {
     NoCommittedOffset(String),
     #[error(transparent)]
     Sink(#[from] SinkError),
+    #[error("storage: {0}")]
+    Storage(String),
 }

@@ -190,6 +190,11 @@ impl OffsetStore {
 
     /// Compacts the closed segments: keeps only the latest record per key. Tombstones are kept
     /// (Kafka drops them after `delete.retention.ms`). Returns how many records were removed.
+    /// A clean close of the topic's log.
+    pub(crate) fn close(&mut self) -> Result<(), String> {
+        self.log.close()
+    }
+
     pub fn compact(&mut self, now: Millis) -> crate::log::Cleaned {
         let delete_retention = Self::topic_config().delete_retention_ms;
         crate::log::clean(self.log.as_mut(), now, delete_retention, None)

@@ -243,7 +243,10 @@ fn bytes_field<'a>(buf: &'a [u8], at: &mut usize) -> Result<Option<&'a [u8]>, &'
     if len < 0 {
         return Ok(None);
     }
-    let end = at.checked_add(len as usize).filter(|&e| e <= buf.len()).ok_or("field overruns the record")?;
+    let end = at
+        .checked_add(len as usize)
+        .filter(|&e| e <= buf.len())
+        .ok_or("field overruns the record")?;
     let s = &buf[*at..end];
     *at = end;
     Ok(Some(s))
@@ -373,6 +376,9 @@ pub fn encode(buf: &mut Vec<u8>, records: &[(Offset, NewRecord<'_>)], producer_i
 mod tests {
     use super::*;
 
+    /// (offset, timestamp, key, value)
+    type Fields<'a> = (Offset, i64, Option<&'a [u8]>, Option<&'a [u8]>);
+
     fn rec<'a>(ts: i64, key: Option<&'a [u8]>, value: Option<&'a [u8]>) -> NewRecord<'a> {
         NewRecord {
             timestamp: ts,
@@ -393,10 +399,15 @@ mod tests {
         let n = encode(&mut buf, &records, -1);
         assert_eq!(n, buf.len());
         let b = Batch::parse(&buf).expect("valid");
-        assert_eq!((b.header.base_offset, b.header.last_offset(), b.header.count), (10, 15, 3));
+        assert_eq!(
+            (b.header.base_offset, b.header.last_offset(), b.header.count),
+            (10, 15, 3)
+        );
         assert_eq!(b.header.max_timestamp, 5_000);
-        let got: Vec<(Offset, i64, Option<&[u8]>, Option<&[u8]>)> =
-            b.records().map(|r| (r.offset, r.timestamp, r.key, r.value)).collect();
+        let got: Vec<Fields<'_>> = b
+            .records()
+            .map(|r| (r.offset, r.timestamp, r.key, r.value))
+            .collect();
         assert_eq!(
             got,
             vec![
@@ -406,7 +417,10 @@ mod tests {
             ]
         );
         assert_eq!(
-            records.iter().map(|(o, r)| record_size(o - 10, r.timestamp - 1_000, r)).sum::<usize>(),
+            records
+                .iter()
+                .map(|(o, r)| record_size(o - 10, r.timestamp - 1_000, r))
+                .sum::<usize>(),
             n - HEADER_LEN
         );
     }
@@ -463,7 +477,10 @@ mod tests {
         let mut ours = Vec::new();
         encode(
             &mut ours,
-            &[(5, rec(100, Some(b"o-1"), Some(b"v1"))), (6, rec(101, None, Some(b"v2")))],
+            &[
+                (5, rec(100, Some(b"o-1"), Some(b"v1"))),
+                (6, rec(101, None, Some(b"v2"))),
+            ],
             -1,
         );
         let mut bytes = bytes::Bytes::from(ours.clone());
@@ -473,11 +490,15 @@ mod tests {
             .iter()
             .map(|r| (r.offset, r.timestamp, r.value.as_ref().map(|v| v.to_vec())))
             .collect();
-        assert_eq!(got, vec![(5, 100, Some(b"v1".to_vec())), (6, 101, Some(b"v2".to_vec()))]);
+        assert_eq!(
+            got,
+            vec![(5, 100, Some(b"v1".to_vec())), (6, 101, Some(b"v2".to_vec()))]
+        );
 
         let theirs = [Record {
             transactional: false,
             control: false,
+            delete_horizon: false,
             partition_leader_epoch: 0,
             producer_id: -1,
             producer_epoch: -1,
@@ -500,7 +521,10 @@ mod tests {
         )
         .expect("encode");
         let b = Batch::parse(&buf).expect("ours decodes theirs");
-        let r: Vec<_> = b.records().map(|r| (r.offset, r.timestamp, r.key, r.value)).collect();
+        let r: Vec<_> = b
+            .records()
+            .map(|r| (r.offset, r.timestamp, r.key, r.value))
+            .collect();
         assert_eq!(r, vec![(42, 1_234, Some(&b"k"[..]), Some(&b"hello"[..]))]);
     }
 }

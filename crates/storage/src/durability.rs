@@ -189,7 +189,10 @@ mod tests {
             "interval=200ms".parse(),
             Ok(FlushPolicy::Interval(Duration::from_millis(200)))
         );
-        assert_eq!("interval=2s".parse(), Ok(FlushPolicy::Interval(Duration::from_secs(2))));
+        assert_eq!(
+            "interval=2s".parse(),
+            Ok(FlushPolicy::Interval(Duration::from_secs(2)))
+        );
         assert!("interval=0ms".parse::<FlushPolicy>().is_err());
         assert!("sometimes".parse::<FlushPolicy>().is_err());
     }

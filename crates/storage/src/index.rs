@@ -42,17 +42,15 @@ impl SparseIndex {
         self.entries.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
     pub fn last(&self) -> Option<&IndexEntry> {
         self.entries.last()
     }
 
     /// The position to start scanning from for `relative_offset`.
     pub fn position_for(&self, relative_offset: u32) -> u32 {
-        let i = self.entries.partition_point(|e| e.relative_offset <= relative_offset);
+        let i = self
+            .entries
+            .partition_point(|e| e.relative_offset <= relative_offset);
         if i == 0 {
             0
         } else {
@@ -62,7 +60,9 @@ impl SparseIndex {
 
     /// The position to start scanning from for the first record with timestamp ≥ `timestamp`.
     pub fn position_for_timestamp(&self, timestamp: i64) -> u32 {
-        let i = self.entries.partition_point(|e| e.max_timestamp_before < timestamp);
+        let i = self
+            .entries
+            .partition_point(|e| e.max_timestamp_before < timestamp);
         if i == 0 {
             0
         } else {
@@ -163,7 +163,11 @@ mod tests {
         assert_eq!(i.position_for(15), 4_100);
         assert_eq!(i.position_for(20), 8_300);
         assert_eq!(i.position_for_timestamp(40), 0);
-        assert_eq!(i.position_for_timestamp(60), 4_100, "records before 4100 are all ≤ 50");
+        assert_eq!(
+            i.position_for_timestamp(60),
+            4_100,
+            "records before 4100 are all ≤ 50"
+        );
         assert_eq!(i.position_for_timestamp(1_000), 8_300);
     }
 

@@ -92,7 +92,8 @@ impl<'f> BatchCursor<'f> {
             return Ok(None);
         }
         self.fill(HEADER_LEN)?;
-        let header = BatchHeader::parse(&self.buf[self.next..]).map_err(|error| CursorError::Batch { position, error })?;
+        let header = BatchHeader::parse(&self.buf[self.next..])
+            .map_err(|error| CursorError::Batch { position, error })?;
         if position + header.total_len as u64 > self.end {
             return Err(CursorError::Batch {
                 position,
@@ -151,6 +152,8 @@ pub struct Scan {
     pub index: SparseIndex,
     /// Why the scan stopped before the end of the file, if it did.
     pub stopped: Option<String>,
+    /// Batches scanned.
+    pub batches: u64,
 }
 
 pub struct FileSegment {
@@ -211,7 +214,10 @@ impl FileSegment {
         let (log, index_file, time_file) = Self::open_files(dir, meta.base_offset, true)?;
         let file_len = log.metadata()?.len();
         if file_len < meta.len {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, "segment shorter than its snapshot"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "segment shorter than its snapshot",
+            ));
         }
         log.set_len(meta.len)?;
         let loaded = SparseIndex::load(
@@ -229,8 +235,14 @@ impl FileSegment {
             dir: dir.to_path_buf(),
         };
         if loaded.is_none() {
-            let scan = scan(&seg.log, seg.meta.base_offset, seg.meta.len, seg.meta.created_at, false)
-                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+            let scan = scan(
+                &seg.log,
+                seg.meta.base_offset,
+                seg.meta.len,
+                seg.meta.created_at,
+                false,
+            )
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
             seg.index = scan.index;
             seg.rewrite_index()?;
         }
@@ -243,7 +255,8 @@ impl FileSegment {
     pub fn recover(dir: &Path, base: Offset, validate: bool) -> io::Result<(Self, Scan)> {
         let (log, index_file, time_file) = Self::open_files(dir, base, true)?;
         let len = log.metadata()?.len();
-        let s = scan(&log, base, len, 0, validate).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+        let s = scan(&log, base, len, 0, validate)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
         if s.meta.len < len {
             log.set_len(s.meta.len)?;
             log.sync_all()?;
@@ -285,7 +298,11 @@ impl FileSegment {
             }
             self.since_index += h.total_len as u64;
             pos += h.total_len as u64;
-            self.meta.max_timestamp = Some(self.meta.max_timestamp.map_or(h.max_timestamp, |m| m.max(h.max_timestamp)));
+            self.meta.max_timestamp = Some(
+                self.meta
+                    .max_timestamp
+                    .map_or(h.max_timestamp, |m| m.max(h.max_timestamp)),
+            );
             self.meta.next_offset = h.last_offset() + 1;
         }
         self.log.write_all_at(bytes, self.meta.len)?;
@@ -297,12 +314,22 @@ impl FileSegment {
     /// A cursor over the batches from the one that holds `offset` (or the first after it).
     pub fn cursor_for(&self, offset: Offset, chunk: usize) -> BatchCursor<'_> {
         let rel = (offset - self.meta.base_offset).clamp(0, i64::from(u32::MAX)) as u32;
-        BatchCursor::new(&self.log, self.meta.len, u64::from(self.index.position_for(rel)), chunk)
+        BatchCursor::new(
+            &self.log,
+            self.meta.len,
+            u64::from(self.index.position_for(rel)),
+            chunk,
+        )
     }
 
     /// A cursor positioned for the first record with timestamp ≥ `timestamp`.
     pub fn cursor_for_timestamp(&self, timestamp: i64, chunk: usize) -> BatchCursor<'_> {
-        BatchCursor::new(&self.log, self.meta.len, u64::from(self.index.position_for_timestamp(timestamp)), chunk)
+        BatchCursor::new(
+            &self.log,
+            self.meta.len,
+            u64::from(self.index.position_for_timestamp(timestamp)),
+            chunk,
+        )
     }
 
     pub fn delete_files(self) -> io::Result<()> {
@@ -316,16 +343,18 @@ impl FileSegment {
         }
         Ok(())
     }
-
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
 }
 
 /// Walks a segment's batches from the start, checking each begins after the previous one and
 /// (with `validate`) its CRC and records; stops at the first bad byte. `created_at` is used for
 /// an empty segment; otherwise it is the first batch's base timestamp.
-pub fn scan(log: &File, base: Offset, len: u64, created_at: Millis, validate: bool) -> Result<Scan, io::Error> {
+pub fn scan(
+    log: &File,
+    base: Offset,
+    len: u64,
+    created_at: Millis,
+    validate: bool,
+) -> Result<Scan, io::Error> {
     let mut cursor = BatchCursor::new(log, len, 0, 1 << 20);
     let mut meta = SegmentMeta {
         base_offset: base,
@@ -338,6 +367,7 @@ pub fn scan(log: &File, base: Offset, len: u64, created_at: Millis, validate: bo
     let mut index = SparseIndex::default();
     let mut since = 0u64;
     let mut stopped = None;
+    let mut batches = 0u64;
     loop {
         let step = if validate {
             cursor.next_batch().map(|b| b.map(|(p, b)| (p, b.header)))
@@ -354,7 +384,10 @@ pub fn scan(log: &File, base: Offset, len: u64, created_at: Millis, validate: bo
             }
         };
         if h.base_offset < meta.next_offset || h.count < 0 {
-            stopped = Some(format!("at byte {pos}: batch offset {} goes backwards (expected ≥ {})", h.base_offset, meta.next_offset));
+            stopped = Some(format!(
+                "at byte {pos}: batch offset {} goes backwards (expected ≥ {})",
+                h.base_offset, meta.next_offset
+            ));
             break;
         }
         if pos == 0 {
@@ -371,8 +404,17 @@ pub fn scan(log: &File, base: Offset, len: u64, created_at: Millis, validate: bo
         since += h.total_len as u64;
         meta.records += h.count as usize;
         meta.next_offset = h.last_offset() + 1;
-        meta.max_timestamp = Some(meta.max_timestamp.map_or(h.max_timestamp, |m| m.max(h.max_timestamp)));
+        meta.max_timestamp = Some(
+            meta.max_timestamp
+                .map_or(h.max_timestamp, |m| m.max(h.max_timestamp)),
+        );
         meta.len = pos + h.total_len as u64;
+        batches += 1;
     }
-    Ok(Scan { meta, index, stopped })
+    Ok(Scan {
+        meta,
+        index,
+        stopped,
+        batches,
+    })
 }

@@ -75,7 +75,11 @@ mod tests {
     fn truncated_and_overlong_inputs_are_refused() {
         assert_eq!(get_varlong(&[0x80]), None);
         assert_eq!(get_varlong(&[0xff; 11]), None);
-        assert_eq!(get_varint(&[0x80, 0x80, 0x80, 0x80, 0x10]), None, "2^31 does not fit");
+        assert_eq!(
+            get_varint(&[0x80, 0x80, 0x80, 0x80, 0x10]),
+            None,
+            "2^31 does not fit"
+        );
     }
 
     proptest! {

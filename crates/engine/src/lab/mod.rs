@@ -83,13 +83,27 @@ impl Default for Lab {
 }
 
 impl Lab {
-    pub fn new(mut store: Box<dyn LogStore>, sinks: Box<dyn SinkFactory>) -> Self {
-        let offsets_log = store.open(
-            crate::offsets::CONSUMER_OFFSETS_TOPIC,
-            0,
-            &OffsetStore::topic_config(),
-        );
-        Self {
+    /// A lab over the given stores. Panics only if the log store fails to open
+    /// `__consumer_offsets`, which the in-memory store never does; use [`Lab::try_new`] with a
+    /// durable store.
+    pub fn new(store: Box<dyn LogStore>, sinks: Box<dyn SinkFactory>) -> Self {
+        match Self::try_new(store, sinks) {
+            Ok(lab) => lab,
+            Err(e) => panic!("offsetlab: {e}"),
+        }
+    }
+
+    /// A lab over the given stores; a durable store recovers `__consumer_offsets` from disk and
+    /// the coordinator's view is rebuilt by replaying it.
+    pub fn try_new(mut store: Box<dyn LogStore>, sinks: Box<dyn SinkFactory>) -> Result<Self, LabError> {
+        let offsets_log = store
+            .open(
+                crate::offsets::CONSUMER_OFFSETS_TOPIC,
+                0,
+                &OffsetStore::topic_config(),
+            )
+            .map_err(LabError::Storage)?;
+        Ok(Self {
             clock: Clock::default(),
             store,
             sinks,
@@ -103,7 +117,18 @@ impl Lab {
             offsets_retention_ms: DEFAULT_OFFSETS_RETENTION_MS,
             producers: BTreeMap::new(),
             next_producer_id: 1000,
+        })
+    }
+
+    /// Closes every log cleanly (a durable store syncs them and writes what lets the next start
+    /// skip recovery).
+    pub fn close_logs(&mut self) -> Result<(), LabError> {
+        for t in self.topics.values_mut() {
+            for log in &mut t.partitions {
+                log.close().map_err(LabError::Storage)?;
+            }
         }
+        self.offsets.close().map_err(LabError::Storage)
     }
 
     pub fn now(&self) -> Millis {

@@ -54,7 +54,9 @@ impl Lab {
                     let too_old =
                         by_age.is_some_and(|r| s.max_timestamp.is_some_and(|t| t < now.saturating_sub(r)));
                     let too_big = by_size.is_some_and(|b| total.saturating_sub(s.bytes as u64) >= b);
-                    if !(too_old || too_big) {
+                    // A closed segment compaction emptied holds nothing to keep.
+                    let empty = s.records == 0;
+                    if !(too_old || too_big || empty) {
                         break;
                     }
                     total -= s.bytes as u64;

@@ -28,6 +28,9 @@ pub struct ProduceSpec {
     pub tombstone: bool,
 }
 
+/// Records per batch `produce` hands a partition log.
+const PRODUCE_BATCH: usize = 4096;
+
 impl Lab {
     pub fn create_topic(&mut self, name: &str, config: TopicConfig) -> Result<(), LabError> {
         super::validate_name("topic", name)?;
@@ -48,7 +51,8 @@ impl Lab {
         let n = config.partitions;
         let partitions = (0..config.partitions)
             .map(|p| self.store.open(name, p, &config))
-            .collect();
+            .collect::<Result<Vec<_>, String>>()
+            .map_err(LabError::Storage)?;
         let describe = format!(
             "created topic {name} with {} partition(s), cleanup.policy={}{}",
             config.partitions,
@@ -136,6 +140,30 @@ impl Lab {
             }
         }
         let mut written: BTreeMap<i32, (Offset, Offset)> = BTreeMap::new();
+        // Records go to each partition in batches (a durable log writes a batch at a time).
+        let mut pending: BTreeMap<i32, Vec<(String, String)>> = BTreeMap::new();
+        let tombstone = spec.tombstone;
+        let mut flush = |t: &mut Topic, partition: i32, batch: &mut Vec<(String, String)>| {
+            if batch.is_empty() {
+                return;
+            }
+            let records: Vec<NewRecord<'_>> = batch
+                .iter()
+                .map(|(k, v)| NewRecord {
+                    control: false,
+                    timestamp: now,
+                    key: Some(k.as_bytes()),
+                    value: (!tombstone).then_some(v.as_bytes()),
+                })
+                .collect();
+            let first = t.partitions[partition as usize].append_batch(&records, now);
+            let last = first + records.len() as Offset - 1;
+            written
+                .entry(partition)
+                .and_modify(|r| r.1 = last)
+                .or_insert((first, last));
+            batch.clear();
+        };
         for _ in 0..spec.count {
             // A new order's first event needs no bookkeeping (ten million orders must not cost
             // a map entry each); only further events of an existing order are counted.
@@ -159,20 +187,16 @@ impl Lab {
             let partition = spec
                 .partition
                 .unwrap_or_else(|| partition_for_key(key.as_bytes(), n_parts));
-            let log = &mut t.partitions[partition as usize];
-            let offset = log.append(
-                NewRecord {
-                    control: false,
-                    timestamp: now,
-                    key: Some(key.as_bytes()),
-                    value: (!spec.tombstone).then_some(value.as_bytes()),
-                },
-                now,
-            );
-            written
-                .entry(partition)
-                .and_modify(|r| r.1 = offset)
-                .or_insert((offset, offset));
+            let batch = pending.entry(partition).or_default();
+            batch.push((key, value));
+            if batch.len() >= PRODUCE_BATCH {
+                let mut full = std::mem::take(batch);
+                flush(t, partition, &mut full);
+                *pending.entry(partition).or_default() = full;
+            }
+        }
+        for (partition, batch) in &mut pending {
+            flush(t, *partition, batch);
         }
         let parts: Vec<String> = written
             .iter()

@@ -54,12 +54,15 @@ impl MemoryLog {
             .map_or(self.log_end, |s| s.base_offset)
     }
 
+    /// The log start moves up to the first record still present, never back (a DeleteRecords
+    /// point inside a segment stays).
     fn recompute_log_start(&mut self) {
-        self.log_start = self
+        let first = self
             .segments
             .iter()
             .find_map(Segment::first_offset)
             .unwrap_or(self.log_end);
+        self.log_start = self.log_start.max(first);
     }
 }
 
@@ -111,10 +114,17 @@ impl PartitionLog for MemoryLog {
     }
 
     fn offset_for_timestamp(&self, timestamp: i64) -> Option<Offset> {
+        // Records below the log start (DeleteRecords inside a segment) are gone.
+        let start = self.log_start;
         self.segments
             .iter()
             .filter(|s| s.max_timestamp.is_some_and(|m| m >= timestamp))
-            .find_map(|s| s.index_of_timestamp(timestamp).map(|i| s.get(i).offset))
+            .find_map(|s| {
+                (s.index_of(start)..s.len())
+                    .map(|i| s.get(i))
+                    .find(|r| r.timestamp >= timestamp)
+                    .map(|r| r.offset)
+            })
     }
 
     fn segments(&self) -> Vec<SegmentInfo> {
@@ -125,7 +135,8 @@ impl PartitionLog for MemoryLog {
             .map(|(i, s)| SegmentInfo {
                 base_offset: s.base_offset,
                 next_offset: self.next_offset_of(i),
-                records: s.len(),
+                // Retained records: the first segment may hide some below the log start.
+                records: s.len() - if i == 0 { s.index_of(self.log_start) } else { 0 },
                 bytes: s.data_bytes(),
                 max_timestamp: s.max_timestamp,
                 active: i == last,
@@ -134,17 +145,18 @@ impl PartitionLog for MemoryLog {
     }
 
     fn delete_segments_before(&mut self, offset: Offset) -> usize {
-        let mut removed = 0;
+        let before = self.record_count();
         while self.segments.len() > 1 && self.next_offset_of(0) <= offset {
-            removed += self.segments.remove(0).len();
+            self.segments.remove(0);
         }
         // Kafka's log start offset is the base of the first remaining segment (or wherever
         // DeleteRecords moved it); never past the log end.
         self.log_start = self.log_start.max(self.segments[0].base_offset).min(self.log_end);
-        if self.segments[0].is_empty() {
+        if self.segments.len() == 1 && self.segments[0].is_empty() {
             self.log_start = self.log_end;
         }
-        removed
+        // Records below an earlier log start were gone already.
+        before - self.record_count()
     }
 
     fn delete_records_before(&mut self, offset: Offset) -> usize {

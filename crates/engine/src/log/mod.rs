@@ -38,6 +38,16 @@ pub trait PartitionLog: Send {
     /// when the active one is full by record count, bytes or age (`now` decides age).
     fn append(&mut self, record: NewRecord<'_>, now: Millis) -> Offset;
 
+    /// Appends several records at the log end and returns the first one's offset. A durable log
+    /// writes them as few record batches as its segments allow; the default appends one by one.
+    fn append_batch(&mut self, records: &[NewRecord<'_>], now: Millis) -> Offset {
+        let first = self.log_end_offset();
+        for r in records {
+            self.append(*r, now);
+        }
+        first
+    }
+
     /// The first offset still retained.
     fn log_start_offset(&self) -> Offset;
 
@@ -71,6 +81,11 @@ pub trait PartitionLog: Send {
 
     /// Records currently retained.
     fn record_count(&self) -> usize;
+
+    /// A clean close: a durable log syncs and writes what lets the next open skip recovery.
+    fn close(&mut self) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// What one pass of the log cleaner removed.
@@ -131,7 +146,14 @@ pub fn clean(
 /// Where partition logs come from. The lab asks the store for a log whenever a topic (or a
 /// partition) is created; the store decides whether it lives in memory or in segment files.
 pub trait LogStore: Send {
-    fn open(&mut self, topic: &str, partition: i32, config: &TopicConfig) -> Box<dyn PartitionLog>;
+    /// The log of `topic`-`partition`: a new one, or — for a durable store — the one already on
+    /// disk, recovered. Fails only when the store cannot read or write.
+    fn open(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        config: &TopicConfig,
+    ) -> Result<Box<dyn PartitionLog>, String>;
 }
 
 /// The in-memory store: every log lives in the process, nothing survives a restart.
@@ -139,7 +161,12 @@ pub trait LogStore: Send {
 pub struct MemoryStore;
 
 impl LogStore for MemoryStore {
-    fn open(&mut self, _topic: &str, _partition: i32, config: &TopicConfig) -> Box<dyn PartitionLog> {
-        Box::new(memory::MemoryLog::new(config.segment_limits()))
+    fn open(
+        &mut self,
+        _topic: &str,
+        _partition: i32,
+        config: &TopicConfig,
+    ) -> Result<Box<dyn PartitionLog>, String> {
+        Ok(Box::new(memory::MemoryLog::new(config.segment_limits())))
     }
 }

@@ -150,12 +150,6 @@ impl Segment {
         }
     }
 
-    /// Index of the first record with timestamp ≥ `timestamp`, scanning (timestamps are
-    /// producer-assigned and need not be monotonic).
-    pub fn index_of_timestamp(&self, timestamp: i64) -> Option<usize> {
-        self.timestamps.iter().position(|&t| t >= timestamp)
-    }
-
     pub fn size_in_bytes(&self) -> usize {
         self.arena.capacity()
             + self.offsets.capacity() * 8
@@ -186,7 +180,7 @@ impl Segment {
                 removed += 1;
             }
         }
-        out.max_timestamp = self.max_timestamp;
+        // The largest timestamp of what is kept (none for a segment compacted to nothing).
         out.shrink();
         (out, removed)
     }

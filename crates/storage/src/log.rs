@@ -1,0 +1,646 @@
+//! [`FileLog`]: one partition as a directory of segment files.
+//!
+//! ```text
+//! <dir>/00000000000000000000.log        record batches (v2), back to back
+//! <dir>/00000000000000000000.index      sparse offset index
+//! <dir>/00000000000000000000.timeindex  sparse time index
+//! <dir>/00000000000000004096.log        the next segment, named by its base offset
+//! <dir>/log-start-offset                the log start offset (DeleteRecords moves it)
+//! <dir>/recovery-point                  every byte before this offset was synced and checked
+//! <dir>/snapshot.json                   segment metadata, written at a clean close
+//! ```
+//!
+//! An append encodes the records as batches and writes them with one `write` per segment — into
+//! the page cache, so a killed process loses nothing it acknowledged; when they reach the disk
+//! is the [`Durability`] policy's business. Reads find the segment by base offset, the batch by
+//! the sparse index, and validate every batch's CRC before handing out a record.
+
+use crate::batch::{self, BatchHeader};
+use crate::durability::Durability;
+use crate::segment::{FileSegment, SegmentMeta};
+use offsetlab_engine::clock::Millis;
+use offsetlab_engine::log::config::SegmentLimits;
+use offsetlab_engine::log::{PartitionLog, SegmentInfo};
+use offsetlab_engine::record::{NewRecord, Offset, RecordRef};
+use serde::{Deserialize, Serialize};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Largest batch an append writes; larger appends are split.
+const MAX_BATCH_BYTES: usize = 1 << 20;
+/// Read chunk for fetches (grown for larger batches).
+const READ_CHUNK: usize = 64 << 10;
+
+/// A record the cleaner keeps, copied out of the segment it is rewriting:
+/// (offset, timestamp, key, value, control).
+type KeptRecord = (Offset, i64, Option<Vec<u8>>, Option<Vec<u8>>, bool);
+
+/// What a clean close writes so the next open reads no record data.
+#[derive(Debug, Serialize, Deserialize)]
+struct Snapshot {
+    log_start: Offset,
+    log_end: Offset,
+    segments: Vec<SegmentMeta>,
+}
+
+/// How a log came back when it was opened.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct OpenReport {
+    /// Opened from a clean-close snapshot, without reading records.
+    pub clean: bool,
+    /// Bytes of torn or corrupt tail cut off.
+    pub truncated_bytes: u64,
+    /// Segments deleted because they followed a corrupt one.
+    pub dropped_segments: usize,
+    /// Batches validated (CRC checked) during recovery.
+    pub validated_batches: u64,
+    pub notes: Vec<String>,
+}
+
+pub struct FileLog {
+    dir: PathBuf,
+    limits: SegmentLimits,
+    /// Oldest first; the last one is the active segment. Never empty.
+    segments: Vec<FileSegment>,
+    log_start: Offset,
+    /// Records of the first segment below the log start (DeleteRecords inside a segment).
+    hidden: usize,
+    durability: Arc<Durability>,
+    /// Reused encode buffer.
+    scratch: Vec<u8>,
+    report: OpenReport,
+}
+
+fn read_offset_file(path: &Path) -> Option<Offset> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// Writes a small file atomically: a temporary file, synced, renamed over the old one.
+fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes)?;
+    std::fs::File::open(&tmp)?.sync_all()?;
+    std::fs::rename(&tmp, path)
+}
+
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
+}
+
+impl FileLog {
+    /// Opens (or creates) the log in `dir`. After a clean close the snapshot is trusted and no
+    /// record is read; otherwise every segment is scanned — batch headers only below the recovery
+    /// point, every batch validated (CRC, offsets, record bounds) from it on — and the log is
+    /// truncated at the first bad byte, later segments deleted, indexes rebuilt.
+    pub fn open(
+        dir: &Path,
+        limits: SegmentLimits,
+        durability: Arc<Durability>,
+        clean: bool,
+    ) -> io::Result<Self> {
+        std::fs::create_dir_all(dir)?;
+        let mut log = Self {
+            dir: dir.to_path_buf(),
+            limits,
+            segments: Vec::new(),
+            log_start: 0,
+            hidden: 0,
+            durability,
+            scratch: Vec::new(),
+            report: OpenReport::default(),
+        };
+        let snapshot = dir.join("snapshot.json");
+        let trusted = clean
+            .then(|| std::fs::read(&snapshot).ok())
+            .flatten()
+            .and_then(|b| serde_json::from_slice::<Snapshot>(&b).ok());
+        // The snapshot describes the log at its close; once we append it is stale.
+        let _ = std::fs::remove_file(&snapshot);
+        match trusted {
+            Some(s) if !s.segments.is_empty() => log.open_clean(s)?,
+            _ => log.recover()?,
+        }
+        if log.segments.is_empty() {
+            let base = log.log_start.max(0);
+            log.segments.push(FileSegment::create(dir, base, 0)?);
+        }
+        log.recompute_hidden();
+        Ok(log)
+    }
+
+    fn open_clean(&mut self, s: Snapshot) -> io::Result<()> {
+        for meta in s.segments {
+            self.segments.push(FileSegment::open_trusted(&self.dir, meta)?);
+        }
+        self.log_start = s.log_start;
+        self.report.clean = true;
+        Ok(())
+    }
+
+    fn segment_bases(&self) -> io::Result<Vec<Offset>> {
+        let mut bases: Vec<Offset> = std::fs::read_dir(&self.dir)?
+            .filter_map(Result::ok)
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                name.strip_suffix(".log")?.parse().ok()
+            })
+            .collect();
+        bases.sort_unstable();
+        Ok(bases)
+    }
+
+    fn recover(&mut self) -> io::Result<()> {
+        let recovery_point = read_offset_file(&self.dir.join("recovery-point")).unwrap_or(0);
+        let bases = self.segment_bases()?;
+        let mut broken = false;
+        for (i, &base) in bases.iter().enumerate() {
+            if broken {
+                // Everything after a corrupt batch is gone, as in Kafka's recovery.
+                for ext in ["log", "index", "timeindex"] {
+                    let _ = std::fs::remove_file(FileSegment::path(&self.dir, base, ext));
+                }
+                self.report.dropped_segments += 1;
+                continue;
+            }
+            // Only a segment wholly below the recovery point is trusted without its CRCs.
+            let next_base = bases.get(i + 1).copied().unwrap_or(Offset::MAX);
+            let validate = next_base > recovery_point;
+            let before = std::fs::metadata(FileSegment::path(&self.dir, base, "log"))?.len();
+            let (seg, scan) = FileSegment::recover(&self.dir, base, validate)?;
+            if validate {
+                self.report.validated_batches += scan.batches;
+            }
+            self.report.truncated_bytes += before - seg.meta.len;
+            if let Some(why) = scan.stopped {
+                self.report.notes.push(format!("segment {base}: {why}"));
+                broken = true;
+            }
+            let expected = self.segments.last().map(|s| s.meta.next_offset);
+            if expected.is_some_and(|e| seg.meta.base_offset < e) {
+                // Overlaps the previous segment: not a log this store wrote.
+                seg.delete_files()?;
+                self.report.dropped_segments += 1;
+                broken = true;
+                continue;
+            }
+            self.segments.push(seg);
+        }
+        self.log_start = read_offset_file(&self.dir.join("log-start-offset"))
+            .unwrap_or_else(|| self.segments.first().map_or(0, |s| s.meta.base_offset));
+        let end = self.log_end_offset_raw();
+        if self.log_start > end {
+            self.log_start = end;
+        }
+        if let Some(first) = self.segments.first() {
+            self.log_start = self.log_start.max(first.meta.base_offset);
+        }
+        if self.report.dropped_segments > 0 || !self.report.notes.is_empty() {
+            sync_dir(&self.dir)?;
+        }
+        Ok(())
+    }
+
+    /// How the log came back at open.
+    pub fn open_report(&self) -> &OpenReport {
+        &self.report
+    }
+
+    fn log_end_offset_raw(&self) -> Offset {
+        self.segments
+            .last()
+            .map_or(self.log_start, |s| s.meta.next_offset)
+            .max(self.log_start)
+    }
+
+    fn active(&self) -> &FileSegment {
+        &self.segments[self.segments.len() - 1]
+    }
+
+    fn segment_for(&self, offset: Offset) -> usize {
+        self.segments
+            .partition_point(|s| s.meta.base_offset <= offset)
+            .saturating_sub(1)
+    }
+
+    fn next_offset_of(&self, index: usize) -> Offset {
+        self.segments
+            .get(index + 1)
+            .map_or(self.log_end_offset_raw(), |s| s.meta.base_offset)
+    }
+
+    /// Moves the log start up to the first record still present (after compaction or segment
+    /// deletion), never back; persists it when it moved.
+    fn advance_log_start(&mut self) {
+        let first = self
+            .segments
+            .iter()
+            .filter(|s| s.meta.records > 0)
+            .find_map(|s| {
+                let mut head = [0u8; batch::HEADER_LEN];
+                std::os::unix::fs::FileExt::read_exact_at(&*s.log, &mut head, 0).ok()?;
+                BatchHeader::parse(&head).ok().map(|h| h.base_offset)
+            })
+            .unwrap_or(self.log_end_offset_raw());
+        if first > self.log_start {
+            self.log_start = first;
+            let _ = write_atomically(
+                &self.dir.join("log-start-offset"),
+                self.log_start.to_string().as_bytes(),
+            );
+        }
+    }
+
+    fn recompute_hidden(&mut self) {
+        let start = self.log_start;
+        self.hidden = 0;
+        if let Some(first) = self.segments.first() {
+            if start > first.meta.base_offset {
+                let mut n = 0;
+                let mut cursor = first.cursor_for(first.meta.base_offset, READ_CHUNK);
+                while let Ok(Some((_, b))) = cursor.next_batch() {
+                    n += b.records().filter(|r| r.offset < start).count();
+                    if b.header.last_offset() >= start {
+                        break;
+                    }
+                }
+                self.hidden = n;
+            }
+        }
+    }
+
+    /// Rolls to a new segment at the log end.
+    fn roll(&mut self, now: Millis) -> io::Result<()> {
+        let base = self.log_end_offset_raw();
+        self.segments.push(FileSegment::create(&self.dir, base, now)?);
+        if self.durability.policy() != crate::FlushPolicy::Never {
+            // The closed segment is complete: sync it and move the recovery point past it.
+            if let Some(closed) = self.segments.len().checked_sub(2).map(|i| &self.segments[i]) {
+                closed.log.sync_data()?;
+            }
+            write_atomically(&self.dir.join("recovery-point"), base.to_string().as_bytes())?;
+            sync_dir(&self.dir)?;
+        }
+        Ok(())
+    }
+
+    fn should_roll(&self, incoming: usize, now: Millis) -> bool {
+        let a = &self.active().meta;
+        a.records > 0
+            && (a.records >= self.limits.max_records
+                || a.len as usize + incoming > self.limits.max_bytes
+                || now - a.created_at >= self.limits.max_age_ms)
+    }
+
+    /// Appends records at the log end in as few batches as segment limits allow — one `write` per
+    /// segment touched — and returns the first offset.
+    pub fn try_append_batch(&mut self, records: &[NewRecord<'_>], now: Millis) -> io::Result<Offset> {
+        let first = self.log_end_offset_raw();
+        let mut i = 0;
+        while i < records.len() {
+            if self.should_roll(batch::HEADER_LEN + batch::record_size(0, 0, &records[i]), now) {
+                self.roll(now)?;
+            }
+            self.active_mut_created(now);
+            let active = &self.active().meta;
+            let fresh = active.records == 0;
+            let mut records_room = self.limits.max_records.saturating_sub(active.records).max(1);
+            let mut bytes_room = self.limits.max_bytes.saturating_sub(active.len as usize);
+            let mut offset = self.log_end_offset_raw();
+            let mut buf = std::mem::take(&mut self.scratch);
+            buf.clear();
+            let mut headers = Vec::new();
+            let mut taken = 0;
+            // Batches of one control flag, at most 1 MiB, within the segment's room (a fresh
+            // segment always takes at least one record, however large).
+            'batches: while i < records.len() && records_room > 0 {
+                let (control, base_ts) = (records[i].control, records[i].timestamp);
+                let mut j = i;
+                let mut size = batch::HEADER_LEN;
+                while j < records.len() && j - i < records_room && records[j].control == control {
+                    let s = batch::record_size(
+                        (j - i) as i64,
+                        records[j].timestamp.wrapping_sub(base_ts),
+                        &records[j],
+                    );
+                    let first_ever = fresh && taken == 0 && j == i;
+                    if !first_ever && (size + s > bytes_room || (j > i && size + s > MAX_BATCH_BYTES)) {
+                        break;
+                    }
+                    size += s;
+                    j += 1;
+                }
+                if j == i {
+                    break 'batches;
+                }
+                let with_offsets: Vec<(Offset, NewRecord<'_>)> = records[i..j]
+                    .iter()
+                    .enumerate()
+                    .map(|(k, r)| (offset + k as Offset, *r))
+                    .collect();
+                let at = buf.len();
+                batch::encode(&mut buf, &with_offsets, -1);
+                headers.push(
+                    BatchHeader::parse(&buf[at..])
+                        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?,
+                );
+                bytes_room = bytes_room.saturating_sub(size);
+                records_room -= j - i;
+                taken += j - i;
+                offset += (j - i) as Offset;
+                i = j;
+            }
+            if taken == 0 {
+                // Nothing fits: the segment is full by bytes; roll on the next turn.
+                self.scratch = buf;
+                self.roll(now)?;
+                continue;
+            }
+            let last = self.segments.len() - 1;
+            let seg = &mut self.segments[last];
+            seg.append(&buf, &headers, taken)?;
+            self.durability.note_write(&seg.log);
+            self.scratch = buf;
+        }
+        Ok(first)
+    }
+
+    fn active_mut_created(&mut self, now: Millis) {
+        let last = self.segments.len() - 1;
+        if self.segments[last].meta.records == 0 {
+            self.segments[last].meta.created_at = now;
+        }
+    }
+
+    /// Writes the snapshot that lets the next open skip recovery. The caller marks the whole
+    /// store clean afterwards.
+    pub fn close_files(&mut self) -> io::Result<()> {
+        for s in &self.segments {
+            s.log.sync_all()?;
+        }
+        let snap = Snapshot {
+            log_start: self.log_start,
+            log_end: self.log_end_offset_raw(),
+            segments: self.segments.iter().map(|s| s.meta.clone()).collect(),
+        };
+        let bytes = serde_json::to_vec(&snap).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        write_atomically(&self.dir.join("snapshot.json"), &bytes)?;
+        write_atomically(
+            &self.dir.join("recovery-point"),
+            self.log_end_offset_raw().to_string().as_bytes(),
+        )?;
+        sync_dir(&self.dir)
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn try_compact(&mut self, keep: &mut dyn FnMut(RecordRef<'_>) -> bool) -> io::Result<usize> {
+        let last = self.segments.len() - 1;
+        let mut removed = 0;
+        for i in 0..last {
+            let seg = &self.segments[i];
+            let (base, created_at) = (seg.meta.base_offset, seg.meta.created_at);
+            // Read the kept records (owned: the segment is about to be replaced).
+            let mut kept: Vec<KeptRecord> = Vec::new();
+            let mut total = 0;
+            let mut cursor = seg.cursor_for(base, 1 << 20);
+            while let Some((_, b)) = cursor
+                .next_batch()
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?
+            {
+                for r in b.records() {
+                    total += 1;
+                    if keep(r) {
+                        kept.push((
+                            r.offset,
+                            r.timestamp,
+                            r.key.map(<[u8]>::to_vec),
+                            r.value.map(<[u8]>::to_vec),
+                            r.control,
+                        ));
+                    }
+                }
+            }
+            if kept.len() == total {
+                continue;
+            }
+            removed += total - kept.len();
+            // The cleaner's rewrite: a new file beside the old, synced, renamed over it.
+            let cleaned_dir = self.dir.join(".cleaning");
+            std::fs::create_dir_all(&cleaned_dir)?;
+            let mut fresh = FileSegment::create(&cleaned_dir, base, created_at)?;
+            let mut buf = Vec::new();
+            let mut headers = Vec::new();
+            let mut start = 0;
+            while start < kept.len() {
+                let control = kept[start].4;
+                let mut end = start;
+                let mut size = batch::HEADER_LEN;
+                while end < kept.len() && kept[end].4 == control && (end == start || size < MAX_BATCH_BYTES) {
+                    size += kept[end].2.as_ref().map_or(0, Vec::len)
+                        + kept[end].3.as_ref().map_or(0, Vec::len)
+                        + 16;
+                    end += 1;
+                }
+                let recs: Vec<(Offset, NewRecord<'_>)> = kept[start..end]
+                    .iter()
+                    .map(|(o, ts, k, v, c)| {
+                        (
+                            *o,
+                            NewRecord {
+                                timestamp: *ts,
+                                key: k.as_deref(),
+                                value: v.as_deref(),
+                                control: *c,
+                            },
+                        )
+                    })
+                    .collect();
+                let at = buf.len();
+                batch::encode(&mut buf, &recs, -1);
+                headers.push(
+                    BatchHeader::parse(&buf[at..])
+                        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?,
+                );
+                start = end;
+            }
+            fresh.append(&buf, &headers, kept.len())?;
+            // The segment keeps its place in the offset space even where its tail was cleaned.
+            fresh.meta.next_offset = self.segments[i].meta.next_offset;
+            fresh.log.sync_all()?;
+            let fresh_meta = fresh.meta.clone();
+            drop(fresh);
+            for ext in ["log", "index", "timeindex"] {
+                std::fs::rename(
+                    FileSegment::path(&cleaned_dir, base, ext),
+                    FileSegment::path(&self.dir, base, ext),
+                )?;
+            }
+            sync_dir(&self.dir)?;
+            let reopened = FileSegment::open_trusted(&self.dir, fresh_meta)?;
+            self.segments[i] = reopened;
+        }
+        let _ = std::fs::remove_dir_all(self.dir.join(".cleaning"));
+        Ok(removed)
+    }
+}
+
+impl PartitionLog for FileLog {
+    fn append(&mut self, record: NewRecord<'_>, now: Millis) -> Offset {
+        self.append_batch(&[record], now)
+    }
+
+    fn append_batch(&mut self, records: &[NewRecord<'_>], now: Millis) -> Offset {
+        match self.try_append_batch(records, now) {
+            Ok(o) => o,
+            // The engine's log interface cannot fail: a disk that refuses writes ends the lab,
+            // loudly, rather than letting it pretend records exist.
+            Err(e) => panic!("offsetlab: cannot write to {}: {e}", self.dir.display()),
+        }
+    }
+
+    fn log_start_offset(&self) -> Offset {
+        self.log_start
+    }
+
+    fn log_end_offset(&self) -> Offset {
+        self.log_end_offset_raw()
+    }
+
+    fn read(&self, from: Offset, max_records: usize, visit: &mut dyn FnMut(RecordRef<'_>)) -> usize {
+        let from = from.max(self.log_start);
+        let mut seen = 0;
+        let mut seg = self.segment_for(from);
+        while seen < max_records && seg < self.segments.len() {
+            let s = &self.segments[seg];
+            let mut cursor = s.cursor_for(from, READ_CHUNK);
+            // A batch that fails its CRC is never served: the read stops before it.
+            while let Ok(Some((_, b))) = cursor.next_batch() {
+                if b.header.last_offset() < from {
+                    continue;
+                }
+                for r in b.records().filter(|r| r.offset >= from) {
+                    if seen >= max_records {
+                        return seen;
+                    }
+                    visit(r);
+                    seen += 1;
+                }
+            }
+            seg += 1;
+        }
+        seen
+    }
+
+    fn offset_for_timestamp(&self, timestamp: i64) -> Option<Offset> {
+        for s in self
+            .segments
+            .iter()
+            .filter(|s| s.meta.max_timestamp.is_some_and(|m| m >= timestamp))
+        {
+            let mut cursor = s.cursor_for_timestamp(timestamp, READ_CHUNK);
+            while let Ok(Some((_, b))) = cursor.next_batch() {
+                if b.header.max_timestamp < timestamp {
+                    continue;
+                }
+                if let Some(r) = b
+                    .records()
+                    .find(|r| r.timestamp >= timestamp && r.offset >= self.log_start)
+                {
+                    return Some(r.offset);
+                }
+            }
+        }
+        None
+    }
+
+    fn segments(&self) -> Vec<SegmentInfo> {
+        let last = self.segments.len() - 1;
+        self.segments
+            .iter()
+            .enumerate()
+            .map(|(i, s)| SegmentInfo {
+                base_offset: s.meta.base_offset,
+                next_offset: self.next_offset_of(i),
+                records: s.meta.records - if i == 0 { self.hidden } else { 0 },
+                bytes: s.meta.len as usize,
+                max_timestamp: s.meta.max_timestamp,
+                active: i == last,
+            })
+            .collect()
+    }
+
+    fn delete_segments_before(&mut self, offset: Offset) -> usize {
+        let mut removed = 0;
+        while self.segments.len() > 1 && self.next_offset_of(0) <= offset {
+            let seg = self.segments.remove(0);
+            removed += seg.meta.records - std::mem::take(&mut self.hidden);
+            if let Err(e) = seg.delete_files() {
+                panic!(
+                    "offsetlab: cannot delete a segment in {}: {e}",
+                    self.dir.display()
+                );
+            }
+        }
+        if removed > 0 || self.segments[0].meta.base_offset > self.log_start {
+            // The base of the first remaining segment (or wherever DeleteRecords moved it); the
+            // log end when that segment is empty.
+            let base = self.segments[0].meta.base_offset;
+            let end = self.log_end_offset_raw();
+            self.log_start = self.log_start.max(base).min(end);
+            if self.segments.len() == 1 && self.segments[0].meta.records == 0 {
+                self.log_start = end;
+            }
+            let _ = write_atomically(
+                &self.dir.join("log-start-offset"),
+                self.log_start.to_string().as_bytes(),
+            );
+            self.recompute_hidden();
+        }
+        removed
+    }
+
+    fn delete_records_before(&mut self, offset: Offset) -> usize {
+        let before = self.record_count();
+        let target = offset.clamp(self.log_start, self.log_end_offset_raw());
+        if target > self.log_start {
+            self.log_start = target;
+            let _ = write_atomically(
+                &self.dir.join("log-start-offset"),
+                self.log_start.to_string().as_bytes(),
+            );
+        }
+        self.delete_segments_before(target);
+        self.recompute_hidden();
+        before - self.record_count()
+    }
+
+    fn compact(&mut self, keep: &mut dyn FnMut(RecordRef<'_>) -> bool) -> usize {
+        match self.try_compact(keep) {
+            Ok(n) => {
+                self.advance_log_start();
+                self.recompute_hidden();
+                n
+            }
+            Err(e) => panic!("offsetlab: cannot compact {}: {e}", self.dir.display()),
+        }
+    }
+
+    fn size_in_bytes(&self) -> usize {
+        self.segments
+            .iter()
+            .map(|s| s.meta.len as usize + s.index.size_in_bytes())
+            .sum()
+    }
+
+    fn record_count(&self) -> usize {
+        self.segments.iter().map(|s| s.meta.records).sum::<usize>() - self.hidden
+    }
+
+    fn close(&mut self) -> Result<(), String> {
+        self.close_files()
+            .map_err(|e| format!("cannot close {}: {e}", self.dir.display()))
+    }
+}
