@@ -97,6 +97,11 @@ enum Cmd {
         /// Allow a non-loopback --http address (anyone who can reach it can drive the lab)
         #[arg(long)]
         allow_remote: bool,
+        /// When appended records reach the disk: `never` (the page cache, as Kafka relies on
+        /// replication), `interval=DUR` (e.g. interval=1s), or `always` (fsync before
+        /// acknowledging, concurrent writers sharing one fsync)
+        #[arg(long, value_name = "POLICY", default_value = "never")]
+        flush: offsetlab_storage::FlushPolicy,
     },
     /// A 30-second tour in the terminal: the seed lab, crashed at the wrong instant
     Tour,
@@ -109,6 +114,7 @@ struct ServeArgs {
     data: PathBuf,
     ephemeral: bool,
     allow_remote: bool,
+    flush: offsetlab_storage::FlushPolicy,
 }
 
 impl Default for ServeArgs {
@@ -118,6 +124,7 @@ impl Default for ServeArgs {
             data: PathBuf::from("./offsetlab-data"),
             ephemeral: false,
             allow_remote: false,
+            flush: offsetlab_storage::FlushPolicy::Never,
         }
     }
 }
@@ -134,6 +141,7 @@ fn serve(args: ServeArgs) -> u8 {
         http: args.http,
         data_dir: (!args.ephemeral).then_some(args.data),
         allow_remote: args.allow_remote,
+        flush: args.flush,
     };
     match runtime.block_on(offsetlab_web::serve(config)) {
         Ok(()) => exit::OK,
@@ -153,11 +161,13 @@ fn main() -> ExitCode {
             data,
             ephemeral,
             allow_remote,
+            flush,
         }) => serve(ServeArgs {
             http,
             data,
             ephemeral,
             allow_remote,
+            flush,
         }),
         Some(Cmd::Tour) => run_cmd::tour(),
         Some(Cmd::Run {

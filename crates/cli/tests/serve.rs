@@ -83,13 +83,20 @@ fn a_restarted_lab_picks_up_its_session() {
         assert_eq!(committed(&lab.addr), 4);
     }
     assert!(dir.path().join("session.scn").exists());
+    let current = std::fs::read_to_string(dir.path().join("lab").join("current")).expect("current");
+    let generation = dir
+        .path()
+        .join("lab")
+        .join(format!("gen-{:06}", current.trim().parse::<u64>().expect("number")));
     assert!(
-        dir.path()
-            .join("sinks")
-            .join("sink-analytics-prod.sqlite")
-            .exists(),
+        generation.join("sinks").join("sink-analytics-prod.sqlite").exists(),
         "a real SQLite sink"
     );
+    assert!(
+        generation.join("logs").join("orders-0").join("00000000000000000000.log").exists(),
+        "a real segment file"
+    );
+    assert!(generation.join("lab.json").exists(), "the lab's snapshot");
     let lab = serve(&["--data", &data, "--http", "127.0.0.1:0"]);
-    assert_eq!(committed(&lab.addr), 4, "the session was replayed");
+    assert_eq!(committed(&lab.addr), 4, "the lab was restored from disk after the kill");
 }

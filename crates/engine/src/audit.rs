@@ -18,11 +18,11 @@
 use crate::clock::Millis;
 use crate::log::PartitionLog;
 use crate::record::{Offset, TopicPartition};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Why a record was applied to the sink.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DeliveryReason {
     /// The first time this group applied the record.
@@ -80,7 +80,7 @@ impl DeliveryReason {
 }
 
 /// One application of a record to a group's sink.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Delivery {
     pub at: Millis,
     pub tp: TopicPartition,
@@ -92,11 +92,13 @@ pub struct Delivery {
 }
 
 /// Delivery counts of one partition, for offsets from `base` on.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct PartitionAudit {
     /// Where the group first started reading this partition: losses count from here.
     pub first_start: Offset,
     base: Offset,
+    /// Times each offset from `base` was applied; saved as runs (ten million ones are one run).
+    #[serde(with = "runs")]
     counts: Vec<u32>,
     /// Half-open ranges skipped on purpose (a seek or reset forward).
     skipped: Vec<(Offset, Offset)>,
@@ -160,7 +162,7 @@ impl PartitionAudit {
 }
 
 /// What the audit concludes for one partition (or a whole group, summed).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditFigures {
     pub lost: u64,
     pub duplicates: u64,
@@ -195,12 +197,46 @@ pub struct Progress<'a> {
     pub hidden: &'a BTreeSet<Offset>,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct GroupAudit {
+    #[serde(with = "crate::serde_pairs")]
     partitions: BTreeMap<TopicPartition, PartitionAudit>,
+    /// The raw delivery log, kept for [`GroupAudit::recount`] (the property tests' oracle); it
+    /// is not saved with a lab snapshot.
+    #[serde(skip)]
     deliveries: Vec<Delivery>,
     /// Incremental counters per partition: duplicates, redeliveries, crash redeliveries, replays.
+    #[serde(with = "crate::serde_pairs")]
     counters: BTreeMap<TopicPartition, [u64; 4]>,
+}
+
+/// A `Vec<u32>` saved as `[value, run length]` pairs.
+mod runs {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &[u32], s: S) -> Result<S::Ok, S::Error> {
+        let mut runs: Vec<(u32, u64)> = Vec::new();
+        for &x in v {
+            match runs.last_mut() {
+                Some((y, n)) if *y == x => *n += 1,
+                _ => runs.push((x, 1)),
+            }
+        }
+        s.collect_seq(runs)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u32>, D::Error> {
+        let runs = Vec::<(u32, u64)>::deserialize(d)?;
+        let total: u64 = runs.iter().map(|r| r.1).sum();
+        if total > 1 << 34 {
+            return Err(serde::de::Error::custom("delivery counts too long"));
+        }
+        let mut v = Vec::with_capacity(total as usize);
+        for (x, n) in runs {
+            v.extend(std::iter::repeat_n(x, n as usize));
+        }
+        Ok(v)
+    }
 }
 
 impl GroupAudit {

@@ -12,7 +12,7 @@ pub const LAB_EPOCH_MS: i64 = 1_767_225_600_000;
 /// Milliseconds since the Unix epoch (Kafka's timestamp unit).
 pub type Millis = i64;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Clock {
     now: Millis,
 }

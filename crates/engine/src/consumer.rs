@@ -11,7 +11,7 @@ use crate::record::{Offset, Record, TopicPartition};
 use crate::sink::SinkKind;
 use crate::strategy::{AutoOffsetReset, CommitStrategy};
 use crate::txn::{IsolationLevel, DEFAULT_TRANSACTION_TIMEOUT_MS};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
 
 /// Kafka's defaults.
@@ -23,7 +23,7 @@ pub const DEFAULT_MAX_POLL_INTERVAL_MS: Millis = 300_000;
 /// How long a `commitAsync` takes to land: one round trip to the coordinator.
 pub const DEFAULT_ASYNC_COMMIT_LATENCY_MS: Millis = 100;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConsumerConfig {
     pub name: String,
     pub group: String,
@@ -89,7 +89,7 @@ impl ConsumerConfig {
 }
 
 /// `partition.assignment.strategy`: how the group hands out partitions, and how it rebalances.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum Assignor {
     /// `RangeAssignor`, eager protocol: every rebalance revokes every partition.
@@ -122,7 +122,7 @@ impl std::fmt::Display for Assignor {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "kebab-case")]
 pub enum ConsumerState {
     Running,
@@ -151,7 +151,7 @@ impl ConsumerState {
 }
 
 /// Where a partition's fetch position came from; it decides how a repeat delivery is labelled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PositionOrigin {
     /// Set when the partition was assigned (from the committed offset, the sink's, or
@@ -176,7 +176,7 @@ impl PositionOrigin {
 }
 
 /// Per assigned partition: the fetch position and the offsets the strategy tracks.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FetchState {
     pub position: Offset,
     pub origin: PositionOrigin,
@@ -187,7 +187,7 @@ pub struct FetchState {
 }
 
 /// A record handed to the application by poll and not processed yet.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InFlight {
     pub tp: TopicPartition,
     pub record: Record,
@@ -196,14 +196,14 @@ pub struct InFlight {
 }
 
 /// A `commitAsync` on its way to the coordinator.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PendingCommit {
     pub lands_at: Millis,
     pub offsets: Vec<(TopicPartition, Offset)>,
     pub generation: i32,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Consumer {
     pub config: ConsumerConfig,
     pub state: ConsumerState,
@@ -211,6 +211,7 @@ pub struct Consumer {
     pub incarnation: u32,
     /// The group generation this incarnation last joined.
     pub generation: i32,
+    #[serde(with = "crate::serde_pairs")]
     pub assignment: BTreeMap<TopicPartition, FetchState>,
     pub in_flight: VecDeque<InFlight>,
     pub pending_async: Vec<PendingCommit>,

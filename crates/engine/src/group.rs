@@ -12,11 +12,11 @@ use crate::audit::{DeliveryReason, GroupAudit};
 use crate::clock::Millis;
 use crate::record::TopicPartition;
 use crate::sink::{Sink, SinkKind};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The group states of Kafka's coordinator that the lab distinguishes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum GroupState {
     /// No members: offsets can be reset.
     Empty,
@@ -36,7 +36,7 @@ impl std::fmt::Display for GroupState {
 }
 
 /// A member of a group: one incarnation of a consumer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Member {
     /// `c1#2`: the consumer and its incarnation (Kafka assigns a fresh member id per process).
     pub id: String,
@@ -54,7 +54,7 @@ pub struct Member {
 /// A rebalance in progress: the coordinator waits until every member has rejoined. A live
 /// member rejoins inside its next `poll()`; a dead one never does and is waited for until its
 /// session times out.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PendingRebalance {
     pub reason: String,
     pub rejoined: BTreeSet<String>,
@@ -62,7 +62,7 @@ pub struct PendingRebalance {
 
 /// Why a partition last changed hands: decides how a redelivery from its committed offset is
 /// labelled.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Handoff {
     pub reason: DeliveryReason,
     /// The member id that held it before.

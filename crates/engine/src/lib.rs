@@ -21,6 +21,7 @@ pub mod narrative;
 pub mod offsets;
 pub mod order;
 pub mod record;
+mod serde_pairs;
 pub mod sink;
 pub mod strategy;
 pub mod txn;

@@ -4,10 +4,10 @@
 //! its log. An event's `kind` lets a front end colour a loss differently from a routine poll.
 
 use crate::clock::{format_instant, Millis};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum EventKind {
     /// Setup: a topic, a consumer, a group starting.
@@ -28,7 +28,7 @@ pub enum EventKind {
     Clock,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Event {
     /// Logical time in epoch milliseconds.
     pub at: Millis,
@@ -49,7 +49,7 @@ impl fmt::Display for Event {
 }
 
 /// The events of a lab, oldest first.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Narrative {
     events: Vec<Event>,
 }

@@ -1,13 +1,13 @@
 //! Records and the names that locate them.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// A record's position in one partition. Kafka uses a signed 64-bit integer; so do we.
 pub type Offset = i64;
 
 /// A topic and one of its partitions: the unit that owns offsets.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct TopicPartition {
     pub topic: String,
     pub partition: i32,
@@ -64,7 +64,7 @@ impl RecordRef<'_> {
 }
 
 /// A record copied out of a log, as a consumer holds it after a poll.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Record {
     pub offset: Offset,
     pub timestamp: i64,

@@ -4,11 +4,11 @@
 //! commits without being told. Each variant names a real-world pattern and the client that
 //! behaves that way.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CommitStrategy {
     /// librdkafka's `enable.auto.commit` with `enable.auto.offset.store=true`: an offset is
@@ -91,7 +91,7 @@ impl FromStr for CommitStrategy {
 }
 
 /// `auto.offset.reset`: where to start when there is no committed offset, or it is out of range.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum AutoOffsetReset {
     Earliest,

@@ -17,7 +17,7 @@
 use crate::audit::DeliveryReason;
 use crate::clock::Millis;
 use crate::record::{Offset, TopicPartition};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::str::FromStr;
@@ -26,7 +26,7 @@ use std::str::FromStr;
 pub const DEFAULT_TRANSACTION_TIMEOUT_MS: Millis = 60_000;
 
 /// `isolation.level`: what a consumer may read of transactional output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub enum IsolationLevel {
     /// The Java client's default (librdkafka defaults to `read_committed`): everything up to the
     /// high watermark, aborted records included.
@@ -67,7 +67,7 @@ impl FromStr for IsolationLevel {
 }
 
 /// The type of a control record, as its key encodes it on the wire (version 0, then the type).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ControlType {
     Abort,
@@ -101,7 +101,7 @@ impl ControlType {
 
 /// A transaction that ended in an abort, on one partition: what Kafka's `.txnindex` records and
 /// what a fetch response lists so a `read_committed` client can drop the records.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AbortedTxn {
     pub producer_id: i64,
     pub first_offset: Offset,
@@ -112,7 +112,7 @@ pub struct AbortedTxn {
 }
 
 /// One partition's transaction state.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct PartitionTxns {
     /// Open transactions: producer id → offsets of the records it wrote here, ascending.
     open: BTreeMap<i64, Vec<Offset>>,
@@ -198,7 +198,7 @@ impl PartitionTxns {
 
 /// A record the read-process-write application produced inside its open transaction, with the
 /// input record it came from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TxnWrite {
     pub output: TopicPartition,
     pub output_offset: Offset,
@@ -211,7 +211,7 @@ pub struct TxnWrite {
 }
 
 /// The transaction a producer has open.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OpenTxn {
     pub started_at: Millis,
     pub writes: Vec<TxnWrite>,
@@ -231,7 +231,7 @@ impl OpenTxn {
 }
 
 /// A transactional producer as its transaction coordinator knows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TransactionalProducer {
     pub transactional_id: String,
     pub producer_id: i64,

@@ -69,6 +69,27 @@ impl SqliteSink {
         Self::init(conn, kind)
     }
 
+    /// Opens the sink database at `path` as it is, rows included; creates it if it is missing
+    /// or holds another kind of sink.
+    pub fn open_existing(path: &Path, kind: SinkKind) -> Result<Self, SinkError> {
+        if !path.exists() {
+            return Self::create(path, kind);
+        }
+        let conn = Connection::open(path).map_err(backend)?;
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(backend)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(backend)?;
+        let stored: Option<String> = conn
+            .query_row("SELECT value FROM meta WHERE key = 'sink_kind'", [], |r| r.get(0))
+            .optional()
+            .unwrap_or(None);
+        if stored.as_deref() != Some(kind.name()) {
+            drop(conn);
+            return Self::create(path, kind);
+        }
+        Ok(Self { kind, conn })
+    }
+
     /// A sink in a private in-memory database (tests).
     pub fn in_memory(kind: SinkKind) -> Result<Self, SinkError> {
         Self::init(Connection::open_in_memory().map_err(backend)?, kind)
@@ -248,6 +269,10 @@ impl SqliteSinks {
 impl SinkFactory for SqliteSinks {
     fn open(&mut self, group: &str, kind: SinkKind) -> Result<Box<dyn Sink>, SinkError> {
         Ok(Box::new(SqliteSink::create(&self.path_for(group), kind)?))
+    }
+
+    fn reopen(&mut self, group: &str, kind: SinkKind) -> Result<Box<dyn Sink>, SinkError> {
+        Ok(Box::new(SqliteSink::open_existing(&self.path_for(group), kind)?))
     }
 
     fn describe(&self) -> String {

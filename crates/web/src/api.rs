@@ -18,6 +18,7 @@ use offsetlab_engine::txn::ControlType;
 use offsetlab_scenario::explore::{self, Cell};
 use offsetlab_scenario::lessons::{self, LESSONS};
 use offsetlab_scenario::Script;
+use offsetlab_storage::{Durability, FlushPolicy};
 use serde::{Deserialize, Serialize};
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -83,14 +84,42 @@ impl AppState {
         .map_err(|e| json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0))
     }
 
-    /// After a change: persist the session for the next start and tell every tab.
-    fn changed(&self, session: &Session) {
+    /// After a change: persist the session for the next start and tell every tab. Returns what
+    /// to sync before acknowledging (the durable lab under `--flush always`).
+    fn changed(&self, session: &Session) -> Option<(Arc<Durability>, u64)> {
         if let Some(path) = &self.session_file {
             if let Err(e) = std::fs::write(path.as_ref(), session.export()) {
                 eprintln!("warning: cannot save the session to {}: {e}", path.display());
             }
         }
+        if let Err(e) = session.persist() {
+            eprintln!("warning: cannot save the lab: {e}");
+        }
         let _ = self.changes.send(session.version());
+        session
+            .durability()
+            .filter(|d| d.policy() == FlushPolicy::Always)
+            .map(|d| {
+                let upto = d.written();
+                (d, upto)
+            })
+    }
+
+    /// `--flush always`: the change is acknowledged once its appends are on disk. Runs outside
+    /// the session's lock, so requests that arrive meanwhile share the next fsync (group commit).
+    async fn sync(&self, pending: Option<(Arc<Durability>, u64)>, response: Response) -> Response {
+        let Some((d, upto)) = pending else {
+            return response;
+        };
+        match tokio::task::spawn_blocking(move || d.sync_upto(upto)).await {
+            Ok(Ok(())) => response,
+            Ok(Err(e)) => json_error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &format!("fsync failed: {e}"),
+                0,
+            ),
+            Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
+        }
     }
 }
 
@@ -193,18 +222,25 @@ async fn post_actions(State(app): State<AppState>, ApiJson(actions): ApiJson<Act
         return json_error(StatusCode::BAD_REQUEST, "at most 1000 lines per request", 0);
     }
     let app2 = app.clone();
-    app.with_session(move |s| match s.apply_lines(&actions.lines) {
-        Ok(applied) => {
-            app2.changed(s);
-            match s.state() {
-                Ok(state) => Json(serde_json::json!({ "applied": applied, "state": state })).into_response(),
-                Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
+    let result = app
+        .with_session(move |s| match s.apply_lines(&actions.lines) {
+            Ok(applied) => {
+                let pending = app2.changed(s);
+                let response = match s.state() {
+                    Ok(state) => {
+                        Json(serde_json::json!({ "applied": applied, "state": state })).into_response()
+                    }
+                    Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
+                };
+                (response, pending)
             }
-        }
-        Err(e) => action_error(&e),
-    })
-    .await
-    .unwrap_or_else(|e| e)
+            Err(e) => (action_error(&e), None),
+        })
+        .await;
+    match result {
+        Ok((response, pending)) => app.sync(pending, response).await,
+        Err(e) => e,
+    }
 }
 
 #[derive(Deserialize)]
@@ -369,15 +405,19 @@ async fn post_scenario(
 /// Replaces the session with the lab `source` builds and answers with the new state.
 async fn load(app: AppState, source: String) -> Response {
     let app2 = app.clone();
-    app.with_session(move |s| match s.load(&source) {
-        Ok(()) => {
-            app2.changed(s);
-            state_response(s)
-        }
-        Err(e) => action_error(&e),
-    })
-    .await
-    .unwrap_or_else(|e| e)
+    let result = app
+        .with_session(move |s| match s.load(&source) {
+            Ok(()) => {
+                let pending = app2.changed(s);
+                (state_response(s), pending)
+            }
+            Err(e) => (action_error(&e), None),
+        })
+        .await;
+    match result {
+        Ok((response, pending)) => app.sync(pending, response).await,
+        Err(e) => e,
+    }
 }
 
 async fn get_meta() -> Response {

@@ -27,6 +27,8 @@ pub struct ServeConfig {
     pub data_dir: Option<PathBuf>,
     /// Serve on a non-loopback address (and accept any Host header).
     pub allow_remote: bool,
+    /// When appended records reach the disk (`--flush`).
+    pub flush: offsetlab_storage::FlushPolicy,
 }
 
 /// The file in the data directory that holds the session, replayed on the next start.
@@ -49,34 +51,30 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         }
     };
     std::fs::create_dir_all(&data_dir)?;
-    let backend = SinkBackend::Sqlite(data_dir.join("sinks"));
-    let session_file = data_dir.join(SESSION_FILE);
-    let (session, restored) = match std::fs::read_to_string(&session_file) {
-        Ok(text) => match Session::new(backend.clone(), &text) {
-            Ok(s) => (s, true),
-            Err(e) => {
-                eprintln!(
-                    "warning: could not replay {} (line {}: {}); starting from the seed",
-                    session_file.display(),
-                    e.line,
-                    e.error
-                );
-                (
-                    Session::new(backend, offsetlab_scenario::LAB_SCENARIO)
-                        .map_err(|e| anyhow::anyhow!(e.error))?,
-                    false,
-                )
-            }
-        },
-        Err(_) => (
-            Session::new(backend, offsetlab_scenario::LAB_SCENARIO).map_err(|e| anyhow::anyhow!(e.error))?,
-            false,
-        ),
+    let root = data_dir.join("lab");
+    let backend = SinkBackend::Durable {
+        root: root.clone(),
+        flush: config.flush,
     };
+    let session_file = data_dir.join(SESSION_FILE);
+    let started = std::time::Instant::now();
+    let (session, restored) = match Session::restore(&root, config.flush) {
+        Ok(Some((s, summary))) => (s, Some(summary)),
+        Ok(None) => (fallback_session(&backend, &session_file)?, None),
+        Err(e) => {
+            eprintln!(
+                "warning: could not restore the lab in {} ({e}); replaying the saved session instead",
+                root.display()
+            );
+            (fallback_session(&backend, &session_file)?, None)
+        }
+    };
+    let restored = restored.map(|s| format!("{s}; restored in {:.0?}", started.elapsed()));
     let listener = tokio::net::TcpListener::bind(config.http).await?;
     let addr = listener.local_addr()?;
+    let session = Arc::new(Mutex::new(session));
     let state = AppState::new(
-        Arc::new(Mutex::new(session)),
+        Arc::clone(&session),
         addr,
         config.allow_remote,
         Some(session_file),
@@ -85,9 +83,12 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let mut out = std::io::stdout();
     let _ = writeln!(
         out,
-        "offsetlab lab on http://{addr}  (data: {}{})\npress Ctrl-C to stop",
+        "offsetlab lab on http://{addr}  (data: {}, --flush {}){}\npress Ctrl-C to stop",
         data_dir.display(),
-        if restored { ", session restored" } else { "" }
+        config.flush,
+        restored
+            .map(|s| format!("\nlab restored: {s}"))
+            .unwrap_or_default()
     );
     let _ = out.flush();
     axum::serve(listener, router(state))
@@ -95,5 +96,25 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
             let _ = tokio::signal::ctrl_c().await;
         })
         .await?;
+    // A clean stop: logs synced and snapshotted, so the next start reads no record data.
+    let mut s = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    s.close().map_err(|e| anyhow::anyhow!("closing the lab: {e}"))?;
     Ok(())
+}
+
+/// A new durable lab: the saved session replayed (a data directory from before the durable
+/// log), or the seed.
+fn fallback_session(backend: &SinkBackend, session_file: &std::path::Path) -> anyhow::Result<Session> {
+    if let Ok(text) = std::fs::read_to_string(session_file) {
+        match Session::new(backend.clone(), &text) {
+            Ok(s) => return Ok(s),
+            Err(e) => eprintln!(
+                "warning: could not replay {} (line {}: {}); starting from the seed",
+                session_file.display(),
+                e.line,
+                e.error
+            ),
+        }
+    }
+    Session::new(backend.clone(), offsetlab_scenario::LAB_SCENARIO).map_err(|e| anyhow::anyhow!(e.error))
 }

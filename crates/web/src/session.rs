@@ -5,6 +5,14 @@
 //! undo. A batch whose third line fails must undo the first two: the session rebuilds the lab by
 //! replaying its history into a fresh one. Replay is exact because the engine is deterministic —
 //! the same property that makes an exported session reproduce its figures.
+//!
+//! With the durable backend (what `serve` uses) a lab lives in a *generation* directory of the
+//! data directory: `logs/` (segment files, [`FileStore`]), `sinks/` (SQLite), `lab.json` (the
+//! lab's snapshot, saved after every change) and `history.scn`. A fresh lab — an import, a reset,
+//! the undo of a failed batch — is built in a new generation and switched to atomically
+//! (`current`), so a crash at any moment leaves one complete lab. At start the current
+//! generation is restored: logs recovered from disk, sinks reopened with their rows, the lab's
+//! state from its snapshot, committed offsets replayed from `__consumer_offsets`.
 
 use offsetlab_engine::lab::{LabView, ResetPlan};
 use offsetlab_engine::log::MemoryStore;
@@ -15,31 +23,54 @@ use offsetlab_engine::{Lab, LabError};
 use offsetlab_scenario::command::{ApplyError, Command, Outcome};
 use offsetlab_scenario::Script;
 use offsetlab_sqlite::SqliteSinks;
+use offsetlab_storage::{Durability, FileStore, FlushPolicy};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Events and rows the state carries; older ones are paged through their own endpoints.
 const NARRATIVE_TAIL: usize = 300;
 const SINK_TAIL: usize = 100;
 const OFFSETS_TAIL: usize = 100;
 
-/// Where the groups' sinks live.
+/// Where the lab's logs and the groups' sinks live.
 #[derive(Debug, Clone)]
 pub enum SinkBackend {
-    /// One SQLite file per group in this directory (what `serve` uses).
+    /// Logs in memory, one SQLite file per group in this directory.
     Sqlite(PathBuf),
-    /// In memory (tests).
+    /// Everything in memory (tests).
     Memory,
+    /// The durable lab (what `serve` uses): generations under `root`, logs as segment files
+    /// synced by `flush`, sinks as SQLite files.
+    Durable { root: PathBuf, flush: FlushPolicy },
 }
 
-impl SinkBackend {
-    fn factory(&self) -> Result<Box<dyn SinkFactory>, LabError> {
-        Ok(match self {
-            Self::Sqlite(dir) => Box::new(SqliteSinks::new(dir.clone())?),
-            Self::Memory => Box::new(MemorySinks),
-        })
+/// One durable lab's directory.
+struct Generation {
+    number: u64,
+    dir: PathBuf,
+    durability: Arc<Durability>,
+}
+
+impl Generation {
+    fn dir_for(root: &Path, number: u64) -> PathBuf {
+        root.join(format!("gen-{number:06}"))
     }
+}
+
+/// Writes a file atomically: a temporary file (synced when `sync`), renamed over the old one.
+fn write_atomically(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes)?;
+    if sync {
+        std::fs::File::open(&tmp)?.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)
+}
+
+fn storage(e: impl std::fmt::Display) -> LabError {
+    LabError::Storage(e.to_string())
 }
 
 /// Why a request to change the lab was refused. Nothing changed.
@@ -73,6 +104,8 @@ pub struct Session {
     history: Vec<Command>,
     backend: SinkBackend,
     version: u64,
+    /// The durable lab's directory (durable backend only).
+    generation: Option<Generation>,
 }
 
 /// The JSON of `GET /api/state`: exactly `offsetlab run --json`'s object, plus what the page needs.
@@ -103,18 +136,117 @@ pub struct SinkTail {
 impl Session {
     /// A session built by running `source` (which must succeed).
     pub fn new(backend: SinkBackend, source: &str) -> Result<Self, ActionError> {
-        let lab = Lab::new(
-            Box::new(MemoryStore),
-            backend.factory().map_err(|e| internal(&e))?,
-        );
         let mut s = Self {
-            lab,
+            lab: Lab::default(),
             history: Vec::new(),
             backend,
             version: 0,
+            generation: None,
         };
         s.load(source)?;
         Ok(s)
+    }
+
+    /// The durable lab in `root` as it was when the server stopped, cleanly or not; `None` when
+    /// there is none yet.
+    pub fn restore(root: &Path, flush: FlushPolicy) -> Result<Option<(Self, String)>, LabError> {
+        let Ok(current) = std::fs::read_to_string(root.join("current")) else {
+            return Ok(None);
+        };
+        let number: u64 = current.trim().parse().map_err(storage)?;
+        let dir = Generation::dir_for(root, number);
+        let snapshot = std::fs::read(dir.join("lab.json")).map_err(storage)?;
+        let snapshot: offsetlab_engine::lab::LabSnapshot =
+            serde_json::from_slice(&snapshot).map_err(storage)?;
+        let history_text = std::fs::read_to_string(dir.join("history.scn")).map_err(storage)?;
+        let history = Script::parse(&history_text)
+            .map_err(|e| storage(e.reason()))?
+            .lines
+            .into_iter()
+            .map(|l| l.command)
+            .collect();
+        let store = FileStore::open(&dir.join("logs"), flush).map_err(storage)?;
+        let clean = store.was_clean();
+        let reports = store.reports();
+        let durability = store.durability();
+        let sinks = SqliteSinks::new(dir.join("sinks"))?;
+        let lab = offsetlab_engine::Lab::restore(snapshot, Box::new(store), Box::new(sinks))?;
+        let mut notes = Vec::new();
+        if let Ok(r) = reports.lock() {
+            for (log, report) in r.iter() {
+                if report.truncated_bytes > 0 || report.dropped_segments > 0 {
+                    notes.push(format!(
+                        "{log}: cut {} byte(s) of torn or corrupt tail, dropped {} segment(s)",
+                        report.truncated_bytes, report.dropped_segments
+                    ));
+                }
+            }
+        }
+        let summary = format!(
+            "{} stop; logs {}{}",
+            if clean { "clean" } else { "unclean" },
+            if clean {
+                "opened from their snapshots (no record read)".to_string()
+            } else {
+                "recovered (batches after the recovery point validated)".to_string()
+            },
+            if notes.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", notes.join("; "))
+            }
+        );
+        Ok(Some((
+            Self {
+                lab,
+                history,
+                backend: SinkBackend::Durable {
+                    root: root.to_path_buf(),
+                    flush,
+                },
+                version: 1,
+                generation: Some(Generation {
+                    number,
+                    dir,
+                    durability,
+                }),
+            },
+            summary,
+        )))
+    }
+
+    /// Saves what the next start restores (durable backend): the lab's snapshot and history.
+    /// Under `--flush always` they are synced before the change is acknowledged.
+    pub fn persist(&self) -> Result<(), LabError> {
+        let Some(g) = &self.generation else {
+            return Ok(());
+        };
+        let sync = g.durability.policy() == FlushPolicy::Always;
+        let snapshot = serde_json::to_vec(&self.lab.snapshot()).map_err(storage)?;
+        write_atomically(&g.dir.join("history.scn"), self.export().as_bytes(), sync).map_err(storage)?;
+        write_atomically(&g.dir.join("lab.json"), &snapshot, sync).map_err(storage)
+    }
+
+    /// The durable lab's sync handle: after an action, `sync_upto(written())` makes its appends
+    /// durable (group commit), outside the session's lock.
+    pub fn durability(&self) -> Option<Arc<Durability>> {
+        self.generation.as_ref().map(|g| Arc::clone(&g.durability))
+    }
+
+    /// A clean stop: logs closed (synced, snapshots written), the lab saved, the store marked
+    /// clean so the next start reads no record data.
+    pub fn close(&mut self) -> Result<(), LabError> {
+        let Some(g) = &self.generation else {
+            return Ok(());
+        };
+        self.lab.close_logs()?;
+        self.persist()?;
+        FileStore::mark_clean(&g.dir.join("logs")).map_err(storage)
+    }
+
+    /// Where the durable lab lives, if it is durable.
+    pub fn generation_dir(&self) -> Option<&Path> {
+        self.generation.as_ref().map(|g| g.dir.as_path())
     }
 
     pub fn version(&self) -> u64 {
@@ -201,12 +333,17 @@ impl Session {
             text: e.text().unwrap_or_default().to_string(),
         })?;
         let commands: Vec<Command> = script.lines.iter().map(|l| l.command.clone()).collect();
-        let mut lab = self.fresh_lab().map_err(|e| internal(&e))?;
+        let (mut lab, generation) = self.fresh_lab().map_err(|e| internal(&e))?;
         let mut history = Vec::new();
         for (line, command) in script.lines.iter().zip(&commands) {
             if let Err(e) = command.apply(&mut lab) {
-                // Put the current session's sinks back (opening the new lab's emptied them).
-                self.rebuild().map_err(|e| internal(&e))?;
+                drop(lab);
+                if let Some(g) = generation {
+                    let _ = std::fs::remove_dir_all(&g.dir);
+                } else {
+                    // Put the current session's sinks back (opening the new lab's emptied them).
+                    self.rebuild().map_err(|e| internal(&e))?;
+                }
                 return Err(ActionError {
                     status: 422,
                     error: match e {
@@ -224,6 +361,25 @@ impl Session {
         self.lab = lab;
         self.history = history;
         self.version += 1;
+        self.switch(generation).map_err(|e| internal(&e))?;
+        Ok(())
+    }
+
+    /// Makes `generation` the durable lab (saved, then named in `current`) and deletes the one
+    /// it replaces.
+    fn switch(&mut self, generation: Option<Generation>) -> Result<(), LabError> {
+        let Some(g) = generation else {
+            return Ok(());
+        };
+        let old = self.generation.replace(g);
+        self.persist()?;
+        if let (SinkBackend::Durable { root, .. }, Some(new)) = (&self.backend, &self.generation) {
+            write_atomically(&root.join("current"), new.number.to_string().as_bytes(), true)
+                .map_err(storage)?;
+        }
+        if let Some(old) = old {
+            let _ = std::fs::remove_dir_all(&old.dir);
+        }
         Ok(())
     }
 
@@ -265,21 +421,55 @@ impl Session {
         })
     }
 
-    fn fresh_lab(&self) -> Result<Lab, LabError> {
-        Ok(Lab::new(Box::new(MemoryStore), self.backend.factory()?))
+    /// An empty lab on this session's backend; a durable one in a new generation directory.
+    fn fresh_lab(&self) -> Result<(Lab, Option<Generation>), LabError> {
+        match &self.backend {
+            SinkBackend::Memory => Ok((Lab::new(Box::new(MemoryStore), Box::new(MemorySinks)), None)),
+            SinkBackend::Sqlite(dir) => Ok((
+                Lab::new(Box::new(MemoryStore), Box::new(SqliteSinks::new(dir.clone())?)),
+                None,
+            )),
+            SinkBackend::Durable { root, flush } => {
+                let number = self.generation.as_ref().map_or(0, |g| g.number) + 1;
+                let mut number = number.max(1);
+                while Generation::dir_for(root, number).exists() {
+                    number += 1;
+                }
+                let dir = Generation::dir_for(root, number);
+                std::fs::create_dir_all(&dir).map_err(storage)?;
+                let store = FileStore::open(&dir.join("logs"), *flush).map_err(storage)?;
+                let durability = store.durability();
+                let sinks: Box<dyn SinkFactory> = Box::new(SqliteSinks::new(dir.join("sinks"))?);
+                let lab = Lab::try_new(Box::new(store), sinks)?;
+                Ok((
+                    lab,
+                    Some(Generation {
+                        number,
+                        dir,
+                        durability,
+                    }),
+                ))
+            }
+        }
     }
 
-    /// Rebuilds the lab from the history (undo of a failed batch).
+    /// Rebuilds the lab from the history (undo of a failed batch): a fresh lab, into which the
+    /// history is replayed; a durable one in a new generation.
     fn rebuild(&mut self) -> Result<(), LabError> {
-        let mut lab = self.fresh_lab()?;
+        let (mut lab, generation) = self.fresh_lab()?;
         for c in &self.history {
-            c.apply(&mut lab).map_err(|e| match e {
-                ApplyError::Lab(e) => e,
-                ApplyError::Expectation(f) => LabError::InvalidArgument(f),
-            })?;
+            if let Err(e) = c.apply(&mut lab) {
+                if let Some(g) = &generation {
+                    let _ = std::fs::remove_dir_all(&g.dir);
+                }
+                return Err(match e {
+                    ApplyError::Lab(e) => e,
+                    ApplyError::Expectation(f) => LabError::InvalidArgument(f),
+                });
+            }
         }
         self.lab = lab;
-        Ok(())
+        self.switch(generation)
     }
 }
 

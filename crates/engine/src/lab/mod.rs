@@ -10,6 +10,7 @@
 mod consume;
 mod membership;
 mod reset;
+mod snapshot;
 mod time;
 mod topics;
 mod transactions;
@@ -17,6 +18,7 @@ mod view;
 
 pub use consume::SeekTarget;
 pub use reset::{ResetPlan, ResetRow, ResetSpec};
+pub use snapshot::{LabSnapshot, SNAPSHOT_VERSION};
 pub use topics::ProduceSpec;
 pub use view::{GroupView, LabView, PartitionView, SinkView, TopicView};
 
@@ -47,7 +49,7 @@ pub struct Topic {
 
 /// A planned crash: the explorer's fault injection. The consumer crashes right after its
 /// `after`-th observable effect (a poll returning, a sink write, a commit landing).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FaultPlan {
     pub consumer: String,
     pub after: u64,

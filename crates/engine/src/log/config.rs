@@ -1,12 +1,12 @@
 //! Topic-level configuration, named after Kafka's topic configs.
 
 use crate::clock::Millis;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
 /// `cleanup.policy`: what the log does with old segments.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum CleanupPolicy {
     /// Delete whole segments older or beyond the size limit (`retention.ms`, `retention.bytes`).
@@ -45,7 +45,7 @@ pub const DEFAULT_SEGMENT_MS: Millis = 7 * 24 * 3_600_000;
 /// `delete.retention.ms`: a day.
 pub const DEFAULT_DELETE_RETENTION_MS: Millis = 24 * 3_600_000;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TopicConfig {
     pub partitions: i32,
     /// `retention.ms`; `None` is `-1`, keep forever.

@@ -17,10 +17,10 @@ pub use config::{CleanupPolicy, TopicConfig};
 
 use crate::clock::Millis;
 use crate::record::{NewRecord, Offset, RecordRef};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What a segment looks like from outside: enough to draw it and to decide retention.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SegmentInfo {
     pub base_offset: Offset,
     /// One past the last offset in the segment (the next segment's base, or the log end).

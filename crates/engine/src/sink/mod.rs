@@ -17,11 +17,11 @@ pub mod conformance;
 use crate::audit::DeliveryReason;
 use crate::clock::Millis;
 use crate::record::{Offset, TopicPartition};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SinkKind {
     Append,
@@ -104,7 +104,7 @@ pub enum WriteOutcome {
 }
 
 /// A row as the sink holds it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SinkRow {
     /// Insertion order, from 1.
     pub row_id: u64,
@@ -124,7 +124,7 @@ pub struct SinkRow {
     pub duplicate: bool,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SinkStats {
     pub rows: u64,
     /// Distinct order ids written.
@@ -160,6 +160,12 @@ pub trait Sink: Send {
 /// Opens the sink of a group. A running lab uses SQLite files; the explorer uses memory.
 pub trait SinkFactory: Send {
     fn open(&mut self, group: &str, kind: SinkKind) -> Result<Box<dyn Sink>, SinkError>;
+
+    /// Opens a group's existing sink with its rows (a lab restored after a restart). A store
+    /// that keeps nothing across restarts opens an empty one.
+    fn reopen(&mut self, group: &str, kind: SinkKind) -> Result<Box<dyn Sink>, SinkError> {
+        self.open(group, kind)
+    }
 
     /// A short description for the narrative ("in memory", "SQLite at ./data/sinks.db").
     fn describe(&self) -> String;
