@@ -186,6 +186,15 @@ impl FileLog {
             }
             self.segments.push(seg);
         }
+        // A truncation into a gap left the log end past the last record: its note says where.
+        if let (Some(end), Some(last)) = (
+            read_offset_file(&self.dir.join("log-end-offset")),
+            self.segments.last_mut(),
+        ) {
+            if end > last.meta.next_offset && end >= last.meta.base_offset && self.report.notes.is_empty() {
+                last.meta.next_offset = end;
+            }
+        }
         self.log_start = read_offset_file(&self.dir.join("log-start-offset"))
             .unwrap_or_else(|| self.segments.first().map_or(0, |s| s.meta.base_offset));
         let end = self.log_end_offset_raw();
@@ -301,7 +310,7 @@ impl FileLog {
             if self.should_roll(batch::HEADER_LEN + batch::record_size(0, 0, &records[i]), now) {
                 self.roll(now)?;
             }
-            self.active_mut_created(now);
+            self.active_mut_created(now)?;
             let active = &self.active().meta;
             let fresh = active.records == 0;
             let mut records_room = self.limits.max_records.saturating_sub(active.records).max(1);
@@ -365,11 +374,22 @@ impl FileLog {
         Ok(first)
     }
 
-    fn active_mut_created(&mut self, now: Millis) {
+    /// An empty active segment takes its first record now: it is created at this instant and
+    /// based at the log end (a truncation may have left it based lower).
+    fn active_mut_created(&mut self, now: Millis) -> io::Result<()> {
         let last = self.segments.len() - 1;
-        if self.segments[last].meta.records == 0 {
-            self.segments[last].meta.created_at = now;
+        let end = self.log_end_offset_raw();
+        let meta = &mut self.segments[last].meta;
+        if meta.records > 0 {
+            return Ok(());
         }
+        meta.created_at = now;
+        if meta.base_offset != end {
+            let fresh = FileSegment::create(&self.dir, end, now)?;
+            let old = std::mem::replace(&mut self.segments[last], fresh);
+            old.delete_files()?;
+        }
+        Ok(())
     }
 
     /// Writes the snapshot that lets the next open skip recovery. The caller marks the whole
@@ -394,6 +414,108 @@ impl FileLog {
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Deletes whole segments that end at or before `offset`, never the active one.
+    fn remove_segments_upto(&mut self, offset: Offset) {
+        while self.segments.len() > 1 && self.next_offset_of(0) <= offset {
+            let seg = self.segments.remove(0);
+            if let Err(e) = seg.delete_files() {
+                panic!(
+                    "offsetlab: cannot delete a segment in {}: {e}",
+                    self.dir.display()
+                );
+            }
+        }
+    }
+
+    fn persist_log_start(&self) {
+        if let Err(e) = write_atomically(
+            &self.dir.join("log-start-offset"),
+            self.log_start.to_string().as_bytes(),
+        ) {
+            panic!(
+                "offsetlab: cannot record the log start in {}: {e}",
+                self.dir.display()
+            );
+        }
+    }
+
+    fn try_truncate(&mut self, offset: Offset) -> io::Result<usize> {
+        let offset = offset.clamp(self.log_start, self.log_end_offset_raw());
+        let before = self.record_count();
+        while self.segments.len() > 1 && self.segments[self.segments.len() - 1].meta.base_offset >= offset {
+            if let Some(seg) = self.segments.pop() {
+                seg.delete_files()?;
+            }
+        }
+        let last = self.segments.len() - 1;
+        let seg = &self.segments[last];
+        let (base, created_at) = (seg.meta.base_offset, seg.meta.created_at);
+        // The batch holding `offset`: cut the file there, then write back its records before it.
+        let mut cut: Option<(u64, Vec<KeptRecord>)> = None;
+        let mut cursor = seg.cursor_for(offset, READ_CHUNK);
+        while let Some((pos, b)) = cursor
+            .next_batch()
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?
+        {
+            if b.header.last_offset() < offset {
+                continue;
+            }
+            let keep = b
+                .records()
+                .filter(|r| r.offset < offset)
+                .map(|r| {
+                    (
+                        r.offset,
+                        r.timestamp,
+                        r.key.map(<[u8]>::to_vec),
+                        r.value.map(<[u8]>::to_vec),
+                        r.control,
+                    )
+                })
+                .collect();
+            cut = Some((pos, keep));
+            break;
+        }
+        if let Some((pos, keep)) = cut {
+            seg.log.set_len(pos)?;
+            let (mut fresh, _) = FileSegment::recover(&self.dir, base, false)?;
+            fresh.meta.created_at = created_at;
+            if !keep.is_empty() {
+                let recs: Vec<(Offset, NewRecord<'_>)> = keep
+                    .iter()
+                    .map(|(o, ts, k, v, c)| {
+                        (
+                            *o,
+                            NewRecord {
+                                timestamp: *ts,
+                                key: k.as_deref(),
+                                value: v.as_deref(),
+                                control: *c,
+                            },
+                        )
+                    })
+                    .collect();
+                let mut buf = Vec::new();
+                batch::encode(&mut buf, &recs, -1);
+                let header = BatchHeader::parse(&buf)
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+                fresh.append(&buf, &[header], recs.len())?;
+            }
+            self.durability.note_write(&fresh.log);
+            self.segments[last] = fresh;
+        }
+        // The log end moves back to `offset` even where no record sat at it (a compacted gap);
+        // noted on disk, since no batch says so.
+        let meta = &mut self.segments[last].meta;
+        meta.next_offset = offset.max(meta.base_offset);
+        write_atomically(
+            &self.dir.join("log-end-offset"),
+            meta.next_offset.to_string().as_bytes(),
+        )?;
+        self.recompute_hidden();
+        Ok(before - self.record_count())
     }
 
     fn try_compact(&mut self, keep: &mut dyn FnMut(RecordRef<'_>) -> bool) -> io::Result<usize> {
@@ -573,48 +695,39 @@ impl PartitionLog for FileLog {
     }
 
     fn delete_segments_before(&mut self, offset: Offset) -> usize {
-        let mut removed = 0;
-        while self.segments.len() > 1 && self.next_offset_of(0) <= offset {
-            let seg = self.segments.remove(0);
-            removed += seg.meta.records - std::mem::take(&mut self.hidden);
-            if let Err(e) = seg.delete_files() {
-                panic!(
-                    "offsetlab: cannot delete a segment in {}: {e}",
-                    self.dir.display()
-                );
-            }
+        let (before, start) = (self.record_count(), self.log_start);
+        self.remove_segments_upto(offset);
+        // The base of the first remaining segment (or wherever DeleteRecords moved it); the log
+        // end when nothing is left.
+        let end = self.log_end_offset_raw();
+        self.log_start = self.log_start.max(self.segments[0].meta.base_offset).min(end);
+        if self.segments.len() == 1 && self.segments[0].meta.records == 0 {
+            self.log_start = end;
         }
-        if removed > 0 || self.segments[0].meta.base_offset > self.log_start {
-            // The base of the first remaining segment (or wherever DeleteRecords moved it); the
-            // log end when that segment is empty.
-            let base = self.segments[0].meta.base_offset;
-            let end = self.log_end_offset_raw();
-            self.log_start = self.log_start.max(base).min(end);
-            if self.segments.len() == 1 && self.segments[0].meta.records == 0 {
-                self.log_start = end;
-            }
-            let _ = write_atomically(
-                &self.dir.join("log-start-offset"),
-                self.log_start.to_string().as_bytes(),
-            );
-            self.recompute_hidden();
+        if self.log_start != start {
+            self.persist_log_start();
         }
-        removed
+        self.recompute_hidden();
+        before - self.record_count()
     }
 
     fn delete_records_before(&mut self, offset: Offset) -> usize {
         let before = self.record_count();
         let target = offset.clamp(self.log_start, self.log_end_offset_raw());
-        if target > self.log_start {
+        self.remove_segments_upto(target);
+        if target != self.log_start {
             self.log_start = target;
-            let _ = write_atomically(
-                &self.dir.join("log-start-offset"),
-                self.log_start.to_string().as_bytes(),
-            );
+            self.persist_log_start();
         }
-        self.delete_segments_before(target);
         self.recompute_hidden();
         before - self.record_count()
+    }
+
+    fn truncate_to(&mut self, offset: Offset) -> usize {
+        match self.try_truncate(offset) {
+            Ok(n) => n,
+            Err(e) => panic!("offsetlab: cannot truncate {}: {e}", self.dir.display()),
+        }
     }
 
     fn compact(&mut self, keep: &mut dyn FnMut(RecordRef<'_>) -> bool) -> usize {

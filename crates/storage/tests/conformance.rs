@@ -18,6 +18,8 @@ enum Op {
     DeleteRecordsBefore(i64),
     /// Keep records whose offset is not a multiple of this.
     Compact(i64),
+    /// Cut the log back to this offset (a restart truncating to what it acknowledged).
+    Truncate(i64),
     /// Clean close and reopen.
     Reopen,
     /// Drop without closing, then reopen: a crash (the page cache survives).
@@ -36,6 +38,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0i64..60).prop_map(Op::DeleteSegmentsBefore),
         1 => (0i64..60).prop_map(Op::DeleteRecordsBefore),
         1 => (2i64..5).prop_map(Op::Compact),
+        1 => (0i64..60).prop_map(Op::Truncate),
         1 => Just(Op::Reopen),
         1 => Just(Op::Crash),
     ]
@@ -121,6 +124,9 @@ fn apply(log: &mut dyn PartitionLog, op: &Op, now: &mut i64) {
         }
         Op::Compact(m) => {
             log.compact(&mut |r| r.offset % m != 0);
+        }
+        Op::Truncate(o) => {
+            log.truncate_to(*o);
         }
         Op::Reopen | Op::Crash => {}
     }

@@ -15,7 +15,7 @@ use crate::group::{Group, Handoff, Member, PendingRebalance};
 use crate::log::{LogStore, TopicConfig};
 use crate::narrative::Narrative;
 use crate::offsets::OffsetStore;
-use crate::record::TopicPartition;
+use crate::record::{Offset, TopicPartition};
 use crate::sink::{SinkFactory, SinkKind};
 use crate::txn::{PartitionTxns, TransactionalProducer};
 use serde::{Deserialize, Serialize};
@@ -37,6 +37,8 @@ pub struct LabSnapshot {
     offsets_retention_ms: Millis,
     producers: BTreeMap<String, TransactionalProducer>,
     next_producer_id: i64,
+    /// The log end of `__consumer_offsets` the lab had acknowledged.
+    offsets_log_end: Offset,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -46,6 +48,8 @@ struct TopicSnapshot {
     orders_created: u64,
     events_per_key: HashMap<String, u64>,
     txns: Vec<PartitionTxns>,
+    /// Per partition: the log end the lab had acknowledged when it saved this snapshot.
+    log_end_offsets: Vec<Offset>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -79,6 +83,7 @@ impl Lab {
                     orders_created: t.orders_created,
                     events_per_key: t.events_per_key.clone(),
                     txns: t.txns.clone(),
+                    log_end_offsets: t.partitions.iter().map(|l| l.log_end_offset()).collect(),
                 })
                 .collect(),
             groups: self
@@ -104,6 +109,7 @@ impl Lab {
             offsets_retention_ms: self.offsets_retention_ms,
             producers: self.producers.clone(),
             next_producer_id: self.next_producer_id,
+            offsets_log_end: self.offsets.log().log_end_offset(),
         }
     }
 
@@ -121,19 +127,42 @@ impl Lab {
                 snapshot.version
             )));
         }
-        let offsets_log = store
+        // Records past what the lab acknowledged (an action cut short by the crash) are cut
+        // off, as a Kafka broker truncates to its high watermark: the logs then agree with the
+        // lab's state and with its history.
+        let mut notes = Vec::new();
+        let mut reconcile = |name: String, log: &mut dyn crate::log::PartitionLog, acknowledged: Offset| {
+            let end = log.log_end_offset();
+            if end > acknowledged {
+                let n = log.truncate_to(acknowledged);
+                notes.push(format!("{name}: {n} record(s) past the last acknowledged state cut off (log end {end} → {acknowledged})"));
+            } else if end < acknowledged {
+                notes.push(format!("{name}: the log ends at {end} but the lab had acknowledged up to {acknowledged}: records lost (a machine crash under --flush never)"));
+            }
+        };
+        let mut offsets_log = store
             .open(
                 crate::offsets::CONSUMER_OFFSETS_TOPIC,
                 0,
                 &OffsetStore::topic_config(),
             )
             .map_err(LabError::Storage)?;
+        reconcile(
+            format!("{}-0", crate::offsets::CONSUMER_OFFSETS_TOPIC),
+            offsets_log.as_mut(),
+            snapshot.offsets_log_end,
+        );
         let mut topics = BTreeMap::new();
         for t in snapshot.topics {
-            let partitions = (0..t.config.partitions)
+            let mut partitions = (0..t.config.partitions)
                 .map(|p| store.open(&t.name, p, &t.config))
                 .collect::<Result<Vec<_>, String>>()
                 .map_err(LabError::Storage)?;
+            for (p, log) in partitions.iter_mut().enumerate() {
+                if let Some(&acknowledged) = t.log_end_offsets.get(p) {
+                    reconcile(format!("{}-{p}", t.name), log.as_mut(), acknowledged);
+                }
+            }
             let mut txns = t.txns;
             txns.resize_with(partitions.len(), PartitionTxns::default);
             topics.insert(
@@ -162,7 +191,7 @@ impl Lab {
             group.audit = g.audit;
             groups.insert(g.name, group);
         }
-        Ok(Self {
+        let mut lab = Self {
             clock: snapshot.clock,
             store,
             sinks,
@@ -176,7 +205,19 @@ impl Lab {
             offsets_retention_ms: snapshot.offsets_retention_ms,
             producers: snapshot.producers,
             next_producer_id: snapshot.next_producer_id,
-        })
+        };
+        lab.say(
+            crate::narrative::EventKind::Setup,
+            format!(
+                "the lab restarted from its files: {}",
+                if notes.is_empty() {
+                    "every log ends where the lab left it".to_string()
+                } else {
+                    notes.join("; ")
+                }
+            ),
+        );
+        Ok(lab)
     }
 }
 
@@ -203,6 +244,12 @@ mod tests {
             serde_json::to_value(lab.view().expect("view")).expect("json"),
             serde_json::to_value(restored.view().expect("view")).expect("json")
         );
-        assert_eq!(lab.narrative().events(), restored.narrative().events());
+        let (before, after) = (lab.narrative().events(), restored.narrative().events());
+        assert_eq!(before, &after[..before.len()]);
+        assert!(
+            after[before.len()].text.contains("restarted"),
+            "{:?}",
+            after.last()
+        );
     }
 }

@@ -181,6 +181,19 @@ impl PartitionLog for MemoryLog {
         removed
     }
 
+    fn truncate_to(&mut self, offset: Offset) -> usize {
+        let offset = offset.clamp(self.log_start, self.log_end);
+        let before = self.record_count();
+        while self.segments.len() > 1 && self.segments[self.segments.len() - 1].base_offset >= offset {
+            self.segments.pop();
+        }
+        let last = self.segments.len() - 1;
+        let index = self.segments[last].index_of(offset);
+        self.segments[last].truncate(index);
+        self.log_end = offset;
+        before - self.record_count()
+    }
+
     fn size_in_bytes(&self) -> usize {
         self.segments.iter().map(Segment::size_in_bytes).sum::<usize>() + std::mem::size_of::<Self>()
     }

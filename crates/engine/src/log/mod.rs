@@ -82,6 +82,11 @@ pub trait PartitionLog: Send {
     /// Records currently retained.
     fn record_count(&self) -> usize;
 
+    /// Removes every record at or after `offset` (the log end moves back to it) and returns how
+    /// many went. A restarted lab truncates its logs to what it had acknowledged, as a Kafka
+    /// broker truncates to its high watermark.
+    fn truncate_to(&mut self, offset: Offset) -> usize;
+
     /// A clean close: a durable log syncs and writes what lets the next open skip recovery.
     fn close(&mut self) -> Result<(), String> {
         Ok(())

@@ -160,6 +160,27 @@ impl Segment {
             + std::mem::size_of::<Self>()
     }
 
+    /// Drops the records from `index` on.
+    pub fn truncate(&mut self, index: usize) {
+        if index >= self.len() {
+            return;
+        }
+        let arena_end = if index == 0 {
+            0
+        } else {
+            (self.ends[index - 1] & !NULL_VALUE) as usize
+        };
+        if !self.dense {
+            self.offsets.truncate(index);
+        }
+        self.timestamps.truncate(index);
+        self.key_lens.truncate(index);
+        self.ends.truncate(index);
+        self.arena.truncate(arena_end);
+        self.controls.retain(|&i| (i as usize) < index);
+        self.max_timestamp = self.timestamps.iter().copied().max();
+    }
+
     /// A copy holding only the records `keep` approves of (the cleaner's rewrite).
     pub fn retain(&self, keep: &mut dyn FnMut(RecordRef<'_>) -> bool) -> (Segment, usize) {
         let mut out = Segment::new(self.base_offset, self.created_at);

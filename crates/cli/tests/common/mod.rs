@@ -1,0 +1,69 @@
+//! Starting `offsetlab serve` as a process and talking HTTP to it, for the integration tests.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+
+pub struct Lab {
+    pub child: Child,
+    pub addr: String,
+    /// What it printed before "press Ctrl-C to stop".
+    pub banner: String,
+}
+
+impl Drop for Lab {
+    /// SIGKILL: the lab dies without a chance to close anything.
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn serve(args: &[&str]) -> Lab {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_offsetlab"))
+        .arg("serve")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut reader = BufReader::new(stdout);
+    let mut banner = String::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).expect("banner") == 0 || line.contains("Ctrl-C") {
+            break;
+        }
+        banner.push_str(&line);
+    }
+    let addr = banner
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {banner:?}"))
+        .to_string();
+    Lab { child, addr, banner }
+}
+
+/// One request on a new connection; the raw response.
+pub fn http(addr: &str, method: &str, path: &str, body: &str) -> std::io::Result<String> {
+    let mut s = TcpStream::connect(addr)?;
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes())?;
+    let mut out = String::new();
+    s.read_to_string(&mut out)?;
+    Ok(out)
+}
+
+/// The JSON body of a 200 response, or `None` for anything else.
+pub fn ok_json(response: &str) -> Option<serde_json::Value> {
+    if !response.starts_with("HTTP/1.1 200") {
+        return None;
+    }
+    let body = response.split_once("\r\n\r\n").map(|(_, b)| b)?;
+    serde_json::from_str(body).ok()
+}
