@@ -3,6 +3,7 @@
 //! A thin shell around the pure engine: it reads files, picks the sink backend, prints the
 //! narrative and the figures, and turns outcomes into exit codes.
 
+mod bench_cmd;
 mod explore_cmd;
 mod lessons_cmd;
 mod output;
@@ -103,10 +104,33 @@ enum Cmd {
         #[arg(long, value_name = "POLICY", default_value = "never")]
         flush: offsetlab_storage::FlushPolicy,
     },
+    /// Measure the lab's moving parts and print the figures (see docs/BENCHMARKS.md)
+    Bench {
+        #[command(subcommand)]
+        what: BenchCmd,
+    },
     /// A 30-second tour in the terminal: the seed lab, crashed at the wrong instant
     Tour,
     /// Print the seed scenario (a starting point for your own)
     Seed,
+}
+
+#[derive(Subcommand)]
+enum BenchCmd {
+    /// The durable log: appends (--flush never and always, group commit), startup after a clean
+    /// and an unclean stop, replay from offset 0 warm and cold, an upsert projection rebuilt
+    /// into SQLite — beside this machine's write and memcpy limits measured in the same run
+    Storage {
+        /// Records of 100-byte values to write
+        #[arg(long, default_value_t = 10_000_000)]
+        records: u64,
+        /// Where to write (default: a temporary directory under the current one, removed after)
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// Print the figures as JSON (no progress bars)
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 struct ServeArgs {
@@ -169,6 +193,9 @@ fn main() -> ExitCode {
             allow_remote,
             flush,
         }),
+        Some(Cmd::Bench {
+            what: BenchCmd::Storage { records, dir, json },
+        }) => bench_cmd::storage(records, dir, json),
         Some(Cmd::Tour) => run_cmd::tour(),
         Some(Cmd::Run {
             file,

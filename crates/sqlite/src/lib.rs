@@ -90,6 +90,28 @@ impl SqliteSink {
         Ok(Self { kind, conn })
     }
 
+    /// Applies many writes in one SQLite transaction: the bulk path for rebuilding a projection
+    /// from a log (append and upsert sinks; a transactional sink applies them one by one, each
+    /// with its offset check).
+    pub fn apply_many(&mut self, writes: &[SinkWrite<'_>]) -> Result<(), SinkError> {
+        if matches!(self.kind, SinkKind::Transactional) {
+            for w in writes {
+                self.apply(w)?;
+            }
+            return Ok(());
+        }
+        let upsert = self.kind == SinkKind::Upsert;
+        let tx = self.conn.transaction().map_err(backend)?;
+        {
+            // One statement prepared for the whole batch.
+            let mut stmt = tx.prepare(Self::insert_sql(upsert)).map_err(backend)?;
+            for w in writes {
+                Self::insert_with(&mut stmt, w).map_err(backend)?;
+            }
+        }
+        tx.commit().map_err(backend)
+    }
+
     /// A sink in a private in-memory database (tests).
     pub fn in_memory(kind: SinkKind) -> Result<Self, SinkError> {
         Self::init(Connection::open_in_memory().map_err(backend)?, kind)
@@ -114,7 +136,12 @@ impl SqliteSink {
     }
 
     fn insert(conn: &Connection, w: &SinkWrite<'_>, upsert: bool) -> Result<(), rusqlite::Error> {
-        let sql = if upsert {
+        let mut stmt = conn.prepare_cached(Self::insert_sql(upsert))?;
+        Self::insert_with(&mut stmt, w)
+    }
+
+    fn insert_sql(upsert: bool) -> &'static str {
+        if upsert {
             "INSERT INTO rows (order_id, topic, partition, source_offset, value, consumer, incarnation, reason, applied_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
              ON CONFLICT (order_id) DO UPDATE SET topic = excluded.topic, partition = excluded.partition,
@@ -124,8 +151,11 @@ impl SqliteSink {
         } else {
             "INSERT INTO rows (order_id, topic, partition, source_offset, value, consumer, incarnation, reason, applied_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
-        };
-        conn.prepare_cached(sql)?.execute(params![
+        }
+    }
+
+    fn insert_with(stmt: &mut rusqlite::Statement<'_>, w: &SinkWrite<'_>) -> Result<(), rusqlite::Error> {
+        stmt.execute(params![
             w.key,
             w.tp.topic,
             w.tp.partition,
