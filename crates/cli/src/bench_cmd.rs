@@ -99,8 +99,13 @@ fn machine_limits(dir: &Path, bytes: usize) -> std::io::Result<(f64, f64, f64)> 
         }
         Ok(bytes as f64 / t.elapsed().as_secs_f64() / 1e6)
     };
-    let cache = measure(false)?;
-    let synced = measure(true)?;
+    // The best of three: writeback of earlier runs and the VM's neighbours make single runs noisy.
+    let mut cache: f64 = 0.0;
+    let mut synced: f64 = 0.0;
+    for _ in 0..3 {
+        cache = cache.max(measure(false)?);
+        synced = synced.max(measure(true)?);
+    }
     let _ = std::fs::remove_file(&path);
     let src = vec![7u8; 256 << 20];
     let mut dst = vec![0u8; 256 << 20];
@@ -179,7 +184,7 @@ fn run(records: u64, dir: &Path, quiet: bool) -> anyhow::Result<Figures> {
         }
     };
     std::fs::create_dir_all(dir)?;
-    say("machine limits: sequential writes of 1 GiB, memcpy of 256 MiB");
+    say("machine limits: sequential writes of 1 GiB (best of 3), memcpy of 256 MiB");
     (f.page_cache_write_mb_s, f.fsync_write_mb_s, f.memcpy_gb_s) = machine_limits(dir, 1 << 30)?;
 
     // Appends, flush=never.
