@@ -102,7 +102,9 @@ impl SqliteSink {
         }
         let upsert = self.kind == SinkKind::Upsert;
         // A projection of millions of keys: keep its index's pages in memory (128 MiB).
-        self.conn.pragma_update(None, "cache_size", -131_072).map_err(backend)?;
+        self.conn
+            .pragma_update(None, "cache_size", -131_072)
+            .map_err(backend)?;
         let tx = self.conn.transaction().map_err(backend)?;
         {
             // One statement prepared for the whole batch.

@@ -321,14 +321,52 @@ fn record_body_len(offset_delta: i64, timestamp_delta: i64, r: &NewRecord<'_>) -
 /// Appends one batch holding `records` (offset, record) to `buf`; every record must have the same
 /// `control` flag and offsets must increase. Returns the batch's length in bytes.
 pub fn encode(buf: &mut Vec<u8>, records: &[(Offset, NewRecord<'_>)], producer_id: i64) -> usize {
-    let start = buf.len();
-    let Some((base_offset, first)) = records.first() else {
+    let Some(&(base_offset, _)) = records.first() else {
         return 0;
     };
-    let base_offset = *base_offset;
+    encode_with(buf, base_offset, records.len(), |i| records[i], producer_id)
+}
+
+/// [`encode`] for records at consecutive offsets from `base_offset` (what an append writes),
+/// without building the (offset, record) pairs.
+pub fn encode_consecutive(
+    buf: &mut Vec<u8>,
+    base_offset: Offset,
+    records: &[NewRecord<'_>],
+    producer_id: i64,
+) -> usize {
+    encode_with(
+        buf,
+        base_offset,
+        records.len(),
+        |i| (base_offset + i as Offset, records[i]),
+        producer_id,
+    )
+}
+
+fn encode_with<'r>(
+    buf: &mut Vec<u8>,
+    base_offset: Offset,
+    count: usize,
+    record: impl Fn(usize) -> (Offset, NewRecord<'r>),
+    producer_id: i64,
+) -> usize {
+    let start = buf.len();
+    if count == 0 {
+        return 0;
+    }
+    let first = record(0).1;
     let base_ts = first.timestamp;
-    let max_ts = records.iter().map(|(_, r)| r.timestamp).max().unwrap_or(base_ts);
-    let last_delta = records.last().map_or(0, |(o, _)| o - base_offset);
+    let mut max_ts = base_ts;
+    let mut payload = 0;
+    for i in 0..count {
+        let r = record(i).1;
+        max_ts = max_ts.max(r.timestamp);
+        payload += 16 + r.key.map_or(0, <[u8]>::len) + r.value.map_or(0, <[u8]>::len);
+    }
+    let last_delta = record(count - 1).0 - base_offset;
+    // One reservation for the whole batch (an upper bound: 16 bytes of framing per record).
+    buf.reserve(HEADER_LEN + payload);
     let mut attributes = 0i16;
     if first.control {
         attributes |= ATTR_CONTROL | ATTR_TRANSACTIONAL;
@@ -347,10 +385,11 @@ pub fn encode(buf: &mut Vec<u8>, records: &[(Offset, NewRecord<'_>)], producer_i
     buf.extend_from_slice(&producer_id.to_be_bytes());
     buf.extend_from_slice(&(if producer_id >= 0 { 0i16 } else { -1i16 }).to_be_bytes());
     buf.extend_from_slice(&(-1i32).to_be_bytes()); // baseSequence
-    buf.extend_from_slice(&(records.len() as i32).to_be_bytes());
-    for (offset, r) in records {
+    buf.extend_from_slice(&(count as i32).to_be_bytes());
+    for i in 0..count {
+        let (offset, r) = record(i);
         let (od, td) = (offset - base_offset, r.timestamp.wrapping_sub(base_ts));
-        put_varint(buf, record_body_len(od, td, r) as i32);
+        put_varint(buf, record_body_len(od, td, &r) as i32);
         buf.push(0);
         put_varlong(buf, td);
         put_varint(buf, od as i32);

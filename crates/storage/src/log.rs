@@ -344,13 +344,8 @@ impl FileLog {
                 if j == i {
                     break 'batches;
                 }
-                let with_offsets: Vec<(Offset, NewRecord<'_>)> = records[i..j]
-                    .iter()
-                    .enumerate()
-                    .map(|(k, r)| (offset + k as Offset, *r))
-                    .collect();
                 let at = buf.len();
-                batch::encode(&mut buf, &with_offsets, -1);
+                batch::encode_consecutive(&mut buf, offset, &records[i..j], -1);
                 headers.push(
                     BatchHeader::parse(&buf[at..])
                         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?,
