@@ -80,7 +80,13 @@ fn client(
 ) -> u64 {
     let mut rng = Rng(seed | 1);
     while !stop.load(Ordering::Relaxed) {
-        let body = if rng.next().is_multiple_of(4) {
+        let roll = rng.next();
+        let body = if roll.is_multiple_of(16) {
+            // A commit, then compaction of __consumer_offsets in the same action: the commit must
+            // survive a kill that lands before the action is acknowledged.
+            r#"{"lines":["poll c1","process c1 count=all","commit c1","compact __consumer_offsets"]}"#
+                .to_string()
+        } else if roll.is_multiple_of(4) {
             r#"{"lines":["poll c1","process c1 count=all","commit c1"]}"#.to_string()
         } else {
             format!(r#"{{"lines":["produce orders count=1 key=o-{next_seq} value={{\"seq\":{next_seq}}}"]}}"#)

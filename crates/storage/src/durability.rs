@@ -72,6 +72,9 @@ struct State {
     syncing: bool,
     /// Syncs performed (for the figures).
     syncs: u64,
+    /// A sync failed: Linux may have dropped the dirty pages and a retry can succeed without
+    /// writing them, so nothing is acknowledged as durable after that.
+    failed: Option<String>,
 }
 
 /// The store's shared durability state: which files are dirty and how far syncs have come.
@@ -145,6 +148,9 @@ impl Durability {
     pub fn sync_upto(&self, target: u64) -> io::Result<()> {
         let mut s = self.lock();
         loop {
+            if let Some(e) = &s.failed {
+                return Err(io::Error::other(format!("an earlier fsync failed: {e}")));
+            }
             if s.synced >= target {
                 return Ok(());
             }
@@ -165,8 +171,7 @@ impl Durability {
                     s.syncs += 1;
                 }
                 Err(e) => {
-                    // Keep them dirty: the next sync tries again.
-                    s.dirty.extend(files);
+                    s.failed = Some(e.to_string());
                     self.done.notify_all();
                     return Err(e);
                 }

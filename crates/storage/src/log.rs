@@ -74,6 +74,17 @@ pub struct FileLog {
     report: OpenReport,
 }
 
+/// A log that cannot write stops the process, as a Kafka broker halts when a log directory fails:
+/// carrying on would acknowledge records that are not there, and a later clean close would
+/// bless them. (The engine's log interface cannot fail; this is its answer to a failing disk.)
+fn storage_failure(what: &str, dir: &Path, e: &dyn std::fmt::Display) -> ! {
+    eprintln!(
+        "offsetlab: cannot {what} {}: {e} — stopping the lab",
+        dir.display()
+    );
+    std::process::abort()
+}
+
 fn read_offset_file(path: &Path) -> Option<Offset> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
@@ -418,10 +429,7 @@ impl FileLog {
         while self.segments.len() > 1 && self.next_offset_of(0) <= offset {
             let seg = self.segments.remove(0);
             if let Err(e) = seg.delete_files() {
-                panic!(
-                    "offsetlab: cannot delete a segment in {}: {e}",
-                    self.dir.display()
-                );
+                storage_failure("delete a segment in", &self.dir, &e);
             }
         }
     }
@@ -431,10 +439,7 @@ impl FileLog {
             &self.dir.join("log-start-offset"),
             self.log_start.to_string().as_bytes(),
         ) {
-            panic!(
-                "offsetlab: cannot record the log start in {}: {e}",
-                self.dir.display()
-            );
+            storage_failure("record the log start in", &self.dir, &e);
         }
     }
 
@@ -476,9 +481,9 @@ impl FileLog {
             break;
         }
         if let Some((pos, keep)) = cut {
-            seg.log.set_len(pos)?;
-            let (mut fresh, _) = FileSegment::recover(&self.dir, base, false)?;
-            fresh.meta.created_at = created_at;
+            // The kept part of a straddling batch is written over it first and the file cut
+            // after it: a crash in between leaves a valid batch and a tail recovery truncates.
+            let mut rewritten = Vec::new();
             if !keep.is_empty() {
                 let recs: Vec<(Offset, NewRecord<'_>)> = keep
                     .iter()
@@ -494,12 +499,14 @@ impl FileLog {
                         )
                     })
                     .collect();
-                let mut buf = Vec::new();
-                batch::encode(&mut buf, &recs, -1);
-                let header = BatchHeader::parse(&buf)
-                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
-                fresh.append(&buf, &[header], recs.len())?;
+                batch::encode(&mut rewritten, &recs, -1);
+                std::os::unix::fs::FileExt::write_all_at(&*seg.log, &rewritten, pos)?;
+                seg.log.sync_data()?;
             }
+            seg.log.set_len(pos + rewritten.len() as u64)?;
+            seg.log.sync_data()?;
+            let (mut fresh, _) = FileSegment::recover(&self.dir, base, false)?;
+            fresh.meta.created_at = created_at;
             self.durability.note_write(&fresh.log);
             self.segments[last] = fresh;
         }
@@ -616,7 +623,7 @@ impl PartitionLog for FileLog {
             Ok(o) => o,
             // The engine's log interface cannot fail: a disk that refuses writes ends the lab,
             // loudly, rather than letting it pretend records exist.
-            Err(e) => panic!("offsetlab: cannot write to {}: {e}", self.dir.display()),
+            Err(e) => storage_failure("write to", &self.dir, &e),
         }
     }
 
@@ -632,20 +639,42 @@ impl PartitionLog for FileLog {
         let from = from.max(self.log_start);
         let mut seen = 0;
         let mut seg = self.segment_for(from);
+        let mut first = true;
         while seen < max_records && seg < self.segments.len() {
             let s = &self.segments[seg];
             let mut cursor = s.cursor_for(from, READ_CHUNK);
-            // A batch that fails its CRC is never served: the read stops before it.
-            while let Ok(Some((_, b))) = cursor.next_batch() {
-                if b.header.last_offset() < from {
-                    continue;
+            if first {
+                // An index entry that points past `from` (or not at a batch) is a wrong cache:
+                // read the segment from its start instead.
+                let mut probe = s.cursor_for(from, READ_CHUNK);
+                let trusted = match probe.next_batch() {
+                    Ok(Some((pos, b))) => pos == 0 || b.header.base_offset <= from,
+                    Ok(None) => true,
+                    Err(_) => false,
+                };
+                if !trusted {
+                    cursor = s.cursor_from_start(READ_CHUNK);
                 }
-                for r in b.records().filter(|r| r.offset >= from) {
-                    if seen >= max_records {
-                        return seen;
+                first = false;
+            }
+            loop {
+                match cursor.next_batch() {
+                    Ok(Some((_, b))) => {
+                        if b.header.last_offset() < from {
+                            continue;
+                        }
+                        for r in b.records().filter(|r| r.offset >= from) {
+                            if seen >= max_records {
+                                return seen;
+                            }
+                            visit(r);
+                            seen += 1;
+                        }
                     }
-                    visit(r);
-                    seen += 1;
+                    Ok(None) => break,
+                    // A batch that fails its checks is never served, and nothing after it is
+                    // either: skipping it would hand out a gap as if it were the log.
+                    Err(_) => return seen,
                 }
             }
             seg += 1;
@@ -711,11 +740,12 @@ impl PartitionLog for FileLog {
     fn delete_records_before(&mut self, offset: Offset) -> usize {
         let before = self.record_count();
         let target = offset.clamp(self.log_start, self.log_end_offset_raw());
-        self.remove_segments_upto(target);
+        // The new log start first: a crash between the two must not bring deleted records back.
         if target != self.log_start {
             self.log_start = target;
             self.persist_log_start();
         }
+        self.remove_segments_upto(target);
         self.recompute_hidden();
         before - self.record_count()
     }
@@ -723,7 +753,7 @@ impl PartitionLog for FileLog {
     fn truncate_to(&mut self, offset: Offset) -> usize {
         match self.try_truncate(offset) {
             Ok(n) => n,
-            Err(e) => panic!("offsetlab: cannot truncate {}: {e}", self.dir.display()),
+            Err(e) => storage_failure("truncate", &self.dir, &e),
         }
     }
 
@@ -734,7 +764,7 @@ impl PartitionLog for FileLog {
                 self.recompute_hidden();
                 n
             }
-            Err(e) => panic!("offsetlab: cannot compact {}: {e}", self.dir.display()),
+            Err(e) => storage_failure("compact", &self.dir, &e),
         }
     }
 

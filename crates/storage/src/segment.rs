@@ -284,6 +284,8 @@ impl FileSegment {
 
     /// Appends encoded batches (`bytes`, whose headers are `headers`, back to back).
     pub fn append(&mut self, bytes: &[u8], headers: &[BatchHeader], records: usize) -> io::Result<()> {
+        // The bytes first: if the write fails, the segment's metadata still describes the file.
+        self.log.write_all_at(bytes, self.meta.len)?;
         let mut pos = self.meta.len;
         for h in headers {
             if self.meta.len == 0 && pos == 0 || self.since_index >= INDEX_INTERVAL_BYTES {
@@ -305,7 +307,6 @@ impl FileSegment {
             );
             self.meta.next_offset = h.last_offset() + 1;
         }
-        self.log.write_all_at(bytes, self.meta.len)?;
         self.meta.len += bytes.len() as u64;
         self.meta.records += records;
         Ok(())
@@ -320,6 +321,11 @@ impl FileSegment {
             u64::from(self.index.position_for(rel)),
             chunk,
         )
+    }
+
+    /// A cursor from the segment's first batch (when the index cannot be trusted).
+    pub fn cursor_from_start(&self, chunk: usize) -> BatchCursor<'_> {
+        BatchCursor::new(&self.log, self.meta.len, 0, chunk)
     }
 
     /// A cursor positioned for the first record with timestamp ≥ `timestamp`.

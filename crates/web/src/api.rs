@@ -2,7 +2,7 @@
 
 use crate::assets;
 use crate::guard;
-use crate::session::{ActionError, Session};
+use crate::session::{ActionError, PendingSave, Session};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{DefaultBodyLimit, Query, State};
 use axum::http::{header, StatusCode};
@@ -18,7 +18,6 @@ use offsetlab_engine::txn::ControlType;
 use offsetlab_scenario::explore::{self, Cell};
 use offsetlab_scenario::lessons::{self, LESSONS};
 use offsetlab_scenario::Script;
-use offsetlab_storage::{Durability, FlushPolicy};
 use serde::{Deserialize, Serialize};
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -39,6 +38,8 @@ pub struct AppState {
     changes: broadcast::Sender<u64>,
     session_file: Option<Arc<PathBuf>>,
     matrix: Arc<OnceLock<Vec<Cell>>>,
+    /// The newest lab version saved by a deferred save (`--flush always`).
+    last_saved: Arc<Mutex<u64>>,
 }
 
 impl AppState {
@@ -63,6 +64,7 @@ impl AppState {
             changes,
             session_file: session_file.map(Arc::new),
             matrix: Arc::new(OnceLock::new()),
+            last_saved: Arc::new(Mutex::new(0)),
         }
     }
 
@@ -84,40 +86,35 @@ impl AppState {
         .map_err(|e| json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0))
     }
 
-    /// After a change: persist the session for the next start and tell every tab. Returns what
-    /// to sync before acknowledging (the durable lab under `--flush always`).
-    fn changed(&self, session: &Session) -> Option<(Arc<Durability>, u64)> {
+    /// After a change: save the lab for the next start (or prepare the save that must follow
+    /// the fsync, under `--flush always`) and tell every tab. An error means the change is not
+    /// durable and must not be acknowledged.
+    fn changed(&self, session: &Session) -> Result<Option<PendingSave>, String> {
         if let Some(path) = &self.session_file {
             if let Err(e) = std::fs::write(path.as_ref(), session.export()) {
                 eprintln!("warning: cannot save the session to {}: {e}", path.display());
             }
         }
-        if let Err(e) = session.persist() {
-            eprintln!("warning: cannot save the lab: {e}");
-        }
+        let pending = session
+            .save()
+            .map_err(|e| format!("the lab could not be saved: {e}"))?;
         let _ = self.changes.send(session.version());
-        session
-            .durability()
-            .filter(|d| d.policy() == FlushPolicy::Always)
-            .map(|d| {
-                let upto = d.written();
-                (d, upto)
-            })
+        Ok(pending)
     }
 
-    /// `--flush always`: the change is acknowledged once its appends are on disk. Runs outside
-    /// the session's lock, so requests that arrive meanwhile share the next fsync (group commit).
-    async fn sync(&self, pending: Option<(Arc<Durability>, u64)>, response: Response) -> Response {
-        let Some((d, upto)) = pending else {
-            return response;
+    /// `--flush always`: the change is acknowledged once its appends are on disk and the lab's
+    /// file after them. Runs outside the session's lock, so requests that arrive meanwhile share
+    /// the next fsync (group commit).
+    async fn sync(&self, pending: Result<Option<PendingSave>, String>, response: Response) -> Response {
+        let pending = match pending {
+            Ok(Some(p)) => p,
+            Ok(None) => return response,
+            Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &e, 0),
         };
-        match tokio::task::spawn_blocking(move || d.sync_upto(upto)).await {
+        let last_saved = Arc::clone(&self.last_saved);
+        match tokio::task::spawn_blocking(move || pending.complete(&last_saved)).await {
             Ok(Ok(())) => response,
-            Ok(Err(e)) => json_error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                &format!("fsync failed: {e}"),
-                0,
-            ),
+            Ok(Err(e)) => json_error(StatusCode::INTERNAL_SERVER_ERROR, &format!("not durable: {e}"), 0),
             Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
         }
     }
@@ -234,7 +231,7 @@ async fn post_actions(State(app): State<AppState>, ApiJson(actions): ApiJson<Act
                 };
                 (response, pending)
             }
-            Err(e) => (action_error(&e), None),
+            Err(e) => (action_error(&e), Ok(None)),
         })
         .await;
     match result {
@@ -411,7 +408,7 @@ async fn load(app: AppState, source: String) -> Response {
                 let pending = app2.changed(s);
                 (state_response(s), pending)
             }
-            Err(e) => (action_error(&e), None),
+            Err(e) => (action_error(&e), Ok(None)),
         })
         .await;
     match result {

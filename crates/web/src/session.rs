@@ -7,10 +7,10 @@
 //! the same property that makes an exported session reproduce its figures.
 //!
 //! With the durable backend (what `serve` uses) a lab lives in a *generation* directory of the
-//! data directory: `logs/` (segment files, [`FileStore`]), `sinks/` (SQLite), `lab.json` (the
-//! lab's snapshot, saved after every change) and `history.scn`. A fresh lab — an import, a reset,
-//! the undo of a failed batch — is built in a new generation and switched to atomically
-//! (`current`), so a crash at any moment leaves one complete lab. At start the current
+//! data directory: `logs/` (segment files, [`FileStore`]), `sinks/` (SQLite) and `lab.json` (the
+//! lab's snapshot and its history, one file, saved after every change). A fresh lab — an import,
+//! a reset, the undo of a failed batch — is built in a new generation, synced, and switched to by
+//! an atomic rename of `current`, so a kill at any moment leaves one complete lab. At start the current
 //! generation is restored: logs recovered from disk, sinks reopened with their rows, the lab's
 //! state from its snapshot, committed offsets replayed from `__consumer_offsets`.
 
@@ -59,14 +59,56 @@ impl Generation {
     }
 }
 
-/// Writes a file atomically: a temporary file (synced when `sync`), renamed over the old one.
+/// Writes a file atomically: a temporary file renamed over the old one; with `sync`, the file
+/// and then its directory are synced, so the rename itself survives a power cut.
 fn write_atomically(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()> {
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, bytes)?;
     if sync {
         std::fs::File::open(&tmp)?.sync_all()?;
     }
-    std::fs::rename(&tmp, path)
+    std::fs::rename(&tmp, path)?;
+    if sync {
+        if let Some(dir) = path.parent() {
+            std::fs::File::open(dir)?.sync_all()?;
+        }
+    }
+    Ok(())
+}
+
+/// What `lab.json` holds: the lab's snapshot and the history that built it, in one file so they
+/// can never disagree.
+#[derive(Serialize, serde::Deserialize)]
+struct LabFile {
+    history: String,
+    snapshot: offsetlab_engine::lab::LabSnapshot,
+}
+
+/// A save that must wait for the logs (`--flush always`): the serialized lab, written once every
+/// append it covers is on disk. Run it outside the session's lock; saves of older versions that
+/// finish late are skipped.
+pub struct PendingSave {
+    durability: Arc<Durability>,
+    upto: u64,
+    version: u64,
+    bytes: Vec<u8>,
+    path: PathBuf,
+}
+
+impl PendingSave {
+    /// Waits for the fsync (shared with concurrent requests: group commit), then writes the
+    /// lab's file if no newer version was written meanwhile.
+    pub fn complete(self, last_saved: &std::sync::Mutex<u64>) -> Result<(), LabError> {
+        self.durability.sync_upto(self.upto).map_err(storage)?;
+        let mut last = last_saved
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if self.version > *last {
+            write_atomically(&self.path, &self.bytes, true).map_err(storage)?;
+            *last = self.version;
+        }
+        Ok(())
+    }
 }
 
 fn storage(e: impl std::fmt::Display) -> LabError {
@@ -155,10 +197,11 @@ impl Session {
         };
         let number: u64 = current.trim().parse().map_err(storage)?;
         let dir = Generation::dir_for(root, number);
-        let snapshot = std::fs::read(dir.join("lab.json")).map_err(storage)?;
-        let snapshot: offsetlab_engine::lab::LabSnapshot =
-            serde_json::from_slice(&snapshot).map_err(storage)?;
-        let history_text = std::fs::read_to_string(dir.join("history.scn")).map_err(storage)?;
+        let file = std::fs::read(dir.join("lab.json")).map_err(storage)?;
+        let LabFile {
+            history: history_text,
+            snapshot,
+        } = serde_json::from_slice(&file).map_err(storage)?;
         let history = Script::parse(&history_text)
             .map_err(|e| storage(e.reason()))?
             .lines
@@ -172,6 +215,23 @@ impl Session {
         let sinks = SqliteSinks::new(dir.join("sinks"))?;
         let lab = offsetlab_engine::Lab::restore(snapshot, Box::new(store), Box::new(sinks))?;
         let mut notes = Vec::new();
+        // Partition directories the lab does not know: a topic created by an action that crashed
+        // before it was acknowledged. Gone, or a later topic of that name would inherit them.
+        let known: std::collections::BTreeSet<String> = lab
+            .topics()
+            .values()
+            .flat_map(|t| (0..t.partitions.len()).map(move |p| format!("{}-{p}", t.name)))
+            .chain([format!("{}-0", offsetlab_engine::offsets::CONSUMER_OFFSETS_TOPIC)])
+            .collect();
+        if let Ok(entries) = std::fs::read_dir(dir.join("logs")) {
+            for e in entries.filter_map(Result::ok).filter(|e| e.path().is_dir()) {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if !known.contains(&name) {
+                    let _ = std::fs::remove_dir_all(e.path());
+                    notes.push(format!("{name}: never acknowledged, removed"));
+                }
+            }
+        }
         if let Ok(r) = reports.lock() {
             for (log, report) in r.iter() {
                 if report.truncated_bytes > 0 || report.dropped_segments > 0 {
@@ -215,16 +275,51 @@ impl Session {
         )))
     }
 
-    /// Saves what the next start restores (durable backend): the lab's snapshot and history.
-    /// Under `--flush always` they are synced before the change is acknowledged.
+    /// Saves what the next start restores (durable backend), now: the lab's snapshot and its
+    /// history, in one file (synced unless `--flush never`).
     pub fn persist(&self) -> Result<(), LabError> {
         let Some(g) = &self.generation else {
             return Ok(());
         };
-        let sync = g.durability.policy() == FlushPolicy::Always;
-        let snapshot = serde_json::to_vec(&self.lab.snapshot()).map_err(storage)?;
-        write_atomically(&g.dir.join("history.scn"), self.export().as_bytes(), sync).map_err(storage)?;
-        write_atomically(&g.dir.join("lab.json"), &snapshot, sync).map_err(storage)
+        let sync = g.durability.policy() != FlushPolicy::Never;
+        write_atomically(&g.dir.join("lab.json"), &self.lab_file()?, sync).map_err(storage)
+    }
+
+    fn lab_file(&self) -> Result<Vec<u8>, LabError> {
+        serde_json::to_vec(&LabFile {
+            history: self.export(),
+            snapshot: self.lab.snapshot(),
+        })
+        .map_err(storage)
+    }
+
+    /// Saves the lab after a change. Under `--flush always` the save must follow the fsync of
+    /// the appends it covers, so it is returned to be completed outside the lock; otherwise it is
+    /// written now.
+    pub fn save(&self) -> Result<Option<PendingSave>, LabError> {
+        let Some(g) = &self.generation else {
+            return Ok(None);
+        };
+        if g.durability.policy() != FlushPolicy::Always {
+            self.persist()?;
+            return Ok(None);
+        }
+        Ok(Some(PendingSave {
+            durability: Arc::clone(&g.durability),
+            upto: g.durability.written(),
+            version: self.version,
+            bytes: self.lab_file()?,
+            path: g.dir.join("lab.json"),
+        }))
+    }
+
+    /// The logs synced and the lab saved, as they are now.
+    fn barrier(&self) -> Result<(), LabError> {
+        if let Some(g) = &self.generation {
+            g.durability.sync_all().map_err(storage)?;
+            self.persist()?;
+        }
+        Ok(())
     }
 
     /// The durable lab's sync handle: after an action, `sync_upto(written())` makes its appends
@@ -286,6 +381,12 @@ impl Session {
         let history_mark = self.history.len();
         let mut reset_plans = Vec::new();
         for (n, (line, text, command)) in commands.iter().enumerate() {
+            if matches!(command, Command::Compact(_) | Command::DeleteRecords(_)) {
+                // Compaction and DeleteRecords destroy records for good. Everything before them
+                // is saved first, so a restart's truncation to the saved state can never undo a
+                // record they superseded (a cleaner never cleans past the high watermark).
+                self.barrier().map_err(|e| internal(&e))?;
+            }
             match command.apply(&mut self.lab) {
                 Ok(outcome) => {
                     if let Outcome::Reset(plan) = outcome {
@@ -371,8 +472,16 @@ impl Session {
         let Some(g) = generation else {
             return Ok(());
         };
+        // Everything of the new lab on disk first — its logs, its file, its directory — then the
+        // switch, then the old one goes.
+        g.durability.sync_all().map_err(storage)?;
         let old = self.generation.replace(g);
-        self.persist()?;
+        if let Some(new) = &self.generation {
+            write_atomically(&new.dir.join("lab.json"), &self.lab_file()?, true).map_err(storage)?;
+            std::fs::File::open(&new.dir)
+                .and_then(|d| d.sync_all())
+                .map_err(storage)?;
+        }
         if let (SinkBackend::Durable { root, .. }, Some(new)) = (&self.backend, &self.generation) {
             write_atomically(&root.join("current"), new.number.to_string().as_bytes(), true)
                 .map_err(storage)?;
