@@ -108,6 +108,11 @@ impl BatchHeader {
         if magic != MAGIC {
             return Err(BatchError::BadMagic(magic));
         }
+        // baseOffset is not under the CRC: refuse one whose last offset would overflow.
+        let (base, delta) = (be_i64(buf, 0), be_i32(buf, 23));
+        if base < 0 || delta < 0 || base.checked_add(i64::from(delta)).is_none() {
+            return Err(BatchError::BadLength(length));
+        }
         Ok(Self {
             base_offset: be_i64(buf, 0),
             total_len: length as usize + LOG_OVERHEAD,

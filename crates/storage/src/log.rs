@@ -44,6 +44,9 @@ struct Snapshot {
     log_start: Offset,
     log_end: Offset,
     segments: Vec<SegmentMeta>,
+    /// Records of the first segment below the log start.
+    #[serde(default)]
+    hidden: usize,
 }
 
 /// How a log came back when it was opened.
@@ -130,15 +133,32 @@ impl FileLog {
             .and_then(|b| serde_json::from_slice::<Snapshot>(&b).ok());
         // The snapshot describes the log at its close; once we append it is stale.
         let _ = std::fs::remove_file(&snapshot);
-        match trusted {
-            Some(s) if !s.segments.is_empty() => log.open_clean(s)?,
-            _ => log.recover()?,
-        }
+        let opened_clean = match trusted {
+            Some(s) if !s.segments.is_empty() => match log.open_clean(s) {
+                Ok(()) => true,
+                Err(e) => {
+                    // The snapshot does not match the files: recover as after a crash.
+                    log.segments.clear();
+                    log.report = OpenReport::default();
+                    log.report
+                        .notes
+                        .push(format!("clean snapshot not usable ({e}); recovered"));
+                    log.recover()?;
+                    false
+                }
+            },
+            _ => {
+                log.recover()?;
+                false
+            }
+        };
         if log.segments.is_empty() {
             let base = log.log_start.max(0);
             log.segments.push(FileSegment::create(dir, base, 0)?);
         }
-        log.recompute_hidden();
+        if !opened_clean {
+            log.recompute_hidden();
+        }
         Ok(log)
     }
 
@@ -147,6 +167,7 @@ impl FileLog {
             self.segments.push(FileSegment::open_trusted(&self.dir, meta)?);
         }
         self.log_start = s.log_start;
+        self.hidden = s.hidden;
         self.report.clean = true;
         Ok(())
     }
@@ -410,6 +431,7 @@ impl FileLog {
             log_start: self.log_start,
             log_end: self.log_end_offset_raw(),
             segments: self.segments.iter().map(|s| s.meta.clone()).collect(),
+            hidden: self.hidden,
         };
         let bytes = serde_json::to_vec(&snap).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
         write_atomically(&self.dir.join("snapshot.json"), &bytes)?;

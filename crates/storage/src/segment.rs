@@ -243,6 +243,10 @@ impl FileSegment {
                 false,
             )
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+            if let Some(why) = scan.stopped {
+                // The bytes the snapshot vouches for are not all batches: not a clean segment.
+                return Err(io::Error::new(io::ErrorKind::InvalidData, why));
+            }
             seg.index = scan.index;
             seg.rewrite_index()?;
         }
@@ -389,7 +393,7 @@ pub fn scan(
                 break;
             }
         };
-        if h.base_offset < meta.next_offset || h.count < 0 {
+        if h.base_offset < meta.next_offset || h.count < 0 || h.last_offset() - base > i64::from(u32::MAX) {
             stopped = Some(format!(
                 "at byte {pos}: batch offset {} goes backwards (expected ≥ {})",
                 h.base_offset, meta.next_offset

@@ -343,3 +343,24 @@ fn a_clean_reopen_reads_no_record_data() {
         std::fs::write(p, b).expect("restore");
     }
 }
+
+#[test]
+fn a_snapshot_that_no_longer_matches_its_files_falls_back_to_recovery() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut log = open(dir.path(), false);
+    fill(&mut log, 12);
+    log.close_files().expect("close");
+    drop(log);
+    // The files changed after the clean close: the last segment lost its tail.
+    let last = segment_files(dir.path(), "log").pop().expect("a segment");
+    let len = std::fs::metadata(&last).expect("meta").len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&last)
+        .expect("open")
+        .set_len(len - 3)
+        .expect("cut");
+    let log = open(dir.path(), true);
+    assert!(!log.open_report().clean, "the snapshot was not trusted");
+    assert_eq!(offsets(&log), (0..11).collect::<Vec<_>>());
+}
