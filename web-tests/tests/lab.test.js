@@ -21,6 +21,7 @@ test('the seed walk-through: timer auto-commit loses, manual + upsert does not, 
   await resetLab(page);
   assert.equal(await card(page, 'fig-committed'), '0 / 12');
   assert.match(await card(page, 'fig-lag'), /lag: 12/);
+  assert.match(await page.textContent('#storage'), /logs on disk \(segment files\) · --flush never/, 'the durability policy is shown');
 
   // Auto-commit on a timer + append: crash right after the timer fired mid-batch.
   await press(page, 'poll c1');

@@ -155,6 +155,11 @@ function render(previous) {
   renderSelects();
   renderPlan();
   $('#clock').textContent = `clock ${fmtT(ui.state.clock_ms)}`;
+  const st = ui.state.storage;
+  $('#storage').textContent = st && st.logs === 'disk'
+    ? `logs on disk (segment files) · --flush ${st.flush}`
+    : 'logs in memory';
+  $('#storage').title = st && st.dir ? `${st.dir}: segment files, SQLite sinks and the lab's snapshot; a restart (even kill -9) picks up here` : 'nothing survives a restart';
   renderLessonPanel();
   if (focusKey && document.activeElement === document.body) {
     const again = $$('[data-line], [data-focus]').find((el) => (el.dataset.line || el.dataset.focus) === focusKey && !el.disabled);

@@ -160,6 +160,18 @@ pub struct State<'a> {
     pub sink_rows: BTreeMap<String, SinkTail>,
     pub consumer_offsets_records: Vec<OffsetRecord>,
     pub history_lines: usize,
+    pub storage: StorageInfo,
+}
+
+/// Where the lab keeps its logs, shown on the page.
+#[derive(Serialize)]
+pub struct StorageInfo {
+    /// `memory` or `disk`.
+    pub logs: &'static str,
+    /// The flush policy of a durable lab (`never`, `interval=…ms`, `always`).
+    pub flush: Option<String>,
+    /// The generation directory of a durable lab.
+    pub dir: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -527,6 +539,18 @@ impl Session {
             sink_rows,
             consumer_offsets_records,
             history_lines: self.history.len(),
+            storage: match &self.generation {
+                Some(g) => StorageInfo {
+                    logs: "disk",
+                    flush: Some(g.durability.policy().to_string()),
+                    dir: Some(g.dir.display().to_string()),
+                },
+                None => StorageInfo {
+                    logs: "memory",
+                    flush: None,
+                    dir: None,
+                },
+            },
         })
     }
 
