@@ -532,6 +532,11 @@ impl FileLog {
             self.durability.note_write(&fresh.log);
             self.segments[last] = fresh;
         }
+        // Bytes written from here on are new: the recovery point must not vouch for them.
+        let point = self.dir.join("recovery-point");
+        if read_offset_file(&point).is_some_and(|p| p > offset) {
+            write_atomically(&point, offset.to_string().as_bytes())?;
+        }
         // The log end moves back to `offset` even where no record sat at it (a compacted gap);
         // noted on disk, since no batch says so.
         let meta = &mut self.segments[last].meta;
