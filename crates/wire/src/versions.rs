@@ -1,0 +1,62 @@
+//! What the listener advertises in ApiVersions: each API it serves, with the versions it serves
+//! (never more than the `kafka-protocol` crate can encode). An API joins this table when its
+//! handler does; a client then never sends what the listener cannot answer.
+
+use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::{ApiKey, ApiVersionsResponse};
+
+/// (API, lowest version, highest version) served.
+pub const SERVED: &[(ApiKey, i16, i16)] = &[
+    // v3 is the flexible one current clients start with; kcat (librdkafka 2.x) accepts it.
+    (ApiKey::ApiVersions, 0, 3),
+];
+
+/// The range served for `api_key`, if it is served.
+pub fn served(api_key: ApiKey) -> Option<(i16, i16)> {
+    SERVED
+        .iter()
+        .find(|(k, _, _)| *k == api_key)
+        .map(|&(_, lo, hi)| (lo, hi))
+}
+
+pub fn is_served(api_key: ApiKey, version: i16) -> bool {
+    served(api_key).is_some_and(|(lo, hi)| (lo..=hi).contains(&version))
+}
+
+/// The ApiVersions response body: `error_code` 0, or 35 (UNSUPPORTED_VERSION) when the client
+/// asked with a version the listener does not speak — the client then retries with one it lists.
+pub fn api_versions_response(error_code: i16) -> ApiVersionsResponse {
+    ApiVersionsResponse::default()
+        .with_error_code(error_code)
+        .with_api_keys(
+            SERVED
+                .iter()
+                .map(|&(k, lo, hi)| {
+                    ApiVersion::default()
+                        .with_api_key(k as i16)
+                        .with_min_version(lo)
+                        .with_max_version(hi)
+                })
+                .collect(),
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every advertised range lies inside what the codec can decode and encode.
+    #[test]
+    fn nothing_is_advertised_beyond_the_codec() {
+        for &(k, lo, hi) in SERVED {
+            let v = k.valid_versions();
+            assert!(
+                v.min <= lo && hi <= v.max && lo <= hi,
+                "{k:?} {lo}..={hi} vs {v:?}"
+            );
+        }
+        assert!(is_served(ApiKey::ApiVersions, 3));
+        assert!(!is_served(ApiKey::ApiVersions, 4));
+        assert!(!is_served(ApiKey::Produce, 9));
+    }
+}
