@@ -10,6 +10,8 @@ cd "$(dirname "$0")/.."
 echo "== lint: clippy"
 cargo clippy --workspace --all-targets --locked
 
+command -v kcat >/dev/null || { echo "error: the Kafka listener tests drive kcat (apt-get install kcat)" >&2; exit 1; }
+
 echo "== unit, property, integration, CLI and API tests"
 cargo test --workspace --locked
 

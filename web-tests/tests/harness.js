@@ -16,7 +16,7 @@ for (const [what, file] of [['the offsetlab binary (cargo build)', BIN], ["Debia
 
 /** Starts `offsetlab serve --ephemeral` on a free port. */
 export async function startLab() {
-  const child = spawn(BIN, ['serve', '--ephemeral', '--http', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(BIN, ['serve', '--ephemeral', '--http', '127.0.0.1:0', '--kafka', 'off'], { stdio: ['ignore', 'pipe', 'pipe'] });
   const url = await new Promise((resolve, reject) => {
     let out = '';
     const timer = setTimeout(() => reject(new Error(`the lab did not start: ${out}`)), 15000);

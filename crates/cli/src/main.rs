@@ -103,6 +103,10 @@ enum Cmd {
         /// acknowledging, concurrent writers sharing one fsync)
         #[arg(long, value_name = "POLICY", default_value = "never")]
         flush: offsetlab_storage::FlushPolicy,
+        /// Where real Kafka clients connect (kcat, librdkafka, kafka-python …), or `off`. So far
+        /// they can read the lab's logs: Metadata, ListOffsets and Fetch
+        #[arg(long, value_name = "ADDR|off", default_value = "127.0.0.1:9092")]
+        kafka: KafkaAddr,
     },
     /// Measure the lab's moving parts and print the figures (see docs/BENCHMARKS.md)
     Bench {
@@ -133,12 +137,29 @@ enum BenchCmd {
     },
 }
 
+/// `--kafka ADDR` or `--kafka off`.
+#[derive(Debug, Clone, Copy)]
+struct KafkaAddr(Option<std::net::SocketAddr>);
+
+impl std::str::FromStr for KafkaAddr {
+    type Err = String;
+    fn from_str(v: &str) -> Result<Self, Self::Err> {
+        if v == "off" {
+            return Ok(Self(None));
+        }
+        v.parse()
+            .map(|a| Self(Some(a)))
+            .map_err(|e| format!("expected HOST:PORT or off ({e})"))
+    }
+}
+
 struct ServeArgs {
     http: std::net::SocketAddr,
     data: PathBuf,
     ephemeral: bool,
     allow_remote: bool,
     flush: offsetlab_storage::FlushPolicy,
+    kafka: Option<std::net::SocketAddr>,
 }
 
 impl Default for ServeArgs {
@@ -149,6 +170,7 @@ impl Default for ServeArgs {
             ephemeral: false,
             allow_remote: false,
             flush: offsetlab_storage::FlushPolicy::Never,
+            kafka: Some(std::net::SocketAddr::from(([127, 0, 0, 1], 9092))),
         }
     }
 }
@@ -166,6 +188,7 @@ fn serve(args: ServeArgs) -> u8 {
         data_dir: (!args.ephemeral).then_some(args.data),
         allow_remote: args.allow_remote,
         flush: args.flush,
+        kafka: args.kafka,
     };
     match runtime.block_on(offsetlab_web::serve(config)) {
         Ok(()) => exit::OK,
@@ -186,12 +209,14 @@ fn main() -> ExitCode {
             ephemeral,
             allow_remote,
             flush,
+            kafka,
         }) => serve(ServeArgs {
             http,
             data,
             ephemeral,
             allow_remote,
             flush,
+            kafka: kafka.0,
         }),
         Some(Cmd::Bench {
             what: BenchCmd::Storage { records, dir, json },

@@ -9,6 +9,7 @@
 mod api;
 mod assets;
 mod guard;
+pub mod kafka;
 pub mod session;
 
 pub use api::{router, AppState, MAX_PAGE};
@@ -29,6 +30,8 @@ pub struct ServeConfig {
     pub allow_remote: bool,
     /// When appended records reach the disk (`--flush`).
     pub flush: offsetlab_storage::FlushPolicy,
+    /// Where the Kafka listener listens (`--kafka`), if it does.
+    pub kafka: Option<SocketAddr>,
 }
 
 /// The file in the data directory that holds the session, replayed on the next start.
@@ -36,6 +39,14 @@ pub const SESSION_FILE: &str = "session.scn";
 
 /// Runs the web lab until Ctrl-C.
 pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
+    if let Some(k) = config
+        .kafka
+        .filter(|k| !k.ip().is_loopback() && !config.allow_remote)
+    {
+        anyhow::bail!(
+            "{k} is not a loopback address: the Kafka listener listens on 127.0.0.1 only unless you pass --allow-remote"
+        );
+    }
     if !config.http.ip().is_loopback() && !config.allow_remote {
         anyhow::bail!(
             "{} is not a loopback address: the lab listens on 127.0.0.1 only unless you pass --allow-remote",
@@ -73,6 +84,22 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(config.http).await?;
     let addr = listener.local_addr()?;
     let session = Arc::new(Mutex::new(session));
+    let kafka = match config.kafka {
+        Some(addr) => match tokio::net::TcpListener::bind(addr).await {
+            Ok(l) => {
+                let bound = l.local_addr().ok();
+                tokio::spawn(kafka::serve(l, Arc::clone(&session)));
+                bound
+            }
+            Err(e) => {
+                eprintln!(
+                    "warning: the Kafka listener cannot listen on {addr} ({e}); the lab runs without it"
+                );
+                None
+            }
+        },
+        None => None,
+    };
     let state = AppState::new(
         Arc::clone(&session),
         addr,
@@ -83,11 +110,14 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let mut out = std::io::stdout();
     let _ = writeln!(
         out,
-        "offsetlab lab on http://{addr}  (data: {}, --flush {}){}\npress Ctrl-C to stop",
+        "offsetlab lab on http://{addr}  (data: {}, --flush {}){}{}\npress Ctrl-C to stop",
         data_dir.display(),
         config.flush,
         restored
             .map(|s| format!("\nlab restored: {s}"))
+            .unwrap_or_default(),
+        kafka
+            .map(|k| format!("\nKafka listener on {k} (try: kcat -b {k} -L)"))
             .unwrap_or_default()
     );
     let _ = out.flush();

@@ -9,6 +9,13 @@ use kafka_protocol::messages::{ApiKey, ApiVersionsResponse};
 pub const SERVED: &[(ApiKey, i16, i16)] = &[
     // v3 is the flexible one current clients start with; kcat (librdkafka 2.x) accepts it.
     (ApiKey::ApiVersions, 0, 3),
+    (ApiKey::Metadata, 0, 9),
+    (ApiKey::ListOffsets, 1, 5),
+    (ApiKey::Fetch, 4, 11),
+    // Advertised so that clients speak record batches v2 (librdkafka enables them only with
+    // Produce ≥ 3 and Fetch ≥ 4); the listener answers every produce with POLICY_VIOLATION until
+    // external writes land.
+    (ApiKey::Produce, 3, 9),
 ];
 
 /// The range served for `api_key`, if it is served.
@@ -57,6 +64,6 @@ mod tests {
         }
         assert!(is_served(ApiKey::ApiVersions, 3));
         assert!(!is_served(ApiKey::ApiVersions, 4));
-        assert!(!is_served(ApiKey::Produce, 9));
+        assert!(!is_served(ApiKey::Produce, 10));
     }
 }

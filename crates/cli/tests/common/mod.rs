@@ -20,9 +20,16 @@ impl Drop for Lab {
 }
 
 pub fn serve(args: &[&str]) -> Lab {
+    // Tests never take the default Kafka port: a real broker may be on it.
+    let kafka: &[&str] = if args.contains(&"--kafka") {
+        &[]
+    } else {
+        &["--kafka", "off"]
+    };
     let mut child = Command::new(env!("CARGO_BIN_EXE_offsetlab"))
         .arg("serve")
         .args(args)
+        .args(kafka)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

@@ -1,0 +1,197 @@
+//! The Kafka listener against a real client nobody here wrote: kcat (librdkafka). It lists the
+//! lab's topics, consumes the lab's log from any offset, looks offsets up by timestamp, honours
+//! the isolation level on a transactional topic, and is refused when it tries to produce. A
+//! malformed or oversized frame closes that connection and nothing else.
+
+mod common;
+
+use common::{http, ok_json, serve, Lab};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::Command;
+
+fn lab() -> (Lab, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.keep().display().to_string();
+    let lab = serve(&["--data", &data, "--http", "127.0.0.1:0", "--kafka", "127.0.0.1:0"]);
+    let kafka = lab
+        .banner
+        .split("Kafka listener on ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no Kafka listener in {:?}", lab.banner))
+        .to_string();
+    (lab, kafka)
+}
+
+/// kcat, or a failure that says how to get it (the tests never skip).
+fn kcat(args: &[&str], stdin: Option<&str>) -> (String, String) {
+    let mut child = Command::new("kcat")
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("these tests need kcat (apt-get install kcat): {e}"));
+    if let Some(input) = stdin {
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.as_bytes())
+            .expect("write");
+    } else {
+        drop(child.stdin.take());
+    }
+    let out = child.wait_with_output().expect("kcat");
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn consume(kafka: &str, topic: &str, extra: &[&str]) -> Vec<(i64, String)> {
+    let mut args = vec![
+        "-b", kafka, "-C", "-t", topic, "-p", "0", "-e", "-q", "-f", "%o %k\\n",
+    ];
+    args.extend_from_slice(extra);
+    let (out, err) = kcat(&args, None);
+    out.lines()
+        .map(|l| {
+            let (o, k) = l.split_once(' ').unwrap_or_else(|| panic!("{l:?} ({err})"));
+            (o.parse().expect("offset"), k.to_string())
+        })
+        .collect()
+}
+
+fn act(lab: &Lab, lines: &[&str]) {
+    let body = serde_json::json!({ "lines": lines }).to_string();
+    let res = http(&lab.addr, "POST", "/api/actions", &body).expect("actions");
+    assert!(ok_json(&res).is_some(), "{res}");
+}
+
+#[test]
+fn kcat_reads_the_labs_log() {
+    let (lab, kafka) = lab();
+    let (meta, err) = kcat(&["-b", &kafka, "-L"], None);
+    assert!(
+        meta.contains(r#"topic "orders" with 1 partitions"#),
+        "{meta}{err}"
+    );
+    // The seed: 12 orders.
+    let all = consume(&kafka, "orders", &["-o", "beginning"]);
+    assert_eq!(all.len(), 12);
+    assert_eq!(all[0], (0, "o-1".to_string()));
+    assert_eq!(all[11], (11, "o-12".to_string()));
+    assert_eq!(
+        consume(&kafka, "orders", &["-o", "-3"]).len(),
+        3,
+        "the last three"
+    );
+    assert_eq!(
+        consume(&kafka, "orders", &["-o", "10"]).first().map(|r| r.0),
+        Some(10)
+    );
+    // Produced in the lab five seconds later, read by kcat at once.
+    act(&lab, &["tick 5s", "produce orders count=3"]);
+    let all = consume(&kafka, "orders", &["-o", "beginning"]);
+    assert_eq!(all.last(), Some(&(14, "o-15".to_string())));
+    // ListOffsets by timestamp: the first record at or after 5 s past the first one.
+    let first_ts = {
+        let (out, _) = kcat(
+            &[
+                "-b",
+                &kafka,
+                "-C",
+                "-t",
+                "orders",
+                "-p",
+                "0",
+                "-o",
+                "beginning",
+                "-c",
+                "1",
+                "-q",
+                "-f",
+                "%T",
+            ],
+            None,
+        );
+        out.trim().parse::<i64>().expect("timestamp")
+    };
+    let (q, err) = kcat(
+        &[
+            "-b",
+            &kafka,
+            "-Q",
+            "-t",
+            &format!("orders:0:{}", first_ts + 5_000),
+        ],
+        None,
+    );
+    assert!(q.contains("offset 12"), "{q}{err}");
+}
+
+#[test]
+fn read_committed_and_read_uncommitted_see_different_logs() {
+    let (lab, kafka) = lab();
+    act(
+        &lab,
+        &[
+            "topic copies partitions=1",
+            "close c1",
+            "consumer copier group=copy topic=orders commit=manual-batch max-poll=4 sink=kafka-tx output=copies reset=earliest",
+            "poll copier",
+            "process copier count=all",
+            "poll copier",
+            "process copier count=2",
+            "abort copier",
+            "poll copier",
+            "process copier count=all",
+            "poll copier",
+            "process copier count=1",
+        ],
+    );
+    // copies: 0..3 committed, COMMIT@4, 5..6 aborted, ABORT@7, 8..11 committed, COMMIT@12,
+    // 13 open. librdkafka reads with read_committed by default.
+    let committed: Vec<i64> = consume(&kafka, "copies", &["-o", "beginning"])
+        .iter()
+        .map(|r| r.0)
+        .collect();
+    assert_eq!(
+        committed,
+        [0, 1, 2, 3, 8, 9, 10, 11],
+        "no markers, no aborted, nothing past the LSO"
+    );
+    let everything: Vec<i64> = consume(
+        &kafka,
+        "copies",
+        &["-o", "beginning", "-X", "isolation.level=read_uncommitted"],
+    )
+    .iter()
+    .map(|r| r.0)
+    .collect();
+    assert_eq!(
+        everything,
+        [0, 1, 2, 3, 5, 6, 8, 9, 10, 11, 13],
+        "aborted and open records too, never a marker"
+    );
+}
+
+#[test]
+fn producing_is_refused_and_bad_frames_close_only_their_connection() {
+    let (_lab, kafka) = lab();
+    let (_, err) = kcat(&["-b", &kafka, "-P", "-t", "orders"], Some("hello\n"));
+    assert!(err.contains("Policy violation"), "{err}");
+    // A frame announcing 2 GiB: refused before anything is allocated, the connection closed.
+    let mut s = TcpStream::connect(&kafka).expect("connect");
+    s.write_all(&i32::MAX.to_be_bytes()).expect("write");
+    let mut buf = [0u8; 16];
+    assert_eq!(s.read(&mut buf).unwrap_or(0), 0, "closed");
+    // Garbage that is no request.
+    let mut s = TcpStream::connect(&kafka).expect("connect");
+    s.write_all(&[0, 0, 0, 5, 0xff, 0xff, 0, 0, 1]).expect("write");
+    assert_eq!(s.read(&mut buf).unwrap_or(0), 0, "closed");
+    // The listener serves on.
+    assert_eq!(consume(&kafka, "orders", &["-o", "beginning"]).len(), 12);
+}

@@ -1,0 +1,408 @@
+//! The Kafka listener: real Kafka clients read the lab's logs.
+//!
+//! This first slice is read-only — ApiVersions, Metadata, ListOffsets and Fetch — so kcat, a
+//! confluent-kafka or kafka-python consumer, or a Java service can consume what the lab
+//! produced, from any offset, with either isolation level. Produce, groups, commits and
+//! transactions from external clients come next (see the closing notes of issue 6).
+//!
+//! Each connection is a task: frames are split with a size limit checked before allocation
+//! ([`offsetlab_wire::frame`]), decoded, answered in order. A malformed frame, an unknown API or an
+//! unserved version of any API but ApiVersions closes that connection and nothing else, as a
+//! Kafka broker does. The lab is read under the session's lock on a blocking thread.
+
+use crate::session::Session;
+use bytes::{Bytes, BytesMut};
+use offsetlab_engine::record::TopicPartition;
+use offsetlab_engine::txn::IsolationLevel;
+use offsetlab_wire::frame::{bytes_wanted, split_frame, DEFAULT_MAX_FRAME};
+use offsetlab_wire::kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use offsetlab_wire::kafka_protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
+use offsetlab_wire::kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use offsetlab_wire::kafka_protocol::messages::produce_response::{
+    PartitionProduceResponse, TopicProduceResponse,
+};
+use offsetlab_wire::kafka_protocol::messages::{
+    ApiKey, BrokerId, FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse, MetadataRequest,
+    MetadataResponse, ProduceRequest, ProduceResponse, RequestKind, ResponseKind, TopicName,
+};
+use offsetlab_wire::kafka_protocol::protocol::StrBytes;
+use offsetlab_wire::kafka_protocol::records::{
+    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+};
+use offsetlab_wire::request::{decode, DecodeError};
+use offsetlab_wire::response::encode;
+use offsetlab_wire::versions::api_versions_response;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// The lab is one broker, node 0, the leader of every partition.
+const NODE: i32 = 0;
+/// Kafka's error codes used here.
+const NONE: i16 = 0;
+const OFFSET_OUT_OF_RANGE: i16 = 1;
+const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+const UNSUPPORTED_VERSION: i16 = 35;
+const POLICY_VIOLATION: i16 = 44;
+/// A fetch waits at most this long for records (the lab does not wake fetches on produce yet).
+const MAX_FETCH_WAIT: Duration = Duration::from_millis(500);
+/// Records a fetch hands out per partition at most.
+const MAX_FETCH_RECORDS: usize = 5_000;
+
+/// Accepts connections until the runtime stops.
+pub async fn serve(listener: TcpListener, session: Arc<Mutex<Session>>) {
+    let Ok(advertised) = listener.local_addr() else {
+        return;
+    };
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        let session = Arc::clone(&session);
+        tokio::spawn(async move {
+            let _ = connection(stream, session, advertised).await;
+        });
+    }
+}
+
+async fn connection(
+    mut stream: TcpStream,
+    session: Arc<Mutex<Session>>,
+    advertised: SocketAddr,
+) -> std::io::Result<()> {
+    let mut buf = BytesMut::with_capacity(64 << 10);
+    loop {
+        loop {
+            let frame = match split_frame(&mut buf, DEFAULT_MAX_FRAME) {
+                Ok(Some(f)) => f.freeze(),
+                Ok(None) => break,
+                Err(_) => return Ok(()), // a size over the limit: close
+            };
+            match respond(frame, &session, advertised).await {
+                Reply::Frame(out) => stream.write_all(&out).await?,
+                Reply::Nothing => {}
+                Reply::Close => return Ok(()), // malformed or unserved: close, as Kafka does
+            }
+        }
+        let want = bytes_wanted(&buf, DEFAULT_MAX_FRAME).clamp(1, 1 << 20);
+        buf.reserve(want);
+        if stream.read_buf(&mut buf).await? == 0 {
+            return Ok(());
+        }
+    }
+}
+
+/// What a request gets.
+enum Reply {
+    Frame(BytesMut),
+    /// A produce with `acks=0` is not answered.
+    Nothing,
+    Close,
+}
+
+async fn respond(frame: Bytes, session: &Arc<Mutex<Session>>, advertised: SocketAddr) -> Reply {
+    match answer(frame, session, advertised).await {
+        Some(Some(frame)) => Reply::Frame(frame),
+        Some(None) => Reply::Nothing,
+        None => Reply::Close,
+    }
+}
+
+/// The response frame for one request frame (`Some(None)`: no response; `None`: close).
+async fn answer(
+    frame: Bytes,
+    session: &Arc<Mutex<Session>>,
+    advertised: SocketAddr,
+) -> Option<Option<BytesMut>> {
+    let request = match decode(frame) {
+        Ok(r) => r,
+        Err(DecodeError::NotServed {
+            api_key: ApiKey::ApiVersions,
+            correlation_id,
+            ..
+        }) => {
+            let body = ResponseKind::ApiVersions(api_versions_response(UNSUPPORTED_VERSION));
+            return encode(correlation_id, ApiKey::ApiVersions, 0, &body)
+                .ok()
+                .map(Some);
+        }
+        Err(_) => return None,
+    };
+    let (api_key, version, correlation_id) = (request.api_key, request.version(), request.correlation_id());
+    let body = match request.body {
+        RequestKind::ApiVersions(_) => ResponseKind::ApiVersions(api_versions_response(NONE)),
+        RequestKind::Metadata(r) => {
+            ResponseKind::Metadata(with_lab(session, move |s| metadata(s, &r, advertised)).await?)
+        }
+        RequestKind::ListOffsets(r) => {
+            ResponseKind::ListOffsets(with_lab(session, move |s| list_offsets(s, &r)).await?)
+        }
+        RequestKind::Fetch(r) => {
+            let wait = Duration::from_millis(u64::try_from(r.max_wait_ms).unwrap_or(0)).min(MAX_FETCH_WAIT);
+            let r = Arc::new(r);
+            let first = {
+                let r = Arc::clone(&r);
+                with_lab(session, move |s| fetch(s, &r)).await?
+            };
+            if first.1 > 0 || wait.is_zero() {
+                ResponseKind::Fetch(first.0)
+            } else {
+                // Nothing to read: wait (up to max.wait.ms) and look once more.
+                tokio::time::sleep(wait).await;
+                ResponseKind::Fetch(with_lab(session, move |s| fetch(s, &r)).await?.0)
+            }
+        }
+        RequestKind::Produce(r) => {
+            if r.acks == 0 {
+                return Some(None);
+            }
+            ResponseKind::Produce(refuse_produce(&r))
+        }
+        _ => return None,
+    };
+    encode(correlation_id, api_key, version, &body).ok().map(Some)
+}
+
+/// External writes are not part of the lab yet: every partition gets POLICY_VIOLATION, with a
+/// message saying so (v8+ carries it).
+fn refuse_produce(r: &ProduceRequest) -> ProduceResponse {
+    ProduceResponse::default().with_responses(
+        r.topic_data
+            .iter()
+            .map(|t| {
+                TopicProduceResponse::default()
+                    .with_name(t.name.clone())
+                    .with_partition_responses(
+                        t.partition_data
+                            .iter()
+                            .map(|p| {
+                                PartitionProduceResponse::default()
+                                    .with_index(p.index)
+                                    .with_error_code(POLICY_VIOLATION)
+                                    .with_base_offset(-1)
+                                    .with_error_message(Some(str_bytes(
+                                        "the lab's Kafka listener is read-only for now: produce in the lab",
+                                    )))
+                            })
+                            .collect(),
+                    )
+            })
+            .collect(),
+    )
+}
+
+async fn with_lab<T: Send + 'static>(
+    session: &Arc<Mutex<Session>>,
+    f: impl FnOnce(&Session) -> T + Send + 'static,
+) -> Option<T> {
+    let session = Arc::clone(session);
+    tokio::task::spawn_blocking(move || {
+        let guard = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        f(&guard)
+    })
+    .await
+    .ok()
+}
+
+fn str_bytes(s: &str) -> StrBytes {
+    StrBytes::from_string(s.to_string())
+}
+
+fn metadata(s: &Session, r: &MetadataRequest, advertised: SocketAddr) -> MetadataResponse {
+    let lab = s.lab();
+    let names: Vec<String> = match &r.topics {
+        // Null (or, before v1, empty) means every topic.
+        None => lab.topics().keys().cloned().collect(),
+        Some(ts) if ts.is_empty() => lab.topics().keys().cloned().collect(),
+        Some(ts) => ts
+            .iter()
+            .filter_map(|t| t.name.as_ref().map(|n| n.0.to_string()))
+            .collect(),
+    };
+    let topics = names
+        .iter()
+        .map(|name| match lab.topic(name) {
+            Ok(t) => MetadataResponseTopic::default()
+                .with_name(Some(TopicName(str_bytes(name))))
+                .with_error_code(NONE)
+                .with_partitions(
+                    (0..t.partitions.len() as i32)
+                        .map(|p| {
+                            MetadataResponsePartition::default()
+                                .with_partition_index(p)
+                                .with_leader_id(BrokerId(NODE))
+                                .with_replica_nodes(vec![BrokerId(NODE)])
+                                .with_isr_nodes(vec![BrokerId(NODE)])
+                        })
+                        .collect(),
+                ),
+            Err(_) => MetadataResponseTopic::default()
+                .with_name(Some(TopicName(str_bytes(name))))
+                .with_error_code(UNKNOWN_TOPIC_OR_PARTITION),
+        })
+        .collect();
+    MetadataResponse::default()
+        .with_brokers(vec![MetadataResponseBroker::default()
+            .with_node_id(BrokerId(NODE))
+            .with_host(str_bytes(&advertised.ip().to_string()))
+            .with_port(i32::from(advertised.port()))])
+        .with_cluster_id(Some(str_bytes("offsetlab")))
+        .with_controller_id(BrokerId(NODE))
+        .with_topics(topics)
+}
+
+fn isolation(level: i8) -> IsolationLevel {
+    if level == 1 {
+        IsolationLevel::ReadCommitted
+    } else {
+        IsolationLevel::ReadUncommitted
+    }
+}
+
+fn list_offsets(s: &Session, r: &ListOffsetsRequest) -> ListOffsetsResponse {
+    let lab = s.lab();
+    let level = isolation(r.isolation_level);
+    let topics = r
+        .topics
+        .iter()
+        .map(|t| {
+            let name = t.name.0.to_string();
+            ListOffsetsTopicResponse::default()
+                .with_name(t.name.clone())
+                .with_partitions(
+                    t.partitions
+                        .iter()
+                        .map(|p| {
+                            let tp = TopicPartition::new(name.clone(), p.partition_index);
+                            let base = ListOffsetsPartitionResponse::default()
+                                .with_partition_index(p.partition_index);
+                            let Ok(log) = lab.partition_log(&tp) else {
+                                return base.with_error_code(UNKNOWN_TOPIC_OR_PARTITION);
+                            };
+                            let latest = match level {
+                                IsolationLevel::ReadCommitted => {
+                                    lab.last_stable_offset(&tp).unwrap_or(log.log_end_offset())
+                                }
+                                IsolationLevel::ReadUncommitted => log.log_end_offset(),
+                            };
+                            let (offset, timestamp) = match p.timestamp {
+                                -2 => (log.log_start_offset(), -1),
+                                -1 => (latest, -1),
+                                ts => match log.offset_for_timestamp(ts) {
+                                    Some(o) => {
+                                        let mut at = -1;
+                                        log.read(o, 1, &mut |r| at = r.timestamp);
+                                        (o, at)
+                                    }
+                                    None => (-1, -1),
+                                },
+                            };
+                            base.with_offset(offset).with_timestamp(timestamp)
+                        })
+                        .collect(),
+                )
+        })
+        .collect();
+    ListOffsetsResponse::default().with_topics(topics)
+}
+
+/// The fetch response and how many records it carries.
+fn fetch(s: &Session, r: &FetchRequest) -> (FetchResponse, usize) {
+    let lab = s.lab();
+    let level = isolation(r.isolation_level);
+    let mut total = 0;
+    let responses = r
+        .topics
+        .iter()
+        .map(|t| {
+            let name = t.topic.0.to_string();
+            let partitions = t
+                .partitions
+                .iter()
+                .map(|p| {
+                    let tp = TopicPartition::new(name.clone(), p.partition);
+                    let base = PartitionData::default().with_partition_index(p.partition);
+                    let (Ok(log), Ok(txns)) = (lab.partition_log(&tp), lab.partition_txns(&tp)) else {
+                        return base.with_error_code(UNKNOWN_TOPIC_OR_PARTITION);
+                    };
+                    let (start, end) = (log.log_start_offset(), log.log_end_offset());
+                    let lso = txns.last_stable_offset(end);
+                    let base = base
+                        .with_high_watermark(end)
+                        .with_last_stable_offset(lso)
+                        .with_log_start_offset(start);
+                    if p.fetch_offset < start || p.fetch_offset > end {
+                        return base.with_error_code(OFFSET_OUT_OF_RANGE);
+                    }
+                    // The records the client may see: no markers; with read_committed, nothing
+                    // at or past the last stable offset and nothing aborted (dropped here, so the
+                    // client needs no aborted-transactions list).
+                    let upper = match level {
+                        IsolationLevel::ReadCommitted => lso,
+                        IsolationLevel::ReadUncommitted => end,
+                    };
+                    let budget = usize::try_from(p.partition_max_bytes).unwrap_or(0).max(1);
+                    let mut bytes = 0usize;
+                    let mut records = Vec::new();
+                    log.read(p.fetch_offset, MAX_FETCH_RECORDS, &mut |rec| {
+                        if rec.offset >= upper || (bytes >= budget && !records.is_empty()) {
+                            return;
+                        }
+                        // A read_committed client never gets aborted records (dropped here, so it needs
+                        // no aborted-transactions list); every client gets the markers, as control
+                        // batches it skips — they are what moves its position past a transaction.
+                        if !rec.control
+                            && level == IsolationLevel::ReadCommitted
+                            && txns.is_aborted(rec.offset)
+                        {
+                            return;
+                        }
+                        bytes += rec.key.map_or(0, <[u8]>::len) + rec.value.map_or(0, <[u8]>::len) + 20;
+                        records.push(Record {
+                            transactional: rec.control,
+                            control: rec.control,
+                            delete_horizon: false,
+                            partition_leader_epoch: 0,
+                            producer_id: -1,
+                            producer_epoch: -1,
+                            timestamp_type: TimestampType::Creation,
+                            offset: rec.offset,
+                            // Constant offset − sequence keeps the records in one batch.
+                            sequence: (rec.offset - p.fetch_offset) as i32,
+                            timestamp: rec.timestamp,
+                            key: rec.key.map(Bytes::copy_from_slice),
+                            value: rec.value.map(Bytes::copy_from_slice),
+                            headers: Default::default(),
+                        });
+                    });
+                    total += records.iter().filter(|r| !r.control).count();
+                    let mut out = BytesMut::new();
+                    if !records.is_empty()
+                        && RecordBatchEncoder::encode(
+                            &mut out,
+                            &records,
+                            &RecordEncodeOptions {
+                                version: 2,
+                                compression: Compression::None,
+                            },
+                        )
+                        .is_err()
+                    {
+                        out.clear();
+                    }
+                    base.with_records(Some(out.freeze()))
+                })
+                .collect();
+            FetchableTopicResponse::default()
+                .with_topic(t.topic.clone())
+                .with_partitions(partitions)
+        })
+        .collect();
+    (FetchResponse::default().with_responses(responses), total)
+}
