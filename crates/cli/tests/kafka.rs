@@ -195,3 +195,41 @@ fn producing_is_refused_and_bad_frames_close_only_their_connection() {
     // The listener serves on.
     assert_eq!(consume(&kafka, "orders", &["-o", "beginning"]).len(), 12);
 }
+
+/// An ApiVersions v3 request frame (kcat's first request, as captured in offsetlab-wire).
+fn api_versions_frame(correlation_id: i32) -> Vec<u8> {
+    let mut body = vec![0x00, 0x12, 0x00, 0x03];
+    body.extend_from_slice(&correlation_id.to_be_bytes());
+    body.extend_from_slice(&[0x00, 0x07]);
+    body.extend_from_slice(b"rdkafka");
+    body.extend_from_slice(&[0x00, 0x0b]);
+    body.extend_from_slice(b"librdkafka");
+    body.push(0x06);
+    body.extend_from_slice(b"2.0.2");
+    body.push(0x00);
+    let mut frame = (body.len() as i32).to_be_bytes().to_vec();
+    frame.extend_from_slice(&body);
+    frame
+}
+
+#[test]
+fn two_hundred_connections_are_served_at_once() {
+    let (_lab, kafka) = lab();
+    let mut conns: Vec<TcpStream> = (0..200)
+        .map(|_| TcpStream::connect(&kafka).expect("connect"))
+        .collect();
+    for (i, c) in conns.iter_mut().enumerate() {
+        c.write_all(&api_versions_frame(i as i32)).expect("write");
+    }
+    for (i, c) in conns.iter_mut().enumerate() {
+        let mut size = [0u8; 4];
+        c.read_exact(&mut size).expect("size");
+        let mut body = vec![0u8; i32::from_be_bytes(size) as usize];
+        c.read_exact(&mut body).expect("body");
+        assert_eq!(
+            &body[..4],
+            &(i as i32).to_be_bytes(),
+            "each answer carries its correlation id"
+        );
+    }
+}
