@@ -8,6 +8,7 @@ mod explore_cmd;
 mod lessons_cmd;
 mod output;
 mod run_cmd;
+mod topics_cmd;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -107,6 +108,25 @@ enum Cmd {
         /// they can read the lab's logs: Metadata, ListOffsets and Fetch
         #[arg(long, value_name = "ADDR|off", default_value = "127.0.0.1:9092")]
         kafka: KafkaAddr,
+    },
+    /// The topics of a Kafka broker — the lab's listener or a real cluster — like kafka-topics.sh
+    Topics {
+        /// The broker to ask, e.g. 127.0.0.1:9092
+        #[arg(long, value_name = "HOST:PORT")]
+        bootstrap_server: String,
+        /// List the topics' names
+        #[arg(long, conflicts_with = "describe", required_unless_present = "describe")]
+        list: bool,
+        /// Describe the topics: partitions, leaders, replicas and each partition's log start
+        /// and end offsets
+        #[arg(long)]
+        describe: bool,
+        /// Only this topic
+        #[arg(long)]
+        topic: Option<String>,
+        /// JSON output
+        #[arg(long)]
+        json: bool,
     },
     /// Measure the lab's moving parts and print the figures (see docs/BENCHMARKS.md)
     Bench {
@@ -221,6 +241,13 @@ fn main() -> ExitCode {
         Some(Cmd::Bench {
             what: BenchCmd::Storage { records, dir, json },
         }) => bench_cmd::storage(records, dir, json),
+        Some(Cmd::Topics {
+            bootstrap_server,
+            list,
+            describe: _,
+            topic,
+            json,
+        }) => topics_cmd::run(&bootstrap_server, list, topic, json),
         Some(Cmd::Tour) => run_cmd::tour(),
         Some(Cmd::Run {
             file,

@@ -233,3 +233,46 @@ fn two_hundred_connections_are_served_at_once() {
         );
     }
 }
+
+#[test]
+fn offsetlab_topics_describes_a_broker_over_the_protocol() {
+    let (lab, kafka) = lab();
+    act(&lab, &["topic payments partitions=3", "produce payments count=9"]);
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_offsetlab"))
+            .args(args)
+            .output()
+            .expect("run")
+    };
+    let out = run(&["topics", "--bootstrap-server", &kafka, "--list"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "orders\npayments\n");
+    let out = run(&[
+        "topics",
+        "--bootstrap-server",
+        &kafka,
+        "--describe",
+        "--topic",
+        "payments",
+        "--json",
+    ]);
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let parts = v[0]["partitions"].as_array().expect("partitions");
+    assert_eq!(parts.len(), 3);
+    let total: i64 = parts
+        .iter()
+        .map(|p| p["log_end_offset"].as_i64().unwrap_or(0))
+        .sum();
+    assert_eq!(total, 9, "nine records over three partitions");
+    let out = run(&[
+        "topics",
+        "--bootstrap-server",
+        &kafka,
+        "--describe",
+        "--topic",
+        "nope",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = run(&["topics", "--bootstrap-server", "127.0.0.1:1", "--list"]);
+    assert_eq!(out.status.code(), Some(3), "no broker there");
+}

@@ -12,7 +12,9 @@
 //! - [`response`]: a body encoded behind its response header and size prefix (ApiVersions always
 //!   with header v0, as Kafka does).
 //! - [`versions`]: the APIs and version ranges the listener advertises in ApiVersions.
+//! - [`client`]: the other direction, for offsetlab's own tools talking to any broker.
 
+pub mod client;
 pub mod frame;
 pub mod request;
 pub mod response;

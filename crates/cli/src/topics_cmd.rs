@@ -1,0 +1,251 @@
+//! `offsetlab topics --bootstrap-server HOST:PORT --list|--describe`: the topics of any broker —
+//! the lab's Kafka listener or a real cluster — over the Kafka protocol, like
+//! `kafka-topics.sh`, with each partition's log start and end offsets.
+
+use crate::exit;
+use offsetlab_wire::client::{decode_response, encode_request};
+use offsetlab_wire::frame::DEFAULT_MAX_FRAME;
+use offsetlab_wire::kafka_protocol::messages::list_offsets_request::{
+    ListOffsetsPartition, ListOffsetsTopic,
+};
+use offsetlab_wire::kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use offsetlab_wire::kafka_protocol::messages::{
+    ApiKey, ApiVersionsRequest, ListOffsetsRequest, MetadataRequest, RequestKind, ResponseKind, TopicName,
+};
+use offsetlab_wire::kafka_protocol::protocol::StrBytes;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+/// One connection to a broker, with the versions it serves.
+struct Conn {
+    stream: TcpStream,
+    correlation: i32,
+    versions: BTreeMap<i16, (i16, i16)>,
+}
+
+impl Conn {
+    fn open(addr: &str) -> anyhow::Result<Self> {
+        let stream =
+            TcpStream::connect(addr).map_err(|e| anyhow::anyhow!("cannot connect to {addr}: {e}"))?;
+        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+        let mut c = Self {
+            stream,
+            correlation: 0,
+            versions: BTreeMap::new(),
+        };
+        // ApiVersions v3 first; a broker that does not speak it answers in v0 with the error.
+        let body = RequestKind::ApiVersions(
+            ApiVersionsRequest::default()
+                .with_client_software_name(StrBytes::from_static_str("offsetlab"))
+                .with_client_software_version(StrBytes::from_static_str(env!("CARGO_PKG_VERSION"))),
+        );
+        let mut response = c.call(ApiKey::ApiVersions, 3, &body)?;
+        if matches!(&response, ResponseKind::ApiVersions(v) if v.error_code == 35) {
+            response = c.call(ApiKey::ApiVersions, 0, &body)?;
+        }
+        let ResponseKind::ApiVersions(v) = response else {
+            anyhow::bail!("the broker answered ApiVersions with something else");
+        };
+        c.versions = v
+            .api_keys
+            .iter()
+            .map(|k| (k.api_key, (k.min_version, k.max_version)))
+            .collect();
+        Ok(c)
+    }
+
+    /// The highest version both sides speak, up to `ours`.
+    fn version(&self, api_key: ApiKey, ours: i16) -> anyhow::Result<i16> {
+        match self.versions.get(&(api_key as i16)) {
+            Some(&(lo, hi)) if lo <= ours => Ok(hi.min(ours)),
+            _ => anyhow::bail!("the broker does not serve {api_key:?} in a version offsetlab speaks"),
+        }
+    }
+
+    fn call(&mut self, api_key: ApiKey, version: i16, body: &RequestKind) -> anyhow::Result<ResponseKind> {
+        self.correlation += 1;
+        let frame = encode_request(api_key, version, self.correlation, "offsetlab", body)?;
+        self.stream.write_all(&frame)?;
+        let mut size = [0u8; 4];
+        self.stream.read_exact(&mut size)?;
+        let size =
+            usize::try_from(i32::from_be_bytes(size)).map_err(|_| anyhow::anyhow!("negative frame size"))?;
+        anyhow::ensure!(
+            size <= DEFAULT_MAX_FRAME,
+            "a {size}-byte response is over the limit"
+        );
+        let mut body = vec![0u8; size];
+        self.stream.read_exact(&mut body)?;
+        Ok(decode_response(body.into(), api_key, version, self.correlation)?)
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct TopicInfo {
+    topic: String,
+    error_code: i16,
+    partitions: Vec<PartitionInfo>,
+}
+
+#[derive(Debug, Serialize)]
+struct PartitionInfo {
+    partition: i32,
+    leader: i32,
+    replicas: Vec<i32>,
+    isr: Vec<i32>,
+    log_start_offset: Option<i64>,
+    log_end_offset: Option<i64>,
+}
+
+fn describe(
+    conn: &mut Conn,
+    topics: Option<Vec<String>>,
+    with_offsets: bool,
+) -> anyhow::Result<Vec<TopicInfo>> {
+    let request = MetadataRequest::default().with_topics(topics.map(|ts| {
+        ts.into_iter()
+            .map(|t| MetadataRequestTopic::default().with_name(Some(TopicName(StrBytes::from_string(t)))))
+            .collect()
+    }));
+    let version = conn.version(ApiKey::Metadata, 9)?;
+    let ResponseKind::Metadata(m) = conn.call(ApiKey::Metadata, version, &RequestKind::Metadata(request))?
+    else {
+        anyhow::bail!("the broker answered Metadata with something else");
+    };
+    let mut out: Vec<TopicInfo> = m
+        .topics
+        .iter()
+        .map(|t| TopicInfo {
+            topic: t.name.as_ref().map(|n| n.0.to_string()).unwrap_or_default(),
+            error_code: t.error_code,
+            partitions: t
+                .partitions
+                .iter()
+                .map(|p| PartitionInfo {
+                    partition: p.partition_index,
+                    leader: p.leader_id.0,
+                    replicas: p.replica_nodes.iter().map(|b| b.0).collect(),
+                    isr: p.isr_nodes.iter().map(|b| b.0).collect(),
+                    log_start_offset: None,
+                    log_end_offset: None,
+                })
+                .collect(),
+        })
+        .collect();
+    out.sort_by(|a, b| a.topic.cmp(&b.topic));
+    if with_offsets {
+        let version = conn.version(ApiKey::ListOffsets, 5)?;
+        for (spec, earliest) in [(-2i64, true), (-1i64, false)] {
+            let request = ListOffsetsRequest::default()
+                .with_replica_id((-1).into())
+                .with_topics(
+                    out.iter()
+                        .filter(|t| t.error_code == 0)
+                        .map(|t| {
+                            ListOffsetsTopic::default()
+                                .with_name(TopicName(StrBytes::from_string(t.topic.clone())))
+                                .with_partitions(
+                                    t.partitions
+                                        .iter()
+                                        .map(|p| {
+                                            ListOffsetsPartition::default()
+                                                .with_partition_index(p.partition)
+                                                .with_timestamp(spec)
+                                        })
+                                        .collect(),
+                                )
+                        })
+                        .collect(),
+                );
+            let ResponseKind::ListOffsets(r) =
+                conn.call(ApiKey::ListOffsets, version, &RequestKind::ListOffsets(request))?
+            else {
+                anyhow::bail!("the broker answered ListOffsets with something else");
+            };
+            for t in &r.topics {
+                let Some(info) = out.iter_mut().find(|i| i.topic == t.name.0.as_str()) else {
+                    continue;
+                };
+                for p in t.partitions.iter().filter(|p| p.error_code == 0) {
+                    if let Some(pi) = info
+                        .partitions
+                        .iter_mut()
+                        .find(|x| x.partition == p.partition_index)
+                    {
+                        if earliest {
+                            pi.log_start_offset = Some(p.offset);
+                        } else {
+                            pi.log_end_offset = Some(p.offset);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+pub fn run(bootstrap: &str, list: bool, topic: Option<String>, json: bool) -> u8 {
+    let result = Conn::open(bootstrap).and_then(|mut c| describe(&mut c, topic.map(|t| vec![t]), !list));
+    let topics = match result {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::IO_ERROR;
+        }
+    };
+    if json {
+        let v = if list {
+            serde_json::json!(topics.iter().map(|t| &t.topic).collect::<Vec<_>>())
+        } else {
+            serde_json::json!(topics)
+        };
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        return exit::OK;
+    }
+    if list {
+        for t in &topics {
+            println!("{}", t.topic);
+        }
+        return exit::OK;
+    }
+    let mut missing = false;
+    for t in &topics {
+        if t.error_code != 0 {
+            eprintln!(
+                "Error: topic '{}' does not exist (error code {})",
+                t.topic, t.error_code
+            );
+            missing = true;
+            continue;
+        }
+        let rf = t.partitions.first().map_or(0, |p| p.replicas.len());
+        println!(
+            "Topic: {}\tPartitionCount: {}\tReplicationFactor: {rf}",
+            t.topic,
+            t.partitions.len()
+        );
+        let list = |v: &[i32]| v.iter().map(ToString::to_string).collect::<Vec<_>>().join(",");
+        let dash = |o: Option<i64>| o.map_or("-".to_string(), |o| o.to_string());
+        for p in &t.partitions {
+            println!(
+                "\tTopic: {}\tPartition: {}\tLeader: {}\tReplicas: {}\tIsr: {}\tLogStartOffset: {}\tLogEndOffset: {}",
+                t.topic,
+                p.partition,
+                p.leader,
+                list(&p.replicas),
+                list(&p.isr),
+                dash(p.log_start_offset),
+                dash(p.log_end_offset)
+            );
+        }
+    }
+    if missing {
+        exit::INVALID_SCENARIO
+    } else {
+        exit::OK
+    }
+}
