@@ -5,6 +5,7 @@
 
 mod bench_cmd;
 mod explore_cmd;
+mod groups_cmd;
 mod lessons_cmd;
 mod output;
 mod run_cmd;
@@ -108,6 +109,26 @@ enum Cmd {
         /// they can read the lab's logs: Metadata, ListOffsets and Fetch
         #[arg(long, value_name = "ADDR|off", default_value = "127.0.0.1:9092")]
         kafka: KafkaAddr,
+    },
+    /// Consumer groups of a Kafka broker — the lab's listener or a real cluster — like
+    /// kafka-consumer-groups.sh: --list, or --describe --group G (GROUP TOPIC PARTITION
+    /// CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID)
+    Groups {
+        /// The broker to ask, e.g. 127.0.0.1:9092
+        #[arg(long, value_name = "HOST:PORT")]
+        bootstrap_server: String,
+        /// List the groups
+        #[arg(long, conflicts_with = "describe", required_unless_present = "describe")]
+        list: bool,
+        /// Describe one group (with --group)
+        #[arg(long, requires = "group")]
+        describe: bool,
+        /// The group to describe
+        #[arg(long)]
+        group: Option<String>,
+        /// JSON output
+        #[arg(long)]
+        json: bool,
     },
     /// The topics of a Kafka broker — the lab's listener or a real cluster — like kafka-topics.sh
     Topics {
@@ -241,6 +262,13 @@ fn main() -> ExitCode {
         Some(Cmd::Bench {
             what: BenchCmd::Storage { records, dir, json },
         }) => bench_cmd::storage(records, dir, json),
+        Some(Cmd::Groups {
+            bootstrap_server,
+            list,
+            describe: _,
+            group,
+            json,
+        }) => groups_cmd::run(&bootstrap_server, list, group, json),
         Some(Cmd::Topics {
             bootstrap_server,
             list,

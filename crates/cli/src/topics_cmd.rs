@@ -20,14 +20,14 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 /// One connection to a broker, with the versions it serves.
-struct Conn {
+pub(crate) struct Conn {
     stream: TcpStream,
     correlation: i32,
     versions: BTreeMap<i16, (i16, i16)>,
 }
 
 impl Conn {
-    fn open(addr: &str) -> anyhow::Result<Self> {
+    pub(crate) fn open(addr: &str) -> anyhow::Result<Self> {
         let stream =
             TcpStream::connect(addr).map_err(|e| anyhow::anyhow!("cannot connect to {addr}: {e}"))?;
         stream.set_read_timeout(Some(Duration::from_secs(10)))?;
@@ -58,14 +58,19 @@ impl Conn {
     }
 
     /// The highest version both sides speak, up to `ours`.
-    fn version(&self, api_key: ApiKey, ours: i16) -> anyhow::Result<i16> {
+    pub(crate) fn version(&self, api_key: ApiKey, ours: i16) -> anyhow::Result<i16> {
         match self.versions.get(&(api_key as i16)) {
             Some(&(lo, hi)) if lo <= ours => Ok(hi.min(ours)),
             _ => anyhow::bail!("the broker does not serve {api_key:?} in a version offsetlab speaks"),
         }
     }
 
-    fn call(&mut self, api_key: ApiKey, version: i16, body: &RequestKind) -> anyhow::Result<ResponseKind> {
+    pub(crate) fn call(
+        &mut self,
+        api_key: ApiKey,
+        version: i16,
+        body: &RequestKind,
+    ) -> anyhow::Result<ResponseKind> {
         self.correlation += 1;
         let frame = encode_request(api_key, version, self.correlation, "offsetlab", body)?;
         self.stream.write_all(&frame)?;
@@ -84,23 +89,23 @@ impl Conn {
 }
 
 #[derive(Debug, Serialize)]
-struct TopicInfo {
-    topic: String,
-    error_code: i16,
-    partitions: Vec<PartitionInfo>,
+pub(crate) struct TopicInfo {
+    pub(crate) topic: String,
+    pub(crate) error_code: i16,
+    pub(crate) partitions: Vec<PartitionInfo>,
 }
 
 #[derive(Debug, Serialize)]
-struct PartitionInfo {
-    partition: i32,
+pub(crate) struct PartitionInfo {
+    pub(crate) partition: i32,
     leader: i32,
     replicas: Vec<i32>,
     isr: Vec<i32>,
     log_start_offset: Option<i64>,
-    log_end_offset: Option<i64>,
+    pub(crate) log_end_offset: Option<i64>,
 }
 
-fn describe(
+pub(crate) fn describe(
     conn: &mut Conn,
     topics: Option<Vec<String>>,
     with_offsets: bool,

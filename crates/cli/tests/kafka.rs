@@ -276,3 +276,83 @@ fn offsetlab_topics_describes_a_broker_over_the_protocol() {
     let out = run(&["topics", "--bootstrap-server", "127.0.0.1:1", "--list"]);
     assert_eq!(out.status.code(), Some(3), "no broker there");
 }
+
+#[test]
+fn offsetlab_groups_describes_the_labs_groups_like_kafka_consumer_groups() {
+    let (lab, kafka) = lab();
+    act(
+        &lab,
+        &[
+            "topic payments partitions=2",
+            "produce payments count=10",
+            "consumer p1 group=billing topic=payments commit=manual-batch reset=earliest",
+            "consumer p2 group=billing topic=payments commit=manual-batch reset=earliest",
+            "poll p1",
+            "poll p2",
+            "poll p1",
+            "process p1 count=all",
+        ],
+    );
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_offsetlab"))
+            .args(args)
+            .output()
+            .expect("run")
+    };
+    let out = run(&["groups", "--bootstrap-server", &kafka, "--list"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "analytics-prod\nbilling\n");
+    let out = run(&[
+        "groups",
+        "--bootstrap-server",
+        &kafka,
+        "--describe",
+        "--group",
+        "billing",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["state"], "Stable");
+    let rows = v["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 2, "{v}");
+    let owners: Vec<&str> = rows.iter().filter_map(|r| r["consumer_id"].as_str()).collect();
+    assert_eq!(owners, ["p1#1", "p2#1"], "range: one partition each");
+    // p1 committed what it processed of its partition; the figures are the lab's own.
+    let view = ok_json(&http(&lab.addr, "GET", "/api/state", "").expect("state")).expect("200");
+    for r in rows {
+        let key = format!("payments-{}", r["partition"]);
+        assert_eq!(
+            r["current_offset"], view["groups"]["billing"]["committed"][&key],
+            "{key}"
+        );
+        assert_eq!(
+            r["log_end_offset"], view["groups"]["billing"]["log_end_offset"][&key],
+            "{key}"
+        );
+    }
+    let text = run(&[
+        "groups",
+        "--bootstrap-server",
+        &kafka,
+        "--describe",
+        "--group",
+        "billing",
+    ]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains(
+            "GROUP   TOPIC    PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST       CLIENT-ID"
+        ),
+        "{text}"
+    );
+    let out = run(&[
+        "groups",
+        "--bootstrap-server",
+        &kafka,
+        "--describe",
+        "--group",
+        "nobody",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Consumer group 'nobody' does not exist."));
+}

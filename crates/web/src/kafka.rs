@@ -15,12 +15,20 @@ use bytes::{Bytes, BytesMut};
 use offsetlab_engine::record::TopicPartition;
 use offsetlab_engine::txn::IsolationLevel;
 use offsetlab_wire::frame::{bytes_wanted, split_frame, DEFAULT_MAX_FRAME};
+use offsetlab_wire::kafka_protocol::messages::consumer_protocol_assignment::TopicPartition as AssignedTopicPartition;
+use offsetlab_wire::kafka_protocol::messages::describe_groups_response::{
+    DescribedGroup, DescribedGroupMember,
+};
 use offsetlab_wire::kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use offsetlab_wire::kafka_protocol::messages::list_groups_response::ListedGroup;
 use offsetlab_wire::kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
 use offsetlab_wire::kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use offsetlab_wire::kafka_protocol::messages::offset_fetch_response::{
+    OffsetFetchResponsePartition, OffsetFetchResponseTopic,
 };
 use offsetlab_wire::kafka_protocol::messages::produce_response::{
     PartitionProduceResponse, TopicProduceResponse,
@@ -29,6 +37,11 @@ use offsetlab_wire::kafka_protocol::messages::{
     ApiKey, BrokerId, FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse, MetadataRequest,
     MetadataResponse, ProduceRequest, ProduceResponse, RequestKind, ResponseKind, TopicName,
 };
+use offsetlab_wire::kafka_protocol::messages::{
+    ConsumerProtocolAssignment, DescribeGroupsRequest, DescribeGroupsResponse, FindCoordinatorResponse,
+    GroupId, ListGroupsResponse, OffsetFetchRequest, OffsetFetchResponse,
+};
+use offsetlab_wire::kafka_protocol::protocol::Encodable;
 use offsetlab_wire::kafka_protocol::protocol::StrBytes;
 use offsetlab_wire::kafka_protocol::records::{
     Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
@@ -36,6 +49,7 @@ use offsetlab_wire::kafka_protocol::records::{
 use offsetlab_wire::request::{decode, DecodeError};
 use offsetlab_wire::response::encode;
 use offsetlab_wire::versions::api_versions_response;
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -158,6 +172,19 @@ async fn answer(
                 ResponseKind::Fetch(with_lab(session, move |s| fetch(s, &r)).await?.0)
             }
         }
+        RequestKind::FindCoordinator(_) => ResponseKind::FindCoordinator(
+            FindCoordinatorResponse::default()
+                .with_node_id(BrokerId(NODE))
+                .with_host(str_bytes(&advertised.ip().to_string()))
+                .with_port(i32::from(advertised.port())),
+        ),
+        RequestKind::ListGroups(_) => ResponseKind::ListGroups(with_lab(session, list_groups).await?),
+        RequestKind::DescribeGroups(r) => {
+            ResponseKind::DescribeGroups(with_lab(session, move |s| describe_groups(s, &r)).await?)
+        }
+        RequestKind::OffsetFetch(r) => {
+            ResponseKind::OffsetFetch(with_lab(session, move |s| offset_fetch(s, &r)).await?)
+        }
         RequestKind::Produce(r) => {
             if r.acks == 0 {
                 return Some(None);
@@ -167,6 +194,132 @@ async fn answer(
         _ => return None,
     };
     encode(correlation_id, api_key, version, &body).ok().map(Some)
+}
+
+fn list_groups(s: &Session) -> ListGroupsResponse {
+    ListGroupsResponse::default().with_groups(
+        s.lab()
+            .groups()
+            .values()
+            .map(|g| {
+                ListedGroup::default()
+                    .with_group_id(GroupId(str_bytes(&g.name)))
+                    .with_protocol_type(str_bytes("consumer"))
+                    .with_group_state(str_bytes(&g.state().to_string()))
+            })
+            .collect(),
+    )
+}
+
+/// The lab's groups as a Kafka coordinator describes them: members with the partitions they own
+/// (the consumer protocol's assignment bytes), the assignor as the protocol. An unknown group is
+/// `Dead`, as Kafka answers.
+fn describe_groups(s: &Session, r: &DescribeGroupsRequest) -> DescribeGroupsResponse {
+    let lab = s.lab();
+    let groups = r
+        .groups
+        .iter()
+        .map(|id| {
+            let name = id.0.to_string();
+            let Ok(g) = lab.group(&name) else {
+                return DescribedGroup::default()
+                    .with_group_id(id.clone())
+                    .with_group_state(str_bytes("Dead"));
+            };
+            let assignor = g
+                .members
+                .first()
+                .and_then(|m| lab.consumer(&m.consumer).ok())
+                .map_or("range".to_string(), |c| c.config.assignor.to_string());
+            let members = g
+                .members
+                .iter()
+                .map(|m| {
+                    let mut by_topic: BTreeMap<String, Vec<i32>> = BTreeMap::new();
+                    for (tp, owner) in &g.owners {
+                        if owner == &m.id {
+                            by_topic.entry(tp.topic.clone()).or_default().push(tp.partition);
+                        }
+                    }
+                    let assignment = ConsumerProtocolAssignment::default().with_assigned_partitions(
+                        by_topic
+                            .into_iter()
+                            .map(|(t, ps)| {
+                                AssignedTopicPartition::default()
+                                    .with_topic(TopicName(str_bytes(&t)))
+                                    .with_partitions(ps)
+                            })
+                            .collect(),
+                    );
+                    let mut bytes = BytesMut::new();
+                    bytes.extend_from_slice(&0i16.to_be_bytes());
+                    if assignment.encode(&mut bytes, 0).is_err() {
+                        bytes.clear();
+                    }
+                    DescribedGroupMember::default()
+                        .with_member_id(str_bytes(&m.id))
+                        .with_group_instance_id(m.instance_id.as_deref().map(str_bytes))
+                        .with_client_id(str_bytes(&m.consumer))
+                        .with_client_host(str_bytes("/127.0.0.1"))
+                        .with_member_assignment(bytes.freeze())
+                })
+                .collect();
+            DescribedGroup::default()
+                .with_group_id(id.clone())
+                .with_group_state(str_bytes(&g.state().to_string()))
+                .with_protocol_type(str_bytes("consumer"))
+                .with_protocol_data(str_bytes(if g.members.is_empty() { "" } else { &assignor }))
+                .with_members(members)
+        })
+        .collect();
+    DescribeGroupsResponse::default().with_groups(groups)
+}
+
+/// A group's committed offsets, from the coordinator's view of `__consumer_offsets`; `-1` for a
+/// partition asked for and never committed.
+fn offset_fetch(s: &Session, r: &OffsetFetchRequest) -> OffsetFetchResponse {
+    let lab = s.lab();
+    let group = r.group_id.0.to_string();
+    let committed: BTreeMap<(String, i32), (i64, String)> = lab
+        .offsets()
+        .view()
+        .iter()
+        .filter(|(k, _)| k.group == group)
+        .map(|(k, v)| ((k.topic.clone(), k.partition), (v.offset, v.metadata.clone())))
+        .collect();
+    let wanted: Vec<(String, Vec<i32>)> = match &r.topics {
+        Some(ts) => ts
+            .iter()
+            .map(|t| (t.name.0.to_string(), t.partition_indexes.clone()))
+            .collect(),
+        None => {
+            let mut by_topic: BTreeMap<String, Vec<i32>> = BTreeMap::new();
+            for (t, p) in committed.keys() {
+                by_topic.entry(t.clone()).or_default().push(*p);
+            }
+            by_topic.into_iter().collect()
+        }
+    };
+    let topics = wanted
+        .into_iter()
+        .map(|(topic, partitions)| {
+            OffsetFetchResponseTopic::default()
+                .with_name(TopicName(str_bytes(&topic)))
+                .with_partitions(
+                    partitions
+                        .into_iter()
+                        .map(|p| {
+                            let found = committed.get(&(topic.clone(), p));
+                            OffsetFetchResponsePartition::default()
+                                .with_partition_index(p)
+                                .with_committed_offset(found.map_or(-1, |v| v.0))
+                                .with_metadata(Some(str_bytes(found.map_or("", |v| v.1.as_str()))))
+                        })
+                        .collect(),
+                )
+        })
+        .collect();
+    OffsetFetchResponse::default().with_topics(topics)
 }
 
 /// External writes are not part of the lab yet: every partition gets POLICY_VIOLATION, with a

@@ -16,6 +16,11 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     // Produce ≥ 3 and Fetch ≥ 4); the listener answers every produce with POLICY_VIOLATION until
     // external writes land.
     (ApiKey::Produce, 3, 9),
+    // The lab's groups, read-only: where their coordinator is, who is in them, what they committed.
+    (ApiKey::FindCoordinator, 0, 3),
+    (ApiKey::ListGroups, 0, 4),
+    (ApiKey::DescribeGroups, 0, 5),
+    (ApiKey::OffsetFetch, 1, 7),
 ];
 
 /// The range served for `api_key`, if it is served.
