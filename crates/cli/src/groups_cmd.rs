@@ -296,3 +296,348 @@ pub fn run(bootstrap: &str, list_groups: bool, group: Option<String>, json: bool
     }
     exit::OK
 }
+
+/// `--to-…`, `--shift-by`, `--by-duration`: where the reset moves each partition.
+#[derive(Debug, Clone)]
+pub enum Spec {
+    Earliest,
+    Latest,
+    Current,
+    Offset(i64),
+    ShiftBy(i64),
+    /// Epoch milliseconds.
+    Datetime(i64),
+    /// Milliseconds before now.
+    Duration(i64),
+}
+
+/// ISO-8601 `PnDTnHnMnS` (what `--by-duration` takes), in milliseconds.
+pub fn iso_duration_ms(s: &str) -> Result<i64, String> {
+    let bad = || format!("'{s}' is not a duration like PT6H, P1DT2H30M or PT0.5S");
+    let rest = s.strip_prefix('P').ok_or_else(bad)?;
+    let (days, time) = match rest.split_once('T') {
+        Some((d, t)) => (d, t),
+        None => (rest, ""),
+    };
+    let mut ms = 0f64;
+    if !days.is_empty() {
+        ms += days
+            .strip_suffix('D')
+            .ok_or_else(bad)?
+            .parse::<f64>()
+            .map_err(|_| bad())?
+            * 86_400_000.0;
+    }
+    let mut num = String::new();
+    for c in time.chars() {
+        match c {
+            '0'..='9' | '.' => num.push(c),
+            'H' | 'M' | 'S' => {
+                let v: f64 = num.parse().map_err(|_| bad())?;
+                ms += v * match c {
+                    'H' => 3_600_000.0,
+                    'M' => 60_000.0,
+                    _ => 1_000.0,
+                };
+                num.clear();
+            }
+            _ => return Err(bad()),
+        }
+    }
+    if !num.is_empty() || (days.is_empty() && time.is_empty()) || !(0.0..1e15).contains(&ms) {
+        return Err(bad());
+    }
+    Ok(ms as i64)
+}
+
+#[derive(Debug, Serialize)]
+struct PlanRow {
+    group: String,
+    topic: String,
+    partition: i32,
+    current_offset: Option<i64>,
+    new_offset: i64,
+    /// Records read again (the new offset is below the current one).
+    replayed: i64,
+    /// Records skipped (the new offset is above the current one).
+    skipped: i64,
+}
+
+/// `--reset-offsets`: refused for an active group with Kafka's own message; a dry run by default,
+/// committing with `--execute` (as a client outside the group: generation −1, no member id).
+pub fn reset(
+    bootstrap: &str,
+    group: &str,
+    topics: &[String],
+    all_topics: bool,
+    spec: Spec,
+    execute: bool,
+    json: bool,
+) -> u8 {
+    match plan_reset(bootstrap, group, topics, all_topics, &spec, execute) {
+        Ok(Err(message)) => {
+            eprintln!("{message}");
+            exit::INVALID_SCENARIO
+        }
+        Ok(Ok(rows)) => {
+            if json {
+                println!("{}", serde_json::to_string_pretty(&rows).unwrap_or_default());
+                return exit::OK;
+            }
+            if !execute {
+                println!("(a dry run: nothing was changed; --execute applies it)");
+            }
+            println!();
+            println!(
+                "{:<16} {:<16} {:>9} {:>14} {:>10} {:>9} {:>8}",
+                "GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET", "REPLAYED", "SKIPPED"
+            );
+            for r in &rows {
+                println!(
+                    "{:<16} {:<16} {:>9} {:>14} {:>10} {:>9} {:>8}",
+                    r.group,
+                    r.topic,
+                    r.partition,
+                    r.current_offset.map_or("-".to_string(), |c| c.to_string()),
+                    r.new_offset,
+                    r.replayed,
+                    r.skipped
+                );
+            }
+            exit::OK
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            exit::IO_ERROR
+        }
+    }
+}
+
+type Plan = Result<Vec<PlanRow>, String>;
+
+fn plan_reset(
+    bootstrap: &str,
+    group: &str,
+    topics: &[String],
+    all_topics: bool,
+    spec: &Spec,
+    execute: bool,
+) -> anyhow::Result<Plan> {
+    use offsetlab_wire::kafka_protocol::messages::list_offsets_request::{
+        ListOffsetsPartition, ListOffsetsTopic,
+    };
+    use offsetlab_wire::kafka_protocol::messages::offset_commit_request::{
+        OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+    };
+    use offsetlab_wire::kafka_protocol::messages::{ListOffsetsRequest, OffsetCommitRequest, TopicName};
+
+    let description = describe(bootstrap, group)?;
+    if !matches!(description.state.as_str(), "Empty" | "Dead") {
+        return Ok(Err(format!(
+            "Error: Assignments can only be reset if the group '{group}' is inactive, but the current state is {}.",
+            description.state
+        )));
+    }
+    let mut conn = Conn::open(bootstrap)?;
+    let committed: BTreeMap<(String, i32), i64> = description
+        .rows
+        .iter()
+        .filter_map(|r| r.current_offset.map(|c| ((r.topic.clone(), r.partition), c)))
+        .collect();
+    // Which partitions: `t` (all of its partitions), `t:0,1`, or every topic the group committed.
+    let mut wanted: BTreeMap<String, Option<Vec<i32>>> = BTreeMap::new();
+    if all_topics {
+        for (t, _) in committed.keys() {
+            wanted.insert(t.clone(), None);
+        }
+    }
+    for t in topics {
+        match t.split_once(':') {
+            Some((name, ps)) => {
+                let parts: Result<Vec<i32>, _> = ps.split(',').map(str::parse).collect();
+                let Ok(parts) = parts else {
+                    return Ok(Err(format!("Error: '{t}' is not TOPIC or TOPIC:P,P")));
+                };
+                wanted.insert(name.to_string(), Some(parts));
+            }
+            None => {
+                wanted.insert(t.clone(), None);
+            }
+        }
+    }
+    if wanted.is_empty() {
+        return Ok(Err(
+            "Error: name the partitions with --topic T[:P,P] or --all-topics".into(),
+        ));
+    }
+    let infos = describe_topics(&mut conn, Some(wanted.keys().cloned().collect()), true)?;
+    let mut tps: Vec<(String, i32, i64, i64)> = Vec::new(); // topic, partition, start, end
+    for info in &infos {
+        if info.error_code != 0 {
+            return Ok(Err(format!("Error: topic '{}' does not exist", info.topic)));
+        }
+        let only = wanted.get(&info.topic).cloned().flatten();
+        for p in &info.partitions {
+            if only.as_ref().is_none_or(|o| o.contains(&p.partition)) {
+                tps.push((
+                    info.topic.clone(),
+                    p.partition,
+                    p.log_start_offset.unwrap_or(0),
+                    p.log_end_offset.unwrap_or(0),
+                ));
+            }
+        }
+    }
+    // A time: the first offset at or after it, per partition (the log end when none is).
+    let by_time: BTreeMap<(String, i32), i64> = match spec {
+        Spec::Datetime(_) | Spec::Duration(_) => {
+            let at = match spec {
+                Spec::Datetime(t) => *t,
+                Spec::Duration(d) => {
+                    std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.as_millis() as i64)
+                        - d
+                }
+                _ => 0,
+            };
+            let version = conn.version(ApiKey::ListOffsets, 5)?;
+            let mut by_topic: BTreeMap<String, Vec<i32>> = BTreeMap::new();
+            for (t, p, _, _) in &tps {
+                by_topic.entry(t.clone()).or_default().push(*p);
+            }
+            let request = ListOffsetsRequest::default()
+                .with_replica_id((-1).into())
+                .with_topics(
+                    by_topic
+                        .iter()
+                        .map(|(t, ps)| {
+                            ListOffsetsTopic::default()
+                                .with_name(TopicName(StrBytes::from_string(t.clone())))
+                                .with_partitions(
+                                    ps.iter()
+                                        .map(|p| {
+                                            ListOffsetsPartition::default()
+                                                .with_partition_index(*p)
+                                                .with_timestamp(at)
+                                        })
+                                        .collect(),
+                                )
+                        })
+                        .collect(),
+                );
+            let ResponseKind::ListOffsets(r) =
+                conn.call(ApiKey::ListOffsets, version, &RequestKind::ListOffsets(request))?
+            else {
+                anyhow::bail!("the broker answered ListOffsets with something else");
+            };
+            r.topics
+                .iter()
+                .flat_map(|t| {
+                    let name = t.name.0.to_string();
+                    t.partitions
+                        .iter()
+                        .map(move |p| ((name.clone(), p.partition_index), p.offset))
+                })
+                .collect()
+        }
+        _ => BTreeMap::new(),
+    };
+    let mut rows = Vec::new();
+    for (topic, partition, start, end) in tps {
+        let current = committed.get(&(topic.clone(), partition)).copied();
+        let target = match spec {
+            Spec::Earliest => start,
+            Spec::Latest => end,
+            Spec::Current => current.unwrap_or(end),
+            Spec::Offset(o) => *o,
+            Spec::ShiftBy(n) => match current {
+                Some(c) => c + n,
+                None => {
+                    return Ok(Err(format!(
+                        "Error: cannot shift offset for {topic}-{partition} since there is no current committed offset"
+                    )))
+                }
+            },
+            Spec::Datetime(_) | Spec::Duration(_) => match by_time.get(&(topic.clone(), partition)) {
+                Some(&o) if o >= 0 => o,
+                _ => end,
+            },
+        };
+        let new_offset = target.clamp(start, end);
+        let from = current.unwrap_or(new_offset);
+        rows.push(PlanRow {
+            group: group.to_string(),
+            topic,
+            partition,
+            current_offset: current,
+            new_offset,
+            replayed: (from - new_offset).max(0),
+            skipped: (new_offset - from).max(0),
+        });
+    }
+    if execute {
+        let mut by_topic: BTreeMap<String, Vec<(i32, i64)>> = BTreeMap::new();
+        for r in &rows {
+            by_topic
+                .entry(r.topic.clone())
+                .or_default()
+                .push((r.partition, r.new_offset));
+        }
+        let find = {
+            let version = conn.version(ApiKey::FindCoordinator, 3)?;
+            conn.call(
+                ApiKey::FindCoordinator,
+                version,
+                &RequestKind::FindCoordinator(
+                    FindCoordinatorRequest::default().with_key(StrBytes::from_string(group.to_string())),
+                ),
+            )?
+        };
+        let ResponseKind::FindCoordinator(c) = find else {
+            anyhow::bail!("the broker answered FindCoordinator with something else");
+        };
+        let mut coordinator = Conn::open(&format!("{}:{}", c.host.as_str(), c.port))?;
+        let version = coordinator.version(ApiKey::OffsetCommit, 7)?;
+        let request = OffsetCommitRequest::default()
+            .with_group_id(GroupId(StrBytes::from_string(group.to_string())))
+            .with_generation_id_or_member_epoch(-1)
+            .with_member_id(StrBytes::from_static_str(""))
+            .with_retention_time_ms(-1)
+            .with_topics(
+                by_topic
+                    .into_iter()
+                    .map(|(t, ps)| {
+                        OffsetCommitRequestTopic::default()
+                            .with_name(TopicName(StrBytes::from_string(t)))
+                            .with_partitions(
+                                ps.into_iter()
+                                    .map(|(p, o)| {
+                                        OffsetCommitRequestPartition::default()
+                                            .with_partition_index(p)
+                                            .with_committed_offset(o)
+                                    })
+                                    .collect(),
+                            )
+                    })
+                    .collect(),
+            );
+        let ResponseKind::OffsetCommit(r) =
+            coordinator.call(ApiKey::OffsetCommit, version, &RequestKind::OffsetCommit(request))?
+        else {
+            anyhow::bail!("the broker answered OffsetCommit with something else");
+        };
+        if let Some(code) = r
+            .topics
+            .iter()
+            .flat_map(|t| t.partitions.iter())
+            .map(|p| p.error_code)
+            .find(|&c| c != 0)
+        {
+            return Ok(Err(format!(
+                "Error: the commit was refused with error code {code}"
+            )));
+        }
+    }
+    Ok(Ok(rows))
+}

@@ -118,14 +118,43 @@ enum Cmd {
         #[arg(long, value_name = "HOST:PORT")]
         bootstrap_server: String,
         /// List the groups
-        #[arg(long, conflicts_with = "describe", required_unless_present = "describe")]
+        #[arg(long, conflicts_with_all = ["describe", "reset_offsets"], required_unless_present_any = ["describe", "reset_offsets"])]
         list: bool,
         /// Describe one group (with --group)
-        #[arg(long, requires = "group")]
+        #[arg(long, requires = "group", conflicts_with = "reset_offsets")]
         describe: bool,
-        /// The group to describe
+        /// Reset a group's committed offsets (with --group, a scope and one --to-…/--shift-by/
+        /// --by-duration); a dry run unless --execute. Refused while the group has members
+        #[arg(long, requires = "group")]
+        reset_offsets: bool,
+        /// The group to describe or reset
         #[arg(long)]
         group: Option<String>,
+        /// Reset: these topics (`t` for all its partitions, `t:0,1`), repeatable
+        #[arg(long = "topic", value_name = "TOPIC[:P,P]")]
+        topics: Vec<String>,
+        /// Reset: every topic the group committed
+        #[arg(long)]
+        all_topics: bool,
+        #[arg(long, group = "spec")]
+        to_earliest: bool,
+        #[arg(long, group = "spec")]
+        to_latest: bool,
+        #[arg(long, group = "spec")]
+        to_current: bool,
+        #[arg(long, group = "spec", value_name = "OFFSET")]
+        to_offset: Option<i64>,
+        #[arg(long, group = "spec", value_name = "N", allow_hyphen_values = true)]
+        shift_by: Option<i64>,
+        /// YYYY-MM-DDTHH:mm:SS[.sss] (UTC without a zone, as kafka-consumer-groups.sh reads it)
+        #[arg(long, group = "spec", value_name = "DATETIME")]
+        to_datetime: Option<String>,
+        /// ISO-8601, e.g. PT6H
+        #[arg(long, group = "spec", value_name = "DURATION")]
+        by_duration: Option<String>,
+        /// Reset: apply it (the default is a dry run)
+        #[arg(long)]
+        execute: bool,
         /// JSON output
         #[arg(long)]
         json: bool,
@@ -264,10 +293,61 @@ fn main() -> ExitCode {
         }) => bench_cmd::storage(records, dir, json),
         Some(Cmd::Groups {
             bootstrap_server,
-            list,
+            list: _,
             describe: _,
+            reset_offsets,
+            group,
+            topics,
+            all_topics,
+            to_earliest,
+            to_latest,
+            to_current,
+            to_offset,
+            shift_by,
+            to_datetime,
+            by_duration,
+            execute,
+            json,
+        }) if reset_offsets => {
+            let spec = if to_earliest {
+                Ok(groups_cmd::Spec::Earliest)
+            } else if to_latest {
+                Ok(groups_cmd::Spec::Latest)
+            } else if to_current {
+                Ok(groups_cmd::Spec::Current)
+            } else if let Some(o) = to_offset {
+                Ok(groups_cmd::Spec::Offset(o))
+            } else if let Some(n) = shift_by {
+                Ok(groups_cmd::Spec::ShiftBy(n))
+            } else if let Some(t) = to_datetime {
+                offsetlab_scenario::units::instant_ms(&t).map(groups_cmd::Spec::Datetime)
+            } else if let Some(d) = by_duration {
+                groups_cmd::iso_duration_ms(&d).map(groups_cmd::Spec::Duration)
+            } else {
+                Err("--reset-offsets needs one of --to-earliest, --to-latest, --to-current, --to-offset, --shift-by, --to-datetime, --by-duration".to_string())
+            };
+            match spec {
+                Ok(spec) => groups_cmd::reset(
+                    &bootstrap_server,
+                    group.as_deref().unwrap_or_default(),
+                    &topics,
+                    all_topics,
+                    spec,
+                    execute,
+                    json,
+                ),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    exit::INVALID_SCENARIO
+                }
+            }
+        }
+        Some(Cmd::Groups {
+            bootstrap_server,
+            list,
             group,
             json,
+            ..
         }) => groups_cmd::run(&bootstrap_server, list, group, json),
         Some(Cmd::Topics {
             bootstrap_server,

@@ -101,7 +101,7 @@ pub(crate) struct PartitionInfo {
     leader: i32,
     replicas: Vec<i32>,
     isr: Vec<i32>,
-    log_start_offset: Option<i64>,
+    pub(crate) log_start_offset: Option<i64>,
     pub(crate) log_end_offset: Option<i64>,
 }
 

@@ -356,3 +356,62 @@ fn offsetlab_groups_describes_the_labs_groups_like_kafka_consumer_groups() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("Consumer group 'nobody' does not exist."));
 }
+
+#[test]
+fn offsetlab_groups_resets_offsets_over_the_protocol() {
+    let (lab, kafka) = lab();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_offsetlab"))
+            .args(args)
+            .output()
+            .expect("run")
+    };
+    let reset = |extra: &[&str]| {
+        let mut args = vec![
+            "groups",
+            "--bootstrap-server",
+            &kafka,
+            "--reset-offsets",
+            "--group",
+            "analytics-prod",
+            "--topic",
+            "orders",
+        ];
+        args.extend_from_slice(extra);
+        run(&args)
+    };
+    // c1 is a member: refused, with Kafka's words.
+    let out = reset(&["--to-latest"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(
+        "Error: Assignments can only be reset if the group 'analytics-prod' is inactive, but the current state is Stable."
+    ));
+    act(&lab, &["close c1"]);
+    let committed = || {
+        let v = ok_json(&http(&lab.addr, "GET", "/api/state", "").expect("state")).expect("200");
+        v["groups"]["analytics-prod"]["committed"]["orders-0"].as_i64()
+    };
+    // A dry run shows the blast radius and changes nothing.
+    let out = reset(&["--to-offset", "7", "--json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(
+        (rows[0]["new_offset"].as_i64(), rows[0]["skipped"].as_i64()),
+        (Some(7), Some(7))
+    );
+    assert_eq!(committed(), Some(0));
+    // --execute commits, and the lab records it as its own reset-offsets line.
+    let out = reset(&["--to-offset", "7", "--execute"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(committed(), Some(7));
+    let export = http(&lab.addr, "GET", "/api/scenario", "").expect("export");
+    assert!(
+        export.contains("reset-offsets analytics-prod topic=orders:0 to-offset=7 execute"),
+        "{export}"
+    );
+    let out = reset(&["--shift-by", "-3", "--execute"]);
+    assert!(out.status.success());
+    assert_eq!(committed(), Some(4));
+    let out = reset(&["--to-latest", "--execute"]);
+    assert!(out.status.success());
+    assert_eq!(committed(), Some(12));
+}

@@ -89,7 +89,7 @@ impl AppState {
     /// After a change: save the lab for the next start (or prepare the save that must follow
     /// the fsync, under `--flush always`) and tell every tab. An error means the change is not
     /// durable and must not be acknowledged.
-    fn changed(&self, session: &Session) -> Result<Option<PendingSave>, String> {
+    pub(crate) fn changed(&self, session: &Session) -> Result<Option<PendingSave>, String> {
         if let Some(path) = &self.session_file {
             if let Err(e) = std::fs::write(path.as_ref(), session.export()) {
                 eprintln!("warning: cannot save the session to {}: {e}", path.display());
@@ -100,6 +100,16 @@ impl AppState {
             .map_err(|e| format!("the lab could not be saved: {e}"))?;
         let _ = self.changes.send(session.version());
         Ok(pending)
+    }
+
+    /// The session behind the page (the Kafka listener shares it).
+    pub(crate) fn session(&self) -> Arc<Mutex<Session>> {
+        Arc::clone(&self.session)
+    }
+
+    /// The newest version saved by a deferred save.
+    pub(crate) fn last_saved(&self) -> Arc<Mutex<u64>> {
+        Arc::clone(&self.last_saved)
     }
 
     /// `--flush always`: the change is acknowledged once its appends are on disk and the lab's

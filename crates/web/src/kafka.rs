@@ -10,6 +10,7 @@
 //! unserved version of any API but ApiVersions closes that connection and nothing else, as a
 //! Kafka broker does. The lab is read under the session's lock on a blocking thread.
 
+use crate::api::AppState;
 use crate::session::Session;
 use bytes::{Bytes, BytesMut};
 use offsetlab_engine::record::TopicPartition;
@@ -27,6 +28,9 @@ use offsetlab_wire::kafka_protocol::messages::list_offsets_response::{
 use offsetlab_wire::kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
+use offsetlab_wire::kafka_protocol::messages::offset_commit_response::{
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
 use offsetlab_wire::kafka_protocol::messages::offset_fetch_response::{
     OffsetFetchResponsePartition, OffsetFetchResponseTopic,
 };
@@ -39,7 +43,8 @@ use offsetlab_wire::kafka_protocol::messages::{
 };
 use offsetlab_wire::kafka_protocol::messages::{
     ConsumerProtocolAssignment, DescribeGroupsRequest, DescribeGroupsResponse, FindCoordinatorResponse,
-    GroupId, ListGroupsResponse, OffsetFetchRequest, OffsetFetchResponse,
+    GroupId, ListGroupsResponse, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest,
+    OffsetFetchResponse,
 };
 use offsetlab_wire::kafka_protocol::protocol::Encodable;
 use offsetlab_wire::kafka_protocol::protocol::StrBytes;
@@ -64,13 +69,17 @@ const OFFSET_OUT_OF_RANGE: i16 = 1;
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 const UNSUPPORTED_VERSION: i16 = 35;
 const POLICY_VIOLATION: i16 = 44;
+const UNKNOWN_SERVER_ERROR: i16 = -1;
+const INVALID_COMMIT_OFFSET_SIZE: i16 = 28;
+const INVALID_GROUP_ID: i16 = 24;
+const UNKNOWN_MEMBER_ID: i16 = 25;
 /// A fetch waits at most this long for records (the lab does not wake fetches on produce yet).
 const MAX_FETCH_WAIT: Duration = Duration::from_millis(500);
 /// Records a fetch hands out per partition at most.
 const MAX_FETCH_RECORDS: usize = 5_000;
 
 /// Accepts connections until the runtime stops.
-pub async fn serve(listener: TcpListener, session: Arc<Mutex<Session>>) {
+pub async fn serve(listener: TcpListener, app: AppState) {
     let Ok(advertised) = listener.local_addr() else {
         return;
     };
@@ -78,18 +87,15 @@ pub async fn serve(listener: TcpListener, session: Arc<Mutex<Session>>) {
         let Ok((stream, _)) = listener.accept().await else {
             continue;
         };
-        let session = Arc::clone(&session);
+        let app = app.clone();
         tokio::spawn(async move {
-            let _ = connection(stream, session, advertised).await;
+            let _ = connection(stream, app, advertised).await;
         });
     }
 }
 
-async fn connection(
-    mut stream: TcpStream,
-    session: Arc<Mutex<Session>>,
-    advertised: SocketAddr,
-) -> std::io::Result<()> {
+async fn connection(mut stream: TcpStream, app: AppState, advertised: SocketAddr) -> std::io::Result<()> {
+    let session = app.session();
     let mut buf = BytesMut::with_capacity(64 << 10);
     loop {
         loop {
@@ -98,7 +104,7 @@ async fn connection(
                 Ok(None) => break,
                 Err(_) => return Ok(()), // a size over the limit: close
             };
-            match respond(frame, &session, advertised).await {
+            match respond(frame, &app, &session, advertised).await {
                 Reply::Frame(out) => stream.write_all(&out).await?,
                 Reply::Nothing => {}
                 Reply::Close => return Ok(()), // malformed or unserved: close, as Kafka does
@@ -120,8 +126,13 @@ enum Reply {
     Close,
 }
 
-async fn respond(frame: Bytes, session: &Arc<Mutex<Session>>, advertised: SocketAddr) -> Reply {
-    match answer(frame, session, advertised).await {
+async fn respond(
+    frame: Bytes,
+    app: &AppState,
+    session: &Arc<Mutex<Session>>,
+    advertised: SocketAddr,
+) -> Reply {
+    match answer(frame, app, session, advertised).await {
         Some(Some(frame)) => Reply::Frame(frame),
         Some(None) => Reply::Nothing,
         None => Reply::Close,
@@ -131,6 +142,7 @@ async fn respond(frame: Bytes, session: &Arc<Mutex<Session>>, advertised: Socket
 /// The response frame for one request frame (`Some(None)`: no response; `None`: close).
 async fn answer(
     frame: Bytes,
+    app: &AppState,
     session: &Arc<Mutex<Session>>,
     advertised: SocketAddr,
 ) -> Option<Option<BytesMut>> {
@@ -184,6 +196,14 @@ async fn answer(
         }
         RequestKind::OffsetFetch(r) => {
             ResponseKind::OffsetFetch(with_lab(session, move |s| offset_fetch(s, &r)).await?)
+        }
+        RequestKind::OffsetCommit(r) => {
+            let app = app.clone();
+            ResponseKind::OffsetCommit(
+                tokio::task::spawn_blocking(move || offset_commit(&app, &r))
+                    .await
+                    .ok()?,
+            )
         }
         RequestKind::Produce(r) => {
             if r.acks == 0 {
@@ -320,6 +340,78 @@ fn offset_fetch(s: &Session, r: &OffsetFetchRequest) -> OffsetFetchResponse {
         })
         .collect();
     OffsetFetchResponse::default().with_topics(topics)
+}
+
+/// A commit from outside the group — what `kafka-consumer-groups.sh --reset-offsets --execute`
+/// and an admin client's `alterConsumerGroupOffsets` send (no member id, generation −1) — becomes
+/// the lab's own `reset-offsets … execute` lines, one batch, so the lab's history, export and
+/// undo see it like any other action. A group with members refuses it, as Kafka's coordinator
+/// does (UNKNOWN_MEMBER_ID): members of external clients do not exist yet.
+fn offset_commit(app: &AppState, r: &OffsetCommitRequest) -> OffsetCommitResponse {
+    let group = r.group_id.0.to_string();
+    let respond = |code: &dyn Fn(&str, i32) -> i16| {
+        OffsetCommitResponse::default().with_topics(
+            r.topics
+                .iter()
+                .map(|t| {
+                    OffsetCommitResponseTopic::default()
+                        .with_name(t.name.clone())
+                        .with_partitions(
+                            t.partitions
+                                .iter()
+                                .map(|p| {
+                                    OffsetCommitResponsePartition::default()
+                                        .with_partition_index(p.partition_index)
+                                        .with_error_code(code(t.name.0.as_str(), p.partition_index))
+                                })
+                                .collect(),
+                        )
+                })
+                .collect(),
+        )
+    };
+    let session = app.session();
+    let mut s = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let active = s.lab().group(&group).is_ok_and(|g| !g.members.is_empty());
+    if active || !r.member_id.is_empty() {
+        return respond(&|_, _| UNKNOWN_MEMBER_ID);
+    }
+    let lines: Vec<String> = r
+        .topics
+        .iter()
+        .flat_map(|t| {
+            let group = group.clone();
+            t.partitions.iter().map(move |p| {
+                format!(
+                    "reset-offsets {group} topic={}:{} to-offset={} execute",
+                    t.name.0.as_str(),
+                    p.partition_index,
+                    p.committed_offset
+                )
+            })
+        })
+        .collect();
+    if lines.is_empty() {
+        return respond(&|_, _| NONE);
+    }
+    match s.apply_lines(&lines) {
+        Ok(_) => {
+            let saved = match app.changed(&s) {
+                Ok(Some(pending)) => {
+                    drop(s);
+                    pending.complete(&app.last_saved()).is_ok()
+                }
+                Ok(None) => true,
+                Err(_) => false,
+            };
+            respond(&|_, _| if saved { NONE } else { UNKNOWN_SERVER_ERROR })
+        }
+        Err(e) if e.error.contains("unknown topic") || e.error.contains("has no partition") => {
+            respond(&|_, _| UNKNOWN_TOPIC_OR_PARTITION)
+        }
+        Err(e) if e.status == 400 => respond(&|_, _| INVALID_GROUP_ID),
+        Err(_) => respond(&|_, _| INVALID_COMMIT_OFFSET_SIZE),
+    }
 }
 
 /// External writes are not part of the lab yet: every partition gets POLICY_VIOLATION, with a

@@ -84,11 +84,17 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(config.http).await?;
     let addr = listener.local_addr()?;
     let session = Arc::new(Mutex::new(session));
+    let state = AppState::new(
+        Arc::clone(&session),
+        addr,
+        config.allow_remote,
+        Some(session_file),
+    );
     let kafka = match config.kafka {
         Some(addr) => match tokio::net::TcpListener::bind(addr).await {
             Ok(l) => {
                 let bound = l.local_addr().ok();
-                tokio::spawn(kafka::serve(l, Arc::clone(&session)));
+                tokio::spawn(kafka::serve(l, state.clone()));
                 bound
             }
             Err(e) => {
@@ -100,12 +106,6 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         },
         None => None,
     };
-    let state = AppState::new(
-        Arc::clone(&session),
-        addr,
-        config.allow_remote,
-        Some(session_file),
-    );
     // Write errors are ignored: a lab whose stdout was closed keeps serving.
     let mut out = std::io::stdout();
     let _ = writeln!(

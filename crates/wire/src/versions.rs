@@ -21,6 +21,8 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListGroups, 0, 4),
     (ApiKey::DescribeGroups, 0, 5),
     (ApiKey::OffsetFetch, 1, 7),
+    // Commits from outside a group (offset resets), mapped onto the lab's `reset-offsets`.
+    (ApiKey::OffsetCommit, 2, 7),
 ];
 
 /// The range served for `api_key`, if it is served.
