@@ -260,8 +260,8 @@ fn run(records: u64, dir: &Path, quiet: bool) -> anyhow::Result<Figures> {
     let t = Instant::now();
     let mut from = 0;
     loop {
-        let mut owned: Vec<(i64, String, String)> = Vec::with_capacity(10_000);
-        log.read(from, 10_000, &mut |r| {
+        let mut owned: Vec<(i64, String, String)> = Vec::with_capacity(50_000);
+        log.read(from, 50_000, &mut |r| {
             owned.push((
                 r.offset,
                 String::from_utf8_lossy(r.key.unwrap_or_default()).into_owned(),
