@@ -114,6 +114,20 @@ fn apply(lab: &mut Lab, a: &Action, strategies: &[CommitStrategy], sink: SinkKin
     };
 }
 
+/// The member id of the consumer `a` processes or commits with, if that consumer runs but is not
+/// a member of its group's current generation (a zombie, or one a rebalance moved past). Process
+/// and commit never rejoin, so whatever they commit would come from that stale member.
+fn stale_member(lab: &Lab, a: &Action) -> Option<String> {
+    let i = match a {
+        Action::Process(i, _) | Action::Commit(i) => *i,
+        _ => return None,
+    };
+    let c = lab.consumers().get(CONSUMERS[i])?;
+    let g = lab.group(&c.config.group).ok()?;
+    let stale = c.is_running() && (!g.is_member(&c.member_id()) || c.generation != g.generation);
+    stale.then(|| c.member_id())
+}
+
 fn check_invariants(lab: &Lab, partitions: i32) -> Result<(), TestCaseError> {
     for p in 0..partitions {
         let tp = TopicPartition::new("orders", p);
@@ -209,8 +223,21 @@ proptest! {
     ) {
         let mut lab = new_lab(partitions);
         for a in &actions {
+            let zombie = stale_member(&lab, a);
+            let commits_before = lab.offsets().log().log_end_offset();
             apply(&mut lab, a, &strategies, sink, assignor);
             check_invariants(&lab, partitions)?;
+            if let Some(member) = zombie {
+                // A member the coordinator no longer knows (or knows in another generation)
+                // processes or commits: no commit of its lands.
+                let landed = lab.offsets().records(commits_before, usize::MAX);
+                prop_assert!(
+                    landed.iter().all(|r| r.value.as_ref().is_none_or(|v| !v.metadata.starts_with(&format!("{member} ")))),
+                    "a commit from stale member {} was accepted after {:?}",
+                    member,
+                    a
+                );
+            }
         }
     }
 
