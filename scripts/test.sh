@@ -4,6 +4,7 @@
 #   2. cargo test: unit, property, integration, CLI and HTTP API tests
 #   3. the browser tests: Playwright (playwright-core from web-tests/package-lock.json) driving
 #      Debian's Chromium against a real `offsetlab serve`
+#   4. a kafka-python smoke test against the lab's Kafka listener (kcat's tests run in step 2)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,3 +25,21 @@ if [ ! -d web-tests/node_modules/playwright-core ]; then
 fi
 cargo build --locked -p offsetlab
 (cd web-tests && OFFSETLAB_BIN="$PWD/../target/debug/offsetlab" CHROMIUM="$chromium" npm test)
+
+echo "== kafka-python smoke test (a second, non-librdkafka client against the Kafka listener)"
+command -v python3 >/dev/null || { echo "error: the kafka-python smoke test needs python3 (apt-get install python3 python3-venv)" >&2; exit 1; }
+venv=target/kafka-python-venv
+if [ ! -x "$venv/bin/python" ]; then
+  python3 -m venv "$venv" || { echo "error: cannot create a Python venv (apt-get install python3-venv)" >&2; exit 1; }
+  "$venv/bin/pip" install -q "kafka-python==3.0.12"
+fi
+data=$(mktemp -d)
+log="$data/serve.log"
+./target/debug/offsetlab serve --data "$data/lab" --http 127.0.0.1:0 --kafka 127.0.0.1:0 >"$log" 2>&1 &
+serve_pid=$!
+trap 'kill $serve_pid 2>/dev/null; rm -rf "$data"' EXIT
+for _ in $(seq 1 50); do grep -q "Kafka listener on" "$log" && break; sleep 0.1; done
+kafka=$(sed -n 's/^Kafka listener on \([^ ]*\).*/\1/p' "$log")
+[ -n "$kafka" ] || { echo "error: the lab did not start its Kafka listener:" >&2; cat "$log" >&2; exit 1; }
+"$venv/bin/python" scripts/kafka_python_smoke.py "$kafka"
+

@@ -1,0 +1,34 @@
+"""kafka-python against the lab's Kafka listener: a second client implementation, not librdkafka.
+
+Usage: kafka_python_smoke.py HOST:PORT  (a lab started from the seed: topic `orders` with 12
+orders, group `analytics-prod` with member c1). Exits non-zero on the first broken expectation.
+"""
+import sys
+
+from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+
+bootstrap = sys.argv[1]
+tp = TopicPartition("orders", 0)
+
+consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=5000)
+consumer.assign([tp])
+consumer.seek_to_beginning(tp)
+records = list(consumer)
+assert [r.offset for r in records] == list(range(12)), [r.offset for r in records]
+assert records[0].key == b"o-1" and b'"order_id":"o-1"' in records[0].value, records[0]
+assert consumer.end_offsets([tp]) == {tp: 12}
+assert consumer.beginning_offsets([tp]) == {tp: 0}
+consumer.close()
+
+admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+groups = admin.list_groups()
+assert [g["group_id"] for g in groups] == ["analytics-prod"], groups
+offsets = admin.list_group_offsets("analytics-prod")["analytics-prod"]
+assert offsets[tp].offset == 0, offsets
+described = admin.describe_groups(["analytics-prod"])["analytics-prod"]
+assert described["group_state"] == "Stable", described
+members = described["members"]
+assert [m["member_id"] for m in members] == ["c1#1"], members
+assert members[0]["member_assignment"]["assigned_partitions"] == [{"topic": "orders", "partitions": [0]}], members
+admin.close()
+print("kafka-python smoke test: consumed 12 records, listed and described analytics-prod — ok")
