@@ -3,7 +3,7 @@
 //! `kafka-consumer-groups.sh --describe`.
 
 use crate::exit;
-use crate::topics_cmd::{describe as describe_topics, Conn};
+use crate::topics_cmd::{describe as describe_topics, list_offsets, Conn};
 use offsetlab_wire::kafka_protocol::messages::{
     ApiKey, ConsumerProtocolAssignment, DescribeGroupsRequest, FindCoordinatorRequest, GroupId,
     ListGroupsRequest, OffsetFetchRequest, RequestKind, ResponseKind,
@@ -423,13 +423,10 @@ fn plan_reset(
     spec: &Spec,
     execute: bool,
 ) -> anyhow::Result<Plan> {
-    use offsetlab_wire::kafka_protocol::messages::list_offsets_request::{
-        ListOffsetsPartition, ListOffsetsTopic,
-    };
     use offsetlab_wire::kafka_protocol::messages::offset_commit_request::{
         OffsetCommitRequestPartition, OffsetCommitRequestTopic,
     };
-    use offsetlab_wire::kafka_protocol::messages::{ListOffsetsRequest, OffsetCommitRequest, TopicName};
+    use offsetlab_wire::kafka_protocol::messages::{OffsetCommitRequest, TopicName};
 
     let description = describe(bootstrap, group)?;
     if !matches!(description.state.as_str(), "Empty" | "Dead") {
@@ -501,45 +498,11 @@ fn plan_reset(
                 }
                 _ => 0,
             };
-            let version = conn.version(ApiKey::ListOffsets, 5)?;
             let mut by_topic: BTreeMap<String, Vec<i32>> = BTreeMap::new();
             for (t, p, _, _) in &tps {
                 by_topic.entry(t.clone()).or_default().push(*p);
             }
-            let request = ListOffsetsRequest::default()
-                .with_replica_id((-1).into())
-                .with_topics(
-                    by_topic
-                        .iter()
-                        .map(|(t, ps)| {
-                            ListOffsetsTopic::default()
-                                .with_name(TopicName(StrBytes::from_string(t.clone())))
-                                .with_partitions(
-                                    ps.iter()
-                                        .map(|p| {
-                                            ListOffsetsPartition::default()
-                                                .with_partition_index(*p)
-                                                .with_timestamp(at)
-                                        })
-                                        .collect(),
-                                )
-                        })
-                        .collect(),
-                );
-            let ResponseKind::ListOffsets(r) =
-                conn.call(ApiKey::ListOffsets, version, &RequestKind::ListOffsets(request))?
-            else {
-                anyhow::bail!("the broker answered ListOffsets with something else");
-            };
-            r.topics
-                .iter()
-                .flat_map(|t| {
-                    let name = t.name.0.to_string();
-                    t.partitions
-                        .iter()
-                        .map(move |p| ((name.clone(), p.partition_index), p.offset))
-                })
-                .collect()
+            list_offsets(&mut conn, &by_topic, at)?
         }
         _ => BTreeMap::new(),
     };

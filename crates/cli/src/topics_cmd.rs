@@ -142,55 +142,71 @@ pub(crate) fn describe(
         .collect();
     out.sort_by(|a, b| a.topic.cmp(&b.topic));
     if with_offsets {
-        let version = conn.version(ApiKey::ListOffsets, 5)?;
-        for (spec, earliest) in [(-2i64, true), (-1i64, false)] {
-            let request = ListOffsetsRequest::default()
-                .with_replica_id((-1).into())
-                .with_topics(
-                    out.iter()
-                        .filter(|t| t.error_code == 0)
-                        .map(|t| {
-                            ListOffsetsTopic::default()
-                                .with_name(TopicName(StrBytes::from_string(t.topic.clone())))
-                                .with_partitions(
-                                    t.partitions
-                                        .iter()
-                                        .map(|p| {
-                                            ListOffsetsPartition::default()
-                                                .with_partition_index(p.partition)
-                                                .with_timestamp(spec)
-                                        })
-                                        .collect(),
-                                )
-                        })
-                        .collect(),
-                );
-            let ResponseKind::ListOffsets(r) =
-                conn.call(ApiKey::ListOffsets, version, &RequestKind::ListOffsets(request))?
-            else {
-                anyhow::bail!("the broker answered ListOffsets with something else");
-            };
-            for t in &r.topics {
-                let Some(info) = out.iter_mut().find(|i| i.topic == t.name.0.as_str()) else {
-                    continue;
-                };
-                for p in t.partitions.iter().filter(|p| p.error_code == 0) {
-                    if let Some(pi) = info
-                        .partitions
-                        .iter_mut()
-                        .find(|x| x.partition == p.partition_index)
-                    {
-                        if earliest {
-                            pi.log_start_offset = Some(p.offset);
-                        } else {
-                            pi.log_end_offset = Some(p.offset);
-                        }
-                    }
-                }
+        let tps: BTreeMap<String, Vec<i32>> = out
+            .iter()
+            .filter(|t| t.error_code == 0)
+            .map(|t| {
+                (
+                    t.topic.clone(),
+                    t.partitions.iter().map(|p| p.partition).collect(),
+                )
+            })
+            .collect();
+        let starts = list_offsets(conn, &tps, -2)?;
+        let ends = list_offsets(conn, &tps, -1)?;
+        for t in &mut out {
+            for p in &mut t.partitions {
+                let key = (t.topic.clone(), p.partition);
+                p.log_start_offset = starts.get(&key).copied();
+                p.log_end_offset = ends.get(&key).copied();
             }
         }
     }
     Ok(out)
+}
+
+/// ListOffsets for `tps` at `spec` (−2 earliest, −1 latest, else a timestamp): the offset of each
+/// partition the broker answered without an error (−1 where no record is that recent).
+pub(crate) fn list_offsets(
+    conn: &mut Conn,
+    tps: &BTreeMap<String, Vec<i32>>,
+    spec: i64,
+) -> anyhow::Result<BTreeMap<(String, i32), i64>> {
+    let version = conn.version(ApiKey::ListOffsets, 5)?;
+    let request = ListOffsetsRequest::default()
+        .with_replica_id((-1).into())
+        .with_topics(
+            tps.iter()
+                .map(|(t, ps)| {
+                    ListOffsetsTopic::default()
+                        .with_name(TopicName(StrBytes::from_string(t.clone())))
+                        .with_partitions(
+                            ps.iter()
+                                .map(|p| {
+                                    ListOffsetsPartition::default()
+                                        .with_partition_index(*p)
+                                        .with_timestamp(spec)
+                                })
+                                .collect(),
+                        )
+                })
+                .collect(),
+        );
+    let ResponseKind::ListOffsets(r) =
+        conn.call(ApiKey::ListOffsets, version, &RequestKind::ListOffsets(request))?
+    else {
+        anyhow::bail!("the broker answered ListOffsets with something else");
+    };
+    Ok(r.topics
+        .iter()
+        .flat_map(|t| {
+            let name = t.name.0.to_string();
+            t.partitions
+                .iter()
+                .filter(|p| p.error_code == 0)
+                .map(move |p| ((name.clone(), p.partition_index), p.offset))
+        })
+        .collect())
 }
 
 pub fn run(bootstrap: &str, list: bool, topic: Option<String>, json: bool) -> u8 {

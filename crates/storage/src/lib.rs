@@ -34,6 +34,23 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+/// Writes a small file atomically: a temporary file renamed over the old one; with `sync`, the
+/// file and then its directory are synced, so the rename itself survives a power cut.
+pub fn write_atomically(path: &Path, bytes: &[u8], sync: bool) -> io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes)?;
+    if sync {
+        std::fs::File::open(&tmp)?.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)?;
+    if sync {
+        if let Some(dir) = path.parent() {
+            std::fs::File::open(dir)?.sync_all()?;
+        }
+    }
+    Ok(())
+}
+
 /// The clean-shutdown marker, as Kafka's `.kafka_cleanshutdown`.
 const CLEAN_SHUTDOWN: &str = ".clean-shutdown";
 

@@ -38,6 +38,23 @@ const READ_CHUNK: usize = 64 << 10;
 /// (offset, timestamp, key, value, control).
 type KeptRecord = (Offset, i64, Option<Vec<u8>>, Option<Vec<u8>>, bool);
 
+/// Kept records as records to write back, at their own offsets.
+fn as_new_records(kept: &[KeptRecord]) -> Vec<(Offset, NewRecord<'_>)> {
+    kept.iter()
+        .map(|(o, ts, k, v, c)| {
+            (
+                *o,
+                NewRecord {
+                    timestamp: *ts,
+                    key: k.as_deref(),
+                    value: v.as_deref(),
+                    control: *c,
+                },
+            )
+        })
+        .collect()
+}
+
 /// What a clean close writes so the next open reads no record data.
 #[derive(Debug, Serialize, Deserialize)]
 struct Snapshot {
@@ -93,11 +110,8 @@ fn read_offset_file(path: &Path) -> Option<Offset> {
 }
 
 /// Writes a small file atomically: a temporary file, synced, renamed over the old one.
-fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, bytes)?;
-    std::fs::File::open(&tmp)?.sync_all()?;
-    std::fs::rename(&tmp, path)
+fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    crate::write_atomically(path, bytes, true)
 }
 
 fn sync_dir(dir: &Path) -> io::Result<()> {
@@ -287,7 +301,7 @@ impl FileLog {
             .unwrap_or(self.log_end_offset_raw());
         if first > self.log_start {
             self.log_start = first;
-            let _ = write_atomically(
+            let _ = write_synced(
                 &self.dir.join("log-start-offset"),
                 self.log_start.to_string().as_bytes(),
             );
@@ -321,7 +335,7 @@ impl FileLog {
             if let Some(closed) = self.segments.len().checked_sub(2).map(|i| &self.segments[i]) {
                 closed.log.sync_data()?;
             }
-            write_atomically(&self.dir.join("recovery-point"), base.to_string().as_bytes())?;
+            write_synced(&self.dir.join("recovery-point"), base.to_string().as_bytes())?;
             sync_dir(&self.dir)?;
         }
         Ok(())
@@ -434,8 +448,8 @@ impl FileLog {
             hidden: self.hidden,
         };
         let bytes = serde_json::to_vec(&snap).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-        write_atomically(&self.dir.join("snapshot.json"), &bytes)?;
-        write_atomically(
+        write_synced(&self.dir.join("snapshot.json"), &bytes)?;
+        write_synced(
             &self.dir.join("recovery-point"),
             self.log_end_offset_raw().to_string().as_bytes(),
         )?;
@@ -457,7 +471,7 @@ impl FileLog {
     }
 
     fn persist_log_start(&self) {
-        if let Err(e) = write_atomically(
+        if let Err(e) = write_synced(
             &self.dir.join("log-start-offset"),
             self.log_start.to_string().as_bytes(),
         ) {
@@ -507,20 +521,7 @@ impl FileLog {
             // after it: a crash in between leaves a valid batch and a tail recovery truncates.
             let mut rewritten = Vec::new();
             if !keep.is_empty() {
-                let recs: Vec<(Offset, NewRecord<'_>)> = keep
-                    .iter()
-                    .map(|(o, ts, k, v, c)| {
-                        (
-                            *o,
-                            NewRecord {
-                                timestamp: *ts,
-                                key: k.as_deref(),
-                                value: v.as_deref(),
-                                control: *c,
-                            },
-                        )
-                    })
-                    .collect();
+                let recs = as_new_records(&keep);
                 batch::encode(&mut rewritten, &recs, -1);
                 std::os::unix::fs::FileExt::write_all_at(&*seg.log, &rewritten, pos)?;
                 seg.log.sync_data()?;
@@ -535,13 +536,13 @@ impl FileLog {
         // Bytes written from here on are new: the recovery point must not vouch for them.
         let point = self.dir.join("recovery-point");
         if read_offset_file(&point).is_some_and(|p| p > offset) {
-            write_atomically(&point, offset.to_string().as_bytes())?;
+            write_synced(&point, offset.to_string().as_bytes())?;
         }
         // The log end moves back to `offset` even where no record sat at it (a compacted gap);
         // noted on disk, since no batch says so.
         let meta = &mut self.segments[last].meta;
         meta.next_offset = offset.max(meta.base_offset);
-        write_atomically(
+        write_synced(
             &self.dir.join("log-end-offset"),
             meta.next_offset.to_string().as_bytes(),
         )?;
@@ -597,20 +598,7 @@ impl FileLog {
                         + 16;
                     end += 1;
                 }
-                let recs: Vec<(Offset, NewRecord<'_>)> = kept[start..end]
-                    .iter()
-                    .map(|(o, ts, k, v, c)| {
-                        (
-                            *o,
-                            NewRecord {
-                                timestamp: *ts,
-                                key: k.as_deref(),
-                                value: v.as_deref(),
-                                control: *c,
-                            },
-                        )
-                    })
-                    .collect();
+                let recs = as_new_records(&kept[start..end]);
                 let at = buf.len();
                 batch::encode(&mut buf, &recs, -1);
                 headers.push(

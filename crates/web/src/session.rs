@@ -23,7 +23,7 @@ use offsetlab_engine::{Lab, LabError};
 use offsetlab_scenario::command::{ApplyError, Command, Outcome};
 use offsetlab_scenario::Script;
 use offsetlab_sqlite::SqliteSinks;
-use offsetlab_storage::{Durability, FileStore, FlushPolicy};
+use offsetlab_storage::{write_atomically, Durability, FileStore, FlushPolicy};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -57,23 +57,6 @@ impl Generation {
     fn dir_for(root: &Path, number: u64) -> PathBuf {
         root.join(format!("gen-{number:06}"))
     }
-}
-
-/// Writes a file atomically: a temporary file renamed over the old one; with `sync`, the file
-/// and then its directory are synced, so the rename itself survives a power cut.
-fn write_atomically(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, bytes)?;
-    if sync {
-        std::fs::File::open(&tmp)?.sync_all()?;
-    }
-    std::fs::rename(&tmp, path)?;
-    if sync {
-        if let Some(dir) = path.parent() {
-            std::fs::File::open(dir)?.sync_all()?;
-        }
-    }
-    Ok(())
 }
 
 /// What `lab.json` holds: the lab's snapshot and the history that built it, in one file so they
