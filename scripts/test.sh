@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 echo "== lint: clippy"
-cargo clippy --workspace --all-targets --locked
+cargo clippy --workspace --all-targets --locked -- -D warnings
 
 command -v kcat >/dev/null || { echo "error: the Kafka listener tests drive kcat (apt-get install kcat)" >&2; exit 1; }
 
