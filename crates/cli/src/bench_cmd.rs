@@ -10,7 +10,7 @@ use offsetlab_engine::log::{PartitionLog, TopicConfig};
 use offsetlab_engine::record::{NewRecord, TopicPartition};
 use offsetlab_engine::sink::{SinkKind, SinkWrite};
 use offsetlab_sqlite::SqliteSink;
-use offsetlab_storage::{Durability, FileLog, FlushPolicy};
+use offsetlab_storage::{Durability, FileLog, FlushPolicy, ProducedBatches};
 use serde::Serialize;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -30,6 +30,12 @@ struct Figures {
     memcpy_gb_s: f64,
     append_never_records_s: f64,
     append_never_mb_s: f64,
+    /// Produce requests the producer encoded, validated and written as they are, on one thread.
+    append_produced_records_s: f64,
+    append_produced_mb_s: f64,
+    /// The same, validated on a request handler thread while the log appends.
+    append_produced_pipelined_records_s: f64,
+    append_produced_pipelined_mb_s: f64,
     append_always_records_s: f64,
     append_always_mb_s: f64,
     append_always_fsyncs: u64,
@@ -118,6 +124,124 @@ fn machine_limits(dir: &Path, bytes: usize) -> std::io::Result<(f64, f64, f64)> 
     Ok((cache, synced, memcpy))
 }
 
+/// The next `count` order keys, `o-0000000042`, counted up in place like an odometer: the bench
+/// measures the log, not the formatting of keys.
+struct Keys([u8; 12]);
+
+impl Keys {
+    fn from(first: u64) -> Self {
+        let mut key = *b"o-0000000000";
+        for (d, c) in key[2..].iter_mut().rev().zip(first.to_string().bytes().rev()) {
+            *d = c;
+        }
+        Self(key)
+    }
+
+    fn fill(&mut self, arena: &mut Vec<u8>, count: usize) {
+        arena.clear();
+        for _ in 0..count {
+            arena.extend_from_slice(&self.0);
+            for d in self.0[2..].iter_mut().rev() {
+                if *d == b'9' {
+                    *d = b'0';
+                } else {
+                    *d += 1;
+                    break;
+                }
+            }
+        }
+    }
+}
+
+fn orders<'a>(arena: &'a [u8], value: &'a [u8], timestamp: i64) -> Vec<NewRecord<'a>> {
+    arena
+        .chunks_exact(12)
+        .map(|key| NewRecord {
+            timestamp,
+            key: Some(key),
+            value: Some(value),
+            control: false,
+        })
+        .collect()
+}
+
+/// Produce requests of [`BATCH`] orders as a producer sends them: record batches of 512 records
+/// (about 62 KiB, librdkafka's and the log's own batch size class) back to back, numbered from 0.
+fn produce_requests(count: usize) -> Vec<Vec<u8>> {
+    let value = [b'v'; 100];
+    let mut keys = Keys::from(0);
+    let mut arena = Vec::with_capacity(BATCH * 12);
+    (0..count)
+        .map(|r| {
+            keys.fill(&mut arena, BATCH);
+            let records = orders(&arena, &value, (r * BATCH) as i64);
+            let mut request = Vec::with_capacity(BATCH * 130);
+            for chunk in records.chunks(512) {
+                offsetlab_storage::batch::encode_consecutive(&mut request, 0, chunk, -1);
+            }
+            request
+        })
+        .collect()
+}
+
+/// Requests the "producer" encodes beforehand and sends round and round: 1 M records, more than
+/// the CPU caches hold, so the log reads them from memory as it would a socket's buffers.
+const POOL: usize = 256;
+
+/// Appends `n` orders as produce requests, each validated and then appended on this thread.
+/// Returns the records appended (`n` rounded up to whole requests) and the seconds it took.
+fn fill_produced(log: &mut FileLog, n: u64, progress: &ProgressBar) -> anyhow::Result<(u64, f64)> {
+    let mut pool = produce_requests((n as usize).div_ceil(BATCH).min(POOL));
+    let t = Instant::now();
+    let (mut done, mut next) = (0u64, 0);
+    while done < n {
+        let pool_len = pool.len();
+        log.append_encoded(&mut pool[next], done as i64)?;
+        next = (next + 1) % pool_len;
+        done += BATCH as u64;
+        progress.inc(BATCH as u64);
+    }
+    Ok((done, t.elapsed().as_secs_f64()))
+}
+
+/// The same appends with the work split as a broker splits it: a request handler thread
+/// validates each request (CRC, every record) while the log appends the ones before it.
+fn fill_produced_pipelined(log: &mut FileLog, n: u64, progress: &ProgressBar) -> anyhow::Result<(u64, f64)> {
+    let pool = produce_requests((n as usize).div_ceil(BATCH).min(POOL));
+    let (to_log, validated) = std::sync::mpsc::sync_channel::<ProducedBatches>(4);
+    let (give_back, returned) = std::sync::mpsc::channel::<Vec<u8>>();
+    let t = Instant::now();
+    let done = std::thread::scope(|scope| -> anyhow::Result<u64> {
+        let handler = scope.spawn(move || -> anyhow::Result<()> {
+            let mut fresh = pool.into_iter();
+            let mut sent = 0u64;
+            while sent < n {
+                let Some(bytes) = fresh.next().or_else(|| returned.recv().ok()) else {
+                    break;
+                };
+                let request = ProducedBatches::validate(bytes)?;
+                sent += request.records() as u64;
+                if to_log.send(request).is_err() {
+                    break;
+                }
+            }
+            Ok(())
+        });
+        let mut done = 0u64;
+        for mut request in validated {
+            log.append_produced(&mut request, done as i64)?;
+            done += request.records() as u64;
+            progress.inc(request.records() as u64);
+            let _ = give_back.send(request.into_bytes());
+        }
+        handler
+            .join()
+            .map_err(|_| anyhow::anyhow!("the request handler thread panicked"))??;
+        Ok(done)
+    })?;
+    Ok((done, t.elapsed().as_secs_f64()))
+}
+
 /// Appends `n` orders with 100-byte values in produce-sized batches; with `ack`, every batch is
 /// synced before the next (the produce request's acknowledgement).
 fn fill(
@@ -128,37 +252,14 @@ fn fill(
     progress: &ProgressBar,
 ) -> std::io::Result<()> {
     let value = [b'v'; 100];
-    // Every record its own order id, `o-0000000042`, counted up in place like an odometer: the
-    // bench measures the log, not the formatting of keys.
-    let mut key = *b"o-0000000000";
-    for (d, c) in key[2..].iter_mut().rev().zip(first.to_string().bytes().rev()) {
-        *d = c;
-    }
-    let mut arena: Vec<u8> = Vec::with_capacity(BATCH * key.len());
+    // Every record its own order id.
+    let mut keys = Keys::from(first);
+    let mut arena: Vec<u8> = Vec::with_capacity(BATCH * 12);
     let mut i = 0u64;
     while i < n {
         let k = (n - i).min(BATCH as u64) as usize;
-        arena.clear();
-        for _ in 0..k {
-            arena.extend_from_slice(&key);
-            for d in key[2..].iter_mut().rev() {
-                if *d == b'9' {
-                    *d = b'0';
-                } else {
-                    *d += 1;
-                    break;
-                }
-            }
-        }
-        let batch: Vec<NewRecord<'_>> = arena
-            .chunks_exact(key.len())
-            .map(|key| NewRecord {
-                timestamp: (first + i) as i64,
-                key: Some(key),
-                value: Some(&value),
-                control: false,
-            })
-            .collect();
+        keys.fill(&mut arena, k);
+        let batch = orders(&arena, &value, (first + i) as i64);
         log.try_append_batch(&batch, (first + i) as i64)?;
         if let Some(d) = durability {
             d.sync_upto(d.written())?;
@@ -209,6 +310,28 @@ fn run(records: u64, dir: &Path, quiet: bool) -> anyhow::Result<Figures> {
     f.log_bytes = dir_bytes(&never_dir);
     f.append_never_records_s = records as f64 / secs;
     f.append_never_mb_s = f.log_bytes as f64 / secs / 1e6;
+
+    // Appends of batches as the producer encoded them (the Produce path), flush=never.
+    let produced_dir = dir.join("orders-produced");
+    let _ = std::fs::remove_dir_all(&produced_dir);
+    {
+        let mut produced = FileLog::open(&produced_dir, limits(), Arc::clone(&durability), false)?;
+        let b = bar(records, "append produced batches", quiet);
+        let (appended, secs) = fill_produced(&mut produced, records, &b)?;
+        b.finish_and_clear();
+        f.append_produced_records_s = appended as f64 / secs;
+        f.append_produced_mb_s = dir_bytes(&produced_dir) as f64 / secs / 1e6;
+    }
+    let _ = std::fs::remove_dir_all(&produced_dir);
+    {
+        let mut produced = FileLog::open(&produced_dir, limits(), Arc::clone(&durability), false)?;
+        let b = bar(records, "append produced, 2 threads", quiet);
+        let (appended, secs) = fill_produced_pipelined(&mut produced, records, &b)?;
+        b.finish_and_clear();
+        f.append_produced_pipelined_records_s = appended as f64 / secs;
+        f.append_produced_pipelined_mb_s = dir_bytes(&produced_dir) as f64 / secs / 1e6;
+    }
+    let _ = std::fs::remove_dir_all(&produced_dir);
 
     // Startup after a clean close, then after an unclean stop (drop without close).
     log.close_files()?;
@@ -411,6 +534,18 @@ pub fn storage(records: u64, dir: Option<PathBuf>, json: bool) -> u8 {
         f.append_never_records_s,
         f.append_never_mb_s,
         100.0 * f.append_never_mb_s / f.page_cache_write_mb_s
+    );
+    println!(
+        "  append produced batches, never      {:>10.0} records/s  {:>6.0} MB/s ({:.0}% of the page-cache limit)",
+        f.append_produced_records_s,
+        f.append_produced_mb_s,
+        100.0 * f.append_produced_mb_s / f.page_cache_write_mb_s
+    );
+    println!(
+        "    validated on a handler thread     {:>10.0} records/s  {:>6.0} MB/s ({:.0}% of the page-cache limit)",
+        f.append_produced_pipelined_records_s,
+        f.append_produced_pipelined_mb_s,
+        100.0 * f.append_produced_pipelined_mb_s / f.page_cache_write_mb_s
     );
     println!(
         "  append, --flush always              {:>10.0} records/s  {:>6.0} MB/s ({} fsyncs)",

@@ -27,7 +27,7 @@ mod segment;
 mod varint;
 
 pub use durability::{Durability, FlushPolicy};
-pub use log::{FileLog, OpenReport};
+pub use log::{AppendError, FileLog, OpenReport, ProducedBatches};
 
 use offsetlab_engine::log::{LogStore, PartitionLog, TopicConfig};
 use std::io;

@@ -94,6 +94,63 @@ pub struct FileLog {
     report: OpenReport,
 }
 
+/// Why [`FileLog::append_encoded`] refused or failed an append.
+#[derive(Debug, thiserror::Error)]
+pub enum AppendError {
+    /// A batch is corrupt or malformed (Kafka answers `CORRUPT_MESSAGE`); nothing was written.
+    #[error("invalid record batch: {0}")]
+    Invalid(#[from] batch::BatchError),
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+/// Record batches a producer sent for one partition, checked whole before any log is touched —
+/// as Kafka's broker checks a produce request's batches (CRC, every record's bounds) on its
+/// request handler thread before it takes the partition's lock, so producers on several
+/// connections validate in parallel and the log's critical section is offsets and a `write`.
+#[derive(Debug)]
+pub struct ProducedBatches {
+    bytes: Vec<u8>,
+    headers: Vec<BatchHeader>,
+}
+
+impl ProducedBatches {
+    /// Validates every batch in `bytes` (back to back, as a Produce request carries them): the
+    /// batch itself ([`batch::Batch::parse`]) and that a producer numbered its records
+    /// `0, 1, 2, …` — offsets are the broker's to assign.
+    pub fn validate(bytes: Vec<u8>) -> Result<Self, batch::BatchError> {
+        let headers = Self::check(&bytes)?;
+        Ok(Self { bytes, headers })
+    }
+
+    fn check(bytes: &[u8]) -> Result<Vec<BatchHeader>, batch::BatchError> {
+        let mut headers = Vec::new();
+        let mut at = 0;
+        while at < bytes.len() {
+            let h = batch::Batch::parse(&bytes[at..])?.header;
+            if h.count < 1 || h.last_offset_delta != h.count - 1 {
+                return Err(batch::BatchError::BadRecord {
+                    index: headers.len(),
+                    what: "a produced batch must number its records 0, 1, 2, …",
+                });
+            }
+            headers.push(h);
+            at += h.total_len;
+        }
+        Ok(headers)
+    }
+
+    /// Records in all the batches.
+    pub fn records(&self) -> usize {
+        self.headers.iter().map(|h| h.count as usize).sum()
+    }
+
+    /// The batches' bytes — after an append, with the offsets the log assigned.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes
+    }
+}
+
 /// A log that cannot write stops the process, as a Kafka broker halts when a log directory fails:
 /// carrying on would acknowledge records that are not there, and a later clean close would
 /// bless them. (The engine's log interface cannot fail; this is its answer to a failing disk.)
@@ -413,6 +470,64 @@ impl FileLog {
             seg.append(&buf, &headers, taken)?;
             self.durability.note_write(&seg.log);
             self.scratch = buf;
+        }
+        Ok(first)
+    }
+
+    /// Appends record batches exactly as a producer encoded them — a Produce request's records
+    /// for this partition — and returns the first offset they were given: [`ProducedBatches::
+    /// validate`], then [`FileLog::append_produced`]. If one batch is invalid nothing is written.
+    pub fn append_encoded(&mut self, batches: &mut [u8], now: Millis) -> Result<Offset, AppendError> {
+        let mut headers = ProducedBatches::check(batches)?;
+        Ok(self.append_checked(batches, &mut headers, now)?)
+    }
+
+    /// Appends batches validated beforehand. This is a broker's append, not a re-encoding:
+    /// offsets are assigned by rewriting each batch's `baseOffset` in place — it sits before the
+    /// CRC'd bytes, so the producer's CRC stays valid — and the bytes go to the segment as they
+    /// came, one `write` per segment touched. Segments roll between batches only: a batch is never
+    /// split, and only a fresh segment's first batch may overshoot its limits.
+    pub fn append_produced(&mut self, produced: &mut ProducedBatches, now: Millis) -> io::Result<Offset> {
+        self.append_checked(&mut produced.bytes, &mut produced.headers, now)
+    }
+
+    fn append_checked(&mut self, batches: &mut [u8], headers: &mut [BatchHeader], now: Millis) -> io::Result<Offset> {
+        let first = self.log_end_offset_raw();
+        let (mut i, mut at) = (0, 0);
+        while i < headers.len() {
+            if self.should_roll(headers[i].total_len, now) {
+                self.roll(now)?;
+            }
+            self.active_mut_created(now)?;
+            let active = &self.active().meta;
+            let fresh = active.records == 0;
+            let records_room = self.limits.max_records.saturating_sub(active.records);
+            let bytes_room = self.limits.max_bytes.saturating_sub(active.len as usize);
+            let mut offset = self.log_end_offset_raw();
+            let (start, mut len, mut records) = (at, 0, 0);
+            let mut j = i;
+            while j < headers.len() {
+                let h = &mut headers[j];
+                let count = h.count as usize;
+                let first_in_fresh = fresh && j == i;
+                if !first_in_fresh && (len + h.total_len > bytes_room || records + count > records_room) {
+                    break;
+                }
+                h.base_offset = offset;
+                batches[at..at + 8].copy_from_slice(&offset.to_be_bytes());
+                offset += Offset::from(h.count);
+                (len, records, at, j) = (len + h.total_len, records + count, at + h.total_len, j + 1);
+            }
+            if j == i {
+                // The next batch does not fit beside what the segment holds: roll.
+                self.roll(now)?;
+                continue;
+            }
+            let last = self.segments.len() - 1;
+            let seg = &mut self.segments[last];
+            seg.append(&batches[start..at], &headers[i..j], records)?;
+            self.durability.note_write(&seg.log);
+            i = j;
         }
         Ok(first)
     }
