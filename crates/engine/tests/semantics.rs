@@ -1493,3 +1493,58 @@ fn tombstones_outlive_compaction_for_delete_retention() {
     );
     assert_eq!(keys(&lab), [(1, false), (4, false), (5, false)]);
 }
+
+/// A Kafka client's records (the listener's Produce) land as they came: their own keys and
+/// values, nulls included, at the log end of the partition they chose; a consumer in the lab
+/// reads them like any other record. Writes to an internal topic or a missing partition are
+/// refused and change nothing.
+#[test]
+fn records_a_client_sends_are_appended_verbatim() {
+    use offsetlab_engine::lab::SentRecord;
+    let mut lab = lab_with_orders(3);
+    let sent = [
+        SentRecord {
+            key: Some("k-1".into()),
+            value: Some("hello world".into()),
+        },
+        SentRecord {
+            key: None,
+            value: Some("no key".into()),
+        },
+        SentRecord {
+            key: Some("k-1".into()),
+            value: None,
+        },
+    ];
+    assert_eq!(lab.send("orders", 0, &sent, "rdkafka").expect("send"), (3, 5));
+    let mut seen = Vec::new();
+    lab.partition_log(&tp()).expect("log").read(3, 10, &mut |r| {
+        seen.push((r.offset, r.key.map(<[u8]>::to_vec), r.value.map(<[u8]>::to_vec)));
+    });
+    assert_eq!(
+        seen,
+        vec![
+            (3, Some(b"k-1".to_vec()), Some(b"hello world".to_vec())),
+            (4, None, Some(b"no key".to_vec())),
+            (5, Some(b"k-1".to_vec()), None),
+        ]
+    );
+    let last = lab.narrative().events().last().expect("event").text.clone();
+    assert!(last.contains("client rdkafka produced 3 record(s) to orders-0 @3..5"), "{last}");
+
+    let before = lab.narrative().len();
+    assert!(lab.send("__consumer_offsets", 0, &sent, "x").is_err());
+    assert!(lab.send("orders", 1, &sent, "x").is_err());
+    assert!(lab.send("nope", 0, &sent, "x").is_err());
+    assert!(lab.send("orders", 0, &[], "x").is_err());
+    assert_eq!(lab.partition_log(&tp()).expect("log").log_end_offset(), 6);
+    assert_eq!(lab.narrative().len(), before);
+
+    // A consumer in the lab reads them too.
+    lab.add_consumer(consumer("c1", "g", CommitStrategy::ManualBatch, SinkKind::Append, 100))
+        .expect("consumer");
+    lab.poll("c1").expect("poll");
+    lab.process("c1", None).expect("process");
+    lab.commit("c1").expect("commit");
+    assert_eq!(committed(&lab, "g"), Some(6));
+}

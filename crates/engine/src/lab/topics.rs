@@ -1,4 +1,4 @@
-//! Creating topics and producing order events.
+//! Creating topics, producing order events, and appending what Kafka clients send.
 
 use super::{Lab, Topic};
 use crate::error::LabError;
@@ -27,6 +27,20 @@ pub struct ProduceSpec {
     /// A null value: on a compacted topic, a tombstone that deletes the key.
     pub tombstone: bool,
 }
+
+/// A record a Kafka client produced through the listener: its own key and value, either of
+/// them null, kept verbatim (the lab keeps text: keys and values must be UTF-8).
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SentRecord {
+    #[serde(default)]
+    pub key: Option<String>,
+    #[serde(default)]
+    pub value: Option<String>,
+}
+
+/// The most records one `send` may carry (a Produce request's partition holds far fewer).
+pub const MAX_SEND_RECORDS: usize = 100_000;
 
 /// Records per batch `produce` hands a partition log.
 const PRODUCE_BATCH: usize = 4096;
@@ -218,5 +232,70 @@ impl Lab {
             format!("produced {what} to {}", parts.join(", ")),
         );
         Ok(written)
+    }
+
+    /// Appends records a Kafka client produced to one partition, as they came — the listener's
+    /// Produce, and the `send` line that records it. They carry the lab's time (their log append
+    /// time), so they sit on the lab's timeline like every other record; Kafka's internal topics
+    /// refuse them, as a broker refuses a client's writes to `__consumer_offsets`.
+    pub fn send(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        records: &[SentRecord],
+        client: &str,
+    ) -> Result<(Offset, Offset), LabError> {
+        let now = self.clock.now();
+        if topic.starts_with("__") {
+            return Err(LabError::InvalidArgument(format!(
+                "'{topic}' is one of Kafka's internal topics: clients cannot write to it"
+            )));
+        }
+        if records.is_empty() || records.len() > MAX_SEND_RECORDS {
+            return Err(LabError::InvalidArgument(format!(
+                "send carries between 1 and {MAX_SEND_RECORDS} records (got {})",
+                records.len()
+            )));
+        }
+        let t = self
+            .topics
+            .get_mut(topic)
+            .ok_or_else(|| LabError::UnknownTopic(topic.to_string()))?;
+        let n_parts = t.partitions.len() as i32;
+        if !(0..n_parts).contains(&partition) {
+            return Err(LabError::InvalidArgument(format!(
+                "topic '{topic}' has no partition {partition} (it has {n_parts})"
+            )));
+        }
+        let log = &mut t.partitions[partition as usize];
+        let mut first = None;
+        for chunk in records.chunks(PRODUCE_BATCH) {
+            let batch: Vec<NewRecord<'_>> = chunk
+                .iter()
+                .map(|r| NewRecord {
+                    control: false,
+                    timestamp: now,
+                    key: r.key.as_deref().map(str::as_bytes),
+                    value: r.value.as_deref().map(str::as_bytes),
+                })
+                .collect();
+            let at = log.append_batch(&batch, now);
+            first.get_or_insert(at);
+        }
+        let first = first.unwrap_or_default();
+        let last = first + records.len() as Offset - 1;
+        let at = if first == last {
+            format!("@{first}")
+        } else {
+            format!("@{first}..{last}")
+        };
+        self.say(
+            EventKind::Produce,
+            format!(
+                "client {client} produced {} record(s) to {topic}-{partition} {at} through the Kafka listener",
+                records.len()
+            ),
+        );
+        Ok((first, last))
     }
 }

@@ -14,6 +14,7 @@ mod lifecycle;
 mod poll;
 mod process;
 mod produce;
+mod send;
 mod reset_offsets;
 mod restart_coordinator;
 mod seek;
@@ -32,6 +33,7 @@ pub use lifecycle::{Close, Crash, Restart};
 pub use poll::Poll;
 pub use process::Process;
 pub use produce::Produce;
+pub use send::{client_word, Send};
 pub use reset_offsets::ResetOffsets;
 pub use restart_coordinator::RestartCoordinator;
 pub use seek::Seek;
@@ -48,6 +50,7 @@ use std::fmt;
 pub enum Command {
     Topic(CreateTopic),
     Produce(Produce),
+    Send(Send),
     Consumer(StartConsumer),
     Poll(Poll),
     Process(Process),
@@ -85,9 +88,10 @@ pub enum ApplyError {
 }
 
 /// The command names, in the order `docs/SCENARIOS.md` documents them.
-pub const COMMANDS: [&str; 19] = [
+pub const COMMANDS: [&str; 20] = [
     "topic",
     "produce",
+    "send",
     "consumer",
     "poll",
     "process",
@@ -118,6 +122,7 @@ impl Command {
         let cmd = match name.as_str() {
             "topic" => Command::Topic(CreateTopic::parse(&mut args)?),
             "produce" => Command::Produce(Produce::parse(&mut args)?),
+            "send" => Command::Send(Send::parse(&mut args)?),
             "consumer" => Command::Consumer(StartConsumer::parse(&mut args)?),
             "poll" => Command::Poll(Poll::parse(&mut args)?),
             "process" => Command::Process(Process::parse(&mut args)?),
@@ -150,6 +155,7 @@ impl Command {
         match self {
             Command::Topic(c) => c.apply(lab)?,
             Command::Produce(c) => c.apply(lab)?,
+            Command::Send(c) => c.apply(lab)?,
             Command::Consumer(c) => c.apply(lab)?,
             Command::Poll(c) => c.apply(lab)?,
             Command::Process(c) => c.apply(lab)?,
@@ -194,6 +200,7 @@ impl fmt::Display for Command {
         match self {
             Command::Topic(c) => c.fmt(f),
             Command::Produce(c) => c.fmt(f),
+            Command::Send(c) => c.fmt(f),
             Command::Consumer(c) => c.fmt(f),
             Command::Poll(c) => c.fmt(f),
             Command::Process(c) => c.fmt(f),
@@ -251,6 +258,7 @@ mod tests {
             "broker offsets.retention=2d",
             "restart-coordinator",
             "fault c1 after=7",
+            r#"send orders partition=0 client=rdkafka records=[{"key":"o-1","value":"{\"a\": [1, \"]#'\"]}"},{"key":null,"value":"x y\nz"},{"key":"k","value":null}]"#,
         ];
         for line in lines {
             let cmd = Command::parse(line).expect("parses").expect("a command");
@@ -281,5 +289,10 @@ mod tests {
         assert!(err("poll c1 c2").contains("unexpected 'c2'"));
         assert!(err("reset-offsets g topic=orders").contains("exactly one of"));
         assert!(err("produce orders value={oops}").contains("not valid JSON"));
+        assert!(err("send orders records=[]").contains("missing partition"));
+        assert!(err("send orders partition=0 records=[]").contains("between 1 and"));
+        assert!(err(r#"send orders partition=0 records=[{"key":1}]"#).contains("not a JSON array"));
+        assert!(err(r#"send orders partition=0 records=[{"k":"a"}]"#).contains("not a JSON array"));
+        assert!(err(r#"send orders partition=0 client=a/b records=[{}]"#).contains("client may hold"));
     }
 }
