@@ -2,10 +2,12 @@
 
 Usage: kafka_python_smoke.py HOST:PORT  (a lab started from the seed: topic `orders` with 12
 orders, group `analytics-prod` with member c1). Exits non-zero on the first broken expectation.
+It consumes the lab's records, produces into the lab (an existing topic and one created on first
+use) and reads those back, and lists and describes the lab's groups.
 """
 import sys
 
-from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 
 bootstrap = sys.argv[1]
 tp = TopicPartition("orders", 0)
@@ -20,6 +22,26 @@ assert consumer.end_offsets([tp]) == {tp: 12}
 assert consumer.beginning_offsets([tp]) == {tp: 0}
 consumer.close()
 
+# Produce: into the lab's topic after its twelve orders, and into a topic created on first use.
+producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+sent = producer.send("orders", key=b"o-1", value=b'{"order_id":"o-1","status":"refunded"}', partition=0).get(timeout=10)
+assert sent.offset == 12, sent
+for i in range(5):
+    producer.send("payments-py", key=f"p-{i}".encode(), value=f"paid {i}".encode())
+producer.flush(timeout=10)
+producer.close()
+consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=5000)
+payments = TopicPartition("payments-py", 0)
+consumer.assign([payments, tp])
+consumer.seek_to_beginning(payments)
+consumer.seek(tp, 12)
+got = [(r.topic, r.offset, r.key, r.value) for r in consumer]
+assert sorted(got) == sorted(
+    [("orders", 12, b"o-1", b'{"order_id":"o-1","status":"refunded"}')]
+    + [("payments-py", i, f"p-{i}".encode(), f"paid {i}".encode()) for i in range(5)]
+), got
+consumer.close()
+
 admin = KafkaAdminClient(bootstrap_servers=bootstrap)
 groups = admin.list_groups()
 assert [g["group_id"] for g in groups] == ["analytics-prod"], groups
@@ -31,4 +53,4 @@ members = described["members"]
 assert [m["member_id"] for m in members] == ["c1#1"], members
 assert members[0]["member_assignment"]["assigned_partitions"] == [{"topic": "orders", "partitions": [0]}], members
 admin.close()
-print("kafka-python smoke test: consumed 12 records, listed and described analytics-prod — ok")
+print("kafka-python smoke test: consumed 12 records, produced 6 and read them back, listed and described analytics-prod — ok")

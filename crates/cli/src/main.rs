@@ -105,10 +105,14 @@ enum Cmd {
         /// acknowledging, concurrent writers sharing one fsync)
         #[arg(long, value_name = "POLICY", default_value = "never")]
         flush: offsetlab_storage::FlushPolicy,
-        /// Where real Kafka clients connect (kcat, librdkafka, kafka-python …), or `off`. So far
-        /// they can read the lab's logs: Metadata, ListOffsets and Fetch
+        /// Where real Kafka clients connect (kcat, librdkafka, kafka-python …), or `off`. They
+        /// can produce into the lab, consume its logs, and see and reset its consumer groups
         #[arg(long, value_name = "ADDR|off", default_value = "127.0.0.1:9092")]
         kafka: KafkaAddr,
+        /// Create a topic when a client first produces to it or asks for its metadata, with one
+        /// partition — Kafka's auto.create.topics.enable (true by default, as in Kafka)
+        #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+        auto_create_topics: bool,
     },
     /// Consumer groups of a Kafka broker — the lab's listener or a real cluster — like
     /// kafka-consumer-groups.sh: --list, or --describe --group G (GROUP TOPIC PARTITION
@@ -230,6 +234,7 @@ struct ServeArgs {
     allow_remote: bool,
     flush: offsetlab_storage::FlushPolicy,
     kafka: Option<std::net::SocketAddr>,
+    auto_create_topics: bool,
 }
 
 impl Default for ServeArgs {
@@ -241,6 +246,7 @@ impl Default for ServeArgs {
             allow_remote: false,
             flush: offsetlab_storage::FlushPolicy::Never,
             kafka: Some(std::net::SocketAddr::from(([127, 0, 0, 1], 9092))),
+            auto_create_topics: true,
         }
     }
 }
@@ -259,6 +265,9 @@ fn serve(args: ServeArgs) -> u8 {
         allow_remote: args.allow_remote,
         flush: args.flush,
         kafka: args.kafka,
+        kafka_config: offsetlab_web::kafka::KafkaConfig {
+            auto_create_topics: args.auto_create_topics,
+        },
     };
     match runtime.block_on(offsetlab_web::serve(config)) {
         Ok(()) => exit::OK,
@@ -280,6 +289,7 @@ fn main() -> ExitCode {
             allow_remote,
             flush,
             kafka,
+            auto_create_topics,
         }) => serve(ServeArgs {
             http,
             data,
@@ -287,6 +297,7 @@ fn main() -> ExitCode {
             allow_remote,
             flush,
             kafka: kafka.0,
+            auto_create_topics,
         }),
         Some(Cmd::Bench {
             what: BenchCmd::Storage { records, dir, json },

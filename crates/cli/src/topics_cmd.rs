@@ -110,11 +110,14 @@ pub(crate) fn describe(
     topics: Option<Vec<String>>,
     with_offsets: bool,
 ) -> anyhow::Result<Vec<TopicInfo>> {
-    let request = MetadataRequest::default().with_topics(topics.map(|ts| {
-        ts.into_iter()
-            .map(|t| MetadataRequestTopic::default().with_name(Some(TopicName(StrBytes::from_string(t)))))
-            .collect()
-    }));
+    // Describing never creates a topic (kafka-topics.sh's admin client asks the same way).
+    let request = MetadataRequest::default()
+        .with_allow_auto_topic_creation(false)
+        .with_topics(topics.map(|ts| {
+            ts.into_iter()
+                .map(|t| MetadataRequestTopic::default().with_name(Some(TopicName(StrBytes::from_string(t)))))
+                .collect()
+        }));
     let version = conn.version(ApiKey::Metadata, 9)?;
     let ResponseKind::Metadata(m) = conn.call(ApiKey::Metadata, version, &RequestKind::Metadata(request))?
     else {

@@ -1,7 +1,7 @@
 //! The Kafka listener against a real client nobody here wrote: kcat (librdkafka). It lists the
 //! lab's topics, consumes the lab's log from any offset, looks offsets up by timestamp, honours
-//! the isolation level on a transactional topic, and is refused when it tries to produce. A
-//! malformed or oversized frame closes that connection and nothing else.
+//! the isolation level on a transactional topic, and produces into the lab (topics created on
+//! first use). A malformed or oversized frame closes that connection and nothing else.
 
 mod common;
 
@@ -179,10 +179,113 @@ fn read_committed_and_read_uncommitted_see_different_logs() {
 }
 
 #[test]
-fn producing_is_refused_and_bad_frames_close_only_their_connection() {
+fn kcat_produces_into_the_lab_and_the_lab_keeps_what_it_wrote() {
+    let (lab, kafka) = lab();
+    // An unknown topic is created on first use, with one partition, as Kafka does by default.
+    let (_, err) = kcat(
+        &["-b", &kafka, "-P", "-t", "clicks", "-K", ":"],
+        Some("u-1:home\nu-2:cart page\nu-1:checkout\n"),
+    );
+    assert!(!err.contains("ERROR"), "{err}");
+    let (out, err) = kcat(
+        &[
+            "-b",
+            &kafka,
+            "-C",
+            "-t",
+            "clicks",
+            "-p",
+            "0",
+            "-e",
+            "-q",
+            "-o",
+            "beginning",
+            "-f",
+            "%o %k=%s|",
+        ],
+        None,
+    );
+    assert_eq!(out, "0 u-1=home|1 u-2=cart page|2 u-1=checkout|", "{err}");
+    // Into an existing topic: after the seed's twelve orders.
+    let (_, err) = kcat(&["-b", &kafka, "-P", "-t", "orders", "-p", "0"], Some("hello\n"));
+    assert!(!err.contains("ERROR"), "{err}");
+    let all = consume(&kafka, "orders", &["-o", "beginning"]);
+    assert_eq!(all.len(), 13);
+    assert_eq!(all[12].0, 12);
+
+    // The lab shows them, and its history holds exactly what kcat wrote.
+    let state = ok_json(&http(&lab.addr, "GET", "/api/state", "").expect("state")).expect("json");
+    assert!(state.to_string().contains("clicks"), "{state}");
+    let scenario = http(&lab.addr, "GET", "/api/scenario", "").expect("scenario");
+    assert!(
+        scenario.contains(r#"send clicks partition=0 client=rdkafka records=[{"key":"u-1","value":"home"},{"key":"u-2","value":"cart page"},{"key":"u-1","value":"checkout"}]"#),
+        "{scenario}"
+    );
+    assert!(
+        scenario.contains(r#"send orders partition=0 client=rdkafka records=[{"key":null,"value":"hello"}]"#),
+        "{scenario}"
+    );
+
+    // Internal topics refuse a client's writes.
+    let (_, err) = kcat(
+        &["-b", &kafka, "-P", "-t", "__consumer_offsets", "-p", "0"],
+        Some("x\n"),
+    );
+    assert!(
+        err.contains("Delivery failed") && err.contains("Invalid topic"),
+        "{err}"
+    );
+    let (meta, _) = kcat(&["-b", &kafka, "-L", "-t", "orders"], None);
+    assert!(meta.contains(r#"topic "orders" with 1 partitions"#), "{meta}");
+}
+
+#[test]
+fn without_auto_creation_an_unknown_topic_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.keep().display().to_string();
+    let lab = serve(&[
+        "--data",
+        &data,
+        "--http",
+        "127.0.0.1:0",
+        "--kafka",
+        "127.0.0.1:0",
+        "--auto-create-topics",
+        "false",
+    ]);
+    let kafka = lab
+        .banner
+        .split("Kafka listener on ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .expect("listener")
+        .to_string();
+    // librdkafka waits topic.metadata.propagation.max.ms for a topic to appear (30 s by default).
+    let (_, err) = kcat(
+        &[
+            "-b",
+            &kafka,
+            "-P",
+            "-t",
+            "nowhere",
+            "-p",
+            "0",
+            "-X",
+            "topic.metadata.propagation.max.ms=1000",
+        ],
+        Some("x\n"),
+    );
+    assert!(
+        err.contains("Unknown topic or partition") || err.contains("UNKNOWN_TOPIC"),
+        "{err}"
+    );
+    let state = ok_json(&http(&lab.addr, "GET", "/api/state", "").expect("state")).expect("json");
+    assert!(!state.to_string().contains("nowhere"), "{state}");
+}
+
+#[test]
+fn bad_frames_close_only_their_connection() {
     let (_lab, kafka) = lab();
-    let (_, err) = kcat(&["-b", &kafka, "-P", "-t", "orders"], Some("hello\n"));
-    assert!(err.contains("Policy violation"), "{err}");
     // A frame announcing 2 GiB: refused before anything is allocated, the connection closed.
     let mut s = TcpStream::connect(&kafka).expect("connect");
     s.write_all(&i32::MAX.to_be_bytes()).expect("write");
@@ -414,4 +517,125 @@ fn offsetlab_groups_resets_offsets_over_the_protocol() {
     let out = reset(&["--to-latest", "--execute"]);
     assert!(out.status.success());
     assert_eq!(committed(), Some(12));
+}
+
+/// One request over a plain socket, its response decoded: the wire as a client sends it.
+fn call(
+    stream: &mut TcpStream,
+    api_key: offsetlab_wire::kafka_protocol::messages::ApiKey,
+    version: i16,
+    correlation_id: i32,
+    body: &offsetlab_wire::kafka_protocol::messages::RequestKind,
+) -> offsetlab_wire::kafka_protocol::messages::ResponseKind {
+    let frame =
+        offsetlab_wire::client::encode_request(api_key, version, correlation_id, "idempotent-test", body)
+            .expect("encode");
+    stream.write_all(&frame).expect("send");
+    let mut size = [0u8; 4];
+    stream.read_exact(&mut size).expect("size");
+    let mut body = vec![0u8; i32::from_be_bytes(size) as usize];
+    stream.read_exact(&mut body).expect("body");
+    offsetlab_wire::client::decode_response(bytes::Bytes::from(body), api_key, version, correlation_id)
+        .expect("decode")
+}
+
+/// An idempotent producer's retry — the same batch, same sequence — is answered with the offset it
+/// got the first time and written once; a gap in the sequence is refused. The batches are
+/// encoded by the kafka-protocol crate's record encoder, as a client would.
+#[test]
+fn an_idempotent_producers_resent_batch_is_written_once() {
+    use offsetlab_wire::kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    use offsetlab_wire::kafka_protocol::messages::{
+        ApiKey, InitProducerIdRequest, ProduceRequest, RequestKind, ResponseKind, TopicName,
+    };
+    use offsetlab_wire::kafka_protocol::protocol::StrBytes;
+    use offsetlab_wire::kafka_protocol::records::{
+        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+    };
+    let (_lab, kafka) = lab();
+    let mut s = TcpStream::connect(&kafka).expect("connect");
+    let ResponseKind::InitProducerId(init) = call(
+        &mut s,
+        ApiKey::InitProducerId,
+        1,
+        1,
+        &RequestKind::InitProducerId(
+            InitProducerIdRequest::default()
+                .with_transactional_id(None)
+                .with_transaction_timeout_ms(60_000),
+        ),
+    ) else {
+        panic!("not an InitProducerId response")
+    };
+    assert_eq!(init.error_code, 0);
+    let (id, epoch) = (init.producer_id.0, init.producer_epoch);
+    assert!(id >= 0);
+    let batch = |sequence: i32, n: usize| {
+        let records: Vec<Record> = (0..n)
+            .map(|i| Record {
+                transactional: false,
+                control: false,
+                delete_horizon: false,
+                partition_leader_epoch: -1,
+                producer_id: id,
+                producer_epoch: epoch,
+                timestamp_type: TimestampType::Creation,
+                offset: i as i64,
+                sequence: sequence + i as i32,
+                timestamp: 0,
+                key: Some(bytes::Bytes::from(format!("k-{}", sequence + i as i32))),
+                value: Some(bytes::Bytes::from_static(b"v")),
+                headers: Default::default(),
+            })
+            .collect();
+        let mut out = bytes::BytesMut::new();
+        RecordBatchEncoder::encode(
+            &mut out,
+            &records,
+            &RecordEncodeOptions {
+                version: 2,
+                compression: Compression::None,
+            },
+        )
+        .expect("encode");
+        out.freeze()
+    };
+    let mut correlation = 1;
+    let mut produce = |records: bytes::Bytes| -> (i16, i64) {
+        correlation += 1;
+        let request = ProduceRequest::default()
+            .with_acks(-1)
+            .with_timeout_ms(5_000)
+            .with_topic_data(vec![TopicProduceData::default()
+                .with_name(TopicName(StrBytes::from_static_str("orders")))
+                .with_partition_data(vec![PartitionProduceData::default()
+                    .with_index(0)
+                    .with_records(Some(records))])]);
+        let ResponseKind::Produce(r) = call(
+            &mut s,
+            ApiKey::Produce,
+            7,
+            correlation,
+            &RequestKind::Produce(request),
+        ) else {
+            panic!("not a Produce response")
+        };
+        let p = &r.responses[0].partition_responses[0];
+        (p.error_code, p.base_offset)
+    };
+    // The seed holds twelve orders: the first batch lands at 12.
+    assert_eq!(produce(batch(0, 3)), (0, 12));
+    assert_eq!(
+        produce(batch(0, 3)),
+        (0, 12),
+        "the resend is answered, not appended"
+    );
+    assert_eq!(produce(batch(3, 2)), (0, 15));
+    assert_eq!(produce(batch(9, 1)).0, 45, "OUT_OF_ORDER_SEQUENCE_NUMBER");
+    let all = consume(&kafka, "orders", &["-o", "beginning"]);
+    assert_eq!(all.len(), 17, "12 + 3 + 2: the retry was not written");
+    assert_eq!(
+        all[12..].iter().map(|r| r.1.as_str()).collect::<Vec<_>>(),
+        ["k-0", "k-1", "k-2", "k-3", "k-4"]
+    );
 }

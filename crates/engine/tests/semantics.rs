@@ -1530,7 +1530,10 @@ fn records_a_client_sends_are_appended_verbatim() {
         ]
     );
     let last = lab.narrative().events().last().expect("event").text.clone();
-    assert!(last.contains("client rdkafka produced 3 record(s) to orders-0 @3..5"), "{last}");
+    assert!(
+        last.contains("client rdkafka produced 3 record(s) to orders-0 @3..5"),
+        "{last}"
+    );
 
     let before = lab.narrative().len();
     assert!(lab.send("__consumer_offsets", 0, &sent, "x").is_err());
@@ -1541,8 +1544,14 @@ fn records_a_client_sends_are_appended_verbatim() {
     assert_eq!(lab.narrative().len(), before);
 
     // A consumer in the lab reads them too.
-    lab.add_consumer(consumer("c1", "g", CommitStrategy::ManualBatch, SinkKind::Append, 100))
-        .expect("consumer");
+    lab.add_consumer(consumer(
+        "c1",
+        "g",
+        CommitStrategy::ManualBatch,
+        SinkKind::Append,
+        100,
+    ))
+    .expect("consumer");
     lab.poll("c1").expect("poll");
     lab.process("c1", None).expect("process");
     lab.commit("c1").expect("commit");

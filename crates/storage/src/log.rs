@@ -491,7 +491,12 @@ impl FileLog {
         self.append_checked(&mut produced.bytes, &mut produced.headers, now)
     }
 
-    fn append_checked(&mut self, batches: &mut [u8], headers: &mut [BatchHeader], now: Millis) -> io::Result<Offset> {
+    fn append_checked(
+        &mut self,
+        batches: &mut [u8],
+        headers: &mut [BatchHeader],
+        now: Millis,
+    ) -> io::Result<Offset> {
         let first = self.log_end_offset_raw();
         let (mut i, mut at) = (0, 0);
         while i < headers.len() {

@@ -19,7 +19,13 @@ fn limits(max_records: usize) -> SegmentLimits {
 }
 
 fn open(dir: &Path, max_records: usize, clean: bool) -> FileLog {
-    FileLog::open(dir, limits(max_records), Durability::new(FlushPolicy::Never), clean).expect("open")
+    FileLog::open(
+        dir,
+        limits(max_records),
+        Durability::new(FlushPolicy::Never),
+        clean,
+    )
+    .expect("open")
 }
 
 /// (timestamp, key, value) of every record, with its offset.
@@ -87,7 +93,7 @@ proptest! {
         prop_assert_eq!(records(&produced), records(&encoded));
         for s in produced.segments() {
             // Segments roll between batches only; only a segment's first batch may overshoot.
-            let first_batch = request_sizes.iter().any(|&n| n == s.records);
+            let first_batch = request_sizes.contains(&s.records);
             prop_assert!(s.records <= max_records || first_batch, "segment {:?}", s);
         }
         let before = records(&produced);
@@ -116,13 +122,19 @@ fn a_corrupt_batch_anywhere_in_a_request_writes_nothing() {
     let last = bad.len() - 3;
     bad[last] ^= 0xff;
     let err = log.append_encoded(&mut bad, 1).expect_err("corrupt");
-    assert!(matches!(err, AppendError::Invalid(BatchError::BadCrc { .. })), "{err}");
+    assert!(
+        matches!(err, AppendError::Invalid(BatchError::BadCrc { .. })),
+        "{err}"
+    );
 
     // A batch cut short.
     let mut cut = produce_request(&sample());
     cut.truncate(cut.len() - 1);
     let err = log.append_encoded(&mut cut, 1).expect_err("truncated");
-    assert!(matches!(err, AppendError::Invalid(BatchError::Truncated { .. })), "{err}");
+    assert!(
+        matches!(err, AppendError::Invalid(BatchError::Truncated { .. })),
+        "{err}"
+    );
 
     assert_eq!(records(&log), before);
     assert_eq!(log.log_end_offset(), 5);
@@ -139,7 +151,10 @@ fn a_batch_whose_offsets_skip_is_refused() {
     let mut bytes = Vec::new();
     batch::encode(&mut bytes, &gapped, -1);
     let err = log.append_encoded(&mut bytes, 0).expect_err("gapped");
-    assert!(matches!(err, AppendError::Invalid(BatchError::BadRecord { .. })), "{err}");
+    assert!(
+        matches!(err, AppendError::Invalid(BatchError::BadRecord { .. })),
+        "{err}"
+    );
     assert_eq!(log.log_end_offset(), 0);
     assert!(records(&log).is_empty());
 }
@@ -161,6 +176,9 @@ fn offsets_continue_from_the_log_end_and_the_producers_crc_stays_valid() {
         at += b.header.total_len;
     }
     assert_eq!(bases, vec![5, 8]);
-    let offsets: Vec<_> = records(&log).iter().map(|l| l.split(' ').next().unwrap_or("").to_string()).collect();
+    let offsets: Vec<_> = records(&log)
+        .iter()
+        .map(|l| l.split(' ').next().unwrap_or("").to_string())
+        .collect();
     assert_eq!(offsets, (0..10).map(|o| o.to_string()).collect::<Vec<_>>());
 }

@@ -32,6 +32,8 @@ pub struct ServeConfig {
     pub flush: offsetlab_storage::FlushPolicy,
     /// Where the Kafka listener listens (`--kafka`), if it does.
     pub kafka: Option<SocketAddr>,
+    /// How it behaves (`--auto-create-topics`).
+    pub kafka_config: kafka::KafkaConfig,
 }
 
 /// The file in the data directory that holds the session, replayed on the next start.
@@ -94,7 +96,7 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         Some(addr) => match tokio::net::TcpListener::bind(addr).await {
             Ok(l) => {
                 let bound = l.local_addr().ok();
-                tokio::spawn(kafka::serve(l, state.clone()));
+                tokio::spawn(kafka::serve(l, state.clone(), config.kafka_config));
                 bound
             }
             Err(e) => {

@@ -12,10 +12,10 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::Metadata, 0, 9),
     (ApiKey::ListOffsets, 1, 5),
     (ApiKey::Fetch, 4, 11),
-    // Advertised so that clients speak record batches v2 (librdkafka enables them only with
-    // Produce ≥ 3 and Fetch ≥ 4); the listener answers every produce with POLICY_VIOLATION until
-    // external writes land.
+    // Record batches v2 only (librdkafka speaks them with Produce ≥ 3 and Fetch ≥ 4).
     (ApiKey::Produce, 3, 9),
+    // Producer ids for idempotent producers (the default of current clients).
+    (ApiKey::InitProducerId, 0, 4),
     // The lab's groups, read-only: where their coordinator is, who is in them, what they committed.
     (ApiKey::FindCoordinator, 0, 3),
     (ApiKey::ListGroups, 0, 4),

@@ -14,10 +14,10 @@ mod lifecycle;
 mod poll;
 mod process;
 mod produce;
-mod send;
 mod reset_offsets;
 mod restart_coordinator;
 mod seek;
+mod send;
 mod tick;
 mod topic;
 
@@ -33,10 +33,10 @@ pub use lifecycle::{Close, Crash, Restart};
 pub use poll::Poll;
 pub use process::Process;
 pub use produce::Produce;
-pub use send::{client_word, Send};
 pub use reset_offsets::ResetOffsets;
 pub use restart_coordinator::RestartCoordinator;
 pub use seek::Seek;
+pub use send::{client_word, Send};
 pub use tick::Tick;
 pub use topic::CreateTopic;
 

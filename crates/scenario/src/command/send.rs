@@ -28,7 +28,13 @@ pub fn client_word(id: &str) -> String {
     let w: String = id
         .chars()
         .take(64)
-        .map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     if w.is_empty() {
         "client".to_string()
@@ -45,9 +51,8 @@ impl Send {
             .ok_or_else(|| ParseError::new("send: missing partition=…"))?;
         let records = args
             .parsed("records", |v| {
-                serde_json::from_str::<Vec<SentRecord>>(v).map_err(|e| {
-                    format!("not a JSON array of {{\"key\": …, \"value\": …}} records ({e})")
-                })
+                serde_json::from_str::<Vec<SentRecord>>(v)
+                    .map_err(|e| format!("not a JSON array of {{\"key\": …, \"value\": …}} records ({e})"))
             })?
             .ok_or_else(|| ParseError::new("send: missing records=[…]"))?;
         if records.is_empty() || records.len() > MAX_SEND_RECORDS {

@@ -1,14 +1,18 @@
-//! The Kafka listener: real Kafka clients read the lab's logs.
+//! The Kafka listener: real Kafka clients read and write the lab's logs.
 //!
-//! This first slice is read-only — ApiVersions, Metadata, ListOffsets and Fetch — so kcat, a
-//! confluent-kafka or kafka-python consumer, or a Java service can consume what the lab
-//! produced, from any offset, with either isolation level. Produce, groups, commits and
-//! transactions from external clients come next (see the closing notes of issue 6).
+//! kcat, a confluent-kafka or kafka-python producer or consumer, or a Java service can produce
+//! into the lab (records land in its log, its history and on the page — [`produce`]), consume
+//! what it holds from any offset with either isolation level, look offsets up by time, and see
+//! and reset the lab's consumer groups. Groups of external consumers (JoinGroup, SyncGroup,
+//! Heartbeat) and transactional producers come next (see the closing notes of issue 6).
 //!
 //! Each connection is a task: frames are split with a size limit checked before allocation
 //! ([`offsetlab_wire::frame`]), decoded, answered in order. A malformed frame, an unknown API or an
 //! unserved version of any API but ApiVersions closes that connection and nothing else, as a
 //! Kafka broker does. The lab is read under the session's lock on a blocking thread.
+
+mod produce;
+mod producers;
 
 use crate::api::AppState;
 use crate::session::Session;
@@ -34,17 +38,14 @@ use offsetlab_wire::kafka_protocol::messages::offset_commit_response::{
 use offsetlab_wire::kafka_protocol::messages::offset_fetch_response::{
     OffsetFetchResponsePartition, OffsetFetchResponseTopic,
 };
-use offsetlab_wire::kafka_protocol::messages::produce_response::{
-    PartitionProduceResponse, TopicProduceResponse,
-};
 use offsetlab_wire::kafka_protocol::messages::{
     ApiKey, BrokerId, FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse, MetadataRequest,
-    MetadataResponse, ProduceRequest, ProduceResponse, RequestKind, ResponseKind, TopicName,
+    MetadataResponse, RequestKind, ResponseKind, TopicName,
 };
 use offsetlab_wire::kafka_protocol::messages::{
     ConsumerProtocolAssignment, DescribeGroupsRequest, DescribeGroupsResponse, FindCoordinatorResponse,
-    GroupId, ListGroupsResponse, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest,
-    OffsetFetchResponse,
+    GroupId, InitProducerIdResponse, ListGroupsResponse, OffsetCommitRequest, OffsetCommitResponse,
+    OffsetFetchRequest, OffsetFetchResponse, ProducerId,
 };
 use offsetlab_wire::kafka_protocol::protocol::Encodable;
 use offsetlab_wire::kafka_protocol::protocol::StrBytes;
@@ -67,8 +68,9 @@ const NODE: i32 = 0;
 const NONE: i16 = 0;
 const OFFSET_OUT_OF_RANGE: i16 = 1;
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+const INVALID_TOPIC_EXCEPTION: i16 = 17;
+const INVALID_REQUEST: i16 = 42;
 const UNSUPPORTED_VERSION: i16 = 35;
-const POLICY_VIOLATION: i16 = 44;
 const UNKNOWN_SERVER_ERROR: i16 = -1;
 const INVALID_COMMIT_OFFSET_SIZE: i16 = 28;
 const INVALID_GROUP_ID: i16 = 24;
@@ -78,8 +80,34 @@ const MAX_FETCH_WAIT: Duration = Duration::from_millis(500);
 /// Records a fetch hands out per partition at most.
 const MAX_FETCH_RECORDS: usize = 5_000;
 
+/// How the listener behaves.
+#[derive(Debug, Clone, Copy)]
+pub struct KafkaConfig {
+    /// `auto.create.topics.enable`: a Produce or Metadata request creates an unknown topic.
+    pub auto_create_topics: bool,
+}
+
+impl Default for KafkaConfig {
+    fn default() -> Self {
+        Self {
+            auto_create_topics: true,
+        }
+    }
+}
+
+/// What every connection of one listener shares.
+#[derive(Debug, Default)]
+struct Broker {
+    config: KafkaConfig,
+    producers: producers::Producers,
+}
+
 /// Accepts connections until the runtime stops.
-pub async fn serve(listener: TcpListener, app: AppState) {
+pub async fn serve(listener: TcpListener, app: AppState, config: KafkaConfig) {
+    let broker = Arc::new(Broker {
+        config,
+        ..Broker::default()
+    });
     let Ok(advertised) = listener.local_addr() else {
         return;
     };
@@ -88,13 +116,19 @@ pub async fn serve(listener: TcpListener, app: AppState) {
             continue;
         };
         let app = app.clone();
+        let broker = Arc::clone(&broker);
         tokio::spawn(async move {
-            let _ = connection(stream, app, advertised).await;
+            let _ = connection(stream, app, advertised, &broker).await;
         });
     }
 }
 
-async fn connection(mut stream: TcpStream, app: AppState, advertised: SocketAddr) -> std::io::Result<()> {
+async fn connection(
+    mut stream: TcpStream,
+    app: AppState,
+    advertised: SocketAddr,
+    broker: &Arc<Broker>,
+) -> std::io::Result<()> {
     let session = app.session();
     let mut buf = BytesMut::with_capacity(64 << 10);
     loop {
@@ -104,7 +138,7 @@ async fn connection(mut stream: TcpStream, app: AppState, advertised: SocketAddr
                 Ok(None) => break,
                 Err(_) => return Ok(()), // a size over the limit: close
             };
-            match respond(frame, &app, &session, advertised).await {
+            match respond(frame, &app, &session, advertised, broker).await {
                 Reply::Frame(out) => stream.write_all(&out).await?,
                 Reply::Nothing => {}
                 Reply::Close => return Ok(()), // malformed or unserved: close, as Kafka does
@@ -131,8 +165,9 @@ async fn respond(
     app: &AppState,
     session: &Arc<Mutex<Session>>,
     advertised: SocketAddr,
+    broker: &Arc<Broker>,
 ) -> Reply {
-    match answer(frame, app, session, advertised).await {
+    match answer(frame, app, session, advertised, broker).await {
         Some(Some(frame)) => Reply::Frame(frame),
         Some(None) => Reply::Nothing,
         None => Reply::Close,
@@ -145,6 +180,7 @@ async fn answer(
     app: &AppState,
     session: &Arc<Mutex<Session>>,
     advertised: SocketAddr,
+    broker: &Arc<Broker>,
 ) -> Option<Option<BytesMut>> {
     let request = match decode(frame) {
         Ok(r) => r,
@@ -161,9 +197,28 @@ async fn answer(
         Err(_) => return None,
     };
     let (api_key, version, correlation_id) = (request.api_key, request.version(), request.correlation_id());
+    let client_id = request
+        .header
+        .client_id
+        .as_ref()
+        .map_or_else(String::new, |c| c.to_string());
     let body = match request.body {
         RequestKind::ApiVersions(_) => ResponseKind::ApiVersions(api_versions_response(NONE)),
         RequestKind::Metadata(r) => {
+            // Before v4 a Metadata request always allowed creation; since, the client says.
+            let create = broker.config.auto_create_topics && (version < 4 || r.allow_auto_topic_creation);
+            let wanted: Vec<String> = r
+                .topics
+                .iter()
+                .flatten()
+                .filter_map(|t| t.name.as_ref().map(|n| n.0.to_string()))
+                .collect();
+            if create && !wanted.is_empty() {
+                let app = app.clone();
+                tokio::task::spawn_blocking(move || produce::create_topics(&app, &wanted))
+                    .await
+                    .ok()?;
+            }
             ResponseKind::Metadata(with_lab(session, move |s| metadata(s, &r, advertised)).await?)
         }
         RequestKind::ListOffsets(r) => {
@@ -183,6 +238,21 @@ async fn answer(
                 tokio::time::sleep(wait).await;
                 ResponseKind::Fetch(with_lab(session, move |s| fetch(s, &r)).await?.0)
             }
+        }
+        RequestKind::InitProducerId(r) => {
+            // An idempotent producer gets an id; transactional producers are not served yet.
+            let response = if r.transactional_id.is_some() {
+                InitProducerIdResponse::default()
+                    .with_error_code(INVALID_REQUEST)
+                    .with_producer_id(ProducerId(-1))
+                    .with_producer_epoch(-1)
+            } else {
+                let (id, epoch) = broker.producers.init();
+                InitProducerIdResponse::default()
+                    .with_producer_id(ProducerId(id))
+                    .with_producer_epoch(epoch)
+            };
+            ResponseKind::InitProducerId(response)
         }
         RequestKind::FindCoordinator(_) => ResponseKind::FindCoordinator(
             FindCoordinatorResponse::default()
@@ -206,10 +276,17 @@ async fn answer(
             )
         }
         RequestKind::Produce(r) => {
-            if r.acks == 0 {
+            let app = app.clone();
+            let acks = r.acks;
+            let broker = Arc::clone(broker);
+            let response =
+                tokio::task::spawn_blocking(move || produce::produce(&app, &broker, &r, &client_id))
+                    .await
+                    .ok()?;
+            if acks == 0 {
                 return Some(None);
             }
-            ResponseKind::Produce(refuse_produce(&r))
+            ResponseKind::Produce(response)
         }
         _ => return None,
     };
@@ -414,34 +491,6 @@ fn offset_commit(app: &AppState, r: &OffsetCommitRequest) -> OffsetCommitRespons
     }
 }
 
-/// External writes are not part of the lab yet: every partition gets POLICY_VIOLATION, with a
-/// message saying so (v8+ carries it).
-fn refuse_produce(r: &ProduceRequest) -> ProduceResponse {
-    ProduceResponse::default().with_responses(
-        r.topic_data
-            .iter()
-            .map(|t| {
-                TopicProduceResponse::default()
-                    .with_name(t.name.clone())
-                    .with_partition_responses(
-                        t.partition_data
-                            .iter()
-                            .map(|p| {
-                                PartitionProduceResponse::default()
-                                    .with_index(p.index)
-                                    .with_error_code(POLICY_VIOLATION)
-                                    .with_base_offset(-1)
-                                    .with_error_message(Some(str_bytes(
-                                        "the lab's Kafka listener is read-only for now: produce in the lab",
-                                    )))
-                            })
-                            .collect(),
-                    )
-            })
-            .collect(),
-    )
-}
-
 async fn with_lab<T: Send + 'static>(
     session: &Arc<Mutex<Session>>,
     f: impl FnOnce(&Session) -> T + Send + 'static,
@@ -487,9 +536,15 @@ fn metadata(s: &Session, r: &MetadataRequest, advertised: SocketAddr) -> Metadat
                         })
                         .collect(),
                 ),
+            // A name no client may use (an internal topic, illegal characters) is an error a
+            // client gives up on at once; an unknown one it waits for, as topics appear.
             Err(_) => MetadataResponseTopic::default()
                 .with_name(Some(TopicName(str_bytes(name))))
-                .with_error_code(UNKNOWN_TOPIC_OR_PARTITION),
+                .with_error_code(if produce::creatable(name) {
+                    UNKNOWN_TOPIC_OR_PARTITION
+                } else {
+                    INVALID_TOPIC_EXCEPTION
+                }),
         })
         .collect();
     MetadataResponse::default()

@@ -1,0 +1,312 @@
+//! Produce, and topics created on first use.
+//!
+//! A Produce request's batches are checked whole by the durable log's own codec (CRC-32C,
+//! every record's bounds, offsets numbered from 0) before anything changes. Each partition's
+//! records then become one `send` line and the whole request one batch of lines, applied
+//! all-or-nothing under the session's lock: the records land in the lab's log, the lab's history
+//! and its export hold exactly what the client wrote, and the page shows them at once.
+//!
+//! Topics are created on first use, as a broker with `auto.create.topics.enable=true` (Kafka's
+//! default) does, with one partition (`num.partitions=1`): by a Produce to an unknown topic, or
+//! by a Metadata request that allows it. `--auto-create-topics false` turns that off.
+
+use super::producers::Verdict;
+use super::Broker;
+use super::{str_bytes, INVALID_TOPIC_EXCEPTION, NONE, UNKNOWN_SERVER_ERROR, UNKNOWN_TOPIC_OR_PARTITION};
+use crate::api::AppState;
+use crate::session::Session;
+use offsetlab_engine::lab::{SentRecord, MAX_SEND_RECORDS};
+use offsetlab_scenario::command::{client_word, Send};
+use offsetlab_storage::batch::{Batch, BatchError};
+use offsetlab_wire::kafka_protocol::messages::produce_response::{
+    PartitionProduceResponse, TopicProduceResponse,
+};
+use offsetlab_wire::kafka_protocol::messages::{ProduceRequest, ProduceResponse};
+use std::collections::BTreeMap;
+
+const CORRUPT_MESSAGE: i16 = 2;
+const UNSUPPORTED_COMPRESSION_TYPE: i16 = 76;
+const INVALID_RECORD: i16 = 87;
+
+/// Why one partition's records were refused: Kafka's error code and the message a v8+ client
+/// shows.
+type Refusal = (i16, String);
+
+/// One partition's share of a Produce request, validated.
+pub(crate) struct Produced {
+    pub records: Vec<SentRecord>,
+    /// An idempotent producer's (id, epoch, first sequence, records), when the batches carry one.
+    pub producer: Option<(i64, i16, i32, i32)>,
+}
+
+/// The records of one partition's batches, validated whole; nothing is kept if one is bad.
+pub(crate) fn sent_records(bytes: &[u8]) -> Result<Produced, Refusal> {
+    let mut out = Vec::new();
+    let mut producer: Option<(i64, i16, i32, i32)> = None;
+    let mut at = 0;
+    while at < bytes.len() {
+        let batch = Batch::parse(&bytes[at..]).map_err(|e| match e {
+            BatchError::Compressed(codec) => (
+                UNSUPPORTED_COMPRESSION_TYPE,
+                format!(
+                    "the lab stores uncompressed batches (this one uses codec {codec}): set compression.type=none"
+                ),
+            ),
+            e => (CORRUPT_MESSAGE, format!("corrupt record batch: {e}")),
+        })?;
+        let h = batch.header;
+        if h.count < 1 || h.last_offset_delta != h.count - 1 {
+            return Err((
+                INVALID_RECORD,
+                "a produced batch numbers its records 0, 1, 2, …".into(),
+            ));
+        }
+        if h.is_control()
+            || h.producer_id >= 0 && h.attributes & offsetlab_storage::batch::ATTR_TRANSACTIONAL != 0
+        {
+            return Err((
+                INVALID_RECORD,
+                "transactional producers are not served by the lab's listener yet".into(),
+            ));
+        }
+        if h.producer_id >= 0 && h.base_sequence >= 0 {
+            producer = match producer {
+                None => Some((h.producer_id, h.producer_epoch, h.base_sequence, h.count)),
+                // Batches of one producer follow each other's sequence numbers.
+                Some((id, epoch, first, n))
+                    if id == h.producer_id
+                        && epoch == h.producer_epoch
+                        && i64::from(first) + i64::from(n) == i64::from(h.base_sequence) =>
+                {
+                    Some((id, epoch, first, n + h.count))
+                }
+                Some(_) => {
+                    return Err((
+                        INVALID_RECORD,
+                        "the batches for one partition come from one producer, in sequence".into(),
+                    ))
+                }
+            };
+        }
+        for r in batch.records() {
+            let text = |b: Option<&[u8]>, what: &str| -> Result<Option<String>, Refusal> {
+                b.map(|b| {
+                    String::from_utf8(b.to_vec()).map_err(|_| {
+                        (
+                            INVALID_RECORD,
+                            format!("the lab keeps text records: this {what} is not UTF-8"),
+                        )
+                    })
+                })
+                .transpose()
+            };
+            out.push(SentRecord {
+                key: text(r.key, "key")?,
+                value: text(r.value, "value")?,
+            });
+        }
+        at += h.total_len;
+    }
+    if out.is_empty() {
+        return Err((CORRUPT_MESSAGE, "no records in the request".into()));
+    }
+    Ok(Produced {
+        records: out,
+        producer,
+    })
+}
+
+/// A name a client may create a topic under: Kafka's legal characters, and not one of its
+/// internal topics.
+pub(crate) fn creatable(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 249
+        && !name.starts_with("__")
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+}
+
+/// `topic NAME` lines for the unknown topics among `names` that may be created, and the names
+/// that may not (internal or invalid), each with its error code.
+fn creations(s: &Session, names: &[String]) -> (Vec<String>, BTreeMap<String, i16>) {
+    let mut lines = Vec::new();
+    let mut refused = BTreeMap::new();
+    for name in names {
+        if s.lab().topic(name).is_ok() || lines.iter().any(|l: &String| l == &format!("topic {name}")) {
+            continue;
+        }
+        if creatable(name) {
+            lines.push(format!("topic {name}"));
+        } else {
+            refused.insert(name.clone(), INVALID_TOPIC_EXCEPTION);
+        }
+    }
+    (lines, refused)
+}
+
+/// Applies `lines` as one batch and saves the lab (after the fsync under `--flush always`).
+/// `false` when the batch was refused or could not be saved.
+fn apply_and_save(app: &AppState, mut s: std::sync::MutexGuard<'_, Session>, lines: &[String]) -> bool {
+    if lines.is_empty() {
+        return true;
+    }
+    if s.apply_lines(lines).is_err() {
+        return false;
+    }
+    match app.changed(&s) {
+        Ok(Some(pending)) => {
+            drop(s);
+            pending.complete(&app.last_saved()).is_ok()
+        }
+        Ok(None) => true,
+        Err(_) => false,
+    }
+}
+
+/// Creates the unknown topics among `names` (a Metadata request that allows it).
+pub(crate) fn create_topics(app: &AppState, names: &[String]) {
+    let session = app.session();
+    let s = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (lines, _) = creations(&s, names);
+    let _ = apply_and_save(app, s, &lines);
+}
+
+/// Appends a Produce request's records: every partition's answer, with the offset its first
+/// record was given.
+pub(crate) fn produce(
+    app: &AppState,
+    broker: &Broker,
+    r: &ProduceRequest,
+    client_id: &str,
+) -> ProduceResponse {
+    let auto_create = broker.config.auto_create_topics;
+    let client = client_word(client_id);
+    let session = app.session();
+    let s = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let now = s.lab().now();
+    let names: Vec<String> = r.topic_data.iter().map(|t| t.name.0.to_string()).collect();
+    let (mut lines, refused) = if auto_create {
+        creations(&s, &names)
+    } else {
+        (Vec::new(), BTreeMap::new())
+    };
+    let created: Vec<String> = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("topic "))
+        .map(String::from)
+        .collect();
+    // Per (topic, partition index in the request): the base offset, or why it was refused.
+    let mut answers: Vec<Vec<Result<i64, Refusal>>> = Vec::new();
+    let mut planned: BTreeMap<(String, i32), i64> = BTreeMap::new();
+    // Idempotent producers' batches in this request, noted once they are stored.
+    let mut appended = Vec::new();
+    for t in &r.topic_data {
+        let name = t.name.0.to_string();
+        let partitions = if created.contains(&name) {
+            1
+        } else {
+            s.lab().topic(&name).map_or(0, |t| t.partitions.len() as i32)
+        };
+        let mut topic_answers = Vec::new();
+        for p in &t.partition_data {
+            let answer = if let Some(&code) = refused.get(&name) {
+                Err((code, format!("'{name}' cannot be created by a client")))
+            } else if !(0..partitions).contains(&p.index) {
+                Err((
+                    UNKNOWN_TOPIC_OR_PARTITION,
+                    format!("{name} has no partition {}", p.index),
+                ))
+            } else {
+                let produced = sent_records(p.records.as_deref().unwrap_or_default()).and_then(|produced| {
+                    let verdict = match produced.producer {
+                        Some(producer) => broker
+                            .producers
+                            .check(producer, &name, p.index)
+                            .map_err(|code| (code, "a batch is missing before this one".to_string()))?,
+                        None => Verdict::Append,
+                    };
+                    Ok((produced, verdict))
+                });
+                match produced {
+                    Err(refusal) => Err(refusal),
+                    Ok((_, Verdict::Duplicate { base_offset })) => Ok(base_offset),
+                    Ok((Produced { records, producer }, Verdict::Append)) => {
+                        let key = (name.clone(), p.index);
+                        let end = match planned.get(&key) {
+                            Some(&e) => e,
+                            None => s
+                                .lab()
+                                .partition_log(&offsetlab_engine::record::TopicPartition::new(
+                                    name.clone(),
+                                    p.index,
+                                ))
+                                .map_or(0, |l| l.log_end_offset()),
+                        };
+                        planned.insert(key, end + records.len() as i64);
+                        if let Some(producer) = producer {
+                            appended.push((producer, name.clone(), p.index, end));
+                        }
+                        for chunk in records.chunks(MAX_SEND_RECORDS) {
+                            let send = Send {
+                                topic: name.clone(),
+                                partition: p.index,
+                                records: chunk.to_vec(),
+                                client: client.clone(),
+                            };
+                            lines.push(send.to_string());
+                        }
+                        Ok(end)
+                    }
+                }
+            };
+            topic_answers.push(answer);
+        }
+        answers.push(topic_answers);
+    }
+    let stored = apply_and_save(app, s, &lines);
+    if stored {
+        for (producer, topic, partition, base) in appended {
+            broker.producers.appended(producer, &topic, partition, base);
+        }
+    }
+    ProduceResponse::default().with_responses(
+        r.topic_data
+            .iter()
+            .zip(answers)
+            .map(|(t, topic_answers)| {
+                TopicProduceResponse::default()
+                    .with_name(t.name.clone())
+                    .with_partition_responses(
+                        t.partition_data
+                            .iter()
+                            .zip(topic_answers)
+                            .map(|(p, answer)| {
+                                let base = PartitionProduceResponse::default()
+                                    .with_index(p.index)
+                                    .with_log_append_time_ms(-1)
+                                    .with_log_start_offset(-1);
+                                match answer {
+                                    // The records carry the lab's clock: their log append time.
+                                    Ok(offset) if stored => base
+                                        .with_error_code(NONE)
+                                        .with_base_offset(offset)
+                                        .with_log_append_time_ms(now),
+                                    Ok(_) => base
+                                        .with_error_code(UNKNOWN_SERVER_ERROR)
+                                        .with_base_offset(-1)
+                                        .with_error_message(Some(str_bytes(
+                                            "the lab could not store the records",
+                                        ))),
+                                    Err((code, message)) => base
+                                        .with_error_code(code)
+                                        .with_base_offset(-1)
+                                        .with_error_message(Some(str_bytes(&message))),
+                                }
+                            })
+                            .collect(),
+                    )
+            })
+            .collect(),
+    )
+}

@@ -1,0 +1,119 @@
+//! Idempotent producers: producer ids, and the sequence numbers that keep a retried batch from
+//! being written twice.
+//!
+//! Current clients are idempotent by default (the Java client since 3.0, kafka-python 3): they
+//! ask `InitProducerId` for an id, number every batch per partition, and resend a batch whose
+//! answer was lost with the same number. The broker remembers, per producer and partition, the
+//! next sequence it expects and the last batch it wrote: the same batch again is answered with
+//! the offset it got the first time and not appended; a gap is `OUT_OF_ORDER_SEQUENCE_NUMBER`.
+//! That is how "the producer retried" stops being "the log holds it twice".
+//!
+//! The table lives beside the listener, in memory: the lab's history records only what was
+//! appended, so a replay is exact. (Kafka also snapshots it to disk, so a broker restart keeps
+//! deduplicating; a lab restart forgets it, and a client's next batch starts a fresh entry.)
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Mutex;
+
+const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
+
+/// Where a producer stands on one partition.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    epoch: i16,
+    /// The sequence the next batch must carry.
+    next_sequence: i32,
+    /// The last batch written: its first sequence and the offset it got.
+    last_sequence: i32,
+    last_offset: i64,
+}
+
+/// What to do with a producer's batches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// New: append them.
+    Append,
+    /// A resend of the last batch written: answer with its offset, append nothing.
+    Duplicate { base_offset: i64 },
+}
+
+/// Producer ids handed out, and per (producer, topic, partition) the sequence state.
+#[derive(Debug, Default)]
+pub struct Producers {
+    next_id: AtomicI64,
+    table: Mutex<HashMap<(i64, String, i32), Entry>>,
+}
+
+impl Producers {
+    /// A fresh producer id, epoch 0 (`InitProducerId` without a transactional id).
+    pub fn init(&self) -> (i64, i16) {
+        (self.next_id.fetch_add(1, Ordering::Relaxed), 0)
+    }
+
+    /// Checks batches of `producer` (id, epoch, first sequence, record count) for a partition.
+    pub fn check(&self, producer: (i64, i16, i32, i32), topic: &str, partition: i32) -> Result<Verdict, i16> {
+        let (id, epoch, sequence, _) = producer;
+        let table = self
+            .table
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match table.get(&(id, topic.to_string(), partition)) {
+            // A producer the listener does not know here (new, or from before a restart), or a
+            // new epoch: its batch starts the count.
+            None => Ok(Verdict::Append),
+            Some(e) if epoch > e.epoch => Ok(Verdict::Append),
+            Some(e) if epoch == e.epoch && sequence == e.next_sequence => Ok(Verdict::Append),
+            Some(e) if epoch == e.epoch && sequence == e.last_sequence => Ok(Verdict::Duplicate {
+                base_offset: e.last_offset,
+            }),
+            Some(_) => Err(OUT_OF_ORDER_SEQUENCE_NUMBER),
+        }
+    }
+
+    /// Records that the batches were appended at `base_offset`.
+    pub fn appended(&self, producer: (i64, i16, i32, i32), topic: &str, partition: i32, base_offset: i64) {
+        let (id, epoch, sequence, count) = producer;
+        let mut table = self
+            .table
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        table.insert(
+            (id, topic.to_string(), partition),
+            Entry {
+                epoch,
+                // Sequences wrap at i32::MAX, as Kafka's do.
+                next_sequence: ((i64::from(sequence) + i64::from(count)) % (i64::from(i32::MAX) + 1)) as i32,
+                last_sequence: sequence,
+                last_offset: base_offset,
+            },
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_resent_batch_is_answered_not_appended_and_a_gap_is_refused() {
+        let p = Producers::default();
+        let (id, epoch) = p.init();
+        assert_eq!(p.init().0, id + 1, "ids are unique");
+        let first = (id, epoch, 0, 3);
+        assert_eq!(p.check(first, "t", 0), Ok(Verdict::Append));
+        p.appended(first, "t", 0, 10);
+        // The answer was lost; the client sends the same batch again.
+        assert_eq!(p.check(first, "t", 0), Ok(Verdict::Duplicate { base_offset: 10 }));
+        // The next batch continues the numbering; another partition counts on its own.
+        assert_eq!(p.check((id, epoch, 3, 2), "t", 0), Ok(Verdict::Append));
+        assert_eq!(p.check((id, epoch, 0, 2), "t", 1), Ok(Verdict::Append));
+        // A batch went missing in between.
+        assert_eq!(
+            p.check((id, epoch, 5, 1), "t", 0),
+            Err(OUT_OF_ORDER_SEQUENCE_NUMBER)
+        );
+        // A bumped epoch starts over.
+        assert_eq!(p.check((id, epoch + 1, 0, 1), "t", 0), Ok(Verdict::Append));
+    }
+}
