@@ -52,5 +52,29 @@ assert described["group_state"] == "Stable", described
 members = described["members"]
 assert [m["member_id"] for m in members] == ["c1#1"], members
 assert members[0]["member_assignment"]["assigned_partitions"] == [{"topic": "orders", "partitions": [0]}], members
+
+# Admin: create topics (one broker: replication factor 1), describe their configs, delete records.
+from kafka.admin import ConfigResource, ConfigResourceType
+from kafka.errors import InvalidReplicationFactorError, TopicAlreadyExistsError
+
+admin.create_topics({"audit": {"num_partitions": 3, "replication_factor": 1, "configs": {"cleanup.policy": "compact"}}})
+for bad, error in [
+    ({"audit": {"num_partitions": 1, "replication_factor": 1}}, TopicAlreadyExistsError),
+    ({"wide": {"num_partitions": 1, "replication_factor": 3}}, InvalidReplicationFactorError),
+]:
+    try:
+        admin.create_topics(bad)
+        raise AssertionError(f"{bad} was accepted")
+    except error:
+        pass
+described = {t["name"]: t for t in admin.describe_topics(["audit"])}
+assert len(described["audit"]["partitions"]) == 3, described
+configs = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "audit")], config_filter="all")
+assert configs["topic"]["audit"]["cleanup.policy"]["value"] == "compact", configs
+low = admin.delete_records({tp: 4})
+assert low[tp]["low_watermark"] == 4, low
 admin.close()
-print("kafka-python smoke test: consumed 12 records, produced 6 and read them back, listed and described analytics-prod — ok")
+consumer = KafkaConsumer(bootstrap_servers=bootstrap)
+assert consumer.beginning_offsets([tp]) == {tp: 4}
+consumer.close()
+print("kafka-python smoke test: consumed 12 records, produced 6 and read them back, listed and described analytics-prod, created a topic, described its configs, deleted records — ok")

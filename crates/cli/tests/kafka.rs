@@ -639,3 +639,111 @@ fn an_idempotent_producers_resent_batch_is_written_once() {
         ["k-0", "k-1", "k-2", "k-3", "k-4"]
     );
 }
+
+/// Admin requests map onto the lab's own lines, and what the lab does not model is refused with
+/// Kafka's error codes, changing nothing.
+#[test]
+fn admin_requests_create_topics_and_delete_records_or_say_why_not() {
+    use offsetlab_wire::kafka_protocol::messages::create_topics_request::{
+        CreatableTopic, CreatableTopicConfig,
+    };
+    use offsetlab_wire::kafka_protocol::messages::delete_records_request::{
+        DeleteRecordsPartition, DeleteRecordsTopic,
+    };
+    use offsetlab_wire::kafka_protocol::messages::{
+        ApiKey, CreateTopicsRequest, DeleteRecordsRequest, RequestKind, ResponseKind, TopicName,
+    };
+    use offsetlab_wire::kafka_protocol::protocol::StrBytes;
+    let (lab, kafka) = lab();
+    let mut s = TcpStream::connect(&kafka).expect("connect");
+    let topic = |name: &'static str, partitions: i32, configs: &[(&'static str, &'static str)]| {
+        CreatableTopic::default()
+            .with_name(TopicName(StrBytes::from_static_str(name)))
+            .with_num_partitions(partitions)
+            .with_replication_factor(-1)
+            .with_configs(
+                configs
+                    .iter()
+                    .map(|(k, v)| {
+                        CreatableTopicConfig::default()
+                            .with_name(StrBytes::from_static_str(k))
+                            .with_value(Some(StrBytes::from_static_str(v)))
+                    })
+                    .collect(),
+            )
+    };
+    let create = |s: &mut TcpStream, id: i32, topics: Vec<CreatableTopic>, validate_only: bool| -> Vec<i16> {
+        let request = CreateTopicsRequest::default()
+            .with_topics(topics)
+            .with_timeout_ms(5_000)
+            .with_validate_only(validate_only);
+        let ResponseKind::CreateTopics(r) = call(
+            s,
+            ApiKey::CreateTopics,
+            5,
+            id,
+            &RequestKind::CreateTopics(request),
+        ) else {
+            panic!("not a CreateTopics response")
+        };
+        r.topics.iter().map(|t| t.error_code).collect()
+    };
+    // A config the lab does not model (40), a bad partition count (37), a valid one checked only.
+    assert_eq!(
+        create(
+            &mut s,
+            1,
+            vec![
+                topic("a", 1, &[("min.insync.replicas", "2")]),
+                topic("b", 0, &[]),
+                topic("c", 2, &[])
+            ],
+            true
+        ),
+        vec![40, 37, 0]
+    );
+    let state = ok_json(&http(&lab.addr, "GET", "/api/state", "").expect("state")).expect("json");
+    assert!(
+        !state["topics"].to_string().contains("\"c\""),
+        "validate_only creates nothing"
+    );
+    assert_eq!(
+        create(
+            &mut s,
+            2,
+            vec![topic("c", 2, &[("retention.ms", "3600000")])],
+            false
+        ),
+        vec![0]
+    );
+    let scenario = http(&lab.addr, "GET", "/api/scenario", "").expect("scenario");
+    assert!(
+        scenario.contains("topic c partitions=2 retention.ms=1h"),
+        "{scenario}"
+    );
+
+    let delete = |s: &mut TcpStream, id: i32, offset: i64| -> (i16, i64) {
+        let request = DeleteRecordsRequest::default()
+            .with_timeout_ms(5_000)
+            .with_topics(vec![DeleteRecordsTopic::default()
+                .with_name(TopicName(StrBytes::from_static_str("orders")))
+                .with_partitions(vec![DeleteRecordsPartition::default()
+                    .with_partition_index(0)
+                    .with_offset(offset)])]);
+        let ResponseKind::DeleteRecords(r) = call(
+            s,
+            ApiKey::DeleteRecords,
+            1,
+            id,
+            &RequestKind::DeleteRecords(request),
+        ) else {
+            panic!("not a DeleteRecords response")
+        };
+        let p = &r.topics[0].partitions[0];
+        (p.error_code, p.low_watermark)
+    };
+    assert_eq!(delete(&mut s, 3, 99).0, 1, "OFFSET_OUT_OF_RANGE past the log end");
+    assert_eq!(delete(&mut s, 4, 5), (0, 5));
+    assert_eq!(delete(&mut s, 5, -1), (0, 12), "-1 is the high watermark");
+    assert!(consume(&kafka, "orders", &["-o", "beginning"]).is_empty());
+}

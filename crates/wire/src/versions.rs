@@ -16,6 +16,10 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::Produce, 3, 9),
     // Producer ids for idempotent producers (the default of current clients).
     (ApiKey::InitProducerId, 0, 4),
+    // Admin: topics created (mapped onto `topic` lines), records deleted, configs described.
+    (ApiKey::CreateTopics, 2, 7),
+    (ApiKey::DeleteRecords, 0, 2),
+    (ApiKey::DescribeConfigs, 1, 4),
     // The lab's groups, read-only: where their coordinator is, who is in them, what they committed.
     (ApiKey::FindCoordinator, 0, 3),
     (ApiKey::ListGroups, 0, 4),

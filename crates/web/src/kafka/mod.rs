@@ -11,6 +11,7 @@
 //! unserved version of any API but ApiVersions closes that connection and nothing else, as a
 //! Kafka broker does. The lab is read under the session's lock on a blocking thread.
 
+mod admin;
 mod produce;
 mod producers;
 
@@ -253,6 +254,28 @@ async fn answer(
                     .with_producer_epoch(epoch)
             };
             ResponseKind::InitProducerId(response)
+        }
+        RequestKind::CreateTopics(r) => {
+            let app = app.clone();
+            ResponseKind::CreateTopics(
+                tokio::task::spawn_blocking(move || admin::create_topics(&app, &r))
+                    .await
+                    .ok()?,
+            )
+        }
+        RequestKind::DeleteRecords(r) => {
+            let app = app.clone();
+            ResponseKind::DeleteRecords(
+                tokio::task::spawn_blocking(move || admin::delete_records(&app, &r))
+                    .await
+                    .ok()?,
+            )
+        }
+        RequestKind::DescribeConfigs(r) => {
+            let auto_create = broker.config.auto_create_topics;
+            ResponseKind::DescribeConfigs(
+                with_lab(session, move |s| admin::describe_configs(s, &r, auto_create)).await?,
+            )
         }
         RequestKind::FindCoordinator(_) => ResponseKind::FindCoordinator(
             FindCoordinatorResponse::default()

@@ -147,7 +147,11 @@ fn creations(s: &Session, names: &[String]) -> (Vec<String>, BTreeMap<String, i1
 
 /// Applies `lines` as one batch and saves the lab (after the fsync under `--flush always`).
 /// `false` when the batch was refused or could not be saved.
-fn apply_and_save(app: &AppState, mut s: std::sync::MutexGuard<'_, Session>, lines: &[String]) -> bool {
+pub(crate) fn apply_and_save(
+    app: &AppState,
+    mut s: std::sync::MutexGuard<'_, Session>,
+    lines: &[String],
+) -> bool {
     if lines.is_empty() {
         return true;
     }
