@@ -291,6 +291,14 @@ fn bad_frames_close_only_their_connection() {
     s.write_all(&i32::MAX.to_be_bytes()).expect("write");
     let mut buf = [0u8; 16];
     assert_eq!(s.read(&mut buf).unwrap_or(0), 0, "closed");
+    // A 19-byte Metadata request declaring 2^31 - 1 topics: refused before anything is
+    // allocated for them (it used to abort the whole lab; vendor/README.md).
+    let mut s = TcpStream::connect(&kafka).expect("connect");
+    let mut body = vec![0, 3, 0, 1, 0, 0, 0, 1, 0, 1, b'x'];
+    body.extend_from_slice(&i32::MAX.to_be_bytes());
+    s.write_all(&(body.len() as i32).to_be_bytes()).expect("write");
+    s.write_all(&body).expect("write");
+    assert_eq!(s.read(&mut buf).unwrap_or(0), 0, "closed");
     // Garbage that is no request.
     let mut s = TcpStream::connect(&kafka).expect("connect");
     s.write_all(&[0, 0, 0, 5, 0xff, 0xff, 0, 0, 1]).expect("write");

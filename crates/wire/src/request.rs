@@ -179,6 +179,35 @@ mod tests {
         }
     }
 
+    /// A request header for `api_key` at `version` (v1 header: no tagged fields), then `body`.
+    fn frame(api_key: ApiKey, version: i16, body: &[u8]) -> Bytes {
+        let mut buf = BytesMut::new();
+        let header = RequestHeader::default()
+            .with_request_api_key(api_key as i16)
+            .with_request_api_version(version)
+            .with_correlation_id(1)
+            .with_client_id(Some(StrBytes::from_static_str("x")));
+        encode_request_header_into_buffer(&mut buf, &header).expect("header");
+        buf.extend_from_slice(body);
+        buf.freeze()
+    }
+
+    /// CVE-2022-34917's class: a count of 2³¹ − 1 topics in a 19-byte Metadata request. The
+    /// codec used to reserve room for them all (about 150 GB) and the allocator's failure
+    /// aborted the process; now the count is checked against the bytes left first (the
+    /// vendored kafka-protocol patch, vendor/README.md). Both array encodings: v1's int32 count
+    /// and v9's compact (varint) one.
+    #[test]
+    fn huge_array_counts_are_refused_before_allocating() {
+        let r = decode(frame(ApiKey::Metadata, 1, &i32::MAX.to_be_bytes()));
+        assert!(matches!(r, Err(DecodeError::Malformed(_))), "{r:?}");
+        // Flexible header v2 has a tagged-fields byte after the client id.
+        let mut body = vec![0u8]; // no header tagged fields
+        body.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0x07]); // compact count 2^31 - 1
+        let r = decode(frame(ApiKey::Metadata, 9, &body));
+        assert!(matches!(r, Err(DecodeError::Malformed(_))), "{r:?}");
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
 
