@@ -3,7 +3,7 @@
 //! `kafka-consumer-groups.sh --describe`.
 
 use crate::exit;
-use crate::topics_cmd::{describe as describe_topics, list_offsets, Conn};
+use crate::topics_cmd::{describe as describe_topics, list_offsets, record_timestamp, Conn};
 use offsetlab_wire::kafka_protocol::messages::{
     ApiKey, ConsumerProtocolAssignment, DescribeGroupsRequest, FindCoordinatorRequest, GroupId,
     ListGroupsRequest, OffsetFetchRequest, RequestKind, ResponseKind,
@@ -361,6 +361,29 @@ struct PlanRow {
     replayed: i64,
     /// Records skipped (the new offset is above the current one).
     skipped: i64,
+    /// The time span of the records replayed or skipped: the first one's and the last one's
+    /// timestamps (ms since the epoch), when the range holds records.
+    first_timestamp: Option<i64>,
+    last_timestamp: Option<i64>,
+}
+
+/// `2026-01-01T00:00:05Z … 2026-01-01T00:00:09Z (4s)`, or `-` for no records.
+fn span(first: Option<i64>, last: Option<i64>) -> String {
+    let at = |ms: i64| {
+        humantime::format_rfc3339_seconds(
+            std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64),
+        )
+        .to_string()
+    };
+    match (first, last) {
+        (Some(a), Some(b)) => format!(
+            "{} … {} ({})",
+            at(a),
+            at(b),
+            humantime::format_duration(std::time::Duration::from_millis((b - a).max(0) as u64))
+        ),
+        _ => "-".to_string(),
+    }
 }
 
 /// `--reset-offsets`: refused for an active group with Kafka's own message; a dry run by default,
@@ -389,19 +412,20 @@ pub fn reset(
             }
             println!();
             println!(
-                "{:<16} {:<16} {:>9} {:>14} {:>10} {:>9} {:>8}",
+                "{:<16} {:<16} {:>9} {:>14} {:>10} {:>9} {:>8}  TIME-SPAN",
                 "GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET", "REPLAYED", "SKIPPED"
             );
             for r in &rows {
                 println!(
-                    "{:<16} {:<16} {:>9} {:>14} {:>10} {:>9} {:>8}",
+                    "{:<16} {:<16} {:>9} {:>14} {:>10} {:>9} {:>8}  {}",
                     r.group,
                     r.topic,
                     r.partition,
                     r.current_offset.map_or("-".to_string(), |c| c.to_string()),
                     r.new_offset,
                     r.replayed,
-                    r.skipped
+                    r.skipped,
+                    span(r.first_timestamp, r.last_timestamp)
                 );
             }
             exit::OK
@@ -529,7 +553,20 @@ fn plan_reset(
         };
         let new_offset = target.clamp(start, end);
         let from = current.unwrap_or(new_offset);
+        // The records between the old and the new position, as times: what the move replays or
+        // skips, in the words an on-call engineer thinks in ("the last six hours").
+        let (lo, hi) = (from.min(new_offset).max(start), from.max(new_offset).min(end));
+        let (first_timestamp, last_timestamp) = if lo < hi {
+            (
+                record_timestamp(&mut conn, &topic, partition, lo)?,
+                record_timestamp(&mut conn, &topic, partition, hi - 1)?,
+            )
+        } else {
+            (None, None)
+        };
         rows.push(PlanRow {
+            first_timestamp,
+            last_timestamp,
             group: group.to_string(),
             topic,
             partition,

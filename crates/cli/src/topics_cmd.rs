@@ -273,3 +273,50 @@ pub fn run(bootstrap: &str, list: bool, topic: Option<String>, json: bool) -> u8
         exit::OK
     }
 }
+
+/// The timestamp of the record at `offset` (or the first one after it), read with one Fetch of
+/// at most 64 KiB — what a reset's dry run shows as the time span it moves over. `None` when the
+/// partition holds no record there.
+pub(crate) fn record_timestamp(
+    conn: &mut Conn,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+) -> anyhow::Result<Option<i64>> {
+    use offsetlab_wire::kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    use offsetlab_wire::kafka_protocol::messages::FetchRequest;
+    use offsetlab_wire::kafka_protocol::records::RecordBatchDecoder;
+    let version = conn.version(ApiKey::Fetch, 11)?;
+    let request = FetchRequest::default()
+        .with_replica_id((-1).into())
+        .with_max_wait_ms(0)
+        .with_min_bytes(1)
+        .with_max_bytes(64 << 10)
+        .with_isolation_level(0)
+        .with_topics(vec![FetchTopic::default()
+            .with_topic(TopicName(StrBytes::from_string(topic.to_string())))
+            .with_partitions(vec![FetchPartition::default()
+                .with_partition(partition)
+                .with_fetch_offset(offset)
+                .with_partition_max_bytes(64 << 10)])]);
+    let ResponseKind::Fetch(r) = conn.call(ApiKey::Fetch, version, &RequestKind::Fetch(request))? else {
+        anyhow::bail!("the broker answered Fetch with something else");
+    };
+    let Some(mut records) = r
+        .responses
+        .first()
+        .and_then(|t| t.partitions.first())
+        .filter(|p| p.error_code == 0)
+        .and_then(|p| p.records.clone())
+    else {
+        return Ok(None);
+    };
+    // A fetch starts at the batch holding `offset`: skip what comes before it, and markers.
+    let set = RecordBatchDecoder::decode(&mut records)
+        .map_err(|e| anyhow::anyhow!("cannot decode the fetched records: {e}"))?;
+    Ok(set
+        .records
+        .iter()
+        .find(|rec| rec.offset >= offset && !rec.control)
+        .map(|rec| rec.timestamp))
+}
