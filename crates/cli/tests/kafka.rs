@@ -14,13 +14,7 @@ fn lab() -> (Lab, String) {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.keep().display().to_string();
     let lab = serve(&["--data", &data, "--http", "127.0.0.1:0", "--kafka", "127.0.0.1:0"]);
-    let kafka = lab
-        .banner
-        .split("Kafka listener on ")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no Kafka listener in {:?}", lab.banner))
-        .to_string();
+    let kafka = lab.kafka();
     (lab, kafka)
 }
 
@@ -253,13 +247,7 @@ fn without_auto_creation_an_unknown_topic_is_refused() {
         "--auto-create-topics",
         "false",
     ]);
-    let kafka = lab
-        .banner
-        .split("Kafka listener on ")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .expect("listener")
-        .to_string();
+    let kafka = lab.kafka();
     // librdkafka waits topic.metadata.propagation.max.ms for a topic to appear (30 s by default).
     let (_, err) = kcat(
         &[

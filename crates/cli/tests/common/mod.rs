@@ -53,6 +53,19 @@ pub fn serve(args: &[&str]) -> Lab {
     Lab { child, addr, banner }
 }
 
+impl Lab {
+    /// Where its Kafka listener listens (started with `--kafka 127.0.0.1:0`).
+    #[allow(dead_code)] // not every test binary talks Kafka
+    pub fn kafka(&self) -> String {
+        self.banner
+            .split("Kafka listener on ")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no Kafka listener in {:?}", self.banner))
+            .to_string()
+    }
+}
+
 /// One request on a new connection; the raw response.
 pub fn http(addr: &str, method: &str, path: &str, body: &str) -> std::io::Result<String> {
     let mut s = TcpStream::connect(addr)?;

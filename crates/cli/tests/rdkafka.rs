@@ -1,0 +1,129 @@
+//! The Kafka listener against librdkafka itself, through the `rdkafka` crate (built from its
+//! bundled librdkafka source): ten thousand records produced, consumed with manual commits,
+//! the consumer stopped and a new one resuming exactly at the committed offset; offsets looked up
+//! by timestamp; the lab's groups listed and described.
+
+mod common;
+
+use common::{http, ok_json, serve, Lab};
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::message::Message;
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::{Offset, TopicPartitionList};
+use std::time::{Duration, Instant};
+
+fn lab() -> (Lab, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.keep().display().to_string();
+    let lab = serve(&["--data", &data, "--http", "127.0.0.1:0", "--kafka", "127.0.0.1:0"]);
+    let kafka = lab.kafka();
+    (lab, kafka)
+}
+
+fn consumer(kafka: &str, group: &str) -> BaseConsumer {
+    ClientConfig::new()
+        .set("bootstrap.servers", kafka)
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("auto.offset.reset", "earliest")
+        .create()
+        .expect("consumer")
+}
+
+/// Polls until `n` messages arrived (or 20 s passed): (offset, key, value).
+fn take(c: &BaseConsumer, n: usize) -> Vec<(i64, String, String)> {
+    let mut got = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while got.len() < n && Instant::now() < deadline {
+        if let Some(m) = c.poll(Duration::from_millis(200)) {
+            let m = m.expect("message");
+            let text = |b: Option<&[u8]>| String::from_utf8_lossy(b.unwrap_or_default()).into_owned();
+            got.push((m.offset(), text(m.key()), text(m.payload())));
+        }
+    }
+    got
+}
+
+fn events(partition_offset: Offset) -> TopicPartitionList {
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset("events", 0, partition_offset).expect("tpl");
+    tpl
+}
+
+#[test]
+fn librdkafka_resumes_exactly_at_the_offset_it_committed() {
+    let (lab, kafka) = lab();
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", &kafka)
+        .set("linger.ms", "5")
+        .create()
+        .expect("producer");
+    for i in 0..10_000 {
+        let (key, value) = (format!("k-{i}"), format!("v-{i}"));
+        let mut record = BaseRecord::to("events").key(&key).payload(&value);
+        loop {
+            match producer.send(record) {
+                Ok(()) => break,
+                Err((_, r)) => {
+                    // The local queue is full: let deliveries drain, then send again.
+                    producer.poll(Duration::from_millis(10));
+                    record = r;
+                }
+            }
+        }
+    }
+    producer.flush(Duration::from_secs(30)).expect("every record acknowledged");
+    assert_eq!(producer.in_flight_count(), 0);
+
+    // The topic was created on first use; the lab holds every record, in order.
+    let state = ok_json(&http(&lab.addr, "GET", "/api/state", "").expect("state")).expect("json");
+    assert!(state["topics"].to_string().contains("events"), "{state}");
+
+    // Consume 4,000 and commit after processing them; then the consumer stops.
+    let first = consumer(&kafka, "copier");
+    first.assign(&events(Offset::Beginning)).expect("assign");
+    let batch = take(&first, 4_000);
+    assert_eq!(batch.len(), 4_000);
+    assert!(batch.iter().enumerate().all(|(i, (o, k, v))| *o == i as i64 && *k == format!("k-{i}") && *v == format!("v-{i}")));
+    first.commit(&events(Offset::Offset(4_000)), CommitMode::Sync).expect("commit");
+    drop(first);
+
+    // A new consumer of the group starts from the committed offset: nothing lost, nothing again.
+    let second = consumer(&kafka, "copier");
+    let committed = second.committed_offsets(events(Offset::Invalid), Duration::from_secs(5)).expect("committed");
+    assert_eq!(committed.find_partition("events", 0).map(|p| p.offset()), Some(Offset::Offset(4_000)));
+    second.assign(&events(Offset::Stored)).expect("assign");
+    let rest = take(&second, 6_000);
+    assert_eq!(rest.len(), 6_000);
+    assert_eq!(rest.first().map(|r| r.0), Some(4_000));
+    assert_eq!(rest.last().map(|r| r.0), Some(9_999));
+}
+
+#[test]
+fn librdkafka_looks_offsets_up_by_time_and_lists_the_labs_groups() {
+    let (lab, kafka) = lab();
+    // The seed's twelve orders at the lab's first instant, three more five seconds later.
+    let body = serde_json::json!({ "lines": ["tick 5s", "produce orders count=3"] }).to_string();
+    assert!(ok_json(&http(&lab.addr, "POST", "/api/actions", &body).expect("actions")).is_some());
+    let c = consumer(&kafka, "lookup");
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset("orders", 0, Offset::Offset(1_767_225_600_000 + 5_000))
+        .expect("tpl");
+    let found = c.offsets_for_times(tpl, Duration::from_secs(5)).expect("offsets for times");
+    assert_eq!(found.find_partition("orders", 0).map(|p| p.offset()), Some(Offset::Offset(12)));
+    let (low, high) = c.fetch_watermarks("orders", 0, Duration::from_secs(5)).expect("watermarks");
+    assert_eq!((low, high), (0, 15));
+
+    let groups = c.fetch_group_list(None, Duration::from_secs(5)).expect("groups");
+    let g = groups
+        .groups()
+        .iter()
+        .find(|g| g.name() == "analytics-prod")
+        .expect("the seed's group");
+    assert_eq!(g.state(), "Stable");
+    assert_eq!(g.protocol_type(), "consumer");
+    let members: Vec<&str> = g.members().iter().map(|m| m.client_id()).collect();
+    assert_eq!(members, ["c1"]);
+}
