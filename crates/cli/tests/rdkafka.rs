@@ -48,7 +48,8 @@ fn take(c: &BaseConsumer, n: usize) -> Vec<(i64, String, String)> {
 
 fn events(partition_offset: Offset) -> TopicPartitionList {
     let mut tpl = TopicPartitionList::new();
-    tpl.add_partition_offset("events", 0, partition_offset).expect("tpl");
+    tpl.add_partition_offset("events", 0, partition_offset)
+        .expect("tpl");
     tpl
 }
 
@@ -74,7 +75,9 @@ fn librdkafka_resumes_exactly_at_the_offset_it_committed() {
             }
         }
     }
-    producer.flush(Duration::from_secs(30)).expect("every record acknowledged");
+    producer
+        .flush(Duration::from_secs(30))
+        .expect("every record acknowledged");
     assert_eq!(producer.in_flight_count(), 0);
 
     // The topic was created on first use; the lab holds every record, in order.
@@ -86,14 +89,24 @@ fn librdkafka_resumes_exactly_at_the_offset_it_committed() {
     first.assign(&events(Offset::Beginning)).expect("assign");
     let batch = take(&first, 4_000);
     assert_eq!(batch.len(), 4_000);
-    assert!(batch.iter().enumerate().all(|(i, (o, k, v))| *o == i as i64 && *k == format!("k-{i}") && *v == format!("v-{i}")));
-    first.commit(&events(Offset::Offset(4_000)), CommitMode::Sync).expect("commit");
+    assert!(batch
+        .iter()
+        .enumerate()
+        .all(|(i, (o, k, v))| *o == i as i64 && *k == format!("k-{i}") && *v == format!("v-{i}")));
+    first
+        .commit(&events(Offset::Offset(4_000)), CommitMode::Sync)
+        .expect("commit");
     drop(first);
 
     // A new consumer of the group starts from the committed offset: nothing lost, nothing again.
     let second = consumer(&kafka, "copier");
-    let committed = second.committed_offsets(events(Offset::Invalid), Duration::from_secs(5)).expect("committed");
-    assert_eq!(committed.find_partition("events", 0).map(|p| p.offset()), Some(Offset::Offset(4_000)));
+    let committed = second
+        .committed_offsets(events(Offset::Invalid), Duration::from_secs(5))
+        .expect("committed");
+    assert_eq!(
+        committed.find_partition("events", 0).map(|p| p.offset()),
+        Some(Offset::Offset(4_000))
+    );
     second.assign(&events(Offset::Stored)).expect("assign");
     let rest = take(&second, 6_000);
     assert_eq!(rest.len(), 6_000);
@@ -111,9 +124,16 @@ fn librdkafka_looks_offsets_up_by_time_and_lists_the_labs_groups() {
     let mut tpl = TopicPartitionList::new();
     tpl.add_partition_offset("orders", 0, Offset::Offset(1_767_225_600_000 + 5_000))
         .expect("tpl");
-    let found = c.offsets_for_times(tpl, Duration::from_secs(5)).expect("offsets for times");
-    assert_eq!(found.find_partition("orders", 0).map(|p| p.offset()), Some(Offset::Offset(12)));
-    let (low, high) = c.fetch_watermarks("orders", 0, Duration::from_secs(5)).expect("watermarks");
+    let found = c
+        .offsets_for_times(tpl, Duration::from_secs(5))
+        .expect("offsets for times");
+    assert_eq!(
+        found.find_partition("orders", 0).map(|p| p.offset()),
+        Some(Offset::Offset(12))
+    );
+    let (low, high) = c
+        .fetch_watermarks("orders", 0, Duration::from_secs(5))
+        .expect("watermarks");
     assert_eq!((low, high), (0, 15));
 
     let groups = c.fetch_group_list(None, Duration::from_secs(5)).expect("groups");

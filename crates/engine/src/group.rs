@@ -51,6 +51,27 @@ pub struct Member {
     pub cooperative: bool,
 }
 
+/// A member of a group of real Kafka clients (through the lab's Kafka listener): the listener's
+/// coordinator runs their JoinGroup / SyncGroup / Heartbeat on wall time and records each
+/// completed rebalance here, with what every member was assigned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExternalMember {
+    /// The member id the coordinator gave it (`rdkafka-3`).
+    pub id: String,
+    pub client_id: String,
+    pub host: String,
+    /// Its assignment in this generation.
+    pub partitions: Vec<TopicPartition>,
+}
+
+/// The last rebalance of an external group: its members and their assignment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExternalMembership {
+    /// The assignor the members agreed on (`range`, `cooperative-sticky`, …).
+    pub protocol: String,
+    pub members: Vec<ExternalMember>,
+}
+
 /// A rebalance in progress: the coordinator waits until every member has rejoined. A live
 /// member rejoins inside its next `poll()`; a dead one never does and is waited for until its
 /// session times out.
@@ -86,6 +107,9 @@ pub struct Group {
     pub sink_kind: SinkKind,
     pub sink: Box<dyn Sink>,
     pub audit: GroupAudit,
+    /// A group of real Kafka clients, not of the lab's consumers: its members as its last
+    /// rebalance left them.
+    pub external: Option<ExternalMembership>,
 }
 
 impl Group {
@@ -102,12 +126,21 @@ impl Group {
             sink_kind,
             sink,
             audit: GroupAudit::default(),
+            external: None,
         }
     }
 
+    /// Whether anyone is in the group: the lab's consumers or real clients.
+    pub fn has_members(&self) -> bool {
+        !self.members.is_empty() || self.external.as_ref().is_some_and(|e| !e.members.is_empty())
+    }
+
     pub fn state(&self) -> GroupState {
-        if self.members.is_empty() {
+        if !self.has_members() {
             GroupState::Empty
+        } else if self.members.is_empty() {
+            // Real clients: the listener records completed rebalances only.
+            GroupState::Stable
         } else if self.rebalance.is_some() {
             GroupState::PreparingRebalance
         } else {

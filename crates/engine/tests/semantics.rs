@@ -1557,3 +1557,83 @@ fn records_a_client_sends_are_appended_verbatim() {
     lab.commit("c1").expect("commit");
     assert_eq!(committed(&lab, "g"), Some(6));
 }
+
+/// A group of real clients, as the Kafka listener reports it: a rebalance gives it members and a
+/// generation; a member's commit lands in `__consumer_offsets` and shows as the group's committed
+/// offset and lag; an unknown member or an old generation is refused (the zombie is fenced),
+/// the lab's own consumers cannot join it, and an offset reset waits until it is Empty.
+#[test]
+fn a_group_of_real_clients_commits_through_its_membership() {
+    use offsetlab_engine::group::ExternalMember;
+    let mut lab = lab_with_orders(12);
+    let member = |id: &str, partitions: Vec<TopicPartition>| ExternalMember {
+        id: id.into(),
+        client_id: "rdkafka".into(),
+        host: "/127.0.0.1".into(),
+        partitions,
+    };
+    lab.external_rebalance("copy", 1, "range", vec![member("rdkafka-1", vec![tp()])])
+        .expect("rebalance");
+    assert_eq!(lab.group("copy").expect("group").state().to_string(), "Stable");
+    lab.external_commit("copy", "rdkafka-1", 1, &[(tp(), 8)])
+        .expect("commit");
+    let view = figures(&lab, "copy");
+    assert_eq!(
+        (view.generation, view.members.clone()),
+        (1, vec!["rdkafka-1".to_string()])
+    );
+    assert_eq!(view.committed.get("orders-0"), Some(&Some(8)));
+    assert_eq!(view.lag.get("orders-0"), Some(&Some(4)));
+
+    // A second member joins: generation 2; the first member's generation-1 commit is fenced.
+    lab.external_rebalance(
+        "copy",
+        2,
+        "range",
+        vec![member("rdkafka-1", vec![tp()]), member("rdkafka-2", vec![])],
+    )
+    .expect("rebalance");
+    let err = lab
+        .external_commit("copy", "rdkafka-1", 1, &[(tp(), 12)])
+        .expect_err("stale");
+    assert!(err.to_string().contains("ILLEGAL_GENERATION"), "{err}");
+    let err = lab
+        .external_commit("copy", "ghost", 2, &[(tp(), 12)])
+        .expect_err("unknown");
+    assert!(err.to_string().contains("UNKNOWN_MEMBER_ID"), "{err}");
+    assert!(
+        lab.external_rebalance("copy", 2, "range", vec![]).is_err(),
+        "generations move forward"
+    );
+    assert_eq!(committed(&lab, "copy"), Some(8));
+
+    // Busy with real clients: no lab consumer, no reset.
+    assert!(lab
+        .add_consumer(consumer(
+            "c9",
+            "copy",
+            CommitStrategy::ManualBatch,
+            SinkKind::Append,
+            10
+        ))
+        .is_err());
+    assert!(lab
+        .reset_offsets("copy", "orders", None, ResetSpec::ToEarliest, true)
+        .is_err());
+    // Everyone left: Empty, and a reset may run.
+    lab.external_rebalance("copy", 3, "range", vec![]).expect("empty");
+    assert_eq!(lab.group("copy").expect("group").state().to_string(), "Empty");
+    lab.reset_offsets("copy", "orders", None, ResetSpec::ToEarliest, true)
+        .expect("reset");
+    assert_eq!(committed(&lab, "copy"), Some(0));
+    // A group of the lab's own consumers does not take real clients.
+    lab.add_consumer(consumer(
+        "c1",
+        "g",
+        CommitStrategy::ManualBatch,
+        SinkKind::Append,
+        10,
+    ))
+    .expect("consumer");
+    assert!(lab.external_rebalance("g", 5, "range", vec![]).is_err());
+}

@@ -50,6 +50,12 @@ impl Lab {
         }
         self.validate_transactional(&config)?;
         if let Some(g) = self.groups.get(&config.group) {
+            if g.external.as_ref().is_some_and(|e| !e.members.is_empty()) {
+                return Err(LabError::InvalidArgument(format!(
+                    "group {} is in use by real Kafka clients (through the listener): give the lab's consumer another group",
+                    config.group
+                )));
+            }
             if g.sink_kind != config.sink {
                 return Err(LabError::SinkMismatch {
                     group: config.group.clone(),

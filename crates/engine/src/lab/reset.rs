@@ -85,7 +85,7 @@ impl Lab {
             None => all,
         };
         if let Some(g) = self.groups.get(group) {
-            if !g.members.is_empty() {
+            if g.has_members() {
                 return Err(LabError::GroupActive {
                     group: group.to_string(),
                     state: g.state().to_string(),

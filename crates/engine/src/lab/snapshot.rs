@@ -66,6 +66,8 @@ struct GroupSnapshot {
     empty_since: Option<Millis>,
     sink_kind: SinkKind,
     audit: GroupAudit,
+    #[serde(default)]
+    external: Option<crate::group::ExternalMembership>,
 }
 
 impl Lab {
@@ -100,6 +102,7 @@ impl Lab {
                     empty_since: g.empty_since,
                     sink_kind: g.sink_kind,
                     audit: g.audit.clone(),
+                    external: g.external.clone(),
                 })
                 .collect(),
             consumers: self.consumers.clone(),
@@ -189,6 +192,7 @@ impl Lab {
             group.topics_read = g.topics_read;
             group.empty_since = g.empty_since;
             group.audit = g.audit;
+            group.external = g.external;
             groups.insert(g.name, group);
         }
         let mut lab = Self {

@@ -150,7 +150,7 @@ impl Lab {
             .iter()
             .filter_map(|(k, v)| {
                 let since = match self.groups.get(&k.group) {
-                    Some(g) if !g.members.is_empty() => return None,
+                    Some(g) if g.has_members() => return None,
                     Some(g) => g
                         .empty_since
                         .unwrap_or(v.commit_timestamp)

@@ -347,7 +347,16 @@ impl Lab {
         Ok(GroupView {
             state: g.state().to_string(),
             generation: g.generation,
-            members: g.members.iter().map(|m| m.id.clone()).collect(),
+            members: g
+                .members
+                .iter()
+                .map(|m| m.id.clone())
+                .chain(
+                    g.external
+                        .iter()
+                        .flat_map(|e| e.members.iter().map(|m| m.id.clone())),
+                )
+                .collect(),
             waiting_for: g.waiting_for().iter().map(|m| m.id.clone()).collect(),
             offsets_source: if g.sink_kind == SinkKind::Transactional {
                 "sink"

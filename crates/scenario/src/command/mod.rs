@@ -9,6 +9,7 @@ mod compact;
 mod consumer;
 mod delete_records;
 mod expect;
+mod external;
 mod fault;
 mod lifecycle;
 mod poll;
@@ -28,6 +29,7 @@ pub use compact::Compact;
 pub use consumer::StartConsumer;
 pub use delete_records::DeleteRecords;
 pub use expect::{Expect, ExpectKey};
+pub use external::{CommitOffsets, Rebalance};
 pub use fault::Fault;
 pub use lifecycle::{Close, Crash, Restart};
 pub use poll::Poll;
@@ -51,6 +53,8 @@ pub enum Command {
     Topic(CreateTopic),
     Produce(Produce),
     Send(Send),
+    Rebalance(Rebalance),
+    CommitOffsets(CommitOffsets),
     Consumer(StartConsumer),
     Poll(Poll),
     Process(Process),
@@ -88,7 +92,7 @@ pub enum ApplyError {
 }
 
 /// The command names, in the order `docs/SCENARIOS.md` documents them.
-pub const COMMANDS: [&str; 20] = [
+pub const COMMANDS: [&str; 22] = [
     "topic",
     "produce",
     "send",
@@ -107,6 +111,8 @@ pub const COMMANDS: [&str; 20] = [
     "delete-records",
     "broker",
     "restart-coordinator",
+    "rebalance",
+    "commit-offsets",
     "fault",
     "expect",
 ];
@@ -123,6 +129,8 @@ impl Command {
             "topic" => Command::Topic(CreateTopic::parse(&mut args)?),
             "produce" => Command::Produce(Produce::parse(&mut args)?),
             "send" => Command::Send(Send::parse(&mut args)?),
+            "rebalance" => Command::Rebalance(Rebalance::parse(&mut args)?),
+            "commit-offsets" => Command::CommitOffsets(CommitOffsets::parse(&mut args)?),
             "consumer" => Command::Consumer(StartConsumer::parse(&mut args)?),
             "poll" => Command::Poll(Poll::parse(&mut args)?),
             "process" => Command::Process(Process::parse(&mut args)?),
@@ -156,6 +164,8 @@ impl Command {
             Command::Topic(c) => c.apply(lab)?,
             Command::Produce(c) => c.apply(lab)?,
             Command::Send(c) => c.apply(lab)?,
+            Command::Rebalance(c) => c.apply(lab)?,
+            Command::CommitOffsets(c) => c.apply(lab)?,
             Command::Consumer(c) => c.apply(lab)?,
             Command::Poll(c) => c.apply(lab)?,
             Command::Process(c) => c.apply(lab)?,
@@ -201,6 +211,8 @@ impl fmt::Display for Command {
             Command::Topic(c) => c.fmt(f),
             Command::Produce(c) => c.fmt(f),
             Command::Send(c) => c.fmt(f),
+            Command::Rebalance(c) => c.fmt(f),
+            Command::CommitOffsets(c) => c.fmt(f),
             Command::Consumer(c) => c.fmt(f),
             Command::Poll(c) => c.fmt(f),
             Command::Process(c) => c.fmt(f),
@@ -258,6 +270,9 @@ mod tests {
             "broker offsets.retention=2d",
             "restart-coordinator",
             "fault c1 after=7",
+            r#"rebalance copy generation=3 protocol=range members=[{"id":"rdkafka-1","client":"rdkafka","host":"/127.0.0.1","partitions":{"orders":[0,1]}},{"id":"rdkafka-2","client":"rdkafka","host":"/127.0.0.1","partitions":{}}]"#,
+            "rebalance copy generation=4 protocol=range members=[]",
+            "commit-offsets copy member=rdkafka-1 generation=3 offsets=orders:0=17,my-topic:1=4",
             r#"send orders partition=0 client=rdkafka records=[{"key":"o-1","value":"{\"a\": [1, \"]#'\"]}"},{"key":null,"value":"x y\nz"},{"key":"k","value":null}]"#,
         ];
         for line in lines {
@@ -290,6 +305,10 @@ mod tests {
         assert!(err("reset-offsets g topic=orders").contains("exactly one of"));
         assert!(err("produce orders value={oops}").contains("not valid JSON"));
         assert!(err("send orders records=[]").contains("missing partition"));
+        assert!(err("rebalance g generation=1").contains("missing members"));
+        assert!(err(r#"rebalance g generation=1 members=[{"name":"x"}]"#).contains("not a JSON array"));
+        assert!(err("commit-offsets g member=m generation=1 offsets=orders=3")
+            .contains("not TOPIC:PARTITION=OFFSET"));
         assert!(err("send orders partition=0 records=[]").contains("between 1 and"));
         assert!(err(r#"send orders partition=0 records=[{"key":1}]"#).contains("not a JSON array"));
         assert!(err(r#"send orders partition=0 records=[{"k":"a"}]"#).contains("not a JSON array"));

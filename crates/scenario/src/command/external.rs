@@ -1,0 +1,189 @@
+//! What the Kafka listener's group coordinator reports about groups of real clients:
+//!
+//! `rebalance GROUP generation=G protocol=P members=JSON` — a rebalance completed: the new
+//! generation and every member with its assignment. `members` is a JSON array of
+//! `{"id": …, "client": …, "host": …, "partitions": {"topic": [0, 1]}}`; `[]` when the last
+//! member left or timed out.
+//!
+//! `commit-offsets GROUP member=M generation=G offsets=T:P=O[,T:P=O…]` — a member committed.
+//!
+//! The listener writes these lines; the engine checks them (a commit from an unknown member or an
+//! old generation is refused) and the lab shows the group like any other.
+
+use crate::error::ParseError;
+use crate::token::Args;
+use crate::units::count;
+use offsetlab_engine::group::ExternalMember;
+use offsetlab_engine::record::{Offset, TopicPartition};
+use offsetlab_engine::{Lab, LabError};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// A member as the `members` JSON spells it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MemberJson {
+    id: String,
+    #[serde(default)]
+    client: String,
+    #[serde(default)]
+    host: String,
+    #[serde(default)]
+    partitions: BTreeMap<String, Vec<i32>>,
+}
+
+impl From<&ExternalMember> for MemberJson {
+    fn from(m: &ExternalMember) -> Self {
+        let mut partitions: BTreeMap<String, Vec<i32>> = BTreeMap::new();
+        for tp in &m.partitions {
+            partitions.entry(tp.topic.clone()).or_default().push(tp.partition);
+        }
+        Self {
+            id: m.id.clone(),
+            client: m.client_id.clone(),
+            host: m.host.clone(),
+            partitions,
+        }
+    }
+}
+
+impl From<MemberJson> for ExternalMember {
+    fn from(m: MemberJson) -> Self {
+        Self {
+            id: m.id,
+            client_id: m.client,
+            host: m.host,
+            partitions: m
+                .partitions
+                .into_iter()
+                .flat_map(|(t, ps)| ps.into_iter().map(move |p| TopicPartition::new(t.clone(), p)))
+                .collect(),
+        }
+    }
+}
+
+/// A word of a line: ids and names from clients keep letters, digits and `._-@/:`.
+fn word_ok(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-@/:".contains(c))
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rebalance {
+    pub group: String,
+    pub generation: i32,
+    pub protocol: String,
+    pub members: Vec<ExternalMember>,
+}
+
+impl Rebalance {
+    pub fn parse(args: &mut Args) -> Result<Self, ParseError> {
+        let group = args.word("group")?;
+        let generation = args
+            .parsed("generation", |v| count(v, i32::MAX as u64).map(|g| g as i32))?
+            .ok_or_else(|| ParseError::new("rebalance: missing generation=…"))?;
+        let protocol = args.option("protocol").unwrap_or_else(|| "range".to_string());
+        if !word_ok(&protocol) {
+            return Err(ParseError::new("rebalance: protocol is one word"));
+        }
+        let members = args
+            .parsed("members", |v| {
+                serde_json::from_str::<Vec<MemberJson>>(v).map_err(|e| {
+                    format!(
+                        "not a JSON array of {{\"id\", \"client\", \"host\", \"partitions\"}} members ({e})"
+                    )
+                })
+            })?
+            .ok_or_else(|| ParseError::new("rebalance: missing members=[…]"))?;
+        Ok(Self {
+            group,
+            generation,
+            protocol,
+            members: members.into_iter().map(ExternalMember::from).collect(),
+        })
+    }
+
+    pub fn apply(&self, lab: &mut Lab) -> Result<(), LabError> {
+        lab.external_rebalance(&self.group, self.generation, &self.protocol, self.members.clone())
+    }
+}
+
+impl fmt::Display for Rebalance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let members: Vec<MemberJson> = self.members.iter().map(MemberJson::from).collect();
+        let json = serde_json::to_string(&members).map_err(|_| fmt::Error)?;
+        write!(
+            f,
+            "rebalance {} generation={} protocol={} members={json}",
+            self.group, self.generation, self.protocol
+        )
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitOffsets {
+    pub group: String,
+    pub member: String,
+    pub generation: i32,
+    pub offsets: Vec<(TopicPartition, Offset)>,
+}
+
+impl CommitOffsets {
+    pub fn parse(args: &mut Args) -> Result<Self, ParseError> {
+        let group = args.word("group")?;
+        let member = args.required("member")?;
+        if !word_ok(&member) {
+            return Err(ParseError::new("commit-offsets: member is one word"));
+        }
+        let generation = args
+            .parsed("generation", |v| count(v, i32::MAX as u64).map(|g| g as i32))?
+            .ok_or_else(|| ParseError::new("commit-offsets: missing generation=…"))?;
+        let offsets = args
+            .parsed("offsets", |v| {
+                v.split(',')
+                    .map(|entry| {
+                        let bad = || format!("'{entry}' is not TOPIC:PARTITION=OFFSET");
+                        let (tp, offset) = entry.rsplit_once('=').ok_or_else(bad)?;
+                        let (topic, partition) = tp.rsplit_once(':').ok_or_else(bad)?;
+                        let partition = count(partition, 10_000).map_err(|_| bad())? as i32;
+                        let offset = count(offset, i64::MAX as u64).map_err(|_| bad())? as i64;
+                        if topic.is_empty() {
+                            return Err(bad());
+                        }
+                        Ok((TopicPartition::new(topic, partition), offset))
+                    })
+                    .collect::<Result<Vec<_>, String>>()
+            })?
+            .ok_or_else(|| ParseError::new("commit-offsets: missing offsets=T:P=O,…"))?;
+        Ok(Self {
+            group,
+            member,
+            generation,
+            offsets,
+        })
+    }
+
+    pub fn apply(&self, lab: &mut Lab) -> Result<(), LabError> {
+        lab.external_commit(&self.group, &self.member, self.generation, &self.offsets)
+    }
+}
+
+impl fmt::Display for CommitOffsets {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let offsets: Vec<String> = self
+            .offsets
+            .iter()
+            .map(|(tp, o)| format!("{}:{}={o}", tp.topic, tp.partition))
+            .collect();
+        write!(
+            f,
+            "commit-offsets {} member={} generation={} offsets={}",
+            self.group,
+            self.member,
+            self.generation,
+            offsets.join(",")
+        )
+    }
+}
