@@ -42,9 +42,27 @@ assert sorted(got) == sorted(
 ), got
 consumer.close()
 
+# A consumer group of real clients: kafka-python joins, is assigned orders-0, commits, leaves.
+group = KafkaConsumer(
+    "orders", bootstrap_servers=bootstrap, group_id="py-group", auto_offset_reset="earliest",
+    enable_auto_commit=False, consumer_timeout_ms=5000,
+)
+got = [r.offset for r in group]
+assert got == list(range(13)), got
+group.commit()
+watcher = KafkaAdminClient(bootstrap_servers=bootstrap)
+live = watcher.describe_groups(["py-group"])["py-group"]
+assert live["group_state"] == "Stable", live
+assert [m["member_assignment"]["assigned_partitions"] for m in live["members"]] == [[{"topic": "orders", "partitions": [0]}]], live
+group.close()
+after = watcher.describe_groups(["py-group"])["py-group"]
+assert after["group_state"] == "Empty" and after["members"] == [], after
+assert watcher.list_group_offsets("py-group")["py-group"][tp].offset == 13
+watcher.close()
+
 admin = KafkaAdminClient(bootstrap_servers=bootstrap)
 groups = admin.list_groups()
-assert [g["group_id"] for g in groups] == ["analytics-prod"], groups
+assert sorted(g["group_id"] for g in groups) == ["analytics-prod", "py-group"], groups
 offsets = admin.list_group_offsets("analytics-prod")["analytics-prod"]
 assert offsets[tp].offset == 0, offsets
 described = admin.describe_groups(["analytics-prod"])["analytics-prod"]
@@ -77,4 +95,4 @@ admin.close()
 consumer = KafkaConsumer(bootstrap_servers=bootstrap)
 assert consumer.beginning_offsets([tp]) == {tp: 4}
 consumer.close()
-print("kafka-python smoke test: consumed 12 records, produced 6 and read them back, listed and described analytics-prod, created a topic, described its configs, deleted records — ok")
+print("kafka-python smoke test: consumed 12 records, produced 6 and read them back, consumed in a group with a commit, listed and described analytics-prod, created a topic, described its configs, deleted records — ok")

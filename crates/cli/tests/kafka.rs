@@ -751,3 +751,63 @@ fn admin_requests_create_topics_and_delete_records_or_say_why_not() {
     assert_eq!(delete(&mut s, 5, -1), (0, 12), "-1 is the high watermark");
     assert!(consume(&kafka, "orders", &["-o", "beginning"]).is_empty());
 }
+
+/// A real consumer killed with SIGKILL sends no LeaveGroup: the lab keeps it as the group's
+/// member, holding its partition, until `session.timeout.ms` passes without a heartbeat — then
+/// the group is Empty and the lab's history says so.
+#[test]
+fn a_killed_kcat_member_stays_until_its_session_times_out() {
+    let (lab, kafka) = lab();
+    let mut member = Command::new("kcat")
+        .args([
+            "-b",
+            &kafka,
+            "-G",
+            "crashers",
+            "orders",
+            "-q",
+            "-f",
+            "%o\\n",
+            "-X",
+            "auto.offset.reset=earliest",
+            "-X",
+            "session.timeout.ms=6000",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("these tests need kcat (apt-get install kcat): {e}"));
+    let group = || {
+        let state = ok_json(&http(&lab.addr, "GET", "/api/state", "").expect("state")).expect("json");
+        state["groups"]["crashers"].clone()
+    };
+    let wait_for = |want: &str, within: std::time::Duration| {
+        let deadline = std::time::Instant::now() + within;
+        while group()["state"] != want && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        group()
+    };
+    let joined = wait_for("Stable", std::time::Duration::from_secs(15));
+    assert_eq!(joined["members"].as_array().map(Vec::len), Some(1), "{joined}");
+    member.kill().expect("kill -9");
+    let _ = member.wait();
+    let killed_at = std::time::Instant::now();
+    std::thread::sleep(std::time::Duration::from_millis(1_000));
+    assert_eq!(
+        group()["state"],
+        "Stable",
+        "a dead member is a member until its session expires"
+    );
+    let after = wait_for("Empty", std::time::Duration::from_secs(15));
+    assert_eq!(after["state"], "Empty", "{after}");
+    assert!(
+        killed_at.elapsed() >= std::time::Duration::from_secs(5),
+        "not before the session timeout"
+    );
+    let scenario = http(&lab.addr, "GET", "/api/scenario", "").expect("scenario");
+    assert!(
+        scenario.contains("rebalance crashers generation=2 protocol=range members=[]"),
+        "{scenario}"
+    );
+}

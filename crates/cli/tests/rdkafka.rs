@@ -1,7 +1,7 @@
 //! The Kafka listener against librdkafka itself, through the `rdkafka` crate (built from its
-//! bundled librdkafka source): ten thousand records produced, consumed with manual commits,
-//! the consumer stopped and a new one resuming exactly at the committed offset; offsets looked up
-//! by timestamp; the lab's groups listed and described.
+//! bundled librdkafka source): ten thousand records produced, consumed in a consumer group with
+//! manual commits, the consumer stopped and a new member resuming exactly at the committed
+//! offset; offsets looked up by timestamp; the lab's groups listed and described.
 
 mod common;
 
@@ -84,9 +84,10 @@ fn librdkafka_resumes_exactly_at_the_offset_it_committed() {
     let state = ok_json(&http(&lab.addr, "GET", "/api/state", "").expect("state")).expect("json");
     assert!(state["topics"].to_string().contains("events"), "{state}");
 
-    // Consume 4,000 and commit after processing them; then the consumer stops.
+    // A consumer group: the member consumes 4,000 records and commits after processing them;
+    // meanwhile the lab shows it as the group's member. Then the consumer stops (LeaveGroup).
     let first = consumer(&kafka, "copier");
-    first.assign(&events(Offset::Beginning)).expect("assign");
+    first.subscribe(&["events"]).expect("subscribe");
     let batch = take(&first, 4_000);
     assert_eq!(batch.len(), 4_000);
     assert!(batch
@@ -96,7 +97,21 @@ fn librdkafka_resumes_exactly_at_the_offset_it_committed() {
     first
         .commit(&events(Offset::Offset(4_000)), CommitMode::Sync)
         .expect("commit");
+    let group = |lab: &Lab| {
+        let state = ok_json(&http(&lab.addr, "GET", "/api/state", "").expect("state")).expect("json");
+        state["groups"]["copier"].clone()
+    };
+    let live = group(&lab);
+    assert_eq!(live["state"], "Stable", "{live}");
+    assert_eq!(live["members"].as_array().map(Vec::len), Some(1), "{live}");
+    assert_eq!(live["committed"]["events-0"], 4_000, "{live}");
+    assert_eq!(live["lag"]["events-0"], 6_000, "{live}");
     drop(first);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while group(&lab)["state"] != "Empty" && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(group(&lab)["state"], "Empty", "the member left when it closed");
 
     // A new consumer of the group starts from the committed offset: nothing lost, nothing again.
     let second = consumer(&kafka, "copier");
@@ -107,11 +122,25 @@ fn librdkafka_resumes_exactly_at_the_offset_it_committed() {
         committed.find_partition("events", 0).map(|p| p.offset()),
         Some(Offset::Offset(4_000))
     );
-    second.assign(&events(Offset::Stored)).expect("assign");
+    second.subscribe(&["events"]).expect("subscribe");
     let rest = take(&second, 6_000);
     assert_eq!(rest.len(), 6_000);
     assert_eq!(rest.first().map(|r| r.0), Some(4_000));
     assert_eq!(rest.last().map(|r| r.0), Some(9_999));
+    second
+        .commit(&events(Offset::Offset(10_000)), CommitMode::Sync)
+        .expect("commit");
+    assert_eq!(group(&lab)["lag"]["events-0"], 0);
+    // The lab's history holds the group's rebalances and commits as lines.
+    let scenario = http(&lab.addr, "GET", "/api/scenario", "").expect("scenario");
+    assert!(
+        scenario.contains("commit-offsets copier member=rdkafka-"),
+        "{scenario}"
+    );
+    assert!(
+        scenario.contains("generation=1 offsets=events:0=4000"),
+        "{scenario}"
+    );
 }
 
 #[test]

@@ -25,8 +25,13 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListGroups, 0, 4),
     (ApiKey::DescribeGroups, 0, 5),
     (ApiKey::OffsetFetch, 1, 7),
-    // Commits from outside a group (offset resets), mapped onto the lab's `reset-offsets`.
+    // Commits: a member's (checked against its generation), or from outside a group (resets).
     (ApiKey::OffsetCommit, 2, 7),
+    // Groups of real clients: the classic (eager) group protocol.
+    (ApiKey::JoinGroup, 0, 9),
+    (ApiKey::SyncGroup, 0, 5),
+    (ApiKey::Heartbeat, 0, 4),
+    (ApiKey::LeaveGroup, 0, 5),
 ];
 
 /// The range served for `api_key`, if it is served.

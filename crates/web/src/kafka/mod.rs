@@ -12,6 +12,7 @@
 //! Kafka broker does. The lab is read under the session's lock on a blocking thread.
 
 mod admin;
+mod coordinator;
 mod produce;
 mod producers;
 
@@ -26,6 +27,7 @@ use offsetlab_wire::kafka_protocol::messages::describe_groups_response::{
     DescribedGroup, DescribedGroupMember,
 };
 use offsetlab_wire::kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use offsetlab_wire::kafka_protocol::messages::leave_group_response::MemberResponse;
 use offsetlab_wire::kafka_protocol::messages::list_groups_response::ListedGroup;
 use offsetlab_wire::kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
@@ -45,8 +47,9 @@ use offsetlab_wire::kafka_protocol::messages::{
 };
 use offsetlab_wire::kafka_protocol::messages::{
     ConsumerProtocolAssignment, DescribeGroupsRequest, DescribeGroupsResponse, FindCoordinatorResponse,
-    GroupId, InitProducerIdResponse, ListGroupsResponse, OffsetCommitRequest, OffsetCommitResponse,
-    OffsetFetchRequest, OffsetFetchResponse, ProducerId,
+    GroupId, HeartbeatResponse, InitProducerIdResponse, JoinGroupResponse, LeaveGroupResponse,
+    ListGroupsResponse, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
+    ProducerId, SyncGroupResponse,
 };
 use offsetlab_wire::kafka_protocol::protocol::Encodable;
 use offsetlab_wire::kafka_protocol::protocol::StrBytes;
@@ -101,6 +104,19 @@ impl Default for KafkaConfig {
 struct Broker {
     config: KafkaConfig,
     producers: producers::Producers,
+    coordinator: coordinator::Coordinator,
+}
+
+/// Applies lines the coordinator settled, in order (the caller holds its settle lock); `false`
+/// (with a warning) when the lab refused them.
+fn settle_lines(app: &AppState, lines: &[String]) -> bool {
+    let session = app.session();
+    let s = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let ok = produce::apply_and_save(app, s, lines);
+    if !ok {
+        eprintln!("offsetlab: the lab refused what the group coordinator settled: {lines:?}");
+    }
+    ok
 }
 
 /// Accepts connections until the runtime stops.
@@ -109,6 +125,25 @@ pub async fn serve(listener: TcpListener, app: AppState, config: KafkaConfig) {
         config,
         ..Broker::default()
     });
+    // Sessions and rebalance timeouts run on wall time: check them a few times a second.
+    {
+        let (app, broker) = (app.clone(), Arc::clone(&broker));
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(Duration::from_millis(250));
+            loop {
+                every.tick().await;
+                let (app, broker) = (app.clone(), Arc::clone(&broker));
+                let _ = tokio::task::spawn_blocking(move || {
+                    let _settle = broker.coordinator.settle_lock();
+                    let lines = broker.coordinator.tick(std::time::Instant::now());
+                    if !lines.is_empty() {
+                        settle_lines(&app, &lines);
+                    }
+                })
+                .await;
+            }
+        });
+    }
     let Ok(advertised) = listener.local_addr() else {
         return;
     };
@@ -131,6 +166,10 @@ async fn connection(
     broker: &Arc<Broker>,
 ) -> std::io::Result<()> {
     let session = app.session();
+    // Kafka prints a member's host as `/address`.
+    let host = stream
+        .peer_addr()
+        .map_or_else(|_| "/unknown".to_string(), |a| format!("/{}", a.ip()));
     let mut buf = BytesMut::with_capacity(64 << 10);
     loop {
         loop {
@@ -139,7 +178,7 @@ async fn connection(
                 Ok(None) => break,
                 Err(_) => return Ok(()), // a size over the limit: close
             };
-            match respond(frame, &app, &session, advertised, broker).await {
+            match respond(frame, &app, &session, advertised, broker, &host).await {
                 Reply::Frame(out) => stream.write_all(&out).await?,
                 Reply::Nothing => {}
                 Reply::Close => return Ok(()), // malformed or unserved: close, as Kafka does
@@ -167,8 +206,9 @@ async fn respond(
     session: &Arc<Mutex<Session>>,
     advertised: SocketAddr,
     broker: &Arc<Broker>,
+    host: &str,
 ) -> Reply {
-    match answer(frame, app, session, advertised, broker).await {
+    match answer(frame, app, session, advertised, broker, host).await {
         Some(Some(frame)) => Reply::Frame(frame),
         Some(None) => Reply::Nothing,
         None => Reply::Close,
@@ -182,6 +222,7 @@ async fn answer(
     session: &Arc<Mutex<Session>>,
     advertised: SocketAddr,
     broker: &Arc<Broker>,
+    host: &str,
 ) -> Option<Option<BytesMut>> {
     let request = match decode(frame) {
         Ok(r) => r,
@@ -283,17 +324,104 @@ async fn answer(
                 .with_host(str_bytes(&advertised.ip().to_string()))
                 .with_port(i32::from(advertised.port())),
         ),
-        RequestKind::ListGroups(_) => ResponseKind::ListGroups(with_lab(session, list_groups).await?),
+        RequestKind::ListGroups(_) => {
+            let broker = Arc::clone(broker);
+            ResponseKind::ListGroups(with_lab(session, move |s| list_groups(s, &broker.coordinator)).await?)
+        }
         RequestKind::DescribeGroups(r) => {
-            ResponseKind::DescribeGroups(with_lab(session, move |s| describe_groups(s, &r)).await?)
+            let broker = Arc::clone(broker);
+            ResponseKind::DescribeGroups(
+                with_lab(session, move |s| describe_groups(s, &broker.coordinator, &r)).await?,
+            )
+        }
+        RequestKind::JoinGroup(r) => {
+            let name = r.group_id.0.to_string();
+            let lab_members = with_lab(session, move |s| {
+                s.lab().group(&name).is_ok_and(|g| !g.members.is_empty())
+            })
+            .await?;
+            let response = if lab_members {
+                // The lab's own consumers are in it: real clients get a group of their own.
+                JoinGroupResponse::default()
+                    .with_error_code(coordinator::INCONSISTENT_GROUP_PROTOCOL)
+                    .with_generation_id(-1)
+            } else {
+                match broker.coordinator.join(&r, version, &client_id, host) {
+                    coordinator::Join::Now(response) => response,
+                    coordinator::Join::Wait(rx, timeout) => match tokio::time::timeout(timeout, rx).await {
+                        Ok(Ok(response)) => response,
+                        // Dropped from the rebalance (it timed out) or the wait outlived it.
+                        _ => JoinGroupResponse::default()
+                            .with_error_code(coordinator::UNKNOWN_MEMBER_ID)
+                            .with_generation_id(-1),
+                    },
+                }
+            };
+            ResponseKind::JoinGroup(response)
+        }
+        RequestKind::SyncGroup(r) => {
+            let (app, broker2) = (app.clone(), Arc::clone(broker));
+            let decided = tokio::task::spawn_blocking(move || {
+                let _settle = broker2.coordinator.settle_lock();
+                match broker2.coordinator.sync(&r) {
+                    coordinator::Sync::Now(settled) => {
+                        if !settled.lines.is_empty() {
+                            settle_lines(&app, &settled.lines);
+                        }
+                        coordinator::Sync::Now(settled)
+                    }
+                    wait => wait,
+                }
+            })
+            .await
+            .ok()?;
+            let response = match decided {
+                coordinator::Sync::Now(settled) => settled.answer,
+                coordinator::Sync::Wait(rx, timeout) => match tokio::time::timeout(timeout, rx).await {
+                    Ok(Ok(response)) => response,
+                    _ => SyncGroupResponse::default().with_error_code(coordinator::REBALANCE_IN_PROGRESS),
+                },
+            };
+            ResponseKind::SyncGroup(response)
+        }
+        RequestKind::Heartbeat(r) => ResponseKind::Heartbeat(
+            HeartbeatResponse::default().with_error_code(broker.coordinator.heartbeat(&r)),
+        ),
+        RequestKind::LeaveGroup(r) => {
+            let (app, broker) = (app.clone(), Arc::clone(broker));
+            let per_member = tokio::task::spawn_blocking(move || {
+                let _settle = broker.coordinator.settle_lock();
+                let settled = broker.coordinator.leave(&r);
+                if !settled.lines.is_empty() {
+                    settle_lines(&app, &settled.lines);
+                }
+                settled.answer
+            })
+            .await
+            .ok()?;
+            let response = if version >= 3 {
+                LeaveGroupResponse::default().with_members(
+                    per_member
+                        .iter()
+                        .map(|(id, code)| {
+                            MemberResponse::default()
+                                .with_member_id(str_bytes(id))
+                                .with_error_code(*code)
+                        })
+                        .collect(),
+                )
+            } else {
+                LeaveGroupResponse::default().with_error_code(per_member.first().map_or(0, |m| m.1))
+            };
+            ResponseKind::LeaveGroup(response)
         }
         RequestKind::OffsetFetch(r) => {
             ResponseKind::OffsetFetch(with_lab(session, move |s| offset_fetch(s, &r)).await?)
         }
         RequestKind::OffsetCommit(r) => {
-            let app = app.clone();
+            let (app, broker) = (app.clone(), Arc::clone(broker));
             ResponseKind::OffsetCommit(
-                tokio::task::spawn_blocking(move || offset_commit(&app, &r))
+                tokio::task::spawn_blocking(move || offset_commit(&app, &broker.coordinator, &r))
                     .await
                     .ok()?,
             )
@@ -316,30 +444,85 @@ async fn answer(
     encode(correlation_id, api_key, version, &body).ok().map(Some)
 }
 
-fn list_groups(s: &Session) -> ListGroupsResponse {
+/// The lab's groups and the groups of real clients (their live state from the coordinator).
+fn list_groups(s: &Session, coordinator: &coordinator::Coordinator) -> ListGroupsResponse {
+    let mut listed: BTreeMap<String, (String, String)> = s
+        .lab()
+        .groups()
+        .values()
+        .map(|g| (g.name.clone(), ("consumer".to_string(), g.state().to_string())))
+        .collect();
+    for (name, g) in coordinator
+        .groups
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+    {
+        if !g.members.is_empty() || !listed.contains_key(name) {
+            listed.insert(
+                name.clone(),
+                (g.protocol_type.clone(), g.state.name().to_string()),
+            );
+        }
+    }
     ListGroupsResponse::default().with_groups(
-        s.lab()
-            .groups()
-            .values()
-            .map(|g| {
+        listed
+            .into_iter()
+            .map(|(name, (protocol_type, state))| {
                 ListedGroup::default()
-                    .with_group_id(GroupId(str_bytes(&g.name)))
-                    .with_protocol_type(str_bytes("consumer"))
-                    .with_group_state(str_bytes(&g.state().to_string()))
+                    .with_group_id(GroupId(str_bytes(&name)))
+                    .with_protocol_type(str_bytes(&protocol_type))
+                    .with_group_state(str_bytes(&state))
             })
             .collect(),
+    )
+}
+
+/// A group of real clients as the coordinator sees it now (`None` when it has no members).
+fn describe_external(coordinator: &coordinator::Coordinator, id: &GroupId) -> Option<DescribedGroup> {
+    let groups = coordinator
+        .groups
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let g = groups.get(id.0.as_str()).filter(|g| !g.members.is_empty())?;
+    let members = g
+        .ordered()
+        .map(|(member_id, m)| {
+            DescribedGroupMember::default()
+                .with_member_id(str_bytes(member_id))
+                .with_group_instance_id(m.instance_id.as_deref().map(str_bytes))
+                .with_client_id(str_bytes(&m.client_id))
+                .with_client_host(str_bytes(&m.host))
+                .with_member_metadata(m.metadata(&g.protocol))
+                .with_member_assignment(m.assignment.clone())
+        })
+        .collect();
+    Some(
+        DescribedGroup::default()
+            .with_group_id(id.clone())
+            .with_group_state(str_bytes(g.state.name()))
+            .with_protocol_type(str_bytes(&g.protocol_type))
+            .with_protocol_data(str_bytes(&g.protocol))
+            .with_members(members),
     )
 }
 
 /// The lab's groups as a Kafka coordinator describes them: members with the partitions they own
 /// (the consumer protocol's assignment bytes), the assignor as the protocol. An unknown group is
 /// `Dead`, as Kafka answers.
-fn describe_groups(s: &Session, r: &DescribeGroupsRequest) -> DescribeGroupsResponse {
+fn describe_groups(
+    s: &Session,
+    coordinator: &coordinator::Coordinator,
+    r: &DescribeGroupsRequest,
+) -> DescribeGroupsResponse {
     let lab = s.lab();
     let groups = r
         .groups
         .iter()
         .map(|id| {
+            if let Some(described) = describe_external(coordinator, id) {
+                return described;
+            }
             let name = id.0.to_string();
             let Ok(g) = lab.group(&name) else {
                 return DescribedGroup::default()
@@ -446,8 +629,13 @@ fn offset_fetch(s: &Session, r: &OffsetFetchRequest) -> OffsetFetchResponse {
 /// and an admin client's `alterConsumerGroupOffsets` send (no member id, generation −1) — becomes
 /// the lab's own `reset-offsets … execute` lines, one batch, so the lab's history, export and
 /// undo see it like any other action. A group with members refuses it, as Kafka's coordinator
-/// does (UNKNOWN_MEMBER_ID): members of external clients do not exist yet.
-fn offset_commit(app: &AppState, r: &OffsetCommitRequest) -> OffsetCommitResponse {
+/// does (UNKNOWN_MEMBER_ID). A member's commit (a member id and its generation) is checked by
+/// the group coordinator and becomes a `commit-offsets` line.
+fn offset_commit(
+    app: &AppState,
+    coordinator: &coordinator::Coordinator,
+    r: &OffsetCommitRequest,
+) -> OffsetCommitResponse {
     let group = r.group_id.0.to_string();
     let respond = |code: &dyn Fn(&str, i32) -> i16| {
         OffsetCommitResponse::default().with_topics(
@@ -470,10 +658,62 @@ fn offset_commit(app: &AppState, r: &OffsetCommitRequest) -> OffsetCommitRespons
                 .collect(),
         )
     };
+    // A member's commit: checked by the coordinator, written as a `commit-offsets` line.
+    if !r.member_id.is_empty() || r.generation_id_or_member_epoch >= 0 {
+        let member = r.member_id.to_string();
+        let generation = r.generation_id_or_member_epoch;
+        let _settle = coordinator.settle_lock();
+        if let Err(code) = coordinator.check_commit(&group, &member, generation) {
+            return respond(&|_, _| code);
+        }
+        let known: std::collections::BTreeSet<(String, i32)> = {
+            let session = app.session();
+            let s = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            r.topics
+                .iter()
+                .flat_map(|t| {
+                    t.partitions
+                        .iter()
+                        .map(move |p| (t.name.0.to_string(), p.partition_index))
+                })
+                .filter(|(t, p)| s.lab().partition_log(&TopicPartition::new(t.clone(), *p)).is_ok())
+                .collect()
+        };
+        let offsets: Vec<(TopicPartition, i64)> = r
+            .topics
+            .iter()
+            .flat_map(|t| {
+                t.partitions.iter().map(move |p| {
+                    (
+                        TopicPartition::new(t.name.0.to_string(), p.partition_index),
+                        p.committed_offset,
+                    )
+                })
+            })
+            .filter(|(tp, _)| known.contains(&(tp.topic.clone(), tp.partition)))
+            .collect();
+        let stored = offsets.is_empty()
+            || settle_lines(
+                app,
+                &[coordinator::Coordinator::commit_line(
+                    &group, &member, generation, offsets,
+                )],
+            );
+        return respond(&|t, p| {
+            if !known.contains(&(t.to_string(), p)) {
+                UNKNOWN_TOPIC_OR_PARTITION
+            } else if stored {
+                NONE
+            } else {
+                UNKNOWN_SERVER_ERROR
+            }
+        });
+    }
     let session = app.session();
     let mut s = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let active = s.lab().group(&group).is_ok_and(|g| !g.members.is_empty());
-    if active || !r.member_id.is_empty() {
+    // From outside the group (an offset reset): only while nobody is in it.
+    let active = s.lab().group(&group).is_ok_and(|g| g.has_members()) || coordinator.has_members(&group);
+    if active {
         return respond(&|_, _| UNKNOWN_MEMBER_ID);
     }
     let lines: Vec<String> = r
