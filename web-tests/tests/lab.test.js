@@ -270,6 +270,29 @@ test('Kafka transactions: markers, the last stable offset, and the two isolation
   assert.deepEqual(page.errors, []);
 });
 
+test('a group of real Kafka clients shows its members, generation, committed offset and lag', async () => {
+  const page = await openLab(browser, lab.url);
+  await resetLab(page);
+  // What the Kafka listener writes when kcat -G joins, commits and is then killed.
+  await typeLine(page, 'rebalance kcat-group generation=1 protocol=range members=[{"id":"rdkafka-1","client":"rdkafka","host":"/127.0.0.1","partitions":{"orders":[0]}}]');
+  await typeLine(page, 'commit-offsets kcat-group member=rdkafka-1 generation=1 offsets=orders:0=9');
+  await page.click('#group-tabs button:has-text("kcat-group")');
+  await page.waitForFunction(() => document.querySelector('#group-info')?.textContent.includes('rdkafka-1'));
+  assert.match(await page.textContent('#group-info'), /Stable\s*generation 1 · members: rdkafka-1/);
+  assert.equal(await card(page, 'fig-committed'), '9 / 12');
+  assert.match(await card(page, 'fig-lag'), /lag: 3/);
+  assert.match(await page.textContent('#narrative'), /group kcat-group \(real Kafka clients\) rebalanced: generation 1/);
+  // A zombie's commit from an older generation is refused, and changes nothing.
+  await typeLine(page, 'rebalance kcat-group generation=2 protocol=range members=[]');
+  await page.fill('#line-input', 'commit-offsets kcat-group member=rdkafka-1 generation=1 offsets=orders:0=12');
+  await page.press('#line-input', 'Enter');
+  await page.waitForFunction(() => document.querySelector('#alert').textContent.includes('UNKNOWN_MEMBER_ID'));
+  assert.match(await page.textContent('#alert'), /not a member of group kcat-group.*Nothing changed/);
+  assert.equal(await card(page, 'fig-committed'), '9 / 12');
+  assert.match(await page.textContent('#group-info'), /Empty\s*generation 2 · members: none/);
+  assert.deepEqual(page.errors, []);
+});
+
 test('compaction of a keyed topic, before and after, with a tombstone', async () => {
   const page = await openLab(browser, lab.url);
   await resetLab(page);
