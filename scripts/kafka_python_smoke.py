@@ -23,7 +23,7 @@ assert consumer.beginning_offsets([tp]) == {tp: 0}
 consumer.close()
 
 # Produce: into the lab's topic after its twelve orders, and into a topic created on first use.
-producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", compression_type="gzip")
 sent = producer.send("orders", key=b"o-1", value=b'{"order_id":"o-1","status":"refunded"}', partition=0).get(timeout=10)
 assert sent.offset == 12, sent
 for i in range(5):

@@ -15,6 +15,7 @@
 //! - [`client`]: the other direction, for offsetlab's own tools talking to any broker.
 
 pub mod client;
+pub mod compression;
 pub mod frame;
 pub mod request;
 pub mod response;

@@ -1,7 +1,9 @@
 //! Produce, and topics created on first use.
 //!
-//! A Produce request's batches are checked whole by the durable log's own codec (CRC-32C,
-//! every record's bounds, offsets numbered from 0) before anything changes. Each partition's
+//! A Produce request's batches are checked whole before anything changes: uncompressed ones by
+//! the durable log's own codec (CRC-32C, every record's bounds, offsets numbered from 0),
+//! compressed ones (gzip, snappy, lz4, zstd) by the `kafka-protocol` decoder after a bounded
+//! decompression (`offsetlab_wire::compression`); the lab stores their records uncompressed. Each partition's
 //! records then become one `send` line and the whole request one batch of lines, applied
 //! all-or-nothing under the session's lock: the records land in the lab's log, the lab's history
 //! and its export hold exactly what the client wrote, and the page shows them at once.
@@ -15,17 +17,20 @@ use super::Broker;
 use super::{str_bytes, INVALID_TOPIC_EXCEPTION, NONE, UNKNOWN_SERVER_ERROR, UNKNOWN_TOPIC_OR_PARTITION};
 use crate::api::AppState;
 use crate::session::Session;
+use bytes::Bytes;
 use offsetlab_engine::lab::{SentRecord, MAX_SEND_RECORDS};
 use offsetlab_scenario::command::{client_word, Send};
-use offsetlab_storage::batch::{Batch, BatchError};
+use offsetlab_storage::batch::{Batch, BatchHeader};
+use offsetlab_wire::compression;
 use offsetlab_wire::kafka_protocol::messages::produce_response::{
     PartitionProduceResponse, TopicProduceResponse,
 };
 use offsetlab_wire::kafka_protocol::messages::{ProduceRequest, ProduceResponse};
+use offsetlab_wire::kafka_protocol::records::RecordBatchDecoder;
 use std::collections::BTreeMap;
 
 const CORRUPT_MESSAGE: i16 = 2;
-const UNSUPPORTED_COMPRESSION_TYPE: i16 = 76;
+const RECORD_LIST_TOO_LARGE: i16 = 18;
 const INVALID_RECORD: i16 = 87;
 
 /// Why one partition's records were refused: Kafka's error code and the message a v8+ client
@@ -44,17 +49,29 @@ pub(crate) fn sent_records(bytes: &[u8]) -> Result<Produced, Refusal> {
     let mut out = Vec::new();
     let mut producer: Option<(i64, i16, i32, i32)> = None;
     let mut at = 0;
+    let text = |b: Option<&[u8]>, what: &str| -> Result<Option<String>, Refusal> {
+        b.map(|b| {
+            String::from_utf8(b.to_vec()).map_err(|_| {
+                (
+                    INVALID_RECORD,
+                    format!("the lab keeps text records: this {what} is not UTF-8"),
+                )
+            })
+        })
+        .transpose()
+    };
     while at < bytes.len() {
-        let batch = Batch::parse(&bytes[at..]).map_err(|e| match e {
-            BatchError::Compressed(codec) => (
-                UNSUPPORTED_COMPRESSION_TYPE,
-                format!(
-                    "the lab stores uncompressed batches (this one uses codec {codec}): set compression.type=none"
-                ),
-            ),
-            e => (CORRUPT_MESSAGE, format!("corrupt record batch: {e}")),
-        })?;
-        let h = batch.header;
+        let h = BatchHeader::parse(&bytes[at..])
+            .map_err(|e| (CORRUPT_MESSAGE, format!("corrupt record batch: {e}")))?;
+        let end = at
+            .checked_add(h.total_len)
+            .filter(|&e| e <= bytes.len())
+            .ok_or_else(|| {
+                (
+                    CORRUPT_MESSAGE,
+                    "a record batch runs past the request".to_string(),
+                )
+            })?;
         if h.count < 1 || h.last_offset_delta != h.count - 1 {
             return Err((
                 INVALID_RECORD,
@@ -88,24 +105,60 @@ pub(crate) fn sent_records(bytes: &[u8]) -> Result<Produced, Refusal> {
                 }
             };
         }
-        for r in batch.records() {
-            let text = |b: Option<&[u8]>, what: &str| -> Result<Option<String>, Refusal> {
-                b.map(|b| {
-                    String::from_utf8(b.to_vec()).map_err(|_| {
-                        (
-                            INVALID_RECORD,
-                            format!("the lab keeps text records: this {what} is not UTF-8"),
+        if h.attributes & 0b111 == 0 {
+            // Uncompressed: the durable log's own codec checks the batch whole.
+            let batch = Batch::parse(&bytes[at..end])
+                .map_err(|e| (CORRUPT_MESSAGE, format!("corrupt record batch: {e}")))?;
+            for r in batch.records() {
+                out.push(SentRecord {
+                    key: text(r.key, "key")?,
+                    value: text(r.value, "value")?,
+                });
+            }
+        } else {
+            // Compressed (gzip, snappy, lz4, zstd): decompressed with a bound, then decoded.
+            let mut one = Bytes::copy_from_slice(&bytes[at..end]);
+            let set =
+                RecordBatchDecoder::decode_with_custom_compression(&mut one, Some(compression::decompress))
+                    .map_err(|e| {
+                    let too_large = e.chain().any(|c| {
+                        matches!(
+                            c.downcast_ref::<compression::DecompressError>(),
+                            Some(compression::DecompressError::TooLarge { .. })
                         )
-                    })
-                })
-                .transpose()
-            };
-            out.push(SentRecord {
-                key: text(r.key, "key")?,
-                value: text(r.value, "value")?,
-            });
+                    });
+                    if too_large {
+                        (
+                            RECORD_LIST_TOO_LARGE,
+                            format!(
+                                "a batch decompresses to more than {} bytes",
+                                compression::MAX_DECOMPRESSED
+                            ),
+                        )
+                    } else {
+                        (CORRUPT_MESSAGE, format!("corrupt compressed record batch: {e:#}"))
+                    }
+                })?;
+            let numbered = set.records.len() == h.count as usize
+                && set
+                    .records
+                    .iter()
+                    .enumerate()
+                    .all(|(i, r)| r.offset == h.base_offset + i as i64);
+            if !numbered {
+                return Err((
+                    INVALID_RECORD,
+                    "a produced batch numbers its records 0, 1, 2, …".into(),
+                ));
+            }
+            for r in &set.records {
+                out.push(SentRecord {
+                    key: text(r.key.as_deref(), "key")?,
+                    value: text(r.value.as_deref(), "value")?,
+                });
+            }
         }
-        at += h.total_len;
+        at = end;
     }
     if out.is_empty() {
         return Err((CORRUPT_MESSAGE, "no records in the request".into()));
