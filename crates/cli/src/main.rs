@@ -113,6 +113,10 @@ enum Cmd {
         /// partition — Kafka's auto.create.topics.enable (true by default, as in Kafka)
         #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
         auto_create_topics: bool,
+        /// The largest Kafka request accepted, in bytes — Kafka's socket.request.max.bytes. A
+        /// request announcing more closes its connection before anything is allocated for it
+        #[arg(long, value_name = "BYTES", default_value_t = 100 << 20, value_parser = clap::value_parser!(u32).range(64..))]
+        kafka_max_request_bytes: u32,
     },
     /// Consumer groups of a Kafka broker — the lab's listener or a real cluster — like
     /// kafka-consumer-groups.sh: --list, or --describe --group G (GROUP TOPIC PARTITION
@@ -235,6 +239,7 @@ struct ServeArgs {
     flush: offsetlab_storage::FlushPolicy,
     kafka: Option<std::net::SocketAddr>,
     auto_create_topics: bool,
+    kafka_max_request_bytes: u32,
 }
 
 impl Default for ServeArgs {
@@ -247,6 +252,7 @@ impl Default for ServeArgs {
             flush: offsetlab_storage::FlushPolicy::Never,
             kafka: Some(std::net::SocketAddr::from(([127, 0, 0, 1], 9092))),
             auto_create_topics: true,
+            kafka_max_request_bytes: 100 << 20,
         }
     }
 }
@@ -267,6 +273,7 @@ fn serve(args: ServeArgs) -> u8 {
         kafka: args.kafka,
         kafka_config: offsetlab_web::kafka::KafkaConfig {
             auto_create_topics: args.auto_create_topics,
+            max_request_bytes: args.kafka_max_request_bytes as usize,
         },
     };
     match runtime.block_on(offsetlab_web::serve(config)) {
@@ -290,6 +297,7 @@ fn main() -> ExitCode {
             flush,
             kafka,
             auto_create_topics,
+            kafka_max_request_bytes,
         }) => serve(ServeArgs {
             http,
             data,
@@ -298,6 +306,7 @@ fn main() -> ExitCode {
             flush,
             kafka: kafka.0,
             auto_create_topics,
+            kafka_max_request_bytes,
         }),
         Some(Cmd::Bench {
             what: BenchCmd::Storage { records, dir, json },

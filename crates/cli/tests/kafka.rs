@@ -249,6 +249,8 @@ fn without_auto_creation_an_unknown_topic_is_refused() {
         "127.0.0.1:0",
         "--auto-create-topics",
         "false",
+        "--kafka-max-request-bytes",
+        "4096",
     ]);
     let kafka = lab.kafka();
     // librdkafka waits topic.metadata.propagation.max.ms for a topic to appear (30 s by default).
@@ -272,6 +274,14 @@ fn without_auto_creation_an_unknown_topic_is_refused() {
     );
     let state = ok_json(&http(&lab.addr, "GET", "/api/state", "").expect("state")).expect("json");
     assert!(!state.to_string().contains("nowhere"), "{state}");
+    // --kafka-max-request-bytes 4096: a request announcing 5000 bytes closes its connection
+    // before anything is read or allocated; smaller requests are served.
+    let mut c = TcpStream::connect(&kafka).expect("connect");
+    c.write_all(&5000i32.to_be_bytes()).expect("write");
+    let mut buf = [0u8; 16];
+    assert_eq!(c.read(&mut buf).unwrap_or(0), 0, "closed");
+    let (meta, err) = kcat(&["-b", &kafka, "-L"], None);
+    assert!(meta.contains(r#"topic "orders""#), "{meta}{err}");
 }
 
 #[test]

@@ -86,6 +86,22 @@ fn main() -> std::io::Result<()> {
     let mut two = BytesMut::from(&batch(2)[..]);
     two.extend_from_slice(&batch(3));
     std::fs::write(dir.join("two_batches"), two)?;
-    println!("{} request seeds, 2 batch seeds", requests.len());
+    // Compressed records for the decompress target: the first byte picks the codec.
+    let dir = std::path::Path::new("seeds/decompress");
+    std::fs::create_dir_all(dir)?;
+    let plain = batch(50);
+    let mut gz = flate2::write::GzEncoder::new(vec![0u8], flate2::Compression::default());
+    std::io::Write::write_all(&mut gz, &plain)?;
+    std::fs::write(dir.join("gzip"), gz.finish()?)?;
+    let mut sn = vec![1u8];
+    sn.extend(snap::raw::Encoder::new().compress_vec(&plain).expect("snappy"));
+    std::fs::write(dir.join("snappy_raw"), sn)?;
+    let mut lz = lz4_flex::frame::FrameEncoder::new(vec![2u8]);
+    std::io::Write::write_all(&mut lz, &plain)?;
+    std::fs::write(dir.join("lz4"), lz.finish().expect("lz4"))?;
+    let mut zs = vec![3u8];
+    zs.extend(ruzstd::encoding::compress_to_vec(&plain[..], ruzstd::encoding::CompressionLevel::Fastest));
+    std::fs::write(dir.join("zstd"), zs)?;
+    println!("{} request seeds, 2 batch seeds, 4 compressed seeds", requests.len());
     Ok(())
 }

@@ -89,12 +89,16 @@ const MAX_FETCH_RECORDS: usize = 5_000;
 pub struct KafkaConfig {
     /// `auto.create.topics.enable`: a Produce or Metadata request creates an unknown topic.
     pub auto_create_topics: bool,
+    /// `socket.request.max.bytes`: a request announcing more is refused before anything is
+    /// allocated for it, and its connection closed.
+    pub max_request_bytes: usize,
 }
 
 impl Default for KafkaConfig {
     fn default() -> Self {
         Self {
             auto_create_topics: true,
+            max_request_bytes: DEFAULT_MAX_FRAME,
         }
     }
 }
@@ -173,7 +177,7 @@ async fn connection(
     let mut buf = BytesMut::with_capacity(64 << 10);
     loop {
         loop {
-            let frame = match split_frame(&mut buf, DEFAULT_MAX_FRAME) {
+            let frame = match split_frame(&mut buf, broker.config.max_request_bytes) {
                 Ok(Some(f)) => f.freeze(),
                 Ok(None) => break,
                 Err(_) => return Ok(()), // a size over the limit: close
@@ -184,7 +188,7 @@ async fn connection(
                 Reply::Close => return Ok(()), // malformed or unserved: close, as Kafka does
             }
         }
-        let want = bytes_wanted(&buf, DEFAULT_MAX_FRAME).clamp(1, 1 << 20);
+        let want = bytes_wanted(&buf, broker.config.max_request_bytes).clamp(1, 1 << 20);
         buf.reserve(want);
         if stream.read_buf(&mut buf).await? == 0 {
             return Ok(());
