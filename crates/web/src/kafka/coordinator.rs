@@ -34,7 +34,7 @@ use offsetlab_wire::kafka_protocol::messages::{
     SyncGroupRequest, SyncGroupResponse,
 };
 use offsetlab_wire::kafka_protocol::protocol::{Decodable, StrBytes};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -107,8 +107,9 @@ pub(crate) struct Group {
     /// Members in join order (the first is the leader of a fresh group).
     pub(crate) members: BTreeMap<String, Member>,
     order: Vec<String>,
-    /// Ids handed out with MEMBER_ID_REQUIRED, not joined yet.
-    pending: HashSet<String>,
+    /// Ids handed out with MEMBER_ID_REQUIRED, not joined yet, and when they lapse (a session
+    /// timeout later, as Kafka expires pending members).
+    pending: HashMap<String, Instant>,
     deadline: Option<Instant>,
     join_waiters: Vec<(String, oneshot::Sender<JoinGroupResponse>)>,
     sync_waiters: Vec<(String, oneshot::Sender<SyncGroupResponse>)>,
@@ -124,7 +125,7 @@ impl Group {
             leader: String::new(),
             members: BTreeMap::new(),
             order: Vec::new(),
-            pending: HashSet::new(),
+            pending: HashMap::new(),
             deadline: None,
             join_waiters: Vec::new(),
             sync_waiters: Vec::new(),
@@ -158,6 +159,7 @@ impl Group {
     }
 
     fn remove(&mut self, id: &str) {
+        self.pending.remove(id);
         self.members.remove(id);
         self.order.retain(|m| m != id);
         self.join_waiters.retain(|(m, _)| m != id);
@@ -385,10 +387,10 @@ impl Coordinator {
             );
             if version >= 4 {
                 // KIP-394: the client learns its id first and joins again with it.
-                g.pending.insert(id.clone());
+                g.pending.insert(id.clone(), now + session);
                 return refuse(MEMBER_ID_REQUIRED, &id);
             }
-        } else if !g.members.contains_key(&id) && !g.pending.contains(&id) {
+        } else if !g.members.contains_key(&id) && !g.pending.contains_key(&id) {
             return refuse(UNKNOWN_MEMBER_ID, &id);
         }
         g.pending.remove(&id);
@@ -536,8 +538,10 @@ impl Coordinator {
             return ILLEGAL_GENERATION;
         }
         match g.state {
-            State::Stable => 0,
-            _ => REBALANCE_IN_PROGRESS,
+            // After its JoinGroup answer a member may heartbeat while the leader computes the
+            // assignment: Kafka treats that as a normal heartbeat.
+            State::Stable | State::CompletingRebalance => 0,
+            State::PreparingRebalance | State::Empty => REBALANCE_IN_PROGRESS,
         }
     }
 
@@ -614,6 +618,7 @@ impl Coordinator {
         let mut groups = self.lock();
         let mut lines = Vec::new();
         for (name, g) in groups.iter_mut() {
+            g.pending.retain(|_, lapses| now < *lapses);
             // A member waiting inside a JoinGroup is alive for the rebalance's sake.
             let expired: Vec<String> = g
                 .members
@@ -684,7 +689,11 @@ mod tests {
                     .with_generation_id(generation),
             )
         };
-        assert_eq!(heartbeat(1), REBALANCE_IN_PROGRESS, "no assignment yet");
+        assert_eq!(
+            heartbeat(1),
+            0,
+            "waiting for the leader's assignment is no reason to rejoin"
+        );
         assert_eq!(c.check_commit("g", &id, 1), Err(REBALANCE_IN_PROGRESS));
         let mut assignment = bytes::BytesMut::new();
         assignment.extend_from_slice(&0i16.to_be_bytes());

@@ -239,6 +239,19 @@ pub(crate) fn produce(
 ) -> ProduceResponse {
     let auto_create = broker.config.auto_create_topics;
     let client = client_word(client_id);
+    // Batches are checked (and decompressed) before the lab is locked, as a broker's request
+    // handler checks them before the partition's lock: the page and other clients wait only
+    // for the append.
+    let mut decoded: Vec<Vec<Option<Result<Produced, Refusal>>>> = r
+        .topic_data
+        .iter()
+        .map(|t| {
+            t.partition_data
+                .iter()
+                .map(|p| Some(sent_records(p.records.as_deref().unwrap_or_default())))
+                .collect()
+        })
+        .collect();
     let session = app.session();
     let s = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let now = s.lab().now();
@@ -258,7 +271,7 @@ pub(crate) fn produce(
     let mut planned: BTreeMap<(String, i32), i64> = BTreeMap::new();
     // Idempotent producers' batches in this request, noted once they are stored.
     let mut appended = Vec::new();
-    for t in &r.topic_data {
+    for (t, t_decoded) in r.topic_data.iter().zip(decoded.iter_mut()) {
         let name = t.name.0.to_string();
         let partitions = if created.contains(&name) {
             1
@@ -266,7 +279,7 @@ pub(crate) fn produce(
             s.lab().topic(&name).map_or(0, |t| t.partitions.len() as i32)
         };
         let mut topic_answers = Vec::new();
-        for p in &t.partition_data {
+        for (p, p_decoded) in t.partition_data.iter().zip(t_decoded.iter_mut()) {
             let answer = if let Some(&code) = refused.get(&name) {
                 Err((code, format!("'{name}' cannot be created by a client")))
             } else if !(0..partitions).contains(&p.index) {
@@ -275,7 +288,10 @@ pub(crate) fn produce(
                     format!("{name} has no partition {}", p.index),
                 ))
             } else {
-                let produced = sent_records(p.records.as_deref().unwrap_or_default()).and_then(|produced| {
+                let checked = p_decoded
+                    .take()
+                    .unwrap_or_else(|| Err((CORRUPT_MESSAGE, "no records".to_string())));
+                let produced = checked.and_then(|produced| {
                     let verdict = match produced.producer {
                         Some(producer) => broker
                             .producers
