@@ -261,9 +261,7 @@ async fn answer(
                 .collect();
             if create && !wanted.is_empty() {
                 let app = app.clone();
-                tokio::task::spawn_blocking(move || produce::create_topics(&app, &wanted))
-                    .await
-                    .ok()?;
+                blocking(move || produce::create_topics(&app, &wanted)).await?;
             }
             ResponseKind::Metadata(with_lab(session, move |s| metadata(s, &r, advertised)).await?)
         }
@@ -302,19 +300,11 @@ async fn answer(
         }
         RequestKind::CreateTopics(r) => {
             let app = app.clone();
-            ResponseKind::CreateTopics(
-                tokio::task::spawn_blocking(move || admin::create_topics(&app, &r))
-                    .await
-                    .ok()?,
-            )
+            ResponseKind::CreateTopics(blocking(move || admin::create_topics(&app, &r)).await?)
         }
         RequestKind::DeleteRecords(r) => {
             let app = app.clone();
-            ResponseKind::DeleteRecords(
-                tokio::task::spawn_blocking(move || admin::delete_records(&app, &r))
-                    .await
-                    .ok()?,
-            )
+            ResponseKind::DeleteRecords(blocking(move || admin::delete_records(&app, &r)).await?)
         }
         RequestKind::DescribeConfigs(r) => {
             let auto_create = broker.config.auto_create_topics;
@@ -424,20 +414,13 @@ async fn answer(
         }
         RequestKind::OffsetCommit(r) => {
             let (app, broker) = (app.clone(), Arc::clone(broker));
-            ResponseKind::OffsetCommit(
-                tokio::task::spawn_blocking(move || offset_commit(&app, &broker.coordinator, &r))
-                    .await
-                    .ok()?,
-            )
+            ResponseKind::OffsetCommit(blocking(move || offset_commit(&app, &broker.coordinator, &r)).await?)
         }
         RequestKind::Produce(r) => {
             let app = app.clone();
             let acks = r.acks;
             let broker = Arc::clone(broker);
-            let response =
-                tokio::task::spawn_blocking(move || produce::produce(&app, &broker, &r, &client_id))
-                    .await
-                    .ok()?;
+            let response = blocking(move || produce::produce(&app, &broker, &r, &client_id)).await?;
             if acks == 0 {
                 return Some(None);
             }
@@ -756,6 +739,11 @@ fn offset_commit(
         Err(e) if e.status == 400 => respond(&|_, _| INVALID_GROUP_ID),
         Err(_) => respond(&|_, _| INVALID_COMMIT_OFFSET_SIZE),
     }
+}
+
+/// Runs lab work (locks, saves, fsyncs) off the async workers; `None` if it panicked.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    tokio::task::spawn_blocking(f).await.ok()
 }
 
 async fn with_lab<T: Send + 'static>(
