@@ -4,7 +4,8 @@
 #   2. cargo test: unit, property, integration, CLI and HTTP API tests
 #   3. the browser tests: Playwright (playwright-core from web-tests/package-lock.json) driving
 #      Debian's Chromium against a real `offsetlab serve`
-#   4. a kafka-python smoke test against the lab's Kafka listener (kcat's tests run in step 2)
+#   4. a kafka-python smoke test against the lab's Kafka listener (the kcat and librdkafka
+#      (`rdkafka` crate) tests of the listener run in step 2)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
