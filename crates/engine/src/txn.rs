@@ -215,6 +215,10 @@ pub struct TxnWrite {
 pub struct OpenTxn {
     pub started_at: Millis,
     pub writes: Vec<TxnWrite>,
+    /// Offsets a real client's transaction will commit with it (TxnOffsetCommit): group,
+    /// partition, offset.
+    #[serde(default)]
+    pub offsets: Vec<(String, TopicPartition, Offset)>,
 }
 
 impl OpenTxn {
@@ -244,6 +248,9 @@ pub struct TransactionalProducer {
     pub fenced: Option<String>,
     pub committed: u64,
     pub aborted: u64,
+    /// A real Kafka client's producer (through the listener), not a lab consumer's.
+    #[serde(default)]
+    pub external: bool,
 }
 
 impl TransactionalProducer {
@@ -257,6 +264,7 @@ impl TransactionalProducer {
             fenced: None,
             committed: 0,
             aborted: 0,
+            external: false,
         }
     }
 

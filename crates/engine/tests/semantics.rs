@@ -1637,3 +1637,63 @@ fn a_group_of_real_clients_commits_through_its_membership() {
     .expect("consumer");
     assert!(lab.external_rebalance("g", 5, "range", vec![]).is_err());
 }
+
+/// A real client's transactions share the lab's transaction coordinator: writes are in the log at
+/// once but behind the last stable offset; an abort leaves them skipped by read_committed; a
+/// commit makes them visible and commits the offsets it carried; a fenced epoch is refused.
+#[test]
+fn a_real_clients_transaction_commits_or_aborts_with_its_offsets() {
+    use offsetlab_engine::lab::SentRecord;
+    let mut lab = lab_with_orders(4);
+    lab.create_topic("out", TopicConfig::default()).expect("topic");
+    let out = TopicPartition::new("out", 0);
+    let rec = |k: &str| SentRecord {
+        key: Some(k.into()),
+        value: Some("v".into()),
+    };
+    let (pid, epoch) = lab.external_init_transactions("copy-loop", 60_000).expect("init");
+    assert_eq!(epoch, 0);
+    lab.external_txn_send("copy-loop", pid, epoch, &out, &[rec("a"), rec("b")])
+        .expect("send");
+    assert_eq!(
+        lab.last_stable_offset(&out).expect("lso"),
+        0,
+        "the open transaction holds readers back"
+    );
+    lab.external_end_transaction("copy-loop", pid, epoch, false)
+        .expect("abort");
+    assert_eq!(
+        lab.last_stable_offset(&out).expect("lso"),
+        3,
+        "two records and an ABORT marker"
+    );
+
+    // The next instance: a new epoch fences the old one.
+    let (pid2, epoch2) = lab.external_init_transactions("copy-loop", 60_000).expect("init");
+    assert_eq!((pid2, epoch2), (pid, 1));
+    let err = lab
+        .external_txn_send("copy-loop", pid, 0, &out, &[rec("zombie")])
+        .expect_err("fenced");
+    assert!(err.to_string().contains("PRODUCER_FENCED"), "{err}");
+    lab.external_txn_send("copy-loop", pid, 1, &out, &[rec("c")])
+        .expect("send");
+    lab.external_txn_offsets("copy-loop", pid, 1, "copy", &[(tp(), 4)])
+        .expect("offsets");
+    assert_eq!(committed(&lab, "copy"), None, "offsets wait for the commit");
+    lab.external_end_transaction("copy-loop", pid, 1, true)
+        .expect("commit");
+    assert_eq!(committed(&lab, "copy"), Some(4));
+    assert_eq!(lab.last_stable_offset(&out).expect("lso"), 5);
+    let txns = lab.partition_txns(&out).expect("txns");
+    assert!(txns.is_aborted(0) && txns.is_aborted(1) && !txns.is_aborted(3));
+    // A name of the lab's own consumers is not a real client's transactional.id.
+    lab.add_consumer(consumer(
+        "c1",
+        "g",
+        CommitStrategy::ManualBatch,
+        SinkKind::Append,
+        10,
+    ))
+    .expect("consumer");
+    assert!(lab.external_init_transactions("c1", 60_000).is_err());
+}

@@ -167,3 +167,262 @@ impl Lab {
         Ok(())
     }
 }
+
+/// Transactions of real Kafka clients: a transactional producer's `initTransactions()`, its
+/// sends inside the open transaction, `sendOffsetsToTransaction()` and `commitTransaction()` /
+/// `abortTransaction()` — as the listener's transaction coordinator reports them. They share the
+/// lab's transaction coordinator with the `kafka-tx` consumers: the same producer ids, epochs,
+/// markers, last stable offset and read_committed rules.
+impl Lab {
+    fn external_producer(
+        &mut self,
+        txn_id: &str,
+        producer_id: i64,
+        epoch: i16,
+    ) -> Result<&mut crate::txn::TransactionalProducer, LabError> {
+        let p = self
+            .producers
+            .get_mut(txn_id)
+            .filter(|p| p.external)
+            .ok_or_else(|| {
+                LabError::InvalidArgument(format!(
+                    "transactional.id {txn_id} has not called initTransactions()"
+                ))
+            })?;
+        if p.producer_id != producer_id || p.epoch != epoch {
+            return Err(LabError::InvalidArgument(format!(
+                "PRODUCER_FENCED: transactional.id {txn_id} is producer {} epoch {}, not {producer_id} epoch {epoch}",
+                p.producer_id, p.epoch
+            )));
+        }
+        Ok(p)
+    }
+
+    /// `initTransactions()` of a real client: a producer id for a new `transactional.id`, or
+    /// the next epoch for a known one — aborting the transaction a previous instance left open
+    /// and fencing it. Returns (producer id, epoch).
+    pub fn external_init_transactions(
+        &mut self,
+        txn_id: &str,
+        timeout_ms: i64,
+    ) -> Result<(i64, i16), LabError> {
+        if txn_id.is_empty() || timeout_ms <= 0 {
+            return Err(LabError::InvalidArgument(
+                "initTransactions needs a transactional.id and a positive transaction.timeout.ms".into(),
+            ));
+        }
+        if self.producers.get(txn_id).is_some_and(|p| !p.external) || self.consumers.contains_key(txn_id) {
+            return Err(LabError::InvalidArgument(format!(
+                "transactional.id {txn_id} belongs to one of the lab's own consumers"
+            )));
+        }
+        if !self.producers.contains_key(txn_id) {
+            let pid = self.next_producer_id;
+            self.next_producer_id += 1;
+            let mut p = crate::txn::TransactionalProducer::new(txn_id, pid, timeout_ms);
+            p.external = true;
+            self.producers.insert(txn_id.to_string(), p);
+            self.say(
+                EventKind::Setup,
+                format!("a real client calls initTransactions(): transactional.id={txn_id} gets producer id {pid}, epoch 0"),
+            );
+            return Ok((pid, 0));
+        }
+        if self.producers.get(txn_id).is_some_and(|p| p.ongoing.is_some()) {
+            let markers = self.end_transaction(txn_id, crate::txn::ControlType::Abort);
+            if let Some(p) = self.producers.get_mut(txn_id) {
+                p.epoch = p.epoch.saturating_add(1);
+            }
+            self.say(
+                EventKind::Warning,
+                format!("initTransactions() again for transactional.id={txn_id}: the coordinator aborts the transaction the previous instance left open (ABORT marker(s) at {})", markers.join(", ")),
+            );
+        }
+        let p = self
+            .producers
+            .get_mut(txn_id)
+            .ok_or_else(|| LabError::InvalidArgument(format!("no producer {txn_id}")))?;
+        p.epoch = p.epoch.saturating_add(1);
+        p.fenced = None;
+        p.timeout_ms = timeout_ms;
+        let (pid, epoch) = (p.producer_id, p.epoch);
+        self.say(
+            EventKind::Setup,
+            format!("transactional.id={txn_id} keeps producer id {pid} with epoch {epoch}; any older instance is fenced"),
+        );
+        Ok((pid, epoch))
+    }
+
+    /// Records a real transactional producer wrote inside its open transaction (which the first
+    /// write, or offsets, begins): in the log at once, invisible to read_committed readers until
+    /// the COMMIT marker.
+    pub fn external_txn_send(
+        &mut self,
+        txn_id: &str,
+        producer_id: i64,
+        epoch: i16,
+        tp: &TopicPartition,
+        records: &[super::SentRecord],
+    ) -> Result<(Offset, Offset), LabError> {
+        self.external_producer(txn_id, producer_id, epoch)?;
+        if tp.topic.starts_with("__") || records.is_empty() {
+            return Err(LabError::InvalidArgument(format!(
+                "a transaction writes at least one record, never to an internal topic ({tp})"
+            )));
+        }
+        self.partition_log(tp)?;
+        let now = self.clock.now();
+        let t = self
+            .topics
+            .get_mut(&tp.topic)
+            .ok_or_else(|| LabError::UnknownTopic(tp.topic.clone()))?;
+        let index = tp.partition as usize;
+        let batch: Vec<crate::record::NewRecord<'_>> = records
+            .iter()
+            .map(|r| crate::record::NewRecord {
+                timestamp: now,
+                key: r.key.as_deref().map(str::as_bytes),
+                value: r.value.as_deref().map(str::as_bytes),
+                control: false,
+            })
+            .collect();
+        let first = t.partitions[index].append_batch(&batch, now);
+        let offsets: Vec<(Offset, &super::SentRecord)> = records
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (first + i as Offset, r))
+            .collect();
+        for (offset, _) in &offsets {
+            t.txns[index].record_open(producer_id, *offset);
+        }
+        let lso = t.txns[index].last_stable_offset(t.partitions[index].log_end_offset());
+        let p = self.external_producer(txn_id, producer_id, epoch)?;
+        let begins = p.ongoing.is_none();
+        let txn = p.ongoing.get_or_insert_with(|| crate::txn::OpenTxn {
+            started_at: now,
+            writes: Vec::new(),
+            offsets: Vec::new(),
+        });
+        for (offset, r) in &offsets {
+            txn.writes.push(crate::txn::TxnWrite {
+                output: tp.clone(),
+                output_offset: *offset,
+                source: tp.clone(),
+                source_offset: *offset,
+                key: r.key.clone().unwrap_or_default(),
+                value: r.value.clone().unwrap_or_default(),
+                incarnation: 0,
+                reason: crate::audit::DeliveryReason::First,
+            });
+        }
+        let (first, last) = (offsets[0].0, offsets[offsets.len() - 1].0);
+        self.say(
+            EventKind::Produce,
+            format!(
+                "transactional.id={txn_id} (a real client) {} writing {} record(s) to {tp} @{first}..{last}: read_committed readers stop at the last stable offset, now {lso}",
+                if begins { "begins a transaction," } else { "goes on" },
+                offsets.len()
+            ),
+        );
+        Ok((first, last))
+    }
+
+    /// `sendOffsetsToTransaction()`: offsets a group commits if, and only if, the transaction
+    /// commits.
+    pub fn external_txn_offsets(
+        &mut self,
+        txn_id: &str,
+        producer_id: i64,
+        epoch: i16,
+        group: &str,
+        offsets: &[(TopicPartition, Offset)],
+    ) -> Result<(), LabError> {
+        super::validate_name("group", group)?;
+        for (tp, _) in offsets {
+            self.partition_log(tp)?;
+        }
+        let now = self.clock.now();
+        let p = self.external_producer(txn_id, producer_id, epoch)?;
+        let txn = p.ongoing.get_or_insert_with(|| crate::txn::OpenTxn {
+            started_at: now,
+            writes: Vec::new(),
+            offsets: Vec::new(),
+        });
+        for (tp, o) in offsets {
+            txn.offsets.retain(|(g, t, _)| !(g == group && t == tp));
+            txn.offsets.push((group.to_string(), tp.clone(), *o));
+        }
+        let what: Vec<String> = offsets.iter().map(|(tp, o)| format!("{tp} → {o}")).collect();
+        self.say(
+            EventKind::Commit,
+            format!("transactional.id={txn_id} adds group {group}'s offsets to its transaction ({}): they commit only if it commits", what.join(", ")),
+        );
+        Ok(())
+    }
+
+    /// `commitTransaction()` / `abortTransaction()` of a real client: COMMIT or ABORT markers on
+    /// every partition it wrote; on commit, the offsets it carried reach `__consumer_offsets`.
+    pub fn external_end_transaction(
+        &mut self,
+        txn_id: &str,
+        producer_id: i64,
+        epoch: i16,
+        commit: bool,
+    ) -> Result<(), LabError> {
+        let p = self.external_producer(txn_id, producer_id, epoch)?;
+        let Some(txn) = p.ongoing.clone() else {
+            self.say(
+                EventKind::Commit,
+                format!("transactional.id={txn_id} ends a transaction with nothing in it"),
+            );
+            return Ok(());
+        };
+        let control = if commit {
+            crate::txn::ControlType::Commit
+        } else {
+            crate::txn::ControlType::Abort
+        };
+        let markers = self.end_transaction(txn_id, control);
+        let now = self.clock.now();
+        if commit {
+            for (group, tp, offset) in &txn.offsets {
+                self.offsets.commit(
+                    OffsetKey::new(group, tp),
+                    OffsetAndMetadata {
+                        offset: *offset,
+                        metadata: String::new(),
+                        commit_timestamp: now,
+                    },
+                    now,
+                );
+            }
+        }
+        self.say(
+            if commit {
+                EventKind::Commit
+            } else {
+                EventKind::Warning
+            },
+            format!(
+                "transactional.id={txn_id} {} its transaction: {} marker(s) at {}; {} record(s){}",
+                if commit { "commits" } else { "aborts" },
+                if commit { "COMMIT" } else { "ABORT" },
+                if markers.is_empty() {
+                    "no partition".to_string()
+                } else {
+                    markers.join(", ")
+                },
+                txn.writes.len(),
+                if commit {
+                    format!(
+                        " now visible to read_committed readers, {} group offset(s) committed",
+                        txn.offsets.len()
+                    )
+                } else {
+                    " stay in the log, skipped by read_committed readers; its offsets are dropped".to_string()
+                }
+            ),
+        );
+        Ok(())
+    }
+}

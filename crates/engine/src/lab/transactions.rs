@@ -185,6 +185,7 @@ impl Lab {
         let txn = p.ongoing.get_or_insert_with(|| OpenTxn {
             started_at: now,
             writes: Vec::new(),
+            offsets: Vec::new(),
         });
         let adds_partition = !txn.writes.iter().any(|w| w.output == out);
         txn.writes.push(TxnWrite {
@@ -381,7 +382,7 @@ impl Lab {
 
     /// Writes a COMMIT or ABORT marker to every partition of `name`'s open transaction and
     /// closes it. Returns where the markers went.
-    fn end_transaction(&mut self, name: &str, control: ControlType) -> Vec<String> {
+    pub(crate) fn end_transaction(&mut self, name: &str, control: ControlType) -> Vec<String> {
         let now = self.now();
         let Some(p) = self.producers.get_mut(name) else {
             return Vec::new();

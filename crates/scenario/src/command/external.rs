@@ -63,6 +63,23 @@ impl From<MemberJson> for ExternalMember {
     }
 }
 
+/// `T:P=O[,T:P=O…]`: offsets per partition, as `commit-offsets` and `txn-offsets` write them.
+pub(crate) fn parse_offsets(v: &str) -> Result<Vec<(TopicPartition, Offset)>, String> {
+    v.split(',')
+        .map(|entry| {
+            let bad = || format!("'{entry}' is not TOPIC:PARTITION=OFFSET");
+            let (tp, offset) = entry.rsplit_once('=').ok_or_else(bad)?;
+            let (topic, partition) = tp.rsplit_once(':').ok_or_else(bad)?;
+            let partition = count(partition, 10_000).map_err(|_| bad())? as i32;
+            let offset = count(offset, i64::MAX as u64).map_err(|_| bad())? as i64;
+            if topic.is_empty() {
+                return Err(bad());
+            }
+            Ok((TopicPartition::new(topic, partition), offset))
+        })
+        .collect()
+}
+
 /// A word of a line: ids and names from clients keep letters, digits and `._-@/:`.
 fn word_ok(s: &str) -> bool {
     !s.is_empty()
@@ -141,21 +158,7 @@ impl CommitOffsets {
             .parsed("generation", |v| count(v, i32::MAX as u64).map(|g| g as i32))?
             .ok_or_else(|| ParseError::new("commit-offsets: missing generation=…"))?;
         let offsets = args
-            .parsed("offsets", |v| {
-                v.split(',')
-                    .map(|entry| {
-                        let bad = || format!("'{entry}' is not TOPIC:PARTITION=OFFSET");
-                        let (tp, offset) = entry.rsplit_once('=').ok_or_else(bad)?;
-                        let (topic, partition) = tp.rsplit_once(':').ok_or_else(bad)?;
-                        let partition = count(partition, 10_000).map_err(|_| bad())? as i32;
-                        let offset = count(offset, i64::MAX as u64).map_err(|_| bad())? as i64;
-                        if topic.is_empty() {
-                            return Err(bad());
-                        }
-                        Ok((TopicPartition::new(topic, partition), offset))
-                    })
-                    .collect::<Result<Vec<_>, String>>()
-            })?
+            .parsed("offsets", parse_offsets)?
             .ok_or_else(|| ParseError::new("commit-offsets: missing offsets=T:P=O,…"))?;
         Ok(Self {
             group,

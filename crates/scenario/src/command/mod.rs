@@ -10,6 +10,7 @@ mod consumer;
 mod delete_records;
 mod expect;
 mod external;
+mod external_txn;
 mod fault;
 mod lifecycle;
 mod poll;
@@ -30,6 +31,7 @@ pub use consumer::StartConsumer;
 pub use delete_records::DeleteRecords;
 pub use expect::{Expect, ExpectKey};
 pub use external::{CommitOffsets, Rebalance};
+pub use external_txn::{EndTxn, InitTxn, TxnOffsets, TxnSend};
 pub use fault::Fault;
 pub use lifecycle::{Close, Crash, Restart};
 pub use poll::Poll;
@@ -55,6 +57,10 @@ pub enum Command {
     Send(Send),
     Rebalance(Rebalance),
     CommitOffsets(CommitOffsets),
+    InitTxn(InitTxn),
+    TxnSend(TxnSend),
+    TxnOffsets(TxnOffsets),
+    EndTxn(EndTxn),
     Consumer(StartConsumer),
     Poll(Poll),
     Process(Process),
@@ -92,7 +98,7 @@ pub enum ApplyError {
 }
 
 /// The command names, in the order `docs/SCENARIOS.md` documents them.
-pub const COMMANDS: [&str; 22] = [
+pub const COMMANDS: [&str; 26] = [
     "topic",
     "produce",
     "send",
@@ -113,6 +119,10 @@ pub const COMMANDS: [&str; 22] = [
     "restart-coordinator",
     "rebalance",
     "commit-offsets",
+    "init-txn",
+    "txn-send",
+    "txn-offsets",
+    "end-txn",
     "fault",
     "expect",
 ];
@@ -131,6 +141,10 @@ impl Command {
             "send" => Command::Send(Send::parse(&mut args)?),
             "rebalance" => Command::Rebalance(Rebalance::parse(&mut args)?),
             "commit-offsets" => Command::CommitOffsets(CommitOffsets::parse(&mut args)?),
+            "init-txn" => Command::InitTxn(InitTxn::parse(&mut args)?),
+            "txn-send" => Command::TxnSend(TxnSend::parse(&mut args)?),
+            "txn-offsets" => Command::TxnOffsets(TxnOffsets::parse(&mut args)?),
+            "end-txn" => Command::EndTxn(EndTxn::parse(&mut args)?),
             "consumer" => Command::Consumer(StartConsumer::parse(&mut args)?),
             "poll" => Command::Poll(Poll::parse(&mut args)?),
             "process" => Command::Process(Process::parse(&mut args)?),
@@ -166,6 +180,10 @@ impl Command {
             Command::Send(c) => c.apply(lab)?,
             Command::Rebalance(c) => c.apply(lab)?,
             Command::CommitOffsets(c) => c.apply(lab)?,
+            Command::InitTxn(c) => c.apply(lab)?,
+            Command::TxnSend(c) => c.apply(lab)?,
+            Command::TxnOffsets(c) => c.apply(lab)?,
+            Command::EndTxn(c) => c.apply(lab)?,
             Command::Consumer(c) => c.apply(lab)?,
             Command::Poll(c) => c.apply(lab)?,
             Command::Process(c) => c.apply(lab)?,
@@ -213,6 +231,10 @@ impl fmt::Display for Command {
             Command::Send(c) => c.fmt(f),
             Command::Rebalance(c) => c.fmt(f),
             Command::CommitOffsets(c) => c.fmt(f),
+            Command::InitTxn(c) => c.fmt(f),
+            Command::TxnSend(c) => c.fmt(f),
+            Command::TxnOffsets(c) => c.fmt(f),
+            Command::EndTxn(c) => c.fmt(f),
             Command::Consumer(c) => c.fmt(f),
             Command::Poll(c) => c.fmt(f),
             Command::Process(c) => c.fmt(f),
@@ -273,6 +295,11 @@ mod tests {
             r#"rebalance copy generation=3 protocol=range members=[{"id":"rdkafka-1","client":"rdkafka","host":"/127.0.0.1","partitions":{"orders":[0,1]}},{"id":"rdkafka-2","client":"rdkafka","host":"/127.0.0.1","partitions":{}}]"#,
             "rebalance copy generation=4 protocol=range members=[]",
             "commit-offsets copy member=rdkafka-1 generation=3 offsets=orders:0=17,my-topic:1=4",
+            "init-txn copy-loop timeout=1m",
+            r#"txn-send copy-loop producer-id=1000 epoch=0 topic=orders-out partition=0 records=[{"key":"o-1","value":"x"}]"#,
+            "txn-offsets copy-loop producer-id=1000 epoch=0 group=copy offsets=orders:0=5",
+            "end-txn copy-loop producer-id=1000 epoch=0 abort",
+            "end-txn copy-loop producer-id=1000 epoch=1 commit",
             r#"send orders partition=0 client=rdkafka records=[{"key":"o-1","value":"{\"a\": [1, \"]#'\"]}"},{"key":null,"value":"x y\nz"},{"key":"k","value":null}]"#,
         ];
         for line in lines {

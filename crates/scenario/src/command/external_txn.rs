@@ -1,0 +1,233 @@
+//! What the Kafka listener's transaction coordinator reports about real transactional
+//! producers (each line is written by the listener; the engine checks producer id and epoch, so
+//! a fenced instance is refused):
+//!
+//! - `init-txn TXNID timeout=DUR` — `initTransactions()`: a producer id, or the next epoch
+//!   (aborting what a previous instance left open);
+//! - `txn-send TXNID producer-id=P epoch=E topic=T partition=N records=JSON` — records written
+//!   inside the open transaction (`records` as in `send`);
+//! - `txn-offsets TXNID producer-id=P epoch=E group=G offsets=T:P=O[,…]` —
+//!   `sendOffsetsToTransaction()`;
+//! - `end-txn TXNID producer-id=P epoch=E commit|abort` — `commitTransaction()` /
+//!   `abortTransaction()`: the markers, and on commit the offsets.
+
+use super::external::parse_offsets;
+use crate::error::ParseError;
+use crate::token::Args;
+use crate::units::{count, duration_ms};
+use offsetlab_engine::clock::format_duration;
+use offsetlab_engine::lab::SentRecord;
+use offsetlab_engine::record::{Offset, TopicPartition};
+use offsetlab_engine::{Lab, LabError};
+use std::fmt;
+
+/// A `transactional.id` as one word: letters, digits and `._-@:` (the listener maps others to `_`).
+fn txn_id(args: &mut Args) -> Result<String, ParseError> {
+    let id = args.word("transactional.id")?;
+    if id
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "._-@:".contains(c))
+    {
+        Ok(id)
+    } else {
+        Err(ParseError::new(format!("'{id}' is not a transactional.id word")))
+    }
+}
+
+/// `producer-id=P epoch=E`.
+fn producer(args: &mut Args, what: &str) -> Result<(i64, i16), ParseError> {
+    let pid = args
+        .parsed("producer-id", |v| count(v, i64::MAX as u64).map(|p| p as i64))?
+        .ok_or_else(|| ParseError::new(format!("{what}: missing producer-id=…")))?;
+    let epoch = args
+        .parsed("epoch", |v| count(v, i16::MAX as u64).map(|e| e as i16))?
+        .ok_or_else(|| ParseError::new(format!("{what}: missing epoch=…")))?;
+    Ok((pid, epoch))
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InitTxn {
+    pub txn_id: String,
+    pub timeout_ms: i64,
+}
+
+impl InitTxn {
+    pub fn parse(args: &mut Args) -> Result<Self, ParseError> {
+        let txn_id = txn_id(args)?;
+        let timeout_ms = args.parsed("timeout", duration_ms)?.unwrap_or(60_000);
+        if timeout_ms <= 0 {
+            return Err(ParseError::new("init-txn: timeout must be positive"));
+        }
+        Ok(Self { txn_id, timeout_ms })
+    }
+
+    pub fn apply(&self, lab: &mut Lab) -> Result<(), LabError> {
+        lab.external_init_transactions(&self.txn_id, self.timeout_ms)
+            .map(|_| ())
+    }
+}
+
+impl fmt::Display for InitTxn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "init-txn {} timeout={}",
+            self.txn_id,
+            format_duration(self.timeout_ms)
+        )
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxnSend {
+    pub txn_id: String,
+    pub producer_id: i64,
+    pub epoch: i16,
+    pub tp: TopicPartition,
+    pub records: Vec<SentRecord>,
+}
+
+impl TxnSend {
+    pub fn parse(args: &mut Args) -> Result<Self, ParseError> {
+        let txn_id = txn_id(args)?;
+        let (producer_id, epoch) = producer(args, "txn-send")?;
+        let topic = args.required("topic")?;
+        let partition = args
+            .parsed("partition", |v| count(v, 10_000).map(|p| p as i32))?
+            .ok_or_else(|| ParseError::new("txn-send: missing partition=…"))?;
+        let records = args
+            .parsed("records", |v| {
+                serde_json::from_str::<Vec<SentRecord>>(v)
+                    .map_err(|e| format!("not a JSON array of {{\"key\": …, \"value\": …}} records ({e})"))
+            })?
+            .filter(|r| !r.is_empty())
+            .ok_or_else(|| ParseError::new("txn-send: records=[…] with at least one record"))?;
+        Ok(Self {
+            txn_id,
+            producer_id,
+            epoch,
+            tp: TopicPartition::new(topic, partition),
+            records,
+        })
+    }
+
+    pub fn apply(&self, lab: &mut Lab) -> Result<(), LabError> {
+        lab.external_txn_send(
+            &self.txn_id,
+            self.producer_id,
+            self.epoch,
+            &self.tp,
+            &self.records,
+        )
+        .map(|_| ())
+    }
+}
+
+impl fmt::Display for TxnSend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let records = serde_json::to_string(&self.records).map_err(|_| fmt::Error)?;
+        write!(
+            f,
+            "txn-send {} producer-id={} epoch={} topic={} partition={} records={records}",
+            self.txn_id, self.producer_id, self.epoch, self.tp.topic, self.tp.partition
+        )
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxnOffsets {
+    pub txn_id: String,
+    pub producer_id: i64,
+    pub epoch: i16,
+    pub group: String,
+    pub offsets: Vec<(TopicPartition, Offset)>,
+}
+
+impl TxnOffsets {
+    pub fn parse(args: &mut Args) -> Result<Self, ParseError> {
+        let txn_id = txn_id(args)?;
+        let (producer_id, epoch) = producer(args, "txn-offsets")?;
+        let group = args.required("group")?;
+        let offsets = args
+            .parsed("offsets", parse_offsets)?
+            .ok_or_else(|| ParseError::new("txn-offsets: missing offsets=T:P=O,…"))?;
+        Ok(Self {
+            txn_id,
+            producer_id,
+            epoch,
+            group,
+            offsets,
+        })
+    }
+
+    pub fn apply(&self, lab: &mut Lab) -> Result<(), LabError> {
+        lab.external_txn_offsets(
+            &self.txn_id,
+            self.producer_id,
+            self.epoch,
+            &self.group,
+            &self.offsets,
+        )
+    }
+}
+
+impl fmt::Display for TxnOffsets {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let offsets: Vec<String> = self
+            .offsets
+            .iter()
+            .map(|(tp, o)| format!("{}:{}={o}", tp.topic, tp.partition))
+            .collect();
+        write!(
+            f,
+            "txn-offsets {} producer-id={} epoch={} group={} offsets={}",
+            self.txn_id,
+            self.producer_id,
+            self.epoch,
+            self.group,
+            offsets.join(",")
+        )
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndTxn {
+    pub txn_id: String,
+    pub producer_id: i64,
+    pub epoch: i16,
+    pub commit: bool,
+}
+
+impl EndTxn {
+    pub fn parse(args: &mut Args) -> Result<Self, ParseError> {
+        let txn_id = txn_id(args)?;
+        let (producer_id, epoch) = producer(args, "end-txn")?;
+        let (commit, abort) = (args.flag("commit"), args.flag("abort"));
+        if commit == abort {
+            return Err(ParseError::new("end-txn: exactly one of commit or abort"));
+        }
+        Ok(Self {
+            txn_id,
+            producer_id,
+            epoch,
+            commit,
+        })
+    }
+
+    pub fn apply(&self, lab: &mut Lab) -> Result<(), LabError> {
+        lab.external_end_transaction(&self.txn_id, self.producer_id, self.epoch, self.commit)
+    }
+}
+
+impl fmt::Display for EndTxn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "end-txn {} producer-id={} epoch={} {}",
+            self.txn_id,
+            self.producer_id,
+            self.epoch,
+            if self.commit { "commit" } else { "abort" }
+        )
+    }
+}
