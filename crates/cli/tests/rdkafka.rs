@@ -176,3 +176,108 @@ fn librdkafka_looks_offsets_up_by_time_and_lists_the_labs_groups() {
     let members: Vec<&str> = g.members().iter().map(|m| m.client_id()).collect();
     assert_eq!(members, ["c1"]);
 }
+
+/// A transactional read-process-write loop, as librdkafka runs it: consume in a group, produce
+/// the copies inside a transaction with the consumed offsets, commit; then a transaction that
+/// aborts. A read_committed reader of the output sees the committed copies only, a
+/// read_uncommitted one the aborted records too; the group's offsets moved with the commit only.
+#[test]
+fn librdkafka_copies_in_a_transaction_and_an_abort_stays_invisible() {
+    use rdkafka::consumer::ConsumerGroupMetadata;
+    let (lab, kafka) = lab();
+    let body = serde_json::json!({ "lines": ["close c1", "topic orders-copy"] }).to_string();
+    assert!(ok_json(&http(&lab.addr, "POST", "/api/actions", &body).expect("actions")).is_some());
+    let source = consumer(&kafka, "copier");
+    source.subscribe(&["orders"]).expect("subscribe");
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", &kafka)
+        .set("transactional.id", "copy-loop")
+        .create()
+        .expect("transactional producer");
+    producer
+        .init_transactions(Duration::from_secs(10))
+        .expect("initTransactions");
+
+    // Committed: the seed's twelve orders, copied, with the consumed offsets.
+    let input = take(&source, 12);
+    assert_eq!(input.len(), 12);
+    producer.begin_transaction().expect("begin");
+    for (_, key, value) in &input {
+        producer
+            .send(BaseRecord::to("orders-copy").key(key).payload(value).partition(0))
+            .map_err(|(e, _)| e)
+            .expect("send");
+    }
+    let group: ConsumerGroupMetadata = source.group_metadata().expect("group metadata");
+    let mut offsets = TopicPartitionList::new();
+    offsets
+        .add_partition_offset("orders", 0, Offset::Offset(12))
+        .expect("tpl");
+    producer
+        .send_offsets_to_transaction(&offsets, &group, Duration::from_secs(10))
+        .expect("sendOffsetsToTransaction");
+    producer
+        .commit_transaction(Duration::from_secs(10))
+        .expect("commit");
+
+    // Aborted: three records nobody committed.
+    producer.begin_transaction().expect("begin");
+    for i in 0..3 {
+        let key = format!("aborted-{i}");
+        producer
+            .send(BaseRecord::to("orders-copy").key(&key).payload("x").partition(0))
+            .map_err(|(e, _)| e)
+            .expect("send");
+    }
+    producer.flush(Duration::from_secs(10)).expect("flush");
+    producer
+        .abort_transaction(Duration::from_secs(10))
+        .expect("abort");
+
+    let reader = |isolation: &str| -> Vec<String> {
+        let c: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &kafka)
+            .set("group.id", format!("reader-{isolation}"))
+            .set("isolation.level", isolation)
+            .set("enable.partition.eof", "true")
+            .create()
+            .expect("reader");
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset("orders-copy", 0, Offset::Beginning)
+            .expect("tpl");
+        c.assign(&tpl).expect("assign");
+        let mut keys = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            match c.poll(Duration::from_millis(200)) {
+                Some(Ok(m)) => keys.push(String::from_utf8_lossy(m.key().unwrap_or_default()).into_owned()),
+                Some(Err(rdkafka::error::KafkaError::PartitionEOF(_))) => break,
+                _ => {}
+            }
+        }
+        keys
+    };
+    let committed = reader("read_committed");
+    assert_eq!(committed.len(), 12, "{committed:?}");
+    assert!(committed.iter().all(|k| k.starts_with("o-")));
+    let everything = reader("read_uncommitted");
+    assert_eq!(everything.len(), 15, "{everything:?}");
+    assert_eq!(&everything[12..], ["aborted-0", "aborted-1", "aborted-2"]);
+
+    let state = ok_json(&http(&lab.addr, "GET", "/api/state", "").expect("state")).expect("json");
+    assert_eq!(
+        state["groups"]["copier"]["committed"]["orders-0"], 12,
+        "{}",
+        state["groups"]["copier"]
+    );
+    let scenario = http(&lab.addr, "GET", "/api/scenario", "").expect("scenario");
+    for line in [
+        "init-txn copy-loop",
+        "txn-offsets copy-loop",
+        "end-txn copy-loop",
+        " commit",
+        " abort",
+    ] {
+        assert!(scenario.contains(line), "{line} in {scenario}");
+    }
+}

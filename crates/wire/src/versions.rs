@@ -16,6 +16,12 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::Produce, 3, 9),
     // Producer ids for idempotent producers (the default of current clients).
     (ApiKey::InitProducerId, 0, 4),
+    // Transactions of real producers (before KIP-890's server-side defence: EndTxn v5,
+    // AddPartitionsToTxn v4+, which change the protocol's shape).
+    (ApiKey::AddPartitionsToTxn, 0, 3),
+    (ApiKey::AddOffsetsToTxn, 0, 3),
+    (ApiKey::TxnOffsetCommit, 0, 3),
+    (ApiKey::EndTxn, 0, 3),
     // Admin: topics created (mapped onto `topic` lines), records deleted, configs described.
     (ApiKey::CreateTopics, 2, 7),
     (ApiKey::DeleteRecords, 0, 2),

@@ -15,6 +15,7 @@ mod admin;
 mod coordinator;
 mod produce;
 mod producers;
+mod transactions;
 
 use crate::api::AppState;
 use crate::session::Session;
@@ -284,12 +285,11 @@ async fn answer(
             }
         }
         RequestKind::InitProducerId(r) => {
-            // An idempotent producer gets an id; transactional producers are not served yet.
-            let response = if r.transactional_id.is_some() {
-                InitProducerIdResponse::default()
-                    .with_error_code(INVALID_REQUEST)
-                    .with_producer_id(ProducerId(-1))
-                    .with_producer_epoch(-1)
+            // An idempotent producer gets an id here; a transactional one from the lab's
+            // transaction coordinator.
+            let response = if let Some(txn_id) = r.transactional_id.as_ref().map(|t| t.to_string()) {
+                let app = app.clone();
+                blocking(move || transactions::init_producer_id(&app, &r, &txn_id)).await?
             } else {
                 let (id, epoch) = broker.producers.init();
                 InitProducerIdResponse::default()
@@ -297,6 +297,22 @@ async fn answer(
                     .with_producer_epoch(epoch)
             };
             ResponseKind::InitProducerId(response)
+        }
+        RequestKind::AddPartitionsToTxn(r) => ResponseKind::AddPartitionsToTxn(
+            with_lab(session, move |s| transactions::add_partitions(s, &r)).await?,
+        ),
+        RequestKind::AddOffsetsToTxn(r) => {
+            ResponseKind::AddOffsetsToTxn(with_lab(session, move |s| transactions::add_offsets(s, &r)).await?)
+        }
+        RequestKind::TxnOffsetCommit(r) => {
+            let (app, broker) = (app.clone(), Arc::clone(broker));
+            ResponseKind::TxnOffsetCommit(
+                blocking(move || transactions::txn_offset_commit(&app, &broker.coordinator, &r)).await?,
+            )
+        }
+        RequestKind::EndTxn(r) => {
+            let app = app.clone();
+            ResponseKind::EndTxn(blocking(move || transactions::end_txn(&app, &r)).await?)
         }
         RequestKind::CreateTopics(r) => {
             let app = app.clone();

@@ -19,7 +19,7 @@ use crate::api::AppState;
 use crate::session::Session;
 use bytes::Bytes;
 use offsetlab_engine::lab::{SentRecord, MAX_SEND_RECORDS};
-use offsetlab_scenario::command::{client_word, Send};
+use offsetlab_scenario::command::{client_word, Send, TxnSend};
 use offsetlab_storage::batch::{Batch, BatchHeader};
 use offsetlab_wire::compression;
 use offsetlab_wire::kafka_protocol::messages::produce_response::{
@@ -31,6 +31,7 @@ use std::collections::BTreeMap;
 
 const CORRUPT_MESSAGE: i16 = 2;
 const RECORD_LIST_TOO_LARGE: i16 = 18;
+const INVALID_PRODUCER_EPOCH: i16 = 47;
 const INVALID_RECORD: i16 = 87;
 
 /// Why one partition's records were refused: Kafka's error code and the message a v8+ client
@@ -40,6 +41,8 @@ type Refusal = (i16, String);
 /// One partition's share of a Produce request, validated.
 pub(crate) struct Produced {
     pub records: Vec<SentRecord>,
+    /// Written inside a transaction (the batches' transactional bit).
+    pub transactional: bool,
     /// An idempotent producer's (id, epoch, first sequence, records), when the batches carry one.
     pub producer: Option<(i64, i16, i32, i32)>,
 }
@@ -48,6 +51,7 @@ pub(crate) struct Produced {
 pub(crate) fn sent_records(bytes: &[u8]) -> Result<Produced, Refusal> {
     let mut out = Vec::new();
     let mut producer: Option<(i64, i16, i32, i32)> = None;
+    let mut transactional = false;
     let mut at = 0;
     let text = |b: Option<&[u8]>, what: &str| -> Result<Option<String>, Refusal> {
         b.map(|b| {
@@ -78,14 +82,17 @@ pub(crate) fn sent_records(bytes: &[u8]) -> Result<Produced, Refusal> {
                 "a produced batch numbers its records 0, 1, 2, …".into(),
             ));
         }
-        if h.is_control()
-            || h.producer_id >= 0 && h.attributes & offsetlab_storage::batch::ATTR_TRANSACTIONAL != 0
-        {
+        if h.is_control() {
+            return Err((INVALID_RECORD, "a producer does not write control batches".into()));
+        }
+        let in_txn = h.attributes & offsetlab_storage::batch::ATTR_TRANSACTIONAL != 0;
+        if at > 0 && in_txn != transactional {
             return Err((
                 INVALID_RECORD,
-                "transactional producers are not served by the lab's listener yet".into(),
+                "the batches for one partition are all transactional or none is".into(),
             ));
         }
+        transactional = in_txn;
         if h.producer_id >= 0 && h.base_sequence >= 0 {
             producer = match producer {
                 None => Some((h.producer_id, h.producer_epoch, h.base_sequence, h.count)),
@@ -163,8 +170,15 @@ pub(crate) fn sent_records(bytes: &[u8]) -> Result<Produced, Refusal> {
     if out.is_empty() {
         return Err((CORRUPT_MESSAGE, "no records in the request".into()));
     }
+    if transactional && producer.is_none() {
+        return Err((
+            INVALID_RECORD,
+            "a transactional batch carries its producer id".into(),
+        ));
+    }
     Ok(Produced {
         records: out,
+        transactional,
         producer,
     })
 }
@@ -239,6 +253,7 @@ pub(crate) fn produce(
 ) -> ProduceResponse {
     let auto_create = broker.config.auto_create_topics;
     let client = client_word(client_id);
+    let txn_id = r.transactional_id.as_ref().map(|t| client_word(t.as_str()));
     // Batches are checked (and decompressed) before the lab is locked, as a broker's request
     // handler checks them before the partition's lock: the page and other clients wait only
     // for the append.
@@ -304,7 +319,34 @@ pub(crate) fn produce(
                 match produced {
                     Err(refusal) => Err(refusal),
                     Ok((_, Verdict::Duplicate { base_offset })) => Ok(base_offset),
-                    Ok((Produced { records, producer }, Verdict::Append)) => {
+                    Ok((
+                        Produced {
+                            transactional: true,
+                            producer: Some((pid, epoch, _, _)),
+                            ..
+                        },
+                        Verdict::Append,
+                    )) if txn_id.is_none()
+                        || !s
+                            .lab()
+                            .producers()
+                            .get(txn_id.as_deref().unwrap_or_default())
+                            .is_some_and(|p| p.external && p.producer_id == pid && p.epoch == epoch) =>
+                    {
+                        Err((
+                            INVALID_PRODUCER_EPOCH,
+                            "this producer id and epoch are not the transactional.id's current ones (fenced)"
+                                .to_string(),
+                        ))
+                    }
+                    Ok((
+                        Produced {
+                            records,
+                            producer,
+                            transactional,
+                        },
+                        Verdict::Append,
+                    )) => {
                         let key = (name.clone(), p.index);
                         let end = match planned.get(&key) {
                             Some(&e) => e,
@@ -321,13 +363,30 @@ pub(crate) fn produce(
                             appended.push((producer, name.clone(), p.index, end));
                         }
                         for chunk in records.chunks(MAX_SEND_RECORDS) {
-                            let send = Send {
-                                topic: name.clone(),
-                                partition: p.index,
-                                records: chunk.to_vec(),
-                                client: client.clone(),
-                            };
-                            lines.push(send.to_string());
+                            match (transactional, producer) {
+                                (true, Some((pid, epoch, _, _))) => lines.push(
+                                    TxnSend {
+                                        txn_id: txn_id.clone().unwrap_or_default(),
+                                        producer_id: pid,
+                                        epoch,
+                                        tp: offsetlab_engine::record::TopicPartition::new(
+                                            name.clone(),
+                                            p.index,
+                                        ),
+                                        records: chunk.to_vec(),
+                                    }
+                                    .to_string(),
+                                ),
+                                _ => lines.push(
+                                    Send {
+                                        topic: name.clone(),
+                                        partition: p.index,
+                                        records: chunk.to_vec(),
+                                        client: client.clone(),
+                                    }
+                                    .to_string(),
+                                ),
+                            }
                         }
                         Ok(end)
                     }

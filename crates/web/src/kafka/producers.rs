@@ -17,6 +17,8 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Mutex;
 
 const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
+/// The first producer id of an idempotent (non-transactional) producer.
+const IDEMPOTENT_IDS: i64 = 1 << 32;
 
 /// Where a producer stands on one partition.
 #[derive(Debug, Clone, Copy)]
@@ -48,7 +50,8 @@ pub struct Producers {
 impl Producers {
     /// A fresh producer id, epoch 0 (`InitProducerId` without a transactional id).
     pub fn init(&self) -> (i64, i16) {
-        (self.next_id.fetch_add(1, Ordering::Relaxed), 0)
+        // Far above the ids the lab's transaction coordinator hands out (from 1000).
+        (IDEMPOTENT_IDS + self.next_id.fetch_add(1, Ordering::Relaxed), 0)
     }
 
     /// Checks batches of `producer` (id, epoch, first sequence, record count) for a partition.
