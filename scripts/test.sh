@@ -6,6 +6,8 @@
 #      Debian's Chromium against a real `offsetlab serve`
 #   4. a kafka-python smoke test against the lab's Kafka listener (the kcat and librdkafka
 #      (`rdkafka` crate) tests of the listener run in step 2)
+#   5. crash vs model: a real librdkafka consumer (confluent-kafka) killed mid-batch with
+#      auto-commit on; the lab's engine must predict exactly what it lost and duplicated
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,8 +34,11 @@ command -v python3 >/dev/null || { echo "error: the kafka-python smoke test need
 venv=target/kafka-python-venv
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv" || { echo "error: cannot create a Python venv (apt-get install python3-venv)" >&2; exit 1; }
-  "$venv/bin/pip" install -q "kafka-python==3.0.12"
 fi
+# kafka-python (pure Python) and confluent-kafka (its wheels bundle librdkafka), from PyPI.
+"$venv/bin/python" -c 'import kafka, confluent_kafka' 2>/dev/null \
+  || "$venv/bin/pip" install -q "kafka-python==3.0.12" "confluent-kafka==2.16.1" \
+  || { echo "error: cannot install kafka-python and confluent-kafka from PyPI into $venv" >&2; exit 1; }
 data=$(mktemp -d)
 log="$data/serve.log"
 ./target/debug/offsetlab serve --data "$data/lab" --http 127.0.0.1:0 --kafka 127.0.0.1:0 >"$log" 2>&1 &
@@ -43,4 +48,7 @@ for _ in $(seq 1 50); do grep -q "Kafka listener on" "$log" && break; sleep 0.1;
 kafka=$(sed -n 's/^Kafka listener on \([^ ]*\).*/\1/p' "$log")
 [ -n "$kafka" ] || { echo "error: the lab did not start its Kafka listener:" >&2; cat "$log" >&2; exit 1; }
 "$venv/bin/python" scripts/kafka_python_smoke.py "$kafka"
+
+echo "== crash vs model: librdkafka (confluent-kafka) killed mid-batch with auto-commit, against the lab's prediction"
+"$venv/bin/python" scripts/crash_vs_model.py "$kafka" ./target/debug/offsetlab
 
