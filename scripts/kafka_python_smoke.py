@@ -3,7 +3,8 @@
 Usage: kafka_python_smoke.py HOST:PORT  (a lab started from the seed: topic `orders` with 12
 orders, group `analytics-prod` with member c1). Exits non-zero on the first broken expectation.
 It consumes the lab's records, produces into the lab (an existing topic and one created on first
-use) and reads those back, and lists and describes the lab's groups.
+use) and reads those back, lists and describes the lab's groups, and deletes offsets, groups and a
+topic.
 """
 import sys
 
@@ -91,8 +92,33 @@ configs = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "audi
 assert configs["topic"]["audit"]["cleanup.policy"]["value"] == "compact", configs
 low = admin.delete_records({tp: 4})
 assert low[tp]["low_watermark"] == 4, low
+
+# Deletions: an active group is neither deleted nor stripped of the offsets of a topic it reads;
+# once it is Empty both go. A deleted topic is gone for clients.
+from kafka.errors import GroupSubscribedToTopicError, NoError
+
+live = KafkaConsumer(
+    "payments-py", bootstrap_servers=bootstrap, group_id="py-del", auto_offset_reset="earliest",
+    enable_auto_commit=False, consumer_timeout_ms=3000,
+)
+assert len(list(live)) == 5
+live.commit()
+refused = admin.delete_groups(["py-del"])
+assert refused == {"py-del": "NonEmptyGroupError"}, refused
+payments_0 = TopicPartition("payments-py", 0)
+kept = admin.delete_group_offsets("py-del", [payments_0])
+assert kept == {payments_0: GroupSubscribedToTopicError}, kept
+live.close()
+dropped = admin.delete_group_offsets("py-del", [payments_0])
+assert dropped == {payments_0: NoError}, dropped
+assert payments_0 not in admin.list_group_offsets("py-del")["py-del"]
+deleted = admin.delete_groups(["py-del", "py-group", "no-such-group"])
+assert deleted == {"py-del": "OK", "py-group": "OK", "no-such-group": "GroupIdNotFoundError"}, deleted
+assert sorted(g["group_id"] for g in admin.list_groups()) == ["analytics-prod"]
+admin.delete_topics(["audit"])
+assert "audit" not in admin.list_topics()
 admin.close()
 consumer = KafkaConsumer(bootstrap_servers=bootstrap)
 assert consumer.beginning_offsets([tp]) == {tp: 4}
 consumer.close()
-print("kafka-python smoke test: consumed 12 records, produced 6 and read them back, consumed in a group with a commit, listed and described analytics-prod, created a topic, described its configs, deleted records — ok")
+print("kafka-python smoke test: consumed 12 records, produced 6 and read them back, consumed in a group with a commit, listed and described analytics-prod, created a topic, described its configs, deleted records, deleted offsets, groups and a topic as Kafka allows — ok")

@@ -38,7 +38,10 @@ fn a_restarted_lab_picks_up_its_session() {
         assert!(res.starts_with("HTTP/1.1 200"), "{res}");
         assert_eq!(committed(&lab.addr), 4);
     }
-    assert!(dir.path().join("session.scn").exists());
+    assert!(
+        !dir.path().join("session.scn").exists(),
+        "the history lives in the generation, appended to, not rewritten beside it"
+    );
     let current = std::fs::read_to_string(dir.path().join("lab").join("current")).expect("current");
     let generation = dir.path().join("lab").join(format!(
         "gen-{:06}",
@@ -60,6 +63,11 @@ fn a_restarted_lab_picks_up_its_session() {
         "a real segment file"
     );
     assert!(generation.join("lab.json").exists(), "the lab's snapshot");
+    let history = std::fs::read_to_string(generation.join("history.scenario")).expect("history");
+    assert!(
+        history.ends_with("poll c1\nprocess c1 count=all\ntick 5s\n"),
+        "the history ends with the last action: {history}"
+    );
     let lab = serve(&["--data", &data, "--http", "127.0.0.1:0"]);
     assert_eq!(
         committed(&lab.addr),

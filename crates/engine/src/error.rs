@@ -44,6 +44,12 @@ pub enum LabError {
     NoCommittedOffset(String),
     #[error(transparent)]
     Sink(#[from] SinkError),
+    /// Kafka's `NON_EMPTY_GROUP`.
+    #[error("group '{group}' is not empty (it is {state}): only an Empty group can be deleted")]
+    GroupNotEmpty { group: String, state: String },
+    /// Kafka's `GROUP_SUBSCRIBED_TO_TOPIC` (KIP-496).
+    #[error("group '{group}' has an active member reading topic '{topic}': its offsets for that topic cannot be deleted while it is subscribed")]
+    GroupSubscribedToTopic { group: String, topic: String },
     #[error("storage: {0}")]
     Storage(String),
 }

@@ -1697,3 +1697,71 @@ fn a_real_clients_transaction_commits_or_aborts_with_its_offsets() {
     .expect("consumer");
     assert!(lab.external_init_transactions("c1", 60_000).is_err());
 }
+
+/// Deletions follow the coordinator's rules: a group with members is not deleted, an active
+/// member's topic keeps its offsets, and what is deleted becomes tombstones in
+/// `__consumer_offsets`. A deleted topic takes its logs and every group's offsets for it.
+#[test]
+fn deletions_follow_the_coordinators_rules() {
+    use offsetlab_engine::group::ExternalMember;
+    let mut lab = lab_with_orders(12);
+    lab.create_topic("scratch", TopicConfig::default())
+        .expect("topic");
+    let scratch = TopicPartition::new("scratch".to_string(), 0);
+    let member = |partitions: Vec<TopicPartition>| ExternalMember {
+        id: "rdkafka-1".into(),
+        client_id: "rdkafka".into(),
+        host: "/127.0.0.1".into(),
+        partitions,
+    };
+    lab.external_rebalance("copy", 1, "range", vec![member(vec![tp()])])
+        .expect("rebalance");
+    lab.external_commit("copy", "rdkafka-1", 1, &[(tp(), 8), (scratch.clone(), 0)])
+        .expect("commit");
+
+    // Active: the group stays, and so do its offsets for the topic it reads.
+    let err = lab.delete_group("copy").expect_err("not empty");
+    assert!(matches!(err, LabError::GroupNotEmpty { .. }), "{err}");
+    let err = lab.delete_offsets("copy", &[tp()]).expect_err("subscribed");
+    assert!(matches!(err, LabError::GroupSubscribedToTopic { .. }), "{err}");
+    assert_eq!(committed(&lab, "copy"), Some(8));
+    // A topic it does not read: its offset goes, as a tombstone.
+    let end = lab.offsets().log().log_end_offset();
+    assert_eq!(
+        lab.delete_offsets("copy", &[scratch.clone()]).expect("deleted"),
+        1
+    );
+    assert_eq!(lab.offsets().log().log_end_offset(), end + 1, "one tombstone");
+    assert!(lab.offsets().fetch(&OffsetKey::new("copy", &scratch)).is_none());
+
+    // Empty: the group and its offsets go; a second delete finds nothing.
+    lab.external_rebalance("copy", 2, "range", vec![]).expect("empty");
+    assert_eq!(lab.delete_group("copy").expect("deleted"), 1);
+    assert!(lab.group("copy").is_err(), "gone");
+    assert_eq!(committed(&lab, "copy"), None);
+    assert!(matches!(lab.delete_group("copy"), Err(LabError::UnknownGroup(_))));
+
+    // Topics: a lab consumer's topic stays; another goes with the offsets groups had for it.
+    lab.add_consumer(consumer(
+        "c1",
+        "g",
+        CommitStrategy::ManualBatch,
+        SinkKind::Append,
+        10,
+    ))
+    .expect("consumer");
+    assert!(lab.delete_topic("orders").is_err(), "the lab's consumer reads it");
+    assert!(lab.delete_topic("__consumer_offsets").is_err());
+    lab.external_rebalance("other", 1, "range", vec![member(vec![scratch.clone()])])
+        .expect("rebalance");
+    lab.external_commit("other", "rdkafka-1", 1, &[(scratch.clone(), 0)])
+        .expect("commit");
+    lab.delete_topic("scratch").expect("deleted");
+    assert!(lab.topic("scratch").is_err());
+    assert!(lab.offsets().fetch(&OffsetKey::new("other", &scratch)).is_none());
+    assert!(lab.view().is_ok(), "the figures survive the topic's deletion");
+    // Re-created, it starts empty.
+    lab.create_topic("scratch", TopicConfig::default())
+        .expect("topic");
+    assert_eq!(lab.partition_log(&scratch).expect("log").log_end_offset(), 0);
+}

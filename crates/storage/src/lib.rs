@@ -134,4 +134,13 @@ impl LogStore for FileStore {
         }
         Ok(Box::new(log))
     }
+
+    fn remove(&mut self, topic: &str, partition: i32) -> Result<(), String> {
+        let dir = Self::partition_dir(&self.root, topic, partition);
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(format!("cannot delete the log in {}: {e}", dir.display())),
+        }
+    }
 }

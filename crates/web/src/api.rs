@@ -21,7 +21,6 @@ use offsetlab_scenario::Script;
 use serde::{Deserialize, Serialize};
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use tokio::sync::broadcast;
 use tokio_stream::wrappers::BroadcastStream;
@@ -36,19 +35,13 @@ pub struct AppState {
     hosts: Arc<Vec<String>>,
     allow_any_host: bool,
     changes: broadcast::Sender<u64>,
-    session_file: Option<Arc<PathBuf>>,
     matrix: Arc<OnceLock<Vec<Cell>>>,
     /// The newest lab version saved by a deferred save (`--flush always`).
     last_saved: Arc<Mutex<u64>>,
 }
 
 impl AppState {
-    pub fn new(
-        session: Arc<Mutex<Session>>,
-        addr: SocketAddr,
-        allow_any_host: bool,
-        session_file: Option<PathBuf>,
-    ) -> Self {
+    pub fn new(session: Arc<Mutex<Session>>, addr: SocketAddr, allow_any_host: bool) -> Self {
         let port = addr.port();
         let hosts = vec![
             format!("127.0.0.1:{port}"),
@@ -62,7 +55,6 @@ impl AppState {
             hosts: Arc::new(hosts),
             allow_any_host,
             changes,
-            session_file: session_file.map(Arc::new),
             matrix: Arc::new(OnceLock::new()),
             last_saved: Arc::new(Mutex::new(0)),
         }
@@ -90,11 +82,6 @@ impl AppState {
     /// the fsync, under `--flush always`) and tell every tab. An error means the change is not
     /// durable and must not be acknowledged.
     pub(crate) fn changed(&self, session: &Session) -> Result<Option<PendingSave>, String> {
-        if let Some(path) = &self.session_file {
-            if let Err(e) = std::fs::write(path.as_ref(), session.export()) {
-                eprintln!("warning: cannot save the session to {}: {e}", path.display());
-            }
-        }
         let pending = session
             .save()
             .map_err(|e| format!("the lab could not be saved: {e}"))?;

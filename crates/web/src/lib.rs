@@ -73,25 +73,25 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
     let (session, restored) = match Session::restore(&root, config.flush) {
         Ok(Some((s, summary))) => (s, Some(summary)),
-        Ok(None) => (fallback_session(&backend, &session_file)?, None),
+        Ok(None) => (fallback_session(&backend, &[session_file])?, None),
         Err(e) => {
             eprintln!(
                 "warning: could not restore the lab in {} ({e}); replaying the saved session instead",
                 root.display()
             );
-            (fallback_session(&backend, &session_file)?, None)
+            // The history the generation kept, else a session file from before the durable log.
+            let saved = [Session::history_path(&root), Some(session_file)];
+            (
+                fallback_session(&backend, &saved.into_iter().flatten().collect::<Vec<_>>())?,
+                None,
+            )
         }
     };
     let restored = restored.map(|s| format!("{s}; restored in {:.0?}", started.elapsed()));
     let listener = tokio::net::TcpListener::bind(config.http).await?;
     let addr = listener.local_addr()?;
     let session = Arc::new(Mutex::new(session));
-    let state = AppState::new(
-        Arc::clone(&session),
-        addr,
-        config.allow_remote,
-        Some(session_file),
-    );
+    let state = AppState::new(Arc::clone(&session), addr, config.allow_remote);
     let kafka = match config.kafka {
         Some(addr) => match tokio::net::TcpListener::bind(addr).await {
             Ok(l) => {
@@ -134,14 +134,17 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A new durable lab: the saved session replayed (a data directory from before the durable
-/// log), or the seed.
-fn fallback_session(backend: &SinkBackend, session_file: &std::path::Path) -> anyhow::Result<Session> {
-    if let Ok(text) = std::fs::read_to_string(session_file) {
+/// A new durable lab: the first saved history that replays (the generation's own history, or a
+/// session file from before the durable log), or the seed.
+fn fallback_session(backend: &SinkBackend, saved: &[std::path::PathBuf]) -> anyhow::Result<Session> {
+    for session_file in saved {
+        let Ok(text) = std::fs::read_to_string(session_file) else {
+            continue;
+        };
         match Session::new(backend.clone(), &text) {
             Ok(s) => return Ok(s),
             Err(e) => eprintln!(
-                "warning: could not replay {} (line {}: {}); starting from the seed",
+                "warning: could not replay {} (line {}: {})",
                 session_file.display(),
                 e.line,
                 e.error

@@ -7,8 +7,9 @@
 //! the same property that makes an exported session reproduce its figures.
 //!
 //! With the durable backend (what `serve` uses) a lab lives in a *generation* directory of the
-//! data directory: `logs/` (segment files, [`FileStore`]), `sinks/` (SQLite) and `lab.json` (the
-//! lab's snapshot and its history, one file, saved after every change). A fresh lab — an import,
+//! data directory: `logs/` (segment files, [`FileStore`]), `sinks/` (SQLite), `history.scenario`
+//! (the lines that built the lab, append-only) and `lab.json` (the lab's snapshot and how many
+//! bytes of the history it covers, rewritten after every change). A fresh lab — an import,
 //! a reset, the undo of a failed batch — is built in a new generation, synced, and switched to by
 //! an atomic rename of `current`, so a kill at any moment leaves one complete lab. At start the current
 //! generation is restored: logs recovered from disk, sinks reopened with their rows, the lab's
@@ -51,19 +52,86 @@ struct Generation {
     number: u64,
     dir: PathBuf,
     durability: Arc<Durability>,
+    history: std::sync::Mutex<HistoryLog>,
 }
 
 impl Generation {
     fn dir_for(root: &Path, number: u64) -> PathBuf {
         root.join(format!("gen-{number:06}"))
     }
+
+    fn new(number: u64, dir: PathBuf, durability: Arc<Durability>) -> Result<Self, LabError> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .open(dir.join(HISTORY_FILE))
+            .map_err(storage)?;
+        Ok(Self {
+            number,
+            dir,
+            durability,
+            history: std::sync::Mutex::new(HistoryLog {
+                file: Arc::new(file),
+                commands: 0,
+                bytes: 0,
+            }),
+        })
+    }
 }
 
-/// What `lab.json` holds: the lab's snapshot and the history that built it, in one file so they
-/// can never disagree.
+/// The generation's history as a file the session appends to: a save writes the lines added
+/// since the last one, not the whole history — with a million records produced through the
+/// Kafka listener, rewriting it after every request would make each save cost the whole past.
+const HISTORY_FILE: &str = "history.scenario";
+const HISTORY_HEADER: &str = "# exported from the offsetlab web lab\n";
+
+struct HistoryLog {
+    file: Arc<std::fs::File>,
+    /// How many of the session's history commands the file holds, and its length in bytes.
+    commands: usize,
+    bytes: u64,
+}
+
+impl HistoryLog {
+    /// Appends the commands of `history` the file lacks; the file's length afterwards.
+    fn catch_up(&mut self, history: &[Command]) -> Result<u64, LabError> {
+        use std::io::Write;
+        if self.commands > history.len() {
+            // The history was cut (it never is without a new generation): rewrite it whole.
+            self.file.set_len(0).map_err(storage)?;
+            self.commands = 0;
+            self.bytes = 0;
+        }
+        let mut text = String::new();
+        if self.bytes == 0 {
+            text.push_str(HISTORY_HEADER);
+        }
+        for c in &history[self.commands..] {
+            text.push_str(&c.to_string());
+            text.push('\n');
+        }
+        if !text.is_empty() {
+            let mut f: &std::fs::File = &self.file;
+            std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(self.bytes)).map_err(storage)?;
+            f.write_all(text.as_bytes()).map_err(storage)?;
+            self.bytes += text.len() as u64;
+            self.commands = history.len();
+        }
+        Ok(self.bytes)
+    }
+}
+
+/// What `lab.json` holds: the lab's snapshot and the length of the history file it goes with.
+/// The history is appended before `lab.json` is replaced, so the file may run past
+/// `history_bytes` after a crash: the excess belongs to an unacknowledged change and is cut.
 #[derive(Serialize, serde::Deserialize)]
 struct LabFile {
-    history: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    history_bytes: Option<u64>,
+    /// Older labs kept the whole history here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    history: Option<String>,
     snapshot: offsetlab_engine::lab::LabSnapshot,
 }
 
@@ -72,6 +140,7 @@ struct LabFile {
 /// finish late are skipped.
 pub struct PendingSave {
     durability: Arc<Durability>,
+    history: Arc<std::fs::File>,
     upto: u64,
     version: u64,
     bytes: Vec<u8>,
@@ -87,6 +156,7 @@ impl PendingSave {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if self.version > *last {
+            self.history.sync_data().map_err(storage)?;
             write_atomically(&self.path, &self.bytes, true).map_err(storage)?;
             *last = self.version;
         }
@@ -184,6 +254,14 @@ impl Session {
         Ok(s)
     }
 
+    /// The history file of the current generation in `root`, if there is one: what a start
+    /// replays when the generation itself cannot be restored.
+    pub fn history_path(root: &Path) -> Option<PathBuf> {
+        let current = std::fs::read_to_string(root.join("current")).ok()?;
+        let number: u64 = current.trim().parse().ok()?;
+        Some(Generation::dir_for(root, number).join(HISTORY_FILE))
+    }
+
     /// The durable lab in `root` as it was when the server stopped, cleanly or not; `None` when
     /// there is none yet.
     pub fn restore(root: &Path, flush: FlushPolicy) -> Result<Option<(Self, String)>, LabError> {
@@ -194,15 +272,37 @@ impl Session {
         let dir = Generation::dir_for(root, number);
         let file = std::fs::read(dir.join("lab.json")).map_err(storage)?;
         let LabFile {
-            history: history_text,
+            history_bytes,
+            history: legacy_history,
             snapshot,
         } = serde_json::from_slice(&file).map_err(storage)?;
-        let history = Script::parse(&history_text)
+        let history_path = dir.join(HISTORY_FILE);
+        let history_text = match (history_bytes, legacy_history) {
+            (Some(bytes), _) => {
+                // Cut what a change that crashed before its `lab.json` appended.
+                let f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&history_path)
+                    .map_err(storage)?;
+                f.set_len(bytes).map_err(storage)?;
+                std::fs::read_to_string(&history_path).map_err(storage)?
+            }
+            (None, Some(text)) => {
+                std::fs::write(&history_path, &text).map_err(storage)?;
+                text
+            }
+            (None, None) => return Err(storage("lab.json names no history")),
+        };
+        let history: Vec<Command> = Script::parse(&history_text)
             .map_err(|e| storage(e.reason()))?
             .lines
             .into_iter()
             .map(|l| l.command)
             .collect();
+        let history_file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&history_path)
+            .map_err(storage)?;
         let store = FileStore::open(&dir.join("logs"), flush).map_err(storage)?;
         let clean = store.was_clean();
         let reports = store.reports();
@@ -254,7 +354,6 @@ impl Session {
         Ok(Some((
             Self {
                 lab,
-                history,
                 backend: SinkBackend::Durable {
                     root: root.to_path_buf(),
                     flush,
@@ -264,28 +363,46 @@ impl Session {
                     number,
                     dir,
                     durability,
+                    history: std::sync::Mutex::new(HistoryLog {
+                        file: Arc::new(history_file),
+                        commands: history.len(),
+                        bytes: history_text.len() as u64,
+                    }),
                 }),
+                history,
             },
             summary,
         )))
     }
 
-    /// Saves what the next start restores (durable backend), now: the lab's snapshot and its
-    /// history, in one file (synced unless `--flush never`).
+    /// Saves what the next start restores (durable backend), now: the history's new lines, then
+    /// the lab's snapshot (both synced unless `--flush never`).
     pub fn persist(&self) -> Result<(), LabError> {
         let Some(g) = &self.generation else {
             return Ok(());
         };
         let sync = g.durability.policy() != FlushPolicy::Never;
-        write_atomically(&g.dir.join("lab.json"), &self.lab_file()?, sync).map_err(storage)
+        let (bytes, history) = self.lab_file(g)?;
+        if sync {
+            history.sync_data().map_err(storage)?;
+        }
+        write_atomically(&g.dir.join("lab.json"), &bytes, sync).map_err(storage)
     }
 
-    fn lab_file(&self) -> Result<Vec<u8>, LabError> {
-        serde_json::to_vec(&LabFile {
-            history: self.export(),
+    /// Appends the history's new lines to its file; `lab.json`'s bytes, and the history file.
+    fn lab_file(&self, g: &Generation) -> Result<(Vec<u8>, Arc<std::fs::File>), LabError> {
+        let mut log = g
+            .history
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let history_bytes = log.catch_up(&self.history)?;
+        let bytes = serde_json::to_vec(&LabFile {
+            history_bytes: Some(history_bytes),
+            history: None,
             snapshot: self.lab.snapshot(),
         })
-        .map_err(storage)
+        .map_err(storage)?;
+        Ok((bytes, Arc::clone(&log.file)))
     }
 
     /// Saves the lab after a change. Under `--flush always` the save must follow the fsync of
@@ -299,11 +416,13 @@ impl Session {
             self.persist()?;
             return Ok(None);
         }
+        let (bytes, history) = self.lab_file(g)?;
         Ok(Some(PendingSave {
             durability: Arc::clone(&g.durability),
+            history,
             upto: g.durability.written(),
             version: self.version,
-            bytes: self.lab_file()?,
+            bytes,
             path: g.dir.join("lab.json"),
         }))
     }
@@ -376,7 +495,10 @@ impl Session {
         let history_mark = self.history.len();
         let mut reset_plans = Vec::new();
         for (n, (line, text, command)) in commands.iter().enumerate() {
-            if matches!(command, Command::Compact(_) | Command::DeleteRecords(_)) {
+            if matches!(
+                command,
+                Command::Compact(_) | Command::DeleteRecords(_) | Command::DeleteTopic(_)
+            ) {
                 // Compaction and DeleteRecords destroy records for good. Everything before them
                 // is saved first, so a restart's truncation to the saved state can never undo a
                 // record they superseded (a cleaner never cleans past the high watermark).
@@ -472,7 +594,9 @@ impl Session {
         g.durability.sync_all().map_err(storage)?;
         let old = self.generation.replace(g);
         if let Some(new) = &self.generation {
-            write_atomically(&new.dir.join("lab.json"), &self.lab_file()?, true).map_err(storage)?;
+            let (bytes, history) = self.lab_file(new)?;
+            history.sync_data().map_err(storage)?;
+            write_atomically(&new.dir.join("lab.json"), &bytes, true).map_err(storage)?;
             std::fs::File::open(&new.dir)
                 .and_then(|d| d.sync_all())
                 .map_err(storage)?;
@@ -557,14 +681,7 @@ impl Session {
                 let durability = store.durability();
                 let sinks: Box<dyn SinkFactory> = Box::new(SqliteSinks::new(dir.join("sinks"))?);
                 let lab = Lab::try_new(Box::new(store), sinks)?;
-                Ok((
-                    lab,
-                    Some(Generation {
-                        number,
-                        dir,
-                        durability,
-                    }),
-                ))
+                Ok((lab, Some(Generation::new(number, dir, durability)?)))
             }
         }
     }

@@ -26,6 +26,10 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::CreateTopics, 2, 7),
     (ApiKey::DeleteRecords, 0, 2),
     (ApiKey::DescribeConfigs, 1, 4),
+    // Deletions: topics (by name), Empty groups, a group's offsets for topics it does not read.
+    (ApiKey::DeleteTopics, 1, 6),
+    (ApiKey::DeleteGroups, 0, 2),
+    (ApiKey::OffsetDelete, 0, 0),
     // The lab's groups, read-only: where their coordinator is, who is in them, what they committed.
     (ApiKey::FindCoordinator, 0, 3),
     (ApiKey::ListGroups, 0, 4),

@@ -8,6 +8,7 @@
 //! `reset` (`kafka-consumer-groups --reset-offsets`) and `view` (the figures).
 
 mod consume;
+mod deletion;
 mod external;
 mod membership;
 mod reset;

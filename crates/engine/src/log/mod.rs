@@ -159,6 +159,12 @@ pub trait LogStore: Send {
         partition: i32,
         config: &TopicConfig,
     ) -> Result<Box<dyn PartitionLog>, String>;
+
+    /// Deletes what the store keeps of `topic`-`partition` (DeleteTopics), after its log was
+    /// dropped. The in-memory store keeps nothing outside the log.
+    fn remove(&mut self, _topic: &str, _partition: i32) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// The in-memory store: every log lives in the process, nothing survives a restart.

@@ -7,6 +7,7 @@ mod broker;
 mod commit;
 mod compact;
 mod consumer;
+mod delete;
 mod delete_records;
 mod expect;
 mod external;
@@ -28,6 +29,7 @@ pub use broker::Broker;
 pub use commit::Commit;
 pub use compact::Compact;
 pub use consumer::StartConsumer;
+pub use delete::{DeleteGroup, DeleteOffsets, DeleteTopic};
 pub use delete_records::DeleteRecords;
 pub use expect::{Expect, ExpectKey};
 pub use external::{CommitOffsets, Rebalance};
@@ -74,6 +76,9 @@ pub enum Command {
     ResetOffsets(ResetOffsets),
     Compact(Compact),
     DeleteRecords(DeleteRecords),
+    DeleteTopic(DeleteTopic),
+    DeleteGroup(DeleteGroup),
+    DeleteOffsets(DeleteOffsets),
     Broker(Broker),
     RestartCoordinator(RestartCoordinator),
     Fault(Fault),
@@ -98,7 +103,7 @@ pub enum ApplyError {
 }
 
 /// The command names, in the order `docs/SCENARIOS.md` documents them.
-pub const COMMANDS: [&str; 26] = [
+pub const COMMANDS: [&str; 29] = [
     "topic",
     "produce",
     "send",
@@ -115,6 +120,9 @@ pub const COMMANDS: [&str; 26] = [
     "reset-offsets",
     "compact",
     "delete-records",
+    "delete-topic",
+    "delete-group",
+    "delete-offsets",
     "broker",
     "restart-coordinator",
     "rebalance",
@@ -158,6 +166,9 @@ impl Command {
             "reset-offsets" => Command::ResetOffsets(ResetOffsets::parse(&mut args)?),
             "compact" => Command::Compact(Compact::parse(&mut args)?),
             "delete-records" => Command::DeleteRecords(DeleteRecords::parse(&mut args)?),
+            "delete-topic" => Command::DeleteTopic(DeleteTopic::parse(&mut args)?),
+            "delete-group" => Command::DeleteGroup(DeleteGroup::parse(&mut args)?),
+            "delete-offsets" => Command::DeleteOffsets(DeleteOffsets::parse(&mut args)?),
             "broker" => Command::Broker(Broker::parse(&mut args)?),
             "restart-coordinator" => Command::RestartCoordinator(RestartCoordinator::parse(&mut args)?),
             "fault" => Command::Fault(Fault::parse(&mut args)?),
@@ -197,6 +208,9 @@ impl Command {
             Command::ResetOffsets(c) => return Ok(Outcome::Reset(c.apply(lab)?)),
             Command::Compact(c) => c.apply(lab)?,
             Command::DeleteRecords(c) => c.apply(lab)?,
+            Command::DeleteTopic(c) => c.apply(lab)?,
+            Command::DeleteGroup(c) => c.apply(lab)?,
+            Command::DeleteOffsets(c) => c.apply(lab)?,
             Command::Broker(c) => c.apply(lab)?,
             Command::RestartCoordinator(c) => c.apply(lab)?,
             Command::Fault(c) => c.apply(lab)?,
@@ -248,6 +262,9 @@ impl fmt::Display for Command {
             Command::ResetOffsets(c) => c.fmt(f),
             Command::Compact(c) => c.fmt(f),
             Command::DeleteRecords(c) => c.fmt(f),
+            Command::DeleteTopic(c) => c.fmt(f),
+            Command::DeleteGroup(c) => c.fmt(f),
+            Command::DeleteOffsets(c) => c.fmt(f),
             Command::Broker(c) => c.fmt(f),
             Command::RestartCoordinator(c) => c.fmt(f),
             Command::Fault(c) => c.fmt(f),
@@ -289,6 +306,9 @@ mod tests {
             "expect group=analytics-prod lost=0 duplicates=4 committed=12",
             "compact __consumer_offsets",
             "delete-records orders partition=0 before=4",
+            "delete-topic scratch",
+            "delete-group copy",
+            "delete-offsets copy topic=orders partitions=0,2",
             "broker offsets.retention=2d",
             "restart-coordinator",
             "fault c1 after=7",

@@ -30,8 +30,8 @@ use offsetlab_engine::record::TopicPartition;
 use offsetlab_scenario::command::{client_word, CommitOffsets, Rebalance};
 use offsetlab_wire::kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 use offsetlab_wire::kafka_protocol::messages::{
-    ConsumerProtocolAssignment, HeartbeatRequest, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest,
-    SyncGroupRequest, SyncGroupResponse,
+    ConsumerProtocolAssignment, ConsumerProtocolSubscription, HeartbeatRequest, JoinGroupRequest,
+    JoinGroupResponse, LeaveGroupRequest, SyncGroupRequest, SyncGroupResponse,
 };
 use offsetlab_wire::kafka_protocol::protocol::{Decodable, StrBytes};
 use std::collections::{BTreeMap, HashMap};
@@ -277,6 +277,20 @@ fn empty_line(group: &str, generation: i32, protocol: &str) -> String {
     .to_string()
 }
 
+/// The topics in a consumer protocol subscription (a version, then the subscription); none when
+/// the bytes are not one.
+pub(crate) fn subscribed_topics(bytes: &Bytes) -> Vec<String> {
+    let mut b = bytes.clone();
+    if b.len() < 2 {
+        return Vec::new();
+    }
+    let version = i16::from_be_bytes([b[0], b[1]]).clamp(0, 3);
+    let _ = bytes::Buf::get_i16(&mut b);
+    ConsumerProtocolSubscription::decode(&mut b, version)
+        .map(|s| s.topics.iter().map(|t| t.to_string()).collect())
+        .unwrap_or_default()
+}
+
 /// The partitions in a consumer protocol assignment (a version, then the assignment); none
 /// when the bytes are not one.
 pub(crate) fn assigned_partitions(bytes: &Bytes) -> Vec<TopicPartition> {
@@ -343,6 +357,39 @@ impl Coordinator {
     /// Whether real clients are in `group` (so the lab's own view of it is not the whole story).
     pub(crate) fn has_members(&self, group: &str) -> bool {
         self.lock().get(group).is_some_and(|g| !g.members.is_empty())
+    }
+
+    /// DeleteGroups: forgets `group` if no real client is in it (nor waiting to join);
+    /// `false` when it has members.
+    pub(crate) fn forget_if_empty(&self, group: &str) -> bool {
+        let mut groups = self.lock();
+        match groups.get(group) {
+            Some(g) if !g.members.is_empty() || !g.pending.is_empty() => false,
+            _ => {
+                groups.remove(group);
+                true
+            }
+        }
+    }
+
+    /// The topics the real clients in `group` subscribe to (their subscriptions for the
+    /// group's protocol, or for their first one while it is still being chosen).
+    pub(crate) fn subscribed_topics(&self, group: &str) -> std::collections::BTreeSet<String> {
+        let groups = self.lock();
+        let Some(g) = groups.get(group) else {
+            return Default::default();
+        };
+        g.members
+            .values()
+            .flat_map(|m| {
+                let bytes = if g.protocol.is_empty() {
+                    m.protocols.first().map(|(_, b)| b.clone()).unwrap_or_default()
+                } else {
+                    m.metadata(&g.protocol)
+                };
+                subscribed_topics(&bytes)
+            })
+            .collect()
     }
 
     /// JoinGroup. `client_id` and `host` describe the connection.

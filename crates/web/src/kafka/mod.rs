@@ -13,6 +13,7 @@
 
 mod admin;
 mod coordinator;
+mod deletion;
 mod produce;
 mod producers;
 mod transactions;
@@ -321,6 +322,22 @@ async fn answer(
         RequestKind::DeleteRecords(r) => {
             let app = app.clone();
             ResponseKind::DeleteRecords(blocking(move || admin::delete_records(&app, &r)).await?)
+        }
+        RequestKind::DeleteTopics(r) => {
+            let app = app.clone();
+            ResponseKind::DeleteTopics(blocking(move || deletion::delete_topics(&app, &r)).await?)
+        }
+        RequestKind::DeleteGroups(r) => {
+            let (app, broker) = (app.clone(), Arc::clone(broker));
+            ResponseKind::DeleteGroups(
+                blocking(move || deletion::delete_groups(&app, &broker.coordinator, &r)).await?,
+            )
+        }
+        RequestKind::OffsetDelete(r) => {
+            let (app, broker) = (app.clone(), Arc::clone(broker));
+            ResponseKind::OffsetDelete(
+                blocking(move || deletion::offset_delete(&app, &broker.coordinator, &r)).await?,
+            )
         }
         RequestKind::DescribeConfigs(r) => {
             let auto_create = broker.config.auto_create_topics;

@@ -1,0 +1,190 @@
+//! What an administrator deletes: a topic (`DeleteTopics`), a group (`DeleteGroups`) and a
+//! group's committed offsets for some partitions (`OffsetDelete`, KIP-496).
+//!
+//! The coordinator's rules are Kafka's: a group is deleted only when it is Empty — a group with
+//! members is told `NON_EMPTY_GROUP` — and an active group's offsets may be deleted only for
+//! topics it does not subscribe to, or its next commit would write them straight back. Deleting
+//! writes tombstones to `__consumer_offsets`, so the deletion itself is in the log and survives
+//! a coordinator restart. A deleted topic takes its logs with it, and the groups' offsets for its
+//! partitions (Kafka's group coordinator removes them when it learns the partitions are gone).
+
+use super::Lab;
+use crate::error::LabError;
+use crate::narrative::EventKind;
+use crate::offsets::{OffsetKey, CONSUMER_OFFSETS_TOPIC};
+use crate::record::TopicPartition;
+
+impl Lab {
+    /// `DeleteGroups`: an Empty group's committed offsets become tombstones and the group is
+    /// gone; the next consumer to join starts it afresh at generation 0, from
+    /// `auto.offset.reset`. Returns how many committed offsets were deleted.
+    ///
+    /// A group the lab's own consumers belong to keeps what the lab knows about them (their
+    /// sink and its audit): only its coordinator state and offsets go, as in Kafka.
+    pub fn delete_group(&mut self, group: &str) -> Result<usize, LabError> {
+        let known = self.groups.contains_key(group) || self.offsets.groups().any(|g| g == group);
+        if !known {
+            return Err(LabError::UnknownGroup(group.to_string()));
+        }
+        if let Some(g) = self.groups.get(group) {
+            if g.has_members() {
+                return Err(LabError::GroupNotEmpty {
+                    group: group.to_string(),
+                    state: g.state().to_string(),
+                });
+            }
+        }
+        let now = self.clock.now();
+        let keys: Vec<OffsetKey> = self
+            .offsets
+            .view()
+            .keys()
+            .filter(|k| k.group == group)
+            .cloned()
+            .collect();
+        for key in &keys {
+            self.offsets.delete(key, now);
+        }
+        let lab_consumers = self.consumers.values().any(|c| c.config.group == group);
+        if lab_consumers {
+            if let Some(g) = self.groups.get_mut(group) {
+                g.generation = 0;
+                g.owners.clear();
+                g.handoffs.clear();
+                g.rebalance = None;
+                g.external = None;
+                g.empty_since = None;
+            }
+        } else {
+            self.groups.remove(group);
+        }
+        self.say(
+            EventKind::Warning,
+            format!(
+                "DeleteGroups: group {group} deleted — {} committed offset(s) became tombstones in {CONSUMER_OFFSETS_TOPIC}; its next member starts from auto.offset.reset",
+                keys.len()
+            ),
+        );
+        Ok(keys.len())
+    }
+
+    /// `OffsetDelete` (KIP-496): the group's committed offsets for `partitions` become
+    /// tombstones. Refused for a topic an active member subscribes to. Partitions without a
+    /// committed offset are left as they are. Returns how many offsets were deleted.
+    pub fn delete_offsets(&mut self, group: &str, partitions: &[TopicPartition]) -> Result<usize, LabError> {
+        let known = self.groups.contains_key(group) || self.offsets.groups().any(|g| g == group);
+        if !known {
+            return Err(LabError::UnknownGroup(group.to_string()));
+        }
+        if let Some(tp) = partitions.iter().find(|tp| self.subscribes(group, &tp.topic)) {
+            return Err(LabError::GroupSubscribedToTopic {
+                group: group.to_string(),
+                topic: tp.topic.clone(),
+            });
+        }
+        let now = self.clock.now();
+        let mut deleted = Vec::new();
+        for tp in partitions {
+            let key = OffsetKey::new(group, tp);
+            if self.offsets.fetch(&key).is_some() && !deleted.contains(tp) {
+                self.offsets.delete(&key, now);
+                deleted.push(tp.clone());
+            }
+        }
+        self.say(
+            EventKind::Warning,
+            format!(
+                "OffsetDelete: group {group}'s committed offset(s) for {} deleted (tombstones in {CONSUMER_OFFSETS_TOPIC}); a member assigned them later starts from auto.offset.reset",
+                if deleted.is_empty() {
+                    "no partition".to_string()
+                } else {
+                    deleted
+                        .iter()
+                        .map(|tp| format!("{}-{}", tp.topic, tp.partition))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            ),
+        );
+        Ok(deleted.len())
+    }
+
+    /// Whether an active member of `group` reads `topic`: the lab's consumers by their
+    /// subscription, real clients by the assignment of the group's last rebalance.
+    pub fn subscribes(&self, group: &str, topic: &str) -> bool {
+        self.groups.get(group).is_some_and(|g| {
+            g.members.iter().any(|m| m.topic == topic)
+                || g.external.as_ref().is_some_and(|e| {
+                    e.members
+                        .iter()
+                        .any(|m| m.partitions.iter().any(|tp| tp.topic == topic))
+                })
+        })
+    }
+
+    /// `DeleteTopics`: the topic's logs are deleted, with every group's committed offsets for
+    /// its partitions. The lab refuses to delete a topic its own consumers read or write (their
+    /// figures are computed from it) or one with a transaction still open on it.
+    pub fn delete_topic(&mut self, topic: &str) -> Result<(), LabError> {
+        if topic.starts_with("__") {
+            return Err(LabError::InvalidArgument(format!(
+                "'{topic}' is one of Kafka's internal topics: it cannot be deleted"
+            )));
+        }
+        let t = self
+            .topics
+            .get(topic)
+            .ok_or_else(|| LabError::UnknownTopic(topic.to_string()))?;
+        if let Some(c) = self
+            .consumers
+            .values()
+            .find(|c| c.config.topic == topic || c.config.output.as_deref() == Some(topic))
+        {
+            return Err(LabError::InvalidArgument(format!(
+                "the lab's consumer '{}' (group {}) uses topic '{topic}': the lab keeps the topics its own consumers' figures come from",
+                c.name(),
+                c.config.group
+            )));
+        }
+        if t.txns.iter().any(|p| !p.open_transactions().is_empty()) {
+            return Err(LabError::InvalidArgument(format!(
+                "a transaction is open on topic '{topic}': commit or abort it first"
+            )));
+        }
+        let partitions = t.partitions.len() as i32;
+        let now = self.clock.now();
+        let keys: Vec<OffsetKey> = self
+            .offsets
+            .view()
+            .keys()
+            .filter(|k| k.topic == topic)
+            .cloned()
+            .collect();
+        for key in &keys {
+            self.offsets.delete(key, now);
+        }
+        for g in self.groups.values_mut() {
+            g.topics_read.retain(|t| t != topic);
+            g.owners.retain(|tp, _| tp.topic != topic);
+            g.handoffs.retain(|tp, _| tp.topic != topic);
+            if let Some(e) = &mut g.external {
+                for m in &mut e.members {
+                    m.partitions.retain(|tp| tp.topic != topic);
+                }
+            }
+        }
+        // The logs close before their files go.
+        self.topics.remove(topic);
+        for p in 0..partitions {
+            self.store.remove(topic, p).map_err(LabError::Storage)?;
+        }
+        self.say(
+            EventKind::Warning,
+            format!(
+                "DeleteTopics: topic {topic} deleted — its {partitions} partition log(s) and {} committed offset(s) of groups that read it are gone",
+                keys.len()
+            ),
+        );
+        Ok(())
+    }
+}
