@@ -770,6 +770,61 @@ impl PartitionLog for FileLog {
         self.log_end_offset_raw()
     }
 
+    fn read_batches(
+        &self,
+        from: Offset,
+        upper: Offset,
+        max_bytes: usize,
+        out: &mut Vec<u8>,
+    ) -> Option<usize> {
+        let from = from.max(self.log_start);
+        let start = out.len();
+        let mut records = 0usize;
+        let mut seg = self.segment_for(from);
+        let mut first = true;
+        while seg < self.segments.len() {
+            let s = &self.segments[seg];
+            let mut cursor = s.cursor_for(from, READ_CHUNK);
+            if first {
+                // As in `read`: an index entry that points past `from` is not trusted.
+                let mut probe = s.cursor_for(from, READ_CHUNK);
+                let trusted = match probe.next_batch() {
+                    Ok(Some((pos, b))) => pos == 0 || b.header.base_offset <= from,
+                    Ok(None) => true,
+                    Err(_) => false,
+                };
+                if !trusted {
+                    cursor = s.cursor_from_start(READ_CHUNK);
+                }
+                first = false;
+            }
+            loop {
+                match cursor.next_batch() {
+                    Ok(Some((_, b))) => {
+                        let h = b.header;
+                        if h.last_offset() < from {
+                            continue;
+                        }
+                        let full = out.len() > start && out.len() - start + b.bytes().len() > max_bytes;
+                        if h.last_offset() >= upper || full {
+                            return (out.len() > start).then_some(records);
+                        }
+                        out.extend_from_slice(b.bytes());
+                        if !h.is_control() {
+                            records +=
+                                usize::try_from(h.last_offset() - h.base_offset.max(from) + 1).unwrap_or(0);
+                        }
+                    }
+                    Ok(None) => break,
+                    // Never past a batch that fails its checks (see `read`).
+                    Err(_) => return (out.len() > start).then_some(records),
+                }
+            }
+            seg += 1;
+        }
+        (out.len() > start).then_some(records)
+    }
+
     fn read(&self, from: Offset, max_records: usize, visit: &mut dyn FnMut(RecordRef<'_>)) -> usize {
         let from = from.max(self.log_start);
         let mut seen = 0;

@@ -471,7 +471,7 @@ impl Session {
         let mut commands = Vec::with_capacity(lines.len());
         for (i, text) in lines.iter().enumerate() {
             match Command::parse(text) {
-                Ok(Some(c)) => commands.push((i + 1, text, c)),
+                Ok(Some(c)) => commands.push((i + 1, c)),
                 Ok(None) => {}
                 Err(e) => {
                     return Err(ActionError {
@@ -483,6 +483,32 @@ impl Session {
                 }
             }
         }
+        let canonical: Vec<String> = commands.iter().map(|(_, c)| c.to_string()).collect();
+        let mut applied = self.apply_numbered(commands).map_err(|mut e| {
+            // Name the line as it was written.
+            if let Some(text) = e.line.checked_sub(1).and_then(|i| lines.get(i)) {
+                e.text = text.clone();
+            }
+            e
+        })?;
+        applied.lines = canonical;
+        Ok(applied)
+    }
+
+    /// Applies `commands` as one batch, all or none: what the Kafka listener builds. No text
+    /// round trip — a Produce request's records go from the wire to the log and the history
+    /// without being written out as a line and parsed back. [`Applied::lines`] is left empty.
+    pub fn apply_commands(&mut self, commands: Vec<Command>) -> Result<Applied, ActionError> {
+        self.apply_numbered(
+            commands
+                .into_iter()
+                .enumerate()
+                .map(|(i, c)| (i + 1, c))
+                .collect(),
+        )
+    }
+
+    fn apply_numbered(&mut self, commands: Vec<(usize, Command)>) -> Result<Applied, ActionError> {
         if commands.is_empty() {
             return Err(ActionError {
                 status: 400,
@@ -491,17 +517,19 @@ impl Session {
                 text: String::new(),
             });
         }
+        let applied = commands.len();
         let mark = self.lab.narrative().len();
         let history_mark = self.history.len();
         let mut reset_plans = Vec::new();
-        for (n, (line, text, command)) in commands.iter().enumerate() {
+        for (n, (line, command)) in commands.into_iter().enumerate() {
             if matches!(
                 command,
                 Command::Compact(_) | Command::DeleteRecords(_) | Command::DeleteTopic(_)
             ) {
-                // Compaction and DeleteRecords destroy records for good. Everything before them
-                // is saved first, so a restart's truncation to the saved state can never undo a
-                // record they superseded (a cleaner never cleans past the high watermark).
+                // Compaction, DeleteRecords and DeleteTopics destroy records for good. Everything
+                // before them is saved first, so a restart's truncation to the saved state can
+                // never undo a record they superseded (a cleaner never cleans past the high
+                // watermark).
                 self.barrier().map_err(|e| internal(&e))?;
             }
             match command.apply(&mut self.lab) {
@@ -510,7 +538,7 @@ impl Session {
                         reset_plans.push(plan);
                     }
                     if !matches!(command, Command::Expect(_)) {
-                        self.history.push(command.clone());
+                        self.history.push(command);
                     }
                 }
                 Err(e) => {
@@ -525,16 +553,16 @@ impl Session {
                     return Err(ActionError {
                         status: 422,
                         error,
-                        line: *line,
-                        text: (*text).clone(),
+                        line,
+                        text: command.to_string(),
                     });
                 }
             }
         }
         self.version += 1;
         Ok(Applied {
-            applied: commands.len(),
-            lines: commands.iter().map(|(_, _, c)| c.to_string()).collect(),
+            applied,
+            lines: Vec::new(),
             version: self.version,
             events: self.lab.narrative().since(mark).to_vec(),
             reset_plans,

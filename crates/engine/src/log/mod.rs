@@ -58,6 +58,23 @@ pub trait PartitionLog: Send {
     /// returns how many it visited.
     fn read(&self, from: Offset, max_records: usize, visit: &mut dyn FnMut(RecordRef<'_>)) -> usize;
 
+    /// The stored record batches (v2, as the wire carries them) from the one that holds `from`
+    /// on, appended to `out` whole: at least one, then as many as fit in `max_bytes`, none that
+    /// reaches `upper`. Returns how many records at or after `from` they hold (control records
+    /// not counted). This is how a broker serves a fetch — the bytes as they were written,
+    /// never re-encoded; the client drops the records before the offset it asked for. `None`
+    /// when the log does not keep its batches in the wire format (the in-memory log): the
+    /// caller then encodes records from [`PartitionLog::read`].
+    fn read_batches(
+        &self,
+        _from: Offset,
+        _upper: Offset,
+        _max_bytes: usize,
+        _out: &mut Vec<u8>,
+    ) -> Option<usize> {
+        None
+    }
+
     /// The earliest offset whose timestamp is ≥ `timestamp` (Kafka's `ListOffsets` by time),
     /// or `None` when no retained record is that recent.
     fn offset_for_timestamp(&self, timestamp: i64) -> Option<Offset>;

@@ -19,7 +19,7 @@ use crate::api::AppState;
 use crate::session::Session;
 use bytes::Bytes;
 use offsetlab_engine::lab::{SentRecord, MAX_SEND_RECORDS};
-use offsetlab_scenario::command::{client_word, Send, TxnSend};
+use offsetlab_scenario::command::{client_word, Command, Send, TxnSend};
 use offsetlab_storage::batch::{Batch, BatchHeader};
 use offsetlab_wire::compression;
 use offsetlab_wire::kafka_protocol::messages::produce_response::{
@@ -183,6 +183,17 @@ pub(crate) fn sent_records(bytes: &[u8]) -> Result<Produced, Refusal> {
     })
 }
 
+/// `records` in pieces a `send` line may carry, moved, not copied.
+fn owned_chunks(mut records: Vec<SentRecord>) -> Vec<Vec<SentRecord>> {
+    let mut out = Vec::new();
+    while records.len() > MAX_SEND_RECORDS {
+        let rest = records.split_off(MAX_SEND_RECORDS);
+        out.push(std::mem::replace(&mut records, rest));
+    }
+    out.push(records);
+    out
+}
+
 /// A name a client may create a topic under: Kafka's legal characters, and not one of its
 /// internal topics.
 pub(crate) fn creatable(name: &str) -> bool {
@@ -216,13 +227,30 @@ fn creations(s: &Session, names: &[String]) -> (Vec<String>, BTreeMap<String, i1
 /// `false` when the batch was refused or could not be saved.
 pub(crate) fn apply_and_save(
     app: &AppState,
-    mut s: std::sync::MutexGuard<'_, Session>,
+    s: std::sync::MutexGuard<'_, Session>,
     lines: &[String],
 ) -> bool {
-    if lines.is_empty() {
+    let mut commands = Vec::with_capacity(lines.len());
+    for line in lines {
+        match Command::parse(line) {
+            Ok(Some(c)) => commands.push(c),
+            Ok(None) => {}
+            Err(_) => return false,
+        }
+    }
+    apply_commands_and_save(app, s, commands)
+}
+
+/// [`apply_and_save`] for commands the listener built itself (no text round trip).
+pub(crate) fn apply_commands_and_save(
+    app: &AppState,
+    mut s: std::sync::MutexGuard<'_, Session>,
+    commands: Vec<Command>,
+) -> bool {
+    if commands.is_empty() {
         return true;
     }
-    if s.apply_lines(lines).is_err() {
+    if s.apply_commands(commands).is_err() {
         return false;
     }
     match app.changed(&s) {
@@ -271,15 +299,19 @@ pub(crate) fn produce(
     let s = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let now = s.lab().now();
     let names: Vec<String> = r.topic_data.iter().map(|t| t.name.0.to_string()).collect();
-    let (mut lines, refused) = if auto_create {
+    let (creating, refused) = if auto_create {
         creations(&s, &names)
     } else {
         (Vec::new(), BTreeMap::new())
     };
-    let created: Vec<String> = lines
+    let created: Vec<String> = creating
         .iter()
         .filter_map(|l| l.strip_prefix("topic "))
         .map(String::from)
+        .collect();
+    let mut commands: Vec<Command> = creating
+        .iter()
+        .filter_map(|l| Command::parse(l).ok().flatten())
         .collect();
     // Per (topic, partition index in the request): the base offset, or why it was refused.
     let mut answers: Vec<Vec<Result<i64, Refusal>>> = Vec::new();
@@ -362,10 +394,10 @@ pub(crate) fn produce(
                         if let Some(producer) = producer {
                             appended.push((producer, name.clone(), p.index, end));
                         }
-                        for chunk in records.chunks(MAX_SEND_RECORDS) {
+                        for chunk in owned_chunks(records) {
                             match (transactional, producer) {
-                                (true, Some((pid, epoch, _, _))) => lines.push(
-                                    TxnSend {
+                                (true, Some((pid, epoch, _, _))) => {
+                                    commands.push(Command::TxnSend(TxnSend {
                                         txn_id: txn_id.clone().unwrap_or_default(),
                                         producer_id: pid,
                                         epoch,
@@ -373,19 +405,15 @@ pub(crate) fn produce(
                                             name.clone(),
                                             p.index,
                                         ),
-                                        records: chunk.to_vec(),
-                                    }
-                                    .to_string(),
-                                ),
-                                _ => lines.push(
-                                    Send {
-                                        topic: name.clone(),
-                                        partition: p.index,
-                                        records: chunk.to_vec(),
-                                        client: client.clone(),
-                                    }
-                                    .to_string(),
-                                ),
+                                        records: chunk,
+                                    }))
+                                }
+                                _ => commands.push(Command::Send(Send {
+                                    topic: name.clone(),
+                                    partition: p.index,
+                                    records: chunk,
+                                    client: client.clone(),
+                                })),
                             }
                         }
                         Ok(end)
@@ -396,7 +424,7 @@ pub(crate) fn produce(
         }
         answers.push(topic_answers);
     }
-    let stored = apply_and_save(app, s, &lines);
+    let stored = apply_commands_and_save(app, s, commands);
     if stored {
         for (producer, topic, partition, base) in appended {
             broker.producers.appended(producer, &topic, partition, base);

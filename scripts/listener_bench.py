@@ -1,0 +1,120 @@
+"""One million records through a Kafka broker with confluent-kafka (librdkafka 2.x), both ways.
+
+Usage: listener_bench.py HOST:PORT TOPIC [RECORDS]
+
+Creates TOPIC (one partition), produces RECORDS 100-byte values (acks=all, no compression), then
+consumes them in a consumer group that commits after every batch it gets. Prints one JSON
+object: records/s and MB/s each way (client included: the Python loop, librdkafka, the
+broker), produce latency percentiles (one record in a hundred carries a delivery callback: the
+time from produce() to its acknowledgement, under full load), and how long the group took to
+join. `scripts/bench_listener.sh` runs it against the lab's listener and against tansu.
+"""
+import json
+import sys
+import time
+
+from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+bootstrap, topic = sys.argv[1], sys.argv[2]
+n = int(sys.argv[3]) if len(sys.argv) > 3 else 1_000_000
+VALUE = b"v" * 100
+SAMPLE = 100
+
+admin = AdminClient({"bootstrap.servers": bootstrap})
+for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
+    future.result(30)
+
+producer = Producer({
+    "bootstrap.servers": bootstrap,
+    "linger.ms": 5,
+    "batch.size": 1_000_000,
+    "queue.buffering.max.messages": 2_000_000,
+    "queue.buffering.max.kbytes": 2_097_151,
+    "compression.type": "none",
+    "acks": "all",
+})
+latencies = []
+failed = []
+
+
+def sampled(sent_at):
+    def done(err, _msg):
+        if err is not None:
+            failed.append(err)
+        latencies.append(time.perf_counter() - sent_at)
+    return done
+
+
+started = time.perf_counter()
+for i in range(n):
+    while True:
+        try:
+            if i % SAMPLE == 0:
+                producer.produce(topic, VALUE, partition=0, on_delivery=sampled(time.perf_counter()))
+            else:
+                producer.produce(topic, VALUE, partition=0)
+            break
+        except BufferError:
+            producer.poll(0.001)
+    if i % 20_000 == 0:
+        producer.poll(0)
+left = producer.flush(300)
+produce_s = time.perf_counter() - started
+if left or failed:
+    sys.exit(f"produce failed: {left} record(s) unacknowledged, errors: {failed[:3]}")
+latencies.sort()
+
+consumer = Consumer({
+    "bootstrap.servers": bootstrap,
+    "group.id": f"bench-{topic}",
+    "auto.offset.reset": "earliest",
+    "enable.auto.commit": False,
+    # librdkafka stops fetching when its local queue holds queued.min.messages (100,000) and
+    # then waits fetch.queue.backoff.ms (default 1 s) before fetching again: a broker that
+    # fetches faster than Python consumes would be measured by that pause.
+    "fetch.queue.backoff.ms": 10,
+})
+subscribed = time.perf_counter()
+consumer.subscribe([topic])
+got = 0
+first = None
+commits = 0
+deadline = time.perf_counter() + 300
+while got < n and time.perf_counter() < deadline:
+    # consume() waits until it has num_messages or the timeout passes: never ask for more than
+    # are left, or the last call would sit out its timeout.
+    batch = consumer.consume(num_messages=min(10_000, n - got), timeout=1)
+    good = 0
+    for m in batch:
+        if m.error() is None:
+            good += 1
+        elif m.error().fatal():
+            raise KafkaException(m.error())
+    if good:
+        if first is None:
+            first = time.perf_counter()
+        got += good
+        consumer.commit(asynchronous=True)
+        commits += 1
+consumed_at = time.perf_counter()
+committed = consumer.committed([__import__("confluent_kafka").TopicPartition(topic, 0)], timeout=30)
+consumer.close()
+if got < n:
+    sys.exit(f"consumed only {got} of {n} records")
+consume_s = consumed_at - first
+mb = n * len(VALUE) / 1e6
+print(json.dumps({
+    "records": n,
+    "produce_s": round(produce_s, 3),
+    "produce_records_per_s": round(n / produce_s),
+    "produce_mb_per_s": round(mb / produce_s, 1),
+    "produce_latency_p50_ms": round(latencies[len(latencies) // 2] * 1e3, 1),
+    "produce_latency_p99_ms": round(latencies[int(len(latencies) * 0.99)] * 1e3, 1),
+    "group_join_s": round(first - subscribed, 3),
+    "consume_s": round(consume_s, 3),
+    "consume_records_per_s": round(n / consume_s),
+    "consume_mb_per_s": round(mb / consume_s, 1),
+    "commits": commits,
+    "committed_offset": committed[0].offset,
+}))
