@@ -125,12 +125,12 @@ impl TxnSend {
 
 impl fmt::Display for TxnSend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let records = serde_json::to_string(&self.records).map_err(|_| fmt::Error)?;
         write!(
             f,
-            "txn-send {} producer-id={} epoch={} topic={} partition={} records={records}",
+            "txn-send {} producer-id={} epoch={} topic={} partition={} records=",
             self.txn_id, self.producer_id, self.epoch, self.tp.topic, self.tp.partition
-        )
+        )?;
+        super::send::write_records(f, &self.records)
     }
 }
 
