@@ -46,7 +46,7 @@ for round in $(seq 1 "$rounds"); do
     fi
     pids=("$pid")
     printf '%-5s round %s: ' "$broker" "$round"
-    "$venv/bin/python" scripts/listener_bench.py "$addr" bench "$records"
+    BROKER_PID=$pid "$venv/bin/python" scripts/listener_bench.py "$addr" bench "$records"
     kill "$pid"; wait "$pid" 2>/dev/null || true
     rm -rf "$dir"
   done

@@ -1,15 +1,17 @@
 """One million records through a Kafka broker with confluent-kafka (librdkafka 2.x), both ways.
 
-Usage: listener_bench.py HOST:PORT TOPIC [RECORDS]
+Usage: listener_bench.py HOST:PORT TOPIC [RECORDS]   (BROKER_PID=… to measure the broker's CPU)
 
 Creates TOPIC (one partition), produces RECORDS 100-byte values (acks=all, no compression), then
 consumes them in a consumer group that commits after every batch it gets. Prints one JSON
 object: records/s and MB/s each way (client included: the Python loop, librdkafka, the
 broker), produce latency percentiles (one record in a hundred carries a delivery callback: the
 time from produce() to its acknowledgement, under full load), and how long the group took to
-join. `scripts/bench_listener.sh` runs it against the lab's listener and against tansu.
+join; with BROKER_PID, the broker process's CPU seconds in each phase (user + system, from
+/proc). `scripts/bench_listener.sh` runs it against the lab's listener and against tansu.
 """
 import json
+import os
 import sys
 import time
 
@@ -20,6 +22,20 @@ bootstrap, topic = sys.argv[1], sys.argv[2]
 n = int(sys.argv[3]) if len(sys.argv) > 3 else 1_000_000
 VALUE = b"v" * 100
 SAMPLE = 100
+BROKER_PID = os.environ.get("BROKER_PID")
+
+
+def broker_cpu():
+    """The broker's CPU seconds so far (user + system), or None without BROKER_PID."""
+    if not BROKER_PID:
+        return None
+    with open(f"/proc/{BROKER_PID}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_since(start):
+    return None if start is None else round(broker_cpu() - start, 2)
 
 admin = AdminClient({"bootstrap.servers": bootstrap})
 for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
@@ -46,6 +62,7 @@ def sampled(sent_at):
     return done
 
 
+cpu = broker_cpu()
 started = time.perf_counter()
 for i in range(n):
     while True:
@@ -61,6 +78,7 @@ for i in range(n):
         producer.poll(0)
 left = producer.flush(300)
 produce_s = time.perf_counter() - started
+produce_cpu = cpu_since(cpu)
 if left or failed:
     sys.exit(f"produce failed: {left} record(s) unacknowledged, errors: {failed[:3]}")
 latencies.sort()
@@ -75,6 +93,7 @@ consumer = Consumer({
     # fetches faster than Python consumes would be measured by that pause.
     "fetch.queue.backoff.ms": 10,
 })
+cpu = broker_cpu()
 subscribed = time.perf_counter()
 consumer.subscribe([topic])
 got = 0
@@ -98,6 +117,7 @@ while got < n and time.perf_counter() < deadline:
         consumer.commit(asynchronous=True)
         commits += 1
 consumed_at = time.perf_counter()
+consume_cpu = cpu_since(cpu)
 committed = consumer.committed([__import__("confluent_kafka").TopicPartition(topic, 0)], timeout=30)
 consumer.close()
 if got < n:
@@ -111,10 +131,12 @@ print(json.dumps({
     "produce_mb_per_s": round(mb / produce_s, 1),
     "produce_latency_p50_ms": round(latencies[len(latencies) // 2] * 1e3, 1),
     "produce_latency_p99_ms": round(latencies[int(len(latencies) * 0.99)] * 1e3, 1),
+    "produce_broker_cpu_s": produce_cpu,
     "group_join_s": round(first - subscribed, 3),
     "consume_s": round(consume_s, 3),
     "consume_records_per_s": round(n / consume_s),
     "consume_mb_per_s": round(mb / consume_s, 1),
+    "consume_broker_cpu_s": consume_cpu,
     "commits": commits,
     "committed_offset": committed[0].offset,
 }))

@@ -62,7 +62,10 @@ fn a_restarted_lab_picks_up_its_session() {
             .exists(),
         "a real segment file"
     );
-    assert!(generation.join("lab.json").exists(), "the lab's snapshot");
+    assert!(
+        generation.join("lab.json.0").exists() && generation.join("lab.json.1").exists(),
+        "the lab's snapshot, in two slots"
+    );
     let history = std::fs::read_to_string(generation.join("history.scenario")).expect("history");
     assert!(
         history.ends_with("poll c1\nprocess c1 count=all\ntick 5s\n"),

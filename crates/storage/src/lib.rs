@@ -24,10 +24,12 @@ mod durability;
 mod index;
 mod log;
 mod segment;
+mod slots;
 mod varint;
 
 pub use durability::{Durability, FlushPolicy};
 pub use log::{AppendError, FileLog, OpenReport, ProducedBatches};
+pub use slots::SlotFile;
 
 use offsetlab_engine::log::{LogStore, PartitionLog, TopicConfig};
 use std::io;

@@ -24,7 +24,7 @@ use offsetlab_engine::{Lab, LabError};
 use offsetlab_scenario::command::{ApplyError, Command, Outcome};
 use offsetlab_scenario::Script;
 use offsetlab_sqlite::SqliteSinks;
-use offsetlab_storage::{write_atomically, Durability, FileStore, FlushPolicy};
+use offsetlab_storage::{write_atomically, Durability, FileStore, FlushPolicy, SlotFile};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -53,6 +53,8 @@ struct Generation {
     dir: PathBuf,
     durability: Arc<Durability>,
     history: std::sync::Mutex<HistoryLog>,
+    /// `lab.json`, as two slots rewritten in turn (no rename per save).
+    lab_file: Arc<std::sync::Mutex<SlotFile>>,
 }
 
 impl Generation {
@@ -67,10 +69,12 @@ impl Generation {
             .write(true)
             .open(dir.join(HISTORY_FILE))
             .map_err(storage)?;
+        let (lab_file, _) = SlotFile::open(&dir, LAB_FILE).map_err(storage)?;
         Ok(Self {
             number,
             dir,
             durability,
+            lab_file: Arc::new(std::sync::Mutex::new(lab_file)),
             history: std::sync::Mutex::new(HistoryLog {
                 file: Arc::new(file),
                 commands: 0,
@@ -84,6 +88,8 @@ impl Generation {
 /// since the last one, not the whole history — with a million records produced through the
 /// Kafka listener, rewriting it after every request would make each save cost the whole past.
 const HISTORY_FILE: &str = "history.scenario";
+/// The lab's snapshot: slots `lab.json.0` and `lab.json.1` ([`SlotFile`]).
+const LAB_FILE: &str = "lab.json";
 const HISTORY_HEADER: &str = "# exported from the offsetlab web lab\n";
 
 struct HistoryLog {
@@ -123,7 +129,7 @@ impl HistoryLog {
 }
 
 /// What `lab.json` holds: the lab's snapshot and the length of the history file it goes with.
-/// The history is appended before `lab.json` is replaced, so the file may run past
+/// The history is appended before `lab.json` is rewritten, so the file may run past
 /// `history_bytes` after a crash: the excess belongs to an unacknowledged change and is cut.
 #[derive(Serialize, serde::Deserialize)]
 struct LabFile {
@@ -144,7 +150,7 @@ pub struct PendingSave {
     upto: u64,
     version: u64,
     bytes: Vec<u8>,
-    path: PathBuf,
+    lab_file: Arc<std::sync::Mutex<SlotFile>>,
 }
 
 impl PendingSave {
@@ -157,11 +163,19 @@ impl PendingSave {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if self.version > *last {
             self.history.sync_data().map_err(storage)?;
-            write_atomically(&self.path, &self.bytes, true).map_err(storage)?;
+            write_slots(&self.lab_file, &self.bytes, true)?;
             *last = self.version;
         }
         Ok(())
     }
+}
+
+fn write_slots(slots: &std::sync::Mutex<SlotFile>, bytes: &[u8], sync: bool) -> Result<(), LabError> {
+    slots
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .write(bytes, sync)
+        .map_err(storage)
 }
 
 fn storage(e: impl std::fmt::Display) -> LabError {
@@ -270,7 +284,13 @@ impl Session {
         };
         let number: u64 = current.trim().parse().map_err(storage)?;
         let dir = Generation::dir_for(root, number);
-        let file = std::fs::read(dir.join("lab.json")).map_err(storage)?;
+        // Labs saved before the slots kept one `lab.json`, replaced by renames.
+        let legacy = !SlotFile::exists(&dir, LAB_FILE) && dir.join(LAB_FILE).exists();
+        let (lab_file, newest) = SlotFile::open(&dir, LAB_FILE).map_err(storage)?;
+        let file = match newest {
+            Some(bytes) if !legacy => bytes,
+            _ => std::fs::read(dir.join(LAB_FILE)).map_err(storage)?,
+        };
         let LabFile {
             history_bytes,
             history: legacy_history,
@@ -368,6 +388,7 @@ impl Session {
                         commands: history.len(),
                         bytes: history_text.len() as u64,
                     }),
+                    lab_file: Arc::new(std::sync::Mutex::new(lab_file)),
                 }),
                 history,
             },
@@ -386,7 +407,7 @@ impl Session {
         if sync {
             history.sync_data().map_err(storage)?;
         }
-        write_atomically(&g.dir.join("lab.json"), &bytes, sync).map_err(storage)
+        write_slots(&g.lab_file, &bytes, sync)
     }
 
     /// Appends the history's new lines to its file; `lab.json`'s bytes, and the history file.
@@ -423,7 +444,7 @@ impl Session {
             upto: g.durability.written(),
             version: self.version,
             bytes,
-            path: g.dir.join("lab.json"),
+            lab_file: Arc::clone(&g.lab_file),
         }))
     }
 
@@ -624,7 +645,7 @@ impl Session {
         if let Some(new) = &self.generation {
             let (bytes, history) = self.lab_file(new)?;
             history.sync_data().map_err(storage)?;
-            write_atomically(&new.dir.join("lab.json"), &bytes, true).map_err(storage)?;
+            write_slots(&new.lab_file, &bytes, true)?;
             std::fs::File::open(&new.dir)
                 .and_then(|d| d.sync_all())
                 .map_err(storage)?;
