@@ -62,7 +62,9 @@ impl SlotFile {
         let mut buf = Vec::with_capacity(HEADER + bytes.len());
         buf.extend_from_slice(&sequence.to_be_bytes());
         buf.extend_from_slice(&len.to_be_bytes());
-        buf.extend_from_slice(&crc32c::crc32c_append(crc32c::crc32c(&sequence.to_be_bytes()), bytes).to_be_bytes());
+        buf.extend_from_slice(
+            &crc32c::crc32c_append(crc32c::crc32c(&sequence.to_be_bytes()), bytes).to_be_bytes(),
+        );
         buf.extend_from_slice(bytes);
         file.write_all_at(&buf, 0)?;
         if sync {
@@ -104,13 +106,19 @@ mod tests {
         assert_eq!(saved, None);
         slots.write(b"first, a long one", false).expect("write");
         slots.write(b"second", true).expect("write");
-        assert_eq!(SlotFile::open(dir.path(), "lab").expect("open").1.as_deref(), Some(&b"second"[..]));
+        assert_eq!(
+            SlotFile::open(dir.path(), "lab").expect("open").1.as_deref(),
+            Some(&b"second"[..])
+        );
         slots.write(b"third", false).expect("write");
         let (mut again, saved) = SlotFile::open(dir.path(), "lab").expect("open");
         assert_eq!(saved.as_deref(), Some(&b"third"[..]));
         // Reopened, it goes on from the newest save.
         again.write(b"fourth", false).expect("write");
-        assert_eq!(SlotFile::open(dir.path(), "lab").expect("open").1.as_deref(), Some(&b"fourth"[..]));
+        assert_eq!(
+            SlotFile::open(dir.path(), "lab").expect("open").1.as_deref(),
+            Some(&b"fourth"[..])
+        );
     }
 
     #[test]
@@ -129,6 +137,9 @@ mod tests {
         reopened.write(b"garbled later", false).expect("write");
         let f = OpenOptions::new().write(true).open(&newest).expect("slot");
         f.write_all_at(b"X", HEADER as u64).expect("garble");
-        assert_eq!(SlotFile::open(dir.path(), "lab").expect("open").1.as_deref(), Some(&b"kept"[..]));
+        assert_eq!(
+            SlotFile::open(dir.path(), "lab").expect("open").1.as_deref(),
+            Some(&b"kept"[..])
+        );
     }
 }

@@ -77,6 +77,7 @@ impl Generation {
             lab_file: Arc::new(std::sync::Mutex::new(lab_file)),
             history: std::sync::Mutex::new(HistoryLog {
                 file: Arc::new(file),
+                text: String::new(),
                 commands: 0,
                 bytes: 0,
             }),
@@ -94,6 +95,9 @@ const HISTORY_HEADER: &str = "# exported from the offsetlab web lab\n";
 
 struct HistoryLog {
     file: Arc<std::fs::File>,
+    /// The text of the lines being appended, kept between saves: a Produce request's `send`
+    /// line is a megabyte, and a fresh buffer each time is a megabyte of fresh pages.
+    text: String,
     /// How many of the session's history commands the file holds, and its length in bytes.
     commands: usize,
     bytes: u64,
@@ -102,27 +106,29 @@ struct HistoryLog {
 impl HistoryLog {
     /// Appends the commands of `history` the file lacks; the file's length afterwards.
     fn catch_up(&mut self, history: &[Command]) -> Result<u64, LabError> {
-        use std::io::Write;
         if self.commands > history.len() {
             // The history was cut (it never is without a new generation): rewrite it whole.
             self.file.set_len(0).map_err(storage)?;
             self.commands = 0;
             self.bytes = 0;
         }
-        let mut text = String::new();
+        let text = &mut self.text;
+        text.clear();
         if self.bytes == 0 {
             text.push_str(HISTORY_HEADER);
         }
         for c in &history[self.commands..] {
-            text.push_str(&c.to_string());
-            text.push('\n');
+            std::fmt::Write::write_fmt(text, format_args!("{c}\n")).map_err(storage)?;
         }
         if !text.is_empty() {
-            let mut f: &std::fs::File = &self.file;
-            std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(self.bytes)).map_err(storage)?;
-            f.write_all(text.as_bytes()).map_err(storage)?;
+            std::os::unix::fs::FileExt::write_all_at(&*self.file, text.as_bytes(), self.bytes)
+                .map_err(storage)?;
             self.bytes += text.len() as u64;
             self.commands = history.len();
+        }
+        // A burst (an import, a replay) does not keep its buffer.
+        if text.capacity() > 16 << 20 {
+            *text = String::new();
         }
         Ok(self.bytes)
     }
@@ -385,6 +391,7 @@ impl Session {
                     durability,
                     history: std::sync::Mutex::new(HistoryLog {
                         file: Arc::new(history_file),
+                        text: String::new(),
                         commands: history.len(),
                         bytes: history_text.len() as u64,
                     }),
