@@ -1728,7 +1728,8 @@ fn deletions_follow_the_coordinators_rules() {
     // A topic it does not read: its offset goes, as a tombstone.
     let end = lab.offsets().log().log_end_offset();
     assert_eq!(
-        lab.delete_offsets("copy", &[scratch.clone()]).expect("deleted"),
+        lab.delete_offsets("copy", std::slice::from_ref(&scratch))
+            .expect("deleted"),
         1
     );
     assert_eq!(lab.offsets().log().log_end_offset(), end + 1, "one tombstone");

@@ -29,6 +29,9 @@ use offsetlab_wire::kafka_protocol::messages::{
 };
 use std::sync::MutexGuard;
 
+/// A partition's index and its answer's error code.
+type PartitionCode = (i32, i16);
+
 const POLICY_VIOLATION: i16 = 44;
 const NON_EMPTY_GROUP: i16 = 68;
 const GROUP_ID_NOT_FOUND: i16 = 69;
@@ -206,7 +209,8 @@ pub(crate) fn offset_delete(
     }
     let subscribed = coordinator.subscribed_topics(&group);
     let mut lines = Vec::new();
-    let mut plan: Vec<(Option<usize>, Vec<(i32, i16)>)> = Vec::new();
+    // Per topic: the index of its line (if it has offsets to delete), and each partition's code.
+    let mut plan: Vec<(Option<usize>, Vec<PartitionCode>)> = Vec::new();
     for t in &r.topics {
         let topic = t.name.0.to_string();
         let partitions = s.lab().topic(&topic).map_or(0, |t| t.partitions.len() as i32);
