@@ -3,7 +3,10 @@
 # commit after every batch) by confluent-kafka (librdkafka 2.x), against the lab's Kafka listener
 # and, in the same run with the same client, against tansu.
 #
-#   scripts/bench_listener.sh [ROUNDS] [RECORDS]
+#   scripts/bench_listener.sh [ROUNDS] [RECORDS] [MODES]
+#
+# MODES: "per-record batch" (default) — produce() per record as applications do, or
+# produce_batch() of 10,000 records, which takes the Python loop out of the way.
 #
 # Needs a tansu binary: $TANSU, or `tansu` on PATH (see ../shared/NOTES.md:
 # `cargo install tansu --version 0.6.0 --features dynostore`, about 11 minutes on 2 cores).
@@ -12,6 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds="${1:-3}"
 records="${2:-1000000}"
+modes="${3:-per-record batch}"
 tansu="${TANSU:-$(command -v tansu || true)}"
 [ -x "$tansu" ] || { echo "error: no tansu binary (set TANSU=/path/to/tansu or put it on PATH)" >&2; exit 1; }
 venv=target/kafka-python-venv
@@ -26,6 +30,7 @@ echo "client: confluent-kafka $("$venv/bin/python" -c 'import confluent_kafka as
 # Each round starts both brokers afresh (an empty lab, an empty tansu), so every round measures
 # one million records into an empty broker, alternating which broker goes first.
 for round in $(seq 1 "$rounds"); do
+ for mode in $modes; do
   order="lab tansu"
   [ $((round % 2)) -eq 0 ] && order="tansu lab"
   for broker in $order; do
@@ -46,8 +51,9 @@ for round in $(seq 1 "$rounds"); do
     fi
     pids=("$pid")
     printf '%-5s round %s: ' "$broker" "$round"
-    BROKER_PID=$pid "$venv/bin/python" scripts/listener_bench.py "$addr" bench "$records"
+    BROKER_PID=$pid "$venv/bin/python" scripts/listener_bench.py "$addr" bench "$records" "$mode"
     kill "$pid"; wait "$pid" 2>/dev/null || true
     rm -rf "$dir"
   done
+ done
 done

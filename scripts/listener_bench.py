@@ -1,13 +1,16 @@
 """One million records through a Kafka broker with confluent-kafka (librdkafka 2.x), both ways.
 
-Usage: listener_bench.py HOST:PORT TOPIC [RECORDS]   (BROKER_PID=… to measure the broker's CPU)
+Usage: listener_bench.py HOST:PORT TOPIC [RECORDS] [per-record|batch]
+       (BROKER_PID=… to measure the broker's CPU)
 
 Creates TOPIC (one partition), produces RECORDS 100-byte values (acks=all, no compression), then
 consumes them in a consumer group that commits after every batch it gets. Prints one JSON
 object: records/s and MB/s each way (client included: the Python loop, librdkafka, the
 broker), produce latency percentiles (one record in a hundred carries a delivery callback: the
 time from produce() to its acknowledgement, under full load), and how long the group took to
-join; with BROKER_PID, the broker process's CPU seconds in each phase (user + system, from
+join. `per-record` (the default) calls produce() once per record, as applications do — the
+Python loop is then the bottleneck on two cores, for any broker; `batch` hands librdkafka ten
+thousand records per produce_batch() call, so the broker's own cost shows. With BROKER_PID, the broker process's CPU seconds in each phase (user + system, from
 /proc). `scripts/bench_listener.sh` runs it against the lab's listener and against tansu.
 """
 import json
@@ -20,6 +23,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 bootstrap, topic = sys.argv[1], sys.argv[2]
 n = int(sys.argv[3]) if len(sys.argv) > 3 else 1_000_000
+mode = sys.argv[4] if len(sys.argv) > 4 else "per-record"
+if mode not in ("per-record", "batch"):
+    sys.exit(f"unknown mode {mode!r}: per-record or batch")
 VALUE = b"v" * 100
 SAMPLE = 100
 BROKER_PID = os.environ.get("BROKER_PID")
@@ -64,7 +70,27 @@ def sampled(sent_at):
 
 cpu = broker_cpu()
 started = time.perf_counter()
-for i in range(n):
+if mode == "batch":
+    chunk = [{"value": VALUE} for _ in range(10_000)]
+    sent = 0
+    while sent < n:
+        part = chunk[: n - sent]
+        # One record in a hundred reports its delivery, stamped with this call's time.
+        stamp = sampled(time.perf_counter())
+        for m in part[::SAMPLE]:
+            m["callback"] = stamp
+        try:
+            queued = producer.produce_batch(topic, part, partition=0)
+        except BufferError:
+            queued = 0
+        sent += queued
+        if queued < len(part):
+            # The queue was full: the records it refused carry an "_error"; send them again.
+            for m in part:
+                m.pop("_error", None)
+            producer.poll(0.001)
+        producer.poll(0)
+for i in range(n if mode == "per-record" else 0):
     while True:
         try:
             if i % SAMPLE == 0:
@@ -126,6 +152,7 @@ consume_s = consumed_at - first
 mb = n * len(VALUE) / 1e6
 print(json.dumps({
     "records": n,
+    "mode": mode,
     "produce_s": round(produce_s, 3),
     "produce_records_per_s": round(n / produce_s),
     "produce_mb_per_s": round(mb / produce_s, 1),

@@ -1,7 +1,8 @@
 //! The Kafka listener against librdkafka itself, through the `rdkafka` crate (built from its
 //! bundled librdkafka source): ten thousand records produced, consumed in a consumer group with
 //! manual commits, the consumer stopped and a new member resuming exactly at the committed
-//! offset; offsets looked up by timestamp; the lab's groups listed and described.
+//! offset; offsets looked up by timestamp; the lab's groups listed and described; a transactional
+//! copy loop with an abort; an admin client deleting groups and topics.
 
 mod common;
 
@@ -280,4 +281,75 @@ fn librdkafka_copies_in_a_transaction_and_an_abort_stays_invisible() {
     ] {
         assert!(scenario.contains(line), "{line} in {scenario}");
     }
+}
+
+/// librdkafka's admin client deletes what Kafka lets it delete: an Empty group and a topic
+/// nobody in the lab reads; a group with a member is NON_EMPTY_GROUP, and the topic the lab's own
+/// consumer reads stays (POLICY_VIOLATION, with the lab's reason).
+#[test]
+fn librdkafka_admin_deletes_an_empty_group_and_a_topic() {
+    use rdkafka::admin::{AdminClient, AdminOptions};
+    use rdkafka::client::DefaultClientContext;
+    use rdkafka::types::RDKafkaErrorCode;
+    let (_lab, kafka) = lab();
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", &kafka)
+        .create()
+        .expect("producer");
+    for i in 0..3 {
+        let key = format!("k{i}");
+        producer
+            .send(BaseRecord::to("scratch").key(&key).payload("v"))
+            .expect("queued");
+    }
+    producer.flush(Duration::from_secs(10)).expect("flushed");
+    // Gone before the deletion, or its metadata refresh could create the topic again.
+    drop(producer);
+    let c = consumer(&kafka, "doomed");
+    c.subscribe(&["scratch"]).expect("subscribe");
+    assert_eq!(take(&c, 3).len(), 3);
+    let mut done = TopicPartitionList::new();
+    done.add_partition_offset("scratch", 0, Offset::Offset(3))
+        .expect("tpl");
+    c.commit(&done, CommitMode::Sync).expect("commit");
+    drop(c);
+
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", &kafka)
+        .create()
+        .expect("admin");
+    let opts = AdminOptions::new().request_timeout(Some(Duration::from_secs(10)));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let groups = runtime
+        .block_on(admin.delete_groups(&["doomed", "analytics-prod"], &opts))
+        .expect("delete groups");
+    assert_eq!(
+        groups,
+        vec![
+            Ok("doomed".to_string()),
+            Err(("analytics-prod".to_string(), RDKafkaErrorCode::NonEmptyGroup))
+        ]
+    );
+    let topics = runtime
+        .block_on(admin.delete_topics(&["scratch", "orders"], &opts))
+        .expect("delete topics");
+    assert_eq!(
+        topics,
+        vec![
+            Ok("scratch".to_string()),
+            Err(("orders".to_string(), RDKafkaErrorCode::PolicyViolation))
+        ]
+    );
+    let metadata = admin
+        .inner()
+        .fetch_metadata(None, Duration::from_secs(5))
+        .expect("metadata");
+    let names: Vec<&str> = metadata.topics().iter().map(|t| t.name()).collect();
+    assert!(
+        names.contains(&"orders") && !names.contains(&"scratch"),
+        "{names:?}"
+    );
 }
