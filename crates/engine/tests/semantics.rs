@@ -1742,6 +1742,48 @@ fn deletions_follow_the_coordinators_rules() {
     assert_eq!(committed(&lab, "copy"), None);
     assert!(matches!(lab.delete_group("copy"), Err(LabError::UnknownGroup(_))));
 
+    // A group of the lab's own consumers, all gone: deleted, it keeps its generation count
+    // (a transactional sink fences older generations) and its next member starts from
+    // auto.offset.reset.
+    lab.add_consumer(consumer(
+        "c0",
+        "lab-group",
+        CommitStrategy::ManualBatch,
+        SinkKind::Transactional,
+        4,
+    ))
+    .expect("consumer");
+    lab.poll("c0").expect("poll");
+    lab.process("c0", None).expect("process");
+    lab.commit("c0").expect("commit");
+    lab.crash("c0").expect("crash");
+    lab.tick(45_000).expect("session timeout");
+    let generation = lab.group("lab-group").expect("group").generation;
+    assert!(lab.offsets().fetch(&OffsetKey::new("lab-group", &tp())).is_some());
+    lab.delete_group("lab-group").expect("deleted");
+    assert_eq!(
+        lab.group("lab-group").expect("kept for its consumer").generation,
+        generation
+    );
+    assert!(lab.offsets().fetch(&OffsetKey::new("lab-group", &tp())).is_none());
+    lab.restart("c0").expect("restart");
+    lab.poll("c0").expect("poll");
+    assert!(lab.group("lab-group").expect("group").generation > generation);
+    lab.process("c0", None)
+        .expect("the transactional sink takes the new generation's writes");
+
+    // A leader with stale metadata assigns a partition the lab does not have: left out, and
+    // the rebalance (and its generation's commits) still lands.
+    lab.external_rebalance(
+        "stale",
+        1,
+        "range",
+        vec![member(vec![tp(), TopicPartition::new("gone".to_string(), 0)])],
+    )
+    .expect("rebalance");
+    lab.external_commit("stale", "rdkafka-1", 1, &[(tp(), 3)])
+        .expect("commit");
+
     // Topics: a lab consumer's topic stays; another goes with the offsets groups had for it.
     lab.add_consumer(consumer(
         "c1",

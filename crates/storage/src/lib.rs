@@ -53,6 +53,10 @@ pub fn write_atomically(path: &Path, bytes: &[u8], sync: bool) -> io::Result<()>
     Ok(())
 }
 
+/// What a deleted partition's directory is renamed to until the deletion is saved, as Kafka
+/// renames a deleted log's directory to `…-delete` before it removes it.
+const DELETED: &str = ".deleted-";
+
 /// The clean-shutdown marker, as Kafka's `.kafka_cleanshutdown`.
 const CLEAN_SHUTDOWN: &str = ".clean-shutdown";
 
@@ -63,6 +67,8 @@ pub struct FileStore {
     /// The previous run ended with a clean close: logs may trust their snapshots.
     clean: bool,
     reports: Arc<Mutex<Vec<(String, OpenReport)>>>,
+    /// Numbers the directories of deleted partitions (a topic may be deleted twice before a save).
+    deletions: u64,
 }
 
 impl FileStore {
@@ -70,6 +76,7 @@ impl FileStore {
     /// read, then forgotten: until the next clean close, a stop counts as a crash.
     pub fn open(root: &Path, policy: FlushPolicy) -> io::Result<Self> {
         std::fs::create_dir_all(root)?;
+        Self::reclaim_deleted(root)?;
         let marker = root.join(CLEAN_SHUTDOWN);
         let clean = marker.exists();
         if clean {
@@ -81,7 +88,49 @@ impl FileStore {
             durability: Durability::new(policy),
             clean,
             reports: Arc::new(Mutex::new(Vec::new())),
+            deletions: 0,
         })
+    }
+
+    /// A partition deleted by a change that was never saved comes back: its directory was only
+    /// renamed aside. Of several deletions of the same partition the first is the one the saved
+    /// lab knows. Whatever the lab then does not know is removed by its owner (the session's
+    /// start removes partition directories of unknown topics).
+    fn reclaim_deleted(root: &Path) -> io::Result<()> {
+        let mut deleted: std::collections::BTreeMap<String, Vec<(u64, PathBuf)>> = Default::default();
+        for entry in std::fs::read_dir(root)? {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Some((base, n)) = name.rsplit_once(DELETED) {
+                if let Ok(n) = n.parse::<u64>() {
+                    deleted
+                        .entry(base.to_string())
+                        .or_default()
+                        .push((n, entry.path()));
+                }
+            }
+        }
+        for (base, mut dirs) in deleted {
+            dirs.sort();
+            let live = root.join(&base);
+            if !live.exists() {
+                if let Some((_, first)) = dirs.first() {
+                    std::fs::rename(first, &live)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes the directories of deleted partitions: call once the deletion is saved.
+    pub fn purge_deleted(root: &Path) -> io::Result<()> {
+        for entry in std::fs::read_dir(root)? {
+            let entry = entry?;
+            if entry.file_name().to_string_lossy().contains(DELETED) {
+                std::fs::remove_dir_all(entry.path())?;
+            }
+        }
+        Ok(())
     }
 
     pub fn root(&self) -> &Path {
@@ -137,9 +186,15 @@ impl LogStore for FileStore {
         Ok(Box::new(log))
     }
 
+    /// Renames the partition's directory aside: the files go only once the deletion is saved
+    /// ([`FileStore::purge_deleted`]); a crash before that brings them back at the next open.
     fn remove(&mut self, topic: &str, partition: i32) -> Result<(), String> {
         let dir = Self::partition_dir(&self.root, topic, partition);
-        match std::fs::remove_dir_all(&dir) {
+        self.deletions += 1;
+        let aside = self
+            .root
+            .join(format!("{topic}-{partition}{DELETED}{}", self.deletions));
+        match std::fs::rename(&dir, &aside) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(format!("cannot delete the log in {}: {e}", dir.display())),

@@ -36,8 +36,6 @@ pub struct AppState {
     allow_any_host: bool,
     changes: broadcast::Sender<u64>,
     matrix: Arc<OnceLock<Vec<Cell>>>,
-    /// The newest lab version saved by a deferred save (`--flush always`).
-    last_saved: Arc<Mutex<u64>>,
 }
 
 impl AppState {
@@ -56,7 +54,6 @@ impl AppState {
             allow_any_host,
             changes,
             matrix: Arc::new(OnceLock::new()),
-            last_saved: Arc::new(Mutex::new(0)),
         }
     }
 
@@ -94,11 +91,6 @@ impl AppState {
         Arc::clone(&self.session)
     }
 
-    /// The newest version saved by a deferred save.
-    pub(crate) fn last_saved(&self) -> Arc<Mutex<u64>> {
-        Arc::clone(&self.last_saved)
-    }
-
     /// `--flush always`: the change is acknowledged once its appends are on disk and the lab's
     /// file after them. Runs outside the session's lock, so requests that arrive meanwhile share
     /// the next fsync (group commit).
@@ -108,8 +100,7 @@ impl AppState {
             Ok(None) => return response,
             Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &e, 0),
         };
-        let last_saved = Arc::clone(&self.last_saved);
-        match tokio::task::spawn_blocking(move || pending.complete(&last_saved)).await {
+        match tokio::task::spawn_blocking(move || pending.complete()).await {
             Ok(Ok(())) => response,
             Ok(Err(e)) => json_error(StatusCode::INTERNAL_SERVER_ERROR, &format!("not durable: {e}"), 0),
             Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),

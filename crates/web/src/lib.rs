@@ -76,15 +76,12 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         Ok(None) => (fallback_session(&backend, &[session_file])?, None),
         Err(e) => {
             eprintln!(
-                "warning: could not restore the lab in {} ({e}); replaying the saved session instead",
+                "warning: could not restore the lab in {} ({e}); replaying its history instead",
                 root.display()
             );
-            // The history the generation kept, else a session file from before the durable log.
-            let saved = [Session::history_path(&root), Some(session_file)];
-            (
-                fallback_session(&backend, &saved.into_iter().flatten().collect::<Vec<_>>())?,
-                None,
-            )
+            // The history the generation kept (`session.scn`, no longer written, would be older).
+            let saved: Vec<_> = Session::history_path(&root).into_iter().collect();
+            (fallback_session(&backend, &saved)?, None)
         }
     };
     let restored = restored.map(|s| format!("{s}; restored in {:.0?}", started.elapsed()));

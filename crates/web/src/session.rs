@@ -53,8 +53,12 @@ struct Generation {
     dir: PathBuf,
     durability: Arc<Durability>,
     history: std::sync::Mutex<HistoryLog>,
-    /// `lab.json`, as two slots rewritten in turn (no rename per save).
-    lab_file: Arc<std::sync::Mutex<SlotFile>>,
+    /// `lab.json`, as two slots rewritten in turn (no rename per save), and the lab version the
+    /// newest slot holds: a deferred save of an older version that finishes late is skipped.
+    lab_file: Arc<std::sync::Mutex<(SlotFile, u64)>>,
+    /// A topic was deleted since the last save: its directories, renamed aside, go once the
+    /// deletion is saved.
+    deleted_topics: std::sync::atomic::AtomicBool,
 }
 
 impl Generation {
@@ -74,7 +78,8 @@ impl Generation {
             number,
             dir,
             durability,
-            lab_file: Arc::new(std::sync::Mutex::new(lab_file)),
+            lab_file: Arc::new(std::sync::Mutex::new((lab_file, 0))),
+            deleted_topics: false.into(),
             history: std::sync::Mutex::new(HistoryLog {
                 file: Arc::new(file),
                 text: String::new(),
@@ -156,32 +161,52 @@ pub struct PendingSave {
     upto: u64,
     version: u64,
     bytes: Vec<u8>,
-    lab_file: Arc<std::sync::Mutex<SlotFile>>,
+    lab_file: Arc<std::sync::Mutex<(SlotFile, u64)>>,
+    /// The logs directory, when deleted topics' files go once this save is written.
+    purge: Option<PathBuf>,
 }
 
 impl PendingSave {
     /// Waits for the fsync (shared with concurrent requests: group commit), then writes the
     /// lab's file if no newer version was written meanwhile.
-    pub fn complete(self, last_saved: &std::sync::Mutex<u64>) -> Result<(), LabError> {
+    pub fn complete(self) -> Result<(), LabError> {
         self.durability.sync_upto(self.upto).map_err(storage)?;
-        let mut last = last_saved
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if self.version > *last {
-            self.history.sync_data().map_err(storage)?;
-            write_slots(&self.lab_file, &self.bytes, true)?;
-            *last = self.version;
+        self.history.sync_data().map_err(storage)?;
+        write_slots(&self.lab_file, Written::Deferred(self.version), &self.bytes, true)?;
+        if let Some(logs) = self.purge {
+            FileStore::purge_deleted(&logs).map_err(storage)?;
         }
         Ok(())
     }
 }
 
-fn write_slots(slots: &std::sync::Mutex<SlotFile>, bytes: &[u8], sync: bool) -> Result<(), LabError> {
-    slots
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .write(bytes, sync)
-        .map_err(storage)
+/// Which save writes a slot, with the lab version it holds.
+enum Written {
+    /// Written now, under the session's lock: the lab as it is, never older than a slot.
+    Now(u64),
+    /// A deferred save (`--flush always`) finishing outside the lock, perhaps after a newer
+    /// one — or after a barrier that saved the lab in the middle of the next batch, still
+    /// numbered with this version.
+    Deferred(u64),
+}
+
+/// Writes `bytes` as the newest slot, unless the slots already hold a newer lab.
+fn write_slots(
+    slots: &std::sync::Mutex<(SlotFile, u64)>,
+    written: Written,
+    bytes: &[u8],
+    sync: bool,
+) -> Result<(), LabError> {
+    let mut guard = slots.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (file, newest) = &mut *guard;
+    let version = match written {
+        Written::Now(v) if v >= *newest => v,
+        Written::Deferred(v) if v > *newest => v,
+        _ => return Ok(()),
+    };
+    file.write(bytes, sync).map_err(storage)?;
+    *newest = version;
+    Ok(())
 }
 
 fn storage(e: impl std::fmt::Display) -> LabError {
@@ -310,11 +335,23 @@ impl Session {
                     .write(true)
                     .open(&history_path)
                     .map_err(storage)?;
+                let len = f.metadata().map_err(storage)?.len();
+                if len < bytes {
+                    return Err(storage(format!(
+                        "{HISTORY_FILE} holds {len} bytes, the snapshot names {bytes}: the history was lost"
+                    )));
+                }
                 f.set_len(bytes).map_err(storage)?;
                 std::fs::read_to_string(&history_path).map_err(storage)?
             }
             (None, Some(text)) => {
+                // Upgraded in place: the history file and the slots, on disk before they are used.
                 std::fs::write(&history_path, &text).map_err(storage)?;
+                std::fs::File::open(&history_path)
+                    .and_then(|f| f.sync_all())
+                    .and_then(|()| std::fs::File::open(&dir))
+                    .and_then(|d| d.sync_all())
+                    .map_err(storage)?;
                 text
             }
             (None, None) => return Err(storage("lab.json names no history")),
@@ -395,7 +432,8 @@ impl Session {
                         commands: history.len(),
                         bytes: history_text.len() as u64,
                     }),
-                    lab_file: Arc::new(std::sync::Mutex::new(lab_file)),
+                    lab_file: Arc::new(std::sync::Mutex::new((lab_file, 1))),
+                    deleted_topics: false.into(),
                 }),
                 history,
             },
@@ -414,7 +452,11 @@ impl Session {
         if sync {
             history.sync_data().map_err(storage)?;
         }
-        write_slots(&g.lab_file, &bytes, sync)
+        write_slots(&g.lab_file, Written::Now(self.version), &bytes, sync)?;
+        if g.deleted_topics.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            FileStore::purge_deleted(&g.dir.join("logs")).map_err(storage)?;
+        }
+        Ok(())
     }
 
     /// Appends the history's new lines to its file; `lab.json`'s bytes, and the history file.
@@ -452,6 +494,10 @@ impl Session {
             version: self.version,
             bytes,
             lab_file: Arc::clone(&g.lab_file),
+            purge: g
+                .deleted_topics
+                .swap(false, std::sync::atomic::Ordering::SeqCst)
+                .then(|| g.dir.join("logs")),
         }))
     }
 
@@ -550,15 +596,15 @@ impl Session {
         let history_mark = self.history.len();
         let mut reset_plans = Vec::new();
         for (n, (line, command)) in commands.into_iter().enumerate() {
-            if matches!(
-                command,
-                Command::Compact(_) | Command::DeleteRecords(_) | Command::DeleteTopic(_)
-            ) {
-                // Compaction, DeleteRecords and DeleteTopics destroy records for good. Everything
-                // before them is saved first, so a restart's truncation to the saved state can
-                // never undo a record they superseded (a cleaner never cleans past the high
-                // watermark).
+            if matches!(command, Command::Compact(_) | Command::DeleteRecords(_)) {
+                // Compaction and DeleteRecords destroy records for good. Everything before them
+                // is saved first, so a restart's truncation to the saved state can never undo a
+                // record they superseded (a cleaner never cleans past the high watermark).
+                // (A deleted topic's files are only renamed aside until the deletion is saved.)
                 self.barrier().map_err(|e| internal(&e))?;
+            }
+            if let (Command::DeleteTopic(_), Some(g)) = (&command, &self.generation) {
+                g.deleted_topics.store(true, std::sync::atomic::Ordering::SeqCst);
             }
             match command.apply(&mut self.lab) {
                 Ok(outcome) => {
@@ -652,7 +698,7 @@ impl Session {
         if let Some(new) = &self.generation {
             let (bytes, history) = self.lab_file(new)?;
             history.sync_data().map_err(storage)?;
-            write_slots(&new.lab_file, &bytes, true)?;
+            write_slots(&new.lab_file, Written::Now(self.version), &bytes, true)?;
             std::fs::File::open(&new.dir)
                 .and_then(|d| d.sync_all())
                 .map_err(storage)?;
@@ -836,6 +882,90 @@ mod tests {
         let text = s.export();
         let replayed = Session::new(SinkBackend::Memory, &text).expect("replays");
         assert_eq!(state_json(&replayed), state_json(&s));
+    }
+
+    /// The durable lab saves by appending to its history and rewriting a slot; a restart reads
+    /// the history up to the length the newest slot names, and cuts lines a crashed change
+    /// appended after it.
+    #[test]
+    fn a_restart_keeps_the_acknowledged_history_and_cuts_the_rest() {
+        let dir = tempfile::tempdir().expect("dir");
+        let backend = SinkBackend::Durable {
+            root: dir.path().to_path_buf(),
+            flush: FlushPolicy::Never,
+        };
+        let mut s = Session::new(backend, offsetlab_scenario::LAB_SCENARIO).expect("seed");
+        for batch in [
+            &["poll c1", "process c1 count=all"][..],
+            &["tick 5s"],
+            &["produce orders count=2"],
+        ] {
+            s.apply_lines(&lines(batch)).expect("applies");
+            assert!(s.save().expect("saved").is_none(), "--flush never saves at once");
+        }
+        let export = s.export();
+        let before = state_json(&s);
+        let history = s.generation_dir().expect("durable").join(HISTORY_FILE);
+        assert_eq!(std::fs::read_to_string(&history).expect("history"), export);
+        // A change appended its line and crashed before its snapshot was written.
+        drop(s);
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&history)
+            .expect("history");
+        std::io::Write::write_all(&mut f, b"crash c1\n").expect("append");
+        let (restored, summary) = Session::restore(dir.path(), FlushPolicy::Never)
+            .expect("restores")
+            .expect("a lab");
+        assert!(summary.starts_with("unclean stop"), "{summary}");
+        assert_eq!(restored.export(), export, "the unacknowledged line is gone");
+        assert_eq!(
+            std::fs::read_to_string(&history).expect("history"),
+            export,
+            "and cut from the file"
+        );
+        let mut after = state_json(&restored);
+        let mut expected = before;
+        // The same lab, but for the narrative's note of the restart.
+        for v in [&mut after, &mut expected] {
+            if let Some(o) = v.as_object_mut() {
+                o.remove("narrative");
+            }
+        }
+        assert_eq!(after, expected);
+        let events = restored.lab().narrative().events();
+        assert!(
+            events.last().is_some_and(|e| e.text.contains("restarted")),
+            "{:?}",
+            events.last()
+        );
+    }
+
+    /// A deleted topic's files stay (renamed aside) until the deletion is saved, then go.
+    #[test]
+    fn a_deleted_topics_files_go_once_the_deletion_is_saved() {
+        let dir = tempfile::tempdir().expect("dir");
+        let backend = SinkBackend::Durable {
+            root: dir.path().to_path_buf(),
+            flush: FlushPolicy::Never,
+        };
+        let mut s = Session::new(backend, "topic scratch\nproduce scratch count=3\n").expect("lab");
+        let logs = s.generation_dir().expect("durable").join("logs");
+        let entries = |logs: &Path| -> Vec<String> {
+            let mut names: Vec<String> = std::fs::read_dir(logs)
+                .expect("logs")
+                .filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("scratch"))
+                .collect();
+            names.sort();
+            names
+        };
+        s.apply_lines(&lines(&["delete-topic scratch"])).expect("deleted");
+        assert_eq!(entries(&logs), ["scratch-0.deleted-1"], "renamed aside, not gone");
+        assert!(s.save().expect("saved").is_none());
+        assert!(entries(&logs).is_empty(), "saved: gone");
+        assert!(s.lab().topic("scratch").is_err());
     }
 
     #[test]

@@ -16,11 +16,11 @@ use crate::record::TopicPartition;
 
 impl Lab {
     /// `DeleteGroups`: an Empty group's committed offsets become tombstones and the group is
-    /// gone; the next consumer to join starts it afresh at generation 0, from
-    /// `auto.offset.reset`. Returns how many committed offsets were deleted.
+    /// gone; the next consumer to join starts it afresh, from `auto.offset.reset`. Returns how
+    /// many committed offsets were deleted.
     ///
     /// A group the lab's own consumers belong to keeps what the lab knows about them (their
-    /// sink and its audit): only its coordinator state and offsets go, as in Kafka.
+    /// sink and its audit) and its generation count; its offsets and assignments go.
     pub fn delete_group(&mut self, group: &str) -> Result<usize, LabError> {
         let known = self.groups.contains_key(group) || self.offsets.groups().any(|g| g == group);
         if !known {
@@ -47,8 +47,10 @@ impl Lab {
         }
         let lab_consumers = self.consumers.values().any(|c| c.config.group == group);
         if lab_consumers {
+            // The lab's own consumers still name the group, and its sink and audit stay with
+            // them. Its generation stays too: a transactional sink fences writes from older
+            // generations, and fencing needs generations that only move forward.
             if let Some(g) = self.groups.get_mut(group) {
-                g.generation = 0;
                 g.owners.clear();
                 g.handoffs.clear();
                 g.rebalance = None;
@@ -152,6 +154,10 @@ impl Lab {
             )));
         }
         let partitions = t.partitions.len() as i32;
+        // The files first: if they cannot go, nothing has changed.
+        for p in 0..partitions {
+            self.store.remove(topic, p).map_err(LabError::Storage)?;
+        }
         let now = self.clock.now();
         let keys: Vec<OffsetKey> = self
             .offsets
@@ -173,11 +179,14 @@ impl Lab {
                 }
             }
         }
-        // The logs close before their files go.
-        self.topics.remove(topic);
-        for p in 0..partitions {
-            self.store.remove(topic, p).map_err(LabError::Storage)?;
+        // Offsets an open transaction would commit for the topic go too (Kafka's coordinator
+        // drops pending transactional offsets of deleted partitions with the committed ones).
+        for producer in self.producers.values_mut() {
+            if let Some(open) = &mut producer.ongoing {
+                open.offsets.retain(|(_, tp, _)| tp.topic != topic);
+            }
         }
+        self.topics.remove(topic);
         self.say(
             EventKind::Warning,
             format!(

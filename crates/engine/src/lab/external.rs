@@ -26,7 +26,7 @@ impl Lab {
         group: &str,
         generation: i32,
         protocol: &str,
-        members: Vec<ExternalMember>,
+        mut members: Vec<ExternalMember>,
     ) -> Result<(), LabError> {
         super::validate_name("group", group)?;
         if let Some(g) = self.groups.get(group) {
@@ -42,10 +42,27 @@ impl Lab {
                 )));
             }
         }
-        for m in &members {
-            for tp in &m.partitions {
-                self.partition_log(tp)?;
-            }
+        // Kafka's coordinator does not check what the leader assigned: a leader with stale
+        // metadata may hand out partitions of a topic deleted since. They are dropped here, so
+        // the rebalance — and every commit of its generation — still lands.
+        let mut unknown = Vec::new();
+        for m in &mut members {
+            m.partitions.retain(|tp| {
+                let known = self.partition_log(tp).is_ok();
+                if !known {
+                    unknown.push(format!("{}-{}", tp.topic, tp.partition));
+                }
+                known
+            });
+        }
+        if !unknown.is_empty() {
+            self.say(
+                EventKind::Warning,
+                format!(
+                    "group {group}'s leader assigned partitions the lab does not have ({}): left out",
+                    unknown.join(", ")
+                ),
+            );
         }
         if !self.groups.contains_key(group) {
             let sink = self.sinks.open(group, SinkKind::Append)?;

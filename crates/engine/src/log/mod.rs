@@ -177,8 +177,9 @@ pub trait LogStore: Send {
         config: &TopicConfig,
     ) -> Result<Box<dyn PartitionLog>, String>;
 
-    /// Deletes what the store keeps of `topic`-`partition` (DeleteTopics), after its log was
-    /// dropped. The in-memory store keeps nothing outside the log.
+    /// Deletes what the store keeps of `topic`-`partition` (DeleteTopics). Called before the
+    /// lab lets go of the log; a durable store may keep the files until the deletion is saved.
+    /// The in-memory store keeps nothing outside the log.
     fn remove(&mut self, _topic: &str, _partition: i32) -> Result<(), String> {
         Ok(())
     }

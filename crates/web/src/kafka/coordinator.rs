@@ -263,7 +263,7 @@ fn str_bytes(s: &str) -> StrBytes {
     StrBytes::from_string(s.to_string())
 }
 
-fn empty_line(group: &str, generation: i32, protocol: &str) -> String {
+pub(crate) fn empty_line(group: &str, generation: i32, protocol: &str) -> String {
     Rebalance {
         group: group.to_string(),
         generation,
@@ -359,12 +359,13 @@ impl Coordinator {
         self.lock().get(group).is_some_and(|g| !g.members.is_empty())
     }
 
-    /// DeleteGroups: forgets `group` if no real client is in it (nor waiting to join);
-    /// `false` when it has members.
+    /// DeleteGroups: forgets `group` if no real client is in it; `false` when it has members.
+    /// Clients only waiting to join with the id they were handed (KIP-394) do not count, as in
+    /// Kafka: their join finds a new group.
     pub(crate) fn forget_if_empty(&self, group: &str) -> bool {
         let mut groups = self.lock();
         match groups.get(group) {
-            Some(g) if !g.members.is_empty() || !g.pending.is_empty() => false,
+            Some(g) if !g.members.is_empty() => false,
             _ => {
                 groups.remove(group);
                 true
@@ -392,8 +393,17 @@ impl Coordinator {
             .collect()
     }
 
-    /// JoinGroup. `client_id` and `host` describe the connection.
-    pub(crate) fn join(&self, r: &JoinGroupRequest, version: i16, client_id: &str, host: &str) -> Join {
+    /// JoinGroup. `client_id` and `host` describe the connection; `lab_generation` is where the
+    /// lab left the group (a coordinator that restarts goes on from its generation, as Kafka's
+    /// reloads it from `__consumer_offsets`).
+    pub(crate) fn join(
+        &self,
+        r: &JoinGroupRequest,
+        version: i16,
+        client_id: &str,
+        host: &str,
+        lab_generation: i32,
+    ) -> Join {
         let now = Instant::now();
         let group = r.group_id.0.to_string();
         let refuse = |code: i16, member: &str| {
@@ -416,9 +426,11 @@ impl Coordinator {
             session
         };
         let mut groups = self.lock();
-        let g = groups
-            .entry(group.clone())
-            .or_insert_with(|| Group::new(r.protocol_type.as_str()));
+        let g = groups.entry(group.clone()).or_insert_with(|| {
+            let mut g = Group::new(r.protocol_type.as_str());
+            g.generation = lab_generation;
+            g
+        });
         if r.protocols.is_empty() || (!g.members.is_empty() && g.protocol_type != r.protocol_type.as_str()) {
             return refuse(INCONSISTENT_GROUP_PROTOCOL, "");
         }
@@ -718,11 +730,11 @@ mod tests {
     #[test]
     fn a_member_joins_syncs_heartbeats_and_leaves() {
         let c = Coordinator::default();
-        let first = now_answer(c.join(&join_request(""), 5, "rdkafka", "/127.0.0.1"));
+        let first = now_answer(c.join(&join_request(""), 5, "rdkafka", "/127.0.0.1", 0));
         assert_eq!(first.error_code, MEMBER_ID_REQUIRED);
         let id = first.member_id.to_string();
         assert_eq!(id, "rdkafka-1");
-        let joined = now_answer(c.join(&join_request(&id), 5, "rdkafka", "/127.0.0.1"));
+        let joined = now_answer(c.join(&join_request(&id), 5, "rdkafka", "/127.0.0.1", 0));
         assert_eq!(
             (joined.error_code, joined.generation_id, joined.leader.as_str()),
             (0, 1, "rdkafka-1")
@@ -777,12 +789,13 @@ mod tests {
         assert_eq!(c.check_commit("g", "ghost", 1), Err(UNKNOWN_MEMBER_ID));
 
         // A second member joins: a rebalance; the first learns it from its heartbeat.
-        let second = now_answer(c.join(&join_request(""), 5, "kafka-python", "/127.0.0.1"));
+        let second = now_answer(c.join(&join_request(""), 5, "kafka-python", "/127.0.0.1", 0));
         let Join::Wait(_, _) = c.join(
             &join_request(&second.member_id.to_string()),
             5,
             "kafka-python",
             "/127.0.0.1",
+            0,
         ) else {
             panic!("waits for the first member to rejoin")
         };
@@ -805,10 +818,10 @@ mod tests {
     #[test]
     fn a_silent_member_times_out_and_the_group_empties() {
         let c = Coordinator::default();
-        let id = now_answer(c.join(&join_request(""), 5, "rdkafka", "/h"))
+        let id = now_answer(c.join(&join_request(""), 5, "rdkafka", "/h", 0))
             .member_id
             .to_string();
-        let _ = now_answer(c.join(&join_request(&id), 5, "rdkafka", "/h"));
+        let _ = now_answer(c.join(&join_request(&id), 5, "rdkafka", "/h", 0));
         // The leader never syncs, never heartbeats: after its session, it is gone.
         let lines = c.tick(Instant::now() + Duration::from_secs(11));
         assert_eq!(lines, vec!["rebalance g generation=2 protocol=range members=[]"]);

@@ -10,6 +10,7 @@
 //! and turns refusals into Kafka's error codes.
 
 use super::coordinator::Coordinator;
+use super::producers::Producers;
 use super::{
     str_bytes, INVALID_GROUP_ID, INVALID_TOPIC_EXCEPTION, NONE, UNKNOWN_SERVER_ERROR,
     UNKNOWN_TOPIC_OR_PARTITION,
@@ -38,22 +39,30 @@ const GROUP_ID_NOT_FOUND: i16 = 69;
 const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
 const UNKNOWN_TOPIC_ID: i16 = 100;
 
+/// Why a line did not take effect.
+enum Failed {
+    /// The lab refused it (the engine's reason).
+    Refused(String),
+    /// It applied, but the lab could not be saved: not acknowledged.
+    NotSaved,
+}
+
 /// Applies each line by itself — one topic's or group's refusal is not another's — then saves
-/// the lab once. Per line: `None` when it was not applied (its refusal is the engine's message).
-fn apply_each(app: &AppState, mut s: MutexGuard<'_, Session>, lines: &[String]) -> Vec<Result<(), String>> {
-    let mut results: Vec<Result<(), String>> = lines
+/// the lab once.
+fn apply_each(app: &AppState, mut s: MutexGuard<'_, Session>, lines: &[String]) -> Vec<Result<(), Failed>> {
+    let mut results: Vec<Result<(), Failed>> = lines
         .iter()
         .map(|l| {
             s.apply_lines(std::slice::from_ref(l))
                 .map(|_| ())
-                .map_err(|e| e.error)
+                .map_err(|e| Failed::Refused(e.error))
         })
         .collect();
     if results.iter().any(Result::is_ok) {
         let saved = match app.changed(&s) {
             Ok(Some(pending)) => {
                 drop(s);
-                pending.complete(&app.last_saved()).is_ok()
+                pending.complete().is_ok()
             }
             Ok(None) => true,
             Err(_) => false,
@@ -61,7 +70,7 @@ fn apply_each(app: &AppState, mut s: MutexGuard<'_, Session>, lines: &[String]) 
         if !saved {
             for r in &mut results {
                 if r.is_ok() {
-                    *r = Err("the lab could not be saved".into());
+                    *r = Err(Failed::NotSaved);
                 }
             }
         }
@@ -71,7 +80,11 @@ fn apply_each(app: &AppState, mut s: MutexGuard<'_, Session>, lines: &[String]) 
 
 /// DeleteTopics. Names only: the lab hands out no topic ids (its Metadata stops before v10), so
 /// a request by id is `UNKNOWN_TOPIC_ID`.
-pub(crate) fn delete_topics(app: &AppState, r: &DeleteTopicsRequest) -> DeleteTopicsResponse {
+pub(crate) fn delete_topics(
+    app: &AppState,
+    producers: &Producers,
+    r: &DeleteTopicsRequest,
+) -> DeleteTopicsResponse {
     // v0–v5 list names; v6 lists (name, id) pairs.
     let names: Vec<Option<TopicName>> = if r.topics.is_empty() {
         r.topic_names.iter().cloned().map(Some).collect()
@@ -113,11 +126,19 @@ pub(crate) fn delete_topics(app: &AppState, r: &DeleteTopicsRequest) -> DeleteTo
             .into_iter()
             .zip(plan)
             .map(|(name, planned)| {
-                let base = DeletableTopicResult::default().with_name(name);
                 let outcome = planned.and_then(|i| match &results[i] {
                     Ok(()) => Ok(()),
-                    Err(e) => Err((POLICY_VIOLATION, e.clone())),
+                    Err(Failed::Refused(e)) => Err((POLICY_VIOLATION, e.clone())),
+                    Err(Failed::NotSaved) => {
+                        Err((UNKNOWN_SERVER_ERROR, "the lab could not be saved".to_string()))
+                    }
                 });
+                if let (Ok(()), Some(n)) = (&outcome, &name) {
+                    // Sequence numbers kept for the old partitions would refuse a producer
+                    // starting afresh on a topic created again under the name.
+                    producers.forget_topic(&n.0);
+                }
+                let base = DeletableTopicResult::default().with_name(name);
                 match outcome {
                     Ok(()) => base.with_error_code(NONE),
                     Err((code, message)) => base
@@ -160,8 +181,10 @@ pub(crate) fn delete_groups(
             Err(INVALID_GROUP_ID)
         } else if !known_group(&s, coordinator, &group) {
             Err(GROUP_ID_NOT_FOUND)
-        } else if coordinator.has_members(&group)
-            || s.lab().groups().get(&group).is_some_and(|g| g.has_members())
+        } else if s.lab().groups().get(&group).is_some_and(|g| g.has_members())
+            // Checked and forgotten in one step, before the lab's line: a client joining from
+            // now on finds a new group, as it would in Kafka after the deletion.
+            || !coordinator.forget_if_empty(&group)
         {
             Err(NON_EMPTY_GROUP)
         } else if in_lab {
@@ -178,10 +201,10 @@ pub(crate) fn delete_groups(
             .iter()
             .zip(plan)
             .map(|(g, planned)| {
-                let code = match planned {
+                let code = match planned.map(|line| line.map(|i| &results[i])) {
                     Err(code) => code,
-                    Ok(Some(i)) if results[i].is_err() => NON_EMPTY_GROUP,
-                    Ok(_) if !coordinator.forget_if_empty(&g.0) => NON_EMPTY_GROUP,
+                    Ok(Some(Err(Failed::Refused(_)))) => NON_EMPTY_GROUP,
+                    Ok(Some(Err(Failed::NotSaved))) => UNKNOWN_SERVER_ERROR,
                     Ok(_) => NONE,
                 };
                 DeletableGroupResult::default()
@@ -204,6 +227,9 @@ pub(crate) fn offset_delete(
     let session = app.session();
     let s = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let group = r.group_id.0.to_string();
+    if group.is_empty() {
+        return OffsetDeleteResponse::default().with_error_code(INVALID_GROUP_ID);
+    }
     if !known_group(&s, coordinator, &group) {
         return OffsetDeleteResponse::default().with_error_code(GROUP_ID_NOT_FOUND);
     }
@@ -263,7 +289,11 @@ pub(crate) fn offset_delete(
             .iter()
             .zip(plan)
             .map(|(t, (line, codes))| {
-                let failed = line.is_some_and(|i| results[i].is_err());
+                // Refused by the engine: its subscription check; not saved: a server error.
+                let failed = line.and_then(|i| results[i].as_ref().err()).map(|f| match f {
+                    Failed::Refused(_) => GROUP_SUBSCRIBED_TO_TOPIC,
+                    Failed::NotSaved => UNKNOWN_SERVER_ERROR,
+                });
                 OffsetDeleteResponseTopic::default()
                     .with_name(t.name.clone())
                     .with_partitions(
@@ -272,10 +302,9 @@ pub(crate) fn offset_delete(
                             .map(|(index, code)| {
                                 OffsetDeleteResponsePartition::default()
                                     .with_partition_index(index)
-                                    .with_error_code(if code == NONE && failed {
-                                        UNKNOWN_SERVER_ERROR
-                                    } else {
-                                        code
+                                    .with_error_code(match failed {
+                                        Some(failure) if code == NONE => failure,
+                                        _ => code,
                                     })
                             })
                             .collect(),

@@ -131,6 +131,30 @@ pub async fn serve(listener: TcpListener, app: AppState, config: KafkaConfig) {
         config,
         ..Broker::default()
     });
+    // Real clients that were members when the lab last stopped are gone with the coordinator's
+    // memory: their groups are Empty until they join again (as after their session timeout).
+    {
+        let (app, broker) = (app.clone(), Arc::clone(&broker));
+        let _ = tokio::task::spawn_blocking(move || {
+            let _settle = broker.coordinator.settle_lock();
+            let lines: Vec<String> = {
+                let session = app.session();
+                let s = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                s.lab()
+                    .groups()
+                    .values()
+                    .filter_map(|g| {
+                        let e = g.external.as_ref().filter(|e| !e.members.is_empty())?;
+                        Some(coordinator::empty_line(&g.name, g.generation + 1, &e.protocol))
+                    })
+                    .collect()
+            };
+            if !lines.is_empty() {
+                settle_lines(&app, &lines);
+            }
+        })
+        .await;
+    }
     // Sessions and rebalance timeouts run on wall time: check them a few times a second.
     {
         let (app, broker) = (app.clone(), Arc::clone(&broker));
@@ -324,8 +348,10 @@ async fn answer(
             ResponseKind::DeleteRecords(blocking(move || admin::delete_records(&app, &r)).await?)
         }
         RequestKind::DeleteTopics(r) => {
-            let app = app.clone();
-            ResponseKind::DeleteTopics(blocking(move || deletion::delete_topics(&app, &r)).await?)
+            let (app, broker) = (app.clone(), Arc::clone(broker));
+            ResponseKind::DeleteTopics(
+                blocking(move || deletion::delete_topics(&app, &broker.producers, &r)).await?,
+            )
         }
         RequestKind::DeleteGroups(r) => {
             let (app, broker) = (app.clone(), Arc::clone(broker));
@@ -363,8 +389,10 @@ async fn answer(
         }
         RequestKind::JoinGroup(r) => {
             let name = r.group_id.0.to_string();
-            let lab_members = with_lab(session, move |s| {
-                s.lab().group(&name).is_ok_and(|g| !g.members.is_empty())
+            let (lab_members, lab_generation) = with_lab(session, move |s| {
+                s.lab()
+                    .group(&name)
+                    .map_or((false, 0), |g| (!g.members.is_empty(), g.generation))
             })
             .await?;
             let response = if lab_members {
@@ -373,7 +401,10 @@ async fn answer(
                     .with_error_code(coordinator::INCONSISTENT_GROUP_PROTOCOL)
                     .with_generation_id(-1)
             } else {
-                match broker.coordinator.join(&r, version, &client_id, host) {
+                match broker
+                    .coordinator
+                    .join(&r, version, &client_id, host, lab_generation)
+                {
                     coordinator::Join::Now(response) => response,
                     coordinator::Join::Wait(rx, timeout) => match tokio::time::timeout(timeout, rx).await {
                         Ok(Ok(response)) => response,
@@ -759,7 +790,7 @@ fn offset_commit(
             let saved = match app.changed(&s) {
                 Ok(Some(pending)) => {
                     drop(s);
-                    pending.complete(&app.last_saved()).is_ok()
+                    pending.complete().is_ok()
                 }
                 Ok(None) => true,
                 Err(_) => false,

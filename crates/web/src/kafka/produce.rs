@@ -256,7 +256,7 @@ pub(crate) fn apply_commands_and_save(
     match app.changed(&s) {
         Ok(Some(pending)) => {
             drop(s);
-            pending.complete(&app.last_saved()).is_ok()
+            pending.complete().is_ok()
         }
         Ok(None) => true,
         Err(_) => false,

@@ -75,6 +75,15 @@ impl Producers {
     }
 
     /// Records that the batches were appended at `base_offset`.
+    /// Forgets the sequence numbers kept for `topic`'s partitions (DeleteTopics): a producer
+    /// writing to a topic created again under that name starts afresh there.
+    pub fn forget_topic(&self, topic: &str) {
+        self.table
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .retain(|(_, t, _), _| t != topic);
+    }
+
     pub fn appended(&self, producer: (i64, i16, i32, i32), topic: &str, partition: i32, base_offset: i64) {
         let (id, epoch, sequence, count) = producer;
         let mut table = self
