@@ -353,3 +353,46 @@ fn librdkafka_admin_deletes_an_empty_group_and_a_topic() {
         "{names:?}"
     );
 }
+
+/// A lab killed while a real client is a member of its group comes back with the group Empty
+/// (the coordinator's memory of its members is gone, as after their session timeout); a new
+/// member resumes at the committed offset and its commits land — the group's generations go on.
+#[test]
+fn after_a_restart_a_real_clients_group_goes_on_from_its_committed_offset() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().display().to_string();
+    let args = ["--data", &data, "--http", "127.0.0.1:0", "--kafka", "127.0.0.1:0"];
+    let lab = serve(&args);
+    let c = consumer(&lab.kafka(), "survivor");
+    c.subscribe(&["orders"]).expect("subscribe");
+    assert_eq!(take(&c, 12).len(), 12);
+    let mut done = TopicPartitionList::new();
+    done.add_partition_offset("orders", 0, Offset::Offset(12))
+        .expect("tpl");
+    c.commit(&done, CommitMode::Sync).expect("commit");
+    drop(lab); // kill -9 while `c` is still a member
+    drop(c);
+
+    let lab = serve(&args);
+    let kafka = lab.kafka();
+    let body = serde_json::json!({ "lines": ["produce orders count=2"] }).to_string();
+    assert!(ok_json(&http(&lab.addr, "POST", "/api/actions", &body).expect("actions")).is_some());
+    let c = consumer(&kafka, "survivor");
+    let groups = c
+        .fetch_group_list(Some("survivor"), Duration::from_secs(5))
+        .expect("groups");
+    assert_eq!(groups.groups().first().map(|g| g.state()), Some("Empty"));
+    c.subscribe(&["orders"]).expect("subscribe");
+    let got = take(&c, 2);
+    assert_eq!(got.iter().map(|(o, _, _)| *o).collect::<Vec<_>>(), [12, 13]);
+    let mut done = TopicPartitionList::new();
+    done.add_partition_offset("orders", 0, Offset::Offset(14))
+        .expect("tpl");
+    c.commit(&done, CommitMode::Sync)
+        .expect("the new generation's commit lands");
+    let committed = c.committed(Duration::from_secs(5)).expect("committed");
+    assert_eq!(
+        committed.find_partition("orders", 0).map(|p| p.offset()),
+        Some(Offset::Offset(14))
+    );
+}
