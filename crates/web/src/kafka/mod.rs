@@ -301,10 +301,13 @@ async fn answer(
                 let r = Arc::clone(&r);
                 with_lab(session, move |s| fetch(s, &r)).await?
             };
-            if first.1 > 0 || wait.is_zero() {
+            // Kafka answers once `min.bytes` of record batches are ready (control batches count:
+            // they move a read_committed client past a transaction's end).
+            let min_bytes = usize::try_from(r.min_bytes).unwrap_or(1).max(1);
+            if first.1 >= min_bytes || wait.is_zero() {
                 ResponseKind::Fetch(first.0)
             } else {
-                // Nothing to read: wait (up to max.wait.ms) and look once more.
+                // Not enough to read: wait (up to max.wait.ms) and look once more.
                 tokio::time::sleep(wait).await;
                 ResponseKind::Fetch(with_lab(session, move |s| fetch(s, &r)).await?.0)
             }
@@ -931,7 +934,7 @@ fn list_offsets(s: &Session, r: &ListOffsetsRequest) -> ListOffsetsResponse {
     ListOffsetsResponse::default().with_topics(topics)
 }
 
-/// The fetch response and how many records it carries.
+/// The fetch response and how many bytes of record batches it carries.
 fn fetch(s: &Session, r: &FetchRequest) -> (FetchResponse, usize) {
     let lab = s.lab();
     let level = isolation(r.isolation_level);
@@ -978,8 +981,11 @@ fn fetch(s: &Session, r: &FetchRequest) -> (FetchResponse, usize) {
                             .is_none();
                     if hides_nothing && p.fetch_offset < upper {
                         let mut raw = Vec::new();
-                        if let Some(n) = log.read_batches(p.fetch_offset, upper, budget, &mut raw) {
-                            total += n;
+                        if log
+                            .read_batches(p.fetch_offset, upper, budget, &mut raw)
+                            .is_some()
+                        {
+                            total += raw.len();
                             return base.with_records(Some(Bytes::from(raw)));
                         }
                     }
@@ -1016,7 +1022,6 @@ fn fetch(s: &Session, r: &FetchRequest) -> (FetchResponse, usize) {
                             headers: Default::default(),
                         });
                     });
-                    total += records.iter().filter(|r| !r.control).count();
                     let mut out = BytesMut::new();
                     if !records.is_empty()
                         && RecordBatchEncoder::encode(
@@ -1031,6 +1036,7 @@ fn fetch(s: &Session, r: &FetchRequest) -> (FetchResponse, usize) {
                     {
                         out.clear();
                     }
+                    total += out.len();
                     base.with_records(Some(out.freeze()))
                 })
                 .collect();
