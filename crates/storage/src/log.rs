@@ -331,6 +331,25 @@ impl FileLog {
         &self.segments[self.segments.len() - 1]
     }
 
+    /// A cursor over segment `seg` positioned for reading from `from`: by the sparse index in
+    /// the first segment read — unless its entry points past `from` (or not at a batch), a
+    /// wrong cache: then from the segment's start.
+    fn cursor_from(&self, seg: usize, from: Offset, first: bool) -> crate::segment::BatchCursor<'_> {
+        let s = &self.segments[seg];
+        if first {
+            let mut probe = s.cursor_for(from, READ_CHUNK);
+            let trusted = match probe.next_batch() {
+                Ok(Some((pos, b))) => pos == 0 || b.header.base_offset <= from,
+                Ok(None) => true,
+                Err(_) => false,
+            };
+            if !trusted {
+                return s.cursor_from_start(READ_CHUNK);
+            }
+        }
+        s.cursor_for(from, READ_CHUNK)
+    }
+
     fn segment_for(&self, offset: Offset) -> usize {
         self.segments
             .partition_point(|s| s.meta.base_offset <= offset)
@@ -780,24 +799,9 @@ impl PartitionLog for FileLog {
         let from = from.max(self.log_start);
         let start = out.len();
         let mut records = 0usize;
-        let mut seg = self.segment_for(from);
-        let mut first = true;
-        while seg < self.segments.len() {
-            let s = &self.segments[seg];
-            let mut cursor = s.cursor_for(from, READ_CHUNK);
-            if first {
-                // As in `read`: an index entry that points past `from` is not trusted.
-                let mut probe = s.cursor_for(from, READ_CHUNK);
-                let trusted = match probe.next_batch() {
-                    Ok(Some((pos, b))) => pos == 0 || b.header.base_offset <= from,
-                    Ok(None) => true,
-                    Err(_) => false,
-                };
-                if !trusted {
-                    cursor = s.cursor_from_start(READ_CHUNK);
-                }
-                first = false;
-            }
+        let first = self.segment_for(from);
+        for seg in first..self.segments.len() {
+            let mut cursor = self.cursor_from(seg, from, seg == first);
             loop {
                 match cursor.next_batch() {
                     Ok(Some((_, b))) => {
@@ -820,7 +824,6 @@ impl PartitionLog for FileLog {
                     Err(_) => return (out.len() > start).then_some(records),
                 }
             }
-            seg += 1;
         }
         (out.len() > start).then_some(records)
     }
@@ -828,25 +831,12 @@ impl PartitionLog for FileLog {
     fn read(&self, from: Offset, max_records: usize, visit: &mut dyn FnMut(RecordRef<'_>)) -> usize {
         let from = from.max(self.log_start);
         let mut seen = 0;
-        let mut seg = self.segment_for(from);
-        let mut first = true;
-        while seen < max_records && seg < self.segments.len() {
-            let s = &self.segments[seg];
-            let mut cursor = s.cursor_for(from, READ_CHUNK);
-            if first {
-                // An index entry that points past `from` (or not at a batch) is a wrong cache:
-                // read the segment from its start instead.
-                let mut probe = s.cursor_for(from, READ_CHUNK);
-                let trusted = match probe.next_batch() {
-                    Ok(Some((pos, b))) => pos == 0 || b.header.base_offset <= from,
-                    Ok(None) => true,
-                    Err(_) => false,
-                };
-                if !trusted {
-                    cursor = s.cursor_from_start(READ_CHUNK);
-                }
-                first = false;
+        let first = self.segment_for(from);
+        for seg in first..self.segments.len() {
+            if seen >= max_records {
+                break;
             }
+            let mut cursor = self.cursor_from(seg, from, seg == first);
             loop {
                 match cursor.next_batch() {
                     Ok(Some((_, b))) => {
@@ -867,7 +857,6 @@ impl PartitionLog for FileLog {
                     Err(_) => return seen,
                 }
             }
-            seg += 1;
         }
         seen
     }
