@@ -396,3 +396,28 @@ fn after_a_restart_a_real_clients_group_goes_on_from_its_committed_offset() {
         Some(Offset::Offset(14))
     );
 }
+
+/// `fetch.min.bytes` larger than the topic: the lab waits up to `fetch.wait.max.ms` (at most
+/// 500 ms) for more, then hands out what it has — the consumer gets every record, a wait later.
+#[test]
+fn a_fetch_waits_for_min_bytes_then_answers_with_what_there_is() {
+    let (_lab, kafka) = lab();
+    let c: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &kafka)
+        .set("group.id", "patient")
+        .set("auto.offset.reset", "earliest")
+        .set("fetch.min.bytes", "1000000")
+        // Longer than the lab's 500 ms cap on a fetch's wait, and than joining the group.
+        .set("fetch.wait.max.ms", "2000")
+        .create()
+        .expect("consumer");
+    c.subscribe(&["orders"]).expect("subscribe");
+    let started = Instant::now();
+    assert_eq!(
+        take(&c, 12).len(),
+        12,
+        "the seed's twelve orders, though fewer than min.bytes"
+    );
+    // The lab caps a fetch's wait at 500 ms; without min.bytes it would answer at once.
+    assert!(started.elapsed() >= Duration::from_millis(500), "after the wait");
+}
