@@ -852,3 +852,66 @@ fn kcat_produces_with_every_compression_codec() {
         assert_eq!(read_back(&kafka, &topic), "0 a=1|1 b=2|2 c=3|", "{codec}");
     }
 }
+
+/// A fetch's limits as Kafka applies them (KIP-74): whole batches, at least one even when it
+/// alone passes the limits; the partition limit per partition; the response limit across them,
+/// in the order asked, so a full response leaves the later partitions empty.
+#[test]
+fn a_fetch_keeps_to_its_byte_limits() {
+    use offsetlab_wire::kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    use offsetlab_wire::kafka_protocol::messages::{
+        ApiKey, FetchRequest, RequestKind, ResponseKind, TopicName,
+    };
+    use offsetlab_wire::kafka_protocol::protocol::StrBytes;
+    let (lab, kafka) = lab();
+    // Two partitions, each with four batches of 25 records.
+    let mut lines = vec!["topic wide partitions=2".to_string()];
+    for _ in 0..4 {
+        lines.push("produce wide count=50".to_string());
+    }
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    act(&lab, &refs);
+    let mut s = TcpStream::connect(&kafka).expect("connect");
+    let fetch = |s: &mut TcpStream, max_bytes: i32, partition_max_bytes: i32| {
+        let request = FetchRequest::default()
+            .with_max_wait_ms(0)
+            .with_min_bytes(1)
+            .with_max_bytes(max_bytes)
+            .with_isolation_level(0)
+            .with_topics(vec![FetchTopic::default()
+                .with_topic(TopicName(StrBytes::from_static_str("wide")))
+                .with_partitions(
+                    (0..2)
+                        .map(|p| {
+                            FetchPartition::default()
+                                .with_partition(p)
+                                .with_fetch_offset(0)
+                                .with_partition_max_bytes(partition_max_bytes)
+                        })
+                        .collect(),
+                )]);
+        let ResponseKind::Fetch(response) = call(s, ApiKey::Fetch, 11, 1, &RequestKind::Fetch(request))
+        else {
+            panic!("not a fetch response");
+        };
+        response.responses[0]
+            .partitions
+            .iter()
+            .map(|p| p.records.as_ref().map_or(0, bytes::Bytes::len))
+            .collect::<Vec<usize>>()
+    };
+    let everything = fetch(&mut s, i32::MAX, i32::MAX);
+    assert!(everything.iter().all(|&n| n > 0), "{everything:?}");
+    // A byte per partition: one whole batch each, no more.
+    let one_each = fetch(&mut s, i32::MAX, 1);
+    assert!(
+        one_each
+            .iter()
+            .zip(&everything)
+            .all(|(one, all)| one < all && *one > 0),
+        "{one_each:?}"
+    );
+    // A byte for the whole response: the first partition's first batch, nothing after it.
+    let first_only = fetch(&mut s, 1, i32::MAX);
+    assert_eq!(first_only, vec![one_each[0], 0]);
+}

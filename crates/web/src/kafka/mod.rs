@@ -939,6 +939,14 @@ fn fetch(s: &Session, r: &FetchRequest) -> (FetchResponse, usize) {
     let lab = s.lab();
     let level = isolation(r.isolation_level);
     let mut total = 0;
+    // The response's own limit (`fetch.max.bytes`, KIP-74): partitions are served in the order
+    // asked until it is reached; the first batch goes out even if it alone is larger.
+    let response_limit = usize::try_from(r.max_bytes).unwrap_or(0);
+    let response_limit = if response_limit == 0 {
+        usize::MAX
+    } else {
+        response_limit
+    };
     let responses = r
         .topics
         .iter()
@@ -969,7 +977,13 @@ fn fetch(s: &Session, r: &FetchRequest) -> (FetchResponse, usize) {
                         IsolationLevel::ReadCommitted => lso,
                         IsolationLevel::ReadUncommitted => end,
                     };
-                    let budget = usize::try_from(p.partition_max_bytes).unwrap_or(0).max(1);
+                    if total > 0 && total >= response_limit {
+                        return base.with_records(Some(Bytes::new()));
+                    }
+                    let budget = usize::try_from(p.partition_max_bytes)
+                        .unwrap_or(0)
+                        .min(response_limit - total)
+                        .max(1);
                     // The stored batches as they are, when nothing in them must be hidden: what a
                     // broker does, and no record is decoded or encoded. Aborted records under
                     // read_committed take the path below, which drops them.
