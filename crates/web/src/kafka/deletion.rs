@@ -10,6 +10,7 @@
 //! and turns refusals into Kafka's error codes.
 
 use super::coordinator::Coordinator;
+use super::produce::save_changed;
 use super::producers::Producers;
 use super::{
     str_bytes, INVALID_GROUP_ID, INVALID_TOPIC_EXCEPTION, NONE, UNKNOWN_SERVER_ERROR,
@@ -59,14 +60,7 @@ fn apply_each(app: &AppState, mut s: MutexGuard<'_, Session>, lines: &[String]) 
         })
         .collect();
     if results.iter().any(Result::is_ok) {
-        let saved = match app.changed(&s) {
-            Ok(Some(pending)) => {
-                drop(s);
-                pending.complete().is_ok()
-            }
-            Ok(None) => true,
-            Err(_) => false,
-        };
+        let saved = save_changed(app, s);
         if !saved {
             for r in &mut results {
                 if r.is_ok() {

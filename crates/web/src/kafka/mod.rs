@@ -790,14 +790,7 @@ fn offset_commit(
     }
     match s.apply_lines(&lines) {
         Ok(_) => {
-            let saved = match app.changed(&s) {
-                Ok(Some(pending)) => {
-                    drop(s);
-                    pending.complete().is_ok()
-                }
-                Ok(None) => true,
-                Err(_) => false,
-            };
+            let saved = produce::save_changed(app, s);
             respond(&|_, _| if saved { NONE } else { UNKNOWN_SERVER_ERROR })
         }
         Err(e) if e.error.contains("unknown topic") || e.error.contains("has no partition") => {

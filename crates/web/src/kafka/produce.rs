@@ -253,6 +253,12 @@ pub(crate) fn apply_commands_and_save(
     if s.apply_commands(commands).is_err() {
         return false;
     }
+    save_changed(app, s)
+}
+
+/// Saves the lab after a change and says whether it is durable: at once, or — under
+/// `--flush always` — after the fsync, waited for with the session's lock released.
+pub(crate) fn save_changed(app: &AppState, s: std::sync::MutexGuard<'_, Session>) -> bool {
     match app.changed(&s) {
         Ok(Some(pending)) => {
             drop(s);
