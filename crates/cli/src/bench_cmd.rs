@@ -196,7 +196,7 @@ fn fill_produced(log: &mut FileLog, n: u64, progress: &ProgressBar) -> anyhow::R
     let (mut done, mut next) = (0u64, 0);
     while done < n {
         let pool_len = pool.len();
-        log.append_encoded(&mut pool[next], done as i64)?;
+        log.append_wire(&mut pool[next], done as i64)?;
         next = (next + 1) % pool_len;
         done += BATCH as u64;
         progress.inc(BATCH as u64);

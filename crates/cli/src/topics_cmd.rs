@@ -285,7 +285,7 @@ pub(crate) fn record_timestamp(
 ) -> anyhow::Result<Option<i64>> {
     use offsetlab_wire::kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
     use offsetlab_wire::kafka_protocol::messages::FetchRequest;
-    use offsetlab_wire::kafka_protocol::records::RecordBatchDecoder;
+    use offsetlab_wire::kafka_protocol::records::{RecordBatchDecoder, TimestampType};
     let version = conn.version(ApiKey::Fetch, 11)?;
     let request = FetchRequest::default()
         .with_replica_id((-1).into())
@@ -311,12 +311,36 @@ pub(crate) fn record_timestamp(
     else {
         return Ok(None);
     };
+    let raw = records.clone();
     // A fetch starts at the batch holding `offset`: skip what comes before it, and markers.
     let set = RecordBatchDecoder::decode(&mut records)
         .map_err(|e| anyhow::anyhow!("cannot decode the fetched records: {e}"))?;
-    Ok(set
+    let Some(rec) = set
         .records
         .iter()
         .find(|rec| rec.offset >= offset && !rec.control)
-        .map(|rec| rec.timestamp))
+    else {
+        return Ok(None);
+    };
+    if rec.timestamp_type != TimestampType::LogAppend {
+        return Ok(Some(rec.timestamp));
+    }
+    // A batch stamped with its log append time (a topic with
+    // `message.timestamp.type=LogAppendTime`, and every record real clients produce to the lab):
+    // its records' timestamp is the batch's maxTimestamp, which the decoder does not apply.
+    Ok(Some(log_append_time(&raw, rec.offset).unwrap_or(rec.timestamp)))
+}
+
+/// The maxTimestamp of the batch among `raw` (fetched record batches, back to back) that holds
+/// `offset`.
+fn log_append_time(raw: &[u8], offset: i64) -> Option<i64> {
+    use offsetlab_storage::batch::BatchHeader;
+    let mut at = 0;
+    while let Some(h) = raw.get(at..).and_then(|b| BatchHeader::parse(b).ok()) {
+        if (h.base_offset..=h.last_offset()).contains(&offset) {
+            return Some(h.max_timestamp);
+        }
+        at += h.total_len;
+    }
+    None
 }

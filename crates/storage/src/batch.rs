@@ -37,6 +37,10 @@ pub const LOG_OVERHEAD: usize = 12;
 pub const MAGIC: i8 = 2;
 const CRC_START: usize = 21;
 const ATTR_COMPRESSION: i16 = 0b111;
+/// The timestamp type: set, the batch's `maxTimestamp` is every record's timestamp — the log
+/// append time the broker stamped (`message.timestamp.type=LogAppendTime`), whatever the
+/// producer wrote in the records.
+pub const ATTR_LOG_APPEND_TIME: i16 = 1 << 3;
 pub const ATTR_TRANSACTIONAL: i16 = 1 << 4;
 pub const ATTR_CONTROL: i16 = 1 << 5;
 
@@ -136,6 +140,40 @@ impl BatchHeader {
     pub fn is_control(&self) -> bool {
         self.attributes & ATTR_CONTROL != 0
     }
+
+    /// Stamped with its log append time: every record's timestamp is `maxTimestamp`.
+    pub fn is_log_append_time(&self) -> bool {
+        self.attributes & ATTR_LOG_APPEND_TIME != 0
+    }
+
+    /// The first record's timestamp as readers see it.
+    pub fn first_timestamp(&self) -> i64 {
+        if self.is_log_append_time() {
+            self.max_timestamp
+        } else {
+            self.base_timestamp
+        }
+    }
+}
+
+/// Stamps the validated batch at the front of `batch` with its log append time, as a broker does
+/// for a topic with `message.timestamp.type=LogAppendTime`: the timestamp-type bit and
+/// `maxTimestamp` are set, the records are left as the producer wrote them, and the CRC — which
+/// covers both — is computed again.
+pub fn stamp_log_append_time(batch: &mut [u8], now: i64) -> Result<(), BatchError> {
+    let h = BatchHeader::parse(batch)?;
+    if batch.len() < h.total_len {
+        return Err(BatchError::Truncated {
+            needed: h.total_len,
+            available: batch.len(),
+        });
+    }
+    let bytes = &mut batch[..h.total_len];
+    bytes[21..23].copy_from_slice(&(h.attributes | ATTR_LOG_APPEND_TIME).to_be_bytes());
+    bytes[35..43].copy_from_slice(&now.to_be_bytes());
+    let crc = crc32c::crc32c(&bytes[CRC_START..]);
+    bytes[17..21].copy_from_slice(&crc.to_be_bytes());
+    Ok(())
 }
 
 /// A validated batch, borrowing its bytes.
@@ -149,6 +187,15 @@ impl<'a> Batch<'a> {
     /// Validates the batch at the front of `buf`: header, CRC-32C, and every record's bounds,
     /// offsets (strictly increasing, within `lastOffsetDelta`) and count.
     pub fn parse(buf: &'a [u8]) -> Result<Self, BatchError> {
+        Self::parse_visiting(buf, |_, _| Ok(()))
+    }
+
+    /// [`Batch::parse`], handing every record's key and value to `visit` on the validating
+    /// walk (a refusal from it fails the batch).
+    pub fn parse_visiting(
+        buf: &'a [u8],
+        mut visit: impl FnMut(Option<&'a [u8]>, Option<&'a [u8]>) -> Result<(), &'static str>,
+    ) -> Result<Self, BatchError> {
         let header = BatchHeader::parse(buf)?;
         if buf.len() < header.total_len {
             return Err(BatchError::Truncated {
@@ -174,13 +221,14 @@ impl<'a> Batch<'a> {
         let mut n = 0usize;
         let mut last_delta = -1i64;
         for r in batch.raw_records() {
-            let (delta, ..) = r?;
+            let (delta, _, key, value) = r?;
             if i64::from(delta) <= last_delta || delta > header.last_offset_delta {
                 return Err(BatchError::BadRecord {
                     index: n,
                     what: "offset delta out of order",
                 });
             }
+            visit(key, value).map_err(|what| BatchError::BadRecord { index: n, what })?;
             last_delta = i64::from(delta);
             n += 1;
         }
@@ -202,10 +250,11 @@ impl<'a> Batch<'a> {
     pub fn records(&self) -> impl Iterator<Item = RecordRef<'a>> + 'a {
         let h = self.header;
         let control = h.is_control();
+        let append_time = h.is_log_append_time().then_some(h.max_timestamp);
         self.raw_records().filter_map(move |r| {
             r.ok().map(|(delta, ts_delta, key, value)| RecordRef {
                 offset: h.base_offset + Offset::from(delta),
-                timestamp: h.base_timestamp.wrapping_add(ts_delta),
+                timestamp: append_time.unwrap_or_else(|| h.base_timestamp.wrapping_add(ts_delta)),
                 key,
                 value,
                 control,

@@ -69,6 +69,8 @@ pub struct FileStore {
     reports: Arc<Mutex<Vec<(String, OpenReport)>>>,
     /// Numbers the directories of deleted partitions (a topic may be deleted twice before a save).
     deletions: u64,
+    /// Where logs keep the segments client batches went to ([`FileLog::keep_segments_in`]).
+    kept_dir: Option<PathBuf>,
 }
 
 impl FileStore {
@@ -89,7 +91,16 @@ impl FileStore {
             clean,
             reports: Arc::new(Mutex::new(Vec::new())),
             deletions: 0,
+            kept_dir: None,
         })
+    }
+
+    /// Every log this store opens keeps the segments client batches go to as hard links in
+    /// `dir` ([`FileLog::keep_segments_in`]). Put it beside the logs' root, on the same file
+    /// system, and outside every partition's directory.
+    pub fn keeping_segments_in(mut self, dir: PathBuf) -> Self {
+        self.kept_dir = Some(dir);
+        self
     }
 
     /// A partition deleted by a change that was never saved comes back: its directory was only
@@ -180,6 +191,10 @@ impl LogStore for FileStore {
             self.clean,
         )
         .map_err(|e| format!("cannot open the log in {}: {e}", dir.display()))?;
+        let mut log = log;
+        if let Some(kept) = &self.kept_dir {
+            log.keep_segments_in(kept.clone());
+        }
         if let Ok(mut r) = self.reports.lock() {
             r.push((format!("{topic}-{partition}"), log.open_report().clone()));
         }

@@ -20,7 +20,7 @@ use crate::durability::Durability;
 use crate::segment::{FileSegment, SegmentMeta};
 use offsetlab_engine::clock::Millis;
 use offsetlab_engine::log::config::SegmentLimits;
-use offsetlab_engine::log::{PartitionLog, SegmentInfo};
+use offsetlab_engine::log::{EncodedAppend, EncodedBatches, KeptBatches, PartitionLog, SegmentInfo};
 use offsetlab_engine::record::{NewRecord, Offset, RecordRef};
 use serde::{Deserialize, Serialize};
 use std::io;
@@ -92,9 +92,19 @@ pub struct FileLog {
     /// Reused encode buffer.
     scratch: Vec<u8>,
     report: OpenReport,
+    /// Where segments that took client batches are kept ([`FileLog::keep_segments_in`]).
+    kept_dir: Option<PathBuf>,
 }
 
-/// Why [`FileLog::append_encoded`] refused or failed an append.
+/// The part of an append that went to one segment.
+struct Piece {
+    segment: usize,
+    position: u64,
+    len: u64,
+    records: usize,
+}
+
+/// Why [`FileLog::append_wire`] refused or failed an append.
 #[derive(Debug, thiserror::Error)]
 pub enum AppendError {
     /// A batch is corrupt or malformed (Kafka answers `CORRUPT_MESSAGE`); nothing was written.
@@ -119,15 +129,28 @@ impl ProducedBatches {
     /// batch itself ([`batch::Batch::parse`]) and that a producer numbered its records
     /// `0, 1, 2, …` — offsets are the broker's to assign.
     pub fn validate(bytes: Vec<u8>) -> Result<Self, batch::BatchError> {
-        let headers = Self::check(&bytes)?;
+        Self::validate_visiting(bytes, |_, _| Ok(()))
+    }
+
+    /// [`ProducedBatches::validate`], handing every record's key and value to `visit` on the
+    /// same walk: a broker's own rules for records (the lab keeps text) cost no second pass.
+    pub fn validate_visiting(
+        bytes: Vec<u8>,
+        mut visit: impl FnMut(Option<&[u8]>, Option<&[u8]>) -> Result<(), &'static str>,
+    ) -> Result<Self, batch::BatchError> {
+        let headers = Self::check(&bytes, &mut visit)?;
         Ok(Self { bytes, headers })
     }
 
-    fn check(bytes: &[u8]) -> Result<Vec<BatchHeader>, batch::BatchError> {
+    fn check(
+        bytes: &[u8],
+        visit: &mut impl FnMut(Option<&[u8]>, Option<&[u8]>) -> Result<(), &'static str>,
+    ) -> Result<Vec<BatchHeader>, batch::BatchError> {
         let mut headers = Vec::new();
         let mut at = 0;
         while at < bytes.len() {
-            let h = batch::Batch::parse(&bytes[at..])?.header;
+            let b = batch::Batch::parse_visiting(&bytes[at..], &mut *visit)?;
+            let h = b.header;
             if h.count < 1 || h.last_offset_delta != h.count - 1 {
                 return Err(batch::BatchError::BadRecord {
                     index: headers.len(),
@@ -148,6 +171,56 @@ impl ProducedBatches {
     /// The batches' bytes — after an append, with the offsets the log assigned.
     pub fn into_bytes(self) -> Vec<u8> {
         self.bytes
+    }
+
+    /// The batches' bytes as they are now.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The validated batches, in order.
+    pub fn batches(&self) -> impl Iterator<Item = batch::Batch<'_>> + '_ {
+        let mut at = 0;
+        self.headers.iter().filter_map(move |h| {
+            let b = batch::Batch::parse(&self.bytes[at..]).ok();
+            at += h.total_len;
+            b
+        })
+    }
+}
+
+impl offsetlab_engine::log::EncodedBatches for ProducedBatches {
+    fn record_count(&self) -> usize {
+        self.records()
+    }
+
+    fn for_each_record(&self, visit: &mut dyn FnMut(NewRecord<'_>)) {
+        for b in self.batches() {
+            for r in b.records() {
+                visit(NewRecord {
+                    timestamp: r.timestamp,
+                    key: r.key,
+                    value: r.value,
+                    control: false,
+                });
+            }
+        }
+    }
+
+    fn stamp_log_append_time(&mut self, now: Millis) {
+        let mut at = 0;
+        for h in &mut self.headers {
+            // Validated whole: the stamp cannot fail.
+            if batch::stamp_log_append_time(&mut self.bytes[at..], now).is_ok() {
+                h.attributes |= batch::ATTR_LOG_APPEND_TIME;
+                h.max_timestamp = now;
+            }
+            at += h.total_len;
+        }
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.bytes
     }
 }
 
@@ -196,6 +269,7 @@ impl FileLog {
             durability,
             scratch: Vec::new(),
             report: OpenReport::default(),
+            kept_dir: None,
         };
         let snapshot = dir.join("snapshot.json");
         let trusted = clean
@@ -496,9 +570,9 @@ impl FileLog {
     /// Appends record batches exactly as a producer encoded them — a Produce request's records
     /// for this partition — and returns the first offset they were given: [`ProducedBatches::
     /// validate`], then [`FileLog::append_produced`]. If one batch is invalid nothing is written.
-    pub fn append_encoded(&mut self, batches: &mut [u8], now: Millis) -> Result<Offset, AppendError> {
-        let mut headers = ProducedBatches::check(batches)?;
-        Ok(self.append_checked(batches, &mut headers, now)?)
+    pub fn append_wire(&mut self, batches: &mut [u8], now: Millis) -> Result<Offset, AppendError> {
+        let mut headers = ProducedBatches::check(batches, &mut |_, _| Ok(()))?;
+        Ok(self.append_checked(batches, &mut headers, now)?.0)
     }
 
     /// Appends batches validated beforehand. This is a broker's append, not a re-encoding:
@@ -507,7 +581,16 @@ impl FileLog {
     /// came, one `write` per segment touched. Segments roll between batches only: a batch is never
     /// split, and only a fresh segment's first batch may overshoot its limits.
     pub fn append_produced(&mut self, produced: &mut ProducedBatches, now: Millis) -> io::Result<Offset> {
-        self.append_checked(&mut produced.bytes, &mut produced.headers, now)
+        Ok(self
+            .append_checked(&mut produced.bytes, &mut produced.headers, now)?
+            .0)
+    }
+
+    /// Keeps every segment that client batches ([`PartitionLog::append_encoded`]) go to as a
+    /// hard link in `dir`: the lab's history names those bytes instead of spelling out the
+    /// records, so they must outlive the segment. Call once, right after opening.
+    pub fn keep_segments_in(&mut self, dir: PathBuf) {
+        self.kept_dir = Some(dir);
     }
 
     fn append_checked(
@@ -515,8 +598,9 @@ impl FileLog {
         batches: &mut [u8],
         headers: &mut [BatchHeader],
         now: Millis,
-    ) -> io::Result<Offset> {
+    ) -> io::Result<(Offset, Vec<Piece>)> {
         let first = self.log_end_offset_raw();
+        let mut pieces = Vec::new();
         let (mut i, mut at) = (0, 0);
         while i < headers.len() {
             if self.should_roll(headers[i].total_len, now) {
@@ -549,11 +633,65 @@ impl FileLog {
             }
             let last = self.segments.len() - 1;
             let seg = &mut self.segments[last];
+            pieces.push(Piece {
+                segment: last,
+                position: seg.meta.len,
+                len: (at - start) as u64,
+                records,
+            });
             seg.append(&batches[start..at], &headers[i..j], records)?;
             self.durability.note_write(&seg.log);
             i = j;
         }
-        Ok(first)
+        Ok((first, pieces))
+    }
+
+    /// The name of the kept link to segment `index`'s log file, made on first use: a hard link in
+    /// the kept-segments directory, so the bytes outlive the segment's own name (retention,
+    /// compaction's rename over it, the topic's deletion). A name taken by another file gets a
+    /// suffix; one that is already this file (a restart) is reused.
+    fn kept_name(&mut self, kept_dir: &Path, index: usize) -> io::Result<String> {
+        use std::os::unix::fs::MetadataExt;
+        let seg = &self.segments[index];
+        if let Some(name) = &seg.kept_as {
+            return Ok(name.clone());
+        }
+        std::fs::create_dir_all(kept_dir)?;
+        let source = FileSegment::path(&self.dir, seg.meta.base_offset, "log");
+        let this = seg.log.metadata()?;
+        let stem = format!(
+            "{}-{:020}",
+            self.dir
+                .file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default(),
+            seg.meta.base_offset
+        );
+        for n in 0u32.. {
+            let name = if n == 0 {
+                format!("{stem}.log")
+            } else {
+                format!("{stem}.{n}.log")
+            };
+            let link = kept_dir.join(&name);
+            match std::fs::hard_link(&source, &link) {
+                Ok(()) => {
+                    if self.durability.policy() != crate::FlushPolicy::Never {
+                        sync_dir(kept_dir)?;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    let there = std::fs::metadata(&link)?;
+                    if (there.dev(), there.ino()) != (this.dev(), this.ino()) {
+                        continue;
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+            self.segments[index].kept_as = Some(name.clone());
+            return Ok(name);
+        }
+        Err(io::Error::other("no free name for a kept segment"))
     }
 
     /// An empty active segment takes its first record now: it is created at this instant and
@@ -779,6 +917,51 @@ impl PartitionLog for FileLog {
             // loudly, rather than letting it pretend records exist.
             Err(e) => storage_failure("write to", &self.dir, &e),
         }
+    }
+
+    fn append_encoded(
+        &mut self,
+        batches: &mut dyn EncodedBatches,
+        now: Millis,
+    ) -> Result<EncodedAppend, String> {
+        let expected = batches.record_count();
+        batches.stamp_log_append_time(now);
+        let bytes = batches.bytes_mut();
+        // Every batch whole and numbered from 0 before anything is written.
+        let mut headers = Vec::new();
+        let mut at = 0;
+        while at < bytes.len() {
+            let h = BatchHeader::parse(&bytes[at..]).map_err(|e| e.to_string())?;
+            if h.count < 1 || h.last_offset_delta != h.count - 1 || h.attributes & 0b111 != 0 {
+                return Err("an encoded batch must be uncompressed and number its records 0, 1, 2, …".into());
+            }
+            at += h.total_len;
+            headers.push(h);
+        }
+        let counted: usize = headers.iter().map(|h| h.count as usize).sum();
+        if counted != expected {
+            return Err(format!("the batches hold {counted} records, not {expected}"));
+        }
+        let (first, pieces) = match self.append_checked(bytes, &mut headers, now) {
+            Ok(appended) => appended,
+            Err(e) => storage_failure("write to", &self.dir, &e),
+        };
+        let mut kept = Vec::new();
+        if let Some(dir) = self.kept_dir.clone() {
+            for p in pieces {
+                let file = match self.kept_name(&dir, p.segment) {
+                    Ok(name) => name,
+                    Err(e) => storage_failure("keep a segment of", &self.dir, &e),
+                };
+                kept.push(KeptBatches {
+                    file,
+                    position: p.position,
+                    len: p.len,
+                    records: p.records,
+                });
+            }
+        }
+        Ok(EncodedAppend { first, kept })
     }
 
     fn log_start_offset(&self) -> Offset {

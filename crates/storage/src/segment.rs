@@ -165,6 +165,9 @@ pub struct FileSegment {
     /// Log bytes written since the last index entry.
     since_index: u64,
     dir: PathBuf,
+    /// The name of a hard link to this segment's log file among the store's kept segments, once
+    /// client batches were appended to it ([`crate::FileLog`]'s `append_encoded`).
+    pub kept_as: Option<String>,
 }
 
 impl FileSegment {
@@ -184,8 +187,15 @@ impl FileSegment {
         Ok((open("log")?, open("index")?, open("timeindex")?))
     }
 
-    /// A new, empty segment.
+    /// A new, empty segment. Files left at its name (a stray segment of an unacknowledged
+    /// change) are unlinked, not emptied: their inode may be a kept segment's too.
     pub fn create(dir: &Path, base: Offset, created_at: Millis) -> io::Result<Self> {
+        for ext in ["log", "index", "timeindex"] {
+            match std::fs::remove_file(Self::path(dir, base, ext)) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
         let (log, index_file, time_file) = Self::open_files(dir, base, true)?;
         log.set_len(0)?;
         index_file.set_len(0)?;
@@ -204,6 +214,7 @@ impl FileSegment {
             index_file,
             time_file,
             since_index: 0,
+            kept_as: None,
             dir: dir.to_path_buf(),
         })
     }
@@ -227,6 +238,7 @@ impl FileSegment {
         );
         let mut seg = Self {
             since_index: 0,
+            kept_as: None,
             index: loaded.clone().unwrap_or_default(),
             meta,
             log: Arc::new(log),
@@ -272,6 +284,7 @@ impl FileSegment {
             index_file,
             time_file,
             since_index: 0,
+            kept_as: None,
             dir: dir.to_path_buf(),
         };
         seg.rewrite_index()?;
@@ -401,7 +414,7 @@ pub fn scan(
             break;
         }
         if pos == 0 {
-            meta.created_at = h.base_timestamp;
+            meta.created_at = h.first_timestamp();
         }
         if pos == 0 || since >= INDEX_INTERVAL_BYTES {
             index.push(IndexEntry {

@@ -1,4 +1,4 @@
-//! Appending batches as a producer encoded them (`FileLog::append_encoded`): the broker's
+//! Appending batches as a producer encoded them (`FileLog::append_wire`): the broker's
 //! append path that a Produce request takes. The records must come out exactly as if the log had
 //! encoded them itself; an invalid batch anywhere in a request writes nothing.
 
@@ -86,7 +86,7 @@ proptest! {
         for (t, request) in requests.iter().enumerate() {
             let now = t as i64 * 1_000;
             let mut bytes = produce_request(request);
-            let first = produced.append_encoded(&mut bytes, now).expect("valid batches");
+            let first = produced.append_wire(&mut bytes, now).expect("valid batches");
             let all: Vec<Fields> = request.iter().flatten().cloned().collect();
             prop_assert_eq!(first, encoded.try_append_batch(&new_records(&all), now).expect("append"));
         }
@@ -114,14 +114,14 @@ fn a_corrupt_batch_anywhere_in_a_request_writes_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut log = open(dir.path(), 100, false);
     let mut ok = produce_request(&sample());
-    log.append_encoded(&mut ok, 0).expect("valid");
+    log.append_wire(&mut ok, 0).expect("valid");
     let before = records(&log);
 
     // Flip one value byte of the second batch: its CRC no longer matches.
     let mut bad = produce_request(&sample());
     let last = bad.len() - 3;
     bad[last] ^= 0xff;
-    let err = log.append_encoded(&mut bad, 1).expect_err("corrupt");
+    let err = log.append_wire(&mut bad, 1).expect_err("corrupt");
     assert!(
         matches!(err, AppendError::Invalid(BatchError::BadCrc { .. })),
         "{err}"
@@ -130,7 +130,7 @@ fn a_corrupt_batch_anywhere_in_a_request_writes_nothing() {
     // A batch cut short.
     let mut cut = produce_request(&sample());
     cut.truncate(cut.len() - 1);
-    let err = log.append_encoded(&mut cut, 1).expect_err("truncated");
+    let err = log.append_wire(&mut cut, 1).expect_err("truncated");
     assert!(
         matches!(err, AppendError::Invalid(BatchError::Truncated { .. })),
         "{err}"
@@ -150,7 +150,7 @@ fn a_batch_whose_offsets_skip_is_refused() {
     let gapped: Vec<_> = recs.iter().enumerate().map(|(i, r)| (2 * i as i64, *r)).collect();
     let mut bytes = Vec::new();
     batch::encode(&mut bytes, &gapped, -1);
-    let err = log.append_encoded(&mut bytes, 0).expect_err("gapped");
+    let err = log.append_wire(&mut bytes, 0).expect_err("gapped");
     assert!(
         matches!(err, AppendError::Invalid(BatchError::BadRecord { .. })),
         "{err}"
@@ -165,8 +165,8 @@ fn offsets_continue_from_the_log_end_and_the_producers_crc_stays_valid() {
     let mut log = open(dir.path(), 100, false);
     let mut first = produce_request(&sample());
     let mut second = produce_request(&sample());
-    assert_eq!(log.append_encoded(&mut first, 0).expect("first"), 0);
-    assert_eq!(log.append_encoded(&mut second, 1).expect("second"), 5);
+    assert_eq!(log.append_wire(&mut first, 0).expect("first"), 0);
+    assert_eq!(log.append_wire(&mut second, 1).expect("second"), 5);
     // The stored batches are the producer's bytes, baseOffset aside: they validate as written.
     let mut at = 0;
     let mut bases = Vec::new();

@@ -135,10 +135,11 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
 /// session file from before the durable log), or the seed.
 fn fallback_session(backend: &SinkBackend, saved: &[std::path::PathBuf]) -> anyhow::Result<Session> {
     for session_file in saved {
-        let Ok(text) = std::fs::read_to_string(session_file) else {
+        if !session_file.exists() {
             continue;
-        };
-        match Session::new(backend.clone(), &text) {
+        }
+        // A generation's history resolves its `send … stored=` lines from the batches beside it.
+        match Session::replay_history(backend.clone(), session_file) {
             Ok(s) => return Ok(s),
             Err(e) => eprintln!(
                 "warning: could not replay {} (line {}: {})",

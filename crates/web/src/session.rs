@@ -16,15 +16,16 @@
 //! state from its snapshot, committed offsets replayed from `__consumer_offsets`.
 
 use offsetlab_engine::lab::{LabView, ResetPlan};
+use offsetlab_engine::lab::{SentRecord, MAX_SEND_RECORDS};
 use offsetlab_engine::log::MemoryStore;
 use offsetlab_engine::narrative::Event;
 use offsetlab_engine::offsets::OffsetRecord;
 use offsetlab_engine::sink::{MemorySinks, SinkFactory, SinkRow};
 use offsetlab_engine::{Lab, LabError};
-use offsetlab_scenario::command::{ApplyError, Command, Outcome};
+use offsetlab_scenario::command::{ApplyError, Command, Outcome, Send, SendStored};
 use offsetlab_scenario::Script;
 use offsetlab_sqlite::SqliteSinks;
-use offsetlab_storage::{write_atomically, Durability, FileStore, FlushPolicy, SlotFile};
+use offsetlab_storage::{write_atomically, Durability, FileStore, FlushPolicy, ProducedBatches, SlotFile};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -139,6 +140,98 @@ impl HistoryLog {
     }
 }
 
+/// Where the record batches real clients produced stay readable for the history: a
+/// `send … stored=FILE:AT+LEN` line names `LEN` bytes of `FILE` from `AT`. The listener appends a
+/// client's batches to the log as they came; a durable lab's log keeps the segments they went to
+/// as hard links in the generation's `produced/` directory (no second copy, and the bytes outlive
+/// retention, compaction and the topic's deletion). An in-memory lab keeps a copy in the session
+/// (`memory`). The history never holds those records as text and the produce path never decodes
+/// one; undo and export read them back from here.
+enum ProducedStore {
+    /// A durable generation's kept segments.
+    Dir(PathBuf),
+    /// An in-memory lab's copies, the file `memory`.
+    Memory(Vec<u8>),
+}
+
+/// The directory of kept segments in a generation.
+const PRODUCED_DIR: &str = "produced";
+const MEMORY_FILE: &str = "memory";
+
+impl ProducedStore {
+    /// Keeps `bytes` (an in-memory lab's batches, which its log keeps no file of).
+    fn keep(&mut self, bytes: &[u8]) -> Result<(String, u64), LabError> {
+        match self {
+            Self::Memory(v) => {
+                let at = v.len() as u64;
+                v.extend_from_slice(bytes);
+                Ok((MEMORY_FILE.to_string(), at))
+            }
+            Self::Dir(_) => Err(storage("the durable log kept no copy of a client's batches")),
+        }
+    }
+
+    /// The batches a `send … stored=` line names, validated again: a file is outside input.
+    fn batches(&self, line: &SendStored) -> Result<ProducedBatches, LabError> {
+        let too_large = || storage(format!("{line}: not a byte range a produce request could fill"));
+        let len = usize::try_from(line.len).map_err(|_| too_large())?;
+        if len > 1 << 30 {
+            return Err(too_large());
+        }
+        let mut bytes = vec![0; len];
+        match self {
+            Self::Dir(dir) => {
+                let file =
+                    std::fs::File::open(dir.join(&line.file)).map_err(|e| storage(format!("{line}: {e}")))?;
+                std::os::unix::fs::FileExt::read_exact_at(&file, &mut bytes, line.at)
+                    .map_err(|e| storage(format!("{line}: {e}")))?;
+            }
+            Self::Memory(v) => {
+                let range = usize::try_from(line.at)
+                    .ok()
+                    .and_then(|at| Some(at..at.checked_add(len)?))
+                    .filter(|r| line.file == MEMORY_FILE && r.end <= v.len())
+                    .ok_or_else(|| storage(format!("{line}: the lab keeps no such batches")))?;
+                bytes.copy_from_slice(&v[range]);
+            }
+        }
+        let batches = ProducedBatches::validate(bytes).map_err(|e| storage(format!("{line}: {e}")))?;
+        if batches.records() != line.count {
+            return Err(storage(format!(
+                "{line}: the stored batches hold {} records",
+                batches.records()
+            )));
+        }
+        Ok(batches)
+    }
+
+    /// The line's records, as `send … records=[…]` lines spell them out.
+    fn spelled_out(&self, line: &SendStored) -> Result<Vec<Command>, LabError> {
+        let batches = self.batches(line)?;
+        let mut records = Vec::with_capacity(line.count);
+        for b in batches.batches() {
+            for r in b.records() {
+                let text = |b: Option<&[u8]>| b.map(|b| String::from_utf8_lossy(b).into_owned());
+                records.push(SentRecord {
+                    key: text(r.key),
+                    value: text(r.value),
+                });
+            }
+        }
+        Ok(records
+            .chunks(MAX_SEND_RECORDS)
+            .map(|chunk| {
+                Command::Send(Send {
+                    topic: line.topic.clone(),
+                    partition: line.partition,
+                    records: chunk.to_vec(),
+                    client: line.client.clone(),
+                })
+            })
+            .collect())
+    }
+}
+
 /// What `lab.json` holds: the lab's snapshot and the length of the history file it goes with.
 /// The history is appended before `lab.json` is rewritten, so the file may run past
 /// `history_bytes` after a crash: the excess belongs to an unacknowledged change and is cut.
@@ -226,6 +319,37 @@ pub struct ActionError {
     pub text: String,
 }
 
+/// One change the Kafka listener asks of the lab.
+pub enum Change {
+    Command(Command),
+    /// A client's record batches for one partition, validated: appended to the log as they
+    /// came and recorded in the history as a `send … stored=` line.
+    Produced {
+        topic: String,
+        partition: i32,
+        client: String,
+        batches: ProducedBatches,
+    },
+}
+
+impl std::fmt::Display for Change {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Change::Command(c) => c.fmt(f),
+            Change::Produced {
+                topic,
+                partition,
+                client,
+                batches,
+            } => write!(
+                f,
+                "send {topic} partition={partition} client={client} ({} records as produced)",
+                batches.records()
+            ),
+        }
+    }
+}
+
 /// What a successful batch produced.
 #[derive(Debug, Clone, Serialize)]
 pub struct Applied {
@@ -242,6 +366,8 @@ pub struct Applied {
 pub struct Session {
     lab: Lab,
     history: Vec<Command>,
+    /// The batches the history's `send … stored=` lines name.
+    produced: ProducedStore,
     backend: SinkBackend,
     version: u64,
     /// The durable lab's directory (durable backend only).
@@ -291,6 +417,7 @@ impl Session {
         let mut s = Self {
             lab: Lab::default(),
             history: Vec::new(),
+            produced: ProducedStore::Memory(Vec::new()),
             backend,
             version: 0,
             generation: None,
@@ -327,6 +454,7 @@ impl Session {
             history: legacy_history,
             snapshot,
         } = serde_json::from_slice(&file).map_err(storage)?;
+        let produced = ProducedStore::Dir(dir.join(PRODUCED_DIR));
         let history_path = dir.join(HISTORY_FILE);
         let history_text = match (history_bytes, legacy_history) {
             (Some(bytes), _) => {
@@ -366,7 +494,9 @@ impl Session {
             .write(true)
             .open(&history_path)
             .map_err(storage)?;
-        let store = FileStore::open(&dir.join("logs"), flush).map_err(storage)?;
+        let store = FileStore::open(&dir.join("logs"), flush)
+            .map_err(storage)?
+            .keeping_segments_in(dir.join(PRODUCED_DIR));
         let clean = store.was_clean();
         let reports = store.reports();
         let durability = store.durability();
@@ -436,6 +566,7 @@ impl Session {
                     deleted_topics: false.into(),
                 }),
                 history,
+                produced,
             },
             summary,
         )))
@@ -545,7 +676,7 @@ impl Session {
         let mut commands = Vec::with_capacity(lines.len());
         for (i, text) in lines.iter().enumerate() {
             match Command::parse(text) {
-                Ok(Some(c)) => commands.push((i + 1, c)),
+                Ok(Some(c)) => commands.push((i + 1, Change::Command(c))),
                 Ok(None) => {}
                 Err(e) => {
                     return Err(ActionError {
@@ -569,20 +700,15 @@ impl Session {
         Ok(applied)
     }
 
-    /// Applies `commands` as one batch, all or none: what the Kafka listener builds. No text
-    /// round trip — a Produce request's records go from the wire to the log and the history
-    /// without being written out as a line and parsed back. [`Applied::lines`] is left empty.
-    pub fn apply_commands(&mut self, commands: Vec<Command>) -> Result<Applied, ActionError> {
-        self.apply_numbered(
-            commands
-                .into_iter()
-                .enumerate()
-                .map(|(i, c)| (i + 1, c))
-                .collect(),
-        )
+    /// Applies `changes` as one batch, all or none: what the Kafka listener builds. No text
+    /// round trip — a Produce request's batches go from the wire to the log and the produced
+    /// batches store, and the history gets a `send … stored=` line naming them.
+    /// [`Applied::lines`] is left empty.
+    pub fn apply_changes(&mut self, changes: Vec<Change>) -> Result<Applied, ActionError> {
+        self.apply_numbered(changes.into_iter().enumerate().map(|(i, c)| (i + 1, c)).collect())
     }
 
-    fn apply_numbered(&mut self, commands: Vec<(usize, Command)>) -> Result<Applied, ActionError> {
+    fn apply_numbered(&mut self, commands: Vec<(usize, Change)>) -> Result<Applied, ActionError> {
         if commands.is_empty() {
             return Err(ActionError {
                 status: 400,
@@ -595,7 +721,41 @@ impl Session {
         let mark = self.lab.narrative().len();
         let history_mark = self.history.len();
         let mut reset_plans = Vec::new();
-        for (n, (line, command)) in commands.into_iter().enumerate() {
+        for (n, (line, change)) in commands.into_iter().enumerate() {
+            let command = match change {
+                Change::Command(c) => c,
+                Change::Produced {
+                    topic,
+                    partition,
+                    client,
+                    mut batches,
+                } => {
+                    match append_produced(
+                        &mut self.lab,
+                        &mut self.produced,
+                        &topic,
+                        partition,
+                        &client,
+                        &mut batches,
+                    ) {
+                        Ok(stored) => self.history.extend(stored.into_iter().map(Command::SendStored)),
+                        Err(e) => {
+                            // A storage failure may come after the log took the batches.
+                            if n > 0 || matches!(e, LabError::Storage(_)) {
+                                self.history.truncate(history_mark);
+                                self.rebuild().map_err(|e| internal(&e))?;
+                            }
+                            return Err(ActionError {
+                                status: 422,
+                                error: e.to_string(),
+                                line,
+                                text: format!("send {topic} partition={partition} client={client} …"),
+                            });
+                        }
+                    }
+                    continue;
+                }
+            };
             if matches!(command, Command::Compact(_) | Command::DeleteRecords(_)) {
                 // Compaction and DeleteRecords destroy records for good. Everything before them
                 // is saved first, so a restart's truncation to the saved state can never undo a
@@ -646,17 +806,40 @@ impl Session {
     /// Replaces the session with the lab `source` builds. If any line fails, the current session
     /// stays as it was.
     pub fn load(&mut self, source: &str) -> Result<(), ActionError> {
+        self.load_from(source, None)
+    }
+
+    /// A durable lab rebuilt from a generation's history file and the produced batches beside
+    /// it — what a start replays when the generation itself cannot be restored.
+    pub fn replay_history(backend: SinkBackend, history: &Path) -> Result<Self, ActionError> {
+        let io = |e: std::io::Error| internal(&format!("{}: {e}", history.display()));
+        let text = std::fs::read_to_string(history).map_err(io)?;
+        let dir = history.parent().unwrap_or(Path::new("."));
+        let produced = ProducedStore::Dir(dir.join(PRODUCED_DIR));
+        let mut s = Self {
+            lab: Lab::default(),
+            history: Vec::new(),
+            produced: ProducedStore::Memory(Vec::new()),
+            backend,
+            version: 0,
+            generation: None,
+        };
+        s.load_from(&text, Some(&produced))?;
+        Ok(s)
+    }
+
+    /// [`Session::load`], resolving `send … stored=` lines from `stored`.
+    fn load_from(&mut self, source: &str, stored: Option<&ProducedStore>) -> Result<(), ActionError> {
         let script = Script::parse(source).map_err(|e| ActionError {
             status: 400,
             error: e.reason(),
             line: e.line(),
             text: e.text().unwrap_or_default().to_string(),
         })?;
-        let commands: Vec<Command> = script.lines.iter().map(|l| l.command.clone()).collect();
-        let (mut lab, generation) = self.fresh_lab().map_err(|e| internal(&e))?;
+        let (mut lab, generation, mut produced) = self.fresh_lab().map_err(|e| internal(&e))?;
         let mut history = Vec::new();
-        for (line, command) in script.lines.iter().zip(&commands) {
-            if let Err(e) = command.apply(&mut lab) {
+        for line in &script.lines {
+            if let Err(e) = replay(&mut lab, &mut produced, &mut history, &line.command, stored) {
                 drop(lab);
                 if let Some(g) = generation {
                     let _ = std::fs::remove_dir_all(&g.dir);
@@ -674,12 +857,10 @@ impl Session {
                     text: line.text.clone(),
                 });
             }
-            if !matches!(command, Command::Expect(_)) {
-                history.push(command.clone());
-            }
         }
         self.lab = lab;
         self.history = history;
+        self.produced = produced;
         self.version += 1;
         self.switch(generation).map_err(|e| internal(&e))?;
         Ok(())
@@ -714,8 +895,32 @@ impl Session {
     }
 
     /// The session as a scenario file that replays it exactly.
+    /// Stored batches are spelled out as `send … records=[…]` lines, so the file stands on its
+    /// own; batches that can no longer be read are named in a comment.
     pub fn export(&self) -> String {
-        offsetlab_scenario::runner::export_text("exported from the offsetlab web lab", &self.history)
+        let mut out = String::from("# exported from the offsetlab web lab\n");
+        for c in &self.history {
+            match c {
+                Command::SendStored(line) => match self.produced.spelled_out(line) {
+                    Ok(sends) => {
+                        for s in sends {
+                            out.push_str(&s.to_string());
+                            out.push('\n');
+                        }
+                    }
+                    Err(e) => {
+                        out.push_str(&format!(
+                            "# the lab could not read these records back: {e}\n{c}\n"
+                        ));
+                    }
+                },
+                c => {
+                    out.push_str(&c.to_string());
+                    out.push('\n');
+                }
+            }
+        }
+        out
     }
 
     pub fn state(&self) -> Result<State<'_>, LabError> {
@@ -763,13 +968,20 @@ impl Session {
         })
     }
 
-    /// An empty lab on this session's backend; a durable one in a new generation directory.
-    fn fresh_lab(&self) -> Result<(Lab, Option<Generation>), LabError> {
+    /// An empty lab on this session's backend, with an empty store for produced batches; a
+    /// durable one in a new generation directory.
+    fn fresh_lab(&self) -> Result<(Lab, Option<Generation>, ProducedStore), LabError> {
+        let memory = || ProducedStore::Memory(Vec::new());
         match &self.backend {
-            SinkBackend::Memory => Ok((Lab::new(Box::new(MemoryStore), Box::new(MemorySinks)), None)),
+            SinkBackend::Memory => Ok((
+                Lab::new(Box::new(MemoryStore), Box::new(MemorySinks)),
+                None,
+                memory(),
+            )),
             SinkBackend::Sqlite(dir) => Ok((
                 Lab::new(Box::new(MemoryStore), Box::new(SqliteSinks::new(dir.clone())?)),
                 None,
+                memory(),
             )),
             SinkBackend::Durable { root, flush } => {
                 let number = self.generation.as_ref().map_or(0, |g| g.number) + 1;
@@ -779,21 +991,26 @@ impl Session {
                 }
                 let dir = Generation::dir_for(root, number);
                 std::fs::create_dir_all(&dir).map_err(storage)?;
-                let store = FileStore::open(&dir.join("logs"), *flush).map_err(storage)?;
+                let store = FileStore::open(&dir.join("logs"), *flush)
+                    .map_err(storage)?
+                    .keeping_segments_in(dir.join(PRODUCED_DIR));
                 let durability = store.durability();
                 let sinks: Box<dyn SinkFactory> = Box::new(SqliteSinks::new(dir.join("sinks"))?);
                 let lab = Lab::try_new(Box::new(store), sinks)?;
-                Ok((lab, Some(Generation::new(number, dir, durability)?)))
+                let produced = ProducedStore::Dir(dir.join(PRODUCED_DIR));
+                Ok((lab, Some(Generation::new(number, dir, durability)?), produced))
             }
         }
     }
 
     /// Rebuilds the lab from the history (undo of a failed batch): a fresh lab, into which the
-    /// history is replayed; a durable one in a new generation.
+    /// history is replayed; a durable one in a new generation. Stored batches are read from the
+    /// current store and kept in the new one.
     fn rebuild(&mut self) -> Result<(), LabError> {
-        let (mut lab, generation) = self.fresh_lab()?;
+        let (mut lab, generation, mut produced) = self.fresh_lab()?;
+        let mut history = Vec::with_capacity(self.history.len());
         for c in &self.history {
-            if let Err(e) = c.apply(&mut lab) {
+            if let Err(e) = replay(&mut lab, &mut produced, &mut history, c, Some(&self.produced)) {
                 if let Some(g) = &generation {
                     let _ = std::fs::remove_dir_all(&g.dir);
                 }
@@ -804,8 +1021,76 @@ impl Session {
             }
         }
         self.lab = lab;
+        self.history = history;
+        self.produced = produced;
         self.switch(generation)
     }
+}
+
+/// Applies one history line to `lab` and records it in `history`. A `send … stored=` line's
+/// batches come from `from` (the store of the lab being replayed) and go to `produced`, under the
+/// line's new position; without `from` such a line cannot replay.
+fn replay(
+    lab: &mut Lab,
+    produced: &mut ProducedStore,
+    history: &mut Vec<Command>,
+    command: &Command,
+    from: Option<&ProducedStore>,
+) -> Result<(), ApplyError> {
+    match (command, from) {
+        (Command::SendStored(line), Some(from)) => {
+            let mut batches = from.batches(line)?;
+            let stored = append_produced(
+                lab,
+                produced,
+                &line.topic,
+                line.partition,
+                &line.client,
+                &mut batches,
+            )?;
+            history.extend(stored.into_iter().map(Command::SendStored));
+        }
+        _ => {
+            command.apply(lab)?;
+            if !matches!(command, Command::Expect(_)) {
+                history.push(command.clone());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Appends a client's batches to the lab's log: the history lines that name where they are
+/// kept (one per segment they went to; an in-memory lab keeps a copy in `produced`). A failure
+/// after the log took them leaves the lab ahead of its history; the caller rebuilds.
+fn append_produced(
+    lab: &mut Lab,
+    produced: &mut ProducedStore,
+    topic: &str,
+    partition: i32,
+    client: &str,
+    batches: &mut ProducedBatches,
+) -> Result<Vec<SendStored>, LabError> {
+    let appended = lab.send_encoded(topic, partition, batches, client)?;
+    let line = |file: String, at: u64, len: u64, count: usize| SendStored {
+        topic: topic.to_string(),
+        partition,
+        client: client.to_string(),
+        file,
+        at,
+        len,
+        count,
+    };
+    if appended.kept.is_empty() {
+        let bytes = batches.bytes();
+        let (file, at) = produced.keep(bytes)?;
+        return Ok(vec![line(file, at, bytes.len() as u64, batches.records())]);
+    }
+    Ok(appended
+        .kept
+        .into_iter()
+        .map(|k| line(k.file, k.position, k.len, k.records))
+        .collect())
 }
 
 fn internal(e: &dyn std::fmt::Display) -> ActionError {
@@ -939,6 +1224,198 @@ mod tests {
             "{:?}",
             events.last()
         );
+    }
+
+    /// Batches as a client encodes them, each numbered from 0, CreateTime 1 (the log stamps its
+    /// own time).
+    fn client_batches(batches: &[&[&str]]) -> ProducedBatches {
+        let mut buf = Vec::new();
+        for values in batches {
+            let records: Vec<offsetlab_engine::record::NewRecord<'_>> = values
+                .iter()
+                .map(|v| offsetlab_engine::record::NewRecord {
+                    timestamp: 1,
+                    key: Some(b"k"),
+                    value: Some(v.as_bytes()),
+                    control: false,
+                })
+                .collect();
+            offsetlab_storage::batch::encode_consecutive(&mut buf, 0, &records, -1);
+        }
+        ProducedBatches::validate(buf).expect("valid batches")
+    }
+
+    fn produced(batches: &[&[&str]]) -> Change {
+        Change::Produced {
+            topic: "t".into(),
+            partition: 0,
+            client: "rdkafka".into(),
+            batches: client_batches(batches),
+        }
+    }
+
+    /// (offset, timestamp, value) of every record of `t-0`.
+    fn records(s: &Session) -> Vec<(i64, i64, String)> {
+        let tp = offsetlab_engine::record::TopicPartition::new("t".to_string(), 0);
+        let mut out = Vec::new();
+        s.lab()
+            .partition_log(&tp)
+            .expect("t-0")
+            .read(0, usize::MAX, &mut |r| {
+                out.push((
+                    r.offset,
+                    r.timestamp,
+                    String::from_utf8_lossy(r.value.unwrap_or_default()).into_owned(),
+                ))
+            });
+        out
+    }
+
+    fn durable(dir: &Path) -> SinkBackend {
+        SinkBackend::Durable {
+            root: dir.to_path_buf(),
+            flush: FlushPolicy::Never,
+        }
+    }
+
+    /// A client's batches go to the log as they came, stamped with the lab's time; the history
+    /// names where the log keeps them, one line per segment they went to; the bytes outlive
+    /// retention; an export spells the records out and replays to the same log.
+    #[test]
+    fn client_batches_are_kept_by_reference_and_exported_as_records() {
+        for durable_lab in [false, true] {
+            let dir = tempfile::tempdir().expect("dir");
+            let backend = if durable_lab {
+                durable(dir.path())
+            } else {
+                SinkBackend::Memory
+            };
+            let mut s =
+                Session::new(backend, "topic t segment.records=3 retention.ms=1h\ntick 1s\n").expect("lab");
+            s.apply_changes(vec![produced(&[&["a", "b"]])]).expect("first");
+            // Segments hold 3 records: `c` fills the first, `d, e` go to the next.
+            s.apply_changes(vec![produced(&[&["c"], &["d", "e"]])])
+                .expect("second");
+            let stored: Vec<&SendStored> = s
+                .history
+                .iter()
+                .filter_map(|c| match c {
+                    Command::SendStored(l) => Some(l),
+                    _ => None,
+                })
+                .collect();
+            if durable_lab {
+                // One line per segment a request's batches went to: the second request's two.
+                assert_eq!(
+                    stored.iter().map(|l| l.count).collect::<Vec<_>>(),
+                    [2, 1, 2],
+                    "{stored:?}"
+                );
+                assert!(stored.iter().all(|l| l.file.starts_with("t-0-")), "{stored:?}");
+                assert_eq!(stored[0].file, stored[1].file);
+                assert_ne!(stored[1].file, stored[2].file, "two segments, two kept files");
+            } else {
+                // The in-memory log keeps no file: the session keeps a copy of each request's.
+                assert_eq!(stored.iter().map(|l| l.count).collect::<Vec<_>>(), [2, 3]);
+                assert!(stored.iter().all(|l| l.file == "memory"));
+            }
+            let now = s.lab().now();
+            let before = records(&s);
+            assert_eq!(
+                before,
+                vec![
+                    (0, now, "a".to_string()),
+                    (1, now, "b".to_string()),
+                    (2, now, "c".to_string()),
+                    (3, now, "d".to_string()),
+                    (4, now, "e".to_string())
+                ],
+                "the lab's time, not the client's"
+            );
+            let export = s.export();
+            assert!(
+                export.contains(r#"send t partition=0 client=rdkafka records=[{"key":"k","value":"a"},{"key":"k","value":"b"}]"#),
+                "{export}"
+            );
+            assert!(!export.contains("stored="), "{export}");
+            let replayed = Session::new(SinkBackend::Memory, &export).expect("replays");
+            assert_eq!(records(&replayed), before);
+            // Retention deletes the first segment; the history's bytes stay.
+            s.apply_lines(&lines(&["tick 2h", "produce t count=1"]))
+                .expect("later");
+            s.apply_lines(&lines(&["tick 2h"])).expect("retention");
+            if durable_lab {
+                assert!(records(&s).first().is_some_and(|r| r.0 >= 3), "{:?}", records(&s));
+            }
+            assert!(
+                s.export().starts_with(&export),
+                "the export still spells out a and b"
+            );
+        }
+    }
+
+    /// A batch that fails after a client's batches went in is undone by replaying the history,
+    /// which reads the stored batches back; a restart restores the references.
+    #[test]
+    fn stored_batches_survive_an_undo_and_a_restart() {
+        let dir = tempfile::tempdir().expect("dir");
+        let mut s = Session::new(durable(dir.path()), "topic t\n").expect("lab");
+        s.apply_changes(vec![produced(&[&["a", "b"]])]).expect("produced");
+        let export = s.export();
+        let before = records(&s);
+        let generation = s.generation_dir().map(Path::to_path_buf);
+        let err = s
+            .apply_changes(vec![
+                produced(&[&["x"]]),
+                Change::Command(Command::parse("poll ghost").expect("p").expect("c")),
+            ])
+            .expect_err("ghost");
+        assert_eq!(err.line, 2);
+        assert_eq!(records(&s), before, "x was undone");
+        assert_eq!(s.export(), export);
+        assert_ne!(
+            s.generation_dir().map(Path::to_path_buf),
+            generation,
+            "rebuilt in a new generation"
+        );
+        assert!(s.save().expect("saved").is_none());
+        drop(s);
+        let (mut restored, _) = Session::restore(dir.path(), FlushPolicy::Never)
+            .expect("restores")
+            .expect("a lab");
+        assert_eq!(restored.export(), export);
+        assert_eq!(records(&restored), before);
+        // An undo after the restart reads the kept batches of the restored generation.
+        restored
+            .apply_lines(&lines(&["tick 1s", "poll ghost"]))
+            .expect_err("ghost");
+        assert_eq!(records(&restored), before);
+        assert_eq!(restored.export(), export);
+        // A generation that cannot be restored is rebuilt from its history and kept batches.
+        let history = restored.generation_dir().expect("durable").join(HISTORY_FILE);
+        let again = Session::replay_history(durable(&dir.path().join("other")), &history).expect("replays");
+        assert_eq!(records(&again), before);
+    }
+
+    /// `send … stored=` lines name bytes only the lab that wrote them has: typed into the page or
+    /// imported, they are refused, and nothing changes.
+    #[test]
+    fn stored_lines_from_outside_are_refused() {
+        let mut s = Session::new(SinkBackend::Memory, "topic t\n").expect("lab");
+        let err = s
+            .apply_lines(&lines(&["send t partition=0 stored=memory:0+70 count=1"]))
+            .expect_err("refused");
+        assert_eq!(err.status, 422);
+        assert!(
+            err.error.contains("replays only inside that lab"),
+            "{}",
+            err.error
+        );
+        let err = s
+            .load("topic u\nsend u partition=0 stored=memory:0+70 count=1\n")
+            .expect_err("refused");
+        assert_eq!(err.line, 2);
+        assert!(s.lab().topic("u").is_err());
     }
 
     /// A deleted topic's files stay (renamed aside) until the deletion is saved, then go.

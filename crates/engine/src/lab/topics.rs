@@ -3,7 +3,7 @@
 use super::{Lab, Topic};
 use crate::error::LabError;
 use crate::log::partitioner::partition_for_key;
-use crate::log::TopicConfig;
+use crate::log::{EncodedAppend, EncodedBatches, PartitionLog, TopicConfig};
 use crate::narrative::EventKind;
 use crate::order;
 use crate::record::{NewRecord, Offset};
@@ -246,28 +246,13 @@ impl Lab {
         client: &str,
     ) -> Result<(Offset, Offset), LabError> {
         let now = self.clock.now();
-        if topic.starts_with("__") {
-            return Err(LabError::InvalidArgument(format!(
-                "'{topic}' is one of Kafka's internal topics: clients cannot write to it"
-            )));
-        }
         if records.is_empty() || records.len() > MAX_SEND_RECORDS {
             return Err(LabError::InvalidArgument(format!(
                 "send carries between 1 and {MAX_SEND_RECORDS} records (got {})",
                 records.len()
             )));
         }
-        let t = self
-            .topics
-            .get_mut(topic)
-            .ok_or_else(|| LabError::UnknownTopic(topic.to_string()))?;
-        let n_parts = t.partitions.len() as i32;
-        if !(0..n_parts).contains(&partition) {
-            return Err(LabError::InvalidArgument(format!(
-                "topic '{topic}' has no partition {partition} (it has {n_parts})"
-            )));
-        }
-        let log = &mut t.partitions[partition as usize];
+        let log = self.client_partition(topic, partition)?;
         let mut first = None;
         for chunk in records.chunks(PRODUCE_BATCH) {
             let batch: Vec<NewRecord<'_>> = chunk
@@ -283,7 +268,70 @@ impl Lab {
             first.get_or_insert(at);
         }
         let first = first.unwrap_or_default();
-        let last = first + records.len() as Offset - 1;
+        Ok(self.sent(client, topic, partition, first, records.len()))
+    }
+
+    /// [`Lab::send`] for record batches as a Kafka client encoded them: a durable log stores
+    /// them as they came, with the lab's time as their log append time, and no record is
+    /// decoded or copied on the way — the listener's Produce, and the `send … stored=` line
+    /// that records it.
+    pub fn send_encoded(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        batches: &mut dyn EncodedBatches,
+        client: &str,
+    ) -> Result<EncodedAppend, LabError> {
+        let now = self.clock.now();
+        let n = batches.record_count();
+        if n == 0 {
+            return Err(LabError::InvalidArgument(
+                "send carries at least one record".into(),
+            ));
+        }
+        let log = self.client_partition(topic, partition)?;
+        let appended = log
+            .append_encoded(batches, now)
+            .map_err(LabError::InvalidArgument)?;
+        self.sent(client, topic, partition, appended.first, n);
+        Ok(appended)
+    }
+
+    /// The log a client may write to: an existing partition of a topic that is not one of
+    /// Kafka's internal ones.
+    fn client_partition(
+        &mut self,
+        topic: &str,
+        partition: i32,
+    ) -> Result<&mut Box<dyn PartitionLog>, LabError> {
+        if topic.starts_with("__") {
+            return Err(LabError::InvalidArgument(format!(
+                "'{topic}' is one of Kafka's internal topics: clients cannot write to it"
+            )));
+        }
+        let t = self
+            .topics
+            .get_mut(topic)
+            .ok_or_else(|| LabError::UnknownTopic(topic.to_string()))?;
+        let n_parts = t.partitions.len() as i32;
+        if !(0..n_parts).contains(&partition) {
+            return Err(LabError::InvalidArgument(format!(
+                "topic '{topic}' has no partition {partition} (it has {n_parts})"
+            )));
+        }
+        Ok(&mut t.partitions[partition as usize])
+    }
+
+    /// Tells the narrative about `n` records a client sent, from `first`; their offset range.
+    fn sent(
+        &mut self,
+        client: &str,
+        topic: &str,
+        partition: i32,
+        first: Offset,
+        n: usize,
+    ) -> (Offset, Offset) {
+        let last = first + n as Offset - 1;
         let at = if first == last {
             format!("@{first}")
         } else {
@@ -292,10 +340,9 @@ impl Lab {
         self.say(
             EventKind::Produce,
             format!(
-                "client {client} produced {} record(s) to {topic}-{partition} {at} through the Kafka listener",
-                records.len()
+                "client {client} produced {n} record(s) to {topic}-{partition} {at} through the Kafka listener"
             ),
         );
-        Ok((first, last))
+        (first, last)
     }
 }

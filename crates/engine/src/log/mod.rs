@@ -48,6 +48,34 @@ pub trait PartitionLog: Send {
         first
     }
 
+    /// Appends record batches a producer encoded ([`EncodedBatches`]) and returns the first
+    /// offset they were given. They carry the log's time `now` as their log append time, as a
+    /// topic with `message.timestamp.type=LogAppendTime` stamps them. A log that keeps Kafka's
+    /// wire format stores the batches as they came — base offsets and the timestamp rewritten in
+    /// place — and never decodes a record; the default appends their records one by one.
+    /// Refuses (and appends nothing) when the batches are not what [`EncodedBatches`] promises.
+    fn append_encoded(
+        &mut self,
+        batches: &mut dyn EncodedBatches,
+        now: Millis,
+    ) -> Result<EncodedAppend, String> {
+        let first = self.log_end_offset();
+        batches.for_each_record(&mut |r| {
+            self.append(
+                NewRecord {
+                    timestamp: now,
+                    control: false,
+                    ..r
+                },
+                now,
+            );
+        });
+        Ok(EncodedAppend {
+            first,
+            kept: Vec::new(),
+        })
+    }
+
     /// The first offset still retained.
     fn log_start_offset(&self) -> Offset;
 
@@ -108,6 +136,48 @@ pub trait PartitionLog: Send {
     fn close(&mut self) -> Result<(), String> {
         Ok(())
     }
+}
+
+/// Record batches a producer encoded — Kafka's v2 format, uncompressed, each numbering its
+/// records from 0 — for one partition, already validated (CRC, every record's bounds) by the
+/// codec that built this value. The engine never reads the wire format: the type that can travels
+/// with the bytes, so a log that stores batches takes them as they are and one that keeps records
+/// asks for the records.
+pub trait EncodedBatches {
+    /// Records in all the batches.
+    fn record_count(&self) -> usize;
+
+    /// Every record, in order (offsets and timestamps are the log's to assign).
+    fn for_each_record(&self, visit: &mut dyn FnMut(NewRecord<'_>));
+
+    /// Stamps every batch with its log append time `now` (the timestamp-type attribute,
+    /// `maxTimestamp`, and the CRC that covers them), for a log that stores the batches.
+    fn stamp_log_append_time(&mut self, now: Millis);
+
+    /// The batches back to back, for a log that stores them: it rewrites their base offsets in
+    /// place.
+    fn bytes_mut(&mut self) -> &mut [u8];
+}
+
+/// Where [`PartitionLog::append_encoded`] put a client's batches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EncodedAppend {
+    /// The offset the first record was given.
+    pub first: Offset,
+    /// Where the stored batches stay readable for as long as the lab lives — past retention,
+    /// compaction, DeleteRecords and the topic's deletion — in order, one entry per segment
+    /// they went to. Empty when the log keeps no such copy (the in-memory log).
+    pub kept: Vec<KeptBatches>,
+}
+
+/// A byte range of a file a durable log keeps: batches as they were stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptBatches {
+    /// The file's name in the store's directory of kept segments.
+    pub file: String,
+    pub position: u64,
+    pub len: u64,
+    pub records: usize,
 }
 
 /// What one pass of the log cleaner removed.

@@ -21,6 +21,7 @@ mod reset_offsets;
 mod restart_coordinator;
 mod seek;
 mod send;
+mod send_stored;
 mod tick;
 mod topic;
 
@@ -43,6 +44,7 @@ pub use reset_offsets::ResetOffsets;
 pub use restart_coordinator::RestartCoordinator;
 pub use seek::Seek;
 pub use send::{client_word, Send};
+pub use send_stored::SendStored;
 pub use tick::Tick;
 pub use topic::CreateTopic;
 
@@ -57,6 +59,8 @@ pub enum Command {
     Topic(CreateTopic),
     Produce(Produce),
     Send(Send),
+    /// A `send` whose batches a durable lab keeps beside its history.
+    SendStored(SendStored),
     Rebalance(Rebalance),
     CommitOffsets(CommitOffsets),
     InitTxn(InitTxn),
@@ -146,7 +150,7 @@ impl Command {
         let cmd = match name.as_str() {
             "topic" => Command::Topic(CreateTopic::parse(&mut args)?),
             "produce" => Command::Produce(Produce::parse(&mut args)?),
-            "send" => Command::Send(Send::parse(&mut args)?),
+            "send" => Send::parse_line(&mut args)?,
             "rebalance" => Command::Rebalance(Rebalance::parse(&mut args)?),
             "commit-offsets" => Command::CommitOffsets(CommitOffsets::parse(&mut args)?),
             "init-txn" => Command::InitTxn(InitTxn::parse(&mut args)?),
@@ -189,6 +193,7 @@ impl Command {
             Command::Topic(c) => c.apply(lab)?,
             Command::Produce(c) => c.apply(lab)?,
             Command::Send(c) => c.apply(lab)?,
+            Command::SendStored(c) => return Err(c.unresolved().into()),
             Command::Rebalance(c) => c.apply(lab)?,
             Command::CommitOffsets(c) => c.apply(lab)?,
             Command::InitTxn(c) => c.apply(lab)?,
@@ -243,6 +248,7 @@ impl fmt::Display for Command {
             Command::Topic(c) => c.fmt(f),
             Command::Produce(c) => c.fmt(f),
             Command::Send(c) => c.fmt(f),
+            Command::SendStored(c) => c.fmt(f),
             Command::Rebalance(c) => c.fmt(f),
             Command::CommitOffsets(c) => c.fmt(f),
             Command::InitTxn(c) => c.fmt(f),
@@ -320,6 +326,8 @@ mod tests {
             "txn-offsets copy-loop producer-id=1000 epoch=0 group=copy offsets=orders:0=5",
             "end-txn copy-loop producer-id=1000 epoch=0 abort",
             "end-txn copy-loop producer-id=1000 epoch=1 commit",
+            "send orders partition=0 client=rdkafka stored=orders-0-00000000000000000000.log:0+1048576 count=9000",
+            "send orders partition=0 client=rdkafka stored=memory:512+64 count=1",
             r#"send orders partition=0 client=rdkafka records=[{"key":"o-1","value":"{\"a\": [1, \"]#'\"]}"},{"key":null,"value":"x y\nz"},{"key":"k","value":null}]"#,
         ];
         for line in lines {

@@ -1,4 +1,5 @@
 //! `send TOPIC partition=P records=JSON [client=ID]`
+//! (and `send TOPIC partition=P stored=AT+LEN count=N`, [`super::SendStored`])
 //!
 //! What a Kafka client produced through the listener: records with their own keys and values,
 //! appended to one partition as they came. The listener writes one `send` line per partition of
@@ -6,6 +7,7 @@
 //! client wrote. `records` is a JSON array of `{"key": …, "value": …}` objects whose fields are
 //! strings or `null`.
 
+use super::SendStored;
 use crate::error::ParseError;
 use crate::token::Args;
 use crate::units::count;
@@ -44,11 +46,24 @@ pub fn client_word(id: &str) -> String {
 }
 
 impl Send {
-    pub fn parse(args: &mut Args) -> Result<Self, ParseError> {
+    /// A `send` line: records spelled out (`records=[…]`, a [`Send`]) or stored by a durable
+    /// lab (`stored=AT+LEN`, a [`SendStored`]).
+    pub(crate) fn parse_line(args: &mut Args) -> Result<super::Command, ParseError> {
         let topic = args.word("topic")?;
         let partition = args
             .parsed("partition", |v| count(v, 10_000).map(|p| p as i32))?
             .ok_or_else(|| ParseError::new("send: missing partition=…"))?;
+        let client = args.option("client").unwrap_or_else(|| "client".to_string());
+        if client_word(&client) != client {
+            return Err(ParseError::new(
+                "send: client may hold letters, digits, '.', '_' and '-' only",
+            ));
+        }
+        if let Some(stored) = args.option("stored") {
+            let count = args.option("count");
+            return SendStored::parse(topic, partition, client, &stored, count)
+                .map(super::Command::SendStored);
+        }
         let records = args
             .parsed("records", |v| {
                 serde_json::from_str::<Vec<SentRecord>>(v)
@@ -61,18 +76,12 @@ impl Send {
                 records.len()
             )));
         }
-        let client = args.option("client").unwrap_or_else(|| "client".to_string());
-        if client_word(&client) != client {
-            return Err(ParseError::new(
-                "send: client may hold letters, digits, '.', '_' and '-' only",
-            ));
-        }
-        Ok(Self {
+        Ok(super::Command::Send(Self {
             topic,
             partition,
             records,
             client,
-        })
+        }))
     }
 
     pub fn apply(&self, lab: &mut Lab) -> Result<(), LabError> {
@@ -168,7 +177,10 @@ mod tests {
             prop_assert!(line.ends_with(&format!("records={expected}")), "{line}");
             let mut args = Args::new("send", crate::token::tokenize(&line).expect("tokens").into_iter().skip(1))
                 .expect("args");
-            prop_assert_eq!(Send::parse(&mut args).expect("parse").records, records);
+            let super::super::Command::Send(parsed) = Send::parse_line(&mut args).expect("parse") else {
+                panic!("not a send with records: {line}");
+            };
+            prop_assert_eq!(parsed.records, records);
         }
     }
 }

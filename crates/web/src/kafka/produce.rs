@@ -16,11 +16,13 @@ use super::producers::Verdict;
 use super::Broker;
 use super::{str_bytes, INVALID_TOPIC_EXCEPTION, NONE, UNKNOWN_SERVER_ERROR, UNKNOWN_TOPIC_OR_PARTITION};
 use crate::api::AppState;
-use crate::session::Session;
+use crate::session::{Change, Session};
 use bytes::Bytes;
 use offsetlab_engine::lab::{SentRecord, MAX_SEND_RECORDS};
+use offsetlab_engine::record::NewRecord;
 use offsetlab_scenario::command::{client_word, Command, Send, TxnSend};
 use offsetlab_storage::batch::{Batch, BatchHeader};
+use offsetlab_storage::ProducedBatches;
 use offsetlab_wire::compression;
 use offsetlab_wire::kafka_protocol::messages::produce_response::{
     PartitionProduceResponse, TopicProduceResponse,
@@ -38,32 +40,126 @@ const INVALID_RECORD: i16 = 87;
 /// shows.
 type Refusal = (i16, String);
 
+/// The records of one partition's share of a Produce request.
+pub(crate) enum Records {
+    /// Uncompressed v2 batches as the client encoded them (compressed ones re-encoded
+    /// uncompressed): appended to the log as they are.
+    Encoded(ProducedBatches),
+    /// A transaction's records, as text (`txn-send` lines).
+    Decoded(Vec<SentRecord>),
+}
+
+impl Records {
+    fn len(&self) -> usize {
+        match self {
+            Records::Encoded(b) => b.records(),
+            Records::Decoded(r) => r.len(),
+        }
+    }
+}
+
 /// One partition's share of a Produce request, validated.
 pub(crate) struct Produced {
-    pub records: Vec<SentRecord>,
+    pub records: Records,
     /// Written inside a transaction (the batches' transactional bit).
     pub transactional: bool,
     /// An idempotent producer's (id, epoch, first sequence, records), when the batches carry one.
     pub producer: Option<(i64, i16, i32, i32)>,
 }
 
+/// The lab keeps text records (its history and exports spell them out): a key or value that is
+/// not UTF-8 is refused with INVALID_RECORD.
+const NOT_TEXT_KEY: &str = "the lab keeps text records: this key is not UTF-8";
+const NOT_TEXT_VALUE: &str = "the lab keeps text records: this value is not UTF-8";
+
+fn text(b: Option<&[u8]>, what: &str) -> Result<Option<String>, Refusal> {
+    b.map(|b| {
+        String::from_utf8(b.to_vec()).map_err(|_| {
+            let message = if what == "key" {
+                NOT_TEXT_KEY
+            } else {
+                NOT_TEXT_VALUE
+            };
+            (INVALID_RECORD, message.to_string())
+        })
+    })
+    .transpose()
+}
+
+fn corrupt(e: impl std::fmt::Display) -> Refusal {
+    (CORRUPT_MESSAGE, format!("corrupt record batch: {e}"))
+}
+
 /// The records of one partition's batches, validated whole; nothing is kept if one is bad.
+/// Uncompressed batches outside a transaction — what producers send by default — are checked
+/// (CRC, every record's bounds, UTF-8) and kept as they came: no record is decoded into a value
+/// or copied on its own.
 pub(crate) fn sent_records(bytes: &[u8]) -> Result<Produced, Refusal> {
-    let mut out = Vec::new();
+    let (producer, transactional, compressed) = batch_headers(bytes)?;
+    if !transactional && !compressed {
+        let text = |k: Option<&[u8]>, v: Option<&[u8]>| {
+            let is_text = |b: Option<&[u8]>| b.is_none_or(|b| std::str::from_utf8(b).is_ok());
+            match (is_text(k), is_text(v)) {
+                (true, true) => Ok(()),
+                (false, _) => Err(NOT_TEXT_KEY),
+                (_, false) => Err(NOT_TEXT_VALUE),
+            }
+        };
+        let batches = ProducedBatches::validate_visiting(bytes.to_vec(), text).map_err(|e| match e {
+            offsetlab_storage::batch::BatchError::BadRecord { what, .. }
+                if what == NOT_TEXT_KEY || what == NOT_TEXT_VALUE =>
+            {
+                (INVALID_RECORD, what.to_string())
+            }
+            e => corrupt(e),
+        })?;
+        return Ok(Produced {
+            records: Records::Encoded(batches),
+            transactional,
+            producer,
+        });
+    }
+    let out = decoded_records(bytes)?;
+    if transactional && producer.is_none() {
+        return Err((
+            INVALID_RECORD,
+            "a transactional batch carries its producer id".into(),
+        ));
+    }
+    let records = if transactional {
+        Records::Decoded(out)
+    } else {
+        // Compressed: the lab stores records uncompressed, so they become one batch again.
+        let records: Vec<NewRecord<'_>> = out
+            .iter()
+            .map(|r| NewRecord {
+                timestamp: 0,
+                key: r.key.as_deref().map(str::as_bytes),
+                value: r.value.as_deref().map(str::as_bytes),
+                control: false,
+            })
+            .collect();
+        let mut buf = Vec::new();
+        offsetlab_storage::batch::encode_consecutive(&mut buf, 0, &records, -1);
+        Records::Encoded(ProducedBatches::validate(buf).map_err(corrupt)?)
+    };
+    Ok(Produced {
+        records,
+        transactional,
+        producer,
+    })
+}
+
+/// An idempotent producer's (id, epoch, first sequence, records), transactional, compressed.
+type Headers = (Option<(i64, i16, i32, i32)>, bool, bool);
+
+/// Checks the batches' headers (each whole, numbered from 0, not control; one producer in
+/// sequence; all transactional or none).
+fn batch_headers(bytes: &[u8]) -> Result<Headers, Refusal> {
     let mut producer: Option<(i64, i16, i32, i32)> = None;
     let mut transactional = false;
+    let mut compressed = false;
     let mut at = 0;
-    let text = |b: Option<&[u8]>, what: &str| -> Result<Option<String>, Refusal> {
-        b.map(|b| {
-            String::from_utf8(b.to_vec()).map_err(|_| {
-                (
-                    INVALID_RECORD,
-                    format!("the lab keeps text records: this {what} is not UTF-8"),
-                )
-            })
-        })
-        .transpose()
-    };
     while at < bytes.len() {
         let h = BatchHeader::parse(&bytes[at..])
             .map_err(|e| (CORRUPT_MESSAGE, format!("corrupt record batch: {e}")))?;
@@ -112,10 +208,25 @@ pub(crate) fn sent_records(bytes: &[u8]) -> Result<Produced, Refusal> {
                 }
             };
         }
+        compressed |= h.attributes & 0b111 != 0;
+        at = end;
+    }
+    if at == 0 {
+        return Err((CORRUPT_MESSAGE, "no records in the request".into()));
+    }
+    Ok((producer, transactional, compressed))
+}
+
+/// The records of batches [`batch_headers`] passed, decoded (and decompressed, within bounds).
+fn decoded_records(bytes: &[u8]) -> Result<Vec<SentRecord>, Refusal> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let h = BatchHeader::parse(&bytes[at..]).map_err(corrupt)?;
+        let end = at + h.total_len;
         if h.attributes & 0b111 == 0 {
             // Uncompressed: the durable log's own codec checks the batch whole.
-            let batch = Batch::parse(&bytes[at..end])
-                .map_err(|e| (CORRUPT_MESSAGE, format!("corrupt record batch: {e}")))?;
+            let batch = Batch::parse(&bytes[at..end]).map_err(corrupt)?;
             for r in batch.records() {
                 out.push(SentRecord {
                     key: text(r.key, "key")?,
@@ -167,20 +278,7 @@ pub(crate) fn sent_records(bytes: &[u8]) -> Result<Produced, Refusal> {
         }
         at = end;
     }
-    if out.is_empty() {
-        return Err((CORRUPT_MESSAGE, "no records in the request".into()));
-    }
-    if transactional && producer.is_none() {
-        return Err((
-            INVALID_RECORD,
-            "a transactional batch carries its producer id".into(),
-        ));
-    }
-    Ok(Produced {
-        records: out,
-        transactional,
-        producer,
-    })
+    Ok(out)
 }
 
 /// `records` in pieces a `send` line may carry, moved, not copied.
@@ -233,24 +331,24 @@ pub(crate) fn apply_and_save(
     let mut commands = Vec::with_capacity(lines.len());
     for line in lines {
         match Command::parse(line) {
-            Ok(Some(c)) => commands.push(c),
+            Ok(Some(c)) => commands.push(Change::Command(c)),
             Ok(None) => {}
             Err(_) => return false,
         }
     }
-    apply_commands_and_save(app, s, commands)
+    apply_changes_and_save(app, s, commands)
 }
 
-/// [`apply_and_save`] for commands the listener built itself (no text round trip).
-pub(crate) fn apply_commands_and_save(
+/// [`apply_and_save`] for changes the listener built itself (no text round trip).
+pub(crate) fn apply_changes_and_save(
     app: &AppState,
     mut s: std::sync::MutexGuard<'_, Session>,
-    commands: Vec<Command>,
+    changes: Vec<Change>,
 ) -> bool {
-    if commands.is_empty() {
+    if changes.is_empty() {
         return true;
     }
-    if s.apply_commands(commands).is_err() {
+    if s.apply_changes(changes).is_err() {
         return false;
     }
     save_changed(app, s)
@@ -315,9 +413,10 @@ pub(crate) fn produce(
         .filter_map(|l| l.strip_prefix("topic "))
         .map(String::from)
         .collect();
-    let mut commands: Vec<Command> = creating
+    let mut changes: Vec<Change> = creating
         .iter()
         .filter_map(|l| Command::parse(l).ok().flatten())
+        .map(Change::Command)
         .collect();
     // Per (topic, partition index in the request): the base offset, or why it was refused.
     let mut answers: Vec<Vec<Result<i64, Refusal>>> = Vec::new();
@@ -400,10 +499,10 @@ pub(crate) fn produce(
                         if let Some(producer) = producer {
                             appended.push((producer, name.clone(), p.index, end));
                         }
-                        for chunk in owned_chunks(records) {
-                            match (transactional, producer) {
-                                (true, Some((pid, epoch, _, _))) => {
-                                    commands.push(Command::TxnSend(TxnSend {
+                        match (records, transactional, producer) {
+                            (Records::Decoded(records), true, Some((pid, epoch, _, _))) => {
+                                for chunk in owned_chunks(records) {
+                                    changes.push(Change::Command(Command::TxnSend(TxnSend {
                                         txn_id: txn_id.clone().unwrap_or_default(),
                                         producer_id: pid,
                                         epoch,
@@ -412,15 +511,25 @@ pub(crate) fn produce(
                                             p.index,
                                         ),
                                         records: chunk,
-                                    }))
+                                    })))
                                 }
-                                _ => commands.push(Command::Send(Send {
-                                    topic: name.clone(),
-                                    partition: p.index,
-                                    records: chunk,
-                                    client: client.clone(),
-                                })),
                             }
+                            (Records::Decoded(records), ..) => {
+                                for chunk in owned_chunks(records) {
+                                    changes.push(Change::Command(Command::Send(Send {
+                                        topic: name.clone(),
+                                        partition: p.index,
+                                        records: chunk,
+                                        client: client.clone(),
+                                    })))
+                                }
+                            }
+                            (Records::Encoded(batches), ..) => changes.push(Change::Produced {
+                                topic: name.clone(),
+                                partition: p.index,
+                                client: client.clone(),
+                                batches,
+                            }),
                         }
                         Ok(end)
                     }
@@ -430,7 +539,7 @@ pub(crate) fn produce(
         }
         answers.push(topic_answers);
     }
-    let stored = apply_commands_and_save(app, s, commands);
+    let stored = apply_changes_and_save(app, s, changes);
     if stored {
         for (producer, topic, partition, base) in appended {
             broker.producers.appended(producer, &topic, partition, base);
