@@ -36,7 +36,12 @@ payments = TopicPartition("payments-py", 0)
 consumer.assign([payments, tp])
 consumer.seek_to_beginning(payments)
 consumer.seek(tp, 12)
-got = [(r.topic, r.offset, r.key, r.value) for r in consumer]
+consumed = list(consumer)
+got = [(r.topic, r.offset, r.key, r.value) for r in consumed]
+# The lab stamps a client's batches with its clock as their log append time (type 1); the lab's
+# own records carry it as their create time (type 0).
+assert {r.timestamp_type for r in consumed} == {1}, [(r.offset, r.timestamp_type) for r in consumed]
+assert {r.timestamp_type for r in records} == {0}, records[0]
 assert sorted(got) == sorted(
     [("orders", 12, b"o-1", b'{"order_id":"o-1","status":"refunded"}')]
     + [("payments-py", i, f"p-{i}".encode(), f"paid {i}".encode()) for i in range(5)]

@@ -84,6 +84,19 @@ fn librdkafka_resumes_exactly_at_the_offset_it_committed() {
     // The topic was created on first use; the lab holds every record, in order.
     let state = ok_json(&http(&lab.addr, "GET", "/api/state", "").expect("state")).expect("json");
     assert!(state["topics"].to_string().contains("events"), "{state}");
+    // The lab appended the client's batches as they came, stamped with its own clock as their
+    // log append time: librdkafka reads that timestamp type and that time, not its create time.
+    let probe = consumer(&kafka, "probe");
+    probe.assign(&events(Offset::Beginning)).expect("assign");
+    let m = probe
+        .poll(Duration::from_secs(10))
+        .expect("a record")
+        .expect("no error");
+    assert_eq!(
+        m.timestamp(),
+        rdkafka::Timestamp::LogAppendTime(state["clock_ms"].as_i64().expect("clock")),
+    );
+    drop(probe);
 
     // A consumer group: the member consumes 4,000 records and commits after processing them;
     // meanwhile the lab shows it as the group's member. Then the consumer stops (LeaveGroup).

@@ -159,8 +159,11 @@ impl BatchHeader {
 /// Stamps the validated batch at the front of `batch` with its log append time, as a broker does
 /// for a topic with `message.timestamp.type=LogAppendTime`: the timestamp-type bit and
 /// `maxTimestamp` are set, the records are left as the producer wrote them, and the CRC — which
-/// covers both — is computed again.
+/// covers both — is updated for the changed header bytes ([`crate::crc_shift`]), not computed
+/// over the records again. The batch must be valid ([`Batch::parse`]): its stored CRC is the
+/// starting point.
 pub fn stamp_log_append_time(batch: &mut [u8], now: i64) -> Result<(), BatchError> {
+    const STAMPED: std::ops::Range<usize> = 21..43; // attributes … maxTimestamp
     let h = BatchHeader::parse(batch)?;
     if batch.len() < h.total_len {
         return Err(BatchError::Truncated {
@@ -169,9 +172,12 @@ pub fn stamp_log_append_time(batch: &mut [u8], now: i64) -> Result<(), BatchErro
         });
     }
     let bytes = &mut batch[..h.total_len];
+    let mut old = [0u8; 22];
+    old.copy_from_slice(&bytes[STAMPED]);
     bytes[21..23].copy_from_slice(&(h.attributes | ATTR_LOG_APPEND_TIME).to_be_bytes());
     bytes[35..43].copy_from_slice(&now.to_be_bytes());
-    let crc = crc32c::crc32c(&bytes[CRC_START..]);
+    let after = (h.total_len - STAMPED.end) as u64;
+    let crc = crate::crc_shift::crc32c_after_change(h.crc, &old, &bytes[STAMPED], after);
     bytes[17..21].copy_from_slice(&crc.to_be_bytes());
     Ok(())
 }

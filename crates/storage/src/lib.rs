@@ -20,6 +20,7 @@
 //!   syncs the directory, so a crash leaves either the old or the new segment.
 
 pub mod batch;
+mod crc_shift;
 mod durability;
 mod index;
 mod log;

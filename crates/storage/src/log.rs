@@ -18,6 +18,7 @@
 use crate::batch::{self, BatchHeader};
 use crate::durability::Durability;
 use crate::segment::{FileSegment, SegmentMeta};
+use bytes::{Bytes, BytesMut};
 use offsetlab_engine::clock::Millis;
 use offsetlab_engine::log::config::SegmentLimits;
 use offsetlab_engine::log::{EncodedAppend, EncodedBatches, KeptBatches, PartitionLog, SegmentInfo};
@@ -120,7 +121,9 @@ pub enum AppendError {
 /// connections validate in parallel and the log's critical section is offsets and a `write`.
 #[derive(Debug)]
 pub struct ProducedBatches {
-    bytes: Vec<u8>,
+    /// A buffer of their own — a Produce request's frame when nothing else holds it — so the
+    /// append rewrites offsets and timestamps in place, without a copy first.
+    bytes: BytesMut,
     headers: Vec<BatchHeader>,
 }
 
@@ -128,16 +131,23 @@ impl ProducedBatches {
     /// Validates every batch in `bytes` (back to back, as a Produce request carries them): the
     /// batch itself ([`batch::Batch::parse`]) and that a producer numbered its records
     /// `0, 1, 2, …` — offsets are the broker's to assign.
-    pub fn validate(bytes: Vec<u8>) -> Result<Self, batch::BatchError> {
+    pub fn validate(bytes: impl Into<Bytes>) -> Result<Self, batch::BatchError> {
         Self::validate_visiting(bytes, |_, _| Ok(()))
     }
 
     /// [`ProducedBatches::validate`], handing every record's key and value to `visit` on the
     /// same walk: a broker's own rules for records (the lab keeps text) cost no second pass.
+    ///
+    /// The batches are rewritten in place when appended: `bytes` is used as it is when nothing
+    /// else holds it (a `Vec`, or a request frame whose other views are gone), copied otherwise.
     pub fn validate_visiting(
-        bytes: Vec<u8>,
+        bytes: impl Into<Bytes>,
         mut visit: impl FnMut(Option<&[u8]>, Option<&[u8]>) -> Result<(), &'static str>,
     ) -> Result<Self, batch::BatchError> {
+        let bytes = bytes
+            .into()
+            .try_into_mut()
+            .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
         let headers = Self::check(&bytes, &mut visit)?;
         Ok(Self { bytes, headers })
     }
@@ -170,7 +180,7 @@ impl ProducedBatches {
 
     /// The batches' bytes — after an append, with the offsets the log assigned.
     pub fn into_bytes(self) -> Vec<u8> {
-        self.bytes
+        self.bytes.into()
     }
 
     /// The batches' bytes as they are now.

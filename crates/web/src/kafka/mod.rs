@@ -58,7 +58,7 @@ use offsetlab_wire::kafka_protocol::protocol::StrBytes;
 use offsetlab_wire::kafka_protocol::records::{
     Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
-use offsetlab_wire::request::{decode, DecodeError};
+use offsetlab_wire::request::{decode, DecodeError, Request};
 use offsetlab_wire::response::encode;
 use offsetlab_wire::versions::api_versions_response;
 use std::collections::BTreeMap;
@@ -204,10 +204,18 @@ async fn connection(
     loop {
         loop {
             let frame = match split_frame(&mut buf, broker.config.max_request_bytes) {
-                Ok(Some(f)) => f.freeze(),
+                Ok(Some(f)) => f,
                 Ok(None) => break,
                 Err(_) => return Ok(()), // a size over the limit: close
             };
+            if frame.len() >= OWN_BUFFER_FRAME {
+                // The frame shares its allocation with what follows it in `buf`: give the rest
+                // (usually nothing, or the start of the next request) a buffer of its own, so
+                // the frame's bytes have one owner and a Produce request's batches can be
+                // appended in place, not copied first.
+                buf = BytesMut::from(&buf[..]);
+            }
+            let frame = frame.freeze();
             match respond(frame, &app, &session, advertised, broker, &host).await {
                 Reply::Frame(out) => stream.write_all(&out).await?,
                 Reply::Nothing => {}
@@ -274,7 +282,11 @@ async fn answer(
         .client_id
         .as_ref()
         .map_or_else(String::new, |c| c.to_string());
-    let body = match request.body {
+    // The header's strings are views of the frame: gone, they leave a Produce request's batches
+    // the frame's only owners.
+    let Request { body, header, .. } = request;
+    drop(header);
+    let body = match body {
         RequestKind::ApiVersions(_) => ResponseKind::ApiVersions(api_versions_response(NONE)),
         RequestKind::Metadata(r) => {
             // Before v4 a Metadata request always allowed creation; since, the client says.
@@ -487,7 +499,7 @@ async fn answer(
             let app = app.clone();
             let acks = r.acks;
             let broker = Arc::clone(broker);
-            let response = blocking(move || produce::produce(&app, &broker, &r, &client_id)).await?;
+            let response = blocking(move || produce::produce(&app, &broker, r, &client_id)).await?;
             if acks == 0 {
                 return Some(None);
             }
@@ -802,6 +814,9 @@ fn offset_commit(
 }
 
 /// Runs lab work (locks, saves, fsyncs) off the async workers; `None` if it panicked.
+/// A request frame at least this large is left the only owner of its bytes (see `serve_client`).
+const OWN_BUFFER_FRAME: usize = 64 << 10;
+
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
     tokio::task::spawn_blocking(f).await.ok()
 }

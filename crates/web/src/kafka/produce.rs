@@ -27,7 +27,9 @@ use offsetlab_wire::compression;
 use offsetlab_wire::kafka_protocol::messages::produce_response::{
     PartitionProduceResponse, TopicProduceResponse,
 };
+use offsetlab_wire::kafka_protocol::messages::TopicName;
 use offsetlab_wire::kafka_protocol::messages::{ProduceRequest, ProduceResponse};
+use offsetlab_wire::kafka_protocol::protocol::StrBytes;
 use offsetlab_wire::kafka_protocol::records::RecordBatchDecoder;
 use std::collections::BTreeMap;
 
@@ -94,18 +96,22 @@ fn corrupt(e: impl std::fmt::Display) -> Refusal {
 /// Uncompressed batches outside a transaction — what producers send by default — are checked
 /// (CRC, every record's bounds, UTF-8) and kept as they came: no record is decoded into a value
 /// or copied on its own.
-pub(crate) fn sent_records(bytes: &[u8]) -> Result<Produced, Refusal> {
-    let (producer, transactional, compressed) = batch_headers(bytes)?;
+pub(crate) fn sent_records(bytes: Bytes) -> Result<Produced, Refusal> {
+    let (producer, transactional, compressed) = batch_headers(&bytes)?;
     if !transactional && !compressed {
+        // Appended in place: the frame's own bytes when nothing else holds them (a request for
+        // one partition), a copy otherwise.
         let text = |k: Option<&[u8]>, v: Option<&[u8]>| {
-            let is_text = |b: Option<&[u8]>| b.is_none_or(|b| std::str::from_utf8(b).is_ok());
+            // ASCII (nearly every key and value) is checked a word at a time; UTF-8's own check
+            // only for the rest.
+            let is_text = |b: Option<&[u8]>| b.is_none_or(|b| b.is_ascii() || std::str::from_utf8(b).is_ok());
             match (is_text(k), is_text(v)) {
                 (true, true) => Ok(()),
                 (false, _) => Err(NOT_TEXT_KEY),
                 (_, false) => Err(NOT_TEXT_VALUE),
             }
         };
-        let batches = ProducedBatches::validate_visiting(bytes.to_vec(), text).map_err(|e| match e {
+        let batches = ProducedBatches::validate_visiting(bytes, text).map_err(|e| match e {
             offsetlab_storage::batch::BatchError::BadRecord { what, .. }
                 if what == NOT_TEXT_KEY || what == NOT_TEXT_VALUE =>
             {
@@ -119,7 +125,7 @@ pub(crate) fn sent_records(bytes: &[u8]) -> Result<Produced, Refusal> {
             producer,
         });
     }
-    let out = decoded_records(bytes)?;
+    let out = decoded_records(&bytes)?;
     if transactional && producer.is_none() {
         return Err((
             INVALID_RECORD,
@@ -375,34 +381,51 @@ pub(crate) fn create_topics(app: &AppState, names: &[String]) {
     let _ = apply_and_save(app, s, &lines);
 }
 
+/// A partition's index in a Produce request and its record batches.
+type PartitionRecords = (i32, Option<Bytes>);
+
 /// Appends a Produce request's records: every partition's answer, with the offset its first
 /// record was given.
 pub(crate) fn produce(
     app: &AppState,
     broker: &Broker,
-    r: &ProduceRequest,
+    mut r: ProduceRequest,
     client_id: &str,
 ) -> ProduceResponse {
     let auto_create = broker.config.auto_create_topics;
     let client = client_word(client_id);
     let txn_id = r.transactional_id.as_ref().map(|t| client_word(t.as_str()));
+    // Names and indexes as plain values and the records taken out: with the request gone, each
+    // partition's batches are views of the frame that nothing else holds.
+    let mut topics: Vec<(String, Vec<PartitionRecords>)> = r
+        .topic_data
+        .iter_mut()
+        .map(|t| {
+            let parts = t
+                .partition_data
+                .iter_mut()
+                .map(|p| (p.index, p.records.take()))
+                .collect();
+            (t.name.0.to_string(), parts)
+        })
+        .collect();
+    drop(r);
     // Batches are checked (and decompressed) before the lab is locked, as a broker's request
     // handler checks them before the partition's lock: the page and other clients wait only
     // for the append.
-    let mut decoded: Vec<Vec<Option<Result<Produced, Refusal>>>> = r
-        .topic_data
-        .iter()
-        .map(|t| {
-            t.partition_data
-                .iter()
-                .map(|p| Some(sent_records(p.records.as_deref().unwrap_or_default())))
+    let mut decoded: Vec<Vec<Option<Result<Produced, Refusal>>>> = topics
+        .iter_mut()
+        .map(|(_, parts)| {
+            parts
+                .iter_mut()
+                .map(|(_, records)| Some(sent_records(records.take().unwrap_or_default())))
                 .collect()
         })
         .collect();
     let session = app.session();
     let s = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let now = s.lab().now();
-    let names: Vec<String> = r.topic_data.iter().map(|t| t.name.0.to_string()).collect();
+    let names: Vec<String> = topics.iter().map(|(name, _)| name.clone()).collect();
     let (creating, refused) = if auto_create {
         creations(&s, &names)
     } else {
@@ -423,21 +446,21 @@ pub(crate) fn produce(
     let mut planned: BTreeMap<(String, i32), i64> = BTreeMap::new();
     // Idempotent producers' batches in this request, noted once they are stored.
     let mut appended = Vec::new();
-    for (t, t_decoded) in r.topic_data.iter().zip(decoded.iter_mut()) {
-        let name = t.name.0.to_string();
+    for ((name, parts), t_decoded) in topics.iter().zip(decoded.iter_mut()) {
+        let name = name.clone();
         let partitions = if created.contains(&name) {
             1
         } else {
             s.lab().topic(&name).map_or(0, |t| t.partitions.len() as i32)
         };
         let mut topic_answers = Vec::new();
-        for (p, p_decoded) in t.partition_data.iter().zip(t_decoded.iter_mut()) {
+        for (&(index, _), p_decoded) in parts.iter().zip(t_decoded.iter_mut()) {
             let answer = if let Some(&code) = refused.get(&name) {
                 Err((code, format!("'{name}' cannot be created by a client")))
-            } else if !(0..partitions).contains(&p.index) {
+            } else if !(0..partitions).contains(&index) {
                 Err((
                     UNKNOWN_TOPIC_OR_PARTITION,
-                    format!("{name} has no partition {}", p.index),
+                    format!("{name} has no partition {}", index),
                 ))
             } else {
                 let checked = p_decoded
@@ -447,7 +470,7 @@ pub(crate) fn produce(
                     let verdict = match produced.producer {
                         Some(producer) => broker
                             .producers
-                            .check(producer, &name, p.index)
+                            .check(producer, &name, index)
                             .map_err(|code| (code, "a batch is missing before this one".to_string()))?,
                         None => Verdict::Append,
                     };
@@ -484,20 +507,20 @@ pub(crate) fn produce(
                         },
                         Verdict::Append,
                     )) => {
-                        let key = (name.clone(), p.index);
+                        let key = (name.clone(), index);
                         let end = match planned.get(&key) {
                             Some(&e) => e,
                             None => s
                                 .lab()
                                 .partition_log(&offsetlab_engine::record::TopicPartition::new(
                                     name.clone(),
-                                    p.index,
+                                    index,
                                 ))
                                 .map_or(0, |l| l.log_end_offset()),
                         };
                         planned.insert(key, end + records.len() as i64);
                         if let Some(producer) = producer {
-                            appended.push((producer, name.clone(), p.index, end));
+                            appended.push((producer, name.clone(), index, end));
                         }
                         match (records, transactional, producer) {
                             (Records::Decoded(records), true, Some((pid, epoch, _, _))) => {
@@ -508,7 +531,7 @@ pub(crate) fn produce(
                                         epoch,
                                         tp: offsetlab_engine::record::TopicPartition::new(
                                             name.clone(),
-                                            p.index,
+                                            index,
                                         ),
                                         records: chunk,
                                     })))
@@ -518,7 +541,7 @@ pub(crate) fn produce(
                                 for chunk in owned_chunks(records) {
                                     changes.push(Change::Command(Command::Send(Send {
                                         topic: name.clone(),
-                                        partition: p.index,
+                                        partition: index,
                                         records: chunk,
                                         client: client.clone(),
                                     })))
@@ -526,7 +549,7 @@ pub(crate) fn produce(
                             }
                             (Records::Encoded(batches), ..) => changes.push(Change::Produced {
                                 topic: name.clone(),
-                                partition: p.index,
+                                partition: index,
                                 client: client.clone(),
                                 batches,
                             }),
@@ -546,19 +569,19 @@ pub(crate) fn produce(
         }
     }
     ProduceResponse::default().with_responses(
-        r.topic_data
-            .iter()
+        topics
+            .into_iter()
             .zip(answers)
-            .map(|(t, topic_answers)| {
+            .map(|((name, parts), topic_answers)| {
                 TopicProduceResponse::default()
-                    .with_name(t.name.clone())
+                    .with_name(TopicName(StrBytes::from_string(name)))
                     .with_partition_responses(
-                        t.partition_data
+                        parts
                             .iter()
                             .zip(topic_answers)
-                            .map(|(p, answer)| {
+                            .map(|(&(index, _), answer)| {
                                 let base = PartitionProduceResponse::default()
-                                    .with_index(p.index)
+                                    .with_index(index)
                                     .with_log_append_time_ms(-1)
                                     .with_log_start_offset(-1);
                                 match answer {
