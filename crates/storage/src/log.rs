@@ -204,16 +204,18 @@ impl offsetlab_engine::log::EncodedBatches for ProducedBatches {
         self.records()
     }
 
-    fn for_each_record(&self, visit: &mut dyn FnMut(NewRecord<'_>)) {
+    fn for_each_batch(&self, visit: &mut dyn FnMut(&[NewRecord<'_>])) {
         for b in self.batches() {
-            for r in b.records() {
-                visit(NewRecord {
+            let records: Vec<NewRecord<'_>> = b
+                .records()
+                .map(|r| NewRecord {
                     timestamp: r.timestamp,
                     key: r.key,
                     value: r.value,
                     control: false,
-                });
-            }
+                })
+                .collect();
+            visit(&records);
         }
     }
 
@@ -666,7 +668,12 @@ impl FileLog {
         if let Some(name) = &seg.kept_as {
             return Ok(name.clone());
         }
-        std::fs::create_dir_all(kept_dir)?;
+        if !kept_dir.exists() {
+            std::fs::create_dir_all(kept_dir)?;
+            if let Some(parent) = kept_dir.parent() {
+                sync_dir(parent)?;
+            }
+        }
         let source = FileSegment::path(&self.dir, seg.meta.base_offset, "log");
         let this = seg.log.metadata()?;
         let stem = format!(
@@ -972,6 +979,32 @@ impl PartitionLog for FileLog {
             }
         }
         Ok(EncodedAppend { first, kept })
+    }
+
+    fn append_whole(&mut self, records: &[NewRecord<'_>], now: Millis) -> Offset {
+        if records.is_empty() {
+            return self.log_end_offset_raw();
+        }
+        // One batch, stamped with its log append time as a broker stamps a client's: the same
+        // bytes, roll rule and timestamps whether the batch came from a client or a `send` line.
+        let mut buf = Vec::new();
+        batch::encode_consecutive(&mut buf, 0, records, -1);
+        let appended = batch::stamp_log_append_time(&mut buf, now)
+            .and_then(|()| BatchHeader::parse(&buf))
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
+            .and_then(|h| self.append_checked(&mut buf, &mut [h], now));
+        match appended {
+            Ok((first, _)) => first,
+            Err(e) => storage_failure("write to", &self.dir, &e),
+        }
+    }
+
+    fn seal_active(&mut self, now: Millis) {
+        if self.active().meta.records > 0 {
+            if let Err(e) = self.roll(now) {
+                storage_failure("roll", &self.dir, &e);
+            }
+        }
     }
 
     fn log_start_offset(&self) -> Offset {

@@ -101,8 +101,8 @@ const HISTORY_HEADER: &str = "# exported from the offsetlab web lab\n";
 
 struct HistoryLog {
     file: Arc<std::fs::File>,
-    /// The text of the lines being appended, kept between saves: a Produce request's `send`
-    /// line is a megabyte, and a fresh buffer each time is a megabyte of fresh pages.
+    /// The text of the lines being appended, kept between saves: an import's or a burst's lines
+    /// can be large, and a fresh buffer each time is fresh pages.
     text: String,
     /// How many of the session's history commands the file holds, and its length in bytes.
     commands: usize,
@@ -178,23 +178,29 @@ impl ProducedStore {
         if len > 1 << 30 {
             return Err(too_large());
         }
-        let mut bytes = vec![0; len];
-        match self {
+        let missing = || storage(format!("{line}: the lab keeps no such batches"));
+        let bytes = match self {
             Self::Dir(dir) => {
-                let file =
-                    std::fs::File::open(dir.join(&line.file)).map_err(|e| storage(format!("{line}: {e}")))?;
-                std::os::unix::fs::FileExt::read_exact_at(&file, &mut bytes, line.at)
-                    .map_err(|e| storage(format!("{line}: {e}")))?;
+                let io = |e: std::io::Error| storage(format!("{line}: {e}"));
+                let file = std::fs::File::open(dir.join(&line.file)).map_err(io)?;
+                // Checked against the file before anything is allocated for it.
+                let end = line.at.checked_add(line.len).ok_or_else(missing)?;
+                if file.metadata().map_err(io)?.len() < end {
+                    return Err(missing());
+                }
+                let mut bytes = vec![0; len];
+                std::os::unix::fs::FileExt::read_exact_at(&file, &mut bytes, line.at).map_err(io)?;
+                bytes
             }
             Self::Memory(v) => {
                 let range = usize::try_from(line.at)
                     .ok()
                     .and_then(|at| Some(at..at.checked_add(len)?))
                     .filter(|r| line.file == MEMORY_FILE && r.end <= v.len())
-                    .ok_or_else(|| storage(format!("{line}: the lab keeps no such batches")))?;
-                bytes.copy_from_slice(&v[range]);
+                    .ok_or_else(missing)?;
+                v[range].to_vec()
             }
-        }
+        };
         let batches = ProducedBatches::validate(bytes).map_err(|e| storage(format!("{line}: {e}")))?;
         if batches.records() != line.count {
             return Err(storage(format!(
@@ -206,30 +212,50 @@ impl ProducedStore {
     }
 
     /// The line's records, as `send … records=[…]` lines spell them out.
+    /// One line for the stored line, with its batches' sizes, so a replay lays the records out
+    /// in segments as the client's batches were (more than one only past `MAX_SEND_RECORDS`,
+    /// cut between batches).
     fn spelled_out(&self, line: &SendStored) -> Result<Vec<Command>, LabError> {
-        let batches = self.batches(line)?;
-        let mut records = Vec::with_capacity(line.count);
-        for b in batches.batches() {
-            for r in b.records() {
-                let text = |b: Option<&[u8]>| b.map(|b| String::from_utf8_lossy(b).into_owned());
-                records.push(SentRecord {
+        let text = |b: Option<&[u8]>| b.map(|b| String::from_utf8_lossy(b).into_owned());
+        let stored = self.batches(line)?;
+        let mut lines = Vec::new();
+        let (mut records, mut sizes) = (Vec::new(), Vec::new());
+        for b in stored.batches() {
+            let batch: Vec<SentRecord> = b
+                .records()
+                .map(|r| SentRecord {
                     key: text(r.key),
                     value: text(r.value),
-                });
+                })
+                .collect();
+            for chunk in batch.chunks(MAX_SEND_RECORDS) {
+                if records.len() + chunk.len() > MAX_SEND_RECORDS {
+                    lines.push(spelled_send(
+                        line,
+                        std::mem::take(&mut records),
+                        std::mem::take(&mut sizes),
+                    ));
+                }
+                records.extend_from_slice(chunk);
+                sizes.push(chunk.len());
             }
         }
-        Ok(records
-            .chunks(MAX_SEND_RECORDS)
-            .map(|chunk| {
-                Command::Send(Send {
-                    topic: line.topic.clone(),
-                    partition: line.partition,
-                    records: chunk.to_vec(),
-                    client: line.client.clone(),
-                })
-            })
-            .collect())
+        if !records.is_empty() {
+            lines.push(spelled_send(line, records, sizes));
+        }
+        Ok(lines)
     }
+}
+
+/// A `send … records=` line for (part of) a stored line.
+fn spelled_send(line: &SendStored, records: Vec<SentRecord>, batches: Vec<usize>) -> Command {
+    Command::Send(Send {
+        topic: line.topic.clone(),
+        partition: line.partition,
+        batches: if batches.len() > 1 { batches } else { Vec::new() },
+        records,
+        client: line.client.clone(),
+    })
 }
 
 /// What `lab.json` holds: the lab's snapshot and the length of the history file it goes with.
@@ -742,8 +768,7 @@ impl Session {
                         Err(e) => {
                             // A storage failure may come after the log took the batches.
                             if n > 0 || matches!(e, LabError::Storage(_)) {
-                                self.history.truncate(history_mark);
-                                self.rebuild().map_err(|e| internal(&e))?;
+                                self.undo_to(history_mark)?;
                             }
                             return Err(ActionError {
                                 status: 422,
@@ -777,8 +802,7 @@ impl Session {
                 }
                 Err(e) => {
                     if n > 0 {
-                        self.history.truncate(history_mark);
-                        self.rebuild().map_err(|e| internal(&e))?;
+                        self.undo_to(history_mark)?;
                     }
                     let error = match e {
                         ApplyError::Lab(e) => e.to_string(),
@@ -845,7 +869,7 @@ impl Session {
                     let _ = std::fs::remove_dir_all(&g.dir);
                 } else {
                     // Put the current session's sinks back (opening the new lab's emptied them).
-                    self.rebuild().map_err(|e| internal(&e))?;
+                    self.rebuild(self.history.len()).map_err(|e| internal(&e))?;
                 }
                 return Err(ActionError {
                     status: 422,
@@ -879,6 +903,13 @@ impl Session {
         if let Some(new) = &self.generation {
             let (bytes, history) = self.lab_file(new)?;
             history.sync_data().map_err(storage)?;
+            // The kept segments' links, which the history names.
+            let kept = new.dir.join(PRODUCED_DIR);
+            if kept.exists() {
+                std::fs::File::open(&kept)
+                    .and_then(|d| d.sync_all())
+                    .map_err(storage)?;
+            }
             write_slots(&new.lab_file, Written::Now(self.version), &bytes, true)?;
             std::fs::File::open(&new.dir)
                 .and_then(|d| d.sync_all())
@@ -910,7 +941,7 @@ impl Session {
                     }
                     Err(e) => {
                         out.push_str(&format!(
-                            "# the lab could not read these records back: {e}\n{c}\n"
+                            "# the lab could not read these records back: {e}\n# {c}\n"
                         ));
                     }
                 },
@@ -1003,13 +1034,28 @@ impl Session {
         }
     }
 
+    /// Undoes the lines of a failed batch: the lab rebuilt from the history before them. If that
+    /// fails too (a stored batch that can no longer be read), the batch's applied lines stay —
+    /// in the lab and in its history, which must never disagree — and the error says so.
+    fn undo_to(&mut self, history_mark: usize) -> Result<(), ActionError> {
+        self.rebuild(history_mark).map_err(|e| {
+            self.version += 1;
+            internal(&format!(
+                "a line of this batch failed and the lab could not undo the lines before it ({e}); they stay applied"
+            ))
+        })
+    }
+
     /// Rebuilds the lab from the history (undo of a failed batch): a fresh lab, into which the
     /// history is replayed; a durable one in a new generation. Stored batches are read from the
     /// current store and kept in the new one.
-    fn rebuild(&mut self) -> Result<(), LabError> {
+    ///
+    /// Only the first `upto` lines are replayed; on success they are the history. On failure
+    /// nothing changes: the lab and its history still agree.
+    fn rebuild(&mut self, upto: usize) -> Result<(), LabError> {
         let (mut lab, generation, mut produced) = self.fresh_lab()?;
-        let mut history = Vec::with_capacity(self.history.len());
-        for c in &self.history {
+        let mut history = Vec::with_capacity(upto);
+        for c in &self.history[..upto] {
             if let Err(e) = replay(&mut lab, &mut produced, &mut history, c, Some(&self.produced)) {
                 if let Some(g) = &generation {
                     let _ = std::fs::remove_dir_all(&g.dir);
@@ -1271,6 +1317,28 @@ mod tests {
         out
     }
 
+    /// Records per segment of `t-0`.
+    fn layout(s: &Session) -> Vec<usize> {
+        let tp = offsetlab_engine::record::TopicPartition::new("t".to_string(), 0);
+        let log = s.lab().partition_log(&tp).expect("t-0");
+        log.segments()
+            .iter()
+            .map(|g| g.records)
+            .filter(|&n| n > 0)
+            .collect()
+    }
+
+    /// The narrative's produce events, as text.
+    fn produced_events(s: &Session) -> Vec<String> {
+        s.lab()
+            .narrative()
+            .events()
+            .iter()
+            .filter(|e| e.text.contains("through the Kafka listener"))
+            .map(|e| e.text.clone())
+            .collect()
+    }
+
     fn durable(dir: &Path) -> SinkBackend {
         SinkBackend::Durable {
             root: dir.to_path_buf(),
@@ -1338,8 +1406,23 @@ mod tests {
                 "{export}"
             );
             assert!(!export.contains("stored="), "{export}");
-            let replayed = Session::new(SinkBackend::Memory, &export).expect("replays");
-            assert_eq!(records(&replayed), before);
+            // The export replays to the same records, in the same segments, with the same story,
+            // in memory and on disk: batches are appended whole, as the client's were.
+            for into_durable in [false, true] {
+                let other = tempfile::tempdir().expect("dir");
+                let backend = if into_durable {
+                    durable(other.path())
+                } else {
+                    SinkBackend::Memory
+                };
+                let replayed = Session::new(backend, &export).expect("replays");
+                assert_eq!(records(&replayed), before);
+                assert_eq!(layout(&replayed), [3, 2], "{export}");
+                if into_durable == durable_lab {
+                    assert_eq!(produced_events(&replayed), produced_events(&s), "{export}");
+                }
+            }
+            assert_eq!(layout(&s), [3, 2]);
             // Retention deletes the first segment; the history's bytes stay.
             s.apply_lines(&lines(&["tick 2h", "produce t count=1"]))
                 .expect("later");

@@ -134,12 +134,16 @@ impl Lab {
         // off, as a Kafka broker truncates to its high watermark: the logs then agree with the
         // lab's state and with its history.
         let mut notes = Vec::new();
+        let now = snapshot.clock.now();
         let mut reconcile = |name: String, log: &mut dyn crate::log::PartitionLog, acknowledged: Offset| {
             let end = log.log_end_offset();
             if end > acknowledged {
                 let n = log.truncate_to(acknowledged);
                 notes.push(format!("{name}: {n} record(s) past the last acknowledged state cut off (log end {end} → {acknowledged})"));
             } else if end < acknowledged {
+                // Appends must not fill the lost tail's place in a file whose bytes the lab's
+                // history may still name.
+                log.seal_active(now);
                 notes.push(format!("{name}: the log ends at {end} but the lab had acknowledged up to {acknowledged}: records lost (a machine crash under --flush never)"));
             }
         };

@@ -245,6 +245,20 @@ impl Lab {
         records: &[SentRecord],
         client: &str,
     ) -> Result<(Offset, Offset), LabError> {
+        self.send_batches(topic, partition, records, &[records.len()], client)
+    }
+
+    /// [`Lab::send`] of records that came as several producer batches, of `batches` records
+    /// each, in order: each is appended whole (a segment rolls between batches, never inside
+    /// one), so a replayed session lays its segments out as the client's batches did.
+    pub fn send_batches(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        records: &[SentRecord],
+        batches: &[usize],
+        client: &str,
+    ) -> Result<(Offset, Offset), LabError> {
         let now = self.clock.now();
         if records.is_empty() || records.len() > MAX_SEND_RECORDS {
             return Err(LabError::InvalidArgument(format!(
@@ -252,10 +266,19 @@ impl Lab {
                 records.len()
             )));
         }
+        if batches.contains(&0) || batches.iter().sum::<usize>() != records.len() {
+            return Err(LabError::InvalidArgument(format!(
+                "send: batches of {batches:?} records do not add up to its {} records",
+                records.len()
+            )));
+        }
         let log = self.client_partition(topic, partition)?;
         let mut first = None;
-        for chunk in records.chunks(PRODUCE_BATCH) {
-            let batch: Vec<NewRecord<'_>> = chunk
+        let mut rest = records;
+        for &n in batches {
+            let (batch, after) = rest.split_at(n);
+            rest = after;
+            let batch: Vec<NewRecord<'_>> = batch
                 .iter()
                 .map(|r| NewRecord {
                     control: false,
@@ -264,7 +287,7 @@ impl Lab {
                     value: r.value.as_deref().map(str::as_bytes),
                 })
                 .collect();
-            let at = log.append_batch(&batch, now);
+            let at = log.append_whole(&batch, now);
             first.get_or_insert(at);
         }
         let first = first.unwrap_or_default();
@@ -293,7 +316,17 @@ impl Lab {
         let appended = log
             .append_encoded(batches, now)
             .map_err(LabError::InvalidArgument)?;
-        self.sent(client, topic, partition, appended.first, n);
+        // One event per segment the batches went to: the history keeps one line for each, and
+        // its replay tells the same story.
+        if appended.kept.is_empty() {
+            self.sent(client, topic, partition, appended.first, n);
+        } else {
+            let mut first = appended.first;
+            for k in &appended.kept {
+                self.sent(client, topic, partition, first, k.records);
+                first += k.records as Offset;
+            }
+        }
         Ok(appended)
     }
 

@@ -31,14 +31,40 @@ impl MemoryLog {
     }
 
     fn should_roll(&self, record: &NewRecord<'_>, now: Millis) -> bool {
+        self.should_roll_for(1, data_bytes(record), now)
+    }
+
+    /// Whether `records` records of `bytes` data bytes must go to a new segment: the active one
+    /// holds records and they would take it past a limit, or it is too old.
+    fn should_roll_for(&self, records: usize, bytes: usize, now: Millis) -> bool {
         let active = self.active();
         if active.is_empty() {
             return false;
         }
-        let incoming = record.key.map_or(0, <[u8]>::len) + record.value.map_or(0, <[u8]>::len);
-        active.len() >= self.limits.max_records
-            || active.data_bytes() + incoming > self.limits.max_bytes
+        active.len() + records > self.limits.max_records
+            || active.data_bytes() + bytes > self.limits.max_bytes
             || now - active.created_at >= self.limits.max_age_ms
+    }
+
+    /// Appends one record to the active segment.
+    fn push(&mut self, record: NewRecord<'_>, now: Millis) -> Offset {
+        let offset = self.log_end;
+        let last = self.segments.len() - 1;
+        let active = &mut self.segments[last];
+        if active.is_empty() {
+            active.base_offset = offset;
+            active.created_at = now;
+        }
+        active.push(offset, &record);
+        self.log_end += 1;
+        offset
+    }
+
+    fn roll(&mut self, now: Millis) {
+        if let Some(last) = self.segments.last_mut() {
+            last.shrink();
+        }
+        self.segments.push(Segment::new(self.log_end, now));
     }
 
     /// Index of the segment that may hold `offset`: the last one whose base is ≤ offset.
@@ -66,24 +92,29 @@ impl MemoryLog {
     }
 }
 
+/// The bytes a record counts for in a segment's size: its key and value.
+fn data_bytes(record: &NewRecord<'_>) -> usize {
+    record.key.map_or(0, <[u8]>::len) + record.value.map_or(0, <[u8]>::len)
+}
+
 impl PartitionLog for MemoryLog {
     fn append(&mut self, record: NewRecord<'_>, now: Millis) -> Offset {
         if self.should_roll(&record, now) {
-            if let Some(last) = self.segments.last_mut() {
-                last.shrink();
-            }
-            self.segments.push(Segment::new(self.log_end, now));
+            self.roll(now);
         }
-        let offset = self.log_end;
-        let last = self.segments.len() - 1;
-        let active = &mut self.segments[last];
-        if active.is_empty() {
-            active.base_offset = offset;
-            active.created_at = now;
+        self.push(record, now)
+    }
+
+    fn append_whole(&mut self, records: &[NewRecord<'_>], now: Millis) -> Offset {
+        let first = self.log_end;
+        let bytes = records.iter().map(data_bytes).sum();
+        if self.should_roll_for(records.len(), bytes, now) {
+            self.roll(now);
         }
-        active.push(offset, &record);
-        self.log_end += 1;
-        offset
+        for r in records {
+            self.push(*r, now);
+        }
+        first
     }
 
     fn log_start_offset(&self) -> Offset {

@@ -327,6 +327,7 @@ mod tests {
             "end-txn copy-loop producer-id=1000 epoch=0 abort",
             "end-txn copy-loop producer-id=1000 epoch=1 commit",
             "send orders partition=0 client=rdkafka stored=orders-0-00000000000000000000.log:0+1048576 count=9000",
+            r#"send orders partition=0 client=rdkafka batches=2,1 records=[{"key":"a","value":"1"},{"key":"b","value":"2"},{"key":null,"value":"3"}]"#,
             "send orders partition=0 client=rdkafka stored=memory:512+64 count=1",
             r#"send orders partition=0 client=rdkafka records=[{"key":"o-1","value":"{\"a\": [1, \"]#'\"]}"},{"key":null,"value":"x y\nz"},{"key":"k","value":null}]"#,
         ];

@@ -1,9 +1,11 @@
-//! `send TOPIC partition=P records=JSON [client=ID]`
-//! (and `send TOPIC partition=P stored=AT+LEN count=N`, [`super::SendStored`])
+//! `send TOPIC partition=P [batches=N,N,…] records=JSON [client=ID]`
+//! (and `send TOPIC partition=P stored=FILE:AT+LEN count=N`, [`super::SendStored`])
 //!
 //! What a Kafka client produced through the listener: records with their own keys and values,
-//! appended to one partition as they came. The listener writes one `send` line per partition of
-//! a Produce request into the lab's history, so an exported session replays exactly what the
+//! appended to one partition as they came, as producer batches (`batches` gives their sizes;
+//! one batch without it), each appended whole — a segment rolls between batches, never inside
+//! one. The lab's history keeps a client's batches as `send … stored=` lines; its export spells
+//! them out as these lines, one per stored line, so an exported session replays exactly what the
 //! client wrote. `records` is a JSON array of `{"key": …, "value": …}` objects whose fields are
 //! strings or `null`.
 
@@ -20,6 +22,8 @@ pub struct Send {
     pub topic: String,
     pub partition: i32,
     pub records: Vec<SentRecord>,
+    /// The sizes of the producer batches the records came in, when more than one.
+    pub batches: Vec<usize>,
     /// The producing client's `client.id`, for the narrative.
     pub client: String,
 }
@@ -64,6 +68,13 @@ impl Send {
             return SendStored::parse(topic, partition, client, &stored, count)
                 .map(super::Command::SendStored);
         }
+        let batches = args
+            .parsed("batches", |v| {
+                v.split(',')
+                    .map(|n| count(n, MAX_SEND_RECORDS as u64).map(|n| n as usize))
+                    .collect::<Result<Vec<usize>, _>>()
+            })?
+            .unwrap_or_default();
         let records = args
             .parsed("records", |v| {
                 serde_json::from_str::<Vec<SentRecord>>(v)
@@ -76,16 +87,30 @@ impl Send {
                 records.len()
             )));
         }
+        if !batches.is_empty() && (batches.contains(&0) || batches.iter().sum::<usize>() != records.len()) {
+            return Err(ParseError::new(format!(
+                "send: batches={} does not add up to the {} records",
+                batches.iter().map(usize::to_string).collect::<Vec<_>>().join(","),
+                records.len()
+            )));
+        }
         Ok(super::Command::Send(Self {
             topic,
             partition,
+            batches: if batches.len() > 1 { batches } else { Vec::new() },
             records,
             client,
         }))
     }
 
     pub fn apply(&self, lab: &mut Lab) -> Result<(), LabError> {
-        lab.send(&self.topic, self.partition, &self.records, &self.client)
+        let one = [self.records.len()];
+        let batches = if self.batches.is_empty() {
+            &one[..]
+        } else {
+            &self.batches
+        };
+        lab.send_batches(&self.topic, self.partition, &self.records, batches, &self.client)
             .map(|_| ())
     }
 }
@@ -94,9 +119,14 @@ impl fmt::Display for Send {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "send {} partition={} client={} records=",
+            "send {} partition={} client={}",
             self.topic, self.partition, self.client
         )?;
+        if self.batches.len() > 1 {
+            let sizes: Vec<String> = self.batches.iter().map(usize::to_string).collect();
+            write!(f, " batches={}", sizes.join(","))?;
+        }
+        f.write_str(" records=")?;
         write_records(f, &self.records)
     }
 }
@@ -156,6 +186,7 @@ mod tests {
             partition: 0,
             client: "c".into(),
             records,
+            batches: Vec::new(),
         }
     }
 

@@ -213,7 +213,9 @@ async fn connection(
                 // (usually nothing, or the start of the next request) a buffer of its own, so
                 // the frame's bytes have one owner and a Produce request's batches can be
                 // appended in place, not copied first.
-                buf = BytesMut::from(&buf[..]);
+                let mut rest = BytesMut::with_capacity(buf.len().max(64 << 10));
+                rest.extend_from_slice(&buf);
+                buf = rest;
             }
             let frame = frame.freeze();
             match respond(frame, &app, &session, advertised, broker, &host).await {
@@ -813,10 +815,10 @@ fn offset_commit(
     }
 }
 
-/// Runs lab work (locks, saves, fsyncs) off the async workers; `None` if it panicked.
-/// A request frame at least this large is left the only owner of its bytes (see `serve_client`).
+/// A request frame at least this large is left the only owner of its bytes (see `connection`).
 const OWN_BUFFER_FRAME: usize = 64 << 10;
 
+/// Runs lab work (locks, saves, fsyncs) off the async workers; `None` if it panicked.
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
     tokio::task::spawn_blocking(f).await.ok()
 }

@@ -3,10 +3,13 @@
 //! A Produce request's batches are checked whole before anything changes: uncompressed ones by
 //! the durable log's own codec (CRC-32C, every record's bounds, offsets numbered from 0),
 //! compressed ones (gzip, snappy, lz4, zstd) by the `kafka-protocol` decoder after a bounded
-//! decompression (`offsetlab_wire::compression`); the lab stores their records uncompressed. Each partition's
-//! records then become one `send` line and the whole request one batch of lines, applied
-//! all-or-nothing under the session's lock: the records land in the lab's log, the lab's history
-//! and its export hold exactly what the client wrote, and the page shows them at once.
+//! decompression (`offsetlab_wire::compression`), then encoded again uncompressed, batch for
+//! batch: the lab stores records uncompressed. Each partition's batches go to the session as
+//! they are ([`Change::Produced`]; a transaction's records as `txn-send` lines) and the whole
+//! request is one batch of changes, applied all-or-nothing under the session's lock: the log
+//! appends the batches in place, stamped with the lab's clock as their log append time, the
+//! history names where the log keeps them (`send … stored=`), the export spells out exactly what
+//! the client wrote, and the page shows them at once.
 //!
 //! Topics are created on first use, as a broker with `auto.create.topics.enable=true` (Kafka's
 //! default) does, with one partition (`num.partitions=1`): by a Produce to an unknown topic, or
@@ -125,7 +128,7 @@ pub(crate) fn sent_records(bytes: Bytes) -> Result<Produced, Refusal> {
             producer,
         });
     }
-    let out = decoded_records(&bytes)?;
+    let per_batch = decoded_records(&bytes)?;
     if transactional && producer.is_none() {
         return Err((
             INVALID_RECORD,
@@ -133,20 +136,23 @@ pub(crate) fn sent_records(bytes: Bytes) -> Result<Produced, Refusal> {
         ));
     }
     let records = if transactional {
-        Records::Decoded(out)
+        Records::Decoded(per_batch.into_iter().flatten().collect())
     } else {
-        // Compressed: the lab stores records uncompressed, so they become one batch again.
-        let records: Vec<NewRecord<'_>> = out
-            .iter()
-            .map(|r| NewRecord {
-                timestamp: 0,
-                key: r.key.as_deref().map(str::as_bytes),
-                value: r.value.as_deref().map(str::as_bytes),
-                control: false,
-            })
-            .collect();
+        // Compressed: the lab stores records uncompressed, so each batch is encoded again, one
+        // for one (a segment rolls between the client's batches, as it would have).
         let mut buf = Vec::new();
-        offsetlab_storage::batch::encode_consecutive(&mut buf, 0, &records, -1);
+        for batch in &per_batch {
+            let records: Vec<NewRecord<'_>> = batch
+                .iter()
+                .map(|r| NewRecord {
+                    timestamp: 0,
+                    key: r.key.as_deref().map(str::as_bytes),
+                    value: r.value.as_deref().map(str::as_bytes),
+                    control: false,
+                })
+                .collect();
+            offsetlab_storage::batch::encode_consecutive(&mut buf, 0, &records, -1);
+        }
         Records::Encoded(ProducedBatches::validate(buf).map_err(corrupt)?)
     };
     Ok(Produced {
@@ -223,13 +229,15 @@ fn batch_headers(bytes: &[u8]) -> Result<Headers, Refusal> {
     Ok((producer, transactional, compressed))
 }
 
-/// The records of batches [`batch_headers`] passed, decoded (and decompressed, within bounds).
-fn decoded_records(bytes: &[u8]) -> Result<Vec<SentRecord>, Refusal> {
-    let mut out = Vec::new();
+/// The records of batches [`batch_headers`] passed, decoded (and decompressed, within bounds),
+/// batch by batch.
+fn decoded_records(bytes: &[u8]) -> Result<Vec<Vec<SentRecord>>, Refusal> {
+    let mut batches = Vec::new();
     let mut at = 0;
     while at < bytes.len() {
         let h = BatchHeader::parse(&bytes[at..]).map_err(corrupt)?;
         let end = at + h.total_len;
+        let mut out = Vec::new();
         if h.attributes & 0b111 == 0 {
             // Uncompressed: the durable log's own codec checks the batch whole.
             let batch = Batch::parse(&bytes[at..end]).map_err(corrupt)?;
@@ -282,9 +290,10 @@ fn decoded_records(bytes: &[u8]) -> Result<Vec<SentRecord>, Refusal> {
                 });
             }
         }
+        batches.push(out);
         at = end;
     }
-    Ok(out)
+    Ok(batches)
 }
 
 /// `records` in pieces a `send` line may carry, moved, not copied.
@@ -542,6 +551,7 @@ pub(crate) fn produce(
                                     changes.push(Change::Command(Command::Send(Send {
                                         topic: name.clone(),
                                         partition: index,
+                                        batches: Vec::new(),
                                         records: chunk,
                                         client: client.clone(),
                                     })))
