@@ -1480,6 +1480,52 @@ mod tests {
         assert_eq!(records(&again), before);
     }
 
+    /// A machine crash under `--flush never` can lose records the lab acknowledged. The next
+    /// appends must not land where the lost bytes were: the history still names that range of
+    /// the kept file, and would read the new records in their place.
+    #[test]
+    fn appends_after_a_lost_tail_go_to_a_new_segment() {
+        let dir = tempfile::tempdir().expect("dir");
+        let mut s = Session::new(durable(dir.path()), "topic t\n").expect("lab");
+        s.apply_changes(vec![produced(&[&["a", "b"]])]).expect("a, b");
+        s.apply_changes(vec![produced(&[&["c"]])]).expect("c");
+        assert!(s.save().expect("saved").is_none());
+        let lines: Vec<SendStored> = s
+            .history
+            .iter()
+            .filter_map(|c| match c {
+                Command::SendStored(l) => Some(l.clone()),
+                _ => None,
+            })
+            .collect();
+        let segment = s
+            .generation_dir()
+            .expect("durable")
+            .join("logs/t-0/00000000000000000000.log");
+        drop(s);
+        // The page cache never reached the disk for `c`.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&segment)
+            .and_then(|f| f.set_len(lines[1].at))
+            .expect("cut");
+        let (mut restored, summary) = Session::restore(dir.path(), FlushPolicy::Never)
+            .expect("restores")
+            .expect("a lab");
+        assert!(summary.contains("unclean"), "{summary}");
+        restored.apply_changes(vec![produced(&[&["x"]])]).expect("x");
+        let Some(Command::SendStored(x)) = restored.history.last() else {
+            panic!("a stored line");
+        };
+        assert_ne!(
+            x.file, lines[1].file,
+            "x went to a new segment, not into c's place"
+        );
+        let export = restored.export();
+        assert!(export.contains("could not read these records back"), "{export}");
+        assert!(export.contains(r#""value":"x""#), "{export}");
+    }
+
     /// `send … stored=` lines name bytes only the lab that wrote them has: typed into the page or
     /// imported, they are refused, and nothing changes.
     #[test]
