@@ -516,6 +516,22 @@ impl Session {
             .into_iter()
             .map(|l| l.command)
             .collect();
+        // Kept segments no history line names — an unacknowledged change's, or segments a
+        // restart cuts — would hold their disk space for good.
+        let named: std::collections::BTreeSet<&str> = history
+            .iter()
+            .filter_map(|c| match c {
+                Command::SendStored(l) => Some(l.file.as_str()),
+                _ => None,
+            })
+            .collect();
+        if let Ok(entries) = std::fs::read_dir(dir.join(PRODUCED_DIR)) {
+            for e in entries.filter_map(Result::ok) {
+                if !named.contains(e.file_name().to_string_lossy().as_ref()) {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
         let history_file = std::fs::OpenOptions::new()
             .write(true)
             .open(&history_path)
@@ -1462,10 +1478,18 @@ mod tests {
             "rebuilt in a new generation"
         );
         assert!(s.save().expect("saved").is_none());
+        // A kept segment of a change that was never acknowledged: no line names it.
+        let stray = s
+            .generation_dir()
+            .expect("durable")
+            .join(PRODUCED_DIR)
+            .join("t-0-stray.log");
+        std::fs::write(&stray, b"unacknowledged").expect("stray");
         drop(s);
         let (mut restored, _) = Session::restore(dir.path(), FlushPolicy::Never)
             .expect("restores")
             .expect("a lab");
+        assert!(!stray.exists(), "a kept file no line names is removed at start");
         assert_eq!(restored.export(), export);
         assert_eq!(records(&restored), before);
         // An undo after the restart reads the kept batches of the restored generation.
