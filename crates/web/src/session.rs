@@ -440,6 +440,15 @@ pub struct SinkTail {
 impl Session {
     /// A session built by running `source` (which must succeed).
     pub fn new(backend: SinkBackend, source: &str) -> Result<Self, ActionError> {
+        Self::built(backend, source, None)
+    }
+
+    /// A session built by running `source`, resolving its `send … stored=` lines from `stored`.
+    fn built(
+        backend: SinkBackend,
+        source: &str,
+        stored: Option<&ProducedStore>,
+    ) -> Result<Self, ActionError> {
         let mut s = Self {
             lab: Lab::default(),
             history: Vec::new(),
@@ -448,7 +457,7 @@ impl Session {
             version: 0,
             generation: None,
         };
-        s.load(source)?;
+        s.load_from(source, stored)?;
         Ok(s)
     }
 
@@ -855,17 +864,7 @@ impl Session {
         let io = |e: std::io::Error| internal(&format!("{}: {e}", history.display()));
         let text = std::fs::read_to_string(history).map_err(io)?;
         let dir = history.parent().unwrap_or(Path::new("."));
-        let produced = ProducedStore::Dir(dir.join(PRODUCED_DIR));
-        let mut s = Self {
-            lab: Lab::default(),
-            history: Vec::new(),
-            produced: ProducedStore::Memory(Vec::new()),
-            backend,
-            version: 0,
-            generation: None,
-        };
-        s.load_from(&text, Some(&produced))?;
-        Ok(s)
+        Self::built(backend, &text, Some(&ProducedStore::Dir(dir.join(PRODUCED_DIR))))
     }
 
     /// [`Session::load`], resolving `send … stored=` lines from `stored`.
