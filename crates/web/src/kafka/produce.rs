@@ -23,7 +23,7 @@ use crate::session::{Change, Session};
 use bytes::Bytes;
 use offsetlab_engine::lab::{SentRecord, MAX_SEND_RECORDS};
 use offsetlab_engine::record::NewRecord;
-use offsetlab_scenario::command::{client_word, Command, Send, TxnSend};
+use offsetlab_scenario::command::{client_word, Command, TxnSend};
 use offsetlab_storage::batch::{Batch, BatchHeader};
 use offsetlab_storage::ProducedBatches;
 use offsetlab_wire::compression;
@@ -50,15 +50,19 @@ pub(crate) enum Records {
     /// Uncompressed v2 batches as the client encoded them (compressed ones re-encoded
     /// uncompressed): appended to the log as they are.
     Encoded(ProducedBatches),
-    /// A transaction's records, as text (`txn-send` lines).
-    Decoded(Vec<SentRecord>),
+    /// A transaction's records, as text (`txn-send` lines), with the producer's id and epoch.
+    Transactional {
+        records: Vec<SentRecord>,
+        producer_id: i64,
+        epoch: i16,
+    },
 }
 
 impl Records {
     fn len(&self) -> usize {
         match self {
             Records::Encoded(b) => b.records(),
-            Records::Decoded(r) => r.len(),
+            Records::Transactional { records, .. } => records.len(),
         }
     }
 }
@@ -129,14 +133,18 @@ pub(crate) fn sent_records(bytes: Bytes) -> Result<Produced, Refusal> {
         });
     }
     let per_batch = decoded_records(&bytes)?;
-    if transactional && producer.is_none() {
-        return Err((
-            INVALID_RECORD,
-            "a transactional batch carries its producer id".into(),
-        ));
-    }
     let records = if transactional {
-        Records::Decoded(per_batch.into_iter().flatten().collect())
+        let Some((producer_id, epoch, _, _)) = producer else {
+            return Err((
+                INVALID_RECORD,
+                "a transactional batch carries its producer id".into(),
+            ));
+        };
+        Records::Transactional {
+            records: per_batch.into_iter().flatten().collect(),
+            producer_id,
+            epoch,
+        }
     } else {
         // Compressed: the lab stores records uncompressed, so each batch is encoded again, one
         // for one (a segment rolls between the client's batches, as it would have).
@@ -510,9 +518,7 @@ pub(crate) fn produce(
                     }
                     Ok((
                         Produced {
-                            records,
-                            producer,
-                            transactional,
+                            records, producer, ..
                         },
                         Verdict::Append,
                     )) => {
@@ -531,12 +537,16 @@ pub(crate) fn produce(
                         if let Some(producer) = producer {
                             appended.push((producer, name.clone(), index, end));
                         }
-                        match (records, transactional, producer) {
-                            (Records::Decoded(records), true, Some((pid, epoch, _, _))) => {
+                        match records {
+                            Records::Transactional {
+                                records,
+                                producer_id,
+                                epoch,
+                            } => {
                                 for chunk in owned_chunks(records) {
                                     changes.push(Change::Command(Command::TxnSend(TxnSend {
                                         txn_id: txn_id.clone().unwrap_or_default(),
-                                        producer_id: pid,
+                                        producer_id,
                                         epoch,
                                         tp: offsetlab_engine::record::TopicPartition::new(
                                             name.clone(),
@@ -546,18 +556,7 @@ pub(crate) fn produce(
                                     })))
                                 }
                             }
-                            (Records::Decoded(records), ..) => {
-                                for chunk in owned_chunks(records) {
-                                    changes.push(Change::Command(Command::Send(Send {
-                                        topic: name.clone(),
-                                        partition: index,
-                                        batches: Vec::new(),
-                                        records: chunk,
-                                        client: client.clone(),
-                                    })))
-                                }
-                            }
-                            (Records::Encoded(batches), ..) => changes.push(Change::Produced {
+                            Records::Encoded(batches) => changes.push(Change::Produced {
                                 topic: name.clone(),
                                 partition: index,
                                 client: client.clone(),
