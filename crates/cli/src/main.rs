@@ -82,42 +82,7 @@ enum Cmd {
         json: bool,
     },
     /// Start the web lab (what `offsetlab` with no command does)
-    Serve {
-        /// Address of the web lab
-        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7070")]
-        http: std::net::SocketAddr,
-        /// The lab's data directory: the groups' SQLite sinks and the saved session
-        #[arg(
-            long,
-            value_name = "DIR",
-            default_value = "./offsetlab-data",
-            conflicts_with = "ephemeral"
-        )]
-        data: PathBuf,
-        /// Use a temporary data directory, removed when the lab stops
-        #[arg(long)]
-        ephemeral: bool,
-        /// Allow a non-loopback --http address (anyone who can reach it can drive the lab)
-        #[arg(long)]
-        allow_remote: bool,
-        /// When appended records reach the disk: `never` (the page cache, as Kafka relies on
-        /// replication), `interval=DUR` (e.g. interval=1s), or `always` (fsync before
-        /// acknowledging, concurrent writers sharing one fsync)
-        #[arg(long, value_name = "POLICY", default_value = "never")]
-        flush: offsetlab_storage::FlushPolicy,
-        /// Where real Kafka clients connect (kcat, librdkafka, kafka-python …), or `off`. They
-        /// can produce into the lab, consume its logs, and see and reset its consumer groups
-        #[arg(long, value_name = "ADDR|off", default_value = "127.0.0.1:9092")]
-        kafka: KafkaAddr,
-        /// Create a topic when a client first produces to it or asks for its metadata, with one
-        /// partition — Kafka's auto.create.topics.enable (true by default, as in Kafka)
-        #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
-        auto_create_topics: bool,
-        /// The largest Kafka request accepted, in bytes — Kafka's socket.request.max.bytes. A
-        /// request announcing more closes its connection before anything is allocated for it
-        #[arg(long, value_name = "BYTES", default_value_t = 100 << 20, value_parser = clap::value_parser!(u32).range(64..))]
-        kafka_max_request_bytes: u32,
-    },
+    Serve(ServeArgs),
     /// Consumer groups of a Kafka broker — the lab's listener or a real cluster — like
     /// kafka-consumer-groups.sh: --list, or --describe --group G (GROUP TOPIC PARTITION
     /// CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID)
@@ -231,28 +196,57 @@ impl std::str::FromStr for KafkaAddr {
     }
 }
 
+/// `offsetlab serve`'s options (also what `offsetlab` alone runs with, at their defaults).
+#[derive(clap::Args, Debug)]
 struct ServeArgs {
+    /// Address of the web lab
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7070")]
     http: std::net::SocketAddr,
+    /// The lab's data directory: the groups' SQLite sinks and the saved session
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "./offsetlab-data",
+        conflicts_with = "ephemeral"
+    )]
     data: PathBuf,
+    /// Use a temporary data directory, removed when the lab stops
+    #[arg(long)]
     ephemeral: bool,
+    /// Discard the lab saved in the data directory and start from the seed. A lab that
+    /// cannot be restored is never replaced on its own: the server refuses to start and
+    /// says which file is wrong, and this is the way to start over
+    #[arg(long, conflicts_with = "ephemeral")]
+    reset_data: bool,
+    /// Allow a non-loopback --http address (anyone who can reach it can drive the lab)
+    #[arg(long)]
     allow_remote: bool,
+    /// When appended records reach the disk: `never` (the page cache, as Kafka relies on
+    /// replication), `interval=DUR` (e.g. interval=1s), or `always` (fsync before
+    /// acknowledging, concurrent writers sharing one fsync)
+    #[arg(long, value_name = "POLICY", default_value = "never")]
     flush: offsetlab_storage::FlushPolicy,
-    kafka: Option<std::net::SocketAddr>,
+    /// Where real Kafka clients connect (kcat, librdkafka, kafka-python …), or `off`. They
+    /// can produce into the lab, consume its logs, and see and reset its consumer groups
+    #[arg(long, value_name = "ADDR|off", default_value = "127.0.0.1:9092")]
+    kafka: KafkaAddr,
+    /// Create a topic when a client first produces to it or asks for its metadata, with one
+    /// partition — Kafka's auto.create.topics.enable (true by default, as in Kafka)
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
     auto_create_topics: bool,
+    /// The largest Kafka request accepted, in bytes — Kafka's socket.request.max.bytes. A
+    /// request announcing more closes its connection before anything is allocated for it
+    #[arg(long, value_name = "BYTES", default_value_t = 100 << 20, value_parser = clap::value_parser!(u32).range(64..))]
     kafka_max_request_bytes: u32,
 }
 
 impl Default for ServeArgs {
     fn default() -> Self {
-        Self {
-            http: std::net::SocketAddr::from(([127, 0, 0, 1], 7070)),
-            data: PathBuf::from("./offsetlab-data"),
-            ephemeral: false,
-            allow_remote: false,
-            flush: offsetlab_storage::FlushPolicy::Never,
-            kafka: Some(std::net::SocketAddr::from(([127, 0, 0, 1], 9092))),
-            auto_create_topics: true,
-            kafka_max_request_bytes: 100 << 20,
+        use clap::{Args, FromArgMatches};
+        let matches = ServeArgs::augment_args(clap::Command::new("serve")).get_matches_from(["serve"]);
+        match ServeArgs::from_arg_matches(&matches) {
+            Ok(args) => args,
+            Err(e) => e.exit(),
         }
     }
 }
@@ -270,7 +264,8 @@ fn serve(args: ServeArgs) -> u8 {
         data_dir: (!args.ephemeral).then_some(args.data),
         allow_remote: args.allow_remote,
         flush: args.flush,
-        kafka: args.kafka,
+        kafka: args.kafka.0,
+        reset_data: args.reset_data,
         kafka_config: offsetlab_web::kafka::KafkaConfig {
             auto_create_topics: args.auto_create_topics,
             max_request_bytes: args.kafka_max_request_bytes as usize,
@@ -289,25 +284,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.command {
         None => serve(ServeArgs::default()),
-        Some(Cmd::Serve {
-            http,
-            data,
-            ephemeral,
-            allow_remote,
-            flush,
-            kafka,
-            auto_create_topics,
-            kafka_max_request_bytes,
-        }) => serve(ServeArgs {
-            http,
-            data,
-            ephemeral,
-            allow_remote,
-            flush,
-            kafka: kafka.0,
-            auto_create_topics,
-            kafka_max_request_bytes,
-        }),
+        Some(Cmd::Serve(args)) => serve(args),
         Some(Cmd::Bench {
             what: BenchCmd::Storage { records, dir, json },
         }) => bench_cmd::storage(records, dir, json),

@@ -50,6 +50,20 @@ pub enum LabError {
     /// Kafka's `GROUP_SUBSCRIBED_TO_TOPIC` (KIP-496).
     #[error("group '{group}' has an active member reading topic '{topic}': its offsets for that topic cannot be deleted while it is subscribed")]
     GroupSubscribedToTopic { group: String, topic: String },
+    /// Kafka's `INVALID_TOPIC_EXCEPTION`.
+    #[error("invalid topic name '{name}': {reason}")]
+    InvalidTopic { name: String, reason: String },
+    /// Kafka's `INVALID_GROUP_ID`.
+    #[error("invalid group id '{0}': a group id must not be empty")]
+    InvalidGroupId(String),
+    /// A topic (or one of its partitions) the lab does not have: Kafka's
+    /// `UNKNOWN_TOPIC_OR_PARTITION`.
+    #[error("topic '{topic}' has no partition {partition} (it has {partitions})")]
+    UnknownPartition {
+        topic: String,
+        partition: i32,
+        partitions: usize,
+    },
     #[error("storage: {0}")]
     Storage(String),
 }

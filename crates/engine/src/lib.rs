@@ -17,6 +17,7 @@ pub mod error;
 pub mod group;
 pub mod lab;
 pub mod log;
+pub mod names;
 pub mod narrative;
 pub mod offsets;
 pub mod order;

@@ -68,3 +68,12 @@ impl ScenarioError {
         }
     }
 }
+
+/// `s` cut to at most `max` characters (with `…` when cut): a refused line or value is named in
+/// an error, never echoed whole — a 3 MB line must not come back in a 3 MB error.
+pub fn truncated(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        None => s.to_string(),
+        Some((at, _)) => format!("{}…", &s[..at]),
+    }
+}

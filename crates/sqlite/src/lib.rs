@@ -69,25 +69,42 @@ impl SqliteSink {
         Self::init(conn, kind)
     }
 
-    /// Opens the sink database at `path` as it is, rows included; creates it if it is missing
-    /// or holds another kind of sink.
+    /// Opens the sink database at `path` as it is, rows included. A missing file, or one that
+    /// holds another kind of sink, is an error naming the file: the rows a restored lab counts
+    /// are never replaced by an empty sink.
     pub fn open_existing(path: &Path, kind: SinkKind) -> Result<Self, SinkError> {
         if !path.exists() {
-            return Self::create(path, kind);
+            return Err(SinkError::Backend(format!(
+                "{}: the sink's database is missing",
+                path.display()
+            )));
         }
         let conn = Connection::open(path).map_err(backend)?;
         conn.pragma_update(None, "journal_mode", "WAL").map_err(backend)?;
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(backend)?;
-        let stored: Option<String> = conn
-            .query_row("SELECT value FROM meta WHERE key = 'sink_kind'", [], |r| r.get(0))
-            .optional()
-            .unwrap_or(None);
+        let stored =
+            meta(&conn, "sink_kind").map_err(|e| SinkError::Backend(format!("{}: {e}", path.display())))?;
         if stored.as_deref() != Some(kind.name()) {
-            drop(conn);
-            return Self::create(path, kind);
+            return Err(SinkError::Backend(format!(
+                "{}: holds {} sink, the lab expects {}",
+                path.display(),
+                stored.map_or("no".to_string(), |k| format!("the {k}")),
+                kind.name()
+            )));
         }
         Ok(Self { kind, conn })
+    }
+
+    /// Records which group the database belongs to (see [`SqliteSinks::path_for`]).
+    fn set_group(&self, group: &str) -> Result<(), SinkError> {
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('group', ?1)",
+                params![group],
+            )
+            .map(|_| ())
+            .map_err(backend)
     }
 
     /// Applies many writes in one SQLite transaction: the bulk path for rebuilding a projection
@@ -289,9 +306,30 @@ impl Sink for SqliteSink {
     }
 }
 
-/// Opens one SQLite file per group in a directory: `<dir>/sink-<group>.sqlite`.
+/// A value of the `meta` table.
+fn meta(conn: &Connection, key: &str) -> Result<Option<String>, rusqlite::Error> {
+    conn.query_row("SELECT value FROM meta WHERE key = ?1", params![key], |r| {
+        r.get(0)
+    })
+    .optional()
+}
+
+/// Opens one SQLite file per group in a directory: `<dir>/sink-<group>.sqlite` for a group id
+/// that is a plain name, `<dir>/sink-~<checksum>-<n>.sqlite` for any other (a group id is any
+/// string a client sends: spaces, `/`, `..`, thousands of bytes). The file records its group in
+/// `meta`, so two group ids with one checksum get two files.
 pub struct SqliteSinks {
     dir: PathBuf,
+}
+
+/// Group ids used as they are in a file name: `[a-zA-Z0-9._-]`, at most 200 bytes, no leading dot.
+fn plain_group(group: &str) -> bool {
+    !group.is_empty()
+        && group.len() <= 200
+        && !group.starts_with('.')
+        && group
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }
 
 impl SqliteSinks {
@@ -302,18 +340,37 @@ impl SqliteSinks {
         Ok(Self { dir })
     }
 
-    pub fn path_for(&self, group: &str) -> PathBuf {
-        self.dir.join(format!("sink-{group}.sqlite"))
+    /// The database file of `group`: the one that records it, or the first free name.
+    pub fn path_for(&self, group: &str) -> Result<PathBuf, SinkError> {
+        if plain_group(group) {
+            return Ok(self.dir.join(format!("sink-{group}.sqlite")));
+        }
+        let sum = crc32c::crc32c(group.as_bytes());
+        for n in 0u32.. {
+            let path = self.dir.join(format!("sink-~{sum:08x}-{n}.sqlite"));
+            if !path.exists() {
+                return Ok(path);
+            }
+            let owner = Connection::open(&path)
+                .and_then(|c| meta(&c, "group"))
+                .map_err(|e| SinkError::Backend(format!("{}: {e}", path.display())))?;
+            if owner.as_deref() == Some(group) {
+                return Ok(path);
+            }
+        }
+        Err(SinkError::Backend("no free file name for a sink".to_string()))
     }
 }
 
 impl SinkFactory for SqliteSinks {
     fn open(&mut self, group: &str, kind: SinkKind) -> Result<Box<dyn Sink>, SinkError> {
-        Ok(Box::new(SqliteSink::create(&self.path_for(group), kind)?))
+        let sink = SqliteSink::create(&self.path_for(group)?, kind)?;
+        sink.set_group(group)?;
+        Ok(Box::new(sink))
     }
 
     fn reopen(&mut self, group: &str, kind: SinkKind) -> Result<Box<dyn Sink>, SinkError> {
-        Ok(Box::new(SqliteSink::open_existing(&self.path_for(group), kind)?))
+        Ok(Box::new(SqliteSink::open_existing(&self.path_for(group)?, kind)?))
     }
 
     fn describe(&self) -> String {
@@ -341,7 +398,50 @@ mod tests {
             n += 1;
             sinks.open(&format!("g{n}"), kind).expect("open")
         });
-        assert!(sinks.path_for("g1").exists());
+        assert!(sinks.path_for("g1").expect("path").exists());
+    }
+
+    #[test]
+    fn any_group_id_gets_a_file_of_its_own() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut sinks = SqliteSinks::new(dir.path()).expect("dir");
+        let long = "ü".repeat(2000);
+        let groups = [
+            "plain",
+            "a b",
+            "../up",
+            "/abs",
+            ".",
+            "..",
+            "#=",
+            long.as_str(),
+            ".hidden",
+        ];
+        for g in groups {
+            sinks.open(g, SinkKind::Append).expect(g);
+        }
+        let mut paths: Vec<PathBuf> = groups.iter().map(|g| sinks.path_for(g).expect("path")).collect();
+        for p in &paths {
+            assert_eq!(p.parent(), Some(dir.path()), "{}", p.display());
+            assert!(p.file_name().is_some_and(|n| n.len() <= 255));
+            assert!(p.exists());
+        }
+        paths.sort();
+        paths.dedup();
+        assert_eq!(paths.len(), groups.len(), "one file per group");
+        for g in groups {
+            sinks.reopen(g, SinkKind::Append).expect(g);
+        }
+    }
+
+    #[test]
+    fn a_missing_or_other_sink_is_an_error_not_an_empty_sink() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut sinks = SqliteSinks::new(dir.path()).expect("dir");
+        assert!(sinks.reopen("never", SinkKind::Append).is_err());
+        sinks.open("g", SinkKind::Upsert).expect("open");
+        let err = sinks.reopen("g", SinkKind::Append).err().map(|e| e.to_string());
+        assert!(err.is_some_and(|e| e.contains("holds the upsert sink")));
     }
 
     #[test]

@@ -54,9 +54,15 @@ pub fn write_atomically(path: &Path, bytes: &[u8], sync: bool) -> io::Result<()>
     Ok(())
 }
 
-/// What a deleted partition's directory is renamed to until the deletion is saved, as Kafka
-/// renames a deleted log's directory to `…-delete` before it removes it.
-const DELETED: &str = ".deleted-";
+/// Where a deleted partition's directory is moved until the deletion is saved, as Kafka renames
+/// a deleted log's directory to `…-delete` before it removes it: `<root>/.deleted/<n>/<dir>`.
+/// A directory of its own keeps the partition's name whole (a suffix could push a 249-character
+/// topic's name past 255 bytes), and no topic's directory can be named `.deleted` (a partition
+/// directory always ends in `-<partition>`).
+const DELETED_DIR: &str = ".deleted";
+
+/// How older versions renamed a deleted partition aside: `<dir>.deleted-<n>` beside it.
+const LEGACY_DELETED: &str = ".deleted-";
 
 /// The clean-shutdown marker, as Kafka's `.kafka_cleanshutdown`.
 const CLEAN_SHUTDOWN: &str = ".clean-shutdown";
@@ -80,6 +86,9 @@ impl FileStore {
     pub fn open(root: &Path, policy: FlushPolicy) -> io::Result<Self> {
         std::fs::create_dir_all(root)?;
         Self::reclaim_deleted(root)?;
+        // What is still aside was deleted again after the deletion the saved lab knows: a topic
+        // that was never acknowledged.
+        Self::purge_deleted(root)?;
         let marker = root.join(CLEAN_SHUTDOWN);
         let clean = marker.exists();
         if clean {
@@ -105,16 +114,35 @@ impl FileStore {
     }
 
     /// A partition deleted by a change that was never saved comes back: its directory was only
-    /// renamed aside. Of several deletions of the same partition the first is the one the saved
+    /// moved aside. Of several deletions of the same partition the first is the one the saved
     /// lab knows. Whatever the lab then does not know is removed by its owner (the session's
     /// start removes partition directories of unknown topics).
     fn reclaim_deleted(root: &Path) -> io::Result<()> {
         let mut deleted: std::collections::BTreeMap<String, Vec<(u64, PathBuf)>> = Default::default();
+        let aside = root.join(DELETED_DIR);
+        if aside.is_dir() {
+            for numbered in std::fs::read_dir(&aside)? {
+                let numbered = numbered?;
+                let Ok(n) = numbered.file_name().to_string_lossy().parse::<u64>() else {
+                    continue;
+                };
+                for entry in std::fs::read_dir(numbered.path())? {
+                    let entry = entry?;
+                    let name = entry.file_name().to_string_lossy().into_owned();
+                    deleted.entry(name).or_default().push((n, entry.path()));
+                }
+            }
+        }
         for entry in std::fs::read_dir(root)? {
             let entry = entry?;
             let name = entry.file_name().to_string_lossy().into_owned();
-            if let Some((base, n)) = name.rsplit_once(DELETED) {
-                if let Ok(n) = n.parse::<u64>() {
+            // Older versions' `<topic>-<p>.deleted-<n>`; the part before must itself be a
+            // partition directory's name.
+            if let Some((base, n)) = name.rsplit_once(LEGACY_DELETED) {
+                let partition_dir = base
+                    .rsplit_once('-')
+                    .is_some_and(|(t, p)| !t.is_empty() && p.parse::<u32>().is_ok());
+                if let (Ok(n), true) = (n.parse::<u64>(), partition_dir) {
                     deleted
                         .entry(base.to_string())
                         .or_default()
@@ -136,13 +164,12 @@ impl FileStore {
 
     /// Removes the directories of deleted partitions: call once the deletion is saved.
     pub fn purge_deleted(root: &Path) -> io::Result<()> {
-        for entry in std::fs::read_dir(root)? {
-            let entry = entry?;
-            if entry.file_name().to_string_lossy().contains(DELETED) {
-                std::fs::remove_dir_all(entry.path())?;
-            }
+        let aside = root.join(DELETED_DIR);
+        match std::fs::remove_dir_all(&aside) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e),
         }
-        Ok(())
     }
 
     pub fn root(&self) -> &Path {
@@ -206,14 +233,14 @@ impl LogStore for FileStore {
     /// ([`FileStore::purge_deleted`]); a crash before that brings them back at the next open.
     fn remove(&mut self, topic: &str, partition: i32) -> Result<(), String> {
         let dir = Self::partition_dir(&self.root, topic, partition);
-        self.deletions += 1;
-        let aside = self
-            .root
-            .join(format!("{topic}-{partition}{DELETED}{}", self.deletions));
-        match std::fs::rename(&dir, &aside) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(format!("cannot delete the log in {}: {e}", dir.display())),
+        if !dir.exists() {
+            return Ok(());
         }
+        self.deletions += 1;
+        let numbered = self.root.join(DELETED_DIR).join(self.deletions.to_string());
+        let aside = numbered.join(format!("{topic}-{partition}"));
+        std::fs::create_dir_all(&numbered)
+            .and_then(|()| std::fs::rename(&dir, &aside))
+            .map_err(|e| format!("cannot delete the log in {}: {e}", dir.display()))
     }
 }

@@ -676,13 +676,13 @@ impl FileLog {
         }
         let source = FileSegment::path(&self.dir, seg.meta.base_offset, "log");
         let this = seg.log.metadata()?;
-        let stem = format!(
-            "{}-{:020}",
-            self.dir
+        let stem = kept_stem(
+            &self
+                .dir
                 .file_name()
                 .map(|n| n.to_string_lossy())
                 .unwrap_or_default(),
-            seg.meta.base_offset
+            seg.meta.base_offset,
         );
         for n in 0u32.. {
             let name = if n == 0 {
@@ -1188,4 +1188,27 @@ impl PartitionLog for FileLog {
         self.close_files()
             .map_err(|e| format!("cannot close {}: {e}", self.dir.display()))
     }
+}
+
+/// The stem of a kept segment's name: `<partition dir>-<base offset>`, as readable as the
+/// segment's own path — unless that would not be a plain name the history can carry (a topic
+/// named `.hidden` makes it start with a dot) or would not fit a 255-byte file name with its
+/// suffixes (a topic name near Kafka's 249 characters). Then the directory's name is cut and a
+/// checksum of it added; a clash with another file is settled by the suffix the caller adds.
+pub(crate) fn kept_stem(dir_name: &str, base_offset: Offset) -> String {
+    /// Room for `-<20 digits>`, `.<n>` and `.log` within 255 bytes.
+    const MAX_DIR_PART: usize = 200;
+    if dir_name.len() <= MAX_DIR_PART && !dir_name.starts_with('.') {
+        return format!("{dir_name}-{base_offset:020}");
+    }
+    let kept: String = dir_name
+        .trim_start_matches('.')
+        .chars()
+        .take(MAX_DIR_PART - 10)
+        .collect();
+    format!(
+        "t{}-{:08x}-{base_offset:020}",
+        kept,
+        crc32c::crc32c(dir_name.as_bytes())
+    )
 }

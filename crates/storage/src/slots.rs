@@ -33,6 +33,25 @@ impl SlotFile {
         Self::paths(dir, name).iter().any(|p| p.exists())
     }
 
+    /// The newest save the slots of `name` in `dir` hold, read without changing anything (no
+    /// slot is created): `None` when there are no slots or none holds a whole save.
+    pub fn read(dir: &Path, name: &str) -> io::Result<Option<Vec<u8>>> {
+        let mut newest: Option<(u64, Vec<u8>)> = None;
+        for path in Self::paths(dir, name) {
+            let file = match File::open(&path) {
+                Ok(f) => f,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e),
+            };
+            if let Some((sequence, bytes)) = read_slot(&file)? {
+                if newest.as_ref().is_none_or(|(s, _)| sequence > *s) {
+                    newest = Some((sequence, bytes));
+                }
+            }
+        }
+        Ok(newest.map(|(_, bytes)| bytes))
+    }
+
     /// Opens (creating if need be) the slots of `name` in `dir`, and the newest save they hold.
     pub fn open(dir: &Path, name: &str) -> io::Result<(Self, Option<Vec<u8>>)> {
         let [a, b] = Self::paths(dir, name).map(|p| {

@@ -34,9 +34,12 @@ pub struct ServeConfig {
     pub kafka: Option<SocketAddr>,
     /// How it behaves (`--auto-create-topics`).
     pub kafka_config: kafka::KafkaConfig,
+    /// Discard the data directory's lab before starting (`--reset-data`).
+    pub reset_data: bool,
 }
 
-/// The file in the data directory that holds the session, replayed on the next start.
+/// The file in the data directory that held the session before the durable log; a data
+/// directory that has it and no lab yet starts from it.
 pub const SESSION_FILE: &str = "session.scn";
 
 /// Runs the web lab until Ctrl-C.
@@ -70,19 +73,32 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         flush: config.flush,
     };
     let session_file = data_dir.join(SESSION_FILE);
+    if config.reset_data {
+        // The one way to discard a lab that exists: asked for by name.
+        for (path, dir) in [(&root, true), (&session_file, false)] {
+            let removed = if dir {
+                std::fs::remove_dir_all(path)
+            } else {
+                std::fs::remove_file(path)
+            };
+            match removed {
+                Ok(()) => eprintln!("--reset-data: removed {}", path.display()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => anyhow::bail!("--reset-data: cannot remove {}: {e}", path.display()),
+            }
+        }
+    }
     let started = std::time::Instant::now();
     let (session, restored) = match Session::restore(&root, config.flush) {
         Ok(Some((s, summary))) => (s, Some(summary)),
-        Ok(None) => (fallback_session(&backend, &[session_file])?, None),
-        Err(e) => {
-            eprintln!(
-                "warning: could not restore the lab in {} ({e}); replaying its history instead",
-                root.display()
-            );
-            // The history the generation kept (`session.scn`, no longer written, would be older).
-            let saved: Vec<_> = Session::history_path(&root).into_iter().collect();
-            (fallback_session(&backend, &saved)?, None)
-        }
+        Ok(None) => (new_session(&backend, &root, &session_file)?, None),
+        Err(e) => anyhow::bail!(
+            "the lab in {} cannot be restored, and the server will not start over it.\n  {e}\n\
+             Nothing in {} was changed. To keep it, fix or restore that file; to start a new lab, \
+             use another directory (--data DIR) or discard this one with `offsetlab serve --reset-data`.",
+            data_dir.display(),
+            data_dir.display(),
+        ),
     };
     let restored = restored.map(|s| format!("{s}; restored in {:.0?}", started.elapsed()));
     let listener = tokio::net::TcpListener::bind(config.http).await?;
@@ -131,23 +147,34 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A new durable lab: the first saved history that replays (the generation's own history, or a
-/// session file from before the durable log), or the seed.
-fn fallback_session(backend: &SinkBackend, saved: &[std::path::PathBuf]) -> anyhow::Result<Session> {
-    for session_file in saved {
-        if !session_file.exists() {
-            continue;
+/// The lab of a data directory that has none yet: a session file from before the durable log
+/// (`session.scn`) replayed, or the seed. A session file that does not replay stops the start —
+/// it is a user's lab, and the seed never takes its place.
+fn new_session(
+    backend: &SinkBackend,
+    root: &std::path::Path,
+    session_file: &std::path::Path,
+) -> anyhow::Result<Session> {
+    // Generations without `current`: a first start interrupted before its lab was switched to.
+    if let Ok(entries) = std::fs::read_dir(root) {
+        for e in entries.filter_map(Result::ok) {
+            if e.file_name().to_string_lossy().starts_with("gen-") {
+                std::fs::remove_dir_all(e.path())?;
+            }
         }
-        // A generation's history resolves its `send … stored=` lines from the batches beside it.
-        match Session::replay_history(backend.clone(), session_file) {
-            Ok(s) => return Ok(s),
-            Err(e) => eprintln!(
-                "warning: could not replay {} (line {}: {})",
+    }
+    if session_file.exists() {
+        let text = std::fs::read_to_string(session_file)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", session_file.display()))?;
+        return Session::new(backend.clone(), &text).map_err(|e| {
+            anyhow::anyhow!(
+                "{}, line {}: {}\nThe server will not start over this lab. Fix the file, use another \
+                 directory (--data DIR), or discard it with `offsetlab serve --reset-data`.",
                 session_file.display(),
                 e.line,
                 e.error
-            ),
-        }
+            )
+        });
     }
     Session::new(backend.clone(), offsetlab_scenario::LAB_SCENARIO).map_err(|e| anyhow::anyhow!(e.error))
 }

@@ -345,6 +345,38 @@ pub struct ActionError {
     pub text: String,
 }
 
+/// Why the lab in a data directory cannot be restored: which file (and line), and what is
+/// wrong with it. The lab refuses to start; nothing in the data directory was changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestoreError {
+    pub path: PathBuf,
+    /// 1-based, for a line of the history.
+    pub line: Option<usize>,
+    pub problem: String,
+}
+
+impl RestoreError {
+    fn new(path: &Path, problem: impl std::fmt::Display) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            line: None,
+            problem: problem.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for RestoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.path.display())?;
+        if let Some(line) = self.line {
+            write!(f, ", line {line}")?;
+        }
+        write!(f, ": {}", self.problem)
+    }
+}
+
+impl std::error::Error for RestoreError {}
+
 /// One change the Kafka listener asks of the lab.
 pub enum Change {
     Command(Command),
@@ -461,70 +493,132 @@ impl Session {
         Ok(s)
     }
 
-    /// The history file of the current generation in `root`, if there is one: what a start
-    /// replays when the generation itself cannot be restored.
-    pub fn history_path(root: &Path) -> Option<PathBuf> {
-        let current = std::fs::read_to_string(root.join("current")).ok()?;
-        let number: u64 = current.trim().parse().ok()?;
-        Some(Generation::dir_for(root, number).join(HISTORY_FILE))
-    }
-
     /// The durable lab in `root` as it was when the server stopped, cleanly or not; `None` when
     /// there is none yet.
-    pub fn restore(root: &Path, flush: FlushPolicy) -> Result<Option<(Self, String)>, LabError> {
-        let Ok(current) = std::fs::read_to_string(root.join("current")) else {
-            return Ok(None);
+    ///
+    /// Everything the restore depends on — `current`, the snapshot, the whole history — is read
+    /// and checked before anything on disk is touched: a lab that cannot be restored is left
+    /// exactly as it was, and the error names the file (and line) and what is wrong. Nothing is
+    /// ever restored "instead": no fallback to the seed, no replay into a new generation over it.
+    pub fn restore(root: &Path, flush: FlushPolicy) -> Result<Option<(Self, String)>, RestoreError> {
+        let current_path = root.join("current");
+        let current = match std::fs::read_to_string(&current_path) {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(RestoreError::new(&current_path, e)),
         };
-        let number: u64 = current.trim().parse().map_err(storage)?;
+        let number: u64 = current.trim().parse().map_err(|_| {
+            RestoreError::new(
+                &current_path,
+                format!(
+                    "holds {:?}, not a generation number",
+                    offsetlab_scenario::error::truncated(current.trim(), 40)
+                ),
+            )
+        })?;
         let dir = Generation::dir_for(root, number);
+        if !dir.is_dir() {
+            return Err(RestoreError::new(
+                &dir,
+                "the generation `current` names is missing",
+            ));
+        }
         // Labs saved before the slots kept one `lab.json`, replaced by renames.
         let legacy = !SlotFile::exists(&dir, LAB_FILE) && dir.join(LAB_FILE).exists();
-        let (lab_file, newest) = SlotFile::open(&dir, LAB_FILE).map_err(storage)?;
-        let file = match newest {
-            Some(bytes) if !legacy => bytes,
-            _ => std::fs::read(dir.join(LAB_FILE)).map_err(storage)?,
+        let slots = dir.join(format!("{LAB_FILE}.0, {LAB_FILE}.1"));
+        let file = if legacy {
+            std::fs::read(dir.join(LAB_FILE)).map_err(|e| RestoreError::new(&dir.join(LAB_FILE), e))?
+        } else {
+            SlotFile::read(&dir, LAB_FILE)
+                .map_err(|e| RestoreError::new(&slots, e))?
+                .ok_or_else(|| RestoreError::new(&slots, "neither slot holds a whole snapshot"))?
         };
+        let snapshot_path = if legacy { dir.join(LAB_FILE) } else { slots };
         let LabFile {
             history_bytes,
             history: legacy_history,
             snapshot,
-        } = serde_json::from_slice(&file).map_err(storage)?;
-        let produced = ProducedStore::Dir(dir.join(PRODUCED_DIR));
+        } = serde_json::from_slice(&file).map_err(|e| {
+            RestoreError::new(&snapshot_path, format!("not a snapshot the lab can read ({e})"))
+        })?;
         let history_path = dir.join(HISTORY_FILE);
-        let history_text = match (history_bytes, legacy_history) {
+        let history_text = match (history_bytes, &legacy_history) {
             (Some(bytes), _) => {
-                // Cut what a change that crashed before its `lab.json` appended.
-                let f = std::fs::OpenOptions::new()
-                    .write(true)
-                    .open(&history_path)
-                    .map_err(storage)?;
-                let len = f.metadata().map_err(storage)?.len();
+                let text = std::fs::read(&history_path).map_err(|e| RestoreError::new(&history_path, e))?;
+                let len = text.len() as u64;
                 if len < bytes {
-                    return Err(storage(format!(
-                        "{HISTORY_FILE} holds {len} bytes, the snapshot names {bytes}: the history was lost"
-                    )));
+                    return Err(RestoreError::new(
+                        &history_path,
+                        format!("holds {len} bytes, the snapshot names {bytes}: the history was lost"),
+                    ));
                 }
-                f.set_len(bytes).map_err(storage)?;
-                std::fs::read_to_string(&history_path).map_err(storage)?
+                // What a change that crashed before its snapshot appended is cut below, once
+                // the rest has been read.
+                let kept = usize::try_from(bytes).unwrap_or(usize::MAX).min(text.len());
+                String::from_utf8(text[..kept].to_vec())
+                    .map_err(|e| RestoreError::new(&history_path, format!("not UTF-8 text ({e})")))?
             }
-            (None, Some(text)) => {
-                // Upgraded in place: the history file and the slots, on disk before they are used.
-                std::fs::write(&history_path, &text).map_err(storage)?;
-                std::fs::File::open(&history_path)
-                    .and_then(|f| f.sync_all())
-                    .and_then(|()| std::fs::File::open(&dir))
-                    .and_then(|d| d.sync_all())
-                    .map_err(storage)?;
-                text
-            }
-            (None, None) => return Err(storage("lab.json names no history")),
+            (None, Some(text)) => text.clone(),
+            (None, None) => return Err(RestoreError::new(&snapshot_path, "the snapshot names no history")),
         };
         let history: Vec<Command> = Script::parse(&history_text)
-            .map_err(|e| storage(e.reason()))?
+            .map_err(|e| RestoreError {
+                path: history_path.clone(),
+                line: Some(e.line()),
+                problem: e.reason(),
+            })?
             .lines
             .into_iter()
             .map(|l| l.command)
             .collect();
+        // From here on the lab is restored: files are changed as a restart changes them.
+        Self::restore_checked(
+            root,
+            number,
+            dir,
+            flush,
+            snapshot,
+            history,
+            history_text,
+            history_bytes,
+        )
+        .map(Some)
+    }
+
+    /// The second half of [`Session::restore`], once everything it reads was checked.
+    #[allow(clippy::too_many_arguments)]
+    fn restore_checked(
+        root: &Path,
+        number: u64,
+        dir: PathBuf,
+        flush: FlushPolicy,
+        snapshot: offsetlab_engine::lab::LabSnapshot,
+        history: Vec<Command>,
+        history_text: String,
+        history_bytes: Option<u64>,
+    ) -> Result<(Self, String), RestoreError> {
+        let history_path = dir.join(HISTORY_FILE);
+        let at = |e: &dyn std::fmt::Display| RestoreError::new(&dir, e.to_string());
+        match history_bytes {
+            Some(bytes) => {
+                // Cut what a change that crashed before its snapshot appended.
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&history_path)
+                    .and_then(|f| f.set_len(bytes))
+                    .map_err(|e| RestoreError::new(&history_path, e))?;
+            }
+            None => {
+                // Upgraded in place: the history file and the slots, on disk before they are used.
+                std::fs::write(&history_path, &history_text)
+                    .and_then(|()| std::fs::File::open(&history_path))
+                    .and_then(|f| f.sync_all())
+                    .and_then(|()| std::fs::File::open(&dir))
+                    .and_then(|d| d.sync_all())
+                    .map_err(|e| RestoreError::new(&history_path, e))?;
+            }
+        }
+        let (lab_file, _) = SlotFile::open(&dir, LAB_FILE).map_err(|e| at(&e))?;
         // Kept segments no history line names — an unacknowledged change's, or segments a
         // restart cuts — would hold their disk space for good.
         let named: std::collections::BTreeSet<&str> = history
@@ -544,15 +638,17 @@ impl Session {
         let history_file = std::fs::OpenOptions::new()
             .write(true)
             .open(&history_path)
-            .map_err(storage)?;
-        let store = FileStore::open(&dir.join("logs"), flush)
-            .map_err(storage)?
+            .map_err(|e| RestoreError::new(&history_path, e))?;
+        let logs = dir.join("logs");
+        let store = FileStore::open(&logs, flush)
+            .map_err(|e| RestoreError::new(&logs, e))?
             .keeping_segments_in(dir.join(PRODUCED_DIR));
         let clean = store.was_clean();
         let reports = store.reports();
         let durability = store.durability();
-        let sinks = SqliteSinks::new(dir.join("sinks"))?;
-        let lab = offsetlab_engine::Lab::restore(snapshot, Box::new(store), Box::new(sinks))?;
+        let sinks = SqliteSinks::new(dir.join("sinks")).map_err(|e| at(&e))?;
+        let lab =
+            offsetlab_engine::Lab::restore(snapshot, Box::new(store), Box::new(sinks)).map_err(|e| at(&e))?;
         let mut notes = Vec::new();
         // Partition directories the lab does not know: a topic created by an action that crashed
         // before it was acknowledged. Gone, or a later topic of that name would inherit them.
@@ -562,12 +658,27 @@ impl Session {
             .flat_map(|t| (0..t.partitions.len()).map(move |p| format!("{}-{p}", t.name)))
             .chain([format!("{}-0", offsetlab_engine::offsets::CONSUMER_OFFSETS_TOPIC)])
             .collect();
-        if let Ok(entries) = std::fs::read_dir(dir.join("logs")) {
+        if let Ok(entries) = std::fs::read_dir(&logs) {
             for e in entries.filter_map(Result::ok).filter(|e| e.path().is_dir()) {
                 let name = e.file_name().to_string_lossy().into_owned();
                 if !known.contains(&name) {
                     let _ = std::fs::remove_dir_all(e.path());
                     notes.push(format!("{name}: never acknowledged, removed"));
+                }
+            }
+        }
+        // Generations other than the current one: an undo or import interrupted before its
+        // switch (never acknowledged), or the one a switch replaced and did not get to delete.
+        if let Ok(entries) = std::fs::read_dir(root) {
+            let current = Generation::dir_for(root, number);
+            for e in entries.filter_map(Result::ok) {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if name.starts_with("gen-")
+                    && e.path() != current
+                    && e.path().is_dir()
+                    && std::fs::remove_dir_all(e.path()).is_ok()
+                {
+                    notes.push(format!("{name}: an abandoned generation, removed"));
                 }
             }
         }
@@ -595,7 +706,8 @@ impl Session {
                 format!(": {}", notes.join("; "))
             }
         );
-        Ok(Some((
+        let commands = history.len();
+        Ok((
             Self {
                 lab,
                 backend: SinkBackend::Durable {
@@ -605,22 +717,22 @@ impl Session {
                 version: 1,
                 generation: Some(Generation {
                     number,
-                    dir,
+                    dir: dir.clone(),
                     durability,
                     history: std::sync::Mutex::new(HistoryLog {
                         file: Arc::new(history_file),
                         text: String::new(),
-                        commands: history.len(),
+                        commands,
                         bytes: history_text.len() as u64,
                     }),
                     lab_file: Arc::new(std::sync::Mutex::new((lab_file, 1))),
                     deleted_topics: false.into(),
                 }),
                 history,
-                produced,
+                produced: ProducedStore::Dir(dir.join(PRODUCED_DIR)),
             },
             summary,
-        )))
+        ))
     }
 
     /// Saves what the next start restores (durable backend), now: the history's new lines, then
@@ -856,15 +968,6 @@ impl Session {
     /// stays as it was.
     pub fn load(&mut self, source: &str) -> Result<(), ActionError> {
         self.load_from(source, None)
-    }
-
-    /// A durable lab rebuilt from a generation's history file and the produced batches beside
-    /// it — what a start replays when the generation itself cannot be restored.
-    pub fn replay_history(backend: SinkBackend, history: &Path) -> Result<Self, ActionError> {
-        let io = |e: std::io::Error| internal(&format!("{}: {e}", history.display()));
-        let text = std::fs::read_to_string(history).map_err(io)?;
-        let dir = history.parent().unwrap_or(Path::new("."));
-        Self::built(backend, &text, Some(&ProducedStore::Dir(dir.join(PRODUCED_DIR))))
     }
 
     /// [`Session::load`], resolving `send … stored=` lines from `stored`.
@@ -1497,10 +1600,6 @@ mod tests {
             .expect_err("ghost");
         assert_eq!(records(&restored), before);
         assert_eq!(restored.export(), export);
-        // A generation that cannot be restored is rebuilt from its history and kept batches.
-        let history = restored.generation_dir().expect("durable").join(HISTORY_FILE);
-        let again = Session::replay_history(durable(&dir.path().join("other")), &history).expect("replays");
-        assert_eq!(records(&again), before);
     }
 
     /// A machine crash under `--flush never` can lose records the lab acknowledged. The next
@@ -1591,9 +1690,14 @@ mod tests {
             names
         };
         s.apply_lines(&lines(&["delete-topic scratch"])).expect("deleted");
-        assert_eq!(entries(&logs), ["scratch-0.deleted-1"], "renamed aside, not gone");
+        assert!(entries(&logs).is_empty(), "moved aside");
+        assert!(
+            logs.join(".deleted/1/scratch-0").is_dir(),
+            "moved aside, not gone"
+        );
         assert!(s.save().expect("saved").is_none());
         assert!(entries(&logs).is_empty(), "saved: gone");
+        assert!(!logs.join(".deleted").exists(), "saved: gone");
         assert!(s.lab().topic("scratch").is_err());
     }
 

@@ -128,10 +128,11 @@ impl Lab {
     /// its partitions. The lab refuses to delete a topic its own consumers read or write (their
     /// figures are computed from it) or one with a transaction still open on it.
     pub fn delete_topic(&mut self, topic: &str) -> Result<(), LabError> {
-        if topic.starts_with("__") {
-            return Err(LabError::InvalidArgument(format!(
-                "'{topic}' is one of Kafka's internal topics: it cannot be deleted"
-            )));
+        if crate::names::is_internal_topic(topic) {
+            return Err(LabError::InvalidTopic {
+                name: topic.to_string(),
+                reason: "it is one of Kafka's internal topics: it cannot be deleted".to_string(),
+            });
         }
         let t = self
             .topics

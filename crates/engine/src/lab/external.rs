@@ -28,7 +28,7 @@ impl Lab {
         protocol: &str,
         mut members: Vec<ExternalMember>,
     ) -> Result<(), LabError> {
-        super::validate_name("group", group)?;
+        crate::names::check_group_id(group)?;
         if let Some(g) = self.groups.get(group) {
             if !g.members.is_empty() {
                 return Err(LabError::InvalidArgument(format!(
@@ -282,7 +282,7 @@ impl Lab {
         records: &[super::SentRecord],
     ) -> Result<(Offset, Offset), LabError> {
         self.external_producer(txn_id, producer_id, epoch)?;
-        if tp.topic.starts_with("__") || records.is_empty() {
+        if crate::names::is_internal_topic(&tp.topic) || records.is_empty() {
             return Err(LabError::InvalidArgument(format!(
                 "a transaction writes at least one record, never to an internal topic ({tp})"
             )));
@@ -354,7 +354,7 @@ impl Lab {
         group: &str,
         offsets: &[(TopicPartition, Offset)],
     ) -> Result<(), LabError> {
-        super::validate_name("group", group)?;
+        crate::names::check_group_id(group)?;
         for (tp, _) in offsets {
             self.partition_log(tp)?;
         }

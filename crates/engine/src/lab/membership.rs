@@ -1,7 +1,6 @@
 //! Joining and leaving groups: consumers starting, crashing, restarting and closing, and the
 //! rebalances that follow.
 
-use super::validate_name;
 use super::Lab;
 use crate::audit::DeliveryReason;
 use crate::clock::{format_duration, format_instant, Millis};
@@ -30,8 +29,8 @@ impl Lab {
         if self.consumers.contains_key(&config.name) {
             return Err(LabError::ConsumerExists(config.name.clone()));
         }
-        validate_name("consumer", &config.name)?;
-        validate_name("group", &config.group)?;
+        crate::names::check_consumer_name(&config.name)?;
+        crate::names::check_group_id(&config.group)?;
         self.topic(&config.topic)?;
         if config.max_poll_records == 0 || config.max_poll_records > 1_000_000 {
             return Err(LabError::InvalidArgument(format!(

@@ -163,13 +163,10 @@ impl Lab {
             .partitions
             .get(usize::try_from(tp.partition).unwrap_or(usize::MAX))
             .map(|b| b.as_ref())
-            .ok_or_else(|| {
-                LabError::InvalidArgument(format!(
-                    "topic '{}' has no partition {} (it has {})",
-                    tp.topic,
-                    tp.partition,
-                    topic.partitions.len()
-                ))
+            .ok_or_else(|| LabError::UnknownPartition {
+                topic: tp.topic.clone(),
+                partition: tp.partition,
+                partitions: topic.partitions.len(),
             })
     }
 
@@ -180,8 +177,10 @@ impl Lab {
         topic
             .txns
             .get(usize::try_from(tp.partition).unwrap_or(usize::MAX))
-            .ok_or_else(|| {
-                LabError::InvalidArgument(format!("topic '{}' has no partition {}", tp.topic, tp.partition))
+            .ok_or_else(|| LabError::UnknownPartition {
+                topic: tp.topic.clone(),
+                partition: tp.partition,
+                partitions: topic.txns.len(),
             })
     }
 
@@ -376,19 +375,4 @@ impl Lab {
             })
         }
     }
-}
-
-/// Kafka's rule for topic, group and client names: 1 to 249 characters from `[a-zA-Z0-9._-]`.
-pub(crate) fn validate_name(what: &str, name: &str) -> Result<(), LabError> {
-    if name.is_empty()
-        || name.len() > 249
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
-    {
-        return Err(LabError::InvalidArgument(format!(
-            "invalid {what} name '{name}': use 1 to 249 characters from [a-zA-Z0-9._-]"
-        )));
-    }
-    Ok(())
 }

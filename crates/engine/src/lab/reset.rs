@@ -75,9 +75,11 @@ impl Lab {
             Some(ps) => {
                 for p in ps {
                     if !all.contains(p) {
-                        return Err(LabError::InvalidArgument(format!(
-                            "topic '{topic}' has no partition {p}"
-                        )));
+                        return Err(LabError::UnknownPartition {
+                            topic: topic.to_string(),
+                            partition: *p,
+                            partitions: all.len(),
+                        });
                     }
                 }
                 ps.to_vec()

@@ -47,14 +47,21 @@ const PRODUCE_BATCH: usize = 4096;
 
 impl Lab {
     pub fn create_topic(&mut self, name: &str, config: TopicConfig) -> Result<(), LabError> {
-        super::validate_name("topic", name)?;
-        if name.starts_with("__") {
-            return Err(LabError::InvalidArgument(format!(
-                "topic names starting with '__' are reserved for Kafka's internal topics ('{name}')"
-            )));
+        crate::names::check_topic_name(name)?;
+        if crate::names::is_internal_topic(name) {
+            return Err(LabError::InvalidTopic {
+                name: name.to_string(),
+                reason: "it is one of Kafka's internal topics".to_string(),
+            });
         }
         if self.topics.contains_key(name) {
             return Err(LabError::TopicExists(name.to_string()));
+        }
+        if let Some(other) = self.topics.keys().find(|t| crate::names::collides(t, name)) {
+            return Err(LabError::InvalidTopic {
+                name: name.to_string(),
+                reason: format!("it collides with the existing topic '{other}' ('.' and '_' are the same in Kafka's metric names)"),
+            });
         }
         if !(1..=MAX_PARTITIONS).contains(&config.partitions) {
             return Err(LabError::InvalidArgument(format!(
@@ -102,10 +109,10 @@ impl Lab {
         let log = usize::try_from(partition)
             .ok()
             .and_then(|p| t.partitions.get_mut(p))
-            .ok_or_else(|| {
-                LabError::InvalidArgument(format!(
-                    "topic '{topic}' has no partition {partition} (it has {n})"
-                ))
+            .ok_or_else(|| LabError::UnknownPartition {
+                topic: topic.to_string(),
+                partition,
+                partitions: n as usize,
             })?;
         let end = log.log_end_offset();
         if before < 0 || before > end {
@@ -148,9 +155,11 @@ impl Lab {
         let n_parts = t.partitions.len() as i32;
         if let Some(p) = spec.partition {
             if !(0..n_parts).contains(&p) {
-                return Err(LabError::InvalidArgument(format!(
-                    "topic '{topic}' has no partition {p} (it has {n_parts})"
-                )));
+                return Err(LabError::UnknownPartition {
+                    topic: topic.to_string(),
+                    partition: p,
+                    partitions: n_parts as usize,
+                });
             }
         }
         let mut written: BTreeMap<i32, (Offset, Offset)> = BTreeMap::new();
@@ -337,10 +346,11 @@ impl Lab {
         topic: &str,
         partition: i32,
     ) -> Result<&mut Box<dyn PartitionLog>, LabError> {
-        if topic.starts_with("__") {
-            return Err(LabError::InvalidArgument(format!(
-                "'{topic}' is one of Kafka's internal topics: clients cannot write to it"
-            )));
+        if crate::names::is_internal_topic(topic) {
+            return Err(LabError::InvalidTopic {
+                name: topic.to_string(),
+                reason: "it is one of Kafka's internal topics: clients cannot write to it".to_string(),
+            });
         }
         let t = self
             .topics
@@ -348,9 +358,11 @@ impl Lab {
             .ok_or_else(|| LabError::UnknownTopic(topic.to_string()))?;
         let n_parts = t.partitions.len() as i32;
         if !(0..n_parts).contains(&partition) {
-            return Err(LabError::InvalidArgument(format!(
-                "topic '{topic}' has no partition {partition} (it has {n_parts})"
-            )));
+            return Err(LabError::UnknownPartition {
+                topic: topic.to_string(),
+                partition,
+                partitions: n_parts as usize,
+            });
         }
         Ok(&mut t.partitions[partition as usize])
     }

@@ -6,7 +6,7 @@
 //! aborted input again.
 
 use crate::error::ParseError;
-use crate::token::Args;
+use crate::token::{Args, Quoted};
 use offsetlab_engine::{Lab, LabError};
 use std::fmt;
 
@@ -29,6 +29,6 @@ impl Abort {
 
 impl fmt::Display for Abort {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "abort {}", self.consumer)
+        write!(f, "abort {}", Quoted(&self.consumer))
     }
 }

@@ -4,7 +4,7 @@
 //! everything poll handed out, processed or not.
 
 use crate::error::ParseError;
-use crate::token::Args;
+use crate::token::{Args, Quoted};
 use offsetlab_engine::{Lab, LabError};
 use std::fmt;
 
@@ -27,6 +27,6 @@ impl Commit {
 
 impl fmt::Display for Commit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "commit {}", self.consumer)
+        write!(f, "commit {}", Quoted(&self.consumer))
     }
 }

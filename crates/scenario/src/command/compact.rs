@@ -5,7 +5,7 @@
 //! are kept, so gaps appear; the active segment is never cleaned.
 
 use crate::error::ParseError;
-use crate::token::Args;
+use crate::token::{Args, Quoted};
 use offsetlab_engine::{Lab, LabError};
 use std::fmt;
 
@@ -28,6 +28,6 @@ impl Compact {
 
 impl fmt::Display for Compact {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "compact {}", self.topic)
+        write!(f, "compact {}", Quoted(&self.topic))
     }
 }

@@ -10,7 +10,7 @@
 //! inside a Kafka transaction that also carries its consumed offsets.
 
 use crate::error::ParseError;
-use crate::token::Args;
+use crate::token::{Args, Quoted};
 use crate::units::{count, duration_ms};
 use offsetlab_engine::clock::format_duration;
 use offsetlab_engine::consumer::ConsumerConfig;
@@ -109,9 +109,9 @@ impl fmt::Display for StartConsumer {
         write!(
             f,
             "consumer {} group={} topic={} commit={} interval={} max-poll={} sink={} reset={}",
-            c.name,
-            c.group,
-            c.topic,
+            Quoted(&c.name),
+            Quoted(&c.group),
+            Quoted(&c.topic),
             c.strategy,
             format_duration(c.auto_commit_interval_ms),
             c.max_poll_records,
@@ -132,7 +132,7 @@ impl fmt::Display for StartConsumer {
             write!(f, " assignor={}", c.assignor)?;
         }
         if let Some(id) = &c.group_instance_id {
-            write!(f, " instance-id={id}")?;
+            write!(f, " instance-id={}", Quoted(id))?;
         }
         if !c.commit_on_revoke {
             write!(f, " commit-on-revoke=no")?;
@@ -144,7 +144,7 @@ impl fmt::Display for StartConsumer {
             write!(f, " isolation={}", c.isolation)?;
         }
         if let Some(out) = &c.output {
-            write!(f, " output={out}")?;
+            write!(f, " output={}", Quoted(out))?;
         }
         if c.transaction_timeout_ms != d.transaction_timeout_ms {
             write!(

@@ -10,7 +10,7 @@
 //!   (`GROUP_SUBSCRIBED_TO_TOPIC`).
 
 use crate::error::ParseError;
-use crate::token::Args;
+use crate::token::{Args, Quoted};
 use crate::units::count;
 use offsetlab_engine::record::TopicPartition;
 use offsetlab_engine::{Lab, LabError};
@@ -35,7 +35,7 @@ impl DeleteTopic {
 
 impl fmt::Display for DeleteTopic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "delete-topic {}", self.topic)
+        write!(f, "delete-topic {}", Quoted(&self.topic))
     }
 }
 
@@ -58,7 +58,7 @@ impl DeleteGroup {
 
 impl fmt::Display for DeleteGroup {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "delete-group {}", self.group)
+        write!(f, "delete-group {}", Quoted(&self.group))
     }
 }
 
@@ -103,8 +103,8 @@ impl fmt::Display for DeleteOffsets {
         write!(
             f,
             "delete-offsets {} topic={} partitions={}",
-            self.group,
-            self.topic,
+            Quoted(&self.group),
+            Quoted(&self.topic),
             partitions.join(",")
         )
     }

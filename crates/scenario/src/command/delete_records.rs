@@ -5,7 +5,7 @@
 //! meets "offset out of range" at its next fetch, and `auto.offset.reset` decides.
 
 use crate::error::ParseError;
-use crate::token::Args;
+use crate::token::{Args, Quoted};
 use crate::units::count;
 use offsetlab_engine::{Lab, LabError};
 use std::fmt;
@@ -44,7 +44,9 @@ impl fmt::Display for DeleteRecords {
         write!(
             f,
             "delete-records {} partition={} before={}",
-            self.topic, self.partition, self.before
+            Quoted(&self.topic),
+            self.partition,
+            self.before
         )
     }
 }

@@ -12,7 +12,7 @@
 //! is left out).
 
 use crate::error::ParseError;
-use crate::token::Args;
+use crate::token::{Args, Quoted};
 use offsetlab_engine::lab::PartitionView;
 use offsetlab_engine::record::TopicPartition;
 use offsetlab_engine::{Lab, LabError};
@@ -302,19 +302,19 @@ impl fmt::Display for Expect {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "expect")?;
         if let Some(g) = &self.group {
-            write!(f, " group={g}")?;
+            write!(f, " group={}", Quoted(g))?;
         }
         if let Some(t) = &self.topic {
-            write!(f, " topic={t}")?;
+            write!(f, " topic={}", Quoted(t))?;
         }
         if let Some(p) = self.partition {
             write!(f, " partition={p}")?;
         }
         if let Some(c) = &self.consumer {
-            write!(f, " consumer={c}")?;
+            write!(f, " consumer={}", Quoted(c))?;
         }
         for (k, v) in &self.checks {
-            write!(f, " {}={v}", k.name())?;
+            write!(f, " {}={}", k.name(), Quoted(v))?;
         }
         Ok(())
     }

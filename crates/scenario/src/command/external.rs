@@ -11,7 +11,7 @@
 //! old generation is refused) and the lab shows the group like any other.
 
 use crate::error::ParseError;
-use crate::token::Args;
+use crate::token::{Args, Quoted, QuotedJson};
 use crate::units::count;
 use offsetlab_engine::group::ExternalMember;
 use offsetlab_engine::record::{Offset, TopicPartition};
@@ -72,19 +72,13 @@ pub(crate) fn parse_offsets(v: &str) -> Result<Vec<(TopicPartition, Offset)>, St
             let (topic, partition) = tp.rsplit_once(':').ok_or_else(bad)?;
             let partition = count(partition, 10_000).map_err(|_| bad())? as i32;
             let offset = count(offset, i64::MAX as u64).map_err(|_| bad())? as i64;
-            if topic.is_empty() {
-                return Err(bad());
+            // A topic's name holds no ':', '=' or ',': the list is written as it is.
+            if let Some(problem) = offsetlab_engine::names::topic_name_problem(topic) {
+                return Err(format!("'{entry}': {problem}"));
             }
             Ok((TopicPartition::new(topic, partition), offset))
         })
         .collect()
-}
-
-/// A word of a line: ids and names from clients keep letters, digits and `._-@/:`.
-fn word_ok(s: &str) -> bool {
-    !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "._-@/:".contains(c))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,10 +95,8 @@ impl Rebalance {
         let generation = args
             .parsed("generation", |v| count(v, i32::MAX as u64).map(|g| g as i32))?
             .ok_or_else(|| ParseError::new("rebalance: missing generation=…"))?;
+        // The assignor's name, as the members chose it (any string a client sends).
         let protocol = args.option("protocol").unwrap_or_else(|| "range".to_string());
-        if !word_ok(&protocol) {
-            return Err(ParseError::new("rebalance: protocol is one word"));
-        }
         let members = args
             .parsed("members", |v| {
                 serde_json::from_str::<Vec<MemberJson>>(v).map_err(|e| {
@@ -133,8 +125,11 @@ impl fmt::Display for Rebalance {
         let json = serde_json::to_string(&members).map_err(|_| fmt::Error)?;
         write!(
             f,
-            "rebalance {} generation={} protocol={} members={json}",
-            self.group, self.generation, self.protocol
+            "rebalance {} generation={} protocol={} members={}",
+            Quoted(&self.group),
+            self.generation,
+            Quoted(&self.protocol),
+            QuotedJson(&json)
         )
     }
 }
@@ -151,8 +146,8 @@ impl CommitOffsets {
     pub fn parse(args: &mut Args) -> Result<Self, ParseError> {
         let group = args.word("group")?;
         let member = args.required("member")?;
-        if !word_ok(&member) {
-            return Err(ParseError::new("commit-offsets: member is one word"));
+        if member.is_empty() {
+            return Err(ParseError::new("commit-offsets: member must not be empty"));
         }
         let generation = args
             .parsed("generation", |v| count(v, i32::MAX as u64).map(|g| g as i32))?
@@ -183,8 +178,8 @@ impl fmt::Display for CommitOffsets {
         write!(
             f,
             "commit-offsets {} member={} generation={} offsets={}",
-            self.group,
-            self.member,
+            Quoted(&self.group),
+            Quoted(&self.member),
             self.generation,
             offsets.join(",")
         )

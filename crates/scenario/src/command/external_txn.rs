@@ -13,7 +13,7 @@
 
 use super::external::parse_offsets;
 use crate::error::ParseError;
-use crate::token::Args;
+use crate::token::{Args, Quoted};
 use crate::units::{count, duration_ms};
 use offsetlab_engine::clock::format_duration;
 use offsetlab_engine::lab::SentRecord;
@@ -21,17 +21,17 @@ use offsetlab_engine::record::{Offset, TopicPartition};
 use offsetlab_engine::{Lab, LabError};
 use std::fmt;
 
-/// A `transactional.id` as one word: letters, digits and `._-@:` (the listener maps others to `_`).
+/// A `transactional.id`: any non-empty string, as Kafka takes it (quoted on the line when it is
+/// not a plain word).
 fn txn_id(args: &mut Args) -> Result<String, ParseError> {
     let id = args.word("transactional.id")?;
-    if id
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "._-@:".contains(c))
-    {
-        Ok(id)
-    } else {
-        Err(ParseError::new(format!("'{id}' is not a transactional.id word")))
+    if id.is_empty() {
+        return Err(ParseError::new(format!(
+            "{}: the transactional.id must not be empty",
+            args.command()
+        )));
     }
+    Ok(id)
 }
 
 /// `producer-id=P epoch=E`.
@@ -72,7 +72,7 @@ impl fmt::Display for InitTxn {
         write!(
             f,
             "init-txn {} timeout={}",
-            self.txn_id,
+            Quoted(&self.txn_id),
             format_duration(self.timeout_ms)
         )
     }
@@ -128,7 +128,11 @@ impl fmt::Display for TxnSend {
         write!(
             f,
             "txn-send {} producer-id={} epoch={} topic={} partition={} records=",
-            self.txn_id, self.producer_id, self.epoch, self.tp.topic, self.tp.partition
+            Quoted(&self.txn_id),
+            self.producer_id,
+            self.epoch,
+            Quoted(&self.tp.topic),
+            self.tp.partition
         )?;
         super::send::write_records(f, &self.records)
     }
@@ -181,10 +185,10 @@ impl fmt::Display for TxnOffsets {
         write!(
             f,
             "txn-offsets {} producer-id={} epoch={} group={} offsets={}",
-            self.txn_id,
+            Quoted(&self.txn_id),
             self.producer_id,
             self.epoch,
-            self.group,
+            Quoted(&self.group),
             offsets.join(",")
         )
     }
@@ -224,7 +228,7 @@ impl fmt::Display for EndTxn {
         write!(
             f,
             "end-txn {} producer-id={} epoch={} {}",
-            self.txn_id,
+            Quoted(&self.txn_id),
             self.producer_id,
             self.epoch,
             if self.commit { "commit" } else { "abort" }

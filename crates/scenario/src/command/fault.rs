@@ -6,7 +6,7 @@
 //! a consumer "at every instant", written as a line so such a crash can be exported and replayed.
 
 use crate::error::ParseError;
-use crate::token::Args;
+use crate::token::{Args, Quoted};
 use crate::units::count;
 use offsetlab_engine::{Lab, LabError};
 use std::fmt;
@@ -38,6 +38,6 @@ impl Fault {
 
 impl fmt::Display for Fault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "fault {} after={}", self.consumer, self.after)
+        write!(f, "fault {} after={}", Quoted(&self.consumer), self.after)
     }
 }

@@ -7,7 +7,7 @@
 //! - `close` is a graceful shutdown: the strategy's close-time commit, then LeaveGroup.
 
 use crate::error::ParseError;
-use crate::token::Args;
+use crate::token::{Args, Quoted};
 use offsetlab_engine::{Lab, LabError};
 use std::fmt;
 
@@ -32,7 +32,7 @@ macro_rules! lifecycle_command {
 
         impl fmt::Display for $ty {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                write!(f, concat!($word, " {}"), self.consumer)
+                write!(f, concat!($word, " {}"), Quoted(&self.consumer))
             }
         }
     };

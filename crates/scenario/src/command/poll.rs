@@ -5,7 +5,7 @@
 //! `commit=before-process`, a commit follows at once.
 
 use crate::error::ParseError;
-use crate::token::Args;
+use crate::token::{Args, Quoted};
 use offsetlab_engine::{Lab, LabError};
 use std::fmt;
 
@@ -28,6 +28,6 @@ impl Poll {
 
 impl fmt::Display for Poll {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "poll {}", self.consumer)
+        write!(f, "poll {}", Quoted(&self.consumer))
     }
 }

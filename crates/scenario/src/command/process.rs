@@ -4,7 +4,7 @@
 //! is written to the group's sink, then the strategy commits if it commits after processing.
 
 use crate::error::ParseError;
-use crate::token::Args;
+use crate::token::{Args, Quoted};
 use crate::units::count;
 use offsetlab_engine::{Lab, LabError};
 use std::fmt;
@@ -42,9 +42,9 @@ impl Process {
 impl fmt::Display for Process {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.count {
-            None => write!(f, "process {} count=all", self.consumer),
-            Some(1) => write!(f, "process {}", self.consumer),
-            Some(n) => write!(f, "process {} count={n}", self.consumer),
+            None => write!(f, "process {} count=all", Quoted(&self.consumer)),
+            Some(1) => write!(f, "process {}", Quoted(&self.consumer)),
+            Some(n) => write!(f, "process {} count={n}", Quoted(&self.consumer)),
         }
     }
 }

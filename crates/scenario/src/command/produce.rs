@@ -5,7 +5,7 @@
 //! must be JSON; `value=null` writes a null value — on a compacted topic, a tombstone.
 
 use crate::error::ParseError;
-use crate::token::Args;
+use crate::token::{Args, Quoted, QuotedJson};
 use crate::units::count;
 use offsetlab_engine::lab::ProduceSpec;
 use offsetlab_engine::{Lab, LabError};
@@ -60,16 +60,12 @@ impl Produce {
 
 impl fmt::Display for Produce {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "produce {} count={}", self.topic, self.spec.count)?;
+        write!(f, "produce {} count={}", Quoted(&self.topic), self.spec.count)?;
         if let Some(k) = &self.spec.key {
-            write!(f, " key={k}")?;
+            write!(f, " key={}", Quoted(k))?;
         }
         if let Some(v) = &self.spec.value {
-            if v.contains(char::is_whitespace) && !v.trim_start().starts_with(['{', '[']) {
-                write!(f, " value='{v}'")?;
-            } else {
-                write!(f, " value={v}")?;
-            }
+            write!(f, " value={}", QuotedJson(v))?;
         }
         if self.spec.tombstone {
             write!(f, " value=null")?;

@@ -6,7 +6,7 @@
 //! the retained range.
 
 use crate::error::ParseError;
-use crate::token::Args;
+use crate::token::{Args, Quoted};
 use crate::units::{count, duration_ms, instant_ms, integer};
 use offsetlab_engine::clock::format_duration;
 use offsetlab_engine::lab::{ResetPlan, ResetSpec};
@@ -39,6 +39,12 @@ impl ResetOffsets {
                 (t.to_string(), Some(parts))
             }
         };
+        if let Some(problem) = offsetlab_engine::names::topic_name_problem(&topic) {
+            return Err(ParseError::new(format!(
+                "reset-offsets: topic={}: {problem}",
+                crate::error::truncated(&topic, 80)
+            )));
+        }
         let execute = args.flag("execute");
         let mut specs: Vec<(ResetSpec, Option<String>)> = Vec::new();
         for flag in ["to-earliest", "to-latest", "to-current"] {
@@ -96,11 +102,15 @@ impl ResetOffsets {
 
 impl fmt::Display for ResetOffsets {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "reset-offsets {} topic={}", self.group, self.topic)?;
-        if let Some(ps) = &self.partitions {
-            let ps: Vec<String> = ps.iter().map(i32::to_string).collect();
-            write!(f, ":{}", ps.join(","))?;
-        }
+        let topic = match &self.partitions {
+            Some(ps) => {
+                let ps: Vec<String> = ps.iter().map(i32::to_string).collect();
+                format!("{}:{}", self.topic, ps.join(","))
+            }
+            None => self.topic.clone(),
+        };
+        // A legal topic name is a plain word (checked when the line was read).
+        write!(f, "reset-offsets {} topic={topic}", Quoted(&self.group))?;
         match self.spec {
             ResetSpec::ToEarliest => write!(f, " to-earliest")?,
             ResetSpec::ToLatest => write!(f, " to-latest")?,
@@ -108,7 +118,7 @@ impl fmt::Display for ResetOffsets {
             ResetSpec::ToOffset(o) => write!(f, " to-offset={o}")?,
             ResetSpec::ShiftBy(n) => write!(f, " shift-by={n}")?,
             ResetSpec::ToDatetime(ts) => match &self.datetime_text {
-                Some(t) => write!(f, " to-datetime={t}")?,
+                Some(t) => write!(f, " to-datetime={}", Quoted(t))?,
                 None => write!(f, " to-datetime={}", offsetlab_engine::clock::format_instant(ts))?,
             },
             ResetSpec::ByDuration(d) => write!(f, " by-duration={}", format_duration(d))?,

@@ -6,7 +6,7 @@
 //! Nothing is committed: a seek only changes where the next poll reads.
 
 use crate::error::ParseError;
-use crate::token::Args;
+use crate::token::{Args, Quoted};
 use crate::units::{count, duration_ms, instant_ms, integer};
 use offsetlab_engine::lab::SeekTarget;
 use offsetlab_engine::{Lab, LabError};
@@ -80,12 +80,12 @@ fn parse_to(v: &str) -> Result<SeekTo, String> {
 
 impl fmt::Display for Seek {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "seek {} to=", self.consumer)?;
+        write!(f, "seek {} to=", Quoted(&self.consumer))?;
         match &self.to {
             SeekTo::Earliest => write!(f, "earliest")?,
             SeekTo::Latest => write!(f, "latest")?,
             SeekTo::Offset(o) => write!(f, "{o}")?,
-            SeekTo::At(_, text) => write!(f, "@{text}")?,
+            SeekTo::At(_, text) => write!(f, "{}", Quoted(&format!("@{text}")))?,
             SeekTo::Ago(d) => write!(f, "@-{}", offsetlab_engine::clock::format_duration(*d))?,
         }
         if let Some(p) = self.partition {

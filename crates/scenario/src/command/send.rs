@@ -11,7 +11,7 @@
 
 use super::SendStored;
 use crate::error::ParseError;
-use crate::token::Args;
+use crate::token::{Args, Quoted};
 use crate::units::count;
 use offsetlab_engine::lab::{SentRecord, MAX_SEND_RECORDS};
 use offsetlab_engine::{Lab, LabError};
@@ -28,27 +28,6 @@ pub struct Send {
     pub client: String,
 }
 
-/// A `client.id` as one word of a line: letters, digits, `.`, `_` and `-` kept, anything else
-/// replaced by `_` (Kafka's own rule for the ids it puts in metric names is the same spirit).
-pub fn client_word(id: &str) -> String {
-    let w: String = id
-        .chars()
-        .take(64)
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "._-".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if w.is_empty() {
-        "client".to_string()
-    } else {
-        w
-    }
-}
-
 impl Send {
     /// A `send` line: records spelled out (`records=[…]`, a [`Send`]) or stored by a durable
     /// lab (`stored=AT+LEN`, a [`SendStored`]).
@@ -57,12 +36,8 @@ impl Send {
         let partition = args
             .parsed("partition", |v| count(v, 10_000).map(|p| p as i32))?
             .ok_or_else(|| ParseError::new("send: missing partition=…"))?;
+        // The producer's `client.id`, whatever it holds (Kafka keeps it as sent).
         let client = args.option("client").unwrap_or_else(|| "client".to_string());
-        if client_word(&client) != client {
-            return Err(ParseError::new(
-                "send: client may hold letters, digits, '.', '_' and '-' only",
-            ));
-        }
         if let Some(stored) = args.option("stored") {
             let count = args.option("count");
             return SendStored::parse(topic, partition, client, &stored, count)
@@ -120,7 +95,9 @@ impl fmt::Display for Send {
         write!(
             f,
             "send {} partition={} client={}",
-            self.topic, self.partition, self.client
+            Quoted(&self.topic),
+            self.partition,
+            Quoted(&self.client)
         )?;
         if self.batches.len() > 1 {
             let sizes: Vec<String> = self.batches.iter().map(usize::to_string).collect();

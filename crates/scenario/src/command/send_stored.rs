@@ -12,6 +12,7 @@
 //! `send … records=[…]` lines, so an exported scenario stands on its own.
 
 use crate::error::ParseError;
+use crate::token::Quoted;
 use offsetlab_engine::LabError;
 use std::fmt;
 
@@ -90,8 +91,12 @@ impl fmt::Display for SendStored {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "send {} partition={} client={} stored={}:{}+{} count={}",
-            self.topic, self.partition, self.client, self.file, self.at, self.len, self.count
+            "send {} partition={} client={} stored={} count={}",
+            Quoted(&self.topic),
+            self.partition,
+            Quoted(&self.client),
+            Quoted(&format!("{}:{}+{}", self.file, self.at, self.len)),
+            self.count
         )
     }
 }

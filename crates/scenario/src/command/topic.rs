@@ -4,7 +4,7 @@
 //! Creates a topic. Retention settings are `-1` for "forever" as in Kafka.
 
 use crate::error::ParseError;
-use crate::token::Args;
+use crate::token::{Args, Quoted};
 use crate::units::{count, duration_ms};
 use offsetlab_engine::clock::format_duration;
 use offsetlab_engine::log::TopicConfig;
@@ -75,7 +75,7 @@ impl fmt::Display for CreateTopic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let d = TopicConfig::default();
         let c = &self.config;
-        write!(f, "topic {} partitions={}", self.name, c.partitions)?;
+        write!(f, "topic {} partitions={}", Quoted(&self.name), c.partitions)?;
         if c.retention_ms != d.retention_ms {
             write!(
                 f,

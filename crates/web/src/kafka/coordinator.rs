@@ -27,7 +27,7 @@
 use bytes::Bytes;
 use offsetlab_engine::group::ExternalMember;
 use offsetlab_engine::record::TopicPartition;
-use offsetlab_scenario::command::{client_word, CommitOffsets, Rebalance};
+use offsetlab_scenario::command::{CommitOffsets, Rebalance};
 use offsetlab_wire::kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 use offsetlab_wire::kafka_protocol::messages::{
     ConsumerProtocolAssignment, ConsumerProtocolSubscription, HeartbeatRequest, JoinGroupRequest,
@@ -441,7 +441,7 @@ impl Coordinator {
         if id.is_empty() {
             id = format!(
                 "{}-{}",
-                client_word(client_id),
+                String::from(client_id),
                 self.next_member.fetch_add(1, Ordering::Relaxed) + 1
             );
             if version >= 4 {
@@ -550,7 +550,7 @@ impl Coordinator {
                     .ordered()
                     .map(|(id, m)| ExternalMember {
                         id: id.clone(),
-                        client_id: client_word(&m.client_id),
+                        client_id: String::from(&m.client_id),
                         host: m.host.clone(),
                         partitions: if consumer {
                             assigned_partitions(&m.assignment)
@@ -562,7 +562,7 @@ impl Coordinator {
                 let line = Rebalance {
                     group: group.clone(),
                     generation: g.generation,
-                    protocol: client_word(&g.protocol),
+                    protocol: String::from(&g.protocol),
                     members,
                 }
                 .to_string();

@@ -23,7 +23,7 @@ use crate::session::{Change, Session};
 use bytes::Bytes;
 use offsetlab_engine::lab::{SentRecord, MAX_SEND_RECORDS};
 use offsetlab_engine::record::NewRecord;
-use offsetlab_scenario::command::{client_word, Command, TxnSend};
+use offsetlab_scenario::command::{Command, TxnSend};
 use offsetlab_storage::batch::{Batch, BatchHeader};
 use offsetlab_storage::ProducedBatches;
 use offsetlab_wire::compression;
@@ -410,8 +410,8 @@ pub(crate) fn produce(
     client_id: &str,
 ) -> ProduceResponse {
     let auto_create = broker.config.auto_create_topics;
-    let client = client_word(client_id);
-    let txn_id = r.transactional_id.as_ref().map(|t| client_word(t.as_str()));
+    let client = String::from(client_id);
+    let txn_id = r.transactional_id.as_ref().map(|t| String::from(t.as_str()));
     // Names and indexes as plain values and the records taken out: with the request gone, each
     // partition's batches are views of the frame that nothing else holds.
     let mut topics: Vec<(String, Vec<PartitionRecords>)> = r

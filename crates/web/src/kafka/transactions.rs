@@ -18,7 +18,7 @@ use super::{NONE, UNKNOWN_SERVER_ERROR, UNKNOWN_TOPIC_OR_PARTITION};
 use crate::api::AppState;
 use crate::session::Session;
 use offsetlab_engine::record::TopicPartition;
-use offsetlab_scenario::command::{client_word, EndTxn, InitTxn, TxnOffsets};
+use offsetlab_scenario::command::{EndTxn, InitTxn, TxnOffsets};
 use offsetlab_wire::kafka_protocol::messages::add_partitions_to_txn_response::{
     AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult,
 };
@@ -60,7 +60,7 @@ pub(crate) fn init_producer_id(
     if r.transaction_timeout_ms <= 0 {
         return refuse(INVALID_TRANSACTION_TIMEOUT);
     }
-    let txn_id = client_word(txn_id);
+    let txn_id = String::from(txn_id);
     let line = InitTxn {
         txn_id: txn_id.clone(),
         timeout_ms: i64::from(r.transaction_timeout_ms),
@@ -83,7 +83,7 @@ pub(crate) fn init_producer_id(
 /// AddPartitionsToTxn (v0–3): the partitions must exist and the producer be current; the lab
 /// learns a transaction's partitions from the records written to them.
 pub(crate) fn add_partitions(s: &Session, r: &AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse {
-    let txn_id = client_word(r.v3_and_below_transactional_id.as_str());
+    let txn_id = String::from(r.v3_and_below_transactional_id.as_str());
     let producer = current(
         s,
         &txn_id,
@@ -123,7 +123,7 @@ pub(crate) fn add_partitions(s: &Session, r: &AddPartitionsToTxnRequest) -> AddP
 pub(crate) fn add_offsets(s: &Session, r: &AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse {
     let code = current(
         s,
-        &client_word(r.transactional_id.as_str()),
+        &String::from(r.transactional_id.as_str()),
         r.producer_id.0,
         r.producer_epoch,
     )
@@ -139,7 +139,7 @@ pub(crate) fn txn_offset_commit(
     coordinator: &Coordinator,
     r: &TxnOffsetCommitRequest,
 ) -> TxnOffsetCommitResponse {
-    let txn_id = client_word(r.transactional_id.as_str());
+    let txn_id = String::from(r.transactional_id.as_str());
     let group = r.group_id.0.to_string();
     let offsets: Vec<(TopicPartition, i64)> = r
         .topics
@@ -203,7 +203,7 @@ pub(crate) fn txn_offset_commit(
 
 /// EndTxn: COMMIT or ABORT markers (and on commit, the offsets), as an `end-txn` line.
 pub(crate) fn end_txn(app: &AppState, r: &EndTxnRequest) -> EndTxnResponse {
-    let txn_id = client_word(r.transactional_id.as_str());
+    let txn_id = String::from(r.transactional_id.as_str());
     let session = app.session();
     let s = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let code = match current(&s, &txn_id, r.producer_id.0, r.producer_epoch) {
