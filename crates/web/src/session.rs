@@ -23,6 +23,7 @@ use offsetlab_engine::offsets::OffsetRecord;
 use offsetlab_engine::sink::{MemorySinks, SinkFactory, SinkRow};
 use offsetlab_engine::{Lab, LabError};
 use offsetlab_scenario::command::{ApplyError, Command, Outcome, Send, SendStored};
+use offsetlab_scenario::token::Quoted;
 use offsetlab_scenario::Script;
 use offsetlab_sqlite::SqliteSinks;
 use offsetlab_storage::{write_atomically, Durability, FileStore, FlushPolicy, ProducedBatches, SlotFile};
@@ -343,6 +344,9 @@ pub struct ActionError {
     pub line: usize,
     /// The offending line's text.
     pub text: String,
+    /// The engine's reason, as a type: the Kafka listener picks its error code from it.
+    #[serde(skip)]
+    pub cause: Option<Box<LabError>>,
 }
 
 /// Why the lab in a data directory cannot be restored: which file (and line), and what is
@@ -847,6 +851,7 @@ impl Session {
                         error: e.message,
                         line: i + 1,
                         text: text.clone(),
+                        cause: None,
                     })
                 }
             }
@@ -878,6 +883,7 @@ impl Session {
                 error: "no action in lines".into(),
                 line: 0,
                 text: String::new(),
+                cause: None,
             });
         }
         let applied = commands.len();
@@ -911,7 +917,12 @@ impl Session {
                                 status: 422,
                                 error: e.to_string(),
                                 line,
-                                text: format!("send {topic} partition={partition} client={client} …"),
+                                text: format!(
+                                    "send {} partition={partition} client={} …",
+                                    Quoted(&topic),
+                                    Quoted(&client)
+                                ),
+                                cause: Some(Box::new(e)),
                             });
                         }
                     }
@@ -941,15 +952,20 @@ impl Session {
                     if n > 0 {
                         self.undo_to(history_mark)?;
                     }
-                    let error = match e {
-                        ApplyError::Lab(e) => e.to_string(),
-                        ApplyError::Expectation(f) => format!("expectation failed: {f}"),
+                    let (error, cause) = match e {
+                        ApplyError::Lab(e) => (e.to_string(), Some(Box::new(e))),
+                        ApplyError::Expectation(f) => (format!("expectation failed: {f}"), None),
                     };
                     return Err(ActionError {
-                        status: 422,
+                        status: if matches!(cause.as_deref(), Some(LabError::Storage(_))) {
+                            500
+                        } else {
+                            422
+                        },
                         error,
                         line,
                         text: command.to_string(),
+                        cause,
                     });
                 }
             }
@@ -977,6 +993,7 @@ impl Session {
             error: e.reason(),
             line: e.line(),
             text: e.text().unwrap_or_default().to_string(),
+            cause: None,
         })?;
         let (mut lab, generation, mut produced) = self.fresh_lab().map_err(|e| internal(&e))?;
         let mut history = Vec::new();
@@ -991,12 +1008,16 @@ impl Session {
                 }
                 return Err(ActionError {
                     status: 422,
-                    error: match e {
+                    error: match &e {
                         ApplyError::Lab(e) => e.to_string(),
                         ApplyError::Expectation(f) => format!("expectation failed: {f}"),
                     },
                     line: line.number,
                     text: line.text.clone(),
+                    cause: match e {
+                        ApplyError::Lab(e) => Some(Box::new(e)),
+                        ApplyError::Expectation(_) => None,
+                    },
                 });
             }
         }
@@ -1263,6 +1284,7 @@ fn internal(e: &dyn std::fmt::Display) -> ActionError {
         error: e.to_string(),
         line: 0,
         text: String::new(),
+        cause: None,
     }
 }
 

@@ -1,23 +1,25 @@
 //! Admin requests an admin client sends (kafka-topics.sh, kafka-delete-records.sh,
 //! kafka-configs.sh, `AdminClient`): CreateTopics, DeleteRecords and DescribeConfigs.
 //!
-//! The writes become the lab's own lines — `topic …` and `delete-records …` — applied as one batch
+//! The writes become the lab's own commands — `topic …` and `delete-records …` — applied as one batch
 //! with the same all-or-nothing and save as anything the page does, so history, export and
 //! undo see them. The lab is one broker: a replication factor other than 1 (or -1, the default)
 //! is refused as a one-broker Kafka refuses it, and only the topic configs the lab models are
 //! accepted; anything else is `INVALID_CONFIG` with a message naming it.
 
-use super::produce::{apply_and_save, creatable};
+use super::change;
+use super::produce::creatable;
 use super::{
     str_bytes, INVALID_REQUEST, INVALID_TOPIC_EXCEPTION, NONE, OFFSET_OUT_OF_RANGE, UNKNOWN_SERVER_ERROR,
     UNKNOWN_TOPIC_OR_PARTITION,
 };
 use crate::api::AppState;
 use crate::session::Session;
+use change::TOPIC_ALREADY_EXISTS;
 use offsetlab_engine::log::config::CleanupPolicy;
 use offsetlab_engine::log::TopicConfig;
 use offsetlab_engine::record::TopicPartition;
-use offsetlab_scenario::command::{CreateTopic, DeleteRecords};
+use offsetlab_scenario::command::{Command, CreateTopic, DeleteRecords};
 use offsetlab_wire::kafka_protocol::messages::create_topics_response::CreatableTopicResult;
 use offsetlab_wire::kafka_protocol::messages::delete_records_response::{
     DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
@@ -31,7 +33,6 @@ use offsetlab_wire::kafka_protocol::messages::{
 };
 use std::collections::BTreeSet;
 
-const TOPIC_ALREADY_EXISTS: i16 = 36;
 const INVALID_PARTITIONS: i16 = 37;
 const INVALID_REPLICATION_FACTOR: i16 = 38;
 const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
@@ -87,11 +88,11 @@ fn set_config(c: &mut TopicConfig, name: &str, value: &str) -> Result<(), String
     Ok(())
 }
 
-/// CreateTopics: each valid new topic becomes a `topic` line; one batch for the request.
+/// CreateTopics: each valid new topic becomes a `topic` command; one batch for the request.
 pub(crate) fn create_topics(app: &AppState, r: &CreateTopicsRequest) -> CreateTopicsResponse {
     let session = app.session();
     let s = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let mut lines = Vec::new();
+    let mut commands = Vec::new();
     let mut seen = BTreeSet::new();
     let mut results: Vec<(CreatableTopicResult, bool)> = r
         .topics
@@ -157,7 +158,7 @@ pub(crate) fn create_topics(app: &AppState, r: &CreateTopicsRequest) -> CreateTo
                     return refuse(INVALID_CONFIG, e);
                 }
             }
-            lines.push(CreateTopic { name, config }.to_string());
+            commands.push(Command::Topic(CreateTopic { name, config }));
             (
                 result
                     .with_error_code(NONE)
@@ -167,24 +168,30 @@ pub(crate) fn create_topics(app: &AppState, r: &CreateTopicsRequest) -> CreateTo
             )
         })
         .collect();
-    let stored = r.validate_only || apply_and_save(app, s, &lines);
-    for (result, valid) in &mut results {
-        if *valid && !stored {
-            *result = result
-                .clone()
-                .with_error_code(UNKNOWN_SERVER_ERROR)
-                .with_error_message(Some(str_bytes("the lab could not create the topics")));
+    let outcome = if r.validate_only {
+        Ok(())
+    } else {
+        change::apply_commands(app, s, commands)
+    };
+    if let Err(failure) = outcome {
+        for (result, valid) in &mut results {
+            if *valid {
+                *result = result
+                    .clone()
+                    .with_error_code(failure.code())
+                    .with_error_message(Some(str_bytes(&failure.message())));
+            }
         }
     }
     CreateTopicsResponse::default().with_topics(results.into_iter().map(|(r, _)| r).collect())
 }
 
-/// DeleteRecords: each partition's request becomes a `delete-records` line (`-1` is the high
+/// DeleteRecords: each partition's request becomes a `delete-records` command (`-1` is the high
 /// watermark, as in Kafka); the answer is the new log start offset.
 pub(crate) fn delete_records(app: &AppState, r: &DeleteRecordsRequest) -> DeleteRecordsResponse {
     let session = app.session();
     let s = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let mut lines = Vec::new();
+    let mut commands = Vec::new();
     let answers: Vec<Vec<(i32, Result<i64, i16>)>> = r
         .topics
         .iter()
@@ -203,21 +210,18 @@ pub(crate) fn delete_records(app: &AppState, r: &DeleteRecordsRequest) -> Delete
                         return (p.partition_index, Err(OFFSET_OUT_OF_RANGE));
                     }
                     if before > start {
-                        lines.push(
-                            DeleteRecords {
-                                topic: topic.clone(),
-                                partition: p.partition_index,
-                                before,
-                            }
-                            .to_string(),
-                        );
+                        commands.push(Command::DeleteRecords(DeleteRecords {
+                            topic: topic.clone(),
+                            partition: p.partition_index,
+                            before,
+                        }));
                     }
                     (p.partition_index, Ok(before.max(start)))
                 })
                 .collect()
         })
         .collect();
-    let stored = apply_and_save(app, s, &lines);
+    let outcome = change::apply_commands(app, s, commands);
     DeleteRecordsResponse::default().with_topics(
         r.topics
             .iter()
@@ -232,10 +236,17 @@ pub(crate) fn delete_records(app: &AppState, r: &DeleteRecordsRequest) -> Delete
                                 let base =
                                     DeleteRecordsPartitionResult::default().with_partition_index(index);
                                 match answer {
-                                    Ok(low) if stored => base.with_error_code(NONE).with_low_watermark(low),
-                                    Ok(_) => {
-                                        base.with_error_code(UNKNOWN_SERVER_ERROR).with_low_watermark(-1)
+                                    Ok(low) if outcome.is_ok() => {
+                                        base.with_error_code(NONE).with_low_watermark(low)
                                     }
+                                    Ok(_) => base
+                                        .with_error_code(
+                                            outcome
+                                                .as_ref()
+                                                .err()
+                                                .map_or(UNKNOWN_SERVER_ERROR, change::Failure::code),
+                                        )
+                                        .with_low_watermark(-1),
                                     Err(code) => base.with_error_code(code).with_low_watermark(-1),
                                 }
                             })

@@ -12,7 +12,7 @@
 //! A member's liveness is wall time — heartbeats every few seconds, `session.timeout.ms` without
 //! one and it is gone — so this coordinator lives beside the listener, not in the deterministic
 //! engine, and a ticker task expires sessions and rebalance timeouts. What it settles reaches
-//! the lab as lines, applied and saved like any action: each completed rebalance (`rebalance`:
+//! the lab as commands, applied and saved like any action: each completed rebalance (`rebalance`:
 //! the generation, its members and the partitions the leader gave each) and each member's
 //! commit (`commit-offsets`, checked again by the engine against that membership). The page then
 //! shows the group, its members, committed offsets and lag like every other, and an export
@@ -27,7 +27,7 @@
 use bytes::Bytes;
 use offsetlab_engine::group::ExternalMember;
 use offsetlab_engine::record::TopicPartition;
-use offsetlab_scenario::command::{CommitOffsets, Rebalance};
+use offsetlab_scenario::command::{Command, CommitOffsets, Rebalance};
 use offsetlab_wire::kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 use offsetlab_wire::kafka_protocol::messages::{
     ConsumerProtocolAssignment, ConsumerProtocolSubscription, HeartbeatRequest, JoinGroupRequest,
@@ -169,7 +169,7 @@ impl Group {
     /// Closes the join phase: members that did not rejoin are dropped, a new generation starts
     /// with a protocol every member supports, and every waiting JoinGroup is answered (the
     /// leader with the members' subscriptions). `Some(line)` when the group ends up Empty.
-    fn complete_join(&mut self, group: &str) -> Option<String> {
+    fn complete_join(&mut self, group: &str) -> Option<Command> {
         let gone: Vec<String> = self
             .members
             .iter()
@@ -183,7 +183,7 @@ impl Group {
         self.generation += 1;
         if self.members.is_empty() {
             self.state = State::Empty;
-            return Some(empty_line(group, self.generation, &self.protocol));
+            return Some(empty_group(group, self.generation, &self.protocol));
         }
         if !self.members.contains_key(&self.leader) {
             self.leader = self.order.first().cloned().unwrap_or_default();
@@ -237,12 +237,12 @@ impl Group {
 
     /// After a member left or timed out: rebalance the rest, or become Empty (a new generation
     /// with nobody in it, as Kafka's coordinator records it).
-    fn after_departure(&mut self, group: &str, now: Instant) -> Option<String> {
+    fn after_departure(&mut self, group: &str, now: Instant) -> Option<Command> {
         if self.members.is_empty() {
             self.deadline = None;
             self.generation += 1;
             self.state = State::Empty;
-            return Some(empty_line(group, self.generation, &self.protocol));
+            return Some(empty_group(group, self.generation, &self.protocol));
         }
         match self.state {
             State::PreparingRebalance => {
@@ -263,8 +263,9 @@ fn str_bytes(s: &str) -> StrBytes {
     StrBytes::from_string(s.to_string())
 }
 
-pub(crate) fn empty_line(group: &str, generation: i32, protocol: &str) -> String {
-    Rebalance {
+/// The rebalance that leaves a group of real clients Empty at `generation`.
+pub(crate) fn empty_group(group: &str, generation: i32, protocol: &str) -> Command {
+    Command::Rebalance(Rebalance {
         group: group.to_string(),
         generation,
         protocol: if protocol.is_empty() {
@@ -273,8 +274,7 @@ pub(crate) fn empty_line(group: &str, generation: i32, protocol: &str) -> String
             protocol.to_string()
         },
         members: Vec::new(),
-    }
-    .to_string()
+    })
 }
 
 /// The topics in a consumer protocol subscription (a version, then the subscription); none when
@@ -314,19 +314,19 @@ pub(crate) fn assigned_partitions(bytes: &Bytes) -> Vec<TopicPartition> {
         .unwrap_or_default()
 }
 
-/// The groups of real clients, and the lock that keeps their lines in order.
+/// The groups of real clients, and the lock that keeps what they settle in order.
 #[derive(Debug, Default)]
 pub(crate) struct Coordinator {
     pub(crate) groups: Mutex<HashMap<String, Group>>,
     next_member: AtomicU64,
-    /// Held from "the coordinator decided" to "the lab applied its lines".
+    /// Held from "the coordinator decided" to "the lab applied what it decided".
     pub(crate) settle: Mutex<()>,
 }
 
-/// What a request settled: the answer, and lines for the lab.
+/// What a request settled: the answer, and commands for the lab.
 pub(crate) struct Settled<T> {
     pub(crate) answer: T,
-    pub(crate) lines: Vec<String>,
+    pub(crate) commands: Vec<Command>,
 }
 
 /// A JoinGroup either answered at once or waiting for the rebalance to complete.
@@ -335,7 +335,7 @@ pub(crate) enum Join {
     Wait(oneshot::Receiver<JoinGroupResponse>, Duration),
 }
 
-/// A SyncGroup answered at once (with lines for the lab) or waiting for the leader's.
+/// A SyncGroup answered at once (with commands for the lab) or waiting for the leader's.
 pub(crate) enum Sync {
     Now(Settled<SyncGroupResponse>),
     Wait(oneshot::Receiver<SyncGroupResponse>, Duration),
@@ -504,7 +504,7 @@ impl Coordinator {
         let now_answer = |code: i16| {
             Sync::Now(Settled {
                 answer: SyncGroupResponse::default().with_error_code(code),
-                lines: Vec::new(),
+                commands: Vec::new(),
             })
         };
         let mut groups = self.lock();
@@ -533,7 +533,7 @@ impl Coordinator {
             State::PreparingRebalance | State::Empty => now_answer(REBALANCE_IN_PROGRESS),
             State::Stable => Sync::Now(Settled {
                 answer: answer(g, &member),
-                lines: Vec::new(),
+                commands: Vec::new(),
             }),
             State::CompletingRebalance if member == g.leader => {
                 for a in &r.assignments {
@@ -559,16 +559,15 @@ impl Coordinator {
                         },
                     })
                     .collect();
-                let line = Rebalance {
+                let rebalance = Command::Rebalance(Rebalance {
                     group: group.clone(),
                     generation: g.generation,
-                    protocol: String::from(&g.protocol),
+                    protocol: g.protocol.clone(),
                     members,
-                }
-                .to_string();
+                });
                 Sync::Now(Settled {
                     answer: answer(g, &member),
-                    lines: vec![line],
+                    commands: vec![rebalance],
                 })
             }
             State::CompletingRebalance => {
@@ -613,11 +612,11 @@ impl Coordinator {
             r.members.iter().map(|m| m.member_id.to_string()).collect()
         };
         let mut groups = self.lock();
-        let mut lines = Vec::new();
+        let mut commands = Vec::new();
         let Some(g) = groups.get_mut(&group) else {
             return Settled {
                 answer: ids.into_iter().map(|id| (id, UNKNOWN_MEMBER_ID)).collect(),
-                lines,
+                commands,
             };
         };
         let mut answer = Vec::new();
@@ -632,9 +631,9 @@ impl Coordinator {
             }
         }
         if left {
-            lines.extend(g.after_departure(&group, Instant::now()));
+            commands.extend(g.after_departure(&group, Instant::now()));
         }
-        Settled { answer, lines }
+        Settled { answer, commands }
     }
 
     /// A member's commit: `Ok(())` when it may be written, or Kafka's error code.
@@ -656,26 +655,25 @@ impl Coordinator {
         Ok(())
     }
 
-    /// The line a member's accepted commit becomes.
-    pub(crate) fn commit_line(
+    /// What a member's accepted commit becomes.
+    pub(crate) fn commit(
         group: &str,
         member: &str,
         generation: i32,
         offsets: Vec<(TopicPartition, i64)>,
-    ) -> String {
-        CommitOffsets {
+    ) -> Command {
+        Command::CommitOffsets(CommitOffsets {
             group: group.to_string(),
             member: member.to_string(),
             generation,
             offsets,
-        }
-        .to_string()
+        })
     }
 
-    /// Expires sessions and rebalance timeouts: lines for the groups that emptied.
-    pub(crate) fn tick(&self, now: Instant) -> Vec<String> {
+    /// Expires sessions and rebalance timeouts: what the lab learns of the groups that emptied.
+    pub(crate) fn tick(&self, now: Instant) -> Vec<Command> {
         let mut groups = self.lock();
-        let mut lines = Vec::new();
+        let mut commands = Vec::new();
         for (name, g) in groups.iter_mut() {
             g.pending.retain(|_, lapses| now < *lapses);
             // A member waiting inside a JoinGroup is alive for the rebalance's sake.
@@ -690,13 +688,13 @@ impl Coordinator {
                 for id in &expired {
                     g.remove(id);
                 }
-                lines.extend(g.after_departure(name, now));
+                commands.extend(g.after_departure(name, now));
             }
             if g.state == State::PreparingRebalance && g.deadline.is_some_and(|d| now >= d) {
-                lines.extend(g.complete_join(name));
+                commands.extend(g.complete_join(name));
             }
         }
-        lines
+        commands
     }
 }
 
@@ -778,7 +776,11 @@ mod tests {
         };
         assert_eq!(settled.answer.error_code, 0);
         assert_eq!(
-            settled.lines,
+            settled
+                .commands
+                .iter()
+                .map(Command::to_string)
+                .collect::<Vec<_>>(),
             vec![
                 r#"rebalance g generation=1 protocol=range members=[{"id":"rdkafka-1","client":"rdkafka","host":"/127.0.0.1","partitions":{"orders":[0,1]}}]"#
             ]
@@ -823,8 +825,11 @@ mod tests {
             .to_string();
         let _ = now_answer(c.join(&join_request(&id), 5, "rdkafka", "/h", 0));
         // The leader never syncs, never heartbeats: after its session, it is gone.
-        let lines = c.tick(Instant::now() + Duration::from_secs(11));
-        assert_eq!(lines, vec!["rebalance g generation=2 protocol=range members=[]"]);
+        let settled = c.tick(Instant::now() + Duration::from_secs(11));
+        assert_eq!(
+            settled.iter().map(Command::to_string).collect::<Vec<_>>(),
+            vec!["rebalance g generation=2 protocol=range members=[]"]
+        );
         assert!(!c.has_members("g"));
     }
 }

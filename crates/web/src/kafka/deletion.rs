@@ -3,23 +3,20 @@
 //! DeleteGroups and OffsetDelete (KIP-496).
 //!
 //! Each topic or group is decided on its own, as Kafka answers them one by one: each becomes one
-//! lab line (`delete-topic`, `delete-group`, `delete-offsets`) applied by itself, and the lab is
+//! lab command (`delete-topic`, `delete-group`, `delete-offsets`) applied by itself, and the lab is
 //! saved once for the request. The engine holds the rules (only an Empty group is deleted; no
 //! offsets of a topic an active member reads; the lab's own consumers keep their topics); this
 //! module adds what only the listener knows — the real clients in the coordinator right now —
 //! and turns refusals into Kafka's error codes.
 
+use super::change::{self, Failure, GROUP_SUBSCRIBED_TO_TOPIC, NON_EMPTY_GROUP, POLICY_VIOLATION};
 use super::coordinator::Coordinator;
-use super::produce::save_changed;
 use super::producers::Producers;
-use super::{
-    str_bytes, INVALID_GROUP_ID, INVALID_TOPIC_EXCEPTION, NONE, UNKNOWN_SERVER_ERROR,
-    UNKNOWN_TOPIC_OR_PARTITION,
-};
+use super::{str_bytes, INVALID_GROUP_ID, INVALID_TOPIC_EXCEPTION, NONE, UNKNOWN_TOPIC_OR_PARTITION};
 use crate::api::AppState;
 use crate::session::Session;
 use offsetlab_engine::record::TopicPartition;
-use offsetlab_scenario::command::{DeleteGroup, DeleteOffsets, DeleteTopic};
+use offsetlab_scenario::command::{Command, DeleteGroup, DeleteOffsets, DeleteTopic};
 use offsetlab_wire::kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use offsetlab_wire::kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use offsetlab_wire::kafka_protocol::messages::offset_delete_response::{
@@ -29,48 +26,12 @@ use offsetlab_wire::kafka_protocol::messages::{
     DeleteGroupsRequest, DeleteGroupsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
     OffsetDeleteRequest, OffsetDeleteResponse, TopicName,
 };
-use std::sync::MutexGuard;
 
 /// A partition's index and its answer's error code.
 type PartitionCode = (i32, i16);
 
-const POLICY_VIOLATION: i16 = 44;
-const NON_EMPTY_GROUP: i16 = 68;
 const GROUP_ID_NOT_FOUND: i16 = 69;
-const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
 const UNKNOWN_TOPIC_ID: i16 = 100;
-
-/// Why a line did not take effect.
-enum Failed {
-    /// The lab refused it (the engine's reason).
-    Refused(String),
-    /// It applied, but the lab could not be saved: not acknowledged.
-    NotSaved,
-}
-
-/// Applies each line by itself — one topic's or group's refusal is not another's — then saves
-/// the lab once.
-fn apply_each(app: &AppState, mut s: MutexGuard<'_, Session>, lines: &[String]) -> Vec<Result<(), Failed>> {
-    let mut results: Vec<Result<(), Failed>> = lines
-        .iter()
-        .map(|l| {
-            s.apply_lines(std::slice::from_ref(l))
-                .map(|_| ())
-                .map_err(|e| Failed::Refused(e.error))
-        })
-        .collect();
-    if results.iter().any(Result::is_ok) {
-        let saved = save_changed(app, s);
-        if !saved {
-            for r in &mut results {
-                if r.is_ok() {
-                    *r = Err(Failed::NotSaved);
-                }
-            }
-        }
-    }
-    results
-}
 
 /// DeleteTopics. Names only: the lab hands out no topic ids (its Metadata stops before v10), so
 /// a request by id is `UNKNOWN_TOPIC_ID`.
@@ -87,7 +48,7 @@ pub(crate) fn delete_topics(
     };
     let session = app.session();
     let s = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let mut lines = Vec::new();
+    let mut commands = Vec::new();
     // Per name: the index of its line, or its error.
     let mut plan: Vec<Result<usize, (i16, String)>> = Vec::new();
     for name in &names {
@@ -99,7 +60,7 @@ pub(crate) fn delete_topics(
             continue;
         };
         let topic = name.0.to_string();
-        if topic.starts_with("__") {
+        if offsetlab_engine::names::is_internal_topic(&topic) {
             plan.push(Err((
                 INVALID_TOPIC_EXCEPTION,
                 format!("'{topic}' is one of Kafka's internal topics: it cannot be deleted"),
@@ -110,11 +71,11 @@ pub(crate) fn delete_topics(
                 format!("This server does not host this topic: {topic}"),
             )));
         } else {
-            plan.push(Ok(lines.len()));
-            lines.push(DeleteTopic { topic }.to_string());
+            plan.push(Ok(commands.len()));
+            commands.push(Command::DeleteTopic(DeleteTopic { topic }));
         }
     }
-    let results = apply_each(app, s, &lines);
+    let results = change::apply_each(app, s, commands);
     DeleteTopicsResponse::default().with_responses(
         names
             .into_iter()
@@ -122,10 +83,11 @@ pub(crate) fn delete_topics(
             .map(|(name, planned)| {
                 let outcome = planned.and_then(|i| match &results[i] {
                     Ok(()) => Ok(()),
-                    Err(Failed::Refused(e)) => Err((POLICY_VIOLATION, e.clone())),
-                    Err(Failed::NotSaved) => {
-                        Err((UNKNOWN_SERVER_ERROR, "the lab could not be saved".to_string()))
+                    // The lab's own rule: its consumers' topics and open transactions stay.
+                    Err(Failure::Refused(e @ offsetlab_engine::LabError::InvalidArgument(_))) => {
+                        Err((POLICY_VIOLATION, e.to_string()))
                     }
+                    Err(failure) => Err((failure.code(), failure.message())),
                 });
                 if let (Ok(()), Some(n)) = (&outcome, &name) {
                     // Sequence numbers kept for the old partitions would refuse a producer
@@ -166,7 +128,7 @@ pub(crate) fn delete_groups(
     let _settle = coordinator.settle_lock();
     let session = app.session();
     let s = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let mut lines = Vec::new();
+    let mut commands = Vec::new();
     let mut plan: Vec<Result<Option<usize>, i16>> = Vec::new();
     for g in &r.groups_names {
         let group = g.0.to_string();
@@ -182,14 +144,14 @@ pub(crate) fn delete_groups(
         {
             Err(NON_EMPTY_GROUP)
         } else if in_lab {
-            lines.push(DeleteGroup { group }.to_string());
-            Ok(Some(lines.len() - 1))
+            commands.push(Command::DeleteGroup(DeleteGroup { group }));
+            Ok(Some(commands.len() - 1))
         } else {
             // Known only to the coordinator (joined once, never committed): nothing to tombstone.
             Ok(None)
         });
     }
-    let results = apply_each(app, s, &lines);
+    let results = change::apply_each(app, s, commands);
     DeleteGroupsResponse::default().with_results(
         r.groups_names
             .iter()
@@ -197,8 +159,7 @@ pub(crate) fn delete_groups(
             .map(|(g, planned)| {
                 let code = match planned.map(|line| line.map(|i| &results[i])) {
                     Err(code) => code,
-                    Ok(Some(Err(Failed::Refused(_)))) => NON_EMPTY_GROUP,
-                    Ok(Some(Err(Failed::NotSaved))) => UNKNOWN_SERVER_ERROR,
+                    Ok(Some(Err(failure))) => failure.code(),
                     Ok(_) => NONE,
                 };
                 DeletableGroupResult::default()
@@ -228,7 +189,7 @@ pub(crate) fn offset_delete(
         return OffsetDeleteResponse::default().with_error_code(GROUP_ID_NOT_FOUND);
     }
     let subscribed = coordinator.subscribed_topics(&group);
-    let mut lines = Vec::new();
+    let mut commands = Vec::new();
     // Per topic: the index of its line (if it has offsets to delete), and each partition's code.
     let mut plan: Vec<(Option<usize>, Vec<PartitionCode>)> = Vec::new();
     for t in &r.topics {
@@ -265,29 +226,23 @@ pub(crate) fn offset_delete(
             })
             .collect();
         let line = (!committed.is_empty()).then(|| {
-            lines.push(
-                DeleteOffsets {
-                    group: group.clone(),
-                    topic: topic.clone(),
-                    partitions: committed,
-                }
-                .to_string(),
-            );
-            lines.len() - 1
+            commands.push(Command::DeleteOffsets(DeleteOffsets {
+                group: group.clone(),
+                topic: topic.clone(),
+                partitions: committed,
+            }));
+            commands.len() - 1
         });
         plan.push((line, codes));
     }
-    let results = apply_each(app, s, &lines);
+    let results = change::apply_each(app, s, commands);
     OffsetDeleteResponse::default().with_error_code(NONE).with_topics(
         r.topics
             .iter()
             .zip(plan)
             .map(|(t, (line, codes))| {
                 // Refused by the engine: its subscription check; not saved: a server error.
-                let failed = line.and_then(|i| results[i].as_ref().err()).map(|f| match f {
-                    Failed::Refused(_) => GROUP_SUBSCRIBED_TO_TOPIC,
-                    Failed::NotSaved => UNKNOWN_SERVER_ERROR,
-                });
+                let failed = line.and_then(|i| results[i].as_ref().err()).map(Failure::code);
                 OffsetDeleteResponseTopic::default()
                     .with_name(t.name.clone())
                     .with_partitions(

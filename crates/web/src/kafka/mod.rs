@@ -12,6 +12,7 @@
 //! Kafka broker does. The lab is read under the session's lock on a blocking thread.
 
 mod admin;
+mod change;
 mod coordinator;
 mod deletion;
 mod produce;
@@ -21,8 +22,11 @@ mod transactions;
 use crate::api::AppState;
 use crate::session::Session;
 use bytes::{Bytes, BytesMut};
+use offsetlab_engine::lab::ResetSpec;
 use offsetlab_engine::record::TopicPartition;
 use offsetlab_engine::txn::IsolationLevel;
+use offsetlab_engine::LabError;
+use offsetlab_scenario::command::{Command, ResetOffsets};
 use offsetlab_wire::frame::{bytes_wanted, split_frame, DEFAULT_MAX_FRAME};
 use offsetlab_wire::kafka_protocol::messages::consumer_protocol_assignment::TopicPartition as AssignedTopicPartition;
 use offsetlab_wire::kafka_protocol::messages::describe_groups_response::{
@@ -113,18 +117,6 @@ struct Broker {
     coordinator: coordinator::Coordinator,
 }
 
-/// Applies lines the coordinator settled, in order (the caller holds its settle lock); `false`
-/// (with a warning) when the lab refused them.
-fn settle_lines(app: &AppState, lines: &[String]) -> bool {
-    let session = app.session();
-    let s = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let ok = produce::apply_and_save(app, s, lines);
-    if !ok {
-        eprintln!("offsetlab: the lab refused what the group coordinator settled: {lines:?}");
-    }
-    ok
-}
-
 /// Accepts connections until the runtime stops.
 pub async fn serve(listener: TcpListener, app: AppState, config: KafkaConfig) {
     let broker = Arc::new(Broker {
@@ -137,7 +129,7 @@ pub async fn serve(listener: TcpListener, app: AppState, config: KafkaConfig) {
         let (app, broker) = (app.clone(), Arc::clone(&broker));
         let _ = tokio::task::spawn_blocking(move || {
             let _settle = broker.coordinator.settle_lock();
-            let lines: Vec<String> = {
+            let emptied: Vec<_> = {
                 let session = app.session();
                 let s = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                 s.lab()
@@ -145,13 +137,11 @@ pub async fn serve(listener: TcpListener, app: AppState, config: KafkaConfig) {
                     .values()
                     .filter_map(|g| {
                         let e = g.external.as_ref().filter(|e| !e.members.is_empty())?;
-                        Some(coordinator::empty_line(&g.name, g.generation + 1, &e.protocol))
+                        Some(coordinator::empty_group(&g.name, g.generation + 1, &e.protocol))
                     })
                     .collect()
             };
-            if !lines.is_empty() {
-                settle_lines(&app, &lines);
-            }
+            let _ = change::settle(&app, emptied);
         })
         .await;
     }
@@ -165,10 +155,8 @@ pub async fn serve(listener: TcpListener, app: AppState, config: KafkaConfig) {
                 let (app, broker) = (app.clone(), Arc::clone(&broker));
                 let _ = tokio::task::spawn_blocking(move || {
                     let _settle = broker.coordinator.settle_lock();
-                    let lines = broker.coordinator.tick(std::time::Instant::now());
-                    if !lines.is_empty() {
-                        settle_lines(&app, &lines);
-                    }
+                    let settled = broker.coordinator.tick(std::time::Instant::now());
+                    let _ = change::settle(&app, settled);
                 })
                 .await;
             }
@@ -439,10 +427,8 @@ async fn answer(
             let decided = tokio::task::spawn_blocking(move || {
                 let _settle = broker2.coordinator.settle_lock();
                 match broker2.coordinator.sync(&r) {
-                    coordinator::Sync::Now(settled) => {
-                        if !settled.lines.is_empty() {
-                            settle_lines(&app, &settled.lines);
-                        }
+                    coordinator::Sync::Now(mut settled) => {
+                        let _ = change::settle(&app, std::mem::take(&mut settled.commands));
                         coordinator::Sync::Now(settled)
                     }
                     wait => wait,
@@ -467,9 +453,7 @@ async fn answer(
             let per_member = tokio::task::spawn_blocking(move || {
                 let _settle = broker.coordinator.settle_lock();
                 let settled = broker.coordinator.leave(&r);
-                if !settled.lines.is_empty() {
-                    settle_lines(&app, &settled.lines);
-                }
+                let _ = change::settle(&app, settled.commands);
                 settled.answer
             })
             .await
@@ -694,11 +678,12 @@ fn offset_fetch(s: &Session, r: &OffsetFetchRequest) -> OffsetFetchResponse {
 }
 
 /// A commit from outside the group — what `kafka-consumer-groups.sh --reset-offsets --execute`
-/// and an admin client's `alterConsumerGroupOffsets` send (no member id, generation −1) — becomes
-/// the lab's own `reset-offsets … execute` lines, one batch, so the lab's history, export and
-/// undo see it like any other action. A group with members refuses it, as Kafka's coordinator
-/// does (UNKNOWN_MEMBER_ID). A member's commit (a member id and its generation) is checked by
-/// the group coordinator and becomes a `commit-offsets` line.
+/// and an admin client's `alterConsumerGroupOffsets` send (no member id, generation −1) —
+/// becomes the lab's own `reset-offsets … execute` commands, one batch, so the lab's history,
+/// export and undo see it like any other action. A group with members refuses it, as Kafka's
+/// coordinator does (UNKNOWN_MEMBER_ID). A member's commit (a member id and its generation) is
+/// checked by the group coordinator and becomes a `commit-offsets` command. Either way a
+/// partition the lab does not have is UNKNOWN_TOPIC_OR_PARTITION and the rest are stored.
 fn offset_commit(
     app: &AppState,
     coordinator: &coordinator::Coordinator,
@@ -726,93 +711,78 @@ fn offset_commit(
                 .collect(),
         )
     };
-    // A member's commit: checked by the coordinator, written as a `commit-offsets` line.
-    if !r.member_id.is_empty() || r.generation_id_or_member_epoch >= 0 {
-        let member = r.member_id.to_string();
-        let generation = r.generation_id_or_member_epoch;
-        let _settle = coordinator.settle_lock();
-        if let Err(code) = coordinator.check_commit(&group, &member, generation) {
-            return respond(&|_, _| code);
-        }
-        let known: std::collections::BTreeSet<(String, i32)> = {
-            let session = app.session();
-            let s = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            r.topics
-                .iter()
-                .flat_map(|t| {
-                    t.partitions
-                        .iter()
-                        .map(move |p| (t.name.0.to_string(), p.partition_index))
-                })
-                .filter(|(t, p)| s.lab().partition_log(&TopicPartition::new(t.clone(), *p)).is_ok())
-                .collect()
-        };
-        let offsets: Vec<(TopicPartition, i64)> = r
-            .topics
-            .iter()
-            .flat_map(|t| {
-                t.partitions.iter().map(move |p| {
-                    (
-                        TopicPartition::new(t.name.0.to_string(), p.partition_index),
-                        p.committed_offset,
-                    )
-                })
-            })
-            .filter(|(tp, _)| known.contains(&(tp.topic.clone(), tp.partition)))
-            .collect();
-        let stored = offsets.is_empty()
-            || settle_lines(
-                app,
-                &[coordinator::Coordinator::commit_line(
-                    &group, &member, generation, offsets,
-                )],
-            );
-        return respond(&|t, p| {
-            if !known.contains(&(t.to_string(), p)) {
-                UNKNOWN_TOPIC_OR_PARTITION
-            } else if stored {
-                NONE
-            } else {
-                UNKNOWN_SERVER_ERROR
-            }
-        });
+    if group.is_empty() {
+        return respond(&|_, _| INVALID_GROUP_ID);
     }
-    let session = app.session();
-    let mut s = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    // From outside the group (an offset reset): only while nobody is in it.
-    let active = s.lab().group(&group).is_ok_and(|g| g.has_members()) || coordinator.has_members(&group);
-    if active {
-        return respond(&|_, _| UNKNOWN_MEMBER_ID);
-    }
-    let lines: Vec<String> = r
-        .topics
-        .iter()
-        .flat_map(|t| {
-            let group = group.clone();
+    let requested = || {
+        r.topics.iter().flat_map(|t| {
             t.partitions.iter().map(move |p| {
-                format!(
-                    "reset-offsets {group} topic={}:{} to-offset={} execute",
-                    t.name.0.as_str(),
-                    p.partition_index,
-                    p.committed_offset
+                (
+                    TopicPartition::new(t.name.0.to_string(), p.partition_index),
+                    p.committed_offset,
                 )
             })
         })
+    };
+    let member_commit = !r.member_id.is_empty() || r.generation_id_or_member_epoch >= 0;
+    // Held from the coordinator's check to the lab's command, so the two stay in one order.
+    let _settle = coordinator.settle_lock();
+    if member_commit {
+        if let Err(code) = coordinator.check_commit(&group, &r.member_id, r.generation_id_or_member_epoch) {
+            return respond(&|_, _| code);
+        }
+    }
+    let session = app.session();
+    let s = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !member_commit
+        && (s.lab().group(&group).is_ok_and(|g| g.has_members()) || coordinator.has_members(&group))
+    {
+        // From outside the group (an offset reset): only while nobody is in it.
+        return respond(&|_, _| UNKNOWN_MEMBER_ID);
+    }
+    type Offsets = Vec<(TopicPartition, i64)>;
+    let (known, unknown): (Offsets, Offsets) =
+        requested().partition(|(tp, _)| s.lab().partition_log(tp).is_ok());
+    let unknown: std::collections::BTreeSet<(String, i32)> = unknown
+        .into_iter()
+        .map(|(tp, _)| (tp.topic, tp.partition))
         .collect();
-    if lines.is_empty() {
-        return respond(&|_, _| NONE);
-    }
-    match s.apply_lines(&lines) {
-        Ok(_) => {
-            let saved = produce::save_changed(app, s);
-            respond(&|_, _| if saved { NONE } else { UNKNOWN_SERVER_ERROR })
+    let commands: Vec<Command> = if known.is_empty() {
+        Vec::new()
+    } else if member_commit {
+        vec![coordinator::Coordinator::commit(
+            &group,
+            &r.member_id,
+            r.generation_id_or_member_epoch,
+            known,
+        )]
+    } else {
+        known
+            .into_iter()
+            .map(|(tp, offset)| {
+                Command::ResetOffsets(ResetOffsets {
+                    group: group.clone(),
+                    topic: tp.topic,
+                    partitions: Some(vec![tp.partition]),
+                    spec: ResetSpec::ToOffset(offset),
+                    datetime_text: None,
+                    execute: true,
+                })
+            })
+            .collect()
+    };
+    let outcome = change::apply_commands(app, s, commands);
+    respond(&|t, p| {
+        if unknown.contains(&(t.to_string(), p)) {
+            UNKNOWN_TOPIC_OR_PARTITION
+        } else {
+            match &outcome {
+                Ok(()) => NONE,
+                Err(change::Failure::Refused(LabError::InvalidArgument(_))) => INVALID_COMMIT_OFFSET_SIZE,
+                Err(failure) => failure.code(),
+            }
         }
-        Err(e) if e.error.contains("unknown topic") || e.error.contains("has no partition") => {
-            respond(&|_, _| UNKNOWN_TOPIC_OR_PARTITION)
-        }
-        Err(e) if e.status == 400 => respond(&|_, _| INVALID_GROUP_ID),
-        Err(_) => respond(&|_, _| INVALID_COMMIT_OFFSET_SIZE),
-    }
+    })
 }
 
 /// A request frame at least this large is left the only owner of its bytes (see `connection`).

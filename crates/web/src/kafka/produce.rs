@@ -15,6 +15,7 @@
 //! default) does, with one partition (`num.partitions=1`): by a Produce to an unknown topic, or
 //! by a Metadata request that allows it. `--auto-create-topics false` turns that off.
 
+use super::change;
 use super::producers::Verdict;
 use super::Broker;
 use super::{str_bytes, INVALID_TOPIC_EXCEPTION, NONE, UNKNOWN_SERVER_ERROR, UNKNOWN_TOPIC_OR_PARTITION};
@@ -22,8 +23,9 @@ use crate::api::AppState;
 use crate::session::{Change, Session};
 use bytes::Bytes;
 use offsetlab_engine::lab::{SentRecord, MAX_SEND_RECORDS};
+use offsetlab_engine::log::TopicConfig;
 use offsetlab_engine::record::NewRecord;
-use offsetlab_scenario::command::{Command, TxnSend};
+use offsetlab_scenario::command::{Command, CreateTopic, TxnSend};
 use offsetlab_storage::batch::{Batch, BatchHeader};
 use offsetlab_storage::ProducedBatches;
 use offsetlab_wire::compression;
@@ -315,87 +317,41 @@ fn owned_chunks(mut records: Vec<SentRecord>) -> Vec<Vec<SentRecord>> {
     out
 }
 
-/// A name a client may create a topic under: Kafka's legal characters, and not one of its
+/// A name a client may create a topic under: Kafka's legal topic names, but not one of its
 /// internal topics.
 pub(crate) fn creatable(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 249
-        && !name.starts_with("__")
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+    offsetlab_engine::names::topic_name_problem(name).is_none()
+        && !offsetlab_engine::names::is_internal_topic(name)
 }
 
-/// `topic NAME` lines for the unknown topics among `names` that may be created, and the names
-/// that may not (internal or invalid), each with its error code.
-fn creations(s: &Session, names: &[String]) -> (Vec<String>, BTreeMap<String, i16>) {
-    let mut lines = Vec::new();
+/// `topic NAME` commands (one partition, Kafka's defaults) for the unknown topics among
+/// `names` that may be created, and the names that may not (internal or invalid), each with its
+/// error code.
+fn creations(s: &Session, names: &[String]) -> (Vec<CreateTopic>, BTreeMap<String, i16>) {
+    let mut creating: Vec<CreateTopic> = Vec::new();
     let mut refused = BTreeMap::new();
     for name in names {
-        if s.lab().topic(name).is_ok() || lines.iter().any(|l: &String| l == &format!("topic {name}")) {
+        if s.lab().topic(name).is_ok() || creating.iter().any(|c| &c.name == name) {
             continue;
         }
         if creatable(name) {
-            lines.push(format!("topic {name}"));
+            creating.push(CreateTopic {
+                name: name.clone(),
+                config: TopicConfig::default(),
+            });
         } else {
             refused.insert(name.clone(), INVALID_TOPIC_EXCEPTION);
         }
     }
-    (lines, refused)
-}
-
-/// Applies `lines` as one batch and saves the lab (after the fsync under `--flush always`).
-/// `false` when the batch was refused or could not be saved.
-pub(crate) fn apply_and_save(
-    app: &AppState,
-    s: std::sync::MutexGuard<'_, Session>,
-    lines: &[String],
-) -> bool {
-    let mut commands = Vec::with_capacity(lines.len());
-    for line in lines {
-        match Command::parse(line) {
-            Ok(Some(c)) => commands.push(Change::Command(c)),
-            Ok(None) => {}
-            Err(_) => return false,
-        }
-    }
-    apply_changes_and_save(app, s, commands)
-}
-
-/// [`apply_and_save`] for changes the listener built itself (no text round trip).
-pub(crate) fn apply_changes_and_save(
-    app: &AppState,
-    mut s: std::sync::MutexGuard<'_, Session>,
-    changes: Vec<Change>,
-) -> bool {
-    if changes.is_empty() {
-        return true;
-    }
-    if s.apply_changes(changes).is_err() {
-        return false;
-    }
-    save_changed(app, s)
-}
-
-/// Saves the lab after a change and says whether it is durable: at once, or — under
-/// `--flush always` — after the fsync, waited for with the session's lock released.
-pub(crate) fn save_changed(app: &AppState, s: std::sync::MutexGuard<'_, Session>) -> bool {
-    match app.changed(&s) {
-        Ok(Some(pending)) => {
-            drop(s);
-            pending.complete().is_ok()
-        }
-        Ok(None) => true,
-        Err(_) => false,
-    }
+    (creating, refused)
 }
 
 /// Creates the unknown topics among `names` (a Metadata request that allows it).
 pub(crate) fn create_topics(app: &AppState, names: &[String]) {
     let session = app.session();
     let s = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let (lines, _) = creations(&s, names);
-    let _ = apply_and_save(app, s, &lines);
+    let (creating, _) = creations(&s, names);
+    let _ = change::apply_commands(app, s, creating.into_iter().map(Command::Topic).collect());
 }
 
 /// A partition's index in a Produce request and its record batches.
@@ -448,15 +404,10 @@ pub(crate) fn produce(
     } else {
         (Vec::new(), BTreeMap::new())
     };
-    let created: Vec<String> = creating
-        .iter()
-        .filter_map(|l| l.strip_prefix("topic "))
-        .map(String::from)
-        .collect();
+    let created: Vec<String> = creating.iter().map(|c| c.name.clone()).collect();
     let mut changes: Vec<Change> = creating
-        .iter()
-        .filter_map(|l| Command::parse(l).ok().flatten())
-        .map(Change::Command)
+        .into_iter()
+        .map(|c| Change::Command(Command::Topic(c)))
         .collect();
     // Per (topic, partition index in the request): the base offset, or why it was refused.
     let mut answers: Vec<Vec<Result<i64, Refusal>>> = Vec::new();
@@ -571,7 +522,8 @@ pub(crate) fn produce(
         }
         answers.push(topic_answers);
     }
-    let stored = apply_changes_and_save(app, s, changes);
+    let outcome = change::apply(app, s, changes);
+    let stored = outcome.is_ok();
     if stored {
         for (producer, topic, partition, base) in appended {
             broker.producers.appended(producer, &topic, partition, base);
@@ -599,12 +551,19 @@ pub(crate) fn produce(
                                         .with_error_code(NONE)
                                         .with_base_offset(offset)
                                         .with_log_append_time_ms(now),
-                                    Ok(_) => base
-                                        .with_error_code(UNKNOWN_SERVER_ERROR)
+                                    Ok(_) => {
+                                        let failure = outcome.as_ref().err();
+                                        base.with_error_code(
+                                            failure.map_or(UNKNOWN_SERVER_ERROR, |f| f.code()),
+                                        )
                                         .with_base_offset(-1)
-                                        .with_error_message(Some(str_bytes(
-                                            "the lab could not store the records",
-                                        ))),
+                                        .with_error_message(Some(
+                                            str_bytes(&failure.map_or_else(
+                                                || "the lab could not store the records".to_string(),
+                                                change::Failure::message,
+                                            )),
+                                        ))
+                                    }
                                     Err((code, message)) => base
                                         .with_error_code(code)
                                         .with_base_offset(-1)

@@ -4,21 +4,22 @@
 //! The lab's one transaction coordinator (in the engine) keeps the producer ids, epochs, open
 //! transactions, markers and last stable offsets; these handlers check a request's producer id
 //! and epoch against it (an older epoch is a fenced instance: INVALID_PRODUCER_EPOCH) and write
-//! what changes as lines — `init-txn`, `txn-offsets`, `end-txn` (the records themselves come as
-//! `txn-send` lines from Produce). TxnOffsetCommit also passes the group coordinator's check of
+//! what changes as commands — `init-txn`, `txn-offsets`, `end-txn` (the records themselves come
+//! as `txn-send` commands from Produce). TxnOffsetCommit also passes the group coordinator's check of
 //! member and generation (KIP-447), so a zombie consumer cannot commit a transaction's offsets.
 //!
 //! Not modelled: a wall-clock `transaction.timeout.ms` (an abandoned transaction is aborted when
 //! the same `transactional.id` calls initTransactions again, or when the lab's clock passes its
 //! timeout), and KIP-890's server-side defence (EndTxn v5, AddPartitionsToTxn v4+).
 
+use super::change::{self, INVALID_PRODUCER_EPOCH};
 use super::coordinator::Coordinator;
-use super::produce::apply_and_save;
 use super::{NONE, UNKNOWN_SERVER_ERROR, UNKNOWN_TOPIC_OR_PARTITION};
 use crate::api::AppState;
+use crate::session::Change;
 use crate::session::Session;
 use offsetlab_engine::record::TopicPartition;
-use offsetlab_scenario::command::{EndTxn, InitTxn, TxnOffsets};
+use offsetlab_scenario::command::{Command, EndTxn, InitTxn, TxnOffsets};
 use offsetlab_wire::kafka_protocol::messages::add_partitions_to_txn_response::{
     AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult,
 };
@@ -31,7 +32,6 @@ use offsetlab_wire::kafka_protocol::messages::{
     TxnOffsetCommitRequest, TxnOffsetCommitResponse,
 };
 
-const INVALID_PRODUCER_EPOCH: i16 = 47;
 const INVALID_TXN_STATE: i16 = 48;
 const INVALID_TRANSACTION_TIMEOUT: i16 = 50;
 
@@ -60,23 +60,28 @@ pub(crate) fn init_producer_id(
     if r.transaction_timeout_ms <= 0 {
         return refuse(INVALID_TRANSACTION_TIMEOUT);
     }
-    let txn_id = String::from(txn_id);
-    let line = InitTxn {
-        txn_id: txn_id.clone(),
+    let init = Command::InitTxn(InitTxn {
+        txn_id: txn_id.to_string(),
         timeout_ms: i64::from(r.transaction_timeout_ms),
-    }
-    .to_string();
+    });
     let session = app.session();
-    let s = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if !apply_and_save(app, s, &[line]) {
-        return refuse(INVALID_TXN_STATE);
+    let mut s = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Err(e) = s.apply_changes(vec![Change::Command(init)]) {
+        return refuse(match change::Failure::from(e) {
+            change::Failure::Refused(_) => INVALID_TXN_STATE,
+            storage => storage.code(),
+        });
     }
-    let s = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    match s.lab().producers().get(&txn_id) {
-        Some(p) => InitProducerIdResponse::default()
-            .with_producer_id(ProducerId(p.producer_id))
-            .with_producer_epoch(p.epoch),
-        None => refuse(UNKNOWN_SERVER_ERROR),
+    // Read in the same locked step that gave the epoch: a second InitProducerId for this id
+    // cannot slip in between and be answered with the same one.
+    let Some((producer_id, epoch)) = s.lab().producers().get(txn_id).map(|p| (p.producer_id, p.epoch)) else {
+        return refuse(UNKNOWN_SERVER_ERROR);
+    };
+    match change::save(app, s) {
+        Ok(()) => InitProducerIdResponse::default()
+            .with_producer_id(ProducerId(producer_id))
+            .with_producer_epoch(epoch),
+        Err(failure) => refuse(failure.code()),
     }
 }
 
@@ -168,16 +173,15 @@ pub(crate) fn txn_offset_commit(
         code = UNKNOWN_TOPIC_OR_PARTITION;
     }
     if code == NONE && !offsets.is_empty() {
-        let line = TxnOffsets {
+        let offsets = Command::TxnOffsets(TxnOffsets {
             txn_id,
             producer_id: r.producer_id.0,
             epoch: r.producer_epoch,
             group,
             offsets,
-        }
-        .to_string();
-        if !apply_and_save(app, s, &[line]) {
-            code = UNKNOWN_SERVER_ERROR;
+        });
+        if let Err(failure) = change::apply_commands(app, s, vec![offsets]) {
+            code = failure.code();
         }
     }
     TxnOffsetCommitResponse::default().with_topics(
@@ -209,17 +213,15 @@ pub(crate) fn end_txn(app: &AppState, r: &EndTxnRequest) -> EndTxnResponse {
     let code = match current(&s, &txn_id, r.producer_id.0, r.producer_epoch) {
         Err(code) => code,
         Ok(()) => {
-            let line = EndTxn {
+            let end = Command::EndTxn(EndTxn {
                 txn_id,
                 producer_id: r.producer_id.0,
                 epoch: r.producer_epoch,
                 commit: r.committed,
-            }
-            .to_string();
-            if apply_and_save(app, s, &[line]) {
-                NONE
-            } else {
-                UNKNOWN_SERVER_ERROR
+            });
+            match change::apply_commands(app, s, vec![end]) {
+                Ok(()) => NONE,
+                Err(failure) => failure.code(),
             }
         }
     };

@@ -1,0 +1,170 @@
+//! How the listener changes the lab: commands built as values from a request, applied as one
+//! all-or-nothing batch (or one by one, when Kafka answers each item on its own), and the lab
+//! saved before anything is acknowledged. Nothing a client sends is ever formatted into a line
+//! to be parsed again, and a refusal comes back as the engine's typed error, so the Kafka error
+//! code is chosen by its kind ([`code`]) — never by matching a message.
+
+use super::{
+    coordinator::UNKNOWN_MEMBER_ID, INVALID_GROUP_ID, INVALID_TOPIC_EXCEPTION, UNKNOWN_SERVER_ERROR,
+    UNKNOWN_TOPIC_OR_PARTITION,
+};
+use crate::api::AppState;
+use crate::session::{ActionError, Change, Session};
+use offsetlab_engine::LabError;
+use offsetlab_scenario::command::Command;
+use std::sync::MutexGuard;
+
+/// Kafka's `TOPIC_ALREADY_EXISTS`.
+pub(crate) const TOPIC_ALREADY_EXISTS: i16 = 36;
+/// Kafka's `KAFKA_STORAGE_ERROR`: the log directory failed (a full disk, no file descriptors
+/// left). The request fails; the broker goes on serving.
+pub(crate) const KAFKA_STORAGE_ERROR: i16 = 56;
+/// Kafka's `NON_EMPTY_GROUP`.
+pub(crate) const NON_EMPTY_GROUP: i16 = 68;
+/// Kafka's `GROUP_SUBSCRIBED_TO_TOPIC` (KIP-496).
+pub(crate) const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
+/// Kafka's `INVALID_PRODUCER_EPOCH`.
+pub(crate) const INVALID_PRODUCER_EPOCH: i16 = 47;
+/// Kafka's `POLICY_VIOLATION`.
+pub(crate) const POLICY_VIOLATION: i16 = 44;
+
+/// Why a change the listener asked for did not take effect.
+#[derive(Debug, Clone)]
+pub(crate) enum Failure {
+    /// The lab refused it: nothing happened.
+    Refused(LabError),
+    /// It applied, but the lab could not be saved (or its storage failed while applying it):
+    /// not acknowledged.
+    Storage(String),
+}
+
+impl Failure {
+    /// The Kafka error code a client gets for it.
+    pub(crate) fn code(&self) -> i16 {
+        match self {
+            Failure::Refused(e) => code(e),
+            Failure::Storage(_) => KAFKA_STORAGE_ERROR,
+        }
+    }
+
+    pub(crate) fn message(&self) -> String {
+        match self {
+            Failure::Refused(e) => e.to_string(),
+            Failure::Storage(e) => format!("the lab could not store this: {e}"),
+        }
+    }
+}
+
+impl From<ActionError> for Failure {
+    fn from(e: ActionError) -> Self {
+        match e.cause.map(|c| *c) {
+            Some(LabError::Storage(s)) => Failure::Storage(s),
+            Some(cause) => Failure::Refused(cause),
+            // Only the session itself fails without an engine reason (a line that could not be
+            // undone, a generation that could not be written): storage.
+            None => Failure::Storage(e.error),
+        }
+    }
+}
+
+/// The Kafka error code for an engine refusal, by its kind. Refusals with no error of their own
+/// in Kafka (the lab's own rules) are `POLICY_VIOLATION` where a policy is what refused them,
+/// else `UNKNOWN_SERVER_ERROR`; callers with a more precise code for their request use it.
+pub(crate) fn code(e: &LabError) -> i16 {
+    match e {
+        LabError::UnknownTopic(_) | LabError::UnknownPartition { .. } => UNKNOWN_TOPIC_OR_PARTITION,
+        LabError::InvalidTopic { .. } => INVALID_TOPIC_EXCEPTION,
+        LabError::InvalidGroupId(_) => INVALID_GROUP_ID,
+        LabError::TopicExists(_) => TOPIC_ALREADY_EXISTS,
+        LabError::GroupNotEmpty { .. } => NON_EMPTY_GROUP,
+        LabError::GroupSubscribedToTopic { .. } => GROUP_SUBSCRIBED_TO_TOPIC,
+        LabError::GroupActive { .. } => UNKNOWN_MEMBER_ID,
+        LabError::Storage(_) => KAFKA_STORAGE_ERROR,
+        _ => UNKNOWN_SERVER_ERROR,
+    }
+}
+
+/// Saves the lab after a change: at once, or — under `--flush always` — after the fsync,
+/// waited for with the session's lock released. `Ok` only once the change is durable.
+pub(crate) fn save(app: &AppState, s: MutexGuard<'_, Session>) -> Result<(), Failure> {
+    match app.changed(&s) {
+        Ok(Some(pending)) => {
+            drop(s);
+            pending.complete().map_err(|e| Failure::Storage(e.to_string()))
+        }
+        Ok(None) => Ok(()),
+        Err(e) => Err(Failure::Storage(e.to_string())),
+    }
+}
+
+/// Applies `changes` as one batch, all or none, and saves the lab.
+pub(crate) fn apply(
+    app: &AppState,
+    mut s: MutexGuard<'_, Session>,
+    changes: Vec<Change>,
+) -> Result<(), Failure> {
+    if changes.is_empty() {
+        return Ok(());
+    }
+    s.apply_changes(changes)?;
+    save(app, s)
+}
+
+/// [`apply`] for commands.
+pub(crate) fn apply_commands(
+    app: &AppState,
+    s: MutexGuard<'_, Session>,
+    commands: Vec<Command>,
+) -> Result<(), Failure> {
+    apply(app, s, commands.into_iter().map(Change::Command).collect())
+}
+
+/// Applies each command by itself — one topic's or group's refusal is not another's — then
+/// saves the lab once; each command's outcome.
+pub(crate) fn apply_each(
+    app: &AppState,
+    mut s: MutexGuard<'_, Session>,
+    commands: Vec<Command>,
+) -> Vec<Result<(), Failure>> {
+    let mut results: Vec<Result<(), Failure>> = commands
+        .into_iter()
+        .map(|c| {
+            s.apply_changes(vec![Change::Command(c)])
+                .map(|_| ())
+                .map_err(Failure::from)
+        })
+        .collect();
+    if results.iter().any(Result::is_ok) {
+        if let Err(failure) = save(app, s) {
+            for r in &mut results {
+                if r.is_ok() {
+                    *r = Err(failure.clone());
+                }
+            }
+        }
+    }
+    results
+}
+
+/// Applies what the group coordinator settled, in order (the caller holds its settle lock).
+/// A refusal is printed: the coordinator and the lab disagree, which the lab's own checks exist
+/// to catch.
+pub(crate) fn settle(app: &AppState, commands: Vec<Command>) -> Result<(), Failure> {
+    if commands.is_empty() {
+        return Ok(());
+    }
+    let shown: Vec<String> = commands
+        .iter()
+        .map(|c| offsetlab_scenario::error::truncated(&c.to_string(), 200))
+        .collect();
+    let session = app.session();
+    let s = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let result = apply_commands(app, s, commands);
+    if let Err(e) = &result {
+        eprintln!(
+            "offsetlab: the lab refused what the group coordinator settled ({}): {shown:?}",
+            e.message()
+        );
+    }
+    result
+}
