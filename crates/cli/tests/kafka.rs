@@ -915,3 +915,212 @@ fn a_fetch_keeps_to_its_byte_limits() {
     let first_only = fetch(&mut s, 1, i32::MAX);
     assert_eq!(first_only, vec![one_each[0], 0]);
 }
+
+/// A lab on `data` with its Kafka listener, for tests that restart it.
+fn lab_in(data: &str) -> (Lab, String) {
+    let lab = serve(&["--data", data, "--http", "127.0.0.1:0", "--kafka", "127.0.0.1:0"]);
+    let kafka = lab.kafka();
+    (lab, kafka)
+}
+
+/// Kafka's topic names work end to end whatever they look like — a leading dot, 249 characters
+/// (a partition directory of 255 bytes, and longer names for what the lab keeps beside it) — and
+/// survive a restart; `.` and `..` are refused as Kafka refuses them.
+#[test]
+fn every_legal_topic_name_works_end_to_end_and_survives_a_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().display().to_string();
+    let long = format!("x{}", "y".repeat(248));
+    let dotted = format!(".{}", "z".repeat(248));
+    let topics = [".hidden", long.as_str(), dotted.as_str(), "a.b_c-D9"];
+    {
+        let (_lab, kafka) = lab_in(&data);
+        for topic in topics {
+            let (_, err) = kcat(&["-b", &kafka, "-P", "-t", topic, "-K", ":"], Some("k:v\n"));
+            assert!(!err.contains("ERROR"), "{topic}: {err}");
+            assert_eq!(read_back(&kafka, topic), "0 k=v|", "{topic}");
+        }
+        for bad in [".", ".."] {
+            let (_, err) = kcat(&["-b", &kafka, "-P", "-t", bad, "-K", ":"], Some("k:v\n"));
+            assert!(
+                err.contains("Invalid topic") || err.contains("invalid"),
+                "{bad}: {err}"
+            );
+        }
+    } // kill -9
+    let (lab, kafka) = lab_in(&data);
+    assert!(lab.banner.contains("lab restored"), "{}", lab.banner);
+    for topic in topics {
+        assert_eq!(read_back(&kafka, topic), "0 k=v|", "{topic} after a restart");
+        let (_, err) = kcat(&["-b", &kafka, "-P", "-t", topic, "-K", ":"], Some("k2:w\n"));
+        assert!(!err.contains("ERROR"), "{topic}: {err}");
+        assert_eq!(read_back(&kafka, topic), "0 k=v|1 k2=w|", "{topic}");
+    }
+    // An undo reads the kept batches back under their names.
+    let res = http(
+        &lab.addr,
+        "POST",
+        "/api/actions",
+        r#"{"lines":["produce orders count=1","poll nobody"]}"#,
+    )
+    .expect("actions");
+    assert!(res.starts_with("HTTP/1.1 422"), "{res}");
+    for topic in topics {
+        assert_eq!(read_back(&kafka, topic), "0 k=v|1 k2=w|", "{topic} after an undo");
+    }
+}
+
+/// The committed offset of `group` for `topic`-0, as OffsetFetch answers it.
+fn fetch_offset(s: &mut TcpStream, group: &str, topic: &str) -> i64 {
+    use offsetlab_wire::kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
+    use offsetlab_wire::kafka_protocol::messages::{
+        ApiKey, GroupId, OffsetFetchRequest, RequestKind, ResponseKind, TopicName,
+    };
+    use offsetlab_wire::kafka_protocol::protocol::StrBytes;
+    let request = OffsetFetchRequest::default()
+        .with_group_id(GroupId(StrBytes::from_string(group.to_string())))
+        .with_topics(Some(vec![OffsetFetchRequestTopic::default()
+            .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+            .with_partition_indexes(vec![0])]));
+    let ResponseKind::OffsetFetch(r) = call(s, ApiKey::OffsetFetch, 5, 7, &RequestKind::OffsetFetch(request))
+    else {
+        panic!("not an offset fetch response");
+    };
+    r.topics[0].partitions[0].committed_offset
+}
+
+/// An OffsetCommit from outside a group, as `alterConsumerGroupOffsets` sends it.
+fn commit_outside(s: &mut TcpStream, group: &str, topic: &str, offset: i64) -> i16 {
+    use offsetlab_wire::kafka_protocol::messages::offset_commit_request::{
+        OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+    };
+    use offsetlab_wire::kafka_protocol::messages::{
+        ApiKey, GroupId, OffsetCommitRequest, RequestKind, ResponseKind, TopicName,
+    };
+    use offsetlab_wire::kafka_protocol::protocol::StrBytes;
+    let request = OffsetCommitRequest::default()
+        .with_group_id(GroupId(StrBytes::from_string(group.to_string())))
+        .with_generation_id_or_member_epoch(-1)
+        .with_topics(vec![OffsetCommitRequestTopic::default()
+            .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+            .with_partitions(vec![OffsetCommitRequestPartition::default()
+                .with_partition_index(0)
+                .with_committed_offset(offset)])]);
+    let ResponseKind::OffsetCommit(r) =
+        call(s, ApiKey::OffsetCommit, 5, 9, &RequestKind::OffsetCommit(request))
+    else {
+        panic!("not an offset commit response");
+    };
+    r.topics[0].partitions[0].error_code
+}
+
+/// What a client sends is a value, never text for a line: a topic name that would read as more
+/// of a `reset-offsets` line is an unknown topic and resets nothing, and group ids no plain word
+/// could hold commit, read back and survive a restart.
+#[test]
+fn a_clients_strings_never_become_part_of_a_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().display().to_string();
+    let odd = [
+        "a group",
+        "g#1",
+        "k=v",
+        "ü-gruppe",
+        "\"quoted\"",
+        "tab\tnew\nline",
+        "x y # z = [1]",
+    ];
+    {
+        let (lab, kafka) = lab_in(&data);
+        act(&lab, &["reset-offsets rg topic=orders to-offset=7 execute"]);
+        let mut s = TcpStream::connect(&kafka).expect("connect");
+        assert_eq!(fetch_offset(&mut s, "rg", "orders"), 7);
+        let code = commit_outside(&mut s, "rg", "orders:0 to-offset=3 execute #", 5);
+        assert_eq!(code, 3, "UNKNOWN_TOPIC_OR_PARTITION");
+        assert_eq!(fetch_offset(&mut s, "rg", "orders"), 7, "nothing was reset");
+        for (i, group) in odd.iter().enumerate() {
+            assert_eq!(
+                commit_outside(&mut s, group, "orders", 2 + i as i64),
+                0,
+                "{group:?}"
+            );
+            assert_eq!(fetch_offset(&mut s, group, "orders"), 2 + i as i64, "{group:?}");
+        }
+        // `a group` and `a_group` are two groups.
+        assert_eq!(fetch_offset(&mut s, "a_group", "orders"), -1);
+    } // kill -9
+    let (_lab, kafka) = lab_in(&data);
+    let mut s = TcpStream::connect(&kafka).expect("connect");
+    assert_eq!(fetch_offset(&mut s, "rg", "orders"), 7);
+    for (i, group) in odd.iter().enumerate() {
+        assert_eq!(
+            fetch_offset(&mut s, group, "orders"),
+            2 + i as i64,
+            "{group:?} after a restart"
+        );
+    }
+}
+
+/// InitProducerId for one transactional id from many connections at once: each gets an epoch
+/// of its own (the epoch is read in the step that allocated it), so exactly one is current.
+#[test]
+fn concurrent_init_producer_ids_for_one_id_get_distinct_epochs() {
+    use offsetlab_wire::kafka_protocol::messages::{
+        ApiKey, InitProducerIdRequest, RequestKind, ResponseKind, TransactionalId,
+    };
+    use offsetlab_wire::kafka_protocol::protocol::StrBytes;
+    let (_lab, kafka) = lab();
+    let answers: Vec<(i16, i64, i16)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..16)
+            .map(|i| {
+                let kafka = kafka.clone();
+                scope.spawn(move || {
+                    let mut s = TcpStream::connect(&kafka).expect("connect");
+                    let request = InitProducerIdRequest::default()
+                        .with_transactional_id(Some(TransactionalId(StrBytes::from_static_str("tx a"))))
+                        .with_transaction_timeout_ms(60_000);
+                    let ResponseKind::InitProducerId(r) = call(
+                        &mut s,
+                        ApiKey::InitProducerId,
+                        1,
+                        i,
+                        &RequestKind::InitProducerId(request),
+                    ) else {
+                        panic!("not an InitProducerId response");
+                    };
+                    (r.error_code, r.producer_id.0, r.producer_epoch)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("thread")).collect()
+    });
+    assert!(answers.iter().all(|a| a.0 == 0), "{answers:?}");
+    let mut epochs: Vec<i16> = answers.iter().map(|a| a.2).collect();
+    epochs.sort_unstable();
+    epochs.dedup();
+    assert_eq!(
+        epochs.len(),
+        answers.len(),
+        "every call its own epoch: {answers:?}"
+    );
+    // `tx_a` is another transactional id: its own producer, fencing nobody.
+    let mut s = TcpStream::connect(&kafka).expect("connect");
+    let request = InitProducerIdRequest::default()
+        .with_transactional_id(Some(TransactionalId(StrBytes::from_static_str("tx_a"))))
+        .with_transaction_timeout_ms(60_000);
+    let ResponseKind::InitProducerId(r) = call(
+        &mut s,
+        ApiKey::InitProducerId,
+        1,
+        99,
+        &RequestKind::InitProducerId(request),
+    ) else {
+        panic!("not an InitProducerId response");
+    };
+    assert_eq!(r.error_code, 0);
+    assert_eq!(r.producer_epoch, 0, "a fresh id starts at epoch 0");
+    assert!(
+        answers.iter().all(|a| a.1 != r.producer_id.0),
+        "a producer id of its own"
+    );
+}

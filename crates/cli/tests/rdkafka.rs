@@ -437,3 +437,61 @@ fn a_fetch_waits_for_min_bytes_then_answers_with_what_there_is() {
     // The lab caps a fetch's wait at 500 ms; without min.bytes it would answer at once.
     assert!(started.elapsed() >= Duration::from_millis(500), "after the wait");
 }
+
+/// Group ids are any string Kafka accepts: a group whose id has spaces, `#`, `=` and non-ASCII
+/// joins, consumes, commits as a member, shows in the lab, and is there after a restart; a
+/// client id with the same characters is kept as sent.
+#[test]
+fn a_group_with_any_id_commits_and_survives_a_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().display().to_string();
+    let args = ["--data", &data, "--http", "127.0.0.1:0", "--kafka", "127.0.0.1:0"];
+    let group = "my group #1 = ü";
+    let lab = serve(&args);
+    let c: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", lab.kafka())
+        .set("group.id", group)
+        .set("client.id", "svc a/b #2")
+        .set("enable.auto.commit", "false")
+        .set("auto.offset.reset", "earliest")
+        .create()
+        .expect("consumer");
+    c.subscribe(&["orders"]).expect("subscribe");
+    assert_eq!(take(&c, 12).len(), 12);
+    let mut done = TopicPartitionList::new();
+    done.add_partition_offset("orders", 0, Offset::Offset(9))
+        .expect("tpl");
+    c.commit(&done, CommitMode::Sync).expect("the commit lands");
+    let state = ok_json(&http(&lab.addr, "GET", "/api/state", "").expect("state")).expect("state");
+    assert_eq!(
+        state["groups"][group]["committed"]["orders-0"], 9,
+        "{}",
+        state["groups"]
+    );
+    let scenario = http(&lab.addr, "GET", "/api/scenario", "").expect("scenario");
+    assert!(scenario.contains(r#""client":"svc a/b #2""#), "{scenario}");
+    drop(lab); // kill -9 while `c` is a member
+    drop(c);
+    let lab = serve(&args);
+    let state = ok_json(&http(&lab.addr, "GET", "/api/state", "").expect("state")).expect("state");
+    assert_eq!(
+        state["groups"][group]["committed"]["orders-0"], 9,
+        "{}",
+        state["groups"]
+    );
+    let c = consumer(&lab.kafka(), group);
+    let committed = c
+        .committed_offsets(
+            {
+                let mut tpl = TopicPartitionList::new();
+                tpl.add_partition("orders", 0);
+                tpl
+            },
+            Duration::from_secs(5),
+        )
+        .expect("committed");
+    assert_eq!(
+        committed.find_partition("orders", 0).map(|p| p.offset()),
+        Some(Offset::Offset(9))
+    );
+}
