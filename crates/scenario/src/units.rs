@@ -38,6 +38,17 @@ pub fn integer(s: &str) -> Result<i64, String> {
     s.parse().map_err(|_| format!("'{s}' is not an integer"))
 }
 
+/// An instant (epoch milliseconds) as an RFC 3339 datetime in UTC, with milliseconds when it
+/// has any: what [`instant_ms`] reads back.
+pub fn rfc3339(ms: i64) -> String {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(u64::try_from(ms).unwrap_or(0));
+    if ms % 1000 == 0 {
+        humantime::format_rfc3339_seconds(t).to_string()
+    } else {
+        humantime::format_rfc3339_millis(t).to_string()
+    }
+}
+
 /// An instant in epoch milliseconds: an RFC 3339 datetime (`2026-01-01T06:00:00Z`; without a
 /// zone it is UTC, as `kafka-consumer-groups.sh` reads it), or a duration after the lab's start
 /// (`5s` is `t=5s`).

@@ -140,7 +140,13 @@ impl fmt::Display for StartConsumer {
         if c.async_commit_latency_ms != d.async_commit_latency_ms {
             write!(f, " async-latency={}", format_duration(c.async_commit_latency_ms))?;
         }
-        if c.isolation != d.isolation {
+        // What `parse` assumes without the option: read_committed for a kafka-tx consumer.
+        let default_isolation = if c.sink == offsetlab_engine::sink::SinkKind::KafkaTx {
+            offsetlab_engine::txn::IsolationLevel::ReadCommitted
+        } else {
+            d.isolation
+        };
+        if c.isolation != default_isolation {
             write!(f, " isolation={}", c.isolation)?;
         }
         if let Some(out) = &c.output {

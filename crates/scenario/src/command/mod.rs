@@ -42,7 +42,7 @@ pub use process::Process;
 pub use produce::Produce;
 pub use reset_offsets::ResetOffsets;
 pub use restart_coordinator::RestartCoordinator;
-pub use seek::Seek;
+pub use seek::{Seek, SeekTo};
 pub use send::Send;
 pub use send_stored::SendStored;
 pub use tick::Tick;

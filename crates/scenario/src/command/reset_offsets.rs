@@ -119,7 +119,7 @@ impl fmt::Display for ResetOffsets {
             ResetSpec::ShiftBy(n) => write!(f, " shift-by={n}")?,
             ResetSpec::ToDatetime(ts) => match &self.datetime_text {
                 Some(t) => write!(f, " to-datetime={}", Quoted(t))?,
-                None => write!(f, " to-datetime={}", offsetlab_engine::clock::format_instant(ts))?,
+                None => write!(f, " to-datetime={}", crate::units::rfc3339(ts))?,
             },
             ResetSpec::ByDuration(d) => write!(f, " by-duration={}", format_duration(d))?,
         }

@@ -1,0 +1,528 @@
+//! Every command, written as a line, parses back to the same command — for every value the lab
+//! accepts: names at their length limits and with leading dots, keys and ids with spaces, both
+//! quotes, `#`, `=`, brackets, tabs, control characters and non-ASCII, empty strings. This is
+//! what makes the history, undo, restart and export agree.
+
+use offsetlab_engine::consumer::{Assignor, ConsumerConfig};
+use offsetlab_engine::group::ExternalMember;
+use offsetlab_engine::lab::{ProduceSpec, ResetSpec, SentRecord};
+use offsetlab_engine::log::config::CleanupPolicy;
+use offsetlab_engine::log::TopicConfig;
+use offsetlab_engine::record::TopicPartition;
+use offsetlab_engine::sink::SinkKind;
+use offsetlab_engine::strategy::{AutoOffsetReset, CommitStrategy};
+use offsetlab_engine::txn::IsolationLevel;
+use offsetlab_scenario::command::*;
+use offsetlab_scenario::units::rfc3339;
+use proptest::prelude::*;
+
+/// Text with every character that means something to the tokenizer, and anything at all.
+fn text() -> BoxedStrategy<String> {
+    prop_oneof![
+        "[a-z0-9._-]{1,8}",
+        "[ \t#=\"'{}\\[\\]\\\\a-z0-9._:,@/+\n\r\u{0}\u{1b}\u{7f}\u{85}\u{a0}\u{2028}\u{feff}é€😀-]{0,12}",
+        any::<String>(),
+        Just(String::new()),
+        Just("=".to_string()),
+        Just("#".to_string()),
+        Just("execute".to_string()),
+        Just("\"quoted\"".to_string()),
+        Just("'single'".to_string()),
+        "x{200,300}",
+    ]
+    .boxed()
+}
+
+fn nonempty_text() -> impl Strategy<Value = String> {
+    text().prop_filter("not empty", |s| !s.is_empty())
+}
+
+/// Kafka's legal topic names: `[a-zA-Z0-9._-]`, 1 to 249 characters, never `.` or `..`.
+fn topic() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "[a-zA-Z0-9._-]{1,12}",
+        "\\.[a-z]{1,5}",
+        "[a-zA-Z0-9._-]{249}",
+        "\\.[a-z_]{248}",
+    ]
+    .prop_filter("Kafka refuses . and ..", |t| t != "." && t != "..")
+}
+
+/// A JSON document as text, in the forms people write it.
+fn json() -> BoxedStrategy<String> {
+    let leaf = prop_oneof![
+        Just(serde_json::Value::Null),
+        any::<bool>().prop_map(serde_json::Value::from),
+        any::<i64>().prop_map(serde_json::Value::from),
+        text().prop_map(serde_json::Value::from),
+    ];
+    let value = leaf.prop_recursive(3, 16, 4, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::from),
+            proptest::collection::btree_map(text(), inner, 0..4)
+                .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+        ]
+    });
+    (value, 0..3u8, any::<bool>())
+        .prop_map(|(v, form, lead)| {
+            let body = match form {
+                0 => serde_json::to_string(&v),
+                _ => serde_json::to_string_pretty(&v),
+            }
+            .unwrap_or_default();
+            if lead {
+                format!(" {body}")
+            } else {
+                body
+            }
+        })
+        .prop_filter("null is a tombstone", |v| v != "null")
+        .boxed()
+}
+
+fn duration() -> impl Strategy<Value = i64> {
+    prop_oneof![
+        Just(0i64),
+        1..=10_000i64,
+        (1..=36_500i64).prop_map(|d| d * 86_400_000),
+        0..=3_153_600_000_000i64,
+    ]
+}
+
+fn positive_duration() -> impl Strategy<Value = i64> {
+    duration().prop_map(|d| d.max(1))
+}
+
+/// An instant between the lab's start and a century later.
+fn instant() -> impl Strategy<Value = i64> {
+    let start = 1_767_225_600_000i64;
+    prop_oneof![
+        (0..=36_500i64).prop_map(move |d| start + d * 86_400_000),
+        (0..=3_153_600_000_000i64).prop_map(move |ms| start + ms),
+    ]
+}
+
+fn partition() -> impl Strategy<Value = i32> {
+    prop_oneof![0..=3i32, Just(10_000)]
+}
+
+fn offsets() -> impl Strategy<Value = Vec<(TopicPartition, i64)>> {
+    proptest::collection::vec(
+        (topic(), partition(), prop_oneof![0..=100i64, Just(i64::MAX)])
+            .prop_map(|(t, p, o)| (TopicPartition::new(t, p), o)),
+        1..4,
+    )
+}
+
+fn records() -> impl Strategy<Value = Vec<SentRecord>> {
+    proptest::collection::vec(
+        (proptest::option::of(text()), proptest::option::of(text()))
+            .prop_map(|(key, value)| SentRecord { key, value }),
+        1..5,
+    )
+}
+
+fn producer() -> impl Strategy<Value = (i64, i16)> {
+    (
+        prop_oneof![0..=10i64, Just(i64::MAX)],
+        prop_oneof![0..=3i16, Just(i16::MAX)],
+    )
+}
+
+fn topic_config() -> impl Strategy<Value = TopicConfig> {
+    (
+        prop_oneof![1..=4i32, Just(10_000)],
+        proptest::option::of(duration()),
+        proptest::option::of(any::<u64>()),
+        proptest::option::of(1..=u32::MAX as usize),
+        1..=(1usize << 30),
+        positive_duration(),
+        any::<bool>(),
+        duration(),
+    )
+        .prop_map(
+            |(
+                partitions,
+                retention_ms,
+                retention_bytes,
+                segment_records,
+                segment_bytes,
+                segment_ms,
+                compact,
+                delete_retention_ms,
+            )| {
+                TopicConfig {
+                    partitions,
+                    retention_ms,
+                    retention_bytes,
+                    segment_records,
+                    segment_bytes,
+                    segment_ms,
+                    cleanup_policy: if compact {
+                        CleanupPolicy::Compact
+                    } else {
+                        CleanupPolicy::Delete
+                    },
+                    delete_retention_ms,
+                }
+            },
+        )
+}
+
+fn consumer_config() -> BoxedStrategy<ConsumerConfig> {
+    (
+        (nonempty_text(), nonempty_text(), text()),
+        (
+            proptest::sample::select(CommitStrategy::ALL.to_vec()),
+            positive_duration(),
+            1..=1_000_000usize,
+            proptest::sample::select(SinkKind::ALL.to_vec()),
+            proptest::sample::select(vec![
+                AutoOffsetReset::Earliest,
+                AutoOffsetReset::Latest,
+                AutoOffsetReset::None,
+            ]),
+        ),
+        (
+            positive_duration(),
+            positive_duration(),
+            proptest::option::of(nonempty_text()),
+            any::<bool>(),
+            any::<bool>(),
+            duration(),
+        ),
+        (any::<bool>(), proptest::option::of(text()), positive_duration()),
+    )
+        .prop_map(
+            |(
+                (name, group, topic),
+                (strategy, interval, max_poll, sink, reset),
+                (session, max_poll_interval, instance, sticky, revoke, latency),
+                (committed, output, txn_timeout),
+            )| {
+                let mut c = ConsumerConfig::new(&name, &group, &topic);
+                c.strategy = strategy;
+                c.auto_commit_interval_ms = interval;
+                c.max_poll_records = max_poll;
+                c.sink = sink;
+                c.auto_offset_reset = reset;
+                c.session_timeout_ms = session;
+                c.max_poll_interval_ms = max_poll_interval;
+                c.group_instance_id = instance;
+                c.assignor = if sticky {
+                    Assignor::CooperativeSticky
+                } else {
+                    Assignor::Range
+                };
+                c.commit_on_revoke = revoke;
+                c.async_commit_latency_ms = latency;
+                c.isolation = if committed {
+                    IsolationLevel::ReadCommitted
+                } else {
+                    IsolationLevel::ReadUncommitted
+                };
+                c.output = output;
+                c.transaction_timeout_ms = txn_timeout;
+                c
+            },
+        )
+        .boxed()
+}
+
+fn member() -> impl Strategy<Value = ExternalMember> {
+    (
+        text(),
+        text(),
+        text(),
+        proptest::collection::vec((topic(), partition()), 0..4),
+    )
+        .prop_map(|(id, client_id, host, mut partitions)| {
+            // The line groups a member's partitions by topic.
+            partitions.sort_by(|a, b| a.0.cmp(&b.0));
+            ExternalMember {
+                id,
+                client_id,
+                host,
+                partitions: partitions
+                    .into_iter()
+                    .map(|(t, p)| TopicPartition::new(t, p))
+                    .collect(),
+            }
+        })
+}
+
+fn reset_spec() -> impl Strategy<Value = (ResetSpec, Option<String>)> {
+    prop_oneof![
+        Just((ResetSpec::ToEarliest, None)),
+        Just((ResetSpec::ToLatest, None)),
+        Just((ResetSpec::ToCurrent, None)),
+        (0..=i64::MAX).prop_map(|o| (ResetSpec::ToOffset(o), None)),
+        any::<i64>().prop_map(|n| (ResetSpec::ShiftBy(n), None)),
+        instant().prop_map(|ts| (ResetSpec::ToDatetime(ts), Some(rfc3339(ts)))),
+        duration().prop_map(|d| (ResetSpec::ByDuration(d), None)),
+    ]
+}
+
+fn expect_checks() -> impl Strategy<Value = Vec<(ExpectKey, String)>> {
+    let number = prop_oneof![Just("-".to_string()), any::<i64>().prop_map(|n| n.to_string())];
+    proptest::collection::btree_map(0..20usize, (number, text()), 1..5).prop_map(|m| {
+        m.into_iter()
+            .map(|(i, (n, t))| {
+                let key = ALL_EXPECT_KEYS[i];
+                (key, if key == ExpectKey::State { t } else { n })
+            })
+            .collect()
+    })
+}
+
+const ALL_EXPECT_KEYS: [ExpectKey; 20] = [
+    ExpectKey::Lost,
+    ExpectKey::Duplicates,
+    ExpectKey::DuplicateRows,
+    ExpectKey::Redeliveries,
+    ExpectKey::CrashRedeliveries,
+    ExpectKey::Replays,
+    ExpectKey::Skipped,
+    ExpectKey::Deliveries,
+    ExpectKey::SinkRows,
+    ExpectKey::DistinctKeys,
+    ExpectKey::Committed,
+    ExpectKey::Lag,
+    ExpectKey::LogEndOffset,
+    ExpectKey::LogStartOffset,
+    ExpectKey::LastStableOffset,
+    ExpectKey::AbortedRead,
+    ExpectKey::State,
+    ExpectKey::Position,
+    ExpectKey::InFlight,
+    ExpectKey::Generation,
+];
+
+/// Every command kind, with values from the generators above.
+fn command() -> impl Strategy<Value = Command> {
+    let produce = (
+        text(),
+        1..=100_000_000u64,
+        proptest::option::of(nonempty_text()),
+        proptest::option::of(json()),
+        proptest::option::of(partition()),
+        any::<bool>(),
+    )
+        .prop_map(|(topic, count, key, value, partition, tombstone)| {
+            let tombstone = tombstone && key.is_some();
+            Command::Produce(Produce {
+                topic,
+                spec: ProduceSpec {
+                    count,
+                    key,
+                    value: if tombstone { None } else { value },
+                    partition,
+                    tombstone,
+                },
+            })
+        });
+    let send = (text(), partition(), records(), any::<bool>(), text()).prop_map(
+        |(topic, partition, records, split, client)| {
+            let batches = if split && records.len() > 1 {
+                vec![1, records.len() - 1]
+            } else {
+                Vec::new()
+            };
+            Command::Send(Send {
+                topic,
+                partition,
+                records,
+                batches,
+                client,
+            })
+        },
+    );
+    let stored = (
+        text(),
+        partition(),
+        text(),
+        "[a-zA-Z0-9_-][a-zA-Z0-9._-]{0,40}",
+        0..=u64::MAX / 2,
+        1..=u64::MAX / 2,
+        1..=usize::MAX / 2,
+    )
+        .prop_map(|(topic, partition, client, file, at, len, count)| {
+            Command::SendStored(SendStored {
+                topic,
+                partition,
+                client,
+                file,
+                at,
+                len,
+                count,
+            })
+        });
+    let external = prop_oneof![
+        (
+            nonempty_text(),
+            0..=i32::MAX,
+            text(),
+            proptest::collection::vec(member(), 0..3)
+        )
+            .prop_map(
+                |(group, generation, protocol, members)| Command::Rebalance(Rebalance {
+                    group,
+                    generation,
+                    protocol,
+                    members,
+                })
+            ),
+        (nonempty_text(), nonempty_text(), 0..=i32::MAX, offsets()).prop_map(
+            |(group, member, generation, offsets)| Command::CommitOffsets(CommitOffsets {
+                group,
+                member,
+                generation,
+                offsets,
+            })
+        ),
+        (nonempty_text(), positive_duration())
+            .prop_map(|(txn_id, timeout_ms)| Command::InitTxn(InitTxn { txn_id, timeout_ms })),
+        (nonempty_text(), producer(), text(), partition(), records()).prop_map(
+            |(txn_id, (producer_id, epoch), topic, partition, records)| Command::TxnSend(TxnSend {
+                txn_id,
+                producer_id,
+                epoch,
+                tp: TopicPartition::new(topic, partition),
+                records,
+            })
+        ),
+        (nonempty_text(), producer(), text(), offsets()).prop_map(
+            |(txn_id, (producer_id, epoch), group, offsets)| Command::TxnOffsets(TxnOffsets {
+                txn_id,
+                producer_id,
+                epoch,
+                group,
+                offsets,
+            })
+        ),
+        (nonempty_text(), producer(), any::<bool>()).prop_map(|(txn_id, (producer_id, epoch), commit)| {
+            Command::EndTxn(EndTxn {
+                txn_id,
+                producer_id,
+                epoch,
+                commit,
+            })
+        }),
+    ];
+    let consumer_ops = prop_oneof![
+        consumer_config().prop_map(|config| Command::Consumer(StartConsumer { config })),
+        text().prop_map(|consumer| Command::Poll(Poll { consumer })),
+        (text(), proptest::option::of(1..=1_000_000usize))
+            .prop_map(|(consumer, count)| Command::Process(Process { consumer, count })),
+        text().prop_map(|consumer| Command::Commit(Commit { consumer })),
+        text().prop_map(|consumer| Command::Abort(Abort { consumer })),
+        text().prop_map(|consumer| Command::Crash(Crash { consumer })),
+        text().prop_map(|consumer| Command::Restart(Restart { consumer })),
+        text().prop_map(|consumer| Command::Close(Close { consumer })),
+        (text(), 0..=1_000_000u64).prop_map(|(consumer, after)| Command::Fault(Fault { consumer, after })),
+        (
+            text(),
+            prop_oneof![
+                Just(SeekTo::Earliest),
+                Just(SeekTo::Latest),
+                (0..=i64::MAX).prop_map(SeekTo::Offset),
+                instant().prop_map(|ts| SeekTo::At(ts, rfc3339(ts))),
+                duration().prop_map(SeekTo::Ago),
+            ],
+            proptest::option::of(partition()),
+        )
+            .prop_map(|(consumer, to, partition)| Command::Seek(Seek {
+                consumer,
+                to,
+                partition,
+            })),
+    ];
+    let admin = prop_oneof![
+        (topic(), topic_config()).prop_map(|(name, config)| Command::Topic(CreateTopic { name, config })),
+        duration().prop_map(|duration_ms| Command::Tick(Tick { duration_ms })),
+        (
+            text(),
+            topic(),
+            proptest::option::of(proptest::collection::vec(partition(), 1..4)),
+            reset_spec(),
+            any::<bool>(),
+        )
+            .prop_map(|(group, topic, partitions, (spec, datetime_text), execute)| {
+                Command::ResetOffsets(ResetOffsets {
+                    group,
+                    topic,
+                    partitions,
+                    spec,
+                    datetime_text,
+                    execute,
+                })
+            }),
+        text().prop_map(|topic| Command::Compact(Compact { topic })),
+        (text(), partition(), 0..=i64::MAX).prop_map(|(topic, partition, before)| {
+            Command::DeleteRecords(DeleteRecords {
+                topic,
+                partition,
+                before,
+            })
+        }),
+        text().prop_map(|topic| Command::DeleteTopic(DeleteTopic { topic })),
+        text().prop_map(|group| Command::DeleteGroup(DeleteGroup { group })),
+        (text(), text(), proptest::collection::vec(partition(), 1..4)).prop_map(
+            |(group, topic, partitions)| Command::DeleteOffsets(DeleteOffsets {
+                group,
+                topic,
+                partitions,
+            })
+        ),
+        positive_duration().prop_map(|offsets_retention_ms| Command::Broker(Broker { offsets_retention_ms })),
+        Just(Command::RestartCoordinator(RestartCoordinator)),
+        (
+            proptest::option::of(text()),
+            proptest::option::of(text()),
+            proptest::option::of(partition()),
+            proptest::option::of(text()),
+            expect_checks(),
+        )
+            .prop_map(
+                |(group, topic, partition, consumer, checks)| Command::Expect(Expect {
+                    group,
+                    topic,
+                    partition,
+                    consumer,
+                    checks,
+                })
+            ),
+    ];
+    prop_oneof![
+        produce.boxed(),
+        send.boxed(),
+        stored.boxed(),
+        external.boxed(),
+        consumer_ops.boxed(),
+        admin.boxed()
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    /// command → line → command: the same, and the line is one line of text.
+    #[test]
+    fn every_command_reads_back_as_written(cmd in command()) {
+        let line = cmd.to_string();
+        prop_assert!(!line.contains(['\n', '\r']), "one line: {line:?}");
+        let parsed = Command::parse(&line);
+        prop_assert!(parsed.is_ok(), "{line:?}: {:?}", parsed.err());
+        prop_assert_eq!(parsed.ok().flatten(), Some(cmd), "{}", line);
+    }
+
+    /// A history file of many such lines reads back line for line.
+    #[test]
+    fn a_script_of_them_reads_back(cmds in proptest::collection::vec(command(), 1..20)) {
+        let text: String = cmds.iter().map(|c| format!("{c}\n")).collect();
+        let script = offsetlab_scenario::Script::parse(&text);
+        prop_assert!(script.is_ok(), "{:?}", script.err());
+        let read: Vec<Command> = script.map(|s| s.lines.into_iter().map(|l| l.command).collect()).unwrap_or_default();
+        prop_assert_eq!(read, cmds);
+    }
+}
