@@ -238,6 +238,32 @@ struct ServeArgs {
     /// request announcing more closes its connection before anything is allocated for it
     #[arg(long, value_name = "BYTES", default_value_t = 100 << 20, value_parser = clap::value_parser!(u32).range(64..))]
     kafka_max_request_bytes: u32,
+    /// Kafka connections held at once — Kafka's max.connections. At the cap a new connection
+    /// closes the one idle longest, or is refused when every one is answering a request.
+    /// Default: a quarter of the process's file descriptor limit
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    kafka_max_connections: Option<u32>,
+    /// How long a Kafka connection may go without completing a request before it is closed —
+    /// Kafka's connections.max.idle.ms
+    #[arg(long, value_name = "DUR", default_value = "10m", value_parser = positive_duration)]
+    kafka_idle_timeout: std::time::Duration,
+    /// HTTP connections held at once; more are refused. Default: an eighth of the process's
+    /// file descriptor limit
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    http_max_connections: Option<u32>,
+    /// How long an HTTP connection may stay silent (no byte either way) before it is closed;
+    /// a request's headers must arrive within 10 s whatever this says
+    #[arg(long, value_name = "DUR", default_value = "2m", value_parser = positive_duration)]
+    http_idle_timeout: std::time::Duration,
+}
+
+/// A duration such as `500ms`, `30s` or `10m`, longer than zero.
+fn positive_duration(v: &str) -> Result<std::time::Duration, String> {
+    let d = humantime::parse_duration(v).map_err(|e| format!("{v}: {e}"))?;
+    if d.is_zero() {
+        return Err("must be longer than 0ms".into());
+    }
+    Ok(d)
 }
 
 impl Default for ServeArgs {
@@ -269,6 +295,21 @@ fn serve(args: ServeArgs) -> u8 {
         kafka_config: offsetlab_web::kafka::KafkaConfig {
             auto_create_topics: args.auto_create_topics,
             max_request_bytes: args.kafka_max_request_bytes as usize,
+            limits: offsetlab_web::kafka::connections::Limits {
+                max_connections: args
+                    .kafka_max_connections
+                    .map_or_else(offsetlab_web::kafka::connections::default_max_connections, |n| {
+                        n as usize
+                    }),
+                idle_timeout: args.kafka_idle_timeout,
+            },
+        },
+        http_limits: offsetlab_web::http::HttpLimits {
+            max_connections: args
+                .http_max_connections
+                .map_or_else(offsetlab_web::http::default_max_connections, |n| n as usize),
+            idle_timeout: args.http_idle_timeout,
+            ..offsetlab_web::http::HttpLimits::default()
         },
     };
     match runtime.block_on(offsetlab_web::serve(config)) {
@@ -282,6 +323,9 @@ fn serve(args: ServeArgs) -> u8 {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // As many file descriptors as the system allows this process: the segment file pool and
+    // the listeners' connection caps are sized from it (a failure leaves the limit as it was).
+    let _ = offsetlab_storage::raise_descriptor_limit();
     let code = match cli.command {
         None => serve(ServeArgs::default()),
         Some(Cmd::Serve(args)) => serve(args),

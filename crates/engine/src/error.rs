@@ -65,5 +65,56 @@ pub enum LabError {
         partitions: usize,
     },
     #[error("storage: {0}")]
-    Storage(String),
+    Storage(StorageError),
+}
+
+impl LabError {
+    /// A storage failure with nothing more known about it.
+    pub fn storage(message: impl Into<String>) -> Self {
+        Self::Storage(StorageError {
+            kind: StorageKind::Io,
+            message: message.into(),
+        })
+    }
+}
+
+/// What ran out, or broke, when storage failed: it decides what a client is told (HTTP 507 for a
+/// full disk, 503 for no file descriptors; Kafka's `KAFKA_STORAGE_ERROR` for either).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StorageKind {
+    /// No space left on the device, or over a quota.
+    Full,
+    /// No file descriptors left, in the process or the system.
+    NoDescriptors,
+    /// Any other I/O error.
+    Io,
+}
+
+impl StorageKind {
+    /// The kind of an I/O error, by its OS error code.
+    pub fn of(e: &std::io::Error) -> Self {
+        // ENOSPC, EDQUOT; EMFILE, ENFILE.
+        match e.raw_os_error() {
+            Some(28 | 122) => Self::Full,
+            Some(24 | 23) => Self::NoDescriptors,
+            _ => Self::Io,
+        }
+    }
+}
+
+/// A storage failure: its kind and what failed where.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct StorageError {
+    pub kind: StorageKind,
+    pub message: String,
+}
+
+impl From<std::io::Error> for StorageError {
+    fn from(e: std::io::Error) -> Self {
+        Self {
+            kind: StorageKind::of(&e),
+            message: e.to_string(),
+        }
+    }
 }

@@ -50,7 +50,11 @@ CREATE TABLE IF NOT EXISTS offsets (
 ";
 
 fn backend(e: rusqlite::Error) -> SinkError {
-    SinkError::Backend(e.to_string())
+    if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) {
+        SinkError::Full(e.to_string())
+    } else {
+        SinkError::Backend(e.to_string())
+    }
 }
 
 /// A group's sink in SQLite.

@@ -42,6 +42,11 @@ impl SparseIndex {
         self.entries.len()
     }
 
+    /// Keeps the first `n` entries (an append that failed takes its entries back).
+    pub fn truncate(&mut self, n: usize) {
+        self.entries.truncate(n);
+    }
+
     pub fn last(&self) -> Option<&IndexEntry> {
         self.entries.last()
     }

@@ -22,20 +22,36 @@
 pub mod batch;
 mod crc_shift;
 mod durability;
+mod health;
 mod index;
 mod log;
+mod pool;
 mod segment;
 mod slots;
 mod varint;
 
 pub use durability::{Durability, FlushPolicy};
+pub use health::{Fault, FaultKind, Health};
 pub use log::{AppendError, FileLog, OpenReport, ProducedBatches};
+pub use pool::{FilePool, PoolStats};
 pub use slots::SlotFile;
 
 use offsetlab_engine::log::{LogStore, PartitionLog, TopicConfig};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+
+/// Raises the process's file descriptor limit to its hard limit (what `ulimit -n` would allow)
+/// and returns the new soft limit. Call before anything opens files: the segment file pool
+/// ([`FilePool::global`]) sizes itself from it.
+pub fn raise_descriptor_limit() -> io::Result<u64> {
+    rlimit::increase_nofile_limit(u64::MAX)
+}
+
+/// The process's file descriptor limit (its soft limit).
+pub fn descriptor_limit() -> io::Result<u64> {
+    rlimit::getrlimit(rlimit::Resource::NOFILE).map(|(soft, _)| soft)
+}
 
 /// Writes a small file atomically: a temporary file renamed over the old one; with `sync`, the
 /// file and then its directory are synced, so the rename itself survives a power cut.
@@ -78,6 +94,8 @@ pub struct FileStore {
     deletions: u64,
     /// Where logs keep the segments client batches went to ([`FileLog::keep_segments_in`]).
     kept_dir: Option<PathBuf>,
+    /// Writes the disk refused, in any of the store's logs, until the owner takes them.
+    health: Arc<Health>,
 }
 
 impl FileStore {
@@ -102,6 +120,7 @@ impl FileStore {
             reports: Arc::new(Mutex::new(Vec::new())),
             deletions: 0,
             kept_dir: None,
+            health: Arc::new(Health::default()),
         })
     }
 
@@ -181,6 +200,11 @@ impl FileStore {
         Arc::clone(&self.durability)
     }
 
+    /// Where the store's logs note a write the disk refused: check it after every action.
+    pub fn health(&self) -> Arc<Health> {
+        Arc::clone(&self.health)
+    }
+
     /// Whether the previous run ended with a clean close.
     pub fn was_clean(&self) -> bool {
         self.clean
@@ -218,8 +242,12 @@ impl LogStore for FileStore {
             Arc::clone(&self.durability),
             self.clean,
         )
-        .map_err(|e| format!("cannot open the log in {}: {e}", dir.display()))?;
+        .map_err(|e| {
+            self.health.report("open the log in", &dir, &e);
+            format!("cannot open the log in {}: {e}", dir.display())
+        })?;
         let mut log = log;
+        log.report_faults_to(Arc::clone(&self.health));
         if let Some(kept) = &self.kept_dir {
             log.keep_segments_in(kept.clone());
         }
@@ -239,8 +267,13 @@ impl LogStore for FileStore {
         self.deletions += 1;
         let numbered = self.root.join(DELETED_DIR).join(self.deletions.to_string());
         let aside = numbered.join(format!("{topic}-{partition}"));
+        // Handles to its files would keep reading (and writing) the moved files.
+        FilePool::global().forget_under(&dir);
         std::fs::create_dir_all(&numbered)
             .and_then(|()| std::fs::rename(&dir, &aside))
-            .map_err(|e| format!("cannot delete the log in {}: {e}", dir.display()))
+            .map_err(|e| {
+                self.health.report("delete the log in", &dir, &e);
+                format!("cannot delete the log in {}: {e}", dir.display())
+            })
     }
 }

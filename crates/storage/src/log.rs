@@ -17,6 +17,8 @@
 
 use crate::batch::{self, BatchHeader};
 use crate::durability::Durability;
+use crate::health::Health;
+use crate::pool::FilePool;
 use crate::segment::{FileSegment, SegmentMeta};
 use bytes::{Bytes, BytesMut};
 use offsetlab_engine::clock::Millis;
@@ -95,6 +97,10 @@ pub struct FileLog {
     report: OpenReport,
     /// Where segments that took client batches are kept ([`FileLog::keep_segments_in`]).
     kept_dir: Option<PathBuf>,
+    /// The open files of its segments come from here.
+    pool: Arc<FilePool>,
+    /// Where a write the disk refused is noted ([`Health`]).
+    health: Arc<Health>,
 }
 
 /// The part of an append that went to one segment.
@@ -236,9 +242,11 @@ impl offsetlab_engine::log::EncodedBatches for ProducedBatches {
     }
 }
 
-/// A log that cannot write stops the process, as a Kafka broker halts when a log directory fails:
-/// carrying on would acknowledge records that are not there, and a later clean close would
-/// bless them. (The engine's log interface cannot fail; this is its answer to a failing disk.)
+/// An fsync that fails stops the process, as a Kafka broker halts when a log directory fails:
+/// Linux may already have dropped the pages it could not write, so what the lab holds in memory
+/// no longer matches the disk, and carrying on would acknowledge records that are not there. (A
+/// write the disk refuses — a full disk, no descriptors — is not this: it fails the request
+/// instead, see [`Health`].)
 fn storage_failure(what: &str, dir: &Path, e: &dyn std::fmt::Display) -> ! {
     eprintln!(
         "offsetlab: cannot {what} {}: {e} — stopping the lab",
@@ -282,6 +290,8 @@ impl FileLog {
             scratch: Vec::new(),
             report: OpenReport::default(),
             kept_dir: None,
+            pool: FilePool::global(),
+            health: Arc::new(Health::default()),
         };
         let snapshot = dir.join("snapshot.json");
         let trusted = clean
@@ -311,7 +321,7 @@ impl FileLog {
         };
         if log.segments.is_empty() {
             let base = log.log_start.max(0);
-            log.segments.push(FileSegment::create(dir, base, 0)?);
+            log.segments.push(FileSegment::create(&log.pool, dir, base, 0)?);
         }
         if !opened_clean {
             log.recompute_hidden();
@@ -321,7 +331,8 @@ impl FileLog {
 
     fn open_clean(&mut self, s: Snapshot) -> io::Result<()> {
         for meta in s.segments {
-            self.segments.push(FileSegment::open_trusted(&self.dir, meta)?);
+            self.segments
+                .push(FileSegment::open_trusted(&self.pool, &self.dir, meta)?);
         }
         self.log_start = s.log_start;
         self.hidden = s.hidden;
@@ -358,7 +369,7 @@ impl FileLog {
             let next_base = bases.get(i + 1).copied().unwrap_or(Offset::MAX);
             let validate = next_base > recovery_point;
             let before = std::fs::metadata(FileSegment::path(&self.dir, base, "log"))?.len();
-            let (seg, scan) = FileSegment::recover(&self.dir, base, validate)?;
+            let (seg, scan) = FileSegment::recover(&self.pool, &self.dir, base, validate)?;
             if validate {
                 self.report.validated_batches += scan.batches;
             }
@@ -420,10 +431,10 @@ impl FileLog {
     /// A cursor over segment `seg` positioned for reading from `from`: by the sparse index in
     /// the first segment read — unless its entry points past `from` (or not at a batch), a
     /// wrong cache: then from the segment's start.
-    fn cursor_from(&self, seg: usize, from: Offset, first: bool) -> crate::segment::BatchCursor<'_> {
+    fn cursor_from(&self, seg: usize, from: Offset, first: bool) -> io::Result<crate::segment::BatchCursor> {
         let s = &self.segments[seg];
         if first {
-            let mut probe = s.cursor_for(from, READ_CHUNK);
+            let mut probe = s.cursor_for(from, READ_CHUNK)?;
             let trusted = match probe.next_batch() {
                 Ok(Some((pos, b))) => pos == 0 || b.header.base_offset <= from,
                 Ok(None) => true,
@@ -434,6 +445,16 @@ impl FileLog {
             }
         }
         s.cursor_for(from, READ_CHUNK)
+    }
+
+    /// Notes a write the disk refused (see [`Health`]): the request that made it fails.
+    fn fault(&self, what: &str, e: &io::Error) {
+        self.health.report(what, &self.dir, e);
+    }
+
+    /// Reports this log's faults to `health` (the store's, which its owner checks).
+    pub fn report_faults_to(&mut self, health: Arc<Health>) {
+        self.health = health;
     }
 
     fn segment_for(&self, offset: Offset) -> usize {
@@ -457,7 +478,7 @@ impl FileLog {
             .filter(|s| s.meta.records > 0)
             .find_map(|s| {
                 let mut head = [0u8; batch::HEADER_LEN];
-                std::os::unix::fs::FileExt::read_exact_at(&*s.log, &mut head, 0).ok()?;
+                std::os::unix::fs::FileExt::read_exact_at(&*s.log().ok()?, &mut head, 0).ok()?;
                 BatchHeader::parse(&head).ok().map(|h| h.base_offset)
             })
             .unwrap_or(self.log_end_offset_raw());
@@ -476,7 +497,9 @@ impl FileLog {
         if let Some(first) = self.segments.first() {
             if start > first.meta.base_offset {
                 let mut n = 0;
-                let mut cursor = first.cursor_for(first.meta.base_offset, READ_CHUNK);
+                let Ok(mut cursor) = first.cursor_for(first.meta.base_offset, READ_CHUNK) else {
+                    return;
+                };
                 while let Ok(Some((_, b))) = cursor.next_batch() {
                     n += b.records().filter(|r| r.offset < start).count();
                     if b.header.last_offset() >= start {
@@ -491,11 +514,14 @@ impl FileLog {
     /// Rolls to a new segment at the log end.
     fn roll(&mut self, now: Millis) -> io::Result<()> {
         let base = self.log_end_offset_raw();
-        self.segments.push(FileSegment::create(&self.dir, base, now)?);
+        self.segments
+            .push(FileSegment::create(&self.pool, &self.dir, base, now)?);
         if self.durability.policy() != crate::FlushPolicy::Never {
             // The closed segment is complete: sync it and move the recovery point past it.
             if let Some(closed) = self.segments.len().checked_sub(2).map(|i| &self.segments[i]) {
-                closed.log.sync_data()?;
+                if let Err(e) = closed.log()?.sync_data() {
+                    storage_failure("sync", &self.dir, &e);
+                }
             }
             write_synced(&self.dir.join("recovery-point"), base.to_string().as_bytes())?;
             sync_dir(&self.dir)?;
@@ -572,9 +598,9 @@ impl FileLog {
             }
             let last = self.segments.len() - 1;
             let seg = &mut self.segments[last];
-            seg.append(&buf, &headers, taken)?;
-            self.durability.note_write(&seg.log);
+            let appended = seg.append(&buf, &headers, taken).and_then(|()| seg.log());
             self.scratch = buf;
+            self.durability.note_write(&appended?);
         }
         Ok(first)
     }
@@ -652,7 +678,7 @@ impl FileLog {
                 records,
             });
             seg.append(&batches[start..at], &headers[i..j], records)?;
-            self.durability.note_write(&seg.log);
+            self.durability.note_write(&seg.log()?);
             i = j;
         }
         Ok((first, pieces))
@@ -675,7 +701,7 @@ impl FileLog {
             }
         }
         let source = FileSegment::path(&self.dir, seg.meta.base_offset, "log");
-        let this = seg.log.metadata()?;
+        let this = std::fs::metadata(&source)?;
         let stem = kept_stem(
             &self
                 .dir
@@ -722,7 +748,7 @@ impl FileLog {
         }
         meta.created_at = now;
         if meta.base_offset != end {
-            let fresh = FileSegment::create(&self.dir, end, now)?;
+            let fresh = FileSegment::create(&self.pool, &self.dir, end, now)?;
             let old = std::mem::replace(&mut self.segments[last], fresh);
             old.delete_files()?;
         }
@@ -733,7 +759,9 @@ impl FileLog {
     /// store clean afterwards.
     pub fn close_files(&mut self) -> io::Result<()> {
         for s in &self.segments {
-            s.log.sync_all()?;
+            if let Err(e) = s.log()?.sync_all() {
+                storage_failure("sync", &self.dir, &e);
+            }
         }
         let snap = Snapshot {
             log_start: self.log_start,
@@ -759,7 +787,7 @@ impl FileLog {
         while self.segments.len() > 1 && self.next_offset_of(0) <= offset {
             let seg = self.segments.remove(0);
             if let Err(e) = seg.delete_files() {
-                storage_failure("delete a segment in", &self.dir, &e);
+                self.fault("delete a segment in", &e);
             }
         }
     }
@@ -769,7 +797,7 @@ impl FileLog {
             &self.dir.join("log-start-offset"),
             self.log_start.to_string().as_bytes(),
         ) {
-            storage_failure("record the log start in", &self.dir, &e);
+            self.fault("record the log start in", &e);
         }
     }
 
@@ -786,7 +814,7 @@ impl FileLog {
         let (base, created_at) = (seg.meta.base_offset, seg.meta.created_at);
         // The batch holding `offset`: cut the file there, then write back its records before it.
         let mut cut: Option<(u64, Vec<KeptRecord>)> = None;
-        let mut cursor = seg.cursor_for(offset, READ_CHUNK);
+        let mut cursor = seg.cursor_for(offset, READ_CHUNK)?;
         while let Some((pos, b)) = cursor
             .next_batch()
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?
@@ -814,17 +842,18 @@ impl FileLog {
             // The kept part of a straddling batch is written over it first and the file cut
             // after it: a crash in between leaves a valid batch and a tail recovery truncates.
             let mut rewritten = Vec::new();
+            let log = seg.log()?;
             if !keep.is_empty() {
                 let recs = as_new_records(&keep);
                 batch::encode(&mut rewritten, &recs, -1);
-                std::os::unix::fs::FileExt::write_all_at(&*seg.log, &rewritten, pos)?;
-                seg.log.sync_data()?;
+                std::os::unix::fs::FileExt::write_all_at(&*log, &rewritten, pos)?;
+                log.sync_data()?;
             }
-            seg.log.set_len(pos + rewritten.len() as u64)?;
-            seg.log.sync_data()?;
-            let (mut fresh, _) = FileSegment::recover(&self.dir, base, false)?;
+            log.set_len(pos + rewritten.len() as u64)?;
+            log.sync_data()?;
+            let (mut fresh, _) = FileSegment::recover(&self.pool, &self.dir, base, false)?;
             fresh.meta.created_at = created_at;
-            self.durability.note_write(&fresh.log);
+            self.durability.note_write(&fresh.log()?);
             self.segments[last] = fresh;
         }
         // Bytes written from here on are new: the recovery point must not vouch for them.
@@ -853,7 +882,7 @@ impl FileLog {
             // Read the kept records (owned: the segment is about to be replaced).
             let mut kept: Vec<KeptRecord> = Vec::new();
             let mut total = 0;
-            let mut cursor = seg.cursor_for(base, 1 << 20);
+            let mut cursor = seg.cursor_for(base, 1 << 20)?;
             while let Some((_, b)) = cursor
                 .next_batch()
                 .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?
@@ -878,7 +907,7 @@ impl FileLog {
             // The cleaner's rewrite: a new file beside the old, synced, renamed over it.
             let cleaned_dir = self.dir.join(".cleaning");
             std::fs::create_dir_all(&cleaned_dir)?;
-            let mut fresh = FileSegment::create(&cleaned_dir, base, created_at)?;
+            let mut fresh = FileSegment::create(&self.pool, &cleaned_dir, base, created_at)?;
             let mut buf = Vec::new();
             let mut headers = Vec::new();
             let mut start = 0;
@@ -904,9 +933,12 @@ impl FileLog {
             fresh.append(&buf, &headers, kept.len())?;
             // The segment keeps its place in the offset space even where its tail was cleaned.
             fresh.meta.next_offset = self.segments[i].meta.next_offset;
-            fresh.log.sync_all()?;
+            fresh.log()?.sync_all()?;
             let fresh_meta = fresh.meta.clone();
+            fresh.forget_files();
             drop(fresh);
+            // What the pool holds of the old segment's files is about to be renamed over.
+            self.segments[i].forget_files();
             for ext in ["log", "index", "timeindex"] {
                 std::fs::rename(
                     FileSegment::path(&cleaned_dir, base, ext),
@@ -914,7 +946,7 @@ impl FileLog {
                 )?;
             }
             sync_dir(&self.dir)?;
-            let reopened = FileSegment::open_trusted(&self.dir, fresh_meta)?;
+            let reopened = FileSegment::open_trusted(&self.pool, &self.dir, fresh_meta)?;
             self.segments[i] = reopened;
         }
         let _ = std::fs::remove_dir_all(self.dir.join(".cleaning"));
@@ -928,11 +960,15 @@ impl PartitionLog for FileLog {
     }
 
     fn append_batch(&mut self, records: &[NewRecord<'_>], now: Millis) -> Offset {
+        let first = self.log_end_offset_raw();
         match self.try_append_batch(records, now) {
             Ok(o) => o,
-            // The engine's log interface cannot fail: a disk that refuses writes ends the lab,
-            // loudly, rather than letting it pretend records exist.
-            Err(e) => storage_failure("write to", &self.dir, &e),
+            // The engine's log interface cannot fail: the fault is noted for the store's owner,
+            // which takes the whole action back (see `Health`).
+            Err(e) => {
+                self.fault("write to", &e);
+                first
+            }
         }
     }
 
@@ -961,14 +997,20 @@ impl PartitionLog for FileLog {
         }
         let (first, pieces) = match self.append_checked(bytes, &mut headers, now) {
             Ok(appended) => appended,
-            Err(e) => storage_failure("write to", &self.dir, &e),
+            Err(e) => {
+                self.fault("write to", &e);
+                return Err(format!("cannot write to {}: {e}", self.dir.display()));
+            }
         };
         let mut kept = Vec::new();
         if let Some(dir) = self.kept_dir.clone() {
             for p in pieces {
                 let file = match self.kept_name(&dir, p.segment) {
                     Ok(name) => name,
-                    Err(e) => storage_failure("keep a segment of", &self.dir, &e),
+                    Err(e) => {
+                        self.fault("keep a segment of", &e);
+                        return Err(format!("cannot keep a segment of {}: {e}", self.dir.display()));
+                    }
                 };
                 kept.push(KeptBatches {
                     file,
@@ -995,14 +1037,17 @@ impl PartitionLog for FileLog {
             .and_then(|h| self.append_checked(&mut buf, &mut [h], now));
         match appended {
             Ok((first, _)) => first,
-            Err(e) => storage_failure("write to", &self.dir, &e),
+            Err(e) => {
+                self.fault("write to", &e);
+                self.log_end_offset_raw()
+            }
         }
     }
 
     fn seal_active(&mut self, now: Millis) {
         if self.active().meta.records > 0 {
             if let Err(e) = self.roll(now) {
-                storage_failure("roll", &self.dir, &e);
+                self.fault("roll", &e);
             }
         }
     }
@@ -1027,7 +1072,9 @@ impl PartitionLog for FileLog {
         let mut records = 0usize;
         let first = self.segment_for(from);
         for seg in first..self.segments.len() {
-            let mut cursor = self.cursor_from(seg, from, seg == first);
+            let Ok(mut cursor) = self.cursor_from(seg, from, seg == first) else {
+                return (out.len() > start).then_some(records);
+            };
             loop {
                 match cursor.next_batch() {
                     Ok(Some((_, b))) => {
@@ -1062,7 +1109,9 @@ impl PartitionLog for FileLog {
             if seen >= max_records {
                 break;
             }
-            let mut cursor = self.cursor_from(seg, from, seg == first);
+            let Ok(mut cursor) = self.cursor_from(seg, from, seg == first) else {
+                return seen;
+            };
             loop {
                 match cursor.next_batch() {
                     Ok(Some((_, b))) => {
@@ -1093,7 +1142,9 @@ impl PartitionLog for FileLog {
             .iter()
             .filter(|s| s.meta.max_timestamp.is_some_and(|m| m >= timestamp))
         {
-            let mut cursor = s.cursor_for_timestamp(timestamp, READ_CHUNK);
+            let Ok(mut cursor) = s.cursor_for_timestamp(timestamp, READ_CHUNK) else {
+                return None;
+            };
             while let Ok(Some((_, b))) = cursor.next_batch() {
                 if b.header.max_timestamp < timestamp {
                     continue;
@@ -1158,7 +1209,10 @@ impl PartitionLog for FileLog {
     fn truncate_to(&mut self, offset: Offset) -> usize {
         match self.try_truncate(offset) {
             Ok(n) => n,
-            Err(e) => storage_failure("truncate", &self.dir, &e),
+            Err(e) => {
+                self.fault("truncate", &e);
+                0
+            }
         }
     }
 
@@ -1169,7 +1223,10 @@ impl PartitionLog for FileLog {
                 self.recompute_hidden();
                 n
             }
-            Err(e) => storage_failure("compact", &self.dir, &e),
+            Err(e) => {
+                self.fault("compact", &e);
+                0
+            }
         }
     }
 

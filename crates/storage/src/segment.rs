@@ -2,10 +2,11 @@
 
 use crate::batch::{Batch, BatchError, BatchHeader, HEADER_LEN};
 use crate::index::{IndexEntry, SparseIndex, INDEX_INTERVAL_BYTES};
+use crate::pool::FilePool;
 use offsetlab_engine::clock::Millis;
 use offsetlab_engine::record::Offset;
 use serde::{Deserialize, Serialize};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -30,8 +31,8 @@ pub fn file_name(base: Offset, ext: &str) -> String {
 }
 
 /// Reads batches from a file sequentially, in large chunks, handing out each batch's bytes.
-pub struct BatchCursor<'f> {
-    file: &'f File,
+pub struct BatchCursor {
+    file: Arc<File>,
     /// The file's valid length: nothing past it is read.
     end: u64,
     buf: Vec<u8>,
@@ -50,8 +51,8 @@ pub enum CursorError {
     Batch { position: u64, error: BatchError },
 }
 
-impl<'f> BatchCursor<'f> {
-    pub fn new(file: &'f File, end: u64, from: u64, chunk: usize) -> Self {
+impl BatchCursor {
+    pub fn new(file: Arc<File>, end: u64, from: u64, chunk: usize) -> Self {
         Self {
             file,
             end,
@@ -156,12 +157,12 @@ pub struct Scan {
     pub batches: u64,
 }
 
+/// A segment's files are named, not held: each use asks the pool for an open handle
+/// ([`FilePool`]), so a log of many segments holds few descriptors.
 pub struct FileSegment {
     pub meta: SegmentMeta,
     pub index: SparseIndex,
-    pub log: Arc<File>,
-    index_file: File,
-    time_file: File,
+    pool: Arc<FilePool>,
     /// Log bytes written since the last index entry.
     since_index: u64,
     dir: PathBuf,
@@ -175,31 +176,35 @@ impl FileSegment {
         dir.join(file_name(base, ext))
     }
 
-    fn open_files(dir: &Path, base: Offset, create: bool) -> io::Result<(File, File, File)> {
-        let open = |ext: &str| {
-            OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(create)
-                .truncate(false)
-                .open(Self::path(dir, base, ext))
-        };
-        Ok((open("log")?, open("index")?, open("timeindex")?))
+    /// The segment's `.log` file, open.
+    pub fn log(&self) -> io::Result<Arc<File>> {
+        self.pool
+            .get(&Self::path(&self.dir, self.meta.base_offset, "log"), false)
+    }
+
+    /// Its `.index` and `.timeindex` files, open (created if missing).
+    fn index_files(&self) -> io::Result<(Arc<File>, Arc<File>)> {
+        let base = self.meta.base_offset;
+        Ok((
+            self.pool.get(&Self::path(&self.dir, base, "index"), true)?,
+            self.pool.get(&Self::path(&self.dir, base, "timeindex"), true)?,
+        ))
     }
 
     /// A new, empty segment. Files left at its name (a stray segment of an unacknowledged
     /// change) are unlinked, not emptied: their inode may be a kept segment's too.
-    pub fn create(dir: &Path, base: Offset, created_at: Millis) -> io::Result<Self> {
+    pub fn create(pool: &Arc<FilePool>, dir: &Path, base: Offset, created_at: Millis) -> io::Result<Self> {
         for ext in ["log", "index", "timeindex"] {
-            match std::fs::remove_file(Self::path(dir, base, ext)) {
+            let path = Self::path(dir, base, ext);
+            pool.forget(&path);
+            match std::fs::remove_file(&path) {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
                 _ => {}
             }
         }
-        let (log, index_file, time_file) = Self::open_files(dir, base, true)?;
-        log.set_len(0)?;
-        index_file.set_len(0)?;
-        time_file.set_len(0)?;
+        for ext in ["log", "index", "timeindex"] {
+            pool.get(&Self::path(dir, base, ext), true)?.set_len(0)?;
+        }
         Ok(Self {
             meta: SegmentMeta {
                 base_offset: base,
@@ -210,9 +215,7 @@ impl FileSegment {
                 created_at,
             },
             index: SparseIndex::default(),
-            log: Arc::new(log),
-            index_file,
-            time_file,
+            pool: Arc::clone(pool),
             since_index: 0,
             kept_as: None,
             dir: dir.to_path_buf(),
@@ -221,8 +224,10 @@ impl FileSegment {
 
     /// Opens a segment whose metadata is known (a clean start): reads the index files, and
     /// rebuilds them from batch headers only if they are missing or make no sense.
-    pub fn open_trusted(dir: &Path, meta: SegmentMeta) -> io::Result<Self> {
-        let (log, index_file, time_file) = Self::open_files(dir, meta.base_offset, true)?;
+    pub fn open_trusted(pool: &Arc<FilePool>, dir: &Path, meta: SegmentMeta) -> io::Result<Self> {
+        let log_path = Self::path(dir, meta.base_offset, "log");
+        pool.forget(&log_path);
+        let log = pool.get(&log_path, false)?;
         let file_len = log.metadata()?.len();
         if file_len < meta.len {
             return Err(io::Error::new(
@@ -230,7 +235,9 @@ impl FileSegment {
                 "segment shorter than its snapshot",
             ));
         }
-        log.set_len(meta.len)?;
+        if file_len > meta.len {
+            log.set_len(meta.len)?;
+        }
         let loaded = SparseIndex::load(
             &Self::path(dir, meta.base_offset, "index"),
             &Self::path(dir, meta.base_offset, "timeindex"),
@@ -241,14 +248,12 @@ impl FileSegment {
             kept_as: None,
             index: loaded.clone().unwrap_or_default(),
             meta,
-            log: Arc::new(log),
-            index_file,
-            time_file,
+            pool: Arc::clone(pool),
             dir: dir.to_path_buf(),
         };
         if loaded.is_none() {
             let scan = scan(
-                &seg.log,
+                log,
                 seg.meta.base_offset,
                 seg.meta.len,
                 seg.meta.created_at,
@@ -268,10 +273,17 @@ impl FileSegment {
 
     /// Opens a segment after an unclean stop: scans it (validating every batch when `validate`,
     /// headers only otherwise), truncates a torn or corrupt tail, and rebuilds the indexes.
-    pub fn recover(dir: &Path, base: Offset, validate: bool) -> io::Result<(Self, Scan)> {
-        let (log, index_file, time_file) = Self::open_files(dir, base, true)?;
+    pub fn recover(
+        pool: &Arc<FilePool>,
+        dir: &Path,
+        base: Offset,
+        validate: bool,
+    ) -> io::Result<(Self, Scan)> {
+        let log_path = Self::path(dir, base, "log");
+        pool.forget(&log_path);
+        let log = pool.get(&log_path, true)?;
         let len = log.metadata()?.len();
-        let s = scan(&log, base, len, 0, validate)
+        let s = scan(Arc::clone(&log), base, len, 0, validate)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
         if s.meta.len < len {
             log.set_len(s.meta.len)?;
@@ -280,9 +292,7 @@ impl FileSegment {
         let mut seg = Self {
             meta: s.meta.clone(),
             index: s.index.clone(),
-            log: Arc::new(log),
-            index_file,
-            time_file,
+            pool: Arc::clone(pool),
             since_index: 0,
             kept_as: None,
             dir: dir.to_path_buf(),
@@ -299,65 +309,96 @@ impl FileSegment {
         )
     }
 
-    /// Appends encoded batches (`bytes`, whose headers are `headers`, back to back).
+    /// Appends encoded batches (`bytes`, whose headers are `headers`, back to back). If a write
+    /// fails, the segment's files are cut back to what its metadata describes and the metadata
+    /// is left as it was: the append did not happen.
     pub fn append(&mut self, bytes: &[u8], headers: &[BatchHeader], records: usize) -> io::Result<()> {
-        // The bytes first: if the write fails, the segment's metadata still describes the file.
-        self.log.write_all_at(bytes, self.meta.len)?;
-        let mut pos = self.meta.len;
-        for h in headers {
-            if self.meta.len == 0 && pos == 0 || self.since_index >= INDEX_INTERVAL_BYTES {
-                let e = IndexEntry {
-                    relative_offset: (h.base_offset - self.meta.base_offset) as u32,
-                    position: pos as u32,
-                    max_timestamp_before: self.meta.max_timestamp.unwrap_or(i64::MIN),
-                };
-                SparseIndex::write_entry(&self.index_file, &self.time_file, self.index.len(), &e)?;
-                self.index.push(e);
-                self.since_index = 0;
+        let log = self.log()?;
+        let (len, entries) = (self.meta.len, self.index.len());
+        let undo = |seg: &mut Self, log: &File, e: io::Error| -> io::Error {
+            let _ = log.set_len(len);
+            seg.index.truncate(entries);
+            if let Ok((index, time)) = seg.index_files() {
+                let _ = index.set_len((entries * 8) as u64);
+                let _ = time.set_len((entries * 12) as u64);
             }
-            self.since_index += h.total_len as u64;
+            e
+        };
+        // The bytes first: if the write fails, the segment's metadata still describes the file.
+        if let Err(e) = log.write_all_at(bytes, self.meta.len) {
+            return Err(undo(self, &log, e));
+        }
+        let mut meta = self.meta.clone();
+        let mut since_index = self.since_index;
+        let mut pos = meta.len;
+        for h in headers {
+            if meta.len == 0 && pos == 0 || since_index >= INDEX_INTERVAL_BYTES {
+                let e = IndexEntry {
+                    relative_offset: (h.base_offset - meta.base_offset) as u32,
+                    position: pos as u32,
+                    max_timestamp_before: meta.max_timestamp.unwrap_or(i64::MIN),
+                };
+                let written = self
+                    .index_files()
+                    .and_then(|(index, time)| SparseIndex::write_entry(&index, &time, self.index.len(), &e));
+                if let Err(err) = written {
+                    return Err(undo(self, &log, err));
+                }
+                self.index.push(e);
+                since_index = 0;
+            }
+            since_index += h.total_len as u64;
             pos += h.total_len as u64;
-            self.meta.max_timestamp = Some(
-                self.meta
-                    .max_timestamp
+            meta.max_timestamp = Some(
+                meta.max_timestamp
                     .map_or(h.max_timestamp, |m| m.max(h.max_timestamp)),
             );
-            self.meta.next_offset = h.last_offset() + 1;
+            meta.next_offset = h.last_offset() + 1;
         }
-        self.meta.len += bytes.len() as u64;
-        self.meta.records += records;
+        meta.len += bytes.len() as u64;
+        meta.records += records;
+        self.meta = meta;
+        self.since_index = since_index;
         Ok(())
     }
 
     /// A cursor over the batches from the one that holds `offset` (or the first after it).
-    pub fn cursor_for(&self, offset: Offset, chunk: usize) -> BatchCursor<'_> {
+    pub fn cursor_for(&self, offset: Offset, chunk: usize) -> io::Result<BatchCursor> {
         let rel = (offset - self.meta.base_offset).clamp(0, i64::from(u32::MAX)) as u32;
-        BatchCursor::new(
-            &self.log,
+        Ok(BatchCursor::new(
+            self.log()?,
             self.meta.len,
             u64::from(self.index.position_for(rel)),
             chunk,
-        )
+        ))
     }
 
     /// A cursor from the segment's first batch (when the index cannot be trusted).
-    pub fn cursor_from_start(&self, chunk: usize) -> BatchCursor<'_> {
-        BatchCursor::new(&self.log, self.meta.len, 0, chunk)
+    pub fn cursor_from_start(&self, chunk: usize) -> io::Result<BatchCursor> {
+        Ok(BatchCursor::new(self.log()?, self.meta.len, 0, chunk))
     }
 
     /// A cursor positioned for the first record with timestamp ≥ `timestamp`.
-    pub fn cursor_for_timestamp(&self, timestamp: i64, chunk: usize) -> BatchCursor<'_> {
-        BatchCursor::new(
-            &self.log,
+    pub fn cursor_for_timestamp(&self, timestamp: i64, chunk: usize) -> io::Result<BatchCursor> {
+        Ok(BatchCursor::new(
+            self.log()?,
             self.meta.len,
             u64::from(self.index.position_for_timestamp(timestamp)),
             chunk,
-        )
+        ))
+    }
+
+    /// Forgets the pool's handles to the segment's files (before they are renamed over).
+    pub fn forget_files(&self) {
+        for ext in ["log", "index", "timeindex"] {
+            self.pool
+                .forget(&Self::path(&self.dir, self.meta.base_offset, ext));
+        }
     }
 
     pub fn delete_files(self) -> io::Result<()> {
+        self.forget_files();
         let (dir, base) = (self.dir.clone(), self.meta.base_offset);
-        drop(self);
         for ext in ["log", "index", "timeindex"] {
             match std::fs::remove_file(Self::path(&dir, base, ext)) {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
@@ -372,7 +413,7 @@ impl FileSegment {
 /// (with `validate`) its CRC and records; stops at the first bad byte. `created_at` is used for
 /// an empty segment; otherwise it is the first batch's base timestamp.
 pub fn scan(
-    log: &File,
+    log: Arc<File>,
     base: Offset,
     len: u64,
     created_at: Millis,

@@ -15,6 +15,7 @@ use offsetlab_engine::record::TopicPartition;
 use offsetlab_engine::sink::SinkKind;
 use offsetlab_engine::strategy::CommitStrategy;
 use offsetlab_engine::txn::ControlType;
+use offsetlab_engine::LabError;
 use offsetlab_scenario::explore::{self, Cell};
 use offsetlab_scenario::lessons::{self, LESSONS};
 use offsetlab_scenario::Script;
@@ -78,12 +79,11 @@ impl AppState {
     /// After a change: save the lab for the next start (or prepare the save that must follow
     /// the fsync, under `--flush always`) and tell every tab. An error means the change is not
     /// durable and must not be acknowledged.
-    pub(crate) fn changed(&self, session: &Session) -> Result<Option<PendingSave>, String> {
-        let pending = session
-            .save()
-            .map_err(|e| format!("the lab could not be saved: {e}"))?;
+    /// A save that fails took the change back (the session went back to its last save).
+    pub(crate) fn changed(&self, session: &mut Session) -> Result<Option<PendingSave>, LabError> {
+        let pending = session.save();
         let _ = self.changes.send(session.version());
-        Ok(pending)
+        pending
     }
 
     /// The session behind the page (the Kafka listener shares it).
@@ -94,11 +94,21 @@ impl AppState {
     /// `--flush always`: the change is acknowledged once its appends are on disk and the lab's
     /// file after them. Runs outside the session's lock, so requests that arrive meanwhile share
     /// the next fsync (group commit).
-    async fn sync(&self, pending: Result<Option<PendingSave>, String>, response: Response) -> Response {
+    async fn sync(&self, pending: Result<Option<PendingSave>, LabError>, response: Response) -> Response {
         let pending = match pending {
             Ok(Some(p)) => p,
             Ok(None) => return response,
-            Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &e, 0),
+            Err(e) => {
+                let status = match &e {
+                    LabError::Storage(f) => crate::session::storage_status(f.kind),
+                    _ => 500,
+                };
+                return json_error(
+                    StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                    &format!("the lab could not be saved, and the change was taken back: {e}"),
+                    0,
+                );
+            }
         };
         match tokio::task::spawn_blocking(move || pending.complete()).await {
             Ok(Ok(())) => response,

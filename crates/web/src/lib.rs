@@ -9,6 +9,7 @@
 mod api;
 mod assets;
 mod guard;
+pub mod http;
 pub mod kafka;
 pub mod session;
 
@@ -36,6 +37,8 @@ pub struct ServeConfig {
     pub kafka_config: kafka::KafkaConfig,
     /// Discard the data directory's lab before starting (`--reset-data`).
     pub reset_data: bool,
+    /// The HTTP server's connection cap and timeouts.
+    pub http_limits: http::HttpLimits,
 }
 
 /// The file in the data directory that held the session before the durable log; a data
@@ -136,11 +139,10 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
             .unwrap_or_default()
     );
     let _ = out.flush();
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await?;
+    http::serve(listener, router(state), config.http_limits, async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+    .await?;
     // A clean stop: logs synced and snapshotted, so the next start reads no record data.
     let mut s = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     s.close().map_err(|e| anyhow::anyhow!("closing the lab: {e}"))?;

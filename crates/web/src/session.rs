@@ -26,7 +26,9 @@ use offsetlab_scenario::command::{ApplyError, Command, Outcome, Send, SendStored
 use offsetlab_scenario::token::Quoted;
 use offsetlab_scenario::Script;
 use offsetlab_sqlite::SqliteSinks;
-use offsetlab_storage::{write_atomically, Durability, FileStore, FlushPolicy, ProducedBatches, SlotFile};
+use offsetlab_storage::{
+    write_atomically, Durability, Fault, FaultKind, FileStore, FlushPolicy, Health, ProducedBatches, SlotFile,
+};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -61,14 +63,37 @@ struct Generation {
     /// A topic was deleted since the last save: its directories, renamed aside, go once the
     /// deletion is saved.
     deleted_topics: std::sync::atomic::AtomicBool,
+    /// Where the store's logs note a write the disk refused ([`Health`]).
+    health: Arc<Health>,
+    /// What the last save wrote: what the lab goes back to when the disk refuses a write.
+    saved: std::sync::Mutex<Option<Arc<Saved>>>,
+}
+
+/// A save: `lab.json`'s bytes and the history it covers.
+struct Saved {
+    lab_file: Vec<u8>,
+    history_bytes: u64,
+    commands: usize,
 }
 
 impl Generation {
+    fn set_saved(&self, saved: Saved) {
+        *self
+            .saved
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::new(saved));
+    }
+
     fn dir_for(root: &Path, number: u64) -> PathBuf {
         root.join(format!("gen-{number:06}"))
     }
 
-    fn new(number: u64, dir: PathBuf, durability: Arc<Durability>) -> Result<Self, LabError> {
+    fn new(
+        number: u64,
+        dir: PathBuf,
+        durability: Arc<Durability>,
+        health: Arc<Health>,
+    ) -> Result<Self, LabError> {
         let file = std::fs::OpenOptions::new()
             .create(true)
             .truncate(true)
@@ -82,6 +107,8 @@ impl Generation {
             durability,
             lab_file: Arc::new(std::sync::Mutex::new((lab_file, 0))),
             deleted_topics: false.into(),
+            health,
+            saved: std::sync::Mutex::new(None),
             history: std::sync::Mutex::new(HistoryLog {
                 file: Arc::new(file),
                 text: String::new(),
@@ -115,7 +142,7 @@ impl HistoryLog {
     fn catch_up(&mut self, history: &[Command]) -> Result<u64, LabError> {
         if self.commands > history.len() {
             // The history was cut (it never is without a new generation): rewrite it whole.
-            self.file.set_len(0).map_err(storage)?;
+            self.file.set_len(0).map_err(io_error)?;
             self.commands = 0;
             self.bytes = 0;
         }
@@ -129,7 +156,7 @@ impl HistoryLog {
         }
         if !text.is_empty() {
             std::os::unix::fs::FileExt::write_all_at(&*self.file, text.as_bytes(), self.bytes)
-                .map_err(storage)?;
+                .map_err(io_error)?;
             self.bytes += text.len() as u64;
             self.commands = history.len();
         }
@@ -324,13 +351,27 @@ fn write_slots(
         Written::Deferred(v) if v > *newest => v,
         _ => return Ok(()),
     };
-    file.write(bytes, sync).map_err(storage)?;
+    file.write(bytes, sync).map_err(io_error)?;
     *newest = version;
     Ok(())
 }
 
 fn storage(e: impl std::fmt::Display) -> LabError {
-    LabError::Storage(e.to_string())
+    LabError::storage(e.to_string())
+}
+
+/// An I/O error as a storage error of its kind (a full disk, no descriptors left, …).
+fn io_error(e: std::io::Error) -> LabError {
+    LabError::Storage(e.into())
+}
+
+/// The HTTP status for a storage failure of `kind`.
+pub fn storage_status(kind: FaultKind) -> u16 {
+    match kind {
+        FaultKind::Full => 507,
+        FaultKind::NoDescriptors => 503,
+        FaultKind::Io => 500,
+    }
 }
 
 /// Why a request to change the lab was refused. Nothing changed.
@@ -650,9 +691,13 @@ impl Session {
         let clean = store.was_clean();
         let reports = store.reports();
         let durability = store.durability();
+        let health = store.health();
         let sinks = SqliteSinks::new(dir.join("sinks")).map_err(|e| at(&e))?;
         let lab =
             offsetlab_engine::Lab::restore(snapshot, Box::new(store), Box::new(sinks)).map_err(|e| at(&e))?;
+        if let Some(fault) = health.take() {
+            return Err(RestoreError::new(&logs, fault));
+        }
         let mut notes = Vec::new();
         // Partition directories the lab does not know: a topic created by an action that crashed
         // before it was acknowledged. Gone, or a later topic of that name would inherit them.
@@ -711,7 +756,7 @@ impl Session {
             }
         );
         let commands = history.len();
-        Ok((
+        let session = (
             Self {
                 lab,
                 backend: SinkBackend::Durable {
@@ -731,12 +776,29 @@ impl Session {
                     }),
                     lab_file: Arc::new(std::sync::Mutex::new((lab_file, 1))),
                     deleted_topics: false.into(),
+                    health,
+                    saved: std::sync::Mutex::new(None),
                 }),
                 history,
                 produced: ProducedStore::Dir(dir.join(PRODUCED_DIR)),
             },
             summary,
-        ))
+        );
+        // What a refused write goes back to: the lab as it was restored.
+        if let Some(g) = &session.0.generation {
+            let lab_file = serde_json::to_vec(&LabFile {
+                history_bytes: Some(history_text.len() as u64),
+                history: None,
+                snapshot: session.0.lab.snapshot(),
+            })
+            .map_err(|e| at(&e))?;
+            g.set_saved(Saved {
+                lab_file,
+                history_bytes: history_text.len() as u64,
+                commands,
+            });
+        }
+        Ok(session)
     }
 
     /// Saves what the next start restores (durable backend), now: the history's new lines, then
@@ -746,37 +808,151 @@ impl Session {
             return Ok(());
         };
         let sync = g.durability.policy() != FlushPolicy::Never;
-        let (bytes, history) = self.lab_file(g)?;
+        let (saved, history) = self.lab_file(g)?;
         if sync {
-            history.sync_data().map_err(storage)?;
+            history.sync_data().map_err(io_error)?;
         }
-        write_slots(&g.lab_file, Written::Now(self.version), &bytes, sync)?;
+        write_slots(&g.lab_file, Written::Now(self.version), &saved.lab_file, sync)?;
+        g.set_saved(saved);
         if g.deleted_topics.swap(false, std::sync::atomic::Ordering::SeqCst) {
-            FileStore::purge_deleted(&g.dir.join("logs")).map_err(storage)?;
+            FileStore::purge_deleted(&g.dir.join("logs")).map_err(io_error)?;
         }
         Ok(())
     }
 
     /// Appends the history's new lines to its file; `lab.json`'s bytes, and the history file.
-    fn lab_file(&self, g: &Generation) -> Result<(Vec<u8>, Arc<std::fs::File>), LabError> {
+    fn lab_file(&self, g: &Generation) -> Result<(Saved, Arc<std::fs::File>), LabError> {
         let mut log = g
             .history
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let history_bytes = log.catch_up(&self.history)?;
-        let bytes = serde_json::to_vec(&LabFile {
+        let lab_file = serde_json::to_vec(&LabFile {
             history_bytes: Some(history_bytes),
             history: None,
             snapshot: self.lab.snapshot(),
         })
         .map_err(storage)?;
-        Ok((bytes, Arc::clone(&log.file)))
+        Ok((
+            Saved {
+                lab_file,
+                history_bytes,
+                commands: self.history.len(),
+            },
+            Arc::clone(&log.file),
+        ))
+    }
+
+    /// The disk refused a write since the last look (durable labs only).
+    fn take_fault(&self) -> Option<Fault> {
+        self.generation.as_ref().and_then(|g| g.health.take())
+    }
+
+    /// The storage fault behind `e`: one the store noted, or — for a storage or sink error the
+    /// store did not see (SQLite's own "database or disk is full") — the error itself.
+    fn fault_in(&self, e: &LabError) -> Option<Fault> {
+        let noted = self.take_fault();
+        match e {
+            LabError::Storage(fault) => Some(noted.unwrap_or_else(|| fault.clone())),
+            LabError::Sink(offsetlab_engine::sink::SinkError::Full(m)) => Some(noted.unwrap_or(Fault {
+                kind: FaultKind::Full,
+                message: m.clone(),
+            })),
+            LabError::Sink(offsetlab_engine::sink::SinkError::Backend(m)) => Some(noted.unwrap_or(Fault {
+                kind: FaultKind::Io,
+                message: m.clone(),
+            })),
+            _ => noted,
+        }
+    }
+
+    /// Goes back to the lab the last save wrote, after the disk refused a write: the logs are
+    /// opened again and truncated to what that save acknowledged — what a restart does — and the
+    /// history is cut back to it. What the refused action did is gone (but for sink rows it
+    /// wrote, which SQLite keeps, as after a crash).
+    fn go_back_to_saved(&mut self) -> Result<(), LabError> {
+        let SinkBackend::Durable { flush, .. } = self.backend else {
+            return Ok(());
+        };
+        let Some(g) = self.generation.as_mut() else {
+            return Ok(());
+        };
+        let saved = g
+            .saved
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+            .ok_or_else(|| storage("no save to go back to"))?;
+        let LabFile { snapshot, .. } = serde_json::from_slice(&saved.lab_file).map_err(storage)?;
+        {
+            let mut log = g
+                .history
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            // A save that failed half-way may have written some of its lines.
+            let _ = log.file.set_len(saved.history_bytes);
+            log.bytes = saved.history_bytes;
+            log.commands = saved.commands;
+            self.history.truncate(saved.commands);
+        }
+        // The lab's files closed, then opened again as a restart opens them.
+        self.lab = Lab::default();
+        let logs = g.dir.join("logs");
+        let store = FileStore::open(&logs, flush)
+            .map_err(storage)?
+            .keeping_segments_in(g.dir.join(PRODUCED_DIR));
+        g.health = store.health();
+        g.durability = store.durability();
+        let sinks = SqliteSinks::new(g.dir.join("sinks"))?;
+        self.lab = Lab::restore(snapshot, Box::new(store), Box::new(sinks))?;
+        self.version += 1;
+        if let Some(fault) = g.health.take() {
+            return Err(storage(fault));
+        }
+        Ok(())
+    }
+
+    /// The answer to an action the disk refused, after going back to the last save.
+    fn refused_by_storage(&mut self, line: usize, text: String, fault: Fault) -> ActionError {
+        let back = self.go_back_to_saved();
+        let status = storage_status(fault.kind);
+        let error = match back {
+            Ok(()) => format!("{fault}; nothing of this action was kept"),
+            Err(e) => format!("{fault}; and the lab could not go back to its last save: {e}"),
+        };
+        ActionError {
+            status,
+            error: error.clone(),
+            line,
+            text,
+            cause: Some(Box::new(LabError::Storage(Fault {
+                kind: fault.kind,
+                message: error,
+            }))),
+        }
     }
 
     /// Saves the lab after a change. Under `--flush always` the save must follow the fsync of
     /// the appends it covers, so it is returned to be completed outside the lock; otherwise it is
     /// written now.
-    pub fn save(&self) -> Result<Option<PendingSave>, LabError> {
+    ///
+    /// A save that cannot be written takes the change back (the lab returns to its last save):
+    /// a change is never answered with an error and kept.
+    pub fn save(&mut self) -> Result<Option<PendingSave>, LabError> {
+        let fault = self.take_fault();
+        let saved = match fault {
+            Some(f) => Err(LabError::Storage(f)),
+            None => self.try_save(),
+        };
+        saved.map_err(|e| match self.go_back_to_saved() {
+            Ok(()) => e,
+            Err(again) => storage(format!(
+                "{e}; and the lab could not go back to its last save: {again}"
+            )),
+        })
+    }
+
+    fn try_save(&self) -> Result<Option<PendingSave>, LabError> {
         let Some(g) = &self.generation else {
             return Ok(None);
         };
@@ -784,7 +960,11 @@ impl Session {
             self.persist()?;
             return Ok(None);
         }
-        let (bytes, history) = self.lab_file(g)?;
+        let (saved, history) = self.lab_file(g)?;
+        let bytes = saved.lab_file.clone();
+        // Under `--flush always` the save is complete once its fsync is; what the lab holds now
+        // is what a refused write goes back to (a later fsync failure fails every save after it).
+        g.set_saved(saved);
         Ok(Some(PendingSave {
             durability: Arc::clone(&g.durability),
             history,
@@ -909,22 +1089,29 @@ impl Session {
                     ) {
                         Ok(stored) => self.history.extend(stored.into_iter().map(Command::SendStored)),
                         Err(e) => {
-                            // A storage failure may come after the log took the batches.
-                            if n > 0 || matches!(e, LabError::Storage(_)) {
+                            let text = format!(
+                                "send {} partition={partition} client={} …",
+                                Quoted(&topic),
+                                Quoted(&client)
+                            );
+                            if let Some(fault) = self.fault_in(&e) {
+                                return Err(self.refused_by_storage(line, text, fault));
+                            }
+                            if n > 0 {
                                 self.undo_to(history_mark)?;
                             }
                             return Err(ActionError {
                                 status: 422,
                                 error: e.to_string(),
                                 line,
-                                text: format!(
-                                    "send {} partition={partition} client={} …",
-                                    Quoted(&topic),
-                                    Quoted(&client)
-                                ),
+                                text,
                                 cause: Some(Box::new(e)),
                             });
                         }
+                    }
+                    if let Some(fault) = self.take_fault() {
+                        let text = format!("send {} partition={partition} …", Quoted(&topic));
+                        return Err(self.refused_by_storage(line, text, fault));
                     }
                     continue;
                 }
@@ -934,12 +1121,27 @@ impl Session {
                 // is saved first, so a restart's truncation to the saved state can never undo a
                 // record they superseded (a cleaner never cleans past the high watermark).
                 // (A deleted topic's files are only renamed aside until the deletion is saved.)
-                self.barrier().map_err(|e| internal(&e))?;
+                if let Err(e) = self.barrier() {
+                    let fault = self.fault_in(&e).unwrap_or(Fault {
+                        kind: FaultKind::Io,
+                        message: e.to_string(),
+                    });
+                    return Err(self.refused_by_storage(line, command.to_string(), fault));
+                }
             }
             if let (Command::DeleteTopic(_), Some(g)) = (&command, &self.generation) {
                 g.deleted_topics.store(true, std::sync::atomic::Ordering::SeqCst);
             }
-            match command.apply(&mut self.lab) {
+            let applied = command.apply(&mut self.lab);
+            // The disk refused a write while it ran: the action did not happen.
+            let fault = match &applied {
+                Err(ApplyError::Lab(e)) => self.fault_in(e),
+                _ => self.take_fault(),
+            };
+            if let Some(fault) = fault {
+                return Err(self.refused_by_storage(line, command.to_string(), fault));
+            }
+            match applied {
                 Ok(outcome) => {
                     if let Outcome::Reset(plan) = outcome {
                         reset_plans.push(plan);
@@ -957,10 +1159,9 @@ impl Session {
                         ApplyError::Expectation(f) => (format!("expectation failed: {f}"), None),
                     };
                     return Err(ActionError {
-                        status: if matches!(cause.as_deref(), Some(LabError::Storage(_))) {
-                            500
-                        } else {
-                            422
+                        status: match cause.as_deref() {
+                            Some(LabError::Storage(f)) => storage_status(f.kind),
+                            _ => 422,
                         },
                         error,
                         line,
@@ -1031,37 +1232,61 @@ impl Session {
 
     /// Makes `generation` the durable lab (saved, then named in `current`) and deletes the one
     /// it replaces.
+    ///
+    /// The caller has put the new lab in place; if the switch cannot be made (a full disk), the
+    /// new generation is removed and the session goes back to the old one's last save.
     fn switch(&mut self, generation: Option<Generation>) -> Result<(), LabError> {
         let Some(g) = generation else {
             return Ok(());
         };
-        // Everything of the new lab on disk first — its logs, its file, its directory — then the
-        // switch, then the old one goes.
-        g.durability.sync_all().map_err(storage)?;
-        let old = self.generation.replace(g);
-        if let Some(new) = &self.generation {
-            let (bytes, history) = self.lab_file(new)?;
-            history.sync_data().map_err(storage)?;
-            // The kept segments' links, which the history names.
-            let kept = new.dir.join(PRODUCED_DIR);
-            if kept.exists() {
-                std::fs::File::open(&kept)
-                    .and_then(|d| d.sync_all())
-                    .map_err(storage)?;
+        match self.write_generation(&g) {
+            Ok(saved) => {
+                g.set_saved(saved);
+                if let Some(old) = self.generation.replace(g) {
+                    let _ = std::fs::remove_dir_all(&old.dir);
+                }
+                Ok(())
             }
-            write_slots(&new.lab_file, Written::Now(self.version), &bytes, true)?;
-            std::fs::File::open(&new.dir)
+            Err(e) => {
+                let dir = g.dir.clone();
+                drop(g);
+                let back = self.go_back_to_saved();
+                let _ = std::fs::remove_dir_all(&dir);
+                Err(match back {
+                    Ok(()) => e,
+                    Err(again) => storage(format!(
+                        "{e}; and the lab could not go back to its last save: {again}"
+                    )),
+                })
+            }
+        }
+    }
+
+    /// Everything of a new generation on disk — its logs, its file, its directory — and then
+    /// `current` naming it.
+    fn write_generation(&self, new: &Generation) -> Result<Saved, LabError> {
+        new.durability.sync_all().map_err(storage)?;
+        let (saved, history) = self.lab_file(new)?;
+        history.sync_data().map_err(storage)?;
+        // The kept segments' links, which the history names.
+        let kept = new.dir.join(PRODUCED_DIR);
+        if kept.exists() {
+            std::fs::File::open(&kept)
                 .and_then(|d| d.sync_all())
                 .map_err(storage)?;
         }
-        if let (SinkBackend::Durable { root, .. }, Some(new)) = (&self.backend, &self.generation) {
+        write_slots(&new.lab_file, Written::Now(self.version), &saved.lab_file, true)?;
+        std::fs::File::open(&new.dir)
+            .and_then(|d| d.sync_all())
+            .map_err(storage)?;
+        if let Some(fault) = new.health.take() {
+            return Err(storage(fault));
+        }
+        if let SinkBackend::Durable { root, .. } = &self.backend {
             write_atomically(&root.join("current"), new.number.to_string().as_bytes(), true)
                 .map_err(storage)?;
         }
-        if let Some(old) = old {
-            let _ = std::fs::remove_dir_all(&old.dir);
-        }
-        Ok(())
+        Ok(saved)
     }
 
     /// The session as a scenario file that replays it exactly.
@@ -1165,10 +1390,15 @@ impl Session {
                     .map_err(storage)?
                     .keeping_segments_in(dir.join(PRODUCED_DIR));
                 let durability = store.durability();
+                let health = store.health();
                 let sinks: Box<dyn SinkFactory> = Box::new(SqliteSinks::new(dir.join("sinks"))?);
                 let lab = Lab::try_new(Box::new(store), sinks)?;
                 let produced = ProducedStore::Dir(dir.join(PRODUCED_DIR));
-                Ok((lab, Some(Generation::new(number, dir, durability)?), produced))
+                Ok((
+                    lab,
+                    Some(Generation::new(number, dir, durability, health)?),
+                    produced,
+                ))
             }
         }
     }
@@ -1177,12 +1407,20 @@ impl Session {
     /// fails too (a stored batch that can no longer be read), the batch's applied lines stay —
     /// in the lab and in its history, which must never disagree — and the error says so.
     fn undo_to(&mut self, history_mark: usize) -> Result<(), ActionError> {
-        self.rebuild(history_mark).map_err(|e| {
-            self.version += 1;
-            internal(&format!(
-                "a line of this batch failed and the lab could not undo the lines before it ({e}); they stay applied"
-            ))
-        })
+        let Err(e) = self.rebuild(history_mark) else {
+            return Ok(());
+        };
+        // The rebuild could not be written (a full disk): the last save is from before the
+        // batch, so going back to it undoes the batch too — its sink rows aside.
+        let _ = self.take_fault();
+        if self.generation.is_some() && self.go_back_to_saved().is_ok() && self.history.len() == history_mark
+        {
+            return Ok(());
+        }
+        self.version += 1;
+        Err(internal(&format!(
+            "a line of this batch failed and the lab could not undo the lines before it ({e}); they stay applied"
+        )))
     }
 
     /// Rebuilds the lab from the history (undo of a failed batch): a fresh lab, into which the

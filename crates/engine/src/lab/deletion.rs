@@ -157,7 +157,7 @@ impl Lab {
         let partitions = t.partitions.len() as i32;
         // The files first: if they cannot go, nothing has changed.
         for p in 0..partitions {
-            self.store.remove(topic, p).map_err(LabError::Storage)?;
+            self.store.remove(topic, p).map_err(LabError::storage)?;
         }
         let now = self.clock.now();
         let keys: Vec<OffsetKey> = self

@@ -106,7 +106,7 @@ impl Lab {
                 0,
                 &OffsetStore::topic_config(),
             )
-            .map_err(LabError::Storage)?;
+            .map_err(LabError::storage)?;
         Ok(Self {
             clock: Clock::default(),
             store,
@@ -129,10 +129,10 @@ impl Lab {
     pub fn close_logs(&mut self) -> Result<(), LabError> {
         for t in self.topics.values_mut() {
             for log in &mut t.partitions {
-                log.close().map_err(LabError::Storage)?;
+                log.close().map_err(LabError::storage)?;
             }
         }
-        self.offsets.close().map_err(LabError::Storage)
+        self.offsets.close().map_err(LabError::storage)
     }
 
     pub fn now(&self) -> Millis {

@@ -125,7 +125,7 @@ impl Lab {
         mut sinks: Box<dyn SinkFactory>,
     ) -> Result<Self, LabError> {
         if snapshot.version != SNAPSHOT_VERSION {
-            return Err(LabError::Storage(format!(
+            return Err(LabError::storage(format!(
                 "lab snapshot version {} (this offsetlab reads {SNAPSHOT_VERSION})",
                 snapshot.version
             )));
@@ -153,7 +153,7 @@ impl Lab {
                 0,
                 &OffsetStore::topic_config(),
             )
-            .map_err(LabError::Storage)?;
+            .map_err(LabError::storage)?;
         reconcile(
             format!("{}-0", crate::offsets::CONSUMER_OFFSETS_TOPIC),
             offsets_log.as_mut(),
@@ -164,7 +164,7 @@ impl Lab {
             let mut partitions = (0..t.config.partitions)
                 .map(|p| store.open(&t.name, p, &t.config))
                 .collect::<Result<Vec<_>, String>>()
-                .map_err(LabError::Storage)?;
+                .map_err(LabError::storage)?;
             for (p, log) in partitions.iter_mut().enumerate() {
                 if let Some(&acknowledged) = t.log_end_offsets.get(p) {
                     reconcile(format!("{}-{p}", t.name), log.as_mut(), acknowledged);

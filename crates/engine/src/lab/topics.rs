@@ -73,7 +73,7 @@ impl Lab {
         let partitions = (0..config.partitions)
             .map(|p| self.store.open(name, p, &config))
             .collect::<Result<Vec<_>, String>>()
-            .map_err(LabError::Storage)?;
+            .map_err(LabError::storage)?;
         let describe = format!(
             "created topic {name} with {} partition(s), cleanup.policy={}{}",
             config.partitions,

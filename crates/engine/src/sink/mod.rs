@@ -137,6 +137,9 @@ pub struct SinkStats {
 pub enum SinkError {
     #[error("sink backend error: {0}")]
     Backend(String),
+    /// The database could not grow: its disk is full.
+    #[error("sink backend error: {0}")]
+    Full(String),
 }
 
 pub trait Sink: Send {

@@ -58,7 +58,7 @@ impl Failure {
 impl From<ActionError> for Failure {
     fn from(e: ActionError) -> Self {
         match e.cause.map(|c| *c) {
-            Some(LabError::Storage(s)) => Failure::Storage(s),
+            Some(LabError::Storage(s)) => Failure::Storage(s.to_string()),
             Some(cause) => Failure::Refused(cause),
             // Only the session itself fails without an engine reason (a line that could not be
             // undone, a generation that could not be written): storage.
@@ -86,8 +86,8 @@ pub(crate) fn code(e: &LabError) -> i16 {
 
 /// Saves the lab after a change: at once, or — under `--flush always` — after the fsync,
 /// waited for with the session's lock released. `Ok` only once the change is durable.
-pub(crate) fn save(app: &AppState, s: MutexGuard<'_, Session>) -> Result<(), Failure> {
-    match app.changed(&s) {
+pub(crate) fn save(app: &AppState, mut s: MutexGuard<'_, Session>) -> Result<(), Failure> {
+    match app.changed(&mut s) {
         Ok(Some(pending)) => {
             drop(s);
             pending.complete().map_err(|e| Failure::Storage(e.to_string()))

@@ -13,6 +13,7 @@
 
 mod admin;
 mod change;
+pub mod connections;
 mod coordinator;
 mod deletion;
 mod produce;
@@ -98,6 +99,8 @@ pub struct KafkaConfig {
     /// `socket.request.max.bytes`: a request announcing more is refused before anything is
     /// allocated for it, and its connection closed.
     pub max_request_bytes: usize,
+    /// `max.connections` and `connections.max.idle.ms`.
+    pub limits: connections::Limits,
 }
 
 impl Default for KafkaConfig {
@@ -105,6 +108,7 @@ impl Default for KafkaConfig {
         Self {
             auto_create_topics: true,
             max_request_bytes: DEFAULT_MAX_FRAME,
+            limits: connections::Limits::default(),
         }
     }
 }
@@ -165,14 +169,32 @@ pub async fn serve(listener: TcpListener, app: AppState, config: KafkaConfig) {
     let Ok(advertised) = listener.local_addr() else {
         return;
     };
+    let open = connections::Connections::new(config.limits.max_connections);
+    let mut backoff = Duration::from_millis(5);
     loop {
-        let Ok((stream, _)) = listener.accept().await else {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // Out of descriptors (or another transient failure): never spin. Make a
+                // descriptor free if an idle connection can give one, and wait a little.
+                if matches!(e.raw_os_error(), Some(24 | 23)) {
+                    open.shed_one();
+                }
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+                continue;
+            }
+        };
+        backoff = Duration::from_millis(5);
+        // Every connection busy at the cap: this one is refused (closed at once).
+        let Some(slot) = open.admit() else {
+            drop(stream);
             continue;
         };
         let app = app.clone();
         let broker = Arc::clone(&broker);
         tokio::spawn(async move {
-            let _ = connection(stream, app, advertised, &broker).await;
+            let _ = connection(stream, app, advertised, &broker, slot).await;
         });
     }
 }
@@ -182,7 +204,11 @@ async fn connection(
     app: AppState,
     advertised: SocketAddr,
     broker: &Arc<Broker>,
+    slot: connections::Slot,
 ) -> std::io::Result<()> {
+    let idle = broker.config.limits.idle_timeout;
+    // Completing a request moves the deadline; bytes of an unfinished one do not.
+    let mut deadline = tokio::time::Instant::now() + idle;
     let session = app.session();
     // Kafka prints a member's host as `/address`.
     let host = stream
@@ -206,16 +232,29 @@ async fn connection(
                 buf = rest;
             }
             let frame = frame.freeze();
-            match respond(frame, &app, &session, advertised, broker, &host).await {
+            slot.busy(true);
+            let reply = respond(frame, &app, &session, advertised, broker, &host).await;
+            match reply {
                 Reply::Frame(out) => stream.write_all(&out).await?,
                 Reply::Nothing => {}
                 Reply::Close => return Ok(()), // malformed or unserved: close, as Kafka does
             }
+            slot.busy(false);
+            deadline = tokio::time::Instant::now() + idle;
         }
         let want = bytes_wanted(&buf, broker.config.max_request_bytes).clamp(1, 1 << 20);
         buf.reserve(want);
-        if stream.read_buf(&mut buf).await? == 0 {
-            return Ok(());
+        let read = tokio::select! {
+            // Closed to make room for a new connection.
+            () = slot.closed() => return Ok(()),
+            read = tokio::time::timeout_at(deadline, stream.read_buf(&mut buf)) => read,
+        };
+        match read {
+            // `connections.max.idle.ms` passed without a complete request.
+            Err(_) => return Ok(()),
+            Ok(Ok(0)) => return Ok(()),
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return Err(e),
         }
     }
 }

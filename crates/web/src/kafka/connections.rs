@@ -1,0 +1,203 @@
+//! How many Kafka connections the listener holds, and for how long: Kafka's `max.connections`
+//! and `connections.max.idle.ms`.
+//!
+//! Every connection costs a file descriptor, and a client controls how many it opens and how
+//! long it keeps them. The listener admits at most [`Limits::max_connections`]; when a new one
+//! arrives at the cap, the connection that has been idle longest — no request being answered —
+//! is closed to make room (an idle client reconnects when it needs to, as Kafka clients do), and
+//! if every connection is busy the new one is refused. A connection that has not completed a
+//! request for [`Limits::idle_timeout`] is closed, however many bytes of an unfinished request it
+//! trickles in (a slow-loris client holds nothing for long).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+
+/// The bounds the listener keeps to.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// `max.connections`: connections held at once.
+    pub max_connections: usize,
+    /// `connections.max.idle.ms`: how long a connection may go without completing a request.
+    pub idle_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_connections: default_max_connections(),
+            // Kafka's default, ten minutes.
+            idle_timeout: Duration::from_secs(600),
+        }
+    }
+}
+
+/// A quarter of the process's file descriptors (the segment file pool takes another quarter),
+/// at least 16, at most 10,000.
+pub fn default_max_connections() -> usize {
+    let soft = rlimit_soft();
+    usize::try_from(soft / 4).unwrap_or(10_000).clamp(16, 10_000)
+}
+
+fn rlimit_soft() -> u64 {
+    offsetlab_storage::descriptor_limit().unwrap_or(1024)
+}
+
+/// The connections the listener holds.
+#[derive(Debug)]
+pub(crate) struct Connections {
+    max: usize,
+    next: AtomicU64,
+    open: Mutex<HashMap<u64, Entry>>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    /// When it last completed a request (or connected).
+    active: Instant,
+    /// A request is being answered: never closed to make room.
+    busy: bool,
+    close: Arc<Notify>,
+}
+
+/// A connection's place: given back when dropped.
+pub(crate) struct Slot {
+    id: u64,
+    connections: Arc<Connections>,
+    close: Arc<Notify>,
+}
+
+impl Connections {
+    pub(crate) fn new(max: usize) -> Arc<Self> {
+        Arc::new(Self {
+            max: max.max(1),
+            next: AtomicU64::new(0),
+            open: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Entry>> {
+        self.open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A place for a new connection: at the cap, the longest-idle connection is closed to make
+    /// room; `None` when every one is busy.
+    pub(crate) fn admit(self: &Arc<Self>) -> Option<Slot> {
+        let mut open = self.lock();
+        if open.len() >= self.max {
+            let victim = open
+                .iter()
+                .filter(|(_, e)| !e.busy)
+                .min_by_key(|(_, e)| e.active)
+                .map(|(id, _)| *id)?;
+            if let Some(e) = open.remove(&victim) {
+                e.close.notify_one();
+            }
+        }
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let close = Arc::new(Notify::new());
+        open.insert(
+            id,
+            Entry {
+                active: Instant::now(),
+                busy: false,
+                close: Arc::clone(&close),
+            },
+        );
+        Some(Slot {
+            id,
+            connections: Arc::clone(self),
+            close,
+        })
+    }
+
+    /// Closes the connection idle longest (descriptors ran out: make one free).
+    pub(crate) fn shed_one(&self) -> bool {
+        let mut open = self.lock();
+        let victim = open
+            .iter()
+            .filter(|(_, e)| !e.busy)
+            .min_by_key(|(_, e)| e.active)
+            .map(|(id, _)| *id);
+        match victim.and_then(|id| open.remove(&id)) {
+            Some(e) => {
+                e.close.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
+    }
+}
+
+impl Slot {
+    /// A request is being answered (`true`) or was answered (`false`).
+    pub(crate) fn busy(&self, busy: bool) {
+        if let Some(e) = self.connections.lock().get_mut(&self.id) {
+            e.busy = busy;
+            if !busy {
+                e.active = Instant::now();
+            }
+        }
+    }
+
+    /// Resolves when the listener wants this connection closed.
+    pub(crate) async fn closed(&self) {
+        self.close.notified().await;
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.connections.lock().remove(&self.id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn at_the_cap_the_longest_idle_connection_makes_room() {
+        let c = Connections::new(2);
+        let a = c.admit().expect("a");
+        std::thread::sleep(Duration::from_millis(2));
+        let b = c.admit().expect("b");
+        b.busy(false);
+        let _c = c.admit().expect("room made");
+        assert_eq!(c.len(), 2);
+        // `a` was told to close; `b` stays.
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("rt");
+        rt.block_on(async {
+            tokio::time::timeout(Duration::from_millis(100), a.closed())
+                .await
+                .expect("a closes");
+        });
+        drop(a);
+        assert_eq!(c.len(), 2, "a's place was already given away");
+    }
+
+    #[test]
+    fn busy_connections_are_never_closed_to_make_room() {
+        let c = Connections::new(1);
+        let a = c.admit().expect("a");
+        a.busy(true);
+        assert!(
+            c.admit().is_none(),
+            "refused: the only connection is answering a request"
+        );
+        a.busy(false);
+        assert!(c.admit().is_some());
+    }
+}
