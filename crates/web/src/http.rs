@@ -1,7 +1,9 @@
 //! The web lab's HTTP server, with the bounds a public server needs even on 127.0.0.1: a page
 //! or a script controls how many connections it opens and how slowly it talks.
 //!
-//! - at most [`HttpLimits::max_connections`] connections; one more is refused (closed at once);
+//! - at most [`HttpLimits::max_connections`] connections; at the cap a new one closes the
+//!   connection idle longest (an open tab's event stream reconnects by itself), or is refused
+//!   when every connection is answering a request ([`crate::connections`]);
 //! - a request's headers must arrive within [`HttpLimits::header_timeout`] (slow loris);
 //! - a connection with no bytes either way for [`HttpLimits::idle_timeout`] is closed (the
 //!   page's event stream sends a keep-alive comment every 15 s, so a live tab stays connected);
@@ -9,6 +11,7 @@
 //! - an accept that fails (no file descriptors left) is retried after a pause that doubles, up
 //!   to a second — never in a loop that spins a core.
 
+use crate::connections::Connections;
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
@@ -57,7 +60,7 @@ pub async fn serve(
     limits: HttpLimits,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
-    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections.max(1)));
+    let open = Connections::new(limits.max_connections);
     let mut backoff = Duration::from_millis(5);
     tokio::pin!(shutdown);
     loop {
@@ -67,29 +70,48 @@ pub async fn serve(
         };
         let stream = match accepted {
             Ok((stream, _)) => stream,
-            Err(_) => {
+            Err(e) => {
+                if matches!(e.raw_os_error(), Some(24 | 23)) {
+                    open.shed_one();
+                }
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(1));
                 continue;
             }
         };
         backoff = Duration::from_millis(5);
-        let Ok(permit) = Arc::clone(&slots).try_acquire_owned() else {
-            // At the cap: refused.
+        let Some(slot) = open.admit() else {
+            // At the cap, every connection answering a request: refused.
             drop(stream);
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(router.clone());
+        let slot = Arc::new(slot);
+        let router = router.clone();
+        let tracked = Arc::clone(&slot);
+        // Busy while a request is answered (a response body that streams on — the event
+        // stream — counts as idle).
+        let service = tower::service_fn(move |req: axum::extract::Request<hyper::body::Incoming>| {
+            let (slot, router) = (Arc::clone(&tracked), router.clone());
+            slot.busy(true);
+            async move {
+                let response = tower::ServiceExt::oneshot(router, req.map(axum::body::Body::new)).await;
+                slot.busy(false);
+                response
+            }
+        });
         tokio::spawn(async move {
             let io = TokioIo::new(Idle::new(stream, limits.idle_timeout));
             let connection = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(limits.header_timeout)
                 .max_buf_size(MAX_HEAD_BYTES)
-                .serve_connection(io, service);
-            let _ = connection.await;
-            drop(permit);
+                .serve_connection(io, TowerToHyperService::new(service));
+            tokio::select! {
+                _ = connection => {}
+                // Closed to make room for a new connection.
+                () = slot.closed() => {}
+            }
         });
     }
 }

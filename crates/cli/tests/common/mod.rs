@@ -20,13 +20,30 @@ impl Drop for Lab {
 }
 
 pub fn serve(args: &[&str]) -> Lab {
+    serve_via(Command::new(env!("CARGO_BIN_EXE_offsetlab")), args)
+}
+
+/// `offsetlab serve` with at most `descriptors` file descriptors (`ulimit -n`, soft and hard).
+#[allow(dead_code)] // not every test binary limits the lab
+pub fn serve_limited(descriptors: u32, args: &[&str]) -> Lab {
+    let mut shell = Command::new("sh");
+    shell.args([
+        "-c",
+        &format!("ulimit -n {descriptors} && exec \"$0\" \"$@\""),
+        env!("CARGO_BIN_EXE_offsetlab"),
+    ]);
+    serve_via(shell, args)
+}
+
+/// `offsetlab serve ARGS` started by `command` (the binary, or a shell that execs it).
+fn serve_via(mut command: Command, args: &[&str]) -> Lab {
     // Tests never take the default Kafka port: a real broker may be on it.
     let kafka: &[&str] = if args.contains(&"--kafka") {
         &[]
     } else {
         &["--kafka", "off"]
     };
-    let mut child = Command::new(env!("CARGO_BIN_EXE_offsetlab"))
+    let mut child = command
         .arg("serve")
         .args(args)
         .args(kafka)

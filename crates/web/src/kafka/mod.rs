@@ -13,7 +13,6 @@
 
 mod admin;
 mod change;
-pub mod connections;
 mod coordinator;
 mod deletion;
 mod produce;
@@ -100,7 +99,7 @@ pub struct KafkaConfig {
     /// allocated for it, and its connection closed.
     pub max_request_bytes: usize,
     /// `max.connections` and `connections.max.idle.ms`.
-    pub limits: connections::Limits,
+    pub limits: crate::connections::Limits,
 }
 
 impl Default for KafkaConfig {
@@ -108,7 +107,7 @@ impl Default for KafkaConfig {
         Self {
             auto_create_topics: true,
             max_request_bytes: DEFAULT_MAX_FRAME,
-            limits: connections::Limits::default(),
+            limits: crate::connections::Limits::default(),
         }
     }
 }
@@ -169,7 +168,7 @@ pub async fn serve(listener: TcpListener, app: AppState, config: KafkaConfig) {
     let Ok(advertised) = listener.local_addr() else {
         return;
     };
-    let open = connections::Connections::new(config.limits.max_connections);
+    let open = crate::connections::Connections::new(config.limits.max_connections);
     let mut backoff = Duration::from_millis(5);
     loop {
         let stream = match listener.accept().await {
@@ -204,7 +203,7 @@ async fn connection(
     app: AppState,
     advertised: SocketAddr,
     broker: &Arc<Broker>,
-    slot: connections::Slot,
+    slot: crate::connections::Slot,
 ) -> std::io::Result<()> {
     let idle = broker.config.limits.idle_timeout;
     // Completing a request moves the deadline; bytes of an unfinished one do not.

@@ -1,13 +1,12 @@
-//! How many Kafka connections the listener holds, and for how long: Kafka's `max.connections`
-//! and `connections.max.idle.ms`.
+//! How many connections a listener holds: Kafka's `max.connections` for the Kafka listener, the
+//! same rule for the HTTP server.
 //!
 //! Every connection costs a file descriptor, and a client controls how many it opens and how
-//! long it keeps them. The listener admits at most [`Limits::max_connections`]; when a new one
-//! arrives at the cap, the connection that has been idle longest — no request being answered —
-//! is closed to make room (an idle client reconnects when it needs to, as Kafka clients do), and
-//! if every connection is busy the new one is refused. A connection that has not completed a
-//! request for [`Limits::idle_timeout`] is closed, however many bytes of an unfinished request it
-//! trickles in (a slow-loris client holds nothing for long).
+//! long it keeps them. A listener admits at most its cap; when a new connection arrives at the
+//! cap, the one idle longest — no request being answered — is closed to make room (an idle
+//! client reconnects when it needs to, as Kafka clients and the page's event stream do), and if
+//! every connection is busy the new one is refused. How long a connection may stay idle is each
+//! listener's own rule (`connections.max.idle.ms` for Kafka, [`crate::http`] for HTTP).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,12 +14,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
-/// The bounds the listener keeps to.
+/// The bounds the Kafka listener keeps to.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     /// `max.connections`: connections held at once.
     pub max_connections: usize,
-    /// `connections.max.idle.ms`: how long a connection may go without completing a request.
+    /// `connections.max.idle.ms`: how long a connection may go without completing a request,
+    /// however many bytes of an unfinished one it trickles in (a slow-loris client holds
+    /// nothing for long).
     pub idle_timeout: Duration,
 }
 
