@@ -4,6 +4,7 @@
 //! narrative and the figures, and turns outcomes into exit codes.
 
 mod bench_cmd;
+mod bench_lab;
 mod explore_cmd;
 mod groups_cmd;
 mod lessons_cmd;
@@ -178,6 +179,14 @@ enum BenchCmd {
         #[arg(long)]
         json: bool,
     },
+    /// The web lab's session where a user can make it expensive: `tick 36500d` beside a 1 ms
+    /// auto-commit timer while state requests wait for the lab, and 100 saved actions on a lab
+    /// with 20,000 narrative events against a fresh one
+    Lab {
+        /// Print the figures as JSON
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// `--kafka ADDR` or `--kafka off`.
@@ -332,6 +341,9 @@ fn main() -> ExitCode {
         Some(Cmd::Bench {
             what: BenchCmd::Storage { records, dir, json },
         }) => bench_cmd::storage(records, dir, json),
+        Some(Cmd::Bench {
+            what: BenchCmd::Lab { json },
+        }) => bench_lab::run(json),
         Some(Cmd::Groups {
             bootstrap_server,
             list: _,

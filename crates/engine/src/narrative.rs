@@ -48,13 +48,30 @@ impl fmt::Display for Event {
     }
 }
 
-/// The events of a lab, oldest first.
+/// The events of a lab, oldest first. A lab that keeps its narrative elsewhere (the web lab
+/// writes it to a file) may forget the oldest events held in memory ([`Narrative::forget_before`]):
+/// positions stay counted from the lab's first event.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Narrative {
     events: Vec<Event>,
+    /// Events forgotten from the front.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    forgotten: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Narrative {
+    /// A narrative of `events`, the first of them at position `first`.
+    pub fn from_events(first: usize, events: Vec<Event>) -> Self {
+        Self {
+            events,
+            forgotten: first,
+        }
+    }
+
     pub fn push(&mut self, at: Millis, kind: EventKind, text: impl Into<String>) {
         self.events.push(Event {
             at,
@@ -63,20 +80,40 @@ impl Narrative {
         });
     }
 
+    /// The events held in memory (all of them, unless some were forgotten).
     pub fn events(&self) -> &[Event] {
         &self.events
     }
 
+    /// How many events the lab has told, forgotten ones included.
     pub fn len(&self) -> usize {
-        self.events.len()
+        self.forgotten + self.events.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.events.is_empty()
+        self.len() == 0
     }
 
-    /// Events pushed since `mark` (a previous `len()`).
+    /// The position of the first event held in memory.
+    pub fn first(&self) -> usize {
+        self.forgotten
+    }
+
+    /// Events pushed since `mark` (a previous `len()`), as far as they are held.
     pub fn since(&self, mark: usize) -> &[Event] {
-        &self.events[mark.min(self.events.len())..]
+        let at = mark.saturating_sub(self.forgotten).min(self.events.len());
+        &self.events[at..]
+    }
+
+    /// Forgets the events before position `position`.
+    pub fn forget_before(&mut self, position: usize) {
+        let n = position.saturating_sub(self.forgotten).min(self.events.len());
+        self.events.drain(..n);
+        self.forgotten += n;
+    }
+
+    /// Keeps the first `len` events (positions), dropping what came after.
+    pub fn truncate(&mut self, len: usize) {
+        self.events.truncate(len.saturating_sub(self.forgotten));
     }
 }

@@ -67,13 +67,119 @@ struct Generation {
     health: Arc<Health>,
     /// What the last save wrote: what the lab goes back to when the disk refuses a write.
     saved: std::sync::Mutex<Option<Arc<Saved>>>,
+    /// The narrative, as a file the session appends to.
+    narrative: std::sync::Mutex<NarrativeLog>,
 }
 
-/// A save: `lab.json`'s bytes and the history it covers.
+/// A save: `lab.json`'s bytes and the history and narrative it covers.
 struct Saved {
     lab_file: Vec<u8>,
     history_bytes: u64,
     commands: usize,
+    narrative_bytes: u64,
+    events: usize,
+}
+
+/// The narrative as a file, one event per line in JSON, appended to by every save: the snapshot
+/// holds only how long it is, so a save costs the same however much the lab has told. The lab
+/// keeps the last [`NARRATIVE_IN_MEMORY`] events in memory (the page shows the last few hundred).
+struct NarrativeLog {
+    file: Arc<std::fs::File>,
+    /// Events and bytes the file holds.
+    events: usize,
+    bytes: u64,
+}
+
+/// The narrative's file in a generation.
+const NARRATIVE_FILE: &str = "narrative.jsonl";
+/// Events kept in memory once they are saved.
+const NARRATIVE_IN_MEMORY: usize = 2_000;
+/// The most of the narrative's file a start reads back (its last events).
+const NARRATIVE_TAIL_BYTES: u64 = 8 << 20;
+
+impl NarrativeLog {
+    fn open(dir: &Path, truncate: bool) -> std::io::Result<Self> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(truncate)
+            .read(true)
+            .write(true)
+            .open(dir.join(NARRATIVE_FILE))?;
+        Ok(Self {
+            file: Arc::new(file),
+            events: 0,
+            bytes: 0,
+        })
+    }
+
+    /// Appends the events of `narrative` the file lacks; the file's length afterwards.
+    fn catch_up(&mut self, narrative: &offsetlab_engine::narrative::Narrative) -> Result<u64, LabError> {
+        if self.events > narrative.len() {
+            // The narrative was cut (it never is without a new generation): write it whole.
+            self.file.set_len(0).map_err(io_error)?;
+            self.events = 0;
+            self.bytes = 0;
+        }
+        if narrative.first() > self.events {
+            return Err(storage("the narrative forgot events it had not saved"));
+        }
+        let new = narrative.since(self.events);
+        if new.is_empty() {
+            return Ok(self.bytes);
+        }
+        let mut text = Vec::new();
+        for e in new {
+            serde_json::to_writer(&mut text, e).map_err(storage)?;
+            text.push(b'\n');
+        }
+        std::os::unix::fs::FileExt::write_all_at(&*self.file, &text, self.bytes).map_err(io_error)?;
+        self.bytes += text.len() as u64;
+        self.events = narrative.len();
+        Ok(self.bytes)
+    }
+
+    /// The last events of a narrative file `bytes` long holding `events` events: the narrative
+    /// a start goes on from (its first events stay in the file).
+    fn read_tail(
+        path: &Path,
+        bytes: u64,
+        events: usize,
+    ) -> Result<offsetlab_engine::narrative::Narrative, RestoreError> {
+        use std::os::unix::fs::FileExt;
+        let file = std::fs::File::open(path).map_err(|e| RestoreError::new(path, e))?;
+        let len = file.metadata().map_err(|e| RestoreError::new(path, e))?.len();
+        if len < bytes {
+            return Err(RestoreError::new(
+                path,
+                format!("holds {len} bytes, the snapshot names {bytes}: the narrative was lost"),
+            ));
+        }
+        let from = bytes.saturating_sub(NARRATIVE_TAIL_BYTES);
+        let mut buf = vec![0u8; usize::try_from(bytes - from).unwrap_or(0)];
+        file.read_exact_at(&mut buf, from)
+            .map_err(|e| RestoreError::new(path, e))?;
+        // From the first whole line on (unless the file starts in the buffer).
+        let start = if from == 0 {
+            0
+        } else {
+            buf.iter().position(|&b| b == b'\n').map_or(buf.len(), |i| i + 1)
+        };
+        let mut tail = Vec::new();
+        let mut at = from + start as u64;
+        for line in buf[start..].split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            let event: offsetlab_engine::narrative::Event = serde_json::from_slice(line)
+                .map_err(|e| RestoreError::new(path, format!("at byte {at}: not an event ({e})")))?;
+            at += line.len() as u64 + 1;
+            tail.push(event);
+        }
+        let first = events.checked_sub(tail.len()).ok_or_else(|| {
+            RestoreError::new(
+                path,
+                format!("holds more events than the {events} the snapshot names"),
+            )
+        })?;
+        Ok(offsetlab_engine::narrative::Narrative::from_events(first, tail))
+    }
 }
 
 impl Generation {
@@ -101,6 +207,7 @@ impl Generation {
             .open(dir.join(HISTORY_FILE))
             .map_err(storage)?;
         let (lab_file, _) = SlotFile::open(&dir, LAB_FILE).map_err(storage)?;
+        let narrative = NarrativeLog::open(&dir, true).map_err(io_error)?;
         Ok(Self {
             number,
             dir,
@@ -109,6 +216,7 @@ impl Generation {
             deleted_topics: false.into(),
             health,
             saved: std::sync::Mutex::new(None),
+            narrative: std::sync::Mutex::new(narrative),
             history: std::sync::Mutex::new(HistoryLog {
                 file: Arc::new(file),
                 text: String::new(),
@@ -293,6 +401,10 @@ fn spelled_send(line: &SendStored, records: Vec<SentRecord>, batches: Vec<usize>
 struct LabFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     history_bytes: Option<u64>,
+    /// The length of `narrative.jsonl` it goes with (older labs kept the narrative in the
+    /// snapshot).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    narrative_bytes: Option<u64>,
     /// Older labs kept the whole history here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     history: Option<String>,
@@ -581,8 +693,9 @@ impl Session {
         let snapshot_path = if legacy { dir.join(LAB_FILE) } else { slots };
         let LabFile {
             history_bytes,
+            narrative_bytes,
             history: legacy_history,
-            snapshot,
+            mut snapshot,
         } = serde_json::from_slice(&file).map_err(|e| {
             RestoreError::new(&snapshot_path, format!("not a snapshot the lab can read ({e})"))
         })?;
@@ -616,6 +729,13 @@ impl Session {
             .into_iter()
             .map(|l| l.command)
             .collect();
+        // The narrative: the snapshot says how long it is; its last events come from the file.
+        // (Older labs kept it in the snapshot.)
+        if let Some(bytes) = narrative_bytes {
+            let events = snapshot.narrative_len();
+            snapshot.set_narrative(NarrativeLog::read_tail(&dir.join(NARRATIVE_FILE), bytes, events)?);
+        }
+        let narrative_saved = narrative_bytes.map(|b| (b, snapshot.narrative_len()));
         // From here on the lab is restored: files are changed as a restart changes them.
         Self::restore_checked(
             root,
@@ -626,6 +746,7 @@ impl Session {
             history,
             history_text,
             history_bytes,
+            narrative_saved,
         )
         .map(Some)
     }
@@ -641,6 +762,7 @@ impl Session {
         history: Vec<Command>,
         history_text: String,
         history_bytes: Option<u64>,
+        narrative_saved: Option<(u64, usize)>,
     ) -> Result<(Self, String), RestoreError> {
         let history_path = dir.join(HISTORY_FILE);
         let at = |e: &dyn std::fmt::Display| RestoreError::new(&dir, e.to_string());
@@ -664,6 +786,18 @@ impl Session {
             }
         }
         let (lab_file, _) = SlotFile::open(&dir, LAB_FILE).map_err(|e| at(&e))?;
+        // The narrative's file, cut to what the snapshot names (older labs write it anew).
+        let narrative_path = dir.join(NARRATIVE_FILE);
+        let mut narrative_log = NarrativeLog::open(&dir, narrative_saved.is_none())
+            .map_err(|e| RestoreError::new(&narrative_path, e))?;
+        if let Some((bytes, events)) = narrative_saved {
+            narrative_log
+                .file
+                .set_len(bytes)
+                .map_err(|e| RestoreError::new(&narrative_path, e))?;
+            (narrative_log.bytes, narrative_log.events) = (bytes, events);
+        }
+        let (narrative_bytes, narrative_events) = (narrative_log.bytes, narrative_log.events);
         // Kept segments no history line names — an unacknowledged change's, or segments a
         // restart cuts — would hold their disk space for good.
         let named: std::collections::BTreeSet<&str> = history
@@ -778,6 +912,7 @@ impl Session {
                     deleted_topics: false.into(),
                     health,
                     saved: std::sync::Mutex::new(None),
+                    narrative: std::sync::Mutex::new(narrative_log),
                 }),
                 history,
                 produced: ProducedStore::Dir(dir.join(PRODUCED_DIR)),
@@ -786,16 +921,25 @@ impl Session {
         );
         // What a refused write goes back to: the lab as it was restored.
         if let Some(g) = &session.0.generation {
+            let mut snapshot = session.0.lab.snapshot_without_narrative();
+            // As saved: without the event the restart just told.
+            snapshot.set_narrative(offsetlab_engine::narrative::Narrative::from_events(
+                narrative_events,
+                Vec::new(),
+            ));
             let lab_file = serde_json::to_vec(&LabFile {
                 history_bytes: Some(history_text.len() as u64),
+                narrative_bytes: Some(narrative_bytes),
                 history: None,
-                snapshot: session.0.lab.snapshot(),
+                snapshot,
             })
             .map_err(|e| at(&e))?;
             g.set_saved(Saved {
                 lab_file,
                 history_bytes: history_text.len() as u64,
                 commands,
+                narrative_bytes,
+                events: narrative_events,
             });
         }
         Ok(session)
@@ -827,10 +971,16 @@ impl Session {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let history_bytes = log.catch_up(&self.history)?;
+        let narrative_bytes = g
+            .narrative
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .catch_up(self.lab.narrative())?;
         let lab_file = serde_json::to_vec(&LabFile {
             history_bytes: Some(history_bytes),
+            narrative_bytes: Some(narrative_bytes),
             history: None,
-            snapshot: self.lab.snapshot(),
+            snapshot: self.lab.snapshot_without_narrative(),
         })
         .map_err(storage)?;
         Ok((
@@ -838,6 +988,8 @@ impl Session {
                 lab_file,
                 history_bytes,
                 commands: self.history.len(),
+                narrative_bytes,
+                events: self.lab.narrative().len(),
             },
             Arc::clone(&log.file),
         ))
@@ -883,7 +1035,7 @@ impl Session {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
             .ok_or_else(|| storage("no save to go back to"))?;
-        let LabFile { snapshot, .. } = serde_json::from_slice(&saved.lab_file).map_err(storage)?;
+        let LabFile { mut snapshot, .. } = serde_json::from_slice(&saved.lab_file).map_err(storage)?;
         {
             let mut log = g
                 .history
@@ -894,7 +1046,18 @@ impl Session {
             log.bytes = saved.history_bytes;
             log.commands = saved.commands;
             self.history.truncate(saved.commands);
+            let mut narrative_log = g
+                .narrative
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let _ = narrative_log.file.set_len(saved.narrative_bytes);
+            narrative_log.bytes = saved.narrative_bytes;
+            narrative_log.events = saved.events;
         }
+        // The narrative as it was at that save (the memory holds it: nothing since was forgotten).
+        let mut narrative = std::mem::take(self.lab.narrative_mut());
+        narrative.truncate(saved.events);
+        snapshot.set_narrative(narrative);
         // The lab's files closed, then opened again as a restart opens them.
         self.lab = Lab::default();
         let logs = g.dir.join("logs");
@@ -944,12 +1107,19 @@ impl Session {
             Some(f) => Err(LabError::Storage(f)),
             None => self.try_save(),
         };
-        saved.map_err(|e| match self.go_back_to_saved() {
+        let saved = saved.map_err(|e| match self.go_back_to_saved() {
             Ok(()) => e,
             Err(again) => storage(format!(
                 "{e}; and the lab could not go back to its last save: {again}"
             )),
-        })
+        })?;
+        // What is in the narrative's file need not stay in memory.
+        if self.generation.is_some() {
+            let narrative = self.lab.narrative_mut();
+            let keep_from = narrative.len().saturating_sub(NARRATIVE_IN_MEMORY);
+            narrative.forget_before(keep_from);
+        }
+        Ok(saved)
     }
 
     fn try_save(&self) -> Result<Option<PendingSave>, LabError> {
@@ -1342,7 +1512,7 @@ impl Session {
             view,
             version: self.version,
             narrative: NarrativeTail {
-                total: events.len(),
+                total: self.lab.narrative().len(),
                 events: &events[events.len().saturating_sub(NARRATIVE_TAIL)..],
             },
             sink_rows,

@@ -147,6 +147,11 @@ impl Lab {
         &self.narrative
     }
 
+    /// The narrative, for a front end that keeps it itself (see [`Narrative::forget_before`]).
+    pub fn narrative_mut(&mut self) -> &mut Narrative {
+        &mut self.narrative
+    }
+
     pub fn topics(&self) -> &BTreeMap<String, Topic> {
         &self.topics
     }

@@ -7,6 +7,17 @@ use crate::error::LabError;
 use crate::narrative::EventKind;
 use crate::strategy::CommitStrategy;
 
+/// What one auto-commit timer firing would do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Firing {
+    /// Nothing to commit: every stored offset is already committed.
+    Nothing,
+    /// A commit the coordinator refuses: nothing changes but the narrative.
+    Refused,
+    /// A commit is written (or an async one lands first).
+    Writes,
+}
+
 impl Lab {
     /// Advances the clock by `duration`, firing every timer that falls due on the way, in time
     /// order: async commits landing, librdkafka's auto-commit timer, session timeouts.
@@ -26,6 +37,9 @@ impl Lab {
             ),
         );
         while let Some(at) = self.next_timer().filter(|&t| t <= target) {
+            if self.skip_steady_timer_commits(at, target) {
+                continue;
+            }
             self.clock.advance_to(at);
             self.fire_due(at)?;
         }
@@ -89,20 +103,26 @@ impl Lab {
 
     /// The earliest pending timer.
     fn next_timer(&self) -> Option<Millis> {
-        let consumer_timers = self
+        let timers = self
+            .consumers
+            .values()
+            .filter(|c| c.state == ConsumerState::Running && c.config.strategy == CommitStrategy::AutoTimer)
+            .filter_map(|c| c.next_auto_commit)
+            .min();
+        [timers, self.next_other_timer()].into_iter().flatten().min()
+    }
+
+    /// The earliest pending timer that is not librdkafka's auto-commit timer: async commits
+    /// landing, session and poll-interval expiries, offset expiry, transaction timeouts.
+    fn next_other_timer(&self) -> Option<Millis> {
+        let landings = self
             .consumers
             .values()
             .filter(|c| c.state == ConsumerState::Running)
-            .filter_map(|c| {
-                let timer = (c.config.strategy == CommitStrategy::AutoTimer)
-                    .then_some(c.next_auto_commit)
-                    .flatten();
-                let landing = c.pending_async.iter().map(|p| p.lands_at).min();
-                [timer, landing].into_iter().flatten().min()
-            })
+            .filter_map(|c| c.pending_async.iter().map(|p| p.lands_at).min())
             .min();
         [
-            consumer_timers,
+            landings,
             self.next_session_expiry(),
             self.next_poll_deadline(),
             self.next_offset_expiry(),
@@ -111,6 +131,104 @@ impl Lab {
         .into_iter()
         .flatten()
         .min()
+    }
+
+    /// A long tick jumps over auto-commit timer firings that cannot change anything. When
+    /// every auto-commit timer due before the next other event (or the end of the tick) would
+    /// find nothing new to commit — or would be refused, the consumer no longer being a member
+    /// of its group's generation — the lab is the same after each of those firings as before
+    /// it, so they are counted instead of run: a hundred years of a 1 ms timer cost what one
+    /// firing costs, and the outcome is what stepping through them would give. (A run of
+    /// refusals is told as one event, then the last refusal as usual.) `false` when the next
+    /// timer must fire as usual.
+    fn skip_steady_timer_commits(&mut self, at: Millis, target: Millis) -> bool {
+        // Firings strictly before `end` may be skipped; one at the same instant as another
+        // event fires with it, in the usual order.
+        let end = match self.next_other_timer() {
+            Some(other) if other <= target => other,
+            _ => target.saturating_add(1),
+        };
+        if at >= end {
+            return false;
+        }
+        let mut due = Vec::new();
+        for (name, c) in &self.consumers {
+            if c.state != ConsumerState::Running || c.config.strategy != CommitStrategy::AutoTimer {
+                continue;
+            }
+            let Some(d) = c.next_auto_commit.filter(|&d| d < end) else {
+                continue;
+            };
+            let firing = self.timer_firing(name);
+            if firing == Firing::Writes {
+                return false;
+            }
+            let interval = c.config.auto_commit_interval_ms.max(1);
+            let firings = (end - 1 - d) / interval + 1;
+            due.push((name.clone(), d, interval, firings, firing));
+        }
+        // Refused firings: a run of two or more is summed up; a single one fires as usual.
+        if due
+            .iter()
+            .all(|(_, _, _, firings, firing)| *firing == Firing::Refused && *firings < 2)
+        {
+            return false;
+        }
+        for (name, d, interval, firings, firing) in due {
+            let skipped = match firing {
+                Firing::Refused if firings < 2 => continue,
+                // The last refusal of the run fires as usual.
+                Firing::Refused => firings - 1,
+                _ => firings,
+            };
+            let next = d.saturating_add(skipped.saturating_mul(interval));
+            let Some(c) = self.consumers.get_mut(&name) else {
+                continue;
+            };
+            c.next_auto_commit = Some(next);
+            if firing == Firing::Refused {
+                let (member, group) = (c.member_id(), c.config.group.clone());
+                self.say(
+                    EventKind::Refused,
+                    format!(
+                        "auto-commit timer: {skipped} commit(s) from {member} rejected between {} and {}, every {} (it is no longer a member of {group}'s current generation: fenced)",
+                        format_instant(d),
+                        format_instant(next.saturating_sub(interval)),
+                        format_duration(interval)
+                    ),
+                );
+            }
+        }
+        true
+    }
+
+    /// What an auto-commit timer firing of `name` would do now, without doing it (the checks
+    /// of `commit_offsets`, in its order).
+    fn timer_firing(&self, name: &str) -> Firing {
+        let Some(c) = self.consumers.get(name) else {
+            return Firing::Nothing;
+        };
+        if !c.pending_async.is_empty() {
+            return Firing::Writes;
+        }
+        let group = &c.config.group;
+        let changed = c.assignment.iter().any(|(tp, f)| {
+            f.stored.is_some_and(|o| {
+                self.partition_log(tp).is_ok_and(|log| o <= log.log_end_offset())
+                    && self
+                        .offsets
+                        .fetch(&crate::offsets::OffsetKey::new(group, tp))
+                        .map(|v| v.offset)
+                        != Some(o)
+            })
+        });
+        if !changed {
+            return Firing::Nothing;
+        }
+        match self.groups.get(group) {
+            Some(g) if g.is_member(&c.member_id()) && g.generation == c.generation => Firing::Writes,
+            _ => Firing::Refused,
+        }
     }
 
     fn fire_due(&mut self, now: Millis) -> Result<(), LabError> {
