@@ -230,6 +230,11 @@ struct ServeArgs {
     /// Allow a non-loopback --http address (anyone who can reach it can drive the lab)
     #[arg(long)]
     allow_remote: bool,
+    /// A name (or address) the lab is reached by, besides 127.0.0.1 and localhost: requests
+    /// with any other Host header are refused, which keeps a page whose name was made to
+    /// resolve to the lab (DNS rebinding) out. NAME or NAME:PORT; repeat for several
+    #[arg(long, value_name = "NAME")]
+    public_host: Vec<String>,
     /// When appended records reach the disk: `never` (the page cache, as Kafka relies on
     /// replication), `interval=DUR` (e.g. interval=1s), or `always` (fsync before
     /// acknowledging, concurrent writers sharing one fsync)
@@ -298,6 +303,7 @@ fn serve(args: ServeArgs) -> u8 {
         http: args.http,
         data_dir: (!args.ephemeral).then_some(args.data),
         allow_remote: args.allow_remote,
+        public_hosts: args.public_host,
         flush: args.flush,
         kafka: args.kafka.0,
         reset_data: args.reset_data,

@@ -7,6 +7,12 @@
 const EPOCH_MS = 1767225600000; // the lab clock starts at 2026-01-01T00:00:00Z
 const WINDOW = 48;               // records drawn at a time in the log strip
 
+/**
+ * A value as a scenario line carries it: bare when it is a plain word, else a quoted string
+ * (JSON's escapes, which the line reader decodes), so what was typed reads back as itself.
+ */
+const q = (v) => { const s = String(v); return /^[A-Za-z0-9._:\/@+,-]+$/.test(s) ? s : JSON.stringify(s); };
+
 const $ = (sel, el = document) => el.querySelector(sel);
 const $$ = (sel, el = document) => Array.from(el.querySelectorAll(sel));
 
@@ -398,7 +404,7 @@ const keyOf = (k) => `('${k.group}', '${k.topic}', ${k.partition})`;
 function consumerCard(c) {
   const st = c.state.state;
   const running = st === 'running';
-  const line = (cmd) => `${cmd} ${c.name}`;
+  const line = (cmd) => `${cmd} ${q(c.name)}`;
   const btn = (label, l, enabled, extra = {}) => h('button', { class: 'btn small', 'data-line': l, disabled: !enabled, onclick: () => act([l]), ...extra }, label);
   const positions = c.assignment.length ? c.assignment.map((a) => `${a.topic}-${a.partition}@${a.position}`).join(', ') : (running ? 'none assigned' : '–');
   const strategy = ui.meta && ui.meta.strategies.find((s) => s.name === c.strategy);
@@ -418,7 +424,7 @@ function consumerCard(c) {
   const doSeek = () => {
     const v = seekSel.value, x = seekVal.value.trim();
     const to = v === 'earliest' || v === 'latest' ? v : v === 'offset…' ? x : v === '@time…' ? `@${x}` : `@-${x}`;
-    act([`seek ${c.name} to=${to}`]);
+    act([`seek ${q(c.name)} to=${q(to)}`]);
   };
   return h('article', { class: `consumer ${st}`, 'aria-label': `consumer ${c.name}` },
     h('div', { class: 'consumer-head' }, h('strong', {}, c.name), h('span', { class: `state ${st}` }, st), h('span', { class: 'muted' }, `${c.member_id} · ${c.group} · gen ${c.generation}`)),
@@ -437,7 +443,7 @@ function consumerCard(c) {
     h('div', { class: 'btns' },
       btn('Poll', line('poll'), running),
       btn('Process next', line('process'), running && c.in_flight > 0),
-      btn('Process all', `process ${c.name} count=all`, running && c.in_flight > 0),
+      btn('Process all', `process ${q(c.name)} count=all`, running && c.in_flight > 0),
       btn(c.sink === 'kafka-tx' ? 'Commit txn' : 'Commit', line('commit'), running),
       c.sink === 'kafka-tx' ? btn('Abort txn', line('abort'), running && txn && txn.state === 'Ongoing') : null,
       btn('Crash ✗', line('crash'), running, { class: 'btn small danger' }),
@@ -488,34 +494,34 @@ function setupForms() {
     e.preventDefault();
     const f = new FormData(e.target);
     const key = String(f.get('key') || '').trim();
-    act([`produce ${f.get('topic')} count=${f.get('count')}` + (key ? ` key=${key}` : '')]);
+    act([`produce ${q(f.get('topic'))} count=${q(f.get('count'))}` + (key ? ` key=${q(key)}` : '')]);
   });
-  $$('[data-tick]').forEach((b) => b.addEventListener('click', () => act([`tick ${b.dataset.tick}`])));
-  $('#tick-form').addEventListener('submit', (e) => { e.preventDefault(); const d = new FormData(e.target).get('d'); if (d) act([`tick ${d}`]); });
+  $$('[data-tick]').forEach((b) => b.addEventListener('click', () => act([`tick ${q(b.dataset.tick)}`])));
+  $('#tick-form').addEventListener('submit', (e) => { e.preventDefault(); const d = new FormData(e.target).get('d'); if (d) act([`tick ${q(d)}`]); });
   $('#consumer-form').addEventListener('submit', (e) => {
     e.preventDefault();
     const f = new FormData(e.target);
-    const opt = (k) => { const v = String(f.get(k) || '').trim(); return v ? ` ${k}=${v}` : ''; };
+    const opt = (k) => { const v = String(f.get(k) || '').trim(); return v ? ` ${k}=${q(v)}` : ''; };
     const revoke = (f.get('commit-on-revoke') === 'no' ? ' commit-on-revoke=no' : '')
       + (f.get('assignor') === 'cooperative-sticky' ? ' assignor=cooperative-sticky' : '');
-    const tx = f.get('sink') === 'kafka-tx' ? ` output=${f.get('output')}${opt('transaction-timeout')}` : '';
+    const tx = f.get('sink') === 'kafka-tx' ? ` output=${q(f.get('output'))}${opt('transaction-timeout')}` : '';
     const isolation = f.get('isolation') === 'read_committed' ? ' isolation=read_committed' : '';
-    act([`consumer ${f.get('name')} group=${f.get('group')} topic=${f.get('topic')} commit=${f.get('commit')} interval=${f.get('interval')} max-poll=${f.get('max-poll')} sink=${f.get('sink')} reset=${f.get('reset')}${opt('max-poll-interval')}${opt('instance-id')}${revoke}${isolation}${tx}`]);
+    act([`consumer ${q(f.get('name'))} group=${q(f.get('group'))} topic=${q(f.get('topic'))} commit=${q(f.get('commit'))} interval=${q(f.get('interval'))} max-poll=${q(f.get('max-poll'))} sink=${q(f.get('sink'))} reset=${q(f.get('reset'))}${opt('max-poll-interval')}${opt('instance-id')}${revoke}${isolation}${tx}`]);
   });
   const resetLine = (execute) => {
     const f = new FormData($('#reset-form'));
     const spec = f.get('spec');
     const value = String(f.get('value') || '').trim();
     const needsValue = !['to-earliest', 'to-latest', 'to-current'].includes(spec);
-    return `reset-offsets ${f.get('group')} topic=${f.get('topic')} ${needsValue ? `${spec}=${value}` : spec}` + (execute ? ' execute' : '');
+    return `reset-offsets ${q(f.get('group'))} topic=${q(f.get('topic'))} ${needsValue ? `${spec}=${q(value)}` : spec}` + (execute ? ' execute' : '');
   };
   $('#reset-form').addEventListener('submit', (e) => { e.preventDefault(); act([resetLine(false)]); });
   $('#reset-execute').addEventListener('click', () => act([resetLine(true)]));
   $('#topic-form').addEventListener('submit', (e) => {
     e.preventDefault();
     const f = new FormData(e.target);
-    const opt = (k) => { const v = String(f.get(k) || '').trim(); return v ? ` ${k}=${v}` : ''; };
-    act([`topic ${f.get('name')} partitions=${f.get('partitions')}${opt('segment.records')}${opt('retention.ms')}${opt('retention.bytes')} cleanup.policy=${f.get('cleanup.policy')}${opt('delete.retention.ms')}`]);
+    const opt = (k) => { const v = String(f.get(k) || '').trim(); return v ? ` ${k}=${q(v)}` : ''; };
+    act([`topic ${q(f.get('name'))} partitions=${f.get('partitions')}${opt('segment.records')}${opt('retention.ms')}${opt('retention.bytes')} cleanup.policy=${f.get('cleanup.policy')}${opt('delete.retention.ms')}`]);
   });
   $('#line-form').addEventListener('submit', (e) => {
     e.preventDefault();
@@ -523,7 +529,7 @@ function setupForms() {
     if (line) act([line]).then((ok) => { if (ok) $('#line-input').value = ''; });
   });
   $('#compact-offsets').addEventListener('click', () => act(['compact __consumer_offsets']));
-  $('#compact-topic').addEventListener('click', () => { const log = currentLog(); if (log) act([`compact ${log.topic}`]); });
+  $('#compact-topic').addEventListener('click', () => { const log = currentLog(); if (log) act([`compact ${q(log.topic)}`]); });
   $('#restart-coordinator').addEventListener('click', () => act(['restart-coordinator']));
   $('#log-partition').addEventListener('change', (e) => { ui.tp = e.target.value; ui.windowFrom = null; renderLog(); renderCards(); });
   $('#log-prev').addEventListener('click', () => moveWindow(-WINDOW));

@@ -52,7 +52,7 @@ async fn main() {
     let session = Session::new(SinkBackend::Memory, offsetlab_scenario::LAB_SCENARIO).expect("seed");
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
-    let state = AppState::new(Arc::new(Mutex::new(session)), addr, false);
+    let state = AppState::new(Arc::new(Mutex::new(session)), addr, &[]);
     tokio::spawn(async move {
         let _ = axum::serve(listener, router(state)).await;
     });

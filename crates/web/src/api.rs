@@ -12,7 +12,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use offsetlab_engine::offsets::OffsetRecord;
 use offsetlab_engine::record::TopicPartition;
-use offsetlab_engine::sink::SinkKind;
+use offsetlab_engine::sink::{SinkKind, SinkRow};
 use offsetlab_engine::strategy::CommitStrategy;
 use offsetlab_engine::txn::ControlType;
 use offsetlab_engine::LabError;
@@ -33,33 +33,49 @@ pub const MAX_PAGE: usize = 1000;
 #[derive(Clone)]
 pub struct AppState {
     session: Arc<Mutex<Session>>,
+    /// The `Host` headers the lab answers: its loopback names, and the public names it was
+    /// given (`--public-host`). Any other is refused: a page whose name was made to resolve to
+    /// the lab (DNS rebinding) sends its own name.
     hosts: Arc<Vec<String>>,
-    allow_any_host: bool,
     changes: broadcast::Sender<u64>,
     matrix: Arc<OnceLock<Vec<Cell>>>,
 }
 
 impl AppState {
-    pub fn new(session: Arc<Mutex<Session>>, addr: SocketAddr, allow_any_host: bool) -> Self {
+    /// `public_hosts`: further names the lab answers to (`--public-host`), each `NAME` (on the
+    /// lab's port) or `NAME:PORT`.
+    pub fn new(session: Arc<Mutex<Session>>, addr: SocketAddr, public_hosts: &[String]) -> Self {
         let port = addr.port();
-        let hosts = vec![
+        let mut hosts = vec![
             format!("127.0.0.1:{port}"),
             format!("localhost:{port}"),
             format!("[::1]:{port}"),
             addr.to_string(),
         ];
+        for h in public_hosts {
+            let h = h.trim().to_ascii_lowercase();
+            let has_port = h.rsplit_once(':').is_some_and(|(name, p)| {
+                !name.ends_with(':') && p.parse::<u16>().is_ok() && !h.ends_with(']')
+            });
+            hosts.push(if has_port { h } else { format!("{h}:{port}") });
+        }
         let (changes, _) = broadcast::channel(64);
         Self {
             session,
             hosts: Arc::new(hosts),
-            allow_any_host,
             changes,
             matrix: Arc::new(OnceLock::new()),
         }
     }
 
     pub fn host_allowed(&self, host: &str) -> bool {
-        self.allow_any_host || self.hosts.iter().any(|h| h == host)
+        let host = host.to_ascii_lowercase();
+        self.hosts.contains(&host)
+    }
+
+    /// The `Host` headers the lab answers.
+    pub fn hosts(&self) -> &[String] {
+        &self.hosts
     }
 
     /// Runs `f` on the session on a blocking thread (SQLite writes, big produces).
@@ -127,6 +143,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/state", get(get_state))
         .route("/api/actions", post(post_actions))
         .route("/api/records", get(get_records))
+        .route("/api/record", get(get_record))
         .route("/api/sink-rows", get(get_sink_rows))
         .route("/api/consumer-offsets", get(get_consumer_offsets))
         .route("/api/scenario", get(get_scenario).post(post_scenario))
@@ -141,6 +158,7 @@ pub fn router(state: AppState) -> Router {
             guard::same_origin,
         ))
         .layer(DefaultBodyLimit::max(crate::MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn(guard::answer_like_an_api))
         .with_state(state)
 }
 
@@ -185,14 +203,23 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequest<
     }
 }
 
+/// A refused action: the error, the line number, and the line as it was written — cut short
+/// (a refused 3 MB line is named, not echoed whole).
 fn action_error(e: &ActionError) -> Response {
     let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY);
     (
         status,
-        Json(serde_json::json!({ "error": e.error, "line": e.line, "text": e.text })),
+        Json(serde_json::json!({
+            "error": clip(&e.error, MAX_ERROR_BYTES),
+            "line": e.line,
+            "text": clip(&e.text, MAX_ERROR_BYTES),
+        })),
     )
         .into_response()
 }
+
+/// The most of a refused line (or its error) an error response repeats.
+const MAX_ERROR_BYTES: usize = 500;
 
 fn state_response(session: &Session) -> Response {
     match session.state() {
@@ -247,12 +274,59 @@ struct RecordsQuery {
     limit: Option<usize>,
 }
 
+/// The most of a key or a value `GET /api/records` carries: a window of a thousand records of
+/// a mebibyte each would be a gigabyte of JSON. `GET /api/record` hands out one record whole.
+pub const MAX_FIELD_BYTES: usize = 4096;
+
+/// The first `max` bytes of `b` as text (cut at a character boundary), and whether it was cut.
+fn clipped(b: &[u8], max: usize) -> (String, bool) {
+    if b.len() <= max {
+        return (String::from_utf8_lossy(b).into_owned(), false);
+    }
+    let head = &b[..max];
+    let end = match std::str::from_utf8(head) {
+        Ok(_) => max,
+        Err(e) if e.error_len().is_none() => e.valid_up_to(),
+        Err(_) => max,
+    };
+    (String::from_utf8_lossy(&head[..end]).into_owned(), true)
+}
+
+/// A sink row with its key and value clipped to [`MAX_FIELD_BYTES`].
+pub(crate) fn clip_row(mut row: SinkRow) -> SinkRow {
+    if row.value.len() > MAX_FIELD_BYTES {
+        row.value = clip(&row.value, MAX_FIELD_BYTES).into_owned();
+    }
+    if row.key.len() > MAX_FIELD_BYTES {
+        row.key = clip(&row.key, MAX_FIELD_BYTES).into_owned();
+    }
+    row
+}
+
+/// `s` clipped to `max` bytes at a character boundary, with `…` when cut.
+pub(crate) fn clip(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    if s.len() <= max {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    std::borrow::Cow::Owned(format!("{}…", &s[..end]))
+}
+
 #[derive(Serialize)]
 struct RecordJson {
     offset: i64,
     timestamp: i64,
     key: Option<String>,
     value: Option<String>,
+    /// The whole key's and value's sizes in bytes, when they were cut to [`MAX_FIELD_BYTES`]
+    /// (`GET /api/record` has them whole).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key_bytes: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    value_bytes: Option<usize>,
     /// `COMMIT` or `ABORT` for a transaction marker (a control record).
     #[serde(skip_serializing_if = "Option::is_none")]
     control: Option<&'static str>,
@@ -286,17 +360,17 @@ async fn get_records(State(app): State<AppState>, ApiQuery(q): ApiQuery<RecordsQ
             } else {
                 None
             };
+            let key = (!r.control).then_some(r.key).flatten();
+            let value = (!r.control).then_some(r.value).flatten();
+            let (key_text, key_cut) = key.map(|k| clipped(k, MAX_FIELD_BYTES)).unzip();
+            let (value_text, value_cut) = value.map(|v| clipped(v, MAX_FIELD_BYTES)).unzip();
             records.push(RecordJson {
                 offset: r.offset,
                 timestamp: r.timestamp,
-                key: (!r.control)
-                    .then_some(r.key)
-                    .flatten()
-                    .map(|k| String::from_utf8_lossy(k).into_owned()),
-                value: (!r.control)
-                    .then_some(r.value)
-                    .flatten()
-                    .map(|v| String::from_utf8_lossy(v).into_owned()),
+                key: key_text,
+                value: value_text,
+                key_bytes: key.filter(|_| key_cut == Some(true)).map(<[u8]>::len),
+                value_bytes: value.filter(|_| value_cut == Some(true)).map(<[u8]>::len),
                 control,
                 txn,
             })
@@ -310,6 +384,48 @@ async fn get_records(State(app): State<AppState>, ApiQuery(q): ApiQuery<RecordsQ
             "records": records,
         }))
         .into_response()
+    })
+    .await
+    .unwrap_or_else(|e| e)
+}
+
+#[derive(Deserialize)]
+struct RecordQuery {
+    topic: String,
+    #[serde(default)]
+    partition: i32,
+    offset: i64,
+}
+
+/// One record, whole: its key and value however large (the window cuts them).
+async fn get_record(State(app): State<AppState>, ApiQuery(q): ApiQuery<RecordQuery>) -> Response {
+    app.with_session(move |s| {
+        let tp = TopicPartition::new(q.topic.clone(), q.partition);
+        let log = match s.lab().partition_log(&tp) {
+            Ok(l) => l,
+            Err(e) => return json_error(StatusCode::NOT_FOUND, &e.to_string(), 0),
+        };
+        let mut found = None;
+        log.read(q.offset, 1, &mut |r| {
+            if r.offset == q.offset && !r.control {
+                found = Some(serde_json::json!({
+                    "topic": q.topic,
+                    "partition": q.partition,
+                    "offset": r.offset,
+                    "timestamp": r.timestamp,
+                    "key": r.key.map(|k| String::from_utf8_lossy(k).into_owned()),
+                    "value": r.value.map(|v| String::from_utf8_lossy(v).into_owned()),
+                }));
+            }
+        });
+        match found {
+            Some(record) => Json(record).into_response(),
+            None => json_error(
+                StatusCode::NOT_FOUND,
+                &format!("{} holds no record at offset {}", tp, q.offset),
+                0,
+            ),
+        }
     })
     .await
     .unwrap_or_else(|e| e)
@@ -335,6 +451,7 @@ async fn get_sink_rows(State(app): State<AppState>, ApiQuery(q): ApiQuery<SinkRo
         });
         match result {
             Ok((stats, rows)) => {
+                let rows: Vec<SinkRow> = rows.into_iter().map(clip_row).collect();
                 Json(serde_json::json!({ "group": q.group, "total": stats.rows, "rows": rows }))
                     .into_response()
             }

@@ -1,9 +1,12 @@
 //! Protection for a lab on 127.0.0.1: a page on another site must not be able to drive it.
 //!
-//! Two checks, before any handler runs: the `Host` header must name the lab itself (this defeats
-//! DNS rebinding, where a hostile name resolves to 127.0.0.1), and an `Origin` header, when the
-//! browser sends one, must be the lab's own origin (this defeats cross-site form posts and
-//! fetches). Refusals are 403 with a JSON error.
+//! Checks before any handler runs: exactly one `Host` header, naming the lab itself (this
+//! defeats DNS rebinding, where a hostile name resolves to 127.0.0.1 — with `--allow-remote`
+//! the names are the ones `--public-host` gave), and an `Origin` header, when the browser sends
+//! one, must be the lab's own origin (this defeats cross-site form posts and fetches).
+//! Refusals are 403 (400 for two `Host` headers) with a JSON error. Every response says the
+//! page may not be framed by another (`X-Frame-Options`, CSP `frame-ancestors`: no clickjacking),
+//! and every error has a JSON body, whoever produced it.
 
 use crate::api::{json_error, AppState};
 use axum::extract::{Request, State};
@@ -12,6 +15,9 @@ use axum::middleware::Next;
 use axum::response::Response;
 
 pub async fn same_origin(State(app): State<AppState>, req: Request, next: Next) -> Response {
+    if req.headers().get_all(header::HOST).iter().count() > 1 {
+        return json_error(StatusCode::BAD_REQUEST, "refused: more than one Host header", 0);
+    }
     let host = req
         .headers()
         .get(header::HOST)
@@ -35,4 +41,45 @@ pub async fn same_origin(State(app): State<AppState>, req: Request, next: Next) 
         }
     }
     next.run(req).await
+}
+
+/// The outermost layer: security headers on every response, and a JSON body on every error
+/// response — axum's own (405, 413, a rejected extractor) included.
+pub async fn answer_like_an_api(req: Request, next: Next) -> Response {
+    let mut response = next.run(req).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if (status.is_client_error() || status.is_server_error()) && !is_json {
+        let body = axum::body::to_bytes(std::mem::take(response.body_mut()), 4096)
+            .await
+            .unwrap_or_default();
+        let text = String::from_utf8_lossy(&body);
+        let reason = if text.trim().is_empty() {
+            status.canonical_reason().unwrap_or("error").to_string()
+        } else {
+            text.trim().to_string()
+        };
+        let mut json = json_error(status, &crate::api::clip(&reason, 500), 0);
+        for (k, v) in response.headers() {
+            if k != header::CONTENT_TYPE && k != header::CONTENT_LENGTH {
+                json.headers_mut().insert(k.clone(), v.clone());
+            }
+        }
+        response = json;
+    }
+    let headers = response.headers_mut();
+    headers.insert(header::X_FRAME_OPTIONS, header::HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        header::HeaderValue::from_static("frame-ancestors 'none'"),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        header::HeaderValue::from_static("nosniff"),
+    );
+    response
 }

@@ -106,6 +106,8 @@ pub async fn serve(
                 .timer(TokioTimer::new())
                 .header_read_timeout(limits.header_timeout)
                 .max_buf_size(MAX_HEAD_BYTES)
+                // A client that shuts its side down after sending still gets its answer.
+                .half_close(true)
                 .serve_connection(io, TowerToHyperService::new(service));
             tokio::select! {
                 _ = connection => {}

@@ -28,8 +28,10 @@ pub struct ServeConfig {
     pub http: SocketAddr,
     /// The lab's data directory; `None` for a temporary one removed at exit.
     pub data_dir: Option<PathBuf>,
-    /// Serve on a non-loopback address (and accept any Host header).
+    /// Serve on a non-loopback address.
     pub allow_remote: bool,
+    /// Host names (besides the loopback ones) whose requests the lab answers (`--public-host`).
+    pub public_hosts: Vec<String>,
     /// When appended records reach the disk (`--flush`).
     pub flush: offsetlab_storage::FlushPolicy,
     /// Where the Kafka listener listens (`--kafka`), if it does.
@@ -108,7 +110,13 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(config.http).await?;
     let addr = listener.local_addr()?;
     let session = Arc::new(Mutex::new(session));
-    let state = AppState::new(Arc::clone(&session), addr, config.allow_remote);
+    let state = AppState::new(Arc::clone(&session), addr, &config.public_hosts);
+    if config.allow_remote && config.public_hosts.is_empty() {
+        eprintln!(
+            "note: --allow-remote without --public-host: the lab answers only requests whose Host is one of {}; add --public-host NAME for the name (or address) people use to reach it",
+            state.hosts().join(", ")
+        );
+    }
     let kafka = match config.kafka {
         Some(addr) => match tokio::net::TcpListener::bind(addr).await {
             Ok(l) => {

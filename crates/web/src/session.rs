@@ -591,11 +591,11 @@ pub struct Session {
 
 /// The JSON of `GET /api/state`: exactly `offsetlab run --json`'s object, plus what the page needs.
 #[derive(Serialize)]
-pub struct State<'a> {
+pub struct State {
     #[serde(flatten)]
     pub view: LabView,
     pub version: u64,
-    pub narrative: NarrativeTail<'a>,
+    pub narrative: NarrativeTail,
     pub sink_rows: BTreeMap<String, SinkTail>,
     pub consumer_offsets_records: Vec<OffsetRecord>,
     pub history_lines: usize,
@@ -614,9 +614,10 @@ pub struct StorageInfo {
 }
 
 #[derive(Serialize)]
-pub struct NarrativeTail<'a> {
+pub struct NarrativeTail {
     pub total: usize,
-    pub events: &'a [Event],
+    /// The last events, their texts clipped (a client's group id may be kilobytes long).
+    pub events: Vec<Event>,
 }
 
 #[derive(Serialize)]
@@ -1488,7 +1489,7 @@ impl Session {
         out
     }
 
-    pub fn state(&self) -> Result<State<'_>, LabError> {
+    pub fn state(&self) -> Result<State, LabError> {
         let view = self.lab.view()?;
         let mut sink_rows = BTreeMap::new();
         for (name, g) in self.lab.groups() {
@@ -1498,7 +1499,12 @@ impl Session {
                 name.clone(),
                 SinkTail {
                     total,
-                    rows: g.sink.rows(from, SINK_TAIL)?,
+                    rows: g
+                        .sink
+                        .rows(from, SINK_TAIL)?
+                        .into_iter()
+                        .map(crate::api::clip_row)
+                        .collect(),
                 },
             );
         }
@@ -1507,13 +1513,28 @@ impl Session {
         let mut consumer_offsets_records = offsets.records((end - OFFSETS_TAIL as i64).max(0), usize::MAX);
         let skip = consumer_offsets_records.len().saturating_sub(OFFSETS_TAIL);
         consumer_offsets_records.drain(..skip);
+        for r in &mut consumer_offsets_records {
+            if let Some(v) = r
+                .value
+                .as_mut()
+                .filter(|v| v.metadata.len() > crate::api::MAX_FIELD_BYTES)
+            {
+                v.metadata = crate::api::clip(&v.metadata, crate::api::MAX_FIELD_BYTES).into_owned();
+            }
+        }
         let events = self.lab.narrative().events();
         Ok(State {
             view,
             version: self.version,
             narrative: NarrativeTail {
                 total: self.lab.narrative().len(),
-                events: &events[events.len().saturating_sub(NARRATIVE_TAIL)..],
+                events: events[events.len().saturating_sub(NARRATIVE_TAIL)..]
+                    .iter()
+                    .map(|e| Event {
+                        text: crate::api::clip(&e.text, crate::api::MAX_FIELD_BYTES).into_owned(),
+                        ..e.clone()
+                    })
+                    .collect(),
             },
             sink_rows,
             consumer_offsets_records,

@@ -35,6 +35,9 @@ pub struct TopicView {
     pub partitions: Vec<PartitionLogView>,
 }
 
+/// Segments a view lists per partition (the newest).
+pub const MAX_VIEW_SEGMENTS: usize = 100;
+
 #[derive(Debug, Clone, Serialize)]
 pub struct PartitionLogView {
     pub partition: i32,
@@ -43,6 +46,10 @@ pub struct PartitionLogView {
     /// The first offset of the oldest open transaction, or the log end.
     pub last_stable_offset: Offset,
     pub records: usize,
+    /// How many segments the log has.
+    pub segment_count: usize,
+    /// The newest [`MAX_VIEW_SEGMENTS`] of them (all when there are fewer), oldest first: a log
+    /// of twenty thousand segments is not twenty thousand entries on every page refresh.
     pub segments: Vec<SegmentInfo>,
     /// Transaction markers (control records) in the log.
     pub markers: usize,
@@ -219,23 +226,27 @@ impl Lab {
                     .iter()
                     .enumerate()
                     .zip(&t.txns)
-                    .map(|((p, log), txns)| PartitionLogView {
-                        partition: p as i32,
-                        log_start_offset: log.log_start_offset(),
-                        log_end_offset: log.log_end_offset(),
-                        last_stable_offset: txns.last_stable_offset(log.log_end_offset()),
-                        records: log.record_count(),
-                        segments: log.segments(),
-                        markers: txns.markers().len(),
-                        aborted_records: txns.aborted_offsets().len(),
-                        open_transactions: txns
-                            .open_transactions()
-                            .into_iter()
-                            .map(|(producer_id, first_offset)| OpenTxnView {
-                                producer_id,
-                                first_offset,
-                            })
-                            .collect(),
+                    .map(|((p, log), txns)| {
+                        let mut segments = log.segments();
+                        PartitionLogView {
+                            partition: p as i32,
+                            log_start_offset: log.log_start_offset(),
+                            log_end_offset: log.log_end_offset(),
+                            last_stable_offset: txns.last_stable_offset(log.log_end_offset()),
+                            records: log.record_count(),
+                            segment_count: segments.len(),
+                            segments: segments.split_off(segments.len().saturating_sub(MAX_VIEW_SEGMENTS)),
+                            markers: txns.markers().len(),
+                            aborted_records: txns.aborted_offsets().len(),
+                            open_transactions: txns
+                                .open_transactions()
+                                .into_iter()
+                                .map(|(producer_id, first_offset)| OpenTxnView {
+                                    producer_id,
+                                    first_offset,
+                                })
+                                .collect(),
+                        }
                     })
                     .collect(),
             })
