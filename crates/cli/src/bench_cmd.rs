@@ -161,6 +161,7 @@ fn orders<'a>(arena: &'a [u8], value: &'a [u8], timestamp: i64) -> Vec<NewRecord
             key: Some(key),
             value: Some(value),
             control: false,
+            headers: &[],
         })
         .collect()
 }
@@ -457,6 +458,7 @@ fn run(records: u64, dir: &Path, quiet: bool) -> anyhow::Result<Figures> {
                             key: Some(k.as_bytes()),
                             value: Some(&value),
                             control: false,
+                            headers: &[],
                         })
                         .collect();
                     log.try_append_batch(&batch, 0)?;

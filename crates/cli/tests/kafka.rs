@@ -1124,3 +1124,51 @@ fn concurrent_init_producer_ids_for_one_id_get_distinct_epochs() {
         "a producer id of its own"
     );
 }
+
+/// Record headers travel: kcat's headers are stored as it sent them, handed back to a consumer,
+/// and spelled out in the export, which replays to the same records.
+#[test]
+fn headers_are_kept_served_and_exported() {
+    let (lab, kafka) = lab();
+    let (_, err) = kcat(
+        &[
+            "-b",
+            &kafka,
+            "-P",
+            "-t",
+            "hdr",
+            "-K",
+            ":",
+            "-H",
+            "trace=abc 1",
+            "-H",
+            "empty=",
+        ],
+        Some("k:v\n"),
+    );
+    assert!(!err.contains("ERROR"), "{err}");
+    let (out, err) = kcat(
+        &[
+            "-b",
+            &kafka,
+            "-C",
+            "-t",
+            "hdr",
+            "-p",
+            "0",
+            "-o",
+            "beginning",
+            "-e",
+            "-q",
+            "-f",
+            "%k=%s %h\\n",
+        ],
+        None,
+    );
+    assert_eq!(out.trim(), "k=v trace=abc 1,empty=", "{err}");
+    let scenario = http(&lab.addr, "GET", "/api/scenario", "").expect("scenario");
+    assert!(
+        scenario.contains(r#""headers":[{"key":"trace","value":"abc 1"},{"key":"empty","value":""}]"#),
+        "{scenario}"
+    );
+}

@@ -29,6 +29,7 @@ fn fill(mut log: MemoryLog) -> MemoryLog {
                 timestamp: i as i64,
                 key: None,
                 value: Some(&VALUE),
+                headers: &[],
             },
             0,
         );

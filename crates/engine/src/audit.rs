@@ -499,6 +499,7 @@ mod tests {
                     timestamp: i as i64,
                     key: Some(b"k"),
                     value: Some(b"v"),
+                    headers: &[],
                 },
                 0,
             );

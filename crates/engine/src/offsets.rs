@@ -114,6 +114,7 @@ impl OffsetStore {
                 timestamp: now,
                 key: Some(&key_bytes),
                 value: Some(&value_bytes),
+                headers: &[],
             },
             now,
         );
@@ -130,6 +131,7 @@ impl OffsetStore {
                 timestamp: now,
                 key: Some(&key_bytes),
                 value: None,
+                headers: &[],
             },
             now,
         );

@@ -1506,14 +1506,17 @@ fn records_a_client_sends_are_appended_verbatim() {
         SentRecord {
             key: Some("k-1".into()),
             value: Some("hello world".into()),
+            ..SentRecord::default()
         },
         SentRecord {
             key: None,
             value: Some("no key".into()),
+            ..SentRecord::default()
         },
         SentRecord {
             key: Some("k-1".into()),
             value: None,
+            ..SentRecord::default()
         },
     ];
     assert_eq!(lab.send("orders", 0, &sent, "rdkafka").expect("send"), (3, 5));
@@ -1650,6 +1653,7 @@ fn a_real_clients_transaction_commits_or_aborts_with_its_offsets() {
     let rec = |k: &str| SentRecord {
         key: Some(k.into()),
         value: Some("v".into()),
+        ..SentRecord::default()
     };
     let (pid, epoch) = lab.external_init_transactions("copy-loop", 60_000).expect("init");
     assert_eq!(epoch, 0);

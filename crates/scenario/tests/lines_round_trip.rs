@@ -116,8 +116,23 @@ fn offsets() -> impl Strategy<Value = Vec<(TopicPartition, i64)>> {
 
 fn records() -> impl Strategy<Value = Vec<SentRecord>> {
     proptest::collection::vec(
-        (proptest::option::of(text()), proptest::option::of(text()))
-            .prop_map(|(key, value)| SentRecord { key, value }),
+        (
+            proptest::option::of(text()),
+            proptest::option::of(text()),
+            proptest::option::of(any::<i64>()),
+            proptest::collection::vec((text(), proptest::option::of(text())), 0..3),
+            proptest::option::of(any::<i64>()),
+        )
+            .prop_map(|(key, value, timestamp, headers, batch_timestamp)| SentRecord {
+                key,
+                value,
+                timestamp,
+                batch_timestamp,
+                headers: headers
+                    .into_iter()
+                    .map(|(key, value)| offsetlab_engine::lab::SentHeader { key, value })
+                    .collect(),
+            }),
         1..5,
     )
 }

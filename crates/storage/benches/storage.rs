@@ -25,6 +25,7 @@ fn fill(log: &mut FileLog, keys: &[String]) {
                 key: Some(k.as_bytes()),
                 value: Some(&value),
                 control: false,
+                headers: &[],
             })
             .collect();
         log.append_batch(&batch, 0);

@@ -193,14 +193,14 @@ impl<'a> Batch<'a> {
     /// Validates the batch at the front of `buf`: header, CRC-32C, and every record's bounds,
     /// offsets (strictly increasing, within `lastOffsetDelta`) and count.
     pub fn parse(buf: &'a [u8]) -> Result<Self, BatchError> {
-        Self::parse_visiting(buf, |_, _| Ok(()))
+        Self::parse_visiting(buf, |_, _, _| Ok(()))
     }
 
     /// [`Batch::parse`], handing every record's key and value to `visit` on the validating
     /// walk (a refusal from it fails the batch).
     pub fn parse_visiting(
         buf: &'a [u8],
-        mut visit: impl FnMut(Option<&'a [u8]>, Option<&'a [u8]>) -> Result<(), &'static str>,
+        mut visit: impl FnMut(Option<&'a [u8]>, Option<&'a [u8]>, &'a [u8]) -> Result<(), &'static str>,
     ) -> Result<Self, BatchError> {
         let header = BatchHeader::parse(buf)?;
         if buf.len() < header.total_len {
@@ -227,14 +227,14 @@ impl<'a> Batch<'a> {
         let mut n = 0usize;
         let mut last_delta = -1i64;
         for r in batch.raw_records() {
-            let (delta, _, key, value) = r?;
+            let (delta, _, key, value, headers) = r?;
             if i64::from(delta) <= last_delta || delta > header.last_offset_delta {
                 return Err(BatchError::BadRecord {
                     index: n,
                     what: "offset delta out of order",
                 });
             }
-            visit(key, value).map_err(|what| BatchError::BadRecord { index: n, what })?;
+            visit(key, value, headers).map_err(|what| BatchError::BadRecord { index: n, what })?;
             last_delta = i64::from(delta);
             n += 1;
         }
@@ -258,14 +258,24 @@ impl<'a> Batch<'a> {
         let control = h.is_control();
         let append_time = h.is_log_append_time().then_some(h.max_timestamp);
         self.raw_records().filter_map(move |r| {
-            r.ok().map(|(delta, ts_delta, key, value)| RecordRef {
+            r.ok().map(|(delta, ts_delta, key, value, headers)| RecordRef {
                 offset: h.base_offset + Offset::from(delta),
                 timestamp: append_time.unwrap_or_else(|| h.base_timestamp.wrapping_add(ts_delta)),
                 key,
                 value,
                 control,
+                headers,
             })
         })
+    }
+
+    /// Each record's timestamp as its producer wrote it (`CreateTime`): for a batch stamped
+    /// with its log append time, what [`Batch::records`] reports is the stamp instead. An
+    /// export spells these out, so a replay encodes the records as they were.
+    pub fn create_timestamps(&self) -> impl Iterator<Item = i64> + 'a {
+        let base = self.header.base_timestamp;
+        self.raw_records()
+            .filter_map(move |r| r.ok().map(|(_, ts_delta, ..)| base.wrapping_add(ts_delta)))
     }
 
     /// Walks the records: (offset delta, timestamp delta, key, value), or the first malformation.
@@ -278,7 +288,8 @@ impl<'a> Batch<'a> {
     }
 }
 
-type RawRecord<'a> = (i32, i64, Option<&'a [u8]>, Option<&'a [u8]>);
+/// (offset delta, timestamp delta, key, value, headers as encoded — empty for none).
+type RawRecord<'a> = (i32, i64, Option<&'a [u8]>, Option<&'a [u8]>, &'a [u8]);
 
 struct RawRecords<'a> {
     rest: &'a [u8],
@@ -348,6 +359,7 @@ impl<'a> Iterator for RawRecords<'a> {
             Ok(v) => v,
             Err(what) => return self.bad(what),
         };
+        let headers_at = at;
         let Some((headers, k)) = get_varint(&rec[at..]) else {
             return self.bad("bad header count");
         };
@@ -363,7 +375,13 @@ impl<'a> Iterator for RawRecords<'a> {
             return self.bad("trailing bytes in the record");
         }
         self.index += 1;
-        Some(Ok((offset_delta, ts_delta, key, value)))
+        // "No headers" is the empty slice, whoever encoded the count of zero.
+        let headers_raw = if headers == 0 {
+            &rec[..0]
+        } else {
+            &rec[headers_at..]
+        };
+        Some(Ok((offset_delta, ts_delta, key, value, headers_raw)))
     }
 }
 
@@ -375,7 +393,8 @@ pub fn record_size(offset_delta: i64, timestamp_delta: i64, record: &NewRecord<'
 
 fn record_body_len(offset_delta: i64, timestamp_delta: i64, r: &NewRecord<'_>) -> usize {
     let field = |f: Option<&[u8]>| f.map_or(varlong_len(-1), |b| varlong_len(b.len() as i64) + b.len());
-    1 + varlong_len(timestamp_delta) + varlong_len(offset_delta) + field(r.key) + field(r.value) + 1
+    let headers = r.headers.len().max(1);
+    1 + varlong_len(timestamp_delta) + varlong_len(offset_delta) + field(r.key) + field(r.value) + headers
 }
 
 /// Appends one batch holding `records` (offset, record) to `buf`; every record must have the same
@@ -384,7 +403,7 @@ pub fn encode(buf: &mut Vec<u8>, records: &[(Offset, NewRecord<'_>)], producer_i
     let Some(&(base_offset, _)) = records.first() else {
         return 0;
     };
-    encode_with(buf, base_offset, records.len(), |i| records[i], producer_id)
+    encode_with(buf, base_offset, records.len(), |i| records[i], producer_id, None)
 }
 
 /// [`encode`] for records at consecutive offsets from `base_offset` (what an append writes),
@@ -401,6 +420,27 @@ pub fn encode_consecutive(
         records.len(),
         |i| (base_offset + i as Offset, records[i]),
         producer_id,
+        None,
+    )
+}
+
+/// [`encode_consecutive`] with the batch's base timestamp given: the records' timestamps are
+/// encoded as deltas from it, as the producer that chose it encoded them (Kafka's Java client and
+/// librdkafka take the first record's timestamp, others the earliest).
+pub fn encode_consecutive_based(
+    buf: &mut Vec<u8>,
+    base_offset: Offset,
+    records: &[NewRecord<'_>],
+    producer_id: i64,
+    base_timestamp: i64,
+) -> usize {
+    encode_with(
+        buf,
+        base_offset,
+        records.len(),
+        |i| (base_offset + i as Offset, records[i]),
+        producer_id,
+        Some(base_timestamp),
     )
 }
 
@@ -410,13 +450,14 @@ fn encode_with<'r>(
     count: usize,
     record: impl Fn(usize) -> (Offset, NewRecord<'r>),
     producer_id: i64,
+    base_timestamp: Option<i64>,
 ) -> usize {
     let start = buf.len();
     if count == 0 {
         return 0;
     }
     let first = record(0).1;
-    let base_ts = first.timestamp;
+    let base_ts = base_timestamp.unwrap_or(first.timestamp);
     let mut max_ts = base_ts;
     let mut payload = 0;
     for i in 0..count {
@@ -462,7 +503,11 @@ fn encode_with<'r>(
                 None => put_varint(buf, -1),
             }
         }
-        put_varint(buf, 0); // no headers
+        if r.headers.is_empty() {
+            put_varint(buf, 0); // no headers
+        } else {
+            buf.extend_from_slice(r.headers);
+        }
     }
     let len = buf.len() - start;
     buf[start + 8..start + 12].copy_from_slice(&((len - LOG_OVERHEAD) as i32).to_be_bytes());
@@ -484,6 +529,7 @@ mod tests {
             key,
             value,
             control: false,
+            headers: &[],
         }
     }
 
@@ -531,6 +577,7 @@ mod tests {
             key: Some(&[0, 0, 0, 1]),
             value: Some(&[0, 0, 0, 0, 0, 0]),
             control: true,
+            headers: &[],
         };
         let mut buf = Vec::new();
         encode(&mut buf, &[(3, marker)], -1);

@@ -28,7 +28,8 @@ mod log;
 mod pool;
 mod segment;
 mod slots;
-mod varint;
+/// Kafka's varints, shared with the engine (which encodes record headers).
+use offsetlab_engine::varint;
 
 pub use durability::{Durability, FlushPolicy};
 pub use health::{Fault, FaultKind, Health};

@@ -37,21 +37,41 @@ const MAX_BATCH_BYTES: usize = 64 << 10;
 /// Read chunk for fetches (grown for larger batches).
 const READ_CHUNK: usize = 64 << 10;
 
-/// A record the cleaner keeps, copied out of the segment it is rewriting:
-/// (offset, timestamp, key, value, control).
-type KeptRecord = (Offset, i64, Option<Vec<u8>>, Option<Vec<u8>>, bool);
+/// A record the cleaner keeps, copied out of the segment it is rewriting.
+struct KeptRecord {
+    offset: Offset,
+    timestamp: i64,
+    key: Option<Vec<u8>>,
+    value: Option<Vec<u8>>,
+    control: bool,
+    headers: Vec<u8>,
+}
+
+impl KeptRecord {
+    fn of(r: &RecordRef<'_>) -> Self {
+        Self {
+            offset: r.offset,
+            timestamp: r.timestamp,
+            key: r.key.map(<[u8]>::to_vec),
+            value: r.value.map(<[u8]>::to_vec),
+            control: r.control,
+            headers: r.headers.to_vec(),
+        }
+    }
+}
 
 /// Kept records as records to write back, at their own offsets.
 fn as_new_records(kept: &[KeptRecord]) -> Vec<(Offset, NewRecord<'_>)> {
     kept.iter()
-        .map(|(o, ts, k, v, c)| {
+        .map(|r| {
             (
-                *o,
+                r.offset,
                 NewRecord {
-                    timestamp: *ts,
-                    key: k.as_deref(),
-                    value: v.as_deref(),
-                    control: *c,
+                    timestamp: r.timestamp,
+                    key: r.key.as_deref(),
+                    value: r.value.as_deref(),
+                    control: r.control,
+                    headers: &r.headers,
                 },
             )
         })
@@ -138,17 +158,18 @@ impl ProducedBatches {
     /// batch itself ([`batch::Batch::parse`]) and that a producer numbered its records
     /// `0, 1, 2, …` — offsets are the broker's to assign.
     pub fn validate(bytes: impl Into<Bytes>) -> Result<Self, batch::BatchError> {
-        Self::validate_visiting(bytes, |_, _| Ok(()))
+        Self::validate_visiting(bytes, |_, _, _| Ok(()))
     }
 
-    /// [`ProducedBatches::validate`], handing every record's key and value to `visit` on the
-    /// same walk: a broker's own rules for records (the lab keeps text) cost no second pass.
+    /// [`ProducedBatches::validate`], handing every record's key, value and headers (as
+    /// encoded) to `visit` on the same walk: a broker's own rules for records (the lab keeps
+    /// text) cost no second pass.
     ///
     /// The batches are rewritten in place when appended: `bytes` is used as it is when nothing
     /// else holds it (a `Vec`, or a request frame whose other views are gone), copied otherwise.
     pub fn validate_visiting(
         bytes: impl Into<Bytes>,
-        mut visit: impl FnMut(Option<&[u8]>, Option<&[u8]>) -> Result<(), &'static str>,
+        mut visit: impl FnMut(Option<&[u8]>, Option<&[u8]>, &[u8]) -> Result<(), &'static str>,
     ) -> Result<Self, batch::BatchError> {
         let bytes = bytes
             .into()
@@ -160,7 +181,7 @@ impl ProducedBatches {
 
     fn check(
         bytes: &[u8],
-        visit: &mut impl FnMut(Option<&[u8]>, Option<&[u8]>) -> Result<(), &'static str>,
+        visit: &mut impl FnMut(Option<&[u8]>, Option<&[u8]>, &[u8]) -> Result<(), &'static str>,
     ) -> Result<Vec<BatchHeader>, batch::BatchError> {
         let mut headers = Vec::new();
         let mut at = 0;
@@ -219,6 +240,7 @@ impl offsetlab_engine::log::EncodedBatches for ProducedBatches {
                     key: r.key,
                     value: r.value,
                     control: false,
+                    headers: r.headers,
                 })
                 .collect();
             visit(&records);
@@ -609,7 +631,7 @@ impl FileLog {
     /// for this partition — and returns the first offset they were given: [`ProducedBatches::
     /// validate`], then [`FileLog::append_produced`]. If one batch is invalid nothing is written.
     pub fn append_wire(&mut self, batches: &mut [u8], now: Millis) -> Result<Offset, AppendError> {
-        let mut headers = ProducedBatches::check(batches, &mut |_, _| Ok(()))?;
+        let mut headers = ProducedBatches::check(batches, &mut |_, _, _| Ok(()))?;
         Ok(self.append_checked(batches, &mut headers, now)?.0)
     }
 
@@ -825,15 +847,7 @@ impl FileLog {
             let keep = b
                 .records()
                 .filter(|r| r.offset < offset)
-                .map(|r| {
-                    (
-                        r.offset,
-                        r.timestamp,
-                        r.key.map(<[u8]>::to_vec),
-                        r.value.map(<[u8]>::to_vec),
-                        r.control,
-                    )
-                })
+                .map(|r| KeptRecord::of(&r))
                 .collect();
             cut = Some((pos, keep));
             break;
@@ -890,13 +904,7 @@ impl FileLog {
                 for r in b.records() {
                     total += 1;
                     if keep(r) {
-                        kept.push((
-                            r.offset,
-                            r.timestamp,
-                            r.key.map(<[u8]>::to_vec),
-                            r.value.map(<[u8]>::to_vec),
-                            r.control,
-                        ));
+                        kept.push(KeptRecord::of(&r));
                     }
                 }
             }
@@ -912,12 +920,16 @@ impl FileLog {
             let mut headers = Vec::new();
             let mut start = 0;
             while start < kept.len() {
-                let control = kept[start].4;
+                let control = kept[start].control;
                 let mut end = start;
                 let mut size = batch::HEADER_LEN;
-                while end < kept.len() && kept[end].4 == control && (end == start || size < MAX_BATCH_BYTES) {
-                    size += kept[end].2.as_ref().map_or(0, Vec::len)
-                        + kept[end].3.as_ref().map_or(0, Vec::len)
+                while end < kept.len()
+                    && kept[end].control == control
+                    && (end == start || size < MAX_BATCH_BYTES)
+                {
+                    size += kept[end].key.as_ref().map_or(0, Vec::len)
+                        + kept[end].value.as_ref().map_or(0, Vec::len)
+                        + kept[end].headers.len()
                         + 16;
                     end += 1;
                 }
@@ -1024,13 +1036,20 @@ impl PartitionLog for FileLog {
     }
 
     fn append_whole(&mut self, records: &[NewRecord<'_>], now: Millis) -> Offset {
+        match records.first() {
+            Some(first) => self.append_whole_based(records, first.timestamp, now),
+            None => self.log_end_offset_raw(),
+        }
+    }
+
+    fn append_whole_based(&mut self, records: &[NewRecord<'_>], base_timestamp: i64, now: Millis) -> Offset {
         if records.is_empty() {
             return self.log_end_offset_raw();
         }
         // One batch, stamped with its log append time as a broker stamps a client's: the same
         // bytes, roll rule and timestamps whether the batch came from a client or a `send` line.
         let mut buf = Vec::new();
-        batch::encode_consecutive(&mut buf, 0, records, -1);
+        batch::encode_consecutive_based(&mut buf, 0, records, -1, base_timestamp);
         let appended = batch::stamp_log_append_time(&mut buf, now)
             .and_then(|()| BatchHeader::parse(&buf))
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))

@@ -455,7 +455,13 @@ pub fn scan(
             break;
         }
         if pos == 0 {
-            meta.created_at = h.first_timestamp();
+            // When the segment took its first batch: a batch stamped with its log append time
+            // says so in `maxTimestamp`; the producer's own timestamps are another clock.
+            meta.created_at = if h.is_log_append_time() {
+                h.max_timestamp
+            } else {
+                h.first_timestamp()
+            };
         }
         if pos == 0 || since >= INDEX_INTERVAL_BYTES {
             index.push(IndexEntry {

@@ -103,6 +103,7 @@ fn apply(log: &mut dyn PartitionLog, op: &Op, now: &mut i64) {
                     key: keys[i].as_deref(),
                     value: values[i].as_deref(),
                     control: *c,
+                    headers: &[],
                 })
                 .collect();
             // Control records go one by one, as markers do; data records as one batch.
@@ -180,6 +181,7 @@ fn fill(log: &mut FileLog, n: usize) {
                 key: Some(key.as_bytes()),
                 value: Some(&value),
                 control: false,
+                headers: &[],
             },
             i as i64,
         );

@@ -12,6 +12,7 @@ fn record(value: &str) -> NewRecord<'_> {
         key: None,
         value: Some(value.as_bytes()),
         control: false,
+        headers: &[],
     }
 }
 

@@ -30,6 +30,7 @@ fn log(dir: &std::path::Path) -> FileLog {
                 key: None,
                 value: Some(v.as_bytes()),
                 control: false,
+                headers: &[],
             })
             .collect();
         log.append_batch(&batch, 1_000);

@@ -21,6 +21,7 @@ fn produced(batches: &[&[&str]]) -> ProducedBatches {
                 key: Some(b"k"),
                 value: Some(v.as_bytes()),
                 control: false,
+                headers: &[],
             })
             .collect();
         batch::encode_consecutive(&mut buf, 0, &records, -1);

@@ -47,6 +47,7 @@ fn new_records(fields: &[Fields]) -> Vec<NewRecord<'_>> {
             key: k.as_deref(),
             value: v.as_deref(),
             control: false,
+            headers: &[],
         })
         .collect()
 }

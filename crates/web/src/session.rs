@@ -357,11 +357,32 @@ impl ProducedStore {
         let mut lines = Vec::new();
         let (mut records, mut sizes) = (Vec::new(), Vec::new());
         for b in stored.batches() {
+            // The producer's timestamps, when they differ within the batch: a replay encodes
+            // the same deltas, so the batch takes the same bytes (and the segments roll where
+            // they rolled). Readers see the batch's log append time either way.
+            let created: Vec<i64> = b.create_timestamps().collect();
+            let base = b.header.base_timestamp;
+            let moved = created.iter().any(|&t| t != base);
+            // A base that is not the first record's own timestamp (some clients take the
+            // earliest) is written on that record.
+            let based = created.first().is_some_and(|&t| t != base).then_some(base);
             let batch: Vec<SentRecord> = b
                 .records()
-                .map(|r| SentRecord {
+                .zip(created)
+                .enumerate()
+                .map(|(i, (r, created))| SentRecord {
+                    batch_timestamp: if i == 0 { based } else { None },
                     key: text(r.key),
                     value: text(r.value),
+                    timestamp: moved.then_some(created),
+                    headers: offsetlab_engine::record::headers::decode(r.headers)
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|(k, v)| offsetlab_engine::lab::SentHeader {
+                            key: String::from_utf8_lossy(k).into_owned(),
+                            value: v.map(|v| String::from_utf8_lossy(v).into_owned()),
+                        })
+                        .collect(),
                 })
                 .collect();
             for chunk in batch.chunks(MAX_SEND_RECORDS) {
@@ -1853,6 +1874,7 @@ mod tests {
                     key: Some(b"k"),
                     value: Some(v.as_bytes()),
                     control: false,
+                    headers: &[],
                 })
                 .collect();
             offsetlab_storage::batch::encode_consecutive(&mut buf, 0, &records, -1);

@@ -294,13 +294,16 @@ impl Lab {
             .get_mut(&tp.topic)
             .ok_or_else(|| LabError::UnknownTopic(tp.topic.clone()))?;
         let index = tp.partition as usize;
+        let headers: Vec<Vec<u8>> = records.iter().map(super::SentRecord::encoded_headers).collect();
         let batch: Vec<crate::record::NewRecord<'_>> = records
             .iter()
-            .map(|r| crate::record::NewRecord {
+            .zip(&headers)
+            .map(|(r, headers)| crate::record::NewRecord {
                 timestamp: now,
                 key: r.key.as_deref().map(str::as_bytes),
                 value: r.value.as_deref().map(str::as_bytes),
                 control: false,
+                headers,
             })
             .collect();
         let first = t.partitions[index].append_batch(&batch, now);

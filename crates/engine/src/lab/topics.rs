@@ -29,7 +29,8 @@ pub struct ProduceSpec {
 }
 
 /// A record a Kafka client produced through the listener: its own key and value, either of
-/// them null, kept verbatim (the lab keeps text: keys and values must be UTF-8).
+/// them null, kept verbatim (the lab keeps text: keys and values must be UTF-8), its headers,
+/// and the timestamp its producer gave it.
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SentRecord {
@@ -37,6 +38,38 @@ pub struct SentRecord {
     pub key: Option<String>,
     #[serde(default)]
     pub value: Option<String>,
+    /// The producer's timestamp (`CreateTime`), when there is one to keep: the batch is
+    /// encoded with it, so a replay lays the records out exactly as the client did. Readers
+    /// see the batch's log append time either way; without it the record carries the lab's time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<i64>,
+    /// The record's headers, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<SentHeader>,
+    /// On a batch's first record only, when its producer based the batch's timestamps on
+    /// another than this record's (some clients take the earliest): that base.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_timestamp: Option<i64>,
+}
+
+/// A record header: a key and a value, which may be null.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SentHeader {
+    pub key: String,
+    #[serde(default)]
+    pub value: Option<String>,
+}
+
+impl SentRecord {
+    /// The record's headers as a v2 record encodes them (empty for none).
+    pub fn encoded_headers(&self) -> Vec<u8> {
+        crate::record::headers::encode(
+            self.headers
+                .iter()
+                .map(|h| (h.key.as_bytes(), h.value.as_deref().map(str::as_bytes))),
+        )
+    }
 }
 
 /// The most records one `send` may carry (a Produce request's partition holds far fewer).
@@ -177,6 +210,7 @@ impl Lab {
                     timestamp: now,
                     key: Some(k.as_bytes()),
                     value: (!tombstone).then_some(v.as_bytes()),
+                    headers: &[],
                 })
                 .collect();
             let first = t.partitions[partition as usize].append_batch(&records, now);
@@ -285,18 +319,24 @@ impl Lab {
         let mut first = None;
         let mut rest = records;
         for &n in batches {
-            let (batch, after) = rest.split_at(n);
+            let (sent, after) = rest.split_at(n);
             rest = after;
-            let batch: Vec<NewRecord<'_>> = batch
+            let headers: Vec<Vec<u8>> = sent.iter().map(SentRecord::encoded_headers).collect();
+            let batch: Vec<NewRecord<'_>> = sent
                 .iter()
-                .map(|r| NewRecord {
+                .zip(&headers)
+                .map(|(r, headers)| NewRecord {
                     control: false,
-                    timestamp: now,
+                    timestamp: r.timestamp.unwrap_or(now),
                     key: r.key.as_deref().map(str::as_bytes),
                     value: r.value.as_deref().map(str::as_bytes),
+                    headers,
                 })
                 .collect();
-            let at = log.append_whole(&batch, now);
+            let at = match sent.first().and_then(|r| r.batch_timestamp) {
+                Some(base) => log.append_whole_based(&batch, base, now),
+                None => log.append_whole(&batch, now),
+            };
             first.get_or_insert(at);
         }
         let first = first.unwrap_or_default();

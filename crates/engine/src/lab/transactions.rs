@@ -173,6 +173,7 @@ impl Lab {
                 key: in_key,
                 value: in_value,
                 control: false,
+                headers: &[],
             },
             now,
         );
@@ -412,6 +413,7 @@ impl Lab {
                     key: Some(&key),
                     value: Some(&[0, 0, 0, 0, 0, 0]),
                     control: true,
+                    headers: &[],
                 },
                 now,
             );

@@ -111,8 +111,10 @@ impl PartitionLog for MemoryLog {
         if self.should_roll_for(records.len(), bytes, now) {
             self.roll(now);
         }
+        // Stamped with its log append time, as a durable log stamps the batch: readers see
+        // `now`, whatever the producer's timestamps were.
         for r in records {
-            self.push(*r, now);
+            self.push(NewRecord { timestamp: now, ..*r }, now);
         }
         first
     }
@@ -258,6 +260,7 @@ mod tests {
                     timestamp: *ts,
                     key: Some(k.as_bytes()),
                     value: Some(v.as_bytes()),
+                    headers: &[],
                 },
                 *ts,
             );
@@ -294,6 +297,7 @@ mod tests {
                 timestamp: 1,
                 key: Some(b"a"),
                 value: Some(b"1"),
+                headers: &[],
             },
             1,
         );
@@ -303,6 +307,7 @@ mod tests {
                 timestamp: 2,
                 key: Some(b"a"),
                 value: None,
+                headers: &[],
             },
             2,
         );
@@ -312,6 +317,7 @@ mod tests {
                 timestamp: 3,
                 key: None,
                 value: Some(b""),
+                headers: &[],
             },
             3,
         );
@@ -407,6 +413,7 @@ mod tests {
                 timestamp: 0,
                 key: None,
                 value: Some(b"12345"),
+                headers: &[],
             },
             0,
         );
@@ -416,6 +423,7 @@ mod tests {
                 timestamp: 0,
                 key: None,
                 value: Some(b"12345"),
+                headers: &[],
             },
             50,
         );
@@ -426,6 +434,7 @@ mod tests {
                 timestamp: 0,
                 key: None,
                 value: Some(b"1"),
+                headers: &[],
             },
             60,
         );
@@ -436,6 +445,7 @@ mod tests {
                 timestamp: 0,
                 key: None,
                 value: Some(b"1"),
+                headers: &[],
             },
             200,
         );

@@ -55,6 +55,13 @@ pub trait PartitionLog: Send {
     /// appends, batch by batch.
     fn append_whole(&mut self, records: &[NewRecord<'_>], now: Millis) -> Offset;
 
+    /// [`PartitionLog::append_whole`] for a batch whose base timestamp its producer chose (not
+    /// always its first record's): a log that keeps the wire format encodes the records'
+    /// timestamps against it, so the batch takes the bytes it took when the producer sent it.
+    fn append_whole_based(&mut self, records: &[NewRecord<'_>], _base_timestamp: i64, now: Millis) -> Offset {
+        self.append_whole(records, now)
+    }
+
     /// Appends record batches a producer encoded ([`EncodedBatches`]) and returns the first
     /// offset they were given. They carry the log's time `now` as their log append time, as a
     /// topic with `message.timestamp.type=LogAppendTime` stamps them. A log that keeps Kafka's

@@ -31,6 +31,8 @@ pub(super) struct Segment {
     /// Indexes of control records (transaction markers), ascending. Sparse: a topic without
     /// transactions pays nothing for the flag.
     controls: Vec<u32>,
+    /// Records' headers (as encoded), by index, ascending. Sparse too: most records have none.
+    headers: Vec<(u32, Vec<u8>)>,
 }
 
 /// Marks a record whose value is null (a tombstone) in `ends`.
@@ -56,6 +58,7 @@ impl Segment {
             ends: Vec::new(),
             arena: Vec::new(),
             controls: Vec::new(),
+            headers: Vec::new(),
         }
     }
 
@@ -107,6 +110,9 @@ impl Segment {
         if record.control {
             self.controls.push(index as u32);
         }
+        if !record.headers.is_empty() {
+            self.headers.push((index as u32, record.headers.to_vec()));
+        }
         self.timestamps.push(record.timestamp);
         self.key_lens.push(record.key.map_or(ABSENT, |k| k.len() as i32));
         if let Some(k) = record.key {
@@ -138,6 +144,10 @@ impl Segment {
             key: (key_len != ABSENT).then(|| &self.arena[start..key_end]),
             value: (self.ends[index] & NULL_VALUE == 0).then(|| &self.arena[key_end..end]),
             control: !self.controls.is_empty() && self.controls.binary_search(&(index as u32)).is_ok(),
+            headers: match self.headers.binary_search_by_key(&(index as u32), |(i, _)| *i) {
+                Ok(at) => &self.headers[at].1,
+                Err(_) => &[],
+            },
         }
     }
 
@@ -157,6 +167,7 @@ impl Segment {
             + self.key_lens.capacity() * 4
             + self.ends.capacity() * 4
             + self.controls.capacity() * 4
+            + self.headers.iter().map(|(_, h)| h.capacity() + 32).sum::<usize>()
             + std::mem::size_of::<Self>()
     }
 
@@ -178,6 +189,7 @@ impl Segment {
         self.ends.truncate(index);
         self.arena.truncate(arena_end);
         self.controls.retain(|&i| (i as usize) < index);
+        self.headers.retain(|(i, _)| (*i as usize) < index);
         self.max_timestamp = self.timestamps.iter().copied().max();
     }
 
@@ -195,6 +207,7 @@ impl Segment {
                         key: r.key,
                         value: r.value,
                         control: r.control,
+                        headers: r.headers,
                     },
                 );
             } else {

@@ -124,6 +124,16 @@ pub(crate) fn write_records(out: &mut fmt::Formatter<'_>, records: &[SentRecord]
         write_json_string(out, r.key.as_deref())?;
         out.write_str(",\"value\":")?;
         write_json_string(out, r.value.as_deref())?;
+        if let Some(ts) = r.timestamp {
+            write!(out, ",\"timestamp\":{ts}")?;
+        }
+        if !r.headers.is_empty() {
+            out.write_str(",\"headers\":")?;
+            out.write_str(&serde_json::to_string(&r.headers).map_err(|_| fmt::Error)?)?;
+        }
+        if let Some(base) = r.batch_timestamp {
+            write!(out, ",\"batch_timestamp\":{base}")?;
+        }
         out.write_char('}')?;
     }
     out.write_char(']')
@@ -172,13 +182,28 @@ mod tests {
         #[test]
         fn records_are_written_as_serde_json_writes_them(
             records in proptest::collection::vec(
-                (proptest::option::of(any::<String>()), proptest::option::of("[ -~\n\t\"\\\\é€]{0,20}")),
+                (
+                    proptest::option::of(any::<String>()),
+                    proptest::option::of("[ -~\n\t\"\\\\é€]{0,20}"),
+                    proptest::option::of(any::<i64>()),
+                    proptest::collection::vec((any::<String>(), proptest::option::of(any::<String>())), 0..3),
+                    proptest::option::of(any::<i64>()),
+                ),
                 1..6,
             )
         ) {
             let records: Vec<SentRecord> = records
                 .into_iter()
-                .map(|(key, value)| SentRecord { key, value })
+                .map(|(key, value, timestamp, headers, batch_timestamp)| SentRecord {
+                    key,
+                    value,
+                    timestamp,
+                    batch_timestamp,
+                    headers: headers
+                        .into_iter()
+                        .map(|(key, value)| offsetlab_engine::lab::SentHeader { key, value })
+                        .collect(),
+                })
                 .collect();
             let line = send(records.clone()).to_string();
             let expected = serde_json::to_string(&records).expect("json");

@@ -22,7 +22,7 @@ use super::{str_bytes, INVALID_TOPIC_EXCEPTION, NONE, UNKNOWN_SERVER_ERROR, UNKN
 use crate::api::AppState;
 use crate::session::{Change, Session};
 use bytes::Bytes;
-use offsetlab_engine::lab::{SentRecord, MAX_SEND_RECORDS};
+use offsetlab_engine::lab::{SentHeader, SentRecord, MAX_SEND_RECORDS};
 use offsetlab_engine::log::TopicConfig;
 use offsetlab_engine::record::NewRecord;
 use offsetlab_scenario::command::{Command, CreateTopic, TxnSend};
@@ -82,6 +82,23 @@ pub(crate) struct Produced {
 /// not UTF-8 is refused with INVALID_RECORD.
 const NOT_TEXT_KEY: &str = "the lab keeps text records: this key is not UTF-8";
 const NOT_TEXT_VALUE: &str = "the lab keeps text records: this value is not UTF-8";
+const NOT_TEXT_HEADER: &str = "the lab keeps text records: a header of this record is not UTF-8";
+
+/// A record's headers (as encoded) as the export spells them: text, or INVALID_RECORD.
+fn text_headers(raw: &[u8]) -> Result<Vec<SentHeader>, &'static str> {
+    let headers = offsetlab_engine::record::headers::decode(raw).ok_or("malformed record headers")?;
+    headers
+        .into_iter()
+        .map(|(k, v)| {
+            let key = std::str::from_utf8(k).map_err(|_| NOT_TEXT_HEADER)?.to_string();
+            let value = v
+                .map(|v| std::str::from_utf8(v).map(str::to_string))
+                .transpose()
+                .map_err(|_| NOT_TEXT_HEADER)?;
+            Ok(SentHeader { key, value })
+        })
+        .collect()
+}
 
 fn text(b: Option<&[u8]>, what: &str) -> Result<Option<String>, Refusal> {
     b.map(|b| {
@@ -110,19 +127,20 @@ pub(crate) fn sent_records(bytes: Bytes) -> Result<Produced, Refusal> {
     if !transactional && !compressed {
         // Appended in place: the frame's own bytes when nothing else holds them (a request for
         // one partition), a copy otherwise.
-        let text = |k: Option<&[u8]>, v: Option<&[u8]>| {
+        let text = |k: Option<&[u8]>, v: Option<&[u8]>, headers: &[u8]| {
             // ASCII (nearly every key and value) is checked a word at a time; UTF-8's own check
             // only for the rest.
             let is_text = |b: Option<&[u8]>| b.is_none_or(|b| b.is_ascii() || std::str::from_utf8(b).is_ok());
             match (is_text(k), is_text(v)) {
-                (true, true) => Ok(()),
+                (true, true) if headers.is_empty() => Ok(()),
+                (true, true) => text_headers(headers).map(|_| ()),
                 (false, _) => Err(NOT_TEXT_KEY),
                 (_, false) => Err(NOT_TEXT_VALUE),
             }
         };
         let batches = ProducedBatches::validate_visiting(bytes, text).map_err(|e| match e {
             offsetlab_storage::batch::BatchError::BadRecord { what, .. }
-                if what == NOT_TEXT_KEY || what == NOT_TEXT_VALUE =>
+                if what == NOT_TEXT_KEY || what == NOT_TEXT_VALUE || what == NOT_TEXT_HEADER =>
             {
                 (INVALID_RECORD, what.to_string())
             }
@@ -143,7 +161,12 @@ pub(crate) fn sent_records(bytes: Bytes) -> Result<Produced, Refusal> {
             ));
         };
         Records::Transactional {
-            records: per_batch.into_iter().flatten().collect(),
+            // A transaction's records carry the lab's time (CreateTime, as it appends them).
+            records: per_batch
+                .into_iter()
+                .flatten()
+                .map(|r| SentRecord { timestamp: None, ..r })
+                .collect(),
             producer_id,
             epoch,
         }
@@ -152,13 +175,17 @@ pub(crate) fn sent_records(bytes: Bytes) -> Result<Produced, Refusal> {
         // for one (a segment rolls between the client's batches, as it would have).
         let mut buf = Vec::new();
         for batch in &per_batch {
+            let headers: Vec<Vec<u8>> = batch.iter().map(SentRecord::encoded_headers).collect();
             let records: Vec<NewRecord<'_>> = batch
                 .iter()
-                .map(|r| NewRecord {
-                    timestamp: 0,
+                .zip(&headers)
+                .map(|(r, headers)| NewRecord {
+                    // The producer's timestamps: the re-encoded batch keeps its deltas.
+                    timestamp: r.timestamp.unwrap_or(0),
                     key: r.key.as_deref().map(str::as_bytes),
                     value: r.value.as_deref().map(str::as_bytes),
                     control: false,
+                    headers,
                 })
                 .collect();
             offsetlab_storage::batch::encode_consecutive(&mut buf, 0, &records, -1);
@@ -251,10 +278,13 @@ fn decoded_records(bytes: &[u8]) -> Result<Vec<Vec<SentRecord>>, Refusal> {
         if h.attributes & 0b111 == 0 {
             // Uncompressed: the durable log's own codec checks the batch whole.
             let batch = Batch::parse(&bytes[at..end]).map_err(corrupt)?;
-            for r in batch.records() {
+            for (r, timestamp) in batch.records().zip(batch.create_timestamps()) {
                 out.push(SentRecord {
                     key: text(r.key, "key")?,
                     value: text(r.value, "value")?,
+                    timestamp: Some(timestamp),
+                    headers: text_headers(r.headers).map_err(|m| (INVALID_RECORD, m.to_string()))?,
+                    batch_timestamp: None,
                 });
             }
         } else {
@@ -294,9 +324,26 @@ fn decoded_records(bytes: &[u8]) -> Result<Vec<Vec<SentRecord>>, Refusal> {
                 ));
             }
             for r in &set.records {
+                let headers = r
+                    .headers
+                    .iter()
+                    .map(|(k, v)| {
+                        Ok(SentHeader {
+                            key: k.to_string(),
+                            value: v
+                                .as_ref()
+                                .map(|v| std::str::from_utf8(v).map(str::to_string))
+                                .transpose()
+                                .map_err(|_| (INVALID_RECORD, NOT_TEXT_HEADER.to_string()))?,
+                        })
+                    })
+                    .collect::<Result<Vec<_>, Refusal>>()?;
                 out.push(SentRecord {
                     key: text(r.key.as_deref(), "key")?,
                     value: text(r.value.as_deref(), "value")?,
+                    timestamp: Some(r.timestamp),
+                    headers,
+                    batch_timestamp: None,
                 });
             }
         }
