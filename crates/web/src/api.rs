@@ -164,6 +164,8 @@ pub fn router(state: AppState) -> Router {
 
 /// `{ "error": …, "line": … }` with a status.
 pub fn json_error(status: StatusCode, error: &str, line: usize) -> Response {
+    // An error names what it refused; a 10 kB topic name is not repeated whole.
+    let error = clip(error, MAX_ERROR_BYTES);
     (status, Json(serde_json::json!({ "error": error, "line": line }))).into_response()
 }
 

@@ -14,6 +14,9 @@ use axum::http::{header, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
 
+/// The longest URI the lab answers.
+const MAX_URI_BYTES: usize = 16 << 10;
+
 pub async fn same_origin(State(app): State<AppState>, req: Request, next: Next) -> Response {
     if req.headers().get_all(header::HOST).iter().count() > 1 {
         return json_error(StatusCode::BAD_REQUEST, "refused: more than one Host header", 0);
@@ -46,7 +49,17 @@ pub async fn same_origin(State(app): State<AppState>, req: Request, next: Next) 
 /// The outermost layer: security headers on every response, and a JSON body on every error
 /// response — axum's own (405, 413, a rejected extractor) included.
 pub async fn answer_like_an_api(req: Request, next: Next) -> Response {
-    let mut response = next.run(req).await;
+    // A request line longer than any the page sends (a head over 64 KiB never gets this far:
+    // the HTTP layer refuses it itself, without a body).
+    let mut response = if req.uri().to_string().len() > MAX_URI_BYTES {
+        json_error(
+            StatusCode::URI_TOO_LONG,
+            "refused: the request's URI is longer than 16 KiB",
+            0,
+        )
+    } else {
+        next.run(req).await
+    };
     let status = response.status();
     let is_json = response
         .headers()

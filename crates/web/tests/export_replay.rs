@@ -35,6 +35,12 @@ enum Op {
     Consume,
     /// `delete-records t before=N` (clamped to the log).
     DeleteRecords(u8),
+    /// The consumer crashes, or closes, the group is reset to its earliest offsets, and it
+    /// starts again.
+    Crash,
+    Rewind,
+    /// `produce u key=K` on a compacted topic, then `compact u`.
+    Compacted(u8),
 }
 
 fn text() -> impl Strategy<Value = String> {
@@ -54,6 +60,9 @@ fn op() -> impl Strategy<Value = Op> {
         (1..5_000u32).prop_map(Op::Tick),
         Just(Op::Consume),
         any::<u8>().prop_map(Op::DeleteRecords),
+        Just(Op::Crash),
+        Just(Op::Rewind),
+        (0..4u8).prop_map(Op::Compacted),
     ]
 }
 
@@ -105,8 +114,8 @@ type Observed = (
     serde_json::Value,
 );
 
-fn observe(s: &Session) -> Observed {
-    let tp = TopicPartition::new("t", 0);
+fn observe(s: &Session, topic: &str) -> Observed {
+    let tp = TopicPartition::new(topic, 0);
     let log = s.lab().partition_log(&tp).expect("t-0");
     let segments = log
         .segments()
@@ -136,6 +145,7 @@ proptest! {
     fn an_export_replays_to_the_same_lab(ops in proptest::collection::vec(op(), 1..12)) {
         let (a, b) = (tempfile::tempdir().expect("dir"), tempfile::tempdir().expect("dir"));
         let setup = "topic t segment.bytes=600 retention.bytes=1800 retention.ms=-1\n\
+                     topic u cleanup.policy=compact segment.records=3\n\
                      consumer c1 group='the group' topic=t commit=manual-batch max-poll=5 reset=earliest sink=upsert\n";
         let mut s = Session::new(durable(a.path()), setup).expect("lab");
         let mut sequence = 0;
@@ -163,6 +173,22 @@ proptest! {
                     // Nothing polled: nothing to process (the lab refuses the line).
                     let _ = s.apply_lines(&["process c1 count=all".to_string(), "commit c1".to_string()]);
                 }
+                Op::Crash => {
+                    s.apply_lines(&["crash c1".to_string(), "tick 46s".to_string(), "restart c1".to_string()])
+                        .expect("crash and restart");
+                }
+                Op::Rewind => {
+                    s.apply_lines(&[
+                        "close c1".to_string(),
+                        "reset-offsets 'the group' topic=t to-earliest execute".to_string(),
+                        "restart c1".to_string(),
+                    ])
+                    .expect("rewind");
+                }
+                Op::Compacted(k) => {
+                    s.apply_lines(&[format!("produce u key='key {k}' value='{{\"n\": {k}}}'"), "compact u".to_string()])
+                        .expect("compacted");
+                }
                 Op::DeleteRecords(n) => {
                     let end = s.lab().partition_log(&TopicPartition::new("t", 0)).expect("t-0").log_end_offset();
                     let before = i64::from(*n).min(end);
@@ -172,10 +198,12 @@ proptest! {
         }
         let export = s.export();
         let replayed = Session::new(durable(b.path()), &export).expect("the export replays");
-        let (live, again) = (observe(&s), observe(&replayed));
-        prop_assert_eq!(&live.0, &again.0, "segment layout");
-        prop_assert_eq!(&live.1, &again.1, "records");
-        prop_assert_eq!(&live.2, &again.2, "figures");
+        for topic in ["t", "u"] {
+            let (live, again) = (observe(&s, topic), observe(&replayed, topic));
+            prop_assert_eq!(&live.0, &again.0, "segment layout of {}", topic);
+            prop_assert_eq!(&live.1, &again.1, "records of {}", topic);
+            prop_assert_eq!(&live.2, &again.2, "figures");
+        }
         prop_assert_eq!(replayed.export(), export, "the replay exports the same file");
     }
 }
