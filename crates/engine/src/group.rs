@@ -110,6 +110,10 @@ pub struct Group {
     /// A group of real Kafka clients, not of the lab's consumers: its members as its last
     /// rebalance left them.
     pub external: Option<ExternalMembership>,
+    /// Whether `sink` is the group's own store. A group of real clients gets an empty
+    /// in-memory stand-in (they never write to a lab sink): a client that makes a thousand
+    /// groups must not hold a thousand databases open. The first lab consumer opens the real one.
+    pub sink_opened: bool,
 }
 
 impl Group {
@@ -127,6 +131,7 @@ impl Group {
             sink,
             audit: GroupAudit::default(),
             external: None,
+            sink_opened: true,
         }
     }
 

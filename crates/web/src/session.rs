@@ -2182,4 +2182,47 @@ mod tests {
         assert_eq!((err.status, err.line), (422, 2));
         assert_eq!(state_json(&s), before);
     }
+
+    /// Groups of real clients hold no database open (they never write to a lab sink): a client
+    /// that makes two hundred groups costs no file descriptors for them, and a restart brings
+    /// them back; the lab's first consumer in such a group opens a real sink.
+    #[test]
+    fn real_clients_groups_open_no_sink_until_the_lab_uses_one() {
+        let dir = tempfile::tempdir().expect("dir");
+        let mut s = Session::new(durable(dir.path()), "topic t\n").expect("lab");
+        let joined: Vec<String> = (0..200)
+            .map(|i| format!(r#"rebalance "client group {i}" generation=1 protocol=range members=[{{"id":"m-{i}","partitions":{{"t":[0]}}}}]"#))
+            .collect();
+        s.apply_lines(&joined).expect("rebalances");
+        let empty: Vec<String> = (0..200)
+            .map(|i| format!(r#"rebalance "client group {i}" generation=2 protocol=range members=[]"#))
+            .collect();
+        s.apply_lines(&empty).expect("emptied");
+        assert!(s.save().expect("saved").is_none());
+        let sinks = s.generation_dir().expect("durable").join("sinks");
+        let files = || std::fs::read_dir(&sinks).map_or(0, |d| d.count());
+        assert_eq!(files(), 0, "no database for a group of real clients");
+        drop(s);
+        let (mut s, _) = Session::restore(dir.path(), FlushPolicy::Never)
+            .expect("restores")
+            .expect("a lab");
+        assert_eq!(s.lab().groups().len(), 200);
+        s.apply_lines(&lines(&[
+            r#"consumer c1 group="client group 7" topic=t reset=earliest"#,
+        ]))
+        .expect("a lab consumer joins the Empty group");
+        s.apply_lines(&lines(&["produce t count=2", "poll c1", "process c1 count=all"]))
+            .expect("processes");
+        assert!(files() >= 1, "a real sink now");
+        assert!(s.save().expect("saved").is_none());
+        drop(s);
+        let (s, _) = Session::restore(dir.path(), FlushPolicy::Never)
+            .expect("restores")
+            .expect("a lab");
+        assert_eq!(
+            s.lab().group_view("client group 7").expect("group").sink.rows,
+            2,
+            "its rows survive a restart"
+        );
+    }
 }

@@ -65,9 +65,11 @@ impl Lab {
             );
         }
         if !self.groups.contains_key(group) {
-            let sink = self.sinks.open(group, SinkKind::Append)?;
-            self.groups
-                .insert(group.to_string(), Group::new(group, SinkKind::Append, sink));
+            let sink =
+                crate::sink::SinkFactory::open(&mut crate::sink::MemorySinks, group, SinkKind::Append)?;
+            let mut g = Group::new(group, SinkKind::Append, sink);
+            g.sink_opened = false;
+            self.groups.insert(group.to_string(), g);
         }
         let now = self.clock.now();
         let g = self

@@ -62,6 +62,15 @@ impl Lab {
                     requested: config.sink.to_string(),
                 });
             }
+            if !g.sink_opened {
+                // A group real clients used: its stand-in held nothing; the lab's consumer
+                // writes to a real sink.
+                let sink = self.sinks.open(&config.group, config.sink)?;
+                if let Some(g) = self.groups.get_mut(&config.group) {
+                    g.sink = sink;
+                    g.sink_opened = true;
+                }
+            }
         } else {
             let sink = self.sinks.open(&config.group, config.sink)?;
             self.groups

@@ -70,6 +70,13 @@ struct GroupSnapshot {
     audit: GroupAudit,
     #[serde(default)]
     external: Option<crate::group::ExternalMembership>,
+    /// Older snapshots opened every group's sink.
+    #[serde(default = "opened")]
+    sink_opened: bool,
+}
+
+fn opened() -> bool {
+    true
 }
 
 impl LabSnapshot {
@@ -127,6 +134,7 @@ impl Lab {
                     sink_kind: g.sink_kind,
                     audit: g.audit.clone(),
                     external: g.external.clone(),
+                    sink_opened: g.sink_opened,
                 })
                 .collect(),
             consumers: self.consumers.clone(),
@@ -214,7 +222,11 @@ impl Lab {
         }
         let mut groups = BTreeMap::new();
         for g in snapshot.groups {
-            let sink = sinks.reopen(&g.name, g.sink_kind)?;
+            let sink = if g.sink_opened {
+                sinks.reopen(&g.name, g.sink_kind)?
+            } else {
+                crate::sink::SinkFactory::open(&mut crate::sink::MemorySinks, &g.name, g.sink_kind)?
+            };
             let mut group = Group::new(&g.name, g.sink_kind, sink);
             group.generation = g.generation;
             group.members = g.members;
@@ -225,6 +237,7 @@ impl Lab {
             group.empty_since = g.empty_since;
             group.audit = g.audit;
             group.external = g.external;
+            group.sink_opened = g.sink_opened;
             groups.insert(g.name, group);
         }
         let mut lab = Self {
