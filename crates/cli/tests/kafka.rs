@@ -747,6 +747,18 @@ fn admin_requests_create_topics_and_delete_records_or_say_why_not() {
         scenario.contains("topic c partitions=2 retention.ms=1h"),
         "{scenario}"
     );
+    // Longer than the scenario language can write (100 years): INVALID_CONFIG, not created.
+    assert_eq!(
+        create(
+            &mut s,
+            6,
+            vec![topic("d", 1, &[("retention.ms", "9223372036854775807")])],
+            false
+        ),
+        vec![40]
+    );
+    let scenario = http(&lab.addr, "GET", "/api/scenario", "").expect("scenario");
+    assert!(!scenario.contains("topic d"), "{scenario}");
 
     let delete = |s: &mut TcpStream, id: i32, offset: i64| -> (i16, i64) {
         let request = DeleteRecordsRequest::default()
@@ -1037,6 +1049,9 @@ fn a_clients_strings_never_become_part_of_a_line() {
         assert_eq!(fetch_offset(&mut s, "rg", "orders"), 7);
         let code = commit_outside(&mut s, "rg", "orders:0 to-offset=3 execute #", 5);
         assert_eq!(code, 3, "UNKNOWN_TOPIC_OR_PARTITION");
+        assert_eq!(fetch_offset(&mut s, "rg", "orders"), 7, "nothing was reset");
+        // A negative offset is no position: INVALID_COMMIT_OFFSET_SIZE, nothing stored.
+        assert_eq!(commit_outside(&mut s, "rg", "orders", -1), 28);
         assert_eq!(fetch_offset(&mut s, "rg", "orders"), 7, "nothing was reset");
         for (i, group) in odd.iter().enumerate() {
             assert_eq!(

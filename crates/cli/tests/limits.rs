@@ -204,7 +204,9 @@ fn idle_connections_beyond_the_cap_never_keep_a_client_out() {
             Err(e) => panic!("connect: {e}"),
         }
     }
-    // A client with work to do: a fresh connection, ApiVersions answered within 100 ms.
+    // A client with work to do: a fresh connection, answered at once. Without eviction it would
+    // wait for an idle connection to time out (10 minutes by default) or be refused; the bound
+    // below is that behaviour's, not a latency target: figures belong in docs/BENCHMARKS.md.
     let mut worst = Duration::ZERO;
     for i in 0..20 {
         let started = Instant::now();
@@ -223,7 +225,10 @@ fn idle_connections_beyond_the_cap_never_keep_a_client_out() {
         drop(s);
     }
     eprintln!("ApiVersions on a new connection beside 2,300 idle ones: the worst of 20 took {worst:?}");
-    assert!(worst < Duration::from_millis(100), "served in {worst:?}");
+    assert!(
+        worst < Duration::from_secs(5),
+        "served in {worst:?}: the client waited for an idle connection"
+    );
     // kcat itself, end to end, while the idle connections are still there.
     let started = Instant::now();
     let offsets = kcat_offsets(&kafka, "orders");

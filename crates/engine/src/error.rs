@@ -54,7 +54,7 @@ pub enum LabError {
     #[error("invalid topic name '{name}': {reason}")]
     InvalidTopic { name: String, reason: String },
     /// Kafka's `INVALID_GROUP_ID`.
-    #[error("invalid group id '{0}': a group id must not be empty")]
+    #[error("invalid group id '{0}': a group id is 1 to 32767 bytes long")]
     InvalidGroupId(String),
     /// A topic (or one of its partitions) the lab does not have: Kafka's
     /// `UNKNOWN_TOPIC_OR_PARTITION`.
@@ -63,6 +63,21 @@ pub enum LabError {
         topic: String,
         partition: i32,
         partitions: usize,
+    },
+    /// A real client's commit from a member its group does not have: Kafka's
+    /// `UNKNOWN_MEMBER_ID`.
+    #[error("UNKNOWN_MEMBER_ID: {member} is not a member of group {group}")]
+    UnknownMember { group: String, member: String },
+    /// A real client's commit made in another generation than its group's: Kafka's
+    /// `ILLEGAL_GENERATION` (the member must join again).
+    #[error(
+        "ILLEGAL_GENERATION: {member} committed with generation {generation}, group {group} is at {current}"
+    )]
+    IllegalGeneration {
+        group: String,
+        member: String,
+        generation: i32,
+        current: i32,
     },
     #[error("storage: {0}")]
     Storage(StorageError),

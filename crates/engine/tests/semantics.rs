@@ -1599,10 +1599,22 @@ fn a_group_of_real_clients_commits_through_its_membership() {
     let err = lab
         .external_commit("copy", "rdkafka-1", 1, &[(tp(), 12)])
         .expect_err("stale");
+    assert!(
+        matches!(
+            err,
+            LabError::IllegalGeneration {
+                generation: 1,
+                current: 2,
+                ..
+            }
+        ),
+        "{err}"
+    );
     assert!(err.to_string().contains("ILLEGAL_GENERATION"), "{err}");
     let err = lab
         .external_commit("copy", "ghost", 2, &[(tp(), 12)])
         .expect_err("unknown");
+    assert!(matches!(err, LabError::UnknownMember { .. }), "{err}");
     assert!(err.to_string().contains("UNKNOWN_MEMBER_ID"), "{err}");
     assert!(
         lab.external_rebalance("copy", 2, "range", vec![]).is_err(),

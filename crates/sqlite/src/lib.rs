@@ -326,11 +326,11 @@ pub struct SqliteSinks {
     dir: PathBuf,
 }
 
-/// Group ids used as they are in a file name: `[a-zA-Z0-9._-]`, at most 200 bytes, no leading dot.
+/// Group ids used as they are in a file name: `[a-zA-Z0-9._-]` (the names older labs allowed,
+/// so their files keep their names), as long as `sink-<group>.sqlite` fits 255 bytes.
 fn plain_group(group: &str) -> bool {
     !group.is_empty()
-        && group.len() <= 200
-        && !group.starts_with('.')
+        && group.len() <= 255 - "sink-.sqlite".len()
         && group
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))

@@ -133,6 +133,11 @@ impl Durability {
         self.lock().written
     }
 
+    /// The fsync failure that stopped this log directory, if one did (every later sync fails).
+    pub fn failure(&self) -> Option<String> {
+        self.lock().failed.clone()
+    }
+
     /// How many syncs have run.
     pub fn syncs(&self) -> u64 {
         self.lock().syncs

@@ -93,9 +93,22 @@ pub async fn serve(
         // stream — counts as idle).
         let service = tower::service_fn(move |req: axum::extract::Request<hyper::body::Incoming>| {
             let (slot, router) = (Arc::clone(&tracked), router.clone());
-            slot.busy(true);
+            // Busy once the request has arrived whole: a body trickled in a byte at a time
+            // does not hold its connection's place.
+            if hyper::body::Body::is_end_stream(req.body()) {
+                slot.busy(true);
+            }
             async move {
-                let response = tower::ServiceExt::oneshot(router, req.map(axum::body::Body::new)).await;
+                let response = tower::ServiceExt::oneshot(
+                    router,
+                    req.map(|body| {
+                        axum::body::Body::new(Arrived {
+                            inner: body,
+                            slot: Arc::clone(&slot),
+                        })
+                    }),
+                )
+                .await;
                 slot.busy(false);
                 response
             }
@@ -115,6 +128,36 @@ pub async fn serve(
                 () = slot.closed() => {}
             }
         });
+    }
+}
+
+/// A request body that marks its connection busy once it has arrived whole.
+struct Arrived {
+    inner: hyper::body::Incoming,
+    slot: Arc<crate::connections::Slot>,
+}
+
+impl hyper::body::Body for Arrived {
+    type Data = bytes::Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        if matches!(polled, Poll::Ready(None)) {
+            self.slot.busy(true);
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
     }
 }
 

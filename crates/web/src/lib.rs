@@ -100,10 +100,14 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         Ok(None) => (new_session(&backend, &root, &session_file)?, None),
         Err(e) => anyhow::bail!(
             "the lab in {} cannot be restored, and the server will not start over it.\n  {e}\n\
-             Nothing in {} was changed. To keep it, fix or restore that file; to start a new lab, \
-             use another directory (--data DIR) or discard this one with `offsetlab serve --reset-data`.",
+             {} To keep it, fix or restore that file; to start a new lab, use another directory \
+             (--data DIR) or discard this one with `offsetlab serve --reset-data`.",
             data_dir.display(),
-            data_dir.display(),
+            if e.untouched {
+                format!("Nothing in {} was changed.", data_dir.display())
+            } else {
+                "Only what a restart changes was changed (unacknowledged tails cut, as after a crash); the lab's own files are as they were.".to_string()
+            },
         ),
     };
     let restored = restored.map(|s| format!("{s}; restored in {:.0?}", started.elapsed()));
@@ -166,13 +170,26 @@ fn new_session(
     root: &std::path::Path,
     session_file: &std::path::Path,
 ) -> anyhow::Result<Session> {
-    // Generations without `current`: a first start interrupted before its lab was switched to.
-    if let Ok(entries) = std::fs::read_dir(root) {
-        for e in entries.filter_map(Result::ok) {
-            if e.file_name().to_string_lossy().starts_with("gen-") {
-                std::fs::remove_dir_all(e.path())?;
-            }
-        }
+    // Generations without `current` naming one: a first start interrupted before its switch —
+    // or a `current` that was lost. Which one cannot be told from here, so nothing is removed
+    // and nothing started over them.
+    let generations: Vec<String> = std::fs::read_dir(root)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("gen-"))
+                .collect()
+        })
+        .unwrap_or_default();
+    if !generations.is_empty() {
+        anyhow::bail!(
+            "{} holds lab generations ({}) but no `current` file naming one, so the lab cannot be restored and the server will not start over them. \
+             Write the number of the generation to keep into {}, use another directory (--data DIR), or discard them with `offsetlab serve --reset-data`.",
+            root.display(),
+            generations.join(", "),
+            root.join("current").display()
+        );
     }
     if session_file.exists() {
         let text = std::fs::read_to_string(session_file)

@@ -493,6 +493,29 @@ fn storage(e: impl std::fmt::Display) -> LabError {
     LabError::storage(e.to_string())
 }
 
+/// Why `command` cannot be kept in the history as text, if it cannot: its line does not parse,
+/// or parses as another command.
+fn unwritable(command: &Command) -> Option<String> {
+    let line = command.to_string();
+    match Command::parse(&line) {
+        Ok(Some(back)) if back == *command => None,
+        Ok(Some(_)) => Some(format!(
+            "the lab cannot record this action: its history line `{}` reads back as another action",
+            clipped_line(command)
+        )),
+        Ok(None) => Some("the lab cannot record this action: its history line is empty".into()),
+        Err(e) => Some(format!(
+            "the lab cannot record this action: its history line does not read back ({})",
+            e
+        )),
+    }
+}
+
+/// A command's line, clipped for an error message (a client's names can be 32 KiB long).
+fn clipped_line(command: &Command) -> String {
+    offsetlab_engine::names::clipped(&command.to_string())
+}
+
 /// An I/O error as a storage error of its kind (a full disk, no descriptors left, …).
 fn io_error(e: std::io::Error) -> LabError {
     LabError::Storage(e.into())
@@ -531,6 +554,9 @@ pub struct RestoreError {
     /// 1-based, for a line of the history.
     pub line: Option<usize>,
     pub problem: String,
+    /// Found while reading, before anything on disk was changed. A later failure (the lab's
+    /// logs already recovered, as a restart recovers them) is `false`.
+    pub untouched: bool,
 }
 
 impl RestoreError {
@@ -539,6 +565,15 @@ impl RestoreError {
             path: path.to_path_buf(),
             line: None,
             problem: problem.to_string(),
+            untouched: true,
+        }
+    }
+
+    /// The same error, found after the restore started changing files.
+    fn after_changes(self) -> Self {
+        Self {
+            untouched: false,
+            ..self
         }
     }
 }
@@ -601,6 +636,9 @@ pub struct Applied {
 
 pub struct Session {
     lab: Lab,
+    /// Why the session refuses every change: a storage failure it could not take back, or an
+    /// fsync that failed. Nothing more is saved; a restart restores the lab from its files.
+    broken: Option<String>,
     history: Vec<Command>,
     /// The batches the history's `send … stored=` lines name.
     produced: ProducedStore,
@@ -662,6 +700,7 @@ impl Session {
     ) -> Result<Self, ActionError> {
         let mut s = Self {
             lab: Lab::default(),
+            broken: None,
             history: Vec::new(),
             produced: ProducedStore::Memory(Vec::new()),
             backend,
@@ -702,15 +741,22 @@ impl Session {
                 "the generation `current` names is missing",
             ));
         }
-        // Labs saved before the slots kept one `lab.json`, replaced by renames.
-        let legacy = !SlotFile::exists(&dir, LAB_FILE) && dir.join(LAB_FILE).exists();
+        // Labs saved before the slots kept one `lab.json`, replaced by renames (and a start of
+        // such a lab may have made empty slots before its first save).
         let slots = dir.join(format!("{LAB_FILE}.0, {LAB_FILE}.1"));
-        let file = if legacy {
-            std::fs::read(dir.join(LAB_FILE)).map_err(|e| RestoreError::new(&dir.join(LAB_FILE), e))?
-        } else {
-            SlotFile::read(&dir, LAB_FILE)
-                .map_err(|e| RestoreError::new(&slots, e))?
-                .ok_or_else(|| RestoreError::new(&slots, "neither slot holds a whole snapshot"))?
+        let newest = SlotFile::read(&dir, LAB_FILE).map_err(|e| RestoreError::new(&slots, e))?;
+        // Only slots never written (empty files) leave the old file in charge: torn slots beside
+        // a `lab.json` are not a reason to go back to that older snapshot.
+        let never_written = [0, 1]
+            .iter()
+            .all(|n| std::fs::metadata(dir.join(format!("{LAB_FILE}.{n}"))).map_or(true, |m| m.len() == 0));
+        let legacy = newest.is_none() && never_written && dir.join(LAB_FILE).exists();
+        let file = match newest {
+            Some(bytes) => bytes,
+            None if legacy => {
+                std::fs::read(dir.join(LAB_FILE)).map_err(|e| RestoreError::new(&dir.join(LAB_FILE), e))?
+            }
+            None => return Err(RestoreError::new(&slots, "neither slot holds a whole snapshot")),
         };
         let snapshot_path = if legacy { dir.join(LAB_FILE) } else { slots };
         let LabFile {
@@ -721,6 +767,16 @@ impl Session {
         } = serde_json::from_slice(&file).map_err(|e| {
             RestoreError::new(&snapshot_path, format!("not a snapshot the lab can read ({e})"))
         })?;
+        if snapshot.version != offsetlab_engine::lab::SNAPSHOT_VERSION {
+            return Err(RestoreError::new(
+                &snapshot_path,
+                format!(
+                    "a snapshot of version {}, this lab reads version {}",
+                    snapshot.version,
+                    offsetlab_engine::lab::SNAPSHOT_VERSION
+                ),
+            ));
+        }
         let history_path = dir.join(HISTORY_FILE);
         let history_text = match (history_bytes, &legacy_history) {
             (Some(bytes), _) => {
@@ -746,6 +802,7 @@ impl Session {
                 path: history_path.clone(),
                 line: Some(e.line()),
                 problem: e.reason(),
+                untouched: true,
             })?
             .lines
             .into_iter()
@@ -771,6 +828,7 @@ impl Session {
             narrative_saved,
         )
         .map(Some)
+        .map_err(RestoreError::after_changes)
     }
 
     /// The second half of [`Session::restore`], once everything it reads was checked.
@@ -854,24 +912,10 @@ impl Session {
         if let Some(fault) = health.take() {
             return Err(RestoreError::new(&logs, fault));
         }
-        let mut notes = Vec::new();
-        // Partition directories the lab does not know: a topic created by an action that crashed
-        // before it was acknowledged. Gone, or a later topic of that name would inherit them.
-        let known: std::collections::BTreeSet<String> = lab
-            .topics()
-            .values()
-            .flat_map(|t| (0..t.partitions.len()).map(move |p| format!("{}-{p}", t.name)))
-            .chain([format!("{}-0", offsetlab_engine::offsets::CONSUMER_OFFSETS_TOPIC)])
+        let mut notes: Vec<String> = remove_unknown_partitions(&lab, &logs)
+            .into_iter()
+            .map(|name| format!("{name}: never acknowledged, removed"))
             .collect();
-        if let Ok(entries) = std::fs::read_dir(&logs) {
-            for e in entries.filter_map(Result::ok).filter(|e| e.path().is_dir()) {
-                let name = e.file_name().to_string_lossy().into_owned();
-                if !known.contains(&name) {
-                    let _ = std::fs::remove_dir_all(e.path());
-                    notes.push(format!("{name}: never acknowledged, removed"));
-                }
-            }
-        }
         // Generations other than the current one: an undo or import interrupted before its
         // switch (never acknowledged), or the one a switch replaced and did not get to delete.
         if let Ok(entries) = std::fs::read_dir(root) {
@@ -915,6 +959,7 @@ impl Session {
         let session = (
             Self {
                 lab,
+                broken: None,
                 backend: SinkBackend::Durable {
                     root: root.to_path_buf(),
                     flush,
@@ -973,6 +1018,9 @@ impl Session {
         let Some(g) = &self.generation else {
             return Ok(());
         };
+        if let Some(why) = &self.broken {
+            return Err(storage(why));
+        }
         let sync = g.durability.policy() != FlushPolicy::Never;
         let (saved, history) = self.lab_file(g)?;
         if sync {
@@ -988,33 +1036,7 @@ impl Session {
 
     /// Appends the history's new lines to its file; `lab.json`'s bytes, and the history file.
     fn lab_file(&self, g: &Generation) -> Result<(Saved, Arc<std::fs::File>), LabError> {
-        let mut log = g
-            .history
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let history_bytes = log.catch_up(&self.history)?;
-        let narrative_bytes = g
-            .narrative
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .catch_up(self.lab.narrative())?;
-        let lab_file = serde_json::to_vec(&LabFile {
-            history_bytes: Some(history_bytes),
-            narrative_bytes: Some(narrative_bytes),
-            history: None,
-            snapshot: self.lab.snapshot_without_narrative(),
-        })
-        .map_err(storage)?;
-        Ok((
-            Saved {
-                lab_file,
-                history_bytes,
-                commands: self.history.len(),
-                narrative_bytes,
-                events: self.lab.narrative().len(),
-            },
-            Arc::clone(&log.file),
-        ))
+        lab_file_of(g, &self.lab, &self.history)
     }
 
     /// The disk refused a write since the last look (durable labs only).
@@ -1077,33 +1099,79 @@ impl Session {
             narrative_log.events = saved.events;
         }
         // The narrative as it was at that save (the memory holds it: nothing since was forgotten).
-        let mut narrative = std::mem::take(self.lab.narrative_mut());
+        let mut narrative = self.lab.narrative().clone();
         narrative.truncate(saved.events);
         snapshot.set_narrative(narrative);
-        // The lab's files closed, then opened again as a restart opens them.
-        self.lab = Lab::default();
-        let logs = g.dir.join("logs");
-        let store = FileStore::open(&logs, flush)
-            .map_err(storage)?
-            .keeping_segments_in(g.dir.join(PRODUCED_DIR));
-        g.health = store.health();
-        g.durability = store.durability();
-        let sinks = SqliteSinks::new(g.dir.join("sinks"))?;
-        self.lab = Lab::restore(snapshot, Box::new(store), Box::new(sinks))?;
-        self.version += 1;
-        if let Some(fault) = g.health.take() {
-            return Err(storage(fault));
+        // The lab opened again from its files as a restart opens them — beside the one in
+        // memory, which stays until the new one stands: if this fails too, the session keeps
+        // what it has and refuses every change (`broken`) rather than save an empty lab over
+        // the files.
+        let reopened = (|| {
+            let logs = g.dir.join("logs");
+            let store = FileStore::open(&logs, flush)
+                .map_err(io_error)?
+                .keeping_segments_in(g.dir.join(PRODUCED_DIR));
+            let (health, durability) = (store.health(), store.durability());
+            let sinks = SqliteSinks::new(g.dir.join("sinks"))?;
+            let lab = Lab::restore(snapshot, Box::new(store), Box::new(sinks))?;
+            if let Some(fault) = health.take() {
+                return Err(LabError::Storage(fault));
+            }
+            // Partition directories that last save does not know: topics the refused action
+            // created (a retry must not find their records), or deleted ones brought back.
+            remove_unknown_partitions(&lab, &logs);
+            Ok((lab, health, durability))
+        })();
+        match reopened {
+            Ok((lab, health, durability)) => {
+                self.lab = lab;
+                g.health = health;
+                g.durability = durability;
+                self.version += 1;
+                Ok(())
+            }
+            Err(e) => {
+                self.broken = Some(format!(
+                    "after a storage failure the lab could not go back to its last save ({e}); it refuses every change until it is restarted, and the next start restores it from its files"
+                ));
+                Err(e)
+            }
         }
-        Ok(())
+    }
+
+    /// A refusal of any change while the session is [`Session::broken`].
+    fn refuse_if_broken(&self) -> Result<(), ActionError> {
+        match &self.broken {
+            None => Ok(()),
+            Some(why) => Err(ActionError {
+                status: 503,
+                error: why.clone(),
+                line: 0,
+                text: String::new(),
+                cause: Some(Box::new(LabError::storage(why.clone()))),
+            }),
+        }
     }
 
     /// The answer to an action the disk refused, after going back to the last save.
-    fn refused_by_storage(&mut self, line: usize, text: String, fault: Fault) -> ActionError {
+    ///
+    /// `kept_before`: a compaction or DeleteRecords at that line of the batch saved the lab
+    /// (before destroying records), so the lines before it stay applied.
+    fn refused_by_storage(
+        &mut self,
+        line: usize,
+        text: String,
+        fault: Fault,
+        kept_before: Option<usize>,
+    ) -> ActionError {
         let back = self.go_back_to_saved();
         let status = storage_status(fault.kind);
-        let error = match back {
-            Ok(()) => format!("{fault}; nothing of this action was kept"),
-            Err(e) => format!("{fault}; and the lab could not go back to its last save: {e}"),
+        let error = match (back, kept_before) {
+            (Ok(()), None) => format!("{fault}; nothing of this action was kept"),
+            (Ok(()), Some(at)) => format!(
+                "{fault}; the lines before line {at} stay applied (the lab was saved there, before the compaction or deletion destroyed records), nothing after them was kept"
+            ),
+            (Err(e), _) => format!("{fault}; and the lab could not go back to its last save: {e}"),
         };
         ActionError {
             status,
@@ -1124,6 +1192,16 @@ impl Session {
     /// A save that cannot be written takes the change back (the lab returns to its last save):
     /// a change is never answered with an error and kept.
     pub fn save(&mut self) -> Result<Option<PendingSave>, LabError> {
+        // An fsync failed (a deferred save's, outside the lock): nothing can be made durable
+        // any more, and what was answered with that error must not be saved later.
+        if let Some(failure) = self.generation.as_ref().and_then(|g| g.durability.failure()) {
+            self.broken.get_or_insert_with(|| {
+                format!("an fsync failed ({failure}): the lab refuses every change until it is restarted, and the next start restores it from its files")
+            });
+        }
+        if let Some(why) = &self.broken {
+            return Err(storage(why));
+        }
         let fault = self.take_fault();
         let saved = match fault {
             Some(f) => Err(LabError::Storage(f)),
@@ -1192,6 +1270,10 @@ impl Session {
         let Some(g) = &self.generation else {
             return Ok(());
         };
+        if let Some(why) = &self.broken {
+            // Not saved, not marked clean: the next start recovers from the files.
+            return Err(storage(why));
+        }
         self.lab.close_logs()?;
         self.persist()?;
         FileStore::mark_clean(&g.dir.join("logs")).map_err(storage)
@@ -1204,6 +1286,12 @@ impl Session {
 
     pub fn version(&self) -> u64 {
         self.version
+    }
+
+    /// How many lines the history holds. A storage failure takes the lab back to its last save,
+    /// which can shorten it: the caller of several batches learns which of them survived.
+    pub fn history_len(&self) -> usize {
+        self.history.len()
     }
 
     pub fn lab(&self) -> &Lab {
@@ -1245,10 +1333,28 @@ impl Session {
     /// batches store, and the history gets a `send … stored=` line naming them.
     /// [`Applied::lines`] is left empty.
     pub fn apply_changes(&mut self, changes: Vec<Change>) -> Result<Applied, ActionError> {
+        // The history keeps these commands as text. A command the listener built that would not
+        // read back as itself (a value the language cannot write) is refused before anything
+        // changes, rather than saved as a line a restart would read differently or not at all.
+        for (i, change) in changes.iter().enumerate() {
+            if let Change::Command(c) = change {
+                if let Some(problem) = unwritable(c) {
+                    let e = LabError::InvalidArgument(problem);
+                    return Err(ActionError {
+                        status: 400,
+                        error: e.to_string(),
+                        line: i + 1,
+                        text: clipped_line(c),
+                        cause: Some(Box::new(e)),
+                    });
+                }
+            }
+        }
         self.apply_numbered(changes.into_iter().enumerate().map(|(i, c)| (i + 1, c)).collect())
     }
 
     fn apply_numbered(&mut self, commands: Vec<(usize, Change)>) -> Result<Applied, ActionError> {
+        self.refuse_if_broken()?;
         if commands.is_empty() {
             return Err(ActionError {
                 status: 400,
@@ -1261,6 +1367,8 @@ impl Session {
         let applied = commands.len();
         let mark = self.lab.narrative().len();
         let history_mark = self.history.len();
+        // The line of a compaction or DeleteRecords that saved the lab in the middle of the batch.
+        let mut kept_before: Option<usize> = None;
         let mut reset_plans = Vec::new();
         for (n, (line, change)) in commands.into_iter().enumerate() {
             let command = match change {
@@ -1287,7 +1395,7 @@ impl Session {
                                 Quoted(&client)
                             );
                             if let Some(fault) = self.fault_in(&e) {
-                                return Err(self.refused_by_storage(line, text, fault));
+                                return Err(self.refused_by_storage(line, text, fault, kept_before));
                             }
                             if n > 0 {
                                 self.undo_to(history_mark)?;
@@ -1303,7 +1411,7 @@ impl Session {
                     }
                     if let Some(fault) = self.take_fault() {
                         let text = format!("send {} partition={partition} …", Quoted(&topic));
-                        return Err(self.refused_by_storage(line, text, fault));
+                        return Err(self.refused_by_storage(line, text, fault, kept_before));
                     }
                     continue;
                 }
@@ -1318,7 +1426,10 @@ impl Session {
                         kind: FaultKind::Io,
                         message: e.to_string(),
                     });
-                    return Err(self.refused_by_storage(line, command.to_string(), fault));
+                    return Err(self.refused_by_storage(line, command.to_string(), fault, kept_before));
+                }
+                if n > 0 && kept_before.is_none() {
+                    kept_before = Some(line);
                 }
             }
             if let (Command::DeleteTopic(_), Some(g)) = (&command, &self.generation) {
@@ -1331,7 +1442,7 @@ impl Session {
                 _ => self.take_fault(),
             };
             if let Some(fault) = fault {
-                return Err(self.refused_by_storage(line, command.to_string(), fault));
+                return Err(self.refused_by_storage(line, command.to_string(), fault, kept_before));
             }
             match applied {
                 Ok(outcome) => {
@@ -1381,6 +1492,7 @@ impl Session {
 
     /// [`Session::load`], resolving `send … stored=` lines from `stored`.
     fn load_from(&mut self, source: &str, stored: Option<&ProducedStore>) -> Result<(), ActionError> {
+        self.refuse_if_broken()?;
         let script = Script::parse(source).map_err(|e| ActionError {
             status: 400,
             error: e.reason(),
@@ -1394,7 +1506,7 @@ impl Session {
             if let Err(e) = replay(&mut lab, &mut produced, &mut history, &line.command, stored) {
                 drop(lab);
                 if let Some(g) = generation {
-                    let _ = std::fs::remove_dir_all(&g.dir);
+                    forget_generation(&g.dir);
                 } else {
                     // Put the current session's sinks back (opening the new lab's emptied them).
                     self.rebuild(self.history.len()).map_err(|e| internal(&e))?;
@@ -1414,71 +1526,52 @@ impl Session {
                 });
             }
         }
-        self.lab = lab;
-        self.history = history;
-        self.produced = produced;
-        self.version += 1;
-        self.switch(generation).map_err(|e| internal(&e))?;
-        Ok(())
+        self.install(lab, history, produced, generation, self.version + 1)
+            .map_err(|e| {
+                let status = match &e {
+                    LabError::Storage(f) => storage_status(f.kind),
+                    _ => 500,
+                };
+                ActionError {
+                    status,
+                    ..internal(&format!(
+                        "the new lab could not be written, and the lab is as it was: {e}"
+                    ))
+                }
+            })
     }
 
-    /// Makes `generation` the durable lab (saved, then named in `current`) and deletes the one
-    /// it replaces.
-    ///
-    /// The caller has put the new lab in place; if the switch cannot be made (a full disk), the
-    /// new generation is removed and the session goes back to the old one's last save.
-    fn switch(&mut self, generation: Option<Generation>) -> Result<(), LabError> {
+    /// Makes a freshly built lab the session's: its generation written (saved, then named in
+    /// `current`) before the session is touched, the old generation deleted after. If the new
+    /// generation cannot be written (a full disk), it is removed and the session stays exactly as
+    /// it was — lab, history and kept batches. `version` is the session's version after it.
+    fn install(
+        &mut self,
+        lab: Lab,
+        history: Vec<Command>,
+        produced: ProducedStore,
+        generation: Option<Generation>,
+        version: u64,
+    ) -> Result<(), LabError> {
         let Some(g) = generation else {
+            (self.lab, self.history, self.produced, self.version) = (lab, history, produced, version);
             return Ok(());
         };
-        match self.write_generation(&g) {
+        match write_generation(&g, &lab, &history, version, &self.backend) {
             Ok(saved) => {
                 g.set_saved(saved);
+                (self.lab, self.history, self.produced, self.version) = (lab, history, produced, version);
                 if let Some(old) = self.generation.replace(g) {
-                    let _ = std::fs::remove_dir_all(&old.dir);
+                    forget_generation(&old.dir);
                 }
                 Ok(())
             }
             Err(e) => {
-                let dir = g.dir.clone();
-                drop(g);
-                let back = self.go_back_to_saved();
-                let _ = std::fs::remove_dir_all(&dir);
-                Err(match back {
-                    Ok(()) => e,
-                    Err(again) => storage(format!(
-                        "{e}; and the lab could not go back to its last save: {again}"
-                    )),
-                })
+                drop(lab);
+                forget_generation(&g.dir);
+                Err(e)
             }
         }
-    }
-
-    /// Everything of a new generation on disk — its logs, its file, its directory — and then
-    /// `current` naming it.
-    fn write_generation(&self, new: &Generation) -> Result<Saved, LabError> {
-        new.durability.sync_all().map_err(storage)?;
-        let (saved, history) = self.lab_file(new)?;
-        history.sync_data().map_err(storage)?;
-        // The kept segments' links, which the history names.
-        let kept = new.dir.join(PRODUCED_DIR);
-        if kept.exists() {
-            std::fs::File::open(&kept)
-                .and_then(|d| d.sync_all())
-                .map_err(storage)?;
-        }
-        write_slots(&new.lab_file, Written::Now(self.version), &saved.lab_file, true)?;
-        std::fs::File::open(&new.dir)
-            .and_then(|d| d.sync_all())
-            .map_err(storage)?;
-        if let Some(fault) = new.health.take() {
-            return Err(storage(fault));
-        }
-        if let SinkBackend::Durable { root, .. } = &self.backend {
-            write_atomically(&root.join("current"), new.number.to_string().as_bytes(), true)
-                .map_err(storage)?;
-        }
-        Ok(saved)
     }
 
     /// The session as a scenario file that replays it exactly.
@@ -1647,7 +1740,7 @@ impl Session {
         for c in &self.history[..upto] {
             if let Err(e) = replay(&mut lab, &mut produced, &mut history, c, Some(&self.produced)) {
                 if let Some(g) = &generation {
-                    let _ = std::fs::remove_dir_all(&g.dir);
+                    forget_generation(&g.dir);
                 }
                 return Err(match e {
                     ApplyError::Lab(e) => e,
@@ -1655,10 +1748,8 @@ impl Session {
                 });
             }
         }
-        self.lab = lab;
-        self.history = history;
-        self.produced = produced;
-        self.switch(generation)
+        // The same lab as before the failed batch: the same version.
+        self.install(lab, history, produced, generation, self.version)
     }
 }
 
@@ -1728,6 +1819,105 @@ fn append_produced(
         .collect())
 }
 
+/// Appends `history`'s and `lab`'s narrative's new lines to `g`'s files; `lab.json`'s bytes, and
+/// the history file.
+fn lab_file_of(
+    g: &Generation,
+    lab: &Lab,
+    history: &[Command],
+) -> Result<(Saved, Arc<std::fs::File>), LabError> {
+    let mut log = g
+        .history
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let history_bytes = log.catch_up(history)?;
+    let narrative_bytes = g
+        .narrative
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .catch_up(lab.narrative())?;
+    let lab_file = serde_json::to_vec(&LabFile {
+        history_bytes: Some(history_bytes),
+        narrative_bytes: Some(narrative_bytes),
+        history: None,
+        snapshot: lab.snapshot_without_narrative(),
+    })
+    .map_err(storage)?;
+    Ok((
+        Saved {
+            lab_file,
+            history_bytes,
+            commands: history.len(),
+            narrative_bytes,
+            events: lab.narrative().len(),
+        },
+        Arc::clone(&log.file),
+    ))
+}
+
+/// Everything of a new generation on disk — its logs, its file, its directory — and then
+/// `current` naming it.
+fn write_generation(
+    new: &Generation,
+    lab: &Lab,
+    history: &[Command],
+    version: u64,
+    backend: &SinkBackend,
+) -> Result<Saved, LabError> {
+    new.durability.sync_all().map_err(io_error)?;
+    let (saved, history_file) = lab_file_of(new, lab, history)?;
+    history_file.sync_data().map_err(io_error)?;
+    // The kept segments' links, which the history names.
+    let kept = new.dir.join(PRODUCED_DIR);
+    if kept.exists() {
+        std::fs::File::open(&kept)
+            .and_then(|d| d.sync_all())
+            .map_err(io_error)?;
+    }
+    write_slots(&new.lab_file, Written::Now(version), &saved.lab_file, true)?;
+    std::fs::File::open(&new.dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io_error)?;
+    if let Some(fault) = new.health.take() {
+        return Err(LabError::Storage(fault));
+    }
+    if let SinkBackend::Durable { root, .. } = backend {
+        write_atomically(&root.join("current"), new.number.to_string().as_bytes(), true).map_err(io_error)?;
+    }
+    Ok(saved)
+}
+
+/// Removes a generation directory, and the pool's handles to its files first: an unlinked file
+/// that stays open keeps its disk space.
+fn forget_generation(dir: &Path) {
+    offsetlab_storage::FilePool::global().forget_under(dir);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Removes the partition directories under `logs` that `lab` does not know — a topic created
+/// by an action that crashed (or was refused) before it was acknowledged: gone, or a later topic
+/// of that name would inherit its records. Their names.
+fn remove_unknown_partitions(lab: &Lab, logs: &Path) -> Vec<String> {
+    let known: std::collections::BTreeSet<String> = lab
+        .topics()
+        .values()
+        .flat_map(|t| (0..t.partitions.len()).map(move |p| format!("{}-{p}", t.name)))
+        .chain([format!("{}-0", offsetlab_engine::offsets::CONSUMER_OFFSETS_TOPIC)])
+        .collect();
+    let mut removed = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(logs) {
+        for e in entries.filter_map(Result::ok).filter(|e| e.path().is_dir()) {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !known.contains(&name) {
+                offsetlab_storage::FilePool::global().forget_under(&e.path());
+                let _ = std::fs::remove_dir_all(e.path());
+                removed.push(name);
+            }
+        }
+    }
+    removed
+}
+
 fn internal(e: &dyn std::fmt::Display) -> ActionError {
     ActionError {
         status: 500,
@@ -1767,6 +1957,23 @@ mod tests {
         assert_eq!(out.applied, 2);
         assert!(out.events.iter().any(|e| e.text.contains("processed")));
         assert_eq!(s.lab().group_view("analytics-prod").expect("g").sink.rows, 4);
+    }
+
+    /// A command the listener builds that its history line could not bring back is refused
+    /// before it changes anything (here a tick past the language's 100 years).
+    #[test]
+    fn a_change_the_history_cannot_hold_is_refused() {
+        let mut s = session();
+        let before = state_json(&s);
+        let long = Command::Tick(offsetlab_scenario::command::Tick {
+            duration_ms: offsetlab_scenario::units::MAX_DURATION_MS + 1,
+        });
+        let err = s
+            .apply_changes(vec![Change::Command(long)])
+            .expect_err("cannot be written");
+        assert_eq!((err.status, err.line), (400, 1));
+        assert!(err.error.contains("cannot record"), "{}", err.error);
+        assert_eq!(state_json(&s), before);
     }
 
     #[test]

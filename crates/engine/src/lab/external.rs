@@ -139,15 +139,18 @@ impl Lab {
             LabError::InvalidArgument(format!("group {group} is not a group of real Kafka clients"))
         })?;
         if !external.members.iter().any(|m| m.id == member) {
-            return Err(LabError::InvalidArgument(format!(
-                "UNKNOWN_MEMBER_ID: {member} is not a member of group {group}"
-            )));
+            return Err(LabError::UnknownMember {
+                group: group.to_string(),
+                member: member.to_string(),
+            });
         }
         if generation != g.generation {
-            return Err(LabError::InvalidArgument(format!(
-                "ILLEGAL_GENERATION: {member} committed with generation {generation}, group {group} is at {}",
-                g.generation
-            )));
+            return Err(LabError::IllegalGeneration {
+                group: group.to_string(),
+                member: member.to_string(),
+                generation,
+                current: g.generation,
+            });
         }
         if offsets.is_empty() {
             return Err(LabError::InvalidArgument(
@@ -225,9 +228,10 @@ impl Lab {
         txn_id: &str,
         timeout_ms: i64,
     ) -> Result<(i64, i16), LabError> {
-        if txn_id.is_empty() || timeout_ms <= 0 {
+        crate::names::check_transactional_id(txn_id)?;
+        if timeout_ms <= 0 {
             return Err(LabError::InvalidArgument(
-                "initTransactions needs a transactional.id and a positive transaction.timeout.ms".into(),
+                "initTransactions needs a positive transaction.timeout.ms".into(),
             ));
         }
         if self.producers.get(txn_id).is_some_and(|p| !p.external) || self.consumers.contains_key(txn_id) {
@@ -360,8 +364,14 @@ impl Lab {
         offsets: &[(TopicPartition, Offset)],
     ) -> Result<(), LabError> {
         crate::names::check_group_id(group)?;
-        for (tp, _) in offsets {
+        for (tp, o) in offsets {
             self.partition_log(tp)?;
+            // A committed offset is a position in the log (as in `external_commit`).
+            if *o < 0 {
+                return Err(LabError::InvalidArgument(format!(
+                    "{tp}: a committed offset is a position in the log, not {o}"
+                )));
+            }
         }
         let now = self.clock.now();
         let p = self.external_producer(txn_id, producer_id, epoch)?;

@@ -227,7 +227,9 @@ impl Lab {
         }
         match self.groups.get(group) {
             Some(g) if g.is_member(&c.member_id()) && g.generation == c.generation => Firing::Writes,
-            _ => Firing::Refused,
+            Some(_) => Firing::Refused,
+            // No group to ask: the commit goes nowhere, and says nothing (as `accepts_commit`).
+            None => Firing::Nothing,
         }
     }
 

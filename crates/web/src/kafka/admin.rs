@@ -20,6 +20,7 @@ use offsetlab_engine::log::config::CleanupPolicy;
 use offsetlab_engine::log::TopicConfig;
 use offsetlab_engine::record::TopicPartition;
 use offsetlab_scenario::command::{Command, CreateTopic, DeleteRecords};
+use offsetlab_scenario::units::MAX_DURATION_MS;
 use offsetlab_wire::kafka_protocol::messages::create_topics_response::CreatableTopicResult;
 use offsetlab_wire::kafka_protocol::messages::delete_records_response::{
     DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
@@ -64,11 +65,22 @@ fn set_config(c: &mut TopicConfig, name: &str, value: &str) -> Result<(), String
             Err(format!("{name} must be positive"))
         }
     };
+    // The history writes durations in the scenario language, which stops at 100 years (so the
+    // logical clock's arithmetic never overflows): a longer one could not be read back.
+    let duration = |v: i64| {
+        if v <= MAX_DURATION_MS {
+            Ok(v)
+        } else {
+            Err(format!(
+                "{name}={v} is longer than the lab models (at most {MAX_DURATION_MS} ms, 100 years)"
+            ))
+        }
+    };
     match name {
         "cleanup.policy" => c.cleanup_policy = value.parse::<CleanupPolicy>()?,
         "retention.ms" => c.retention_ms = match long()? {
             -1 => None,
-            v if v >= 0 => Some(v),
+            v if v >= 0 => Some(duration(v)?),
             _ => return Err("retention.ms is -1 (forever) or a number of milliseconds".into()),
         },
         "retention.bytes" => c.retention_bytes = match long()? {
@@ -77,8 +89,8 @@ fn set_config(c: &mut TopicConfig, name: &str, value: &str) -> Result<(), String
             _ => return Err("retention.bytes is -1 (no limit) or a number of bytes".into()),
         },
         "segment.bytes" => c.segment_bytes = positive(long()?)?.min(1 << 30) as usize,
-        "segment.ms" => c.segment_ms = positive(long()?)?,
-        "delete.retention.ms" => c.delete_retention_ms = long()?.max(0),
+        "segment.ms" => c.segment_ms = duration(positive(long()?)?)?,
+        "delete.retention.ms" => c.delete_retention_ms = duration(long()?.max(0))?,
         other => {
             return Err(format!(
                 "the lab does not model '{other}' (it knows cleanup.policy, retention.ms, retention.bytes, segment.bytes, segment.ms, delete.retention.ms)"

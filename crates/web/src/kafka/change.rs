@@ -4,9 +4,10 @@
 //! to be parsed again, and a refusal comes back as the engine's typed error, so the Kafka error
 //! code is chosen by its kind ([`code`]) — never by matching a message.
 
+use super::coordinator::Coordinator;
 use super::{
-    coordinator::UNKNOWN_MEMBER_ID, INVALID_GROUP_ID, INVALID_TOPIC_EXCEPTION, UNKNOWN_SERVER_ERROR,
-    UNKNOWN_TOPIC_OR_PARTITION,
+    coordinator::{ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID},
+    INVALID_GROUP_ID, INVALID_TOPIC_EXCEPTION, UNKNOWN_SERVER_ERROR, UNKNOWN_TOPIC_OR_PARTITION,
 };
 use crate::api::AppState;
 use crate::session::{ActionError, Change, Session};
@@ -78,7 +79,8 @@ pub(crate) fn code(e: &LabError) -> i16 {
         LabError::TopicExists(_) => TOPIC_ALREADY_EXISTS,
         LabError::GroupNotEmpty { .. } => NON_EMPTY_GROUP,
         LabError::GroupSubscribedToTopic { .. } => GROUP_SUBSCRIBED_TO_TOPIC,
-        LabError::GroupActive { .. } => UNKNOWN_MEMBER_ID,
+        LabError::GroupActive { .. } | LabError::UnknownMember { .. } => UNKNOWN_MEMBER_ID,
+        LabError::IllegalGeneration { .. } => ILLEGAL_GENERATION,
         LabError::Storage(_) => KAFKA_STORAGE_ERROR,
         _ => UNKNOWN_SERVER_ERROR,
     }
@@ -121,19 +123,33 @@ pub(crate) fn apply_commands(
 
 /// Applies each command by itself — one topic's or group's refusal is not another's — then
 /// saves the lab once; each command's outcome.
+///
+/// A storage failure takes the lab back to its last save, which undoes the commands before it
+/// that were not saved yet (a DeleteRecords saves what came before it): those are answered with
+/// that failure too, never acknowledged for a change the lab no longer has.
 pub(crate) fn apply_each(
     app: &AppState,
     mut s: MutexGuard<'_, Session>,
     commands: Vec<Command>,
 ) -> Vec<Result<(), Failure>> {
-    let mut results: Vec<Result<(), Failure>> = commands
-        .into_iter()
-        .map(|c| {
-            s.apply_changes(vec![Change::Command(c)])
-                .map(|_| ())
-                .map_err(Failure::from)
-        })
-        .collect();
+    // Each result, and for an applied command the history length that includes it.
+    let mut results: Vec<(Result<(), Failure>, usize)> = Vec::with_capacity(commands.len());
+    for c in commands {
+        let result = s
+            .apply_changes(vec![Change::Command(c)])
+            .map(|_| ())
+            .map_err(Failure::from);
+        if let Err(failure @ Failure::Storage(_)) = &result {
+            let kept = s.history_len();
+            for (r, through) in &mut results {
+                if r.is_ok() && *through > kept {
+                    *r = Err(failure.clone());
+                }
+            }
+        }
+        results.push((result, s.history_len()));
+    }
+    let mut results: Vec<Result<(), Failure>> = results.into_iter().map(|(r, _)| r).collect();
     if results.iter().any(Result::is_ok) {
         if let Err(failure) = save(app, s) {
             for r in &mut results {
@@ -147,12 +163,18 @@ pub(crate) fn apply_each(
 }
 
 /// Applies what the group coordinator settled, in order (the caller holds its settle lock).
-/// A refusal is printed: the coordinator and the lab disagree, which the lab's own checks exist
-/// to catch.
-pub(crate) fn settle(app: &AppState, commands: Vec<Command>) -> Result<(), Failure> {
+/// When the lab does not take it, the coordinator is told ([`Coordinator::unsettled`]) so the
+/// two converge again. A refusal is printed: the coordinator and the lab disagree, which the
+/// lab's own checks exist to catch.
+pub(crate) fn settle(
+    app: &AppState,
+    coordinator: &Coordinator,
+    commands: Vec<Command>,
+) -> Result<(), Failure> {
     if commands.is_empty() {
         return Ok(());
     }
+    let settled = commands.clone();
     let shown: Vec<String> = commands
         .iter()
         .map(|c| offsetlab_scenario::error::truncated(&c.to_string(), 200))
@@ -161,6 +183,7 @@ pub(crate) fn settle(app: &AppState, commands: Vec<Command>) -> Result<(), Failu
     let s = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let result = apply_commands(app, s, commands);
     if let Err(e) = &result {
+        coordinator.unsettled(&settled, std::time::Instant::now());
         eprintln!(
             "offsetlab: the lab refused what the group coordinator settled ({}): {shown:?}",
             e.message()

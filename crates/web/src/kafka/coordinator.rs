@@ -113,6 +113,9 @@ pub(crate) struct Group {
     deadline: Option<Instant>,
     join_waiters: Vec<(String, oneshot::Sender<JoinGroupResponse>)>,
     sync_waiters: Vec<(String, oneshot::Sender<SyncGroupResponse>)>,
+    /// Empty here, but the lab did not take the line that says so (its disk refused it): the
+    /// ticker offers that line again.
+    unsettled: bool,
 }
 
 impl Group {
@@ -129,6 +132,7 @@ impl Group {
             deadline: None,
             join_waiters: Vec::new(),
             sync_waiters: Vec::new(),
+            unsettled: false,
         }
     }
 
@@ -300,7 +304,7 @@ pub(crate) fn assigned_partitions(bytes: &Bytes) -> Vec<TopicPartition> {
     }
     let version = i16::from_be_bytes([b[0], b[1]]).clamp(0, 3);
     let _ = bytes::Buf::get_i16(&mut b);
-    ConsumerProtocolAssignment::decode(&mut b, version)
+    let mut partitions: Vec<TopicPartition> = ConsumerProtocolAssignment::decode(&mut b, version)
         .map(|a| {
             a.assigned_partitions
                 .iter()
@@ -311,7 +315,10 @@ pub(crate) fn assigned_partitions(bytes: &Bytes) -> Vec<TopicPartition> {
                 })
                 .collect()
         })
-        .unwrap_or_default()
+        .unwrap_or_default();
+    // Grouped by topic, as a `rebalance` line writes them: the command is the line it becomes.
+    partitions.sort_by(|a, b| a.topic.cmp(&b.topic));
+    partitions
 }
 
 /// The groups of real clients, and the lock that keeps what they settle in order.
@@ -670,11 +677,41 @@ impl Coordinator {
         })
     }
 
+    /// What this coordinator settled did not reach the lab (its disk refused the line, or —
+    /// a bug — the engine did): the two must not go on disagreeing, or every commit of the
+    /// group's members would be refused by the lab for a generation it never saw. A group with
+    /// members rebalances again (heartbeats answer REBALANCE_IN_PROGRESS, the members rejoin,
+    /// and the next generation reaches the lab whole); an empty group's line is offered again
+    /// by [`Coordinator::tick`] until the lab takes it.
+    pub(crate) fn unsettled(&self, commands: &[Command], now: Instant) {
+        let mut groups = self.lock();
+        for c in commands {
+            let Command::Rebalance(r) = c else {
+                continue;
+            };
+            let g = groups.entry(r.group.clone()).or_insert_with(|| {
+                // A group the lab knows from before this coordinator started.
+                let mut g = Group::new("consumer");
+                g.generation = r.generation;
+                g.protocol = r.protocol.clone();
+                g
+            });
+            if g.members.is_empty() {
+                g.unsettled = true;
+            } else if g.state != State::PreparingRebalance {
+                g.prepare_rebalance(now);
+            }
+        }
+    }
+
     /// Expires sessions and rebalance timeouts: what the lab learns of the groups that emptied.
     pub(crate) fn tick(&self, now: Instant) -> Vec<Command> {
         let mut groups = self.lock();
         let mut commands = Vec::new();
         for (name, g) in groups.iter_mut() {
+            if std::mem::take(&mut g.unsettled) && g.state == State::Empty {
+                commands.push(empty_group(name, g.generation, &g.protocol));
+            }
             g.pending.retain(|_, lapses| now < *lapses);
             // A member waiting inside a JoinGroup is alive for the rebalance's sake.
             let expired: Vec<String> = g
@@ -831,5 +868,55 @@ mod tests {
             vec!["rebalance g generation=2 protocol=range members=[]"]
         );
         assert!(!c.has_members("g"));
+    }
+
+    /// A line the lab did not take (a full disk): an empty group's is offered again until it is
+    /// taken; a group with members rebalances, so its next generation reaches the lab whole.
+    #[test]
+    fn what_the_lab_did_not_take_is_settled_again() {
+        let c = Coordinator::default();
+        let id = now_answer(c.join(&join_request(""), 5, "rdkafka", "/h", 0))
+            .member_id
+            .to_string();
+        let _ = now_answer(c.join(&join_request(&id), 5, "rdkafka", "/h", 0));
+        let later = Instant::now() + Duration::from_secs(11);
+        let emptied = c.tick(later);
+        assert_eq!(emptied.len(), 1);
+        c.unsettled(&emptied, later);
+        let again = c.tick(later);
+        assert_eq!(
+            again.iter().map(Command::to_string).collect::<Vec<_>>(),
+            vec!["rebalance g generation=2 protocol=range members=[]"],
+            "offered again, as it was"
+        );
+        assert!(c.tick(later).is_empty(), "once taken, not again");
+
+        // A group the lab knows from an earlier run: its line is kept until the lab takes it.
+        let before = empty_group("old", 7, "range");
+        c.unsettled(std::slice::from_ref(&before), later);
+        assert_eq!(c.tick(later), vec![before]);
+
+        // Members: the lab missed their generation, so they all join again.
+        let id = now_answer(c.join(&join_request(""), 5, "rdkafka", "/h", 0))
+            .member_id
+            .to_string();
+        let joined = now_answer(c.join(&join_request(&id), 5, "rdkafka", "/h", 0));
+        assert_eq!(joined.generation_id, 3);
+        let missed = Command::Rebalance(Rebalance {
+            group: "g".into(),
+            generation: 3,
+            protocol: "range".into(),
+            members: Vec::new(),
+        });
+        c.unsettled(&[missed], Instant::now());
+        let heartbeat = c.heartbeat(
+            &HeartbeatRequest::default()
+                .with_group_id(GroupId(str_bytes("g")))
+                .with_member_id(str_bytes(&id))
+                .with_generation_id(3),
+        );
+        assert_eq!(heartbeat, REBALANCE_IN_PROGRESS);
+        let rejoined = now_answer(c.join(&join_request(&id), 5, "rdkafka", "/h", 0));
+        assert_eq!((rejoined.error_code, rejoined.generation_id), (0, 4));
     }
 }

@@ -144,7 +144,7 @@ pub async fn serve(listener: TcpListener, app: AppState, config: KafkaConfig) {
                     })
                     .collect()
             };
-            let _ = change::settle(&app, emptied);
+            let _ = change::settle(&app, &broker.coordinator, emptied);
         })
         .await;
     }
@@ -159,7 +159,7 @@ pub async fn serve(listener: TcpListener, app: AppState, config: KafkaConfig) {
                 let _ = tokio::task::spawn_blocking(move || {
                     let _settle = broker.coordinator.settle_lock();
                     let settled = broker.coordinator.tick(std::time::Instant::now());
-                    let _ = change::settle(&app, settled);
+                    let _ = change::settle(&app, &broker.coordinator, settled);
                 })
                 .await;
             }
@@ -305,11 +305,16 @@ async fn answer(
         Err(_) => return None,
     };
     let (api_key, version, correlation_id) = (request.api_key, request.version(), request.correlation_id());
-    let client_id = request
-        .header
-        .client_id
-        .as_ref()
-        .map_or_else(String::new, |c| c.to_string());
+    // A client id names a client in member ids, history lines and the narrative: kept as sent,
+    // up to what a classic STRING holds.
+    let client_id = request.header.client_id.as_ref().map_or_else(String::new, |c| {
+        let c = c.as_str();
+        let mut end = c.len().min(offsetlab_engine::names::MAX_ID_BYTES);
+        while !c.is_char_boundary(end) {
+            end -= 1;
+        }
+        c[..end].to_string()
+    });
     // The header's strings are views of the frame: gone, they leave a Produce request's batches
     // the frame's only owners.
     let Request { body, header, .. } = request;
@@ -466,7 +471,12 @@ async fn answer(
                 let _settle = broker2.coordinator.settle_lock();
                 match broker2.coordinator.sync(&r) {
                     coordinator::Sync::Now(mut settled) => {
-                        let _ = change::settle(&app, std::mem::take(&mut settled.commands));
+                        let commands = std::mem::take(&mut settled.commands);
+                        if change::settle(&app, &broker2.coordinator, commands).is_err() {
+                            // The lab did not take the generation: the group rebalances again.
+                            settled.answer = SyncGroupResponse::default()
+                                .with_error_code(coordinator::REBALANCE_IN_PROGRESS);
+                        }
                         coordinator::Sync::Now(settled)
                     }
                     wait => wait,
@@ -491,7 +501,7 @@ async fn answer(
             let per_member = tokio::task::spawn_blocking(move || {
                 let _settle = broker.coordinator.settle_lock();
                 let settled = broker.coordinator.leave(&r);
-                let _ = change::settle(&app, settled.commands);
+                let _ = change::settle(&app, &broker.coordinator, settled.commands);
                 settled.answer
             })
             .await
@@ -785,6 +795,14 @@ fn offset_commit(
         .into_iter()
         .map(|(tp, _)| (tp.topic, tp.partition))
         .collect();
+    // A negative offset is no position in a log: the lab keeps committed offsets as positions
+    // (Kafka stores whatever a client sends, and its clients read -1 back as "no offset"). Those
+    // partitions are refused one by one; the rest are stored.
+    let (known, negative): (Offsets, Offsets) = known.into_iter().partition(|(_, o)| *o >= 0);
+    let negative: std::collections::BTreeSet<(String, i32)> = negative
+        .into_iter()
+        .map(|(tp, _)| (tp.topic, tp.partition))
+        .collect();
     let commands: Vec<Command> = if known.is_empty() {
         Vec::new()
     } else if member_commit {
@@ -813,6 +831,8 @@ fn offset_commit(
     respond(&|t, p| {
         if unknown.contains(&(t.to_string(), p)) {
             UNKNOWN_TOPIC_OR_PARTITION
+        } else if negative.contains(&(t.to_string(), p)) {
+            INVALID_COMMIT_OFFSET_SIZE
         } else {
             match &outcome {
                 Ok(()) => NONE,
