@@ -9,8 +9,9 @@ use offsetlab_engine::log::config::SegmentLimits;
 use offsetlab_engine::log::{PartitionLog, TopicConfig};
 use offsetlab_engine::record::{NewRecord, TopicPartition};
 use offsetlab_engine::sink::{SinkKind, SinkWrite};
+use offsetlab_records::ProducedBatches;
 use offsetlab_sqlite::SqliteSink;
-use offsetlab_storage::{Durability, FileLog, FlushPolicy, ProducedBatches};
+use offsetlab_storage::{Durability, FileLog, FlushPolicy};
 use serde::Serialize;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -178,7 +179,7 @@ fn produce_requests(count: usize) -> Vec<Vec<u8>> {
             let records = orders(&arena, &value, (r * BATCH) as i64);
             let mut request = Vec::with_capacity(BATCH * 130);
             for chunk in records.chunks(512) {
-                offsetlab_storage::batch::encode_consecutive(&mut request, 0, chunk, -1);
+                offsetlab_records::batch::encode_consecutive(&mut request, 0, chunk, -1);
             }
             request
         })

@@ -334,7 +334,7 @@ pub(crate) fn record_timestamp(
 /// The maxTimestamp of the batch among `raw` (fetched record batches, back to back) that holds
 /// `offset`.
 fn log_append_time(raw: &[u8], offset: i64) -> Option<i64> {
-    use offsetlab_storage::batch::BatchHeader;
+    use offsetlab_records::batch::BatchHeader;
     let mut at = 0;
     while let Some(h) = raw.get(at..).and_then(|b| BatchHeader::parse(b).ok()) {
         if (h.base_offset..=h.last_offset()).contains(&offset) {

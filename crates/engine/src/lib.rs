@@ -26,7 +26,6 @@ mod serde_pairs;
 pub mod sink;
 pub mod strategy;
 pub mod txn;
-pub mod varint;
 
 pub use error::LabError;
 pub use lab::Lab;

@@ -19,8 +19,6 @@
 //! - compaction rewrites a segment beside the old one, syncs it, renames it over the old one and
 //!   syncs the directory, so a crash leaves either the old or the new segment.
 
-pub mod batch;
-mod crc_shift;
 mod durability;
 mod health;
 mod index;
@@ -28,12 +26,10 @@ mod log;
 mod pool;
 mod segment;
 mod slots;
-/// Kafka's varints, shared with the engine (which encodes record headers).
-use offsetlab_engine::varint;
 
 pub use durability::{Durability, FlushPolicy};
 pub use health::{Fault, FaultKind, Health};
-pub use log::{AppendError, FileLog, OpenReport, ProducedBatches};
+pub use log::{AppendError, FileLog, OpenReport};
 pub use pool::{FilePool, PoolStats};
 pub use slots::SlotFile;
 

@@ -15,16 +15,16 @@
 //! is the [`Durability`] policy's business. Reads find the segment by base offset, the batch by
 //! the sparse index, and validate every batch's CRC before handing out a record.
 
-use crate::batch::{self, BatchHeader};
 use crate::durability::Durability;
 use crate::health::Health;
 use crate::pool::FilePool;
 use crate::segment::{FileSegment, SegmentMeta};
-use bytes::{Bytes, BytesMut};
 use offsetlab_engine::clock::Millis;
 use offsetlab_engine::log::config::SegmentLimits;
-use offsetlab_engine::log::{EncodedAppend, EncodedBatches, KeptBatches, PartitionLog, SegmentInfo};
+use offsetlab_engine::log::{EncodedAppend, KeptBatches, PartitionLog, SegmentInfo};
 use offsetlab_engine::record::{NewRecord, Offset, RecordRef};
+use offsetlab_records::batch::{self, BatchHeader};
+use offsetlab_records::ProducedBatches;
 use serde::{Deserialize, Serialize};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -139,129 +139,6 @@ pub enum AppendError {
     Invalid(#[from] batch::BatchError),
     #[error(transparent)]
     Io(#[from] io::Error),
-}
-
-/// Record batches a producer sent for one partition, checked whole before any log is touched —
-/// as Kafka's broker checks a produce request's batches (CRC, every record's bounds) on its
-/// request handler thread before it takes the partition's lock, so producers on several
-/// connections validate in parallel and the log's critical section is offsets and a `write`.
-#[derive(Debug)]
-pub struct ProducedBatches {
-    /// A buffer of their own — a Produce request's frame when nothing else holds it — so the
-    /// append rewrites offsets and timestamps in place, without a copy first.
-    bytes: BytesMut,
-    headers: Vec<BatchHeader>,
-}
-
-impl ProducedBatches {
-    /// Validates every batch in `bytes` (back to back, as a Produce request carries them): the
-    /// batch itself ([`batch::Batch::parse`]) and that a producer numbered its records
-    /// `0, 1, 2, …` — offsets are the broker's to assign.
-    pub fn validate(bytes: impl Into<Bytes>) -> Result<Self, batch::BatchError> {
-        Self::validate_visiting(bytes, |_, _, _| Ok(()))
-    }
-
-    /// [`ProducedBatches::validate`], handing every record's key, value and headers (as
-    /// encoded) to `visit` on the same walk: a broker's own rules for records (the lab keeps
-    /// text) cost no second pass.
-    ///
-    /// The batches are rewritten in place when appended: `bytes` is used as it is when nothing
-    /// else holds it (a `Vec`, or a request frame whose other views are gone), copied otherwise.
-    pub fn validate_visiting(
-        bytes: impl Into<Bytes>,
-        mut visit: impl FnMut(Option<&[u8]>, Option<&[u8]>, &[u8]) -> Result<(), &'static str>,
-    ) -> Result<Self, batch::BatchError> {
-        let bytes = bytes
-            .into()
-            .try_into_mut()
-            .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
-        let headers = Self::check(&bytes, &mut visit)?;
-        Ok(Self { bytes, headers })
-    }
-
-    fn check(
-        bytes: &[u8],
-        visit: &mut impl FnMut(Option<&[u8]>, Option<&[u8]>, &[u8]) -> Result<(), &'static str>,
-    ) -> Result<Vec<BatchHeader>, batch::BatchError> {
-        let mut headers = Vec::new();
-        let mut at = 0;
-        while at < bytes.len() {
-            let b = batch::Batch::parse_visiting(&bytes[at..], &mut *visit)?;
-            let h = b.header;
-            if h.count < 1 || h.last_offset_delta != h.count - 1 {
-                return Err(batch::BatchError::BadRecord {
-                    index: headers.len(),
-                    what: "a produced batch must number its records 0, 1, 2, …",
-                });
-            }
-            headers.push(h);
-            at += h.total_len;
-        }
-        Ok(headers)
-    }
-
-    /// Records in all the batches.
-    pub fn records(&self) -> usize {
-        self.headers.iter().map(|h| h.count as usize).sum()
-    }
-
-    /// The batches' bytes — after an append, with the offsets the log assigned.
-    pub fn into_bytes(self) -> Vec<u8> {
-        self.bytes.into()
-    }
-
-    /// The batches' bytes as they are now.
-    pub fn bytes(&self) -> &[u8] {
-        &self.bytes
-    }
-
-    /// The validated batches, in order.
-    pub fn batches(&self) -> impl Iterator<Item = batch::Batch<'_>> + '_ {
-        let mut at = 0;
-        self.headers.iter().filter_map(move |h| {
-            let b = batch::Batch::parse(&self.bytes[at..]).ok();
-            at += h.total_len;
-            b
-        })
-    }
-}
-
-impl offsetlab_engine::log::EncodedBatches for ProducedBatches {
-    fn record_count(&self) -> usize {
-        self.records()
-    }
-
-    fn for_each_batch(&self, visit: &mut dyn FnMut(&[NewRecord<'_>])) {
-        for b in self.batches() {
-            let records: Vec<NewRecord<'_>> = b
-                .records()
-                .map(|r| NewRecord {
-                    timestamp: r.timestamp,
-                    key: r.key,
-                    value: r.value,
-                    control: false,
-                    headers: r.headers,
-                })
-                .collect();
-            visit(&records);
-        }
-    }
-
-    fn stamp_log_append_time(&mut self, now: Millis) {
-        let mut at = 0;
-        for h in &mut self.headers {
-            // Validated whole: the stamp cannot fail.
-            if batch::stamp_log_append_time(&mut self.bytes[at..], now).is_ok() {
-                h.attributes |= batch::ATTR_LOG_APPEND_TIME;
-                h.max_timestamp = now;
-            }
-            at += h.total_len;
-        }
-    }
-
-    fn bytes_mut(&mut self) -> &mut [u8] {
-        &mut self.bytes
-    }
 }
 
 /// An fsync that fails stops the process, as a Kafka broker halts when a log directory fails:
@@ -631,7 +508,7 @@ impl FileLog {
     /// for this partition — and returns the first offset they were given: [`ProducedBatches::
     /// validate`], then [`FileLog::append_produced`]. If one batch is invalid nothing is written.
     pub fn append_wire(&mut self, batches: &mut [u8], now: Millis) -> Result<Offset, AppendError> {
-        let mut headers = ProducedBatches::check(batches, &mut |_, _, _| Ok(()))?;
+        let mut headers = ProducedBatches::check(batches)?;
         Ok(self.append_checked(batches, &mut headers, now)?.0)
     }
 
@@ -641,9 +518,8 @@ impl FileLog {
     /// came, one `write` per segment touched. Segments roll between batches only: a batch is never
     /// split, and only a fresh segment's first batch may overshoot its limits.
     pub fn append_produced(&mut self, produced: &mut ProducedBatches, now: Millis) -> io::Result<Offset> {
-        Ok(self
-            .append_checked(&mut produced.bytes, &mut produced.headers, now)?
-            .0)
+        let (bytes, headers) = produced.parts_mut();
+        Ok(self.append_checked(bytes, headers, now)?.0)
     }
 
     /// Keeps every segment that client batches ([`PartitionLog::append_encoded`]) go to as a
@@ -986,28 +862,13 @@ impl PartitionLog for FileLog {
 
     fn append_encoded(
         &mut self,
-        batches: &mut dyn EncodedBatches,
+        batches: &mut ProducedBatches,
         now: Millis,
     ) -> Result<EncodedAppend, String> {
-        let expected = batches.record_count();
+        // Validated whole when they were built (the type says so): the headers are read once.
         batches.stamp_log_append_time(now);
-        let bytes = batches.bytes_mut();
-        // Every batch whole and numbered from 0 before anything is written.
-        let mut headers = Vec::new();
-        let mut at = 0;
-        while at < bytes.len() {
-            let h = BatchHeader::parse(&bytes[at..]).map_err(|e| e.to_string())?;
-            if h.count < 1 || h.last_offset_delta != h.count - 1 || h.attributes & 0b111 != 0 {
-                return Err("an encoded batch must be uncompressed and number its records 0, 1, 2, …".into());
-            }
-            at += h.total_len;
-            headers.push(h);
-        }
-        let counted: usize = headers.iter().map(|h| h.count as usize).sum();
-        if counted != expected {
-            return Err(format!("the batches hold {counted} records, not {expected}"));
-        }
-        let (first, pieces) = match self.append_checked(bytes, &mut headers, now) {
+        let (bytes, headers) = batches.parts_mut();
+        let (first, pieces) = match self.append_checked(bytes, headers, now) {
             Ok(appended) => appended,
             Err(e) => {
                 self.fault("write to", &e);

@@ -1,10 +1,10 @@
 //! One segment on disk: `<base offset, 20 digits>.log` with its `.index` and `.timeindex`.
 
-use crate::batch::{Batch, BatchError, BatchHeader, HEADER_LEN};
 use crate::index::{IndexEntry, SparseIndex, INDEX_INTERVAL_BYTES};
 use crate::pool::FilePool;
 use offsetlab_engine::clock::Millis;
 use offsetlab_engine::record::Offset;
+use offsetlab_records::batch::{Batch, BatchError, BatchHeader, HEADER_LEN};
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io;

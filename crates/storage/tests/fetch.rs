@@ -5,7 +5,7 @@
 use offsetlab_engine::log::config::SegmentLimits;
 use offsetlab_engine::log::PartitionLog;
 use offsetlab_engine::record::NewRecord;
-use offsetlab_storage::batch::BatchHeader;
+use offsetlab_records::batch::BatchHeader;
 use offsetlab_storage::{Durability, FileLog, FlushPolicy};
 
 /// Ten batches of ten records, in segments of 40 records.

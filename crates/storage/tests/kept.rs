@@ -4,10 +4,11 @@
 //! retention, compaction and the partition's deletion.
 
 use offsetlab_engine::log::config::SegmentLimits;
-use offsetlab_engine::log::{EncodedBatches, KeptBatches, PartitionLog};
+use offsetlab_engine::log::{KeptBatches, PartitionLog};
 use offsetlab_engine::record::NewRecord;
-use offsetlab_storage::batch::{self, Batch, BatchHeader};
-use offsetlab_storage::{Durability, FileLog, FlushPolicy, ProducedBatches};
+use offsetlab_records::batch::{self, Batch, BatchHeader};
+use offsetlab_records::ProducedBatches;
+use offsetlab_storage::{Durability, FileLog, FlushPolicy};
 use std::path::Path;
 
 /// Batches as a producer encodes them: offsets from 0, its own timestamps (CreateTime 7).
@@ -75,7 +76,7 @@ fn appended_batches_are_stamped_numbered_and_kept_per_segment() {
     assert_eq!(first.first, 0);
     // `c` fills the first segment (3 records); `d, e` roll to the next: two kept ranges.
     let mut second = produced(&[&["c"], &["d", "e"]]);
-    assert_eq!(second.record_count(), 3);
+    assert_eq!(second.records(), 3);
     let appended = log.append_encoded(&mut second, 2_000).expect("append");
     assert_eq!(appended.first, 2);
     assert_eq!(appended.kept.len(), 2, "{:?}", appended.kept);

@@ -5,7 +5,7 @@
 use offsetlab_engine::log::config::SegmentLimits;
 use offsetlab_engine::log::PartitionLog;
 use offsetlab_engine::record::NewRecord;
-use offsetlab_storage::batch::{self, BatchError};
+use offsetlab_records::batch::{self, BatchError};
 use offsetlab_storage::{AppendError, Durability, FileLog, FlushPolicy};
 use proptest::prelude::*;
 use std::path::Path;

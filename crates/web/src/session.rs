@@ -22,12 +22,13 @@ use offsetlab_engine::narrative::Event;
 use offsetlab_engine::offsets::OffsetRecord;
 use offsetlab_engine::sink::{MemorySinks, SinkFactory, SinkRow};
 use offsetlab_engine::{Lab, LabError};
+use offsetlab_records::ProducedBatches;
 use offsetlab_scenario::command::{ApplyError, Command, Outcome, Send, SendStored};
 use offsetlab_scenario::token::Quoted;
 use offsetlab_scenario::Script;
 use offsetlab_sqlite::SqliteSinks;
 use offsetlab_storage::{
-    write_atomically, Durability, Fault, FaultKind, FileStore, FlushPolicy, Health, ProducedBatches, SlotFile,
+    write_atomically, Durability, Fault, FaultKind, FileStore, FlushPolicy, Health, SlotFile,
 };
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -2084,7 +2085,7 @@ mod tests {
                     headers: &[],
                 })
                 .collect();
-            offsetlab_storage::batch::encode_consecutive(&mut buf, 0, &records, -1);
+            offsetlab_records::batch::encode_consecutive(&mut buf, 0, &records, -1);
         }
         ProducedBatches::validate(buf).expect("valid batches")
     }

@@ -15,7 +15,6 @@
 //! - [`client`]: the other direction, for offsetlab's own tools talking to any broker.
 
 pub mod client;
-pub mod compression;
 pub mod frame;
 pub mod request;
 pub mod response;

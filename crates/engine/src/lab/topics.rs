@@ -3,10 +3,11 @@
 use super::{Lab, Topic};
 use crate::error::LabError;
 use crate::log::partitioner::partition_for_key;
-use crate::log::{EncodedAppend, EncodedBatches, PartitionLog, TopicConfig};
+use crate::log::{EncodedAppend, PartitionLog, TopicConfig};
 use crate::narrative::EventKind;
 use crate::order;
 use crate::record::{NewRecord, Offset};
+use offsetlab_records::ProducedBatches;
 use std::collections::{BTreeMap, HashMap};
 
 /// The largest number of records one `produce` may write (a guard against typos, not a limit of
@@ -351,11 +352,11 @@ impl Lab {
         &mut self,
         topic: &str,
         partition: i32,
-        batches: &mut dyn EncodedBatches,
+        batches: &mut ProducedBatches,
         client: &str,
     ) -> Result<EncodedAppend, LabError> {
         let now = self.clock.now();
-        let n = batches.record_count();
+        let n = batches.records();
         if n == 0 {
             return Err(LabError::InvalidArgument(
                 "send carries at least one record".into(),

@@ -17,6 +17,7 @@ pub use config::{CleanupPolicy, TopicConfig};
 
 use crate::clock::Millis;
 use crate::record::{NewRecord, Offset, RecordRef};
+use offsetlab_records::ProducedBatches;
 use serde::{Deserialize, Serialize};
 
 /// What a segment looks like from outside: enough to draw it and to decide retention.
@@ -62,15 +63,15 @@ pub trait PartitionLog: Send {
         self.append_whole(records, now)
     }
 
-    /// Appends record batches a producer encoded ([`EncodedBatches`]) and returns the first
+    /// Appends record batches a producer encoded ([`ProducedBatches`]) and returns the first
     /// offset they were given. They carry the log's time `now` as their log append time, as a
     /// topic with `message.timestamp.type=LogAppendTime` stamps them. A log that keeps Kafka's
     /// wire format stores the batches as they came — base offsets and the timestamp rewritten in
     /// place — and never decodes a record; the default appends their records one by one.
-    /// Refuses (and appends nothing) when the batches are not what [`EncodedBatches`] promises.
+    /// Refuses (and appends nothing) when the batches are not what [`ProducedBatches`] promises.
     fn append_encoded(
         &mut self,
-        batches: &mut dyn EncodedBatches,
+        batches: &mut ProducedBatches,
         now: Millis,
     ) -> Result<EncodedAppend, String> {
         let first = self.log_end_offset();
@@ -157,27 +158,6 @@ pub trait PartitionLog: Send {
     fn close(&mut self) -> Result<(), String> {
         Ok(())
     }
-}
-
-/// Record batches a producer encoded — Kafka's v2 format, uncompressed, each numbering its
-/// records from 0 — for one partition, already validated (CRC, every record's bounds) by the
-/// codec that built this value. The engine never reads the wire format: the type that can travels
-/// with the bytes, so a log that stores batches takes them as they are and one that keeps records
-/// asks for the records.
-pub trait EncodedBatches {
-    /// Records in all the batches.
-    fn record_count(&self) -> usize;
-
-    /// The records of each batch, in order (offsets and timestamps are the log's to assign).
-    fn for_each_batch(&self, visit: &mut dyn FnMut(&[NewRecord<'_>]));
-
-    /// Stamps every batch with its log append time `now` (the timestamp-type attribute,
-    /// `maxTimestamp`, and the CRC that covers them), for a log that stores the batches.
-    fn stamp_log_append_time(&mut self, now: Millis);
-
-    /// The batches back to back, for a log that stores them: it rewrites their base offsets in
-    /// place.
-    fn bytes_mut(&mut self) -> &mut [u8];
 }
 
 /// Where [`PartitionLog::append_encoded`] put a client's batches.

@@ -59,9 +59,6 @@ use offsetlab_wire::kafka_protocol::messages::{
 };
 use offsetlab_wire::kafka_protocol::protocol::Encodable;
 use offsetlab_wire::kafka_protocol::protocol::StrBytes;
-use offsetlab_wire::kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
 use offsetlab_wire::request::{decode, DecodeError, Request};
 use offsetlab_wire::response::encode;
 use offsetlab_wire::versions::api_versions_response;
@@ -1057,39 +1054,17 @@ fn fetch(s: &Session, r: &FetchRequest) -> (FetchResponse, usize) {
                             return;
                         }
                         bytes += rec.key.map_or(0, <[u8]>::len) + rec.value.map_or(0, <[u8]>::len) + 20;
-                        records.push(Record {
-                            transactional: rec.control,
-                            control: rec.control,
-                            delete_horizon: false,
-                            partition_leader_epoch: 0,
-                            producer_id: -1,
-                            producer_epoch: -1,
-                            timestamp_type: TimestampType::Creation,
-                            offset: rec.offset,
-                            // Constant offset − sequence keeps the records in one batch.
-                            sequence: (rec.offset - p.fetch_offset) as i32,
-                            timestamp: rec.timestamp,
-                            key: rec.key.map(Bytes::copy_from_slice),
-                            value: rec.value.map(Bytes::copy_from_slice),
-                            headers: Default::default(),
-                        });
+                        records.push(rec.to_owned());
                     });
-                    let mut out = BytesMut::new();
-                    if !records.is_empty()
-                        && RecordBatchEncoder::encode(
-                            &mut out,
-                            &records,
-                            &RecordEncodeOptions {
-                                version: 2,
-                                compression: Compression::None,
-                            },
-                        )
-                        .is_err()
-                    {
-                        out.clear();
+                    // The lab's own codec, a batch per run of data or control records.
+                    let mut out = Vec::new();
+                    for run in records.chunk_by(|a, b| a.control == b.control) {
+                        let run: Vec<(i64, offsetlab_records::NewRecord<'_>)> =
+                            run.iter().map(|r| (r.offset, r.as_new())).collect();
+                        offsetlab_records::batch::encode(&mut out, &run, -1);
                     }
                     total += out.len();
-                    base.with_records(Some(out.freeze()))
+                    base.with_records(Some(Bytes::from(out)))
                 })
                 .collect();
             FetchableTopicResponse::default()

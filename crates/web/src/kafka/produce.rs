@@ -1,10 +1,9 @@
 //! Produce, and topics created on first use.
 //!
-//! A Produce request's batches are checked whole before anything changes: uncompressed ones by
-//! the durable log's own codec (CRC-32C, every record's bounds, offsets numbered from 0),
-//! compressed ones (gzip, snappy, lz4, zstd) by the `kafka-protocol` decoder after a bounded
-//! decompression (`offsetlab_wire::compression`), then encoded again uncompressed, batch for
-//! batch: the lab stores records uncompressed. Each partition's batches go to the session as
+//! A Produce request's batches are checked whole before anything changes, by the produce
+//! validator of `offsetlab_records` (each header read once; CRC-32C, every record's bounds,
+//! offsets numbered from 0; a compressed batch — gzip, snappy, lz4, zstd — decompressed within a
+//! bound and rewritten uncompressed: the lab stores records uncompressed). Each partition's batches go to the session as
 //! they are ([`Change::Produced`]; a transaction's records as `txn-send` lines) and the whole
 //! request is one batch of changes, applied all-or-nothing under the session's lock: the log
 //! appends the batches in place, stamped with the lab's clock as their log append time, the
@@ -24,18 +23,14 @@ use crate::session::{Change, Session};
 use bytes::Bytes;
 use offsetlab_engine::lab::{SentHeader, SentRecord, MAX_SEND_RECORDS};
 use offsetlab_engine::log::TopicConfig;
-use offsetlab_engine::record::NewRecord;
+use offsetlab_records::{validate_produce, ProduceError, ProducedBatches};
 use offsetlab_scenario::command::{Command, CreateTopic, TxnSend};
-use offsetlab_storage::batch::{Batch, BatchHeader};
-use offsetlab_storage::ProducedBatches;
-use offsetlab_wire::compression;
 use offsetlab_wire::kafka_protocol::messages::produce_response::{
     PartitionProduceResponse, TopicProduceResponse,
 };
 use offsetlab_wire::kafka_protocol::messages::TopicName;
 use offsetlab_wire::kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use offsetlab_wire::kafka_protocol::protocol::StrBytes;
-use offsetlab_wire::kafka_protocol::records::RecordBatchDecoder;
 use std::collections::BTreeMap;
 
 const CORRUPT_MESSAGE: i16 = 2;
@@ -114,243 +109,69 @@ fn text(b: Option<&[u8]>, what: &str) -> Result<Option<String>, Refusal> {
     .transpose()
 }
 
-fn corrupt(e: impl std::fmt::Display) -> Refusal {
-    (CORRUPT_MESSAGE, format!("corrupt record batch: {e}"))
-}
-
-/// The records of one partition's batches, validated whole; nothing is kept if one is bad.
-/// Uncompressed batches outside a transaction — what producers send by default — are checked
-/// (CRC, every record's bounds, UTF-8) and kept as they came: no record is decoded into a value
-/// or copied on its own.
+/// The records of one partition's batches, validated whole in one walk
+/// ([`offsetlab_records::validate_produce`]); nothing is kept if one is bad. Batches outside a
+/// transaction — what producers send by default — are kept as they came (a compressed one
+/// rewritten uncompressed): no record is decoded into a value or copied on its own.
 pub(crate) fn sent_records(bytes: Bytes) -> Result<Produced, Refusal> {
-    let (producer, transactional, compressed) = batch_headers(&bytes)?;
-    if !transactional && !compressed {
-        // Appended in place: the frame's own bytes when nothing else holds them (a request for
-        // one partition), a copy otherwise.
-        let text = |k: Option<&[u8]>, v: Option<&[u8]>, headers: &[u8]| {
-            // ASCII (nearly every key and value) is checked a word at a time; UTF-8's own check
-            // only for the rest.
-            let is_text = |b: Option<&[u8]>| b.is_none_or(|b| b.is_ascii() || std::str::from_utf8(b).is_ok());
-            match (is_text(k), is_text(v)) {
-                (true, true) if headers.is_empty() => Ok(()),
-                (true, true) => text_headers(headers).map(|_| ()),
-                (false, _) => Err(NOT_TEXT_KEY),
-                (_, false) => Err(NOT_TEXT_VALUE),
+    let mut rule = |k: Option<&[u8]>, v: Option<&[u8]>, headers: &[u8]| {
+        // ASCII (nearly every key and value) is checked a word at a time; UTF-8's own check
+        // only for the rest.
+        let is_text = |b: Option<&[u8]>| b.is_none_or(|b| b.is_ascii() || std::str::from_utf8(b).is_ok());
+        match (is_text(k), is_text(v)) {
+            (true, true) if headers.is_empty() => Ok(()),
+            (true, true) => text_headers(headers).map(|_| ()),
+            (false, _) => Err(NOT_TEXT_KEY),
+            (_, false) => Err(NOT_TEXT_VALUE),
+        }
+    };
+    let v = validate_produce(bytes, &mut rule).map_err(|e| {
+        let code = match e {
+            ProduceError::InvalidRecord(_) => INVALID_RECORD,
+            ProduceError::TooLarge { .. } => RECORD_LIST_TOO_LARGE,
+            ProduceError::Corrupt(_) | ProduceError::Framing(_) | ProduceError::CorruptCompressed(_) => {
+                CORRUPT_MESSAGE
             }
         };
-        let batches = ProducedBatches::validate_visiting(bytes, text).map_err(|e| match e {
-            offsetlab_storage::batch::BatchError::BadRecord { what, .. }
-                if what == NOT_TEXT_KEY || what == NOT_TEXT_VALUE || what == NOT_TEXT_HEADER =>
-            {
-                (INVALID_RECORD, what.to_string())
-            }
-            e => corrupt(e),
-        })?;
+        (code, e.to_string())
+    })?;
+    let producer = v
+        .producer
+        .map(|p| (p.producer_id, p.epoch, p.first_sequence, p.records));
+    if !v.transactional {
         return Ok(Produced {
-            records: Records::Encoded(batches),
-            transactional,
+            records: Records::Encoded(v.batches),
+            transactional: false,
             producer,
         });
     }
-    let per_batch = decoded_records(&bytes)?;
-    let records = if transactional {
-        let Some((producer_id, epoch, _, _)) = producer else {
-            return Err((
-                INVALID_RECORD,
-                "a transactional batch carries its producer id".into(),
-            ));
-        };
-        Records::Transactional {
-            // A transaction's records carry the lab's time (CreateTime, as it appends them).
-            records: per_batch
-                .into_iter()
-                .flatten()
-                .map(|r| SentRecord { timestamp: None, ..r })
-                .collect(),
+    let Some((producer_id, epoch, _, _)) = producer else {
+        return Err((
+            INVALID_RECORD,
+            "a transactional batch carries its producer id".into(),
+        ));
+    };
+    // A transaction's records become `txn-send` lines, and carry the lab's time (CreateTime, as
+    // it appends them).
+    let mut records = Vec::with_capacity(v.batches.records());
+    for r in v.batches.batches().flat_map(|b| b.records()) {
+        records.push(SentRecord {
+            key: text(r.key, "key")?,
+            value: text(r.value, "value")?,
+            timestamp: None,
+            headers: text_headers(r.headers).map_err(|m| (INVALID_RECORD, m.to_string()))?,
+            batch_timestamp: None,
+        });
+    }
+    Ok(Produced {
+        records: Records::Transactional {
+            records,
             producer_id,
             epoch,
-        }
-    } else {
-        // Compressed: the lab stores records uncompressed, so each batch is encoded again, one
-        // for one (a segment rolls between the client's batches, as it would have).
-        let mut buf = Vec::new();
-        for batch in &per_batch {
-            let headers: Vec<Vec<u8>> = batch.iter().map(SentRecord::encoded_headers).collect();
-            let records: Vec<NewRecord<'_>> = batch
-                .iter()
-                .zip(&headers)
-                .map(|(r, headers)| NewRecord {
-                    // The producer's timestamps: the re-encoded batch keeps its deltas.
-                    timestamp: r.timestamp.unwrap_or(0),
-                    key: r.key.as_deref().map(str::as_bytes),
-                    value: r.value.as_deref().map(str::as_bytes),
-                    control: false,
-                    headers,
-                })
-                .collect();
-            offsetlab_storage::batch::encode_consecutive(&mut buf, 0, &records, -1);
-        }
-        Records::Encoded(ProducedBatches::validate(buf).map_err(corrupt)?)
-    };
-    Ok(Produced {
-        records,
-        transactional,
+        },
+        transactional: true,
         producer,
     })
-}
-
-/// An idempotent producer's (id, epoch, first sequence, records), transactional, compressed.
-type Headers = (Option<(i64, i16, i32, i32)>, bool, bool);
-
-/// Checks the batches' headers (each whole, numbered from 0, not control; one producer in
-/// sequence; all transactional or none).
-fn batch_headers(bytes: &[u8]) -> Result<Headers, Refusal> {
-    let mut producer: Option<(i64, i16, i32, i32)> = None;
-    let mut transactional = false;
-    let mut compressed = false;
-    let mut at = 0;
-    while at < bytes.len() {
-        let h = BatchHeader::parse(&bytes[at..])
-            .map_err(|e| (CORRUPT_MESSAGE, format!("corrupt record batch: {e}")))?;
-        let end = at
-            .checked_add(h.total_len)
-            .filter(|&e| e <= bytes.len())
-            .ok_or_else(|| {
-                (
-                    CORRUPT_MESSAGE,
-                    "a record batch runs past the request".to_string(),
-                )
-            })?;
-        if h.count < 1 || h.last_offset_delta != h.count - 1 {
-            return Err((
-                INVALID_RECORD,
-                "a produced batch numbers its records 0, 1, 2, …".into(),
-            ));
-        }
-        if h.is_control() {
-            return Err((INVALID_RECORD, "a producer does not write control batches".into()));
-        }
-        let in_txn = h.attributes & offsetlab_storage::batch::ATTR_TRANSACTIONAL != 0;
-        if at > 0 && in_txn != transactional {
-            return Err((
-                INVALID_RECORD,
-                "the batches for one partition are all transactional or none is".into(),
-            ));
-        }
-        transactional = in_txn;
-        if h.producer_id >= 0 && h.base_sequence >= 0 {
-            producer = match producer {
-                None => Some((h.producer_id, h.producer_epoch, h.base_sequence, h.count)),
-                // Batches of one producer follow each other's sequence numbers.
-                Some((id, epoch, first, n))
-                    if id == h.producer_id
-                        && epoch == h.producer_epoch
-                        && i64::from(first) + i64::from(n) == i64::from(h.base_sequence) =>
-                {
-                    Some((id, epoch, first, n + h.count))
-                }
-                Some(_) => {
-                    return Err((
-                        INVALID_RECORD,
-                        "the batches for one partition come from one producer, in sequence".into(),
-                    ))
-                }
-            };
-        }
-        compressed |= h.attributes & 0b111 != 0;
-        at = end;
-    }
-    if at == 0 {
-        return Err((CORRUPT_MESSAGE, "no records in the request".into()));
-    }
-    Ok((producer, transactional, compressed))
-}
-
-/// The records of batches [`batch_headers`] passed, decoded (and decompressed, within bounds),
-/// batch by batch.
-fn decoded_records(bytes: &[u8]) -> Result<Vec<Vec<SentRecord>>, Refusal> {
-    let mut batches = Vec::new();
-    let mut at = 0;
-    while at < bytes.len() {
-        let h = BatchHeader::parse(&bytes[at..]).map_err(corrupt)?;
-        let end = at + h.total_len;
-        let mut out = Vec::new();
-        if h.attributes & 0b111 == 0 {
-            // Uncompressed: the durable log's own codec checks the batch whole.
-            let batch = Batch::parse(&bytes[at..end]).map_err(corrupt)?;
-            for (r, timestamp) in batch.records().zip(batch.create_timestamps()) {
-                out.push(SentRecord {
-                    key: text(r.key, "key")?,
-                    value: text(r.value, "value")?,
-                    timestamp: Some(timestamp),
-                    headers: text_headers(r.headers).map_err(|m| (INVALID_RECORD, m.to_string()))?,
-                    batch_timestamp: None,
-                });
-            }
-        } else {
-            // Compressed (gzip, snappy, lz4, zstd): decompressed with a bound, then decoded.
-            let mut one = Bytes::copy_from_slice(&bytes[at..end]);
-            let set =
-                RecordBatchDecoder::decode_with_custom_compression(&mut one, Some(compression::decompress))
-                    .map_err(|e| {
-                    let too_large = e.chain().any(|c| {
-                        matches!(
-                            c.downcast_ref::<compression::DecompressError>(),
-                            Some(compression::DecompressError::TooLarge { .. })
-                        )
-                    });
-                    if too_large {
-                        (
-                            RECORD_LIST_TOO_LARGE,
-                            format!(
-                                "a batch decompresses to more than {} bytes",
-                                compression::MAX_DECOMPRESSED
-                            ),
-                        )
-                    } else {
-                        (CORRUPT_MESSAGE, format!("corrupt compressed record batch: {e:#}"))
-                    }
-                })?;
-            let numbered = set.records.len() == h.count as usize
-                && set
-                    .records
-                    .iter()
-                    .enumerate()
-                    .all(|(i, r)| r.offset == h.base_offset + i as i64);
-            if !numbered {
-                return Err((
-                    INVALID_RECORD,
-                    "a produced batch numbers its records 0, 1, 2, …".into(),
-                ));
-            }
-            for r in &set.records {
-                let headers = r
-                    .headers
-                    .iter()
-                    .map(|(k, v)| {
-                        Ok(SentHeader {
-                            key: k.to_string(),
-                            value: v
-                                .as_ref()
-                                .map(|v| std::str::from_utf8(v).map(str::to_string))
-                                .transpose()
-                                .map_err(|_| (INVALID_RECORD, NOT_TEXT_HEADER.to_string()))?,
-                        })
-                    })
-                    .collect::<Result<Vec<_>, Refusal>>()?;
-                out.push(SentRecord {
-                    key: text(r.key.as_deref(), "key")?,
-                    value: text(r.value.as_deref(), "value")?,
-                    timestamp: Some(r.timestamp),
-                    headers,
-                    batch_timestamp: None,
-                });
-            }
-        }
-        batches.push(out);
-        at = end;
-    }
-    Ok(batches)
 }
 
 /// `records` in pieces a `send` line may carry, moved, not copied.

@@ -11,9 +11,31 @@
 //! blocks; Kafka also accepts one raw snappy block), 3 lz4 (the LZ4 frame format), 4 zstd (a
 //! zstd frame).
 
-use bytes::Bytes;
-use kafka_protocol::records::Compression;
 use std::io::Read;
+
+/// A batch's compression codec: bits 0–2 of its attributes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    None,
+    Gzip,
+    Snappy,
+    Lz4,
+    Zstd,
+}
+
+impl Compression {
+    /// The codec `attributes` name, or `None` for a codec Kafka does not define (5–7).
+    pub fn from_attributes(attributes: i16) -> Option<Self> {
+        Some(match attributes & 0b111 {
+            0 => Self::None,
+            1 => Self::Gzip,
+            2 => Self::Snappy,
+            3 => Self::Lz4,
+            4 => Self::Zstd,
+            _ => return None,
+        })
+    }
+}
 
 /// The most a batch's records may decompress to: 64 MiB, well above a producer's default
 /// `batch.size` (16 KiB for Java, 1 MB for librdkafka) and Kafka's `message.max.bytes` (1 MiB).
@@ -97,14 +119,6 @@ pub fn decompress_bounded(data: &[u8], codec: Compression, limit: usize) -> Resu
             bounded("zstd", decoder, limit)
         }
     }
-}
-
-/// The decompressor `kafka_protocol::records::RecordBatchDecoder::decode_with_custom_compression`
-/// calls, bounded by [`MAX_DECOMPRESSED`].
-pub fn decompress(buf: &mut Bytes, codec: Compression) -> anyhow::Result<Bytes> {
-    let out = decompress_bounded(buf, codec, MAX_DECOMPRESSED)?;
-    *buf = Bytes::new();
-    Ok(Bytes::from(out))
 }
 
 #[cfg(test)]

@@ -28,15 +28,16 @@
 //! A batch is validated whole (magic, CRC, every record's bounds and offsets) before any of its
 //! records is handed out: a corrupt batch is never served.
 
+use crate::record::{NewRecord, Offset, RecordRef};
 use crate::varint::{get_varint, get_varlong, put_varint, put_varlong, varlong_len};
-use offsetlab_engine::record::{NewRecord, Offset, RecordRef};
 
 pub const HEADER_LEN: usize = 61;
 /// Bytes before `batchLength` counts: baseOffset and batchLength itself.
 pub const LOG_OVERHEAD: usize = 12;
 pub const MAGIC: i8 = 2;
-const CRC_START: usize = 21;
-const ATTR_COMPRESSION: i16 = 0b111;
+pub(crate) const CRC_START: usize = 21;
+/// Bits 0–2: the compression codec ([`crate::compression::Compression`]).
+pub const ATTR_COMPRESSION: i16 = 0b111;
 /// The timestamp type: set, the batch's `maxTimestamp` is every record's timestamp — the log
 /// append time the broker stamped (`message.timestamp.type=LogAppendTime`), whatever the
 /// producer wrote in the records.
@@ -58,6 +59,9 @@ pub enum BatchError {
     Compressed(i16),
     #[error("malformed record {index}: {what}")]
     BadRecord { index: usize, what: &'static str },
+    /// A caller's rule for records ([`Batch::parse_visiting`]) refused record `index`.
+    #[error("record {index}: {what}")]
+    Refused { index: usize, what: &'static str },
 }
 
 /// The fixed-size header of a batch.
@@ -141,6 +145,14 @@ impl BatchHeader {
         self.attributes & ATTR_CONTROL != 0
     }
 
+    pub fn is_transactional(&self) -> bool {
+        self.attributes & ATTR_TRANSACTIONAL != 0
+    }
+
+    pub fn is_compressed(&self) -> bool {
+        self.attributes & ATTR_COMPRESSION != 0
+    }
+
     /// Stamped with its log append time: every record's timestamp is `maxTimestamp`.
     pub fn is_log_append_time(&self) -> bool {
         self.attributes & ATTR_LOG_APPEND_TIME != 0
@@ -200,9 +212,18 @@ impl<'a> Batch<'a> {
     /// walk (a refusal from it fails the batch).
     pub fn parse_visiting(
         buf: &'a [u8],
+        visit: impl FnMut(Option<&'a [u8]>, Option<&'a [u8]>, &'a [u8]) -> Result<(), &'static str>,
+    ) -> Result<Self, BatchError> {
+        Self::parse_with_header(BatchHeader::parse(buf)?, buf, visit)
+    }
+
+    /// [`Batch::parse_visiting`] for a batch whose header was already parsed from the front of
+    /// `buf` (a produce validator reads each header once).
+    pub fn parse_with_header(
+        header: BatchHeader,
+        buf: &'a [u8],
         mut visit: impl FnMut(Option<&'a [u8]>, Option<&'a [u8]>, &'a [u8]) -> Result<(), &'static str>,
     ) -> Result<Self, BatchError> {
-        let header = BatchHeader::parse(buf)?;
         if buf.len() < header.total_len {
             return Err(BatchError::Truncated {
                 needed: header.total_len,
@@ -234,7 +255,7 @@ impl<'a> Batch<'a> {
                     what: "offset delta out of order",
                 });
             }
-            visit(key, value, headers).map_err(|what| BatchError::BadRecord { index: n, what })?;
+            visit(key, value, headers).map_err(|what| BatchError::Refused { index: n, what })?;
             last_delta = i64::from(delta);
             n += 1;
         }
@@ -245,6 +266,14 @@ impl<'a> Batch<'a> {
             });
         }
         Ok(batch)
+    }
+
+    /// A batch validated before (its header, the bytes it was parsed from): not checked again.
+    pub(crate) fn validated(header: BatchHeader, buf: &'a [u8]) -> Self {
+        Self {
+            header,
+            bytes: &buf[..header.total_len.min(buf.len())],
+        }
     }
 
     /// The batch's bytes, exactly as stored (what a Fetch response would carry).

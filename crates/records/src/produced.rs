@@ -1,0 +1,523 @@
+//! A producer's record batches for one partition, validated whole before any log is touched:
+//! what Kafka's `LogValidator` does on the request handler thread, before the partition's lock,
+//! so producers on several connections validate in parallel and the log's critical section is
+//! offsets and a `write`.
+//!
+//! One walk per batch, its header parsed once: the header's rules (numbered from 0, not a
+//! control batch, all transactional or none, one producer in sequence), the CRC, every record's
+//! bounds, and a caller's own rule for keys, values and headers (the lab keeps text). A
+//! compressed batch (gzip, snappy, lz4, zstd) is decompressed within [`MAX_DECOMPRESSED`] and
+//! rewritten uncompressed — its header with the codec bits cleared, its records byte for byte,
+//! a new CRC — so the log stores every batch uncompressed and a record keeps the timestamp delta
+//! and headers its producer encoded.
+
+use crate::batch::{
+    self, Batch, BatchError, BatchHeader, ATTR_COMPRESSION, CRC_START, HEADER_LEN, LOG_OVERHEAD,
+};
+use crate::compression::{self, Compression, DecompressError, MAX_DECOMPRESSED};
+use crate::record::NewRecord;
+use bytes::{Bytes, BytesMut};
+
+/// Validated batches, back to back, with their headers.
+#[derive(Debug)]
+pub struct ProducedBatches {
+    /// A buffer of their own — a Produce request's frame when nothing else holds it — so the
+    /// append rewrites offsets and timestamps in place, without a copy first.
+    bytes: BytesMut,
+    headers: Vec<BatchHeader>,
+}
+
+/// An idempotent producer's run of sequence numbers across a partition's batches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducerRun {
+    pub producer_id: i64,
+    pub epoch: i16,
+    pub first_sequence: i32,
+    /// Records in the run (the last sequence is `first_sequence + records - 1`).
+    pub records: i32,
+}
+
+/// What a partition's share of a Produce request holds, validated.
+#[derive(Debug)]
+pub struct Validated {
+    /// Every batch, uncompressed.
+    pub batches: ProducedBatches,
+    /// The idempotent producer's sequence run, when the batches carry one.
+    pub producer: Option<ProducerRun>,
+    /// Written inside a transaction (every batch's transactional bit).
+    pub transactional: bool,
+    /// At least one batch came compressed (and was rewritten).
+    pub compressed: bool,
+}
+
+/// Why a partition's batches were refused; nothing of them is kept.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProduceError {
+    /// Kafka's `CORRUPT_MESSAGE`.
+    #[error("corrupt record batch: {0}")]
+    Corrupt(BatchError),
+    /// Kafka's `CORRUPT_MESSAGE`: a batch that claims more bytes than the request holds, or a
+    /// request with no batch at all.
+    #[error("{0}")]
+    Framing(&'static str),
+    /// Kafka's `CORRUPT_MESSAGE`, for compressed data that does not decompress.
+    #[error("corrupt compressed record batch: {0}")]
+    CorruptCompressed(DecompressError),
+    /// Kafka's `RECORD_LIST_TOO_LARGE`: a batch that decompresses past the bound.
+    #[error("a batch decompresses to more than {limit} bytes")]
+    TooLarge { limit: usize },
+    /// Kafka's `INVALID_RECORD`: valid bytes, but not what a producer may write (or refused by
+    /// the caller's rule for records).
+    #[error("{0}")]
+    InvalidRecord(&'static str),
+}
+
+/// A caller's rule for each record's key, value and headers (as encoded).
+pub type Visit<'v> = dyn FnMut(Option<&[u8]>, Option<&[u8]>, &[u8]) -> Result<(), &'static str> + 'v;
+
+impl ProducedBatches {
+    /// Validates every batch in `bytes` (back to back, as a Produce request carries them): each
+    /// batch whole ([`Batch::parse`]), uncompressed, and numbered `0, 1, 2, …` — offsets are the
+    /// broker's to assign. [`validate_produce`] is the full validator.
+    pub fn validate(bytes: impl Into<Bytes>) -> Result<Self, BatchError> {
+        let bytes = own(bytes.into());
+        let headers = Self::check(&bytes)?;
+        Ok(Self { bytes, headers })
+    }
+
+    /// What [`ProducedBatches::validate`] checks, on borrowed bytes: the batches' headers.
+    pub fn check(bytes: &[u8]) -> Result<Vec<BatchHeader>, BatchError> {
+        let mut headers = Vec::new();
+        let mut at = 0;
+        while at < bytes.len() {
+            let header = BatchHeader::parse(&bytes[at..])?;
+            Batch::parse_with_header(header, &bytes[at..], |_, _, _| Ok(()))?;
+            if !numbered_from_zero(&header) {
+                return Err(BatchError::BadRecord {
+                    index: headers.len(),
+                    what: "a produced batch must number its records 0, 1, 2, …",
+                });
+            }
+            headers.push(header);
+            at += header.total_len;
+        }
+        Ok(headers)
+    }
+
+    /// The bytes and the headers together, for the log's append: it rewrites base offsets in
+    /// both.
+    pub fn parts_mut(&mut self) -> (&mut [u8], &mut [BatchHeader]) {
+        (&mut self.bytes, &mut self.headers)
+    }
+
+    /// Records in all the batches.
+    pub fn records(&self) -> usize {
+        self.headers.iter().map(|h| h.count as usize).sum()
+    }
+
+    /// The batches' headers, in order, as the append will find them.
+    pub fn headers(&self) -> &[BatchHeader] {
+        &self.headers
+    }
+
+    /// The batches' bytes — after an append, with the offsets the log assigned.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes.into()
+    }
+
+    /// The batches' bytes as they are now.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The batches back to back, for a log that stores them: it rewrites their base offsets in
+    /// place.
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.bytes
+    }
+
+    /// The validated batches, in order (not checked again).
+    pub fn batches(&self) -> impl Iterator<Item = Batch<'_>> + '_ {
+        let mut at = 0;
+        self.headers.iter().map(move |h| {
+            let b = Batch::validated(*h, &self.bytes[at..]);
+            at += h.total_len;
+            b
+        })
+    }
+
+    /// The records of each batch, in order (offsets and timestamps are the log's to assign),
+    /// for a log that keeps records rather than batches.
+    pub fn for_each_batch(&self, visit: &mut dyn FnMut(&[NewRecord<'_>])) {
+        for b in self.batches() {
+            let records: Vec<NewRecord<'_>> = b
+                .records()
+                .map(|r| NewRecord {
+                    timestamp: r.timestamp,
+                    key: r.key,
+                    value: r.value,
+                    control: false,
+                    headers: r.headers,
+                })
+                .collect();
+            visit(&records);
+        }
+    }
+
+    /// Stamps every batch with its log append time `now` (the timestamp-type attribute,
+    /// `maxTimestamp`, and the CRC that covers them).
+    pub fn stamp_log_append_time(&mut self, now: i64) {
+        let mut at = 0;
+        for h in &mut self.headers {
+            // Validated whole: the stamp cannot fail.
+            if batch::stamp_log_append_time(&mut self.bytes[at..], now).is_ok() {
+                h.attributes |= batch::ATTR_LOG_APPEND_TIME;
+                h.max_timestamp = now;
+            }
+            at += h.total_len;
+        }
+    }
+}
+
+/// The bytes as a buffer of their own: used as they are when nothing else holds them (a `Vec`,
+/// or a request frame whose other views are gone), copied otherwise.
+fn own(bytes: Bytes) -> BytesMut {
+    bytes
+        .try_into_mut()
+        .unwrap_or_else(|shared| BytesMut::from(&shared[..]))
+}
+
+fn numbered_from_zero(h: &BatchHeader) -> bool {
+    h.count >= 1 && h.last_offset_delta == h.count - 1
+}
+
+/// Validates a partition's share of a Produce request (see the module's documentation),
+/// handing every record's key, value and headers to `visit` on the validating walk.
+pub fn validate_produce(bytes: Bytes, visit: &mut Visit<'_>) -> Result<Validated, ProduceError> {
+    let mut rules = HeaderRules::default();
+    let mut headers = Vec::new();
+    // Once a batch came compressed, every batch is copied into a new buffer.
+    let mut rewritten: Option<Vec<u8>> = None;
+    let mut at = 0;
+    while at < bytes.len() {
+        let header = BatchHeader::parse(&bytes[at..]).map_err(ProduceError::Corrupt)?;
+        let end = at
+            .checked_add(header.total_len)
+            .filter(|&e| e <= bytes.len())
+            .ok_or(ProduceError::Framing("a record batch runs past the request"))?;
+        rules.check(&header, at == 0)?;
+        let one = &bytes[at..end];
+        if header.is_compressed() {
+            let out = rewritten.get_or_insert_with(|| bytes[..at].to_vec());
+            let start = out.len();
+            decompressed_into(out, &header, one)?;
+            let plain = BatchHeader::parse(&out[start..]).map_err(ProduceError::Corrupt)?;
+            Batch::parse_with_header(plain, &out[start..], &mut *visit).map_err(refusal)?;
+            headers.push(plain);
+        } else {
+            Batch::parse_with_header(header, one, &mut *visit).map_err(refusal)?;
+            if let Some(out) = &mut rewritten {
+                out.extend_from_slice(one);
+            }
+            headers.push(header);
+        }
+        at = end;
+    }
+    if at == 0 {
+        return Err(ProduceError::Framing("no records in the request"));
+    }
+    let compressed = rewritten.is_some();
+    let bytes = match rewritten {
+        Some(v) => BytesMut::from(&v[..]),
+        None => own(bytes),
+    };
+    Ok(Validated {
+        batches: ProducedBatches { bytes, headers },
+        producer: rules.producer,
+        transactional: rules.transactional,
+        compressed,
+    })
+}
+
+/// A refusal from the caller's rule is the record's fault (INVALID_RECORD); anything else a
+/// corrupt batch.
+fn refusal(e: BatchError) -> ProduceError {
+    match e {
+        BatchError::Refused { what, .. } => ProduceError::InvalidRecord(what),
+        e => ProduceError::Corrupt(e),
+    }
+}
+
+/// The rules a partition's batch headers keep together.
+#[derive(Default)]
+struct HeaderRules {
+    producer: Option<ProducerRun>,
+    transactional: bool,
+}
+
+impl HeaderRules {
+    fn check(&mut self, h: &BatchHeader, first: bool) -> Result<(), ProduceError> {
+        if !numbered_from_zero(h) {
+            return Err(ProduceError::InvalidRecord(
+                "a produced batch numbers its records 0, 1, 2, …",
+            ));
+        }
+        if h.is_control() {
+            return Err(ProduceError::InvalidRecord(
+                "a producer does not write control batches",
+            ));
+        }
+        if !first && h.is_transactional() != self.transactional {
+            return Err(ProduceError::InvalidRecord(
+                "the batches for one partition are all transactional or none is",
+            ));
+        }
+        self.transactional = h.is_transactional();
+        if h.producer_id >= 0 && h.base_sequence >= 0 {
+            self.producer = Some(match self.producer {
+                None => ProducerRun {
+                    producer_id: h.producer_id,
+                    epoch: h.producer_epoch,
+                    first_sequence: h.base_sequence,
+                    records: h.count,
+                },
+                // Batches of one producer follow each other's sequence numbers.
+                Some(run)
+                    if run.producer_id == h.producer_id
+                        && run.epoch == h.producer_epoch
+                        && i64::from(run.first_sequence) + i64::from(run.records)
+                            == i64::from(h.base_sequence) =>
+                {
+                    ProducerRun {
+                        records: run.records + h.count,
+                        ..run
+                    }
+                }
+                Some(_) => {
+                    return Err(ProduceError::InvalidRecord(
+                        "the batches for one partition come from one producer, in sequence",
+                    ))
+                }
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Appends `batch` (compressed, its header `h`) to `out` uncompressed: the CRC checked over the
+/// compressed bytes, the records decompressed within the bound, the header copied with the codec
+/// bits cleared, a new length and a new CRC.
+fn decompressed_into(out: &mut Vec<u8>, h: &BatchHeader, batch: &[u8]) -> Result<(), ProduceError> {
+    let computed = crc32c::crc32c(&batch[CRC_START..]);
+    if computed != h.crc {
+        return Err(ProduceError::Corrupt(BatchError::BadCrc {
+            stored: h.crc,
+            computed,
+        }));
+    }
+    let codec = Compression::from_attributes(h.attributes).ok_or(ProduceError::Corrupt(
+        BatchError::Compressed(h.attributes & ATTR_COMPRESSION),
+    ))?;
+    let records = compression::decompress_bounded(&batch[HEADER_LEN..], codec, MAX_DECOMPRESSED).map_err(
+        |e| match e {
+            DecompressError::TooLarge { limit } => ProduceError::TooLarge { limit },
+            e => ProduceError::CorruptCompressed(e),
+        },
+    )?;
+    let start = out.len();
+    out.extend_from_slice(&batch[..HEADER_LEN]);
+    out.extend_from_slice(&records);
+    let length = out.len() - start - LOG_OVERHEAD;
+    let length = i32::try_from(length).map_err(|_| ProduceError::TooLarge {
+        limit: MAX_DECOMPRESSED,
+    })?;
+    out[start + 8..start + 12].copy_from_slice(&length.to_be_bytes());
+    out[start + 21..start + 23].copy_from_slice(&(h.attributes & !ATTR_COMPRESSION).to_be_bytes());
+    let crc = crc32c::crc32c(&out[start + CRC_START..]);
+    out[start + 17..start + 21].copy_from_slice(&crc.to_be_bytes());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::batch::{encode_consecutive, ATTR_TRANSACTIONAL};
+    use std::io::Write;
+
+    fn record<'a>(ts: i64, key: &'a [u8], value: &'a [u8], headers: &'a [u8]) -> NewRecord<'a> {
+        NewRecord {
+            timestamp: ts,
+            key: Some(key),
+            value: Some(value),
+            control: false,
+            headers,
+        }
+    }
+
+    fn plain(records: &[NewRecord<'_>]) -> Vec<u8> {
+        let mut buf = Vec::new();
+        encode_consecutive(&mut buf, 0, records, -1);
+        buf
+    }
+
+    /// `batch` with its records gzip-compressed, as a producer sends it.
+    fn gzipped(batch: &[u8]) -> Vec<u8> {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(&batch[HEADER_LEN..]).expect("gzip");
+        let packed = e.finish().expect("gzip");
+        let mut out = batch[..HEADER_LEN].to_vec();
+        out.extend_from_slice(&packed);
+        let len = (out.len() - LOG_OVERHEAD) as i32;
+        out[8..12].copy_from_slice(&len.to_be_bytes());
+        let attributes = i16::from_be_bytes([out[21], out[22]]) | 1;
+        out[21..23].copy_from_slice(&attributes.to_be_bytes());
+        let crc = crc32c::crc32c(&out[CRC_START..]);
+        out[17..21].copy_from_slice(&crc.to_be_bytes());
+        out
+    }
+
+    fn fields(v: &ProducedBatches) -> Vec<(i64, Option<Vec<u8>>, Vec<u8>)> {
+        v.batches()
+            .flat_map(|b| {
+                b.records()
+                    .map(|r| (r.timestamp, r.key.map(<[u8]>::to_vec), r.headers.to_vec()))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    fn accept_all(_: Option<&[u8]>, _: Option<&[u8]>, _: &[u8]) -> Result<(), &'static str> {
+        Ok(())
+    }
+
+    /// A compressed batch beside a plain one: both kept, the compressed one rewritten
+    /// uncompressed with every record's timestamp, key and headers as the producer wrote them.
+    #[test]
+    fn a_compressed_batch_is_rewritten_uncompressed_record_for_record() {
+        let h = crate::headers::encode([(&b"trace"[..], Some(&b"t-1"[..]))].into_iter());
+        let first = plain(&[record(1_000, b"a", b"1", &[]), record(1_007, b"b", b"2", &h)]);
+        let second = plain(&[record(2_000, b"c", b"3", &h)]);
+        let mut request = first.clone();
+        request.extend_from_slice(&gzipped(&second));
+        let v = validate_produce(Bytes::from(request), &mut accept_all).expect("valid");
+        assert!(v.compressed && !v.transactional);
+        assert_eq!(v.batches.headers().len(), 2);
+        assert!(v.batches.headers().iter().all(|h| !h.is_compressed()));
+        let mut expected = first;
+        expected.extend_from_slice(&second);
+        assert_eq!(v.batches.bytes(), &expected[..], "the plain batch, byte for byte");
+        assert_eq!(
+            fields(&v.batches),
+            vec![
+                (1_000, Some(b"a".to_vec()), Vec::new()),
+                (1_007, Some(b"b".to_vec()), h.clone()),
+                (2_000, Some(b"c".to_vec()), h),
+            ]
+        );
+        // What the validator built validates again as it is.
+        assert!(ProducedBatches::validate(v.batches.into_bytes()).is_ok());
+    }
+
+    #[test]
+    fn the_header_rules_and_the_callers_rule_refuse_with_their_kind() {
+        let ok = plain(&[record(1, b"k", b"v", &[])]);
+        let refuse =
+            |bytes: Vec<u8>, rule: &mut Visit<'_>| validate_produce(Bytes::from(bytes), rule).map(|_| ());
+        assert_eq!(
+            refuse(ok.clone(), &mut |_, _, _| Err("not text")),
+            Err(ProduceError::InvalidRecord("not text"))
+        );
+        // One record whose batch says its last offset delta is 3: offsets are the broker's to
+        // give, a producer numbers its records 0, 1, 2, …
+        let mut renumbered = ok.clone();
+        renumbered[23..27].copy_from_slice(&3i32.to_be_bytes());
+        let crc = crc32c::crc32c(&renumbered[CRC_START..]);
+        renumbered[17..21].copy_from_slice(&crc.to_be_bytes());
+        assert_eq!(
+            refuse(renumbered, &mut accept_all),
+            Err(ProduceError::InvalidRecord(
+                "a produced batch numbers its records 0, 1, 2, …"
+            ))
+        );
+        // Transactional and not, in one partition.
+        let mut txn = ok.clone();
+        let attributes = ATTR_TRANSACTIONAL.to_be_bytes();
+        txn[21..23].copy_from_slice(&attributes);
+        let crc = crc32c::crc32c(&txn[CRC_START..]);
+        txn[17..21].copy_from_slice(&crc.to_be_bytes());
+        let mut mixed = ok.clone();
+        mixed.extend_from_slice(&txn);
+        assert_eq!(
+            refuse(mixed, &mut accept_all),
+            Err(ProduceError::InvalidRecord(
+                "the batches for one partition are all transactional or none is"
+            ))
+        );
+        // A flipped byte: corrupt.
+        let mut flipped = ok.clone();
+        let last = flipped.len() - 1;
+        flipped[last] ^= 1;
+        assert!(matches!(
+            refuse(flipped, &mut accept_all),
+            Err(ProduceError::Corrupt(BatchError::BadCrc { .. }))
+        ));
+        // A batch that claims more than the request holds, and no batch at all.
+        assert!(matches!(
+            refuse(ok[..ok.len() - 1].to_vec(), &mut accept_all),
+            Err(ProduceError::Framing(_))
+        ));
+        assert_eq!(
+            refuse(Vec::new(), &mut accept_all),
+            Err(ProduceError::Framing("no records in the request"))
+        );
+    }
+
+    /// Kilobytes that inflate past the bound are refused as too large, not decompressed whole.
+    #[test]
+    fn a_compression_bomb_is_too_large() {
+        let zeros = vec![0u8; MAX_DECOMPRESSED + 1];
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        e.write_all(&zeros).expect("gzip");
+        let packed = e.finish().expect("gzip");
+        let template = plain(&[record(1, b"k", b"v", &[])]);
+        let mut bomb = template[..HEADER_LEN].to_vec();
+        bomb.extend_from_slice(&packed);
+        let len = (bomb.len() - LOG_OVERHEAD) as i32;
+        bomb[8..12].copy_from_slice(&len.to_be_bytes());
+        bomb[21..23].copy_from_slice(&1i16.to_be_bytes());
+        let crc = crc32c::crc32c(&bomb[CRC_START..]);
+        bomb[17..21].copy_from_slice(&crc.to_be_bytes());
+        assert_eq!(
+            validate_produce(Bytes::from(bomb), &mut accept_all).map(|_| ()),
+            Err(ProduceError::TooLarge {
+                limit: MAX_DECOMPRESSED
+            })
+        );
+    }
+
+    #[test]
+    fn an_idempotent_producers_run_spans_its_batches() {
+        let mut request = Vec::new();
+        for (sequence, n) in [(10, 2), (12, 3)] {
+            let records: Vec<NewRecord<'_>> = (0..n).map(|_| record(1, b"k", b"v", &[])).collect();
+            let start = request.len();
+            encode_consecutive(&mut request, 0, &records, -1);
+            let b = &mut request[start..];
+            b[43..51].copy_from_slice(&7i64.to_be_bytes());
+            b[51..53].copy_from_slice(&0i16.to_be_bytes());
+            b[53..57].copy_from_slice(&sequence.to_be_bytes());
+            let crc = crc32c::crc32c(&b[CRC_START..]);
+            b[17..21].copy_from_slice(&crc.to_be_bytes());
+        }
+        let v = validate_produce(Bytes::from(request), &mut accept_all).expect("valid");
+        assert_eq!(
+            v.producer,
+            Some(ProducerRun {
+                producer_id: 7,
+                epoch: 0,
+                first_sequence: 10,
+                records: 5
+            })
+        );
+    }
+}
