@@ -498,7 +498,7 @@ mod tests {
     #[test]
     fn an_idempotent_producers_run_spans_its_batches() {
         let mut request = Vec::new();
-        for (sequence, n) in [(10, 2), (12, 3)] {
+        for (sequence, n) in [(10i32, 2), (12, 3)] {
             let records: Vec<NewRecord<'_>> = (0..n).map(|_| record(1, b"k", b"v", &[])).collect();
             let start = request.len();
             encode_consecutive(&mut request, 0, &records, -1);
