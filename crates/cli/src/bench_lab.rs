@@ -7,8 +7,8 @@
 //! `GET /api/state` does, every millisecond.
 
 use crate::exit;
+use offsetlab_lab::session::{Session, SinkBackend};
 use offsetlab_storage::FlushPolicy;
-use offsetlab_web::session::{Session, SinkBackend};
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

@@ -310,10 +310,10 @@ fn serve(args: ServeArgs) -> u8 {
         kafka_config: offsetlab_web::kafka::KafkaConfig {
             auto_create_topics: args.auto_create_topics,
             max_request_bytes: args.kafka_max_request_bytes as usize,
-            limits: offsetlab_web::connections::Limits {
+            limits: offsetlab_lab::connections::Limits {
                 max_connections: args
                     .kafka_max_connections
-                    .map_or_else(offsetlab_web::connections::default_max_connections, |n| {
+                    .map_or_else(offsetlab_lab::connections::default_max_connections, |n| {
                         n as usize
                     }),
                 idle_timeout: args.kafka_idle_timeout,

@@ -5,9 +5,8 @@
 //! state) and a page of the log (`GET /api/records`). Prints p50 / p95 / p99 / max.
 //! Run with `cargo bench -p offsetlab-web`; figures go to docs/BENCHMARKS.md.
 
-use offsetlab_web::session::{Session, SinkBackend};
+use offsetlab_lab::session::{Session, SinkBackend};
 use offsetlab_web::{router, AppState};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -52,7 +51,7 @@ async fn main() {
     let session = Session::new(SinkBackend::Memory, offsetlab_scenario::LAB_SCENARIO).expect("seed");
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
-    let state = AppState::new(Arc::new(Mutex::new(session)), addr, &[]);
+    let state = AppState::new(offsetlab_lab::LabHandle::new(session), addr, &[]);
     tokio::spawn(async move {
         let _ = axum::serve(listener, router(state)).await;
     });

@@ -2,7 +2,6 @@
 
 use crate::assets;
 use crate::guard;
-use crate::session::{ActionError, PendingSave, Session};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{DefaultBodyLimit, Query, State};
 use axum::http::{header, StatusCode};
@@ -16,6 +15,9 @@ use offsetlab_engine::sink::{SinkKind, SinkRow};
 use offsetlab_engine::strategy::CommitStrategy;
 use offsetlab_engine::txn::ControlType;
 use offsetlab_engine::LabError;
+use offsetlab_lab::clip::{clip, clip_row, clipped, MAX_FIELD_BYTES};
+use offsetlab_lab::session::{ActionError, PendingSave, Session};
+use offsetlab_lab::LabHandle;
 use offsetlab_scenario::explore::{self, Cell};
 use offsetlab_scenario::lessons::{self, LESSONS};
 use offsetlab_scenario::Script;
@@ -23,7 +25,6 @@ use serde::{Deserialize, Serialize};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, OnceLock};
-use tokio::sync::broadcast;
 use tokio_stream::wrappers::BroadcastStream;
 use tokio_stream::{Stream, StreamExt};
 
@@ -32,19 +33,18 @@ pub const MAX_PAGE: usize = 1000;
 
 #[derive(Clone)]
 pub struct AppState {
-    session: Arc<Mutex<Session>>,
+    lab: LabHandle,
     /// The `Host` headers the lab answers: its loopback names, and the public names it was
     /// given (`--public-host`). Any other is refused: a page whose name was made to resolve to
     /// the lab (DNS rebinding) sends its own name.
     hosts: Arc<Vec<String>>,
-    changes: broadcast::Sender<u64>,
     matrix: Arc<OnceLock<Vec<Cell>>>,
 }
 
 impl AppState {
     /// `public_hosts`: further names the lab answers to (`--public-host`), each `NAME` (on the
     /// lab's port) or `NAME:PORT`.
-    pub fn new(session: Arc<Mutex<Session>>, addr: SocketAddr, public_hosts: &[String]) -> Self {
+    pub fn new(lab: LabHandle, addr: SocketAddr, public_hosts: &[String]) -> Self {
         let port = addr.port();
         let mut hosts = vec![
             format!("127.0.0.1:{port}"),
@@ -59,11 +59,9 @@ impl AppState {
             });
             hosts.push(if has_port { h } else { format!("{h}:{port}") });
         }
-        let (changes, _) = broadcast::channel(64);
         Self {
-            session,
+            lab,
             hosts: Arc::new(hosts),
-            changes,
             matrix: Arc::new(OnceLock::new()),
         }
     }
@@ -83,13 +81,10 @@ impl AppState {
         &self,
         f: impl FnOnce(&mut Session) -> T + Send + 'static,
     ) -> Result<T, Response> {
-        let session = self.session.clone();
-        tokio::task::spawn_blocking(move || {
-            let mut guard = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            f(&mut guard)
-        })
-        .await
-        .map_err(|e| json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0))
+        let lab = self.lab.clone();
+        tokio::task::spawn_blocking(move || f(&mut lab.lock()))
+            .await
+            .map_err(|e| json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0))
     }
 
     /// After a change: save the lab for the next start (or prepare the save that must follow
@@ -97,14 +92,17 @@ impl AppState {
     /// durable and must not be acknowledged.
     /// A save that fails took the change back (the session went back to its last save).
     pub(crate) fn changed(&self, session: &mut Session) -> Result<Option<PendingSave>, LabError> {
-        let pending = session.save();
-        let _ = self.changes.send(session.version());
-        pending
+        self.lab.changed(session)
     }
 
     /// The session behind the page (the Kafka listener shares it).
     pub(crate) fn session(&self) -> Arc<Mutex<Session>> {
-        Arc::clone(&self.session)
+        self.lab.session()
+    }
+
+    /// The lab the page shows, shared with the Kafka listener.
+    pub fn lab(&self) -> &LabHandle {
+        &self.lab
     }
 
     /// `--flush always`: the change is acknowledged once its appends are on disk and the lab's
@@ -116,7 +114,7 @@ impl AppState {
             Ok(None) => return response,
             Err(e) => {
                 let status = match &e {
-                    LabError::Storage(f) => crate::session::storage_status(f.kind),
+                    LabError::Storage(f) => offsetlab_lab::session::storage_status(f.kind),
                     _ => 500,
                 };
                 return json_error(
@@ -274,47 +272,6 @@ struct RecordsQuery {
     partition: i32,
     from: Option<i64>,
     limit: Option<usize>,
-}
-
-/// The most of a key or a value `GET /api/records` carries: a window of a thousand records of
-/// a mebibyte each would be a gigabyte of JSON. `GET /api/record` hands out one record whole.
-pub const MAX_FIELD_BYTES: usize = 4096;
-
-/// The first `max` bytes of `b` as text (cut at a character boundary), and whether it was cut.
-fn clipped(b: &[u8], max: usize) -> (String, bool) {
-    if b.len() <= max {
-        return (String::from_utf8_lossy(b).into_owned(), false);
-    }
-    let head = &b[..max];
-    let end = match std::str::from_utf8(head) {
-        Ok(_) => max,
-        Err(e) if e.error_len().is_none() => e.valid_up_to(),
-        Err(_) => max,
-    };
-    (String::from_utf8_lossy(&head[..end]).into_owned(), true)
-}
-
-/// A sink row with its key and value clipped to [`MAX_FIELD_BYTES`].
-pub(crate) fn clip_row(mut row: SinkRow) -> SinkRow {
-    if row.value.len() > MAX_FIELD_BYTES {
-        row.value = clip(&row.value, MAX_FIELD_BYTES).into_owned();
-    }
-    if row.key.len() > MAX_FIELD_BYTES {
-        row.key = clip(&row.key, MAX_FIELD_BYTES).into_owned();
-    }
-    row
-}
-
-/// `s` clipped to `max` bytes at a character boundary, with `…` when cut.
-pub(crate) fn clip(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
-    if s.len() <= max {
-        return std::borrow::Cow::Borrowed(s);
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    std::borrow::Cow::Owned(format!("{}…", &s[..end]))
 }
 
 #[derive(Serialize)]
@@ -636,7 +593,7 @@ async fn post_explore_replay(State(app): State<AppState>, ApiJson(req): ApiJson<
 }
 
 async fn get_events(State(app): State<AppState>) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
-    let stream = BroadcastStream::new(app.changes.subscribe()).filter_map(|v| {
+    let stream = BroadcastStream::new(app.lab.subscribe()).filter_map(|v| {
         v.ok().map(|version| {
             Ok(SseEvent::default()
                 .event("state")

@@ -76,7 +76,7 @@ pub async fn answer_like_an_api(req: Request, next: Next) -> Response {
         } else {
             text.trim().to_string()
         };
-        let mut json = json_error(status, &crate::api::clip(&reason, 500), 0);
+        let mut json = json_error(status, &offsetlab_lab::clip::clip(&reason, 500), 0);
         for (k, v) in response.headers() {
             if k != header::CONTENT_TYPE && k != header::CONTENT_LENGTH {
                 json.headers_mut().insert(k.clone(), v.clone());

@@ -3,7 +3,7 @@
 //!
 //! - at most [`HttpLimits::max_connections`] connections; at the cap a new one closes the
 //!   connection idle longest (an open tab's event stream reconnects by itself), or is refused
-//!   when every connection is answering a request ([`crate::connections`]);
+//!   when every connection is answering a request ([`offsetlab_lab::connections`]);
 //! - a request's headers must arrive within [`HttpLimits::header_timeout`] (slow loris);
 //! - a connection with no bytes either way for [`HttpLimits::idle_timeout`] is closed (the
 //!   page's event stream sends a keep-alive comment every 15 s, so a live tab stays connected);
@@ -11,10 +11,10 @@
 //! - an accept that fails (no file descriptors left) is retried after a pause that doubles, up
 //!   to a second — never in a loop that spins a core.
 
-use crate::connections::Connections;
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
+use offsetlab_lab::connections::Connections;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
@@ -134,7 +134,7 @@ pub async fn serve(
 /// A request body that marks its connection busy once it has arrived whole.
 struct Arrived {
     inner: hyper::body::Incoming,
-    slot: Arc<crate::connections::Slot>,
+    slot: Arc<offsetlab_lab::connections::Slot>,
 }
 
 impl hyper::body::Body for Arrived {

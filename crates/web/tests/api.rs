@@ -1,8 +1,7 @@
 //! The HTTP API over a real socket: what a browser (or an attacker's page) can send.
 
-use offsetlab_web::session::{Session, SinkBackend};
+use offsetlab_lab::session::{Session, SinkBackend};
 use offsetlab_web::{router, AppState};
-use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -16,7 +15,7 @@ async fn start_with(public_hosts: &[String]) -> std::net::SocketAddr {
     let session = Session::new(SinkBackend::Memory, offsetlab_scenario::LAB_SCENARIO).expect("seed");
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
-    let state = AppState::new(Arc::new(Mutex::new(session)), addr, public_hosts);
+    let state = AppState::new(offsetlab_lab::LabHandle::new(session), addr, public_hosts);
     tokio::spawn(async move {
         let _ = offsetlab_web::http::serve(
             listener,

@@ -14,11 +14,11 @@ use super::{
     UNKNOWN_TOPIC_OR_PARTITION,
 };
 use crate::api::AppState;
-use crate::session::Session;
 use change::TOPIC_ALREADY_EXISTS;
 use offsetlab_engine::log::config::CleanupPolicy;
 use offsetlab_engine::log::TopicConfig;
 use offsetlab_engine::record::TopicPartition;
+use offsetlab_lab::session::Session;
 use offsetlab_scenario::command::{Command, CreateTopic, DeleteRecords};
 use offsetlab_scenario::units::MAX_DURATION_MS;
 use offsetlab_wire::kafka_protocol::messages::create_topics_response::CreatableTopicResult;

@@ -10,8 +10,8 @@ use super::{
     INVALID_GROUP_ID, INVALID_TOPIC_EXCEPTION, UNKNOWN_SERVER_ERROR, UNKNOWN_TOPIC_OR_PARTITION,
 };
 use crate::api::AppState;
-use crate::session::{ActionError, Change, Session};
 use offsetlab_engine::LabError;
+use offsetlab_lab::session::{ActionError, Change, Session};
 use offsetlab_scenario::command::Command;
 use std::sync::MutexGuard;
 

@@ -20,12 +20,12 @@ mod producers;
 mod transactions;
 
 use crate::api::AppState;
-use crate::session::Session;
 use bytes::{Bytes, BytesMut};
 use offsetlab_engine::lab::ResetSpec;
 use offsetlab_engine::record::TopicPartition;
 use offsetlab_engine::txn::IsolationLevel;
 use offsetlab_engine::LabError;
+use offsetlab_lab::session::Session;
 use offsetlab_scenario::command::{Command, ResetOffsets};
 use offsetlab_wire::frame::{bytes_wanted, split_frame, DEFAULT_MAX_FRAME};
 use offsetlab_wire::kafka_protocol::messages::consumer_protocol_assignment::TopicPartition as AssignedTopicPartition;
@@ -96,7 +96,7 @@ pub struct KafkaConfig {
     /// allocated for it, and its connection closed.
     pub max_request_bytes: usize,
     /// `max.connections` and `connections.max.idle.ms`.
-    pub limits: crate::connections::Limits,
+    pub limits: offsetlab_lab::connections::Limits,
 }
 
 impl Default for KafkaConfig {
@@ -104,7 +104,7 @@ impl Default for KafkaConfig {
         Self {
             auto_create_topics: true,
             max_request_bytes: DEFAULT_MAX_FRAME,
-            limits: crate::connections::Limits::default(),
+            limits: offsetlab_lab::connections::Limits::default(),
         }
     }
 }
@@ -165,7 +165,7 @@ pub async fn serve(listener: TcpListener, app: AppState, config: KafkaConfig) {
     let Ok(advertised) = listener.local_addr() else {
         return;
     };
-    let open = crate::connections::Connections::new(config.limits.max_connections);
+    let open = offsetlab_lab::connections::Connections::new(config.limits.max_connections);
     let mut backoff = Duration::from_millis(5);
     loop {
         let stream = match listener.accept().await {
@@ -200,7 +200,7 @@ async fn connection(
     app: AppState,
     advertised: SocketAddr,
     broker: &Arc<Broker>,
-    slot: crate::connections::Slot,
+    slot: offsetlab_lab::connections::Slot,
 ) -> std::io::Result<()> {
     let idle = broker.config.limits.idle_timeout;
     // Completing a request moves the deadline; bytes of an unfinished one do not.

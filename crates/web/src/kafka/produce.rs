@@ -19,10 +19,10 @@ use super::producers::Verdict;
 use super::Broker;
 use super::{str_bytes, INVALID_TOPIC_EXCEPTION, NONE, UNKNOWN_SERVER_ERROR, UNKNOWN_TOPIC_OR_PARTITION};
 use crate::api::AppState;
-use crate::session::{Change, Session};
 use bytes::Bytes;
 use offsetlab_engine::lab::{SentHeader, SentRecord, MAX_SEND_RECORDS};
 use offsetlab_engine::log::TopicConfig;
+use offsetlab_lab::session::{Change, Session};
 use offsetlab_records::{validate_produce, ProduceError, ProducedBatches};
 use offsetlab_scenario::command::{Command, CreateTopic, TxnSend};
 use offsetlab_wire::kafka_protocol::messages::produce_response::{

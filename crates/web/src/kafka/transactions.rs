@@ -16,9 +16,9 @@ use super::change::{self, INVALID_PRODUCER_EPOCH};
 use super::coordinator::Coordinator;
 use super::{NONE, UNKNOWN_SERVER_ERROR, UNKNOWN_TOPIC_OR_PARTITION};
 use crate::api::AppState;
-use crate::session::Change;
-use crate::session::Session;
 use offsetlab_engine::record::TopicPartition;
+use offsetlab_lab::session::Change;
+use offsetlab_lab::session::Session;
 use offsetlab_scenario::command::{Command, EndTxn, InitTxn, TxnOffsets};
 use offsetlab_wire::kafka_protocol::messages::add_partitions_to_txn_response::{
     AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult,

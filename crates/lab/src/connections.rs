@@ -6,7 +6,7 @@
 //! cap, the one idle longest — no request being answered — is closed to make room (an idle
 //! client reconnects when it needs to, as Kafka clients and the page's event stream do), and if
 //! every connection is busy the new one is refused. How long a connection may stay idle is each
-//! listener's own rule (`connections.max.idle.ms` for Kafka, [`crate::http`] for HTTP).
+//! listener's own rule (`connections.max.idle.ms` for Kafka, the web crate's `http` module for HTTP).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -48,7 +48,7 @@ fn rlimit_soft() -> u64 {
 
 /// The connections the listener holds.
 #[derive(Debug)]
-pub(crate) struct Connections {
+pub struct Connections {
     max: usize,
     next: AtomicU64,
     open: Mutex<HashMap<u64, Entry>>,
@@ -64,14 +64,14 @@ struct Entry {
 }
 
 /// A connection's place: given back when dropped.
-pub(crate) struct Slot {
+pub struct Slot {
     id: u64,
     connections: Arc<Connections>,
     close: Arc<Notify>,
 }
 
 impl Connections {
-    pub(crate) fn new(max: usize) -> Arc<Self> {
+    pub fn new(max: usize) -> Arc<Self> {
         Arc::new(Self {
             max: max.max(1),
             next: AtomicU64::new(0),
@@ -87,7 +87,7 @@ impl Connections {
 
     /// A place for a new connection: at the cap, the longest-idle connection is closed to make
     /// room; `None` when every one is busy.
-    pub(crate) fn admit(self: &Arc<Self>) -> Option<Slot> {
+    pub fn admit(self: &Arc<Self>) -> Option<Slot> {
         let mut open = self.lock();
         if open.len() >= self.max {
             let victim = open
@@ -117,7 +117,7 @@ impl Connections {
     }
 
     /// Closes the connection idle longest (descriptors ran out: make one free).
-    pub(crate) fn shed_one(&self) -> bool {
+    pub fn shed_one(&self) -> bool {
         let mut open = self.lock();
         let victim = open
             .iter()
@@ -133,15 +133,19 @@ impl Connections {
         }
     }
 
-    #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
+    /// Connections held now.
+    pub fn len(&self) -> usize {
         self.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
 impl Slot {
     /// A request is being answered (`true`) or was answered (`false`).
-    pub(crate) fn busy(&self, busy: bool) {
+    pub fn busy(&self, busy: bool) {
         if let Some(e) = self.connections.lock().get_mut(&self.id) {
             e.busy = busy;
             if !busy {
@@ -151,7 +155,7 @@ impl Slot {
     }
 
     /// Resolves when the listener wants this connection closed.
-    pub(crate) async fn closed(&self) {
+    pub async fn closed(&self) {
         self.close.notified().await;
     }
 }

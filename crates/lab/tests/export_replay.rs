@@ -6,9 +6,9 @@
 
 use bytes::Bytes;
 use offsetlab_engine::record::TopicPartition;
+use offsetlab_lab::session::{Change, Session, SinkBackend};
 use offsetlab_records::ProducedBatches;
 use offsetlab_storage::FlushPolicy;
-use offsetlab_web::session::{Change, Session, SinkBackend};
 use offsetlab_wire::kafka_protocol::protocol::StrBytes;
 use offsetlab_wire::kafka_protocol::records::{
     Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,

@@ -1,0 +1,23 @@
+//! # offsetlab-lab
+//!
+//! The lab as the web page and the Kafka listener both serve it: a [`session::Session`] holds
+//! the engine's [`offsetlab_engine::Lab`], the history of lines that built it and — for the
+//! durable lab `serve` runs — the generation directory it is saved in.
+//!
+//! - [`session`]: batches applied all or none, undone by replaying the history; saves, the
+//!   rollback when the disk refuses a write, restore, export.
+//! - [`open`]: the lab of a data directory, restored or new, never replaced.
+//! - [`handle`]: [`LabHandle`], the locked session and its change notifications, shared by
+//!   both front ends.
+//! - [`connections`]: how many connections a listener holds, and which one makes room.
+//! - [`clip`]: cutting client-sized values down to what a response carries.
+
+pub mod clip;
+pub mod connections;
+pub mod handle;
+pub mod open;
+pub mod session;
+
+pub use handle::LabHandle;
+pub use open::{open, OpenError, Opened};
+pub use session::{ActionError, Applied, Change, PendingSave, RestoreError, Session, SinkBackend};

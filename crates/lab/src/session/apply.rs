@@ -1,0 +1,324 @@
+//! A batch of lines (or of the listener's changes) applied all or none, and the undo of a failed one by replaying the history.
+
+use super::*;
+
+/// Why `command` cannot be kept in the history as text, if it cannot: its line does not parse,
+/// or parses as another command.
+pub(crate) fn unwritable(command: &Command) -> Option<String> {
+    let line = command.to_string();
+    match Command::parse(&line) {
+        Ok(Some(back)) if back == *command => None,
+        Ok(Some(_)) => Some(format!(
+            "the lab cannot record this action: its history line `{}` reads back as another action",
+            clipped_line(command)
+        )),
+        Ok(None) => Some("the lab cannot record this action: its history line is empty".into()),
+        Err(e) => Some(format!(
+            "the lab cannot record this action: its history line does not read back ({})",
+            e
+        )),
+    }
+}
+
+/// A command's line, clipped for an error message (a client's names can be 32 KiB long).
+pub(crate) fn clipped_line(command: &Command) -> String {
+    offsetlab_engine::names::clipped(&command.to_string())
+}
+
+/// Applies one history line to `lab` and records it in `history`. A `send … stored=` line's
+/// batches come from `from` (the store of the lab being replayed) and go to `produced`, under the
+/// line's new position; without `from` such a line cannot replay.
+pub(crate) fn replay(
+    lab: &mut Lab,
+    produced: &mut ProducedStore,
+    history: &mut Vec<Command>,
+    command: &Command,
+    from: Option<&ProducedStore>,
+) -> Result<(), ApplyError> {
+    match (command, from) {
+        (Command::SendStored(line), Some(from)) => {
+            let mut batches = from.batches(line)?;
+            let stored = append_produced(
+                lab,
+                produced,
+                &line.topic,
+                line.partition,
+                &line.client,
+                &mut batches,
+            )?;
+            history.extend(stored.into_iter().map(Command::SendStored));
+        }
+        _ => {
+            command.apply(lab)?;
+            if !matches!(command, Command::Expect(_)) {
+                history.push(command.clone());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Appends a client's batches to the lab's log: the history lines that name where they are
+/// kept (one per segment they went to; an in-memory lab keeps a copy in `produced`). A failure
+/// after the log took them leaves the lab ahead of its history; the caller rebuilds.
+pub(crate) fn append_produced(
+    lab: &mut Lab,
+    produced: &mut ProducedStore,
+    topic: &str,
+    partition: i32,
+    client: &str,
+    batches: &mut ProducedBatches,
+) -> Result<Vec<SendStored>, LabError> {
+    let appended = lab.send_encoded(topic, partition, batches, client)?;
+    let line = |file: String, at: u64, len: u64, count: usize| SendStored {
+        topic: topic.to_string(),
+        partition,
+        client: client.to_string(),
+        file,
+        at,
+        len,
+        count,
+    };
+    if appended.kept.is_empty() {
+        let bytes = batches.bytes();
+        let (file, at) = produced.keep(bytes)?;
+        return Ok(vec![line(file, at, bytes.len() as u64, batches.records())]);
+    }
+    Ok(appended
+        .kept
+        .into_iter()
+        .map(|k| line(k.file, k.position, k.len, k.records))
+        .collect())
+}
+
+impl Session {
+    /// Applies `lines` as one batch: all of them, or none.
+    pub fn apply_lines(&mut self, lines: &[String]) -> Result<Applied, ActionError> {
+        let mut commands = Vec::with_capacity(lines.len());
+        for (i, text) in lines.iter().enumerate() {
+            match Command::parse(text) {
+                Ok(Some(c)) => commands.push((i + 1, Change::Command(c))),
+                Ok(None) => {}
+                Err(e) => {
+                    return Err(ActionError {
+                        status: 400,
+                        error: e.message,
+                        line: i + 1,
+                        text: text.clone(),
+                        cause: None,
+                    })
+                }
+            }
+        }
+        let canonical: Vec<String> = commands.iter().map(|(_, c)| c.to_string()).collect();
+        let mut applied = self.apply_numbered(commands).map_err(|mut e| {
+            // Name the line as it was written.
+            if let Some(text) = e.line.checked_sub(1).and_then(|i| lines.get(i)) {
+                e.text = text.clone();
+            }
+            e
+        })?;
+        applied.lines = canonical;
+        Ok(applied)
+    }
+
+    /// Applies `changes` as one batch, all or none: what the Kafka listener builds. No text
+    /// round trip — a Produce request's batches go from the wire to the log and the produced
+    /// batches store, and the history gets a `send … stored=` line naming them.
+    /// [`Applied::lines`] is left empty.
+    pub fn apply_changes(&mut self, changes: Vec<Change>) -> Result<Applied, ActionError> {
+        // The history keeps these commands as text. A command the listener built that would not
+        // read back as itself (a value the language cannot write) is refused before anything
+        // changes, rather than saved as a line a restart would read differently or not at all.
+        for (i, change) in changes.iter().enumerate() {
+            if let Change::Command(c) = change {
+                if let Some(problem) = unwritable(c) {
+                    let e = LabError::InvalidArgument(problem);
+                    return Err(ActionError {
+                        status: 400,
+                        error: e.to_string(),
+                        line: i + 1,
+                        text: clipped_line(c),
+                        cause: Some(Box::new(e)),
+                    });
+                }
+            }
+        }
+        self.apply_numbered(changes.into_iter().enumerate().map(|(i, c)| (i + 1, c)).collect())
+    }
+
+    pub(crate) fn apply_numbered(&mut self, commands: Vec<(usize, Change)>) -> Result<Applied, ActionError> {
+        self.refuse_if_broken()?;
+        if commands.is_empty() {
+            return Err(ActionError {
+                status: 400,
+                error: "no action in lines".into(),
+                line: 0,
+                text: String::new(),
+                cause: None,
+            });
+        }
+        let applied = commands.len();
+        let mark = self.lab.narrative().len();
+        let history_mark = self.history.len();
+        // The line of a compaction or DeleteRecords that saved the lab in the middle of the batch.
+        let mut kept_before: Option<usize> = None;
+        let mut reset_plans = Vec::new();
+        for (n, (line, change)) in commands.into_iter().enumerate() {
+            let command = match change {
+                Change::Command(c) => c,
+                Change::Produced {
+                    topic,
+                    partition,
+                    client,
+                    mut batches,
+                } => {
+                    match append_produced(
+                        &mut self.lab,
+                        &mut self.produced,
+                        &topic,
+                        partition,
+                        &client,
+                        &mut batches,
+                    ) {
+                        Ok(stored) => self.history.extend(stored.into_iter().map(Command::SendStored)),
+                        Err(e) => {
+                            let text = format!(
+                                "send {} partition={partition} client={} …",
+                                Quoted(&topic),
+                                Quoted(&client)
+                            );
+                            if let Some(fault) = self.fault_in(&e) {
+                                return Err(self.refused_by_storage(line, text, fault, kept_before));
+                            }
+                            if n > 0 {
+                                self.undo_to(history_mark)?;
+                            }
+                            return Err(ActionError {
+                                status: 422,
+                                error: e.to_string(),
+                                line,
+                                text,
+                                cause: Some(Box::new(e)),
+                            });
+                        }
+                    }
+                    if let Some(fault) = self.take_fault() {
+                        let text = format!("send {} partition={partition} …", Quoted(&topic));
+                        return Err(self.refused_by_storage(line, text, fault, kept_before));
+                    }
+                    continue;
+                }
+            };
+            if matches!(command, Command::Compact(_) | Command::DeleteRecords(_)) {
+                // Compaction and DeleteRecords destroy records for good. Everything before them
+                // is saved first, so a restart's truncation to the saved state can never undo a
+                // record they superseded (a cleaner never cleans past the high watermark).
+                // (A deleted topic's files are only renamed aside until the deletion is saved.)
+                if let Err(e) = self.barrier() {
+                    let fault = self.fault_in(&e).unwrap_or(Fault {
+                        kind: FaultKind::Io,
+                        message: e.to_string(),
+                    });
+                    return Err(self.refused_by_storage(line, command.to_string(), fault, kept_before));
+                }
+                if n > 0 && kept_before.is_none() {
+                    kept_before = Some(line);
+                }
+            }
+            if let (Command::DeleteTopic(_), Some(g)) = (&command, &self.generation) {
+                g.deleted_topics.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+            let applied = command.apply(&mut self.lab);
+            // The disk refused a write while it ran: the action did not happen.
+            let fault = match &applied {
+                Err(ApplyError::Lab(e)) => self.fault_in(e),
+                _ => self.take_fault(),
+            };
+            if let Some(fault) = fault {
+                return Err(self.refused_by_storage(line, command.to_string(), fault, kept_before));
+            }
+            match applied {
+                Ok(outcome) => {
+                    if let Outcome::Reset(plan) = outcome {
+                        reset_plans.push(plan);
+                    }
+                    if !matches!(command, Command::Expect(_)) {
+                        self.history.push(command);
+                    }
+                }
+                Err(e) => {
+                    if n > 0 {
+                        self.undo_to(history_mark)?;
+                    }
+                    let (error, cause) = match e {
+                        ApplyError::Lab(e) => (e.to_string(), Some(Box::new(e))),
+                        ApplyError::Expectation(f) => (format!("expectation failed: {f}"), None),
+                    };
+                    return Err(ActionError {
+                        status: match cause.as_deref() {
+                            Some(LabError::Storage(f)) => storage_status(f.kind),
+                            _ => 422,
+                        },
+                        error,
+                        line,
+                        text: command.to_string(),
+                        cause,
+                    });
+                }
+            }
+        }
+        self.version += 1;
+        Ok(Applied {
+            applied,
+            lines: Vec::new(),
+            version: self.version,
+            events: self.lab.narrative().since(mark).to_vec(),
+            reset_plans,
+        })
+    }
+
+    /// Undoes the lines of a failed batch: the lab rebuilt from the history before them. If that
+    /// fails too (a stored batch that can no longer be read), the batch's applied lines stay —
+    /// in the lab and in its history, which must never disagree — and the error says so.
+    pub(crate) fn undo_to(&mut self, history_mark: usize) -> Result<(), ActionError> {
+        let Err(e) = self.rebuild(history_mark) else {
+            return Ok(());
+        };
+        // The rebuild could not be written (a full disk): the last save is from before the
+        // batch, so going back to it undoes the batch too — its sink rows aside.
+        let _ = self.take_fault();
+        if self.generation.is_some() && self.go_back_to_saved().is_ok() && self.history.len() == history_mark
+        {
+            return Ok(());
+        }
+        self.version += 1;
+        Err(internal(&format!(
+            "a line of this batch failed and the lab could not undo the lines before it ({e}); they stay applied"
+        )))
+    }
+
+    /// Rebuilds the lab from the history (undo of a failed batch): a fresh lab, into which the
+    /// history is replayed; a durable one in a new generation. Stored batches are read from the
+    /// current store and kept in the new one.
+    ///
+    /// Only the first `upto` lines are replayed; on success they are the history. On failure
+    /// nothing changes: the lab and its history still agree.
+    pub(crate) fn rebuild(&mut self, upto: usize) -> Result<(), LabError> {
+        let (mut lab, generation, mut produced) = self.fresh_lab()?;
+        let mut history = Vec::with_capacity(upto);
+        for c in &self.history[..upto] {
+            if let Err(e) = replay(&mut lab, &mut produced, &mut history, c, Some(&self.produced)) {
+                if let Some(g) = &generation {
+                    forget_generation(&g.dir);
+                }
+                return Err(match e {
+                    ApplyError::Lab(e) => e,
+                    ApplyError::Expectation(f) => LabError::InvalidArgument(f),
+                });
+            }
+        }
+        // The same lab as before the failed batch: the same version.
+        self.install(lab, history, produced, generation, self.version)
+    }
+}

@@ -1,0 +1,121 @@
+//! A lab session: the [`Lab`] behind the page, the history of lines that built it, and the
+//! all-or-nothing application of a batch of lines.
+//!
+//! The engine guarantees that a rejected operation changes nothing, so a single line needs no
+//! undo. A batch whose third line fails must undo the first two: the session rebuilds the lab by
+//! replaying its history into a fresh one. Replay is exact because the engine is deterministic —
+//! the same property that makes an exported session reproduce its figures.
+//!
+//! With the durable backend (what `serve` uses) a lab lives in a *generation* directory of the
+//! data directory: `logs/` (segment files, [`FileStore`]), `sinks/` (SQLite), `history.scenario`
+//! (the lines that built the lab, append-only) and `lab.json` (the lab's snapshot and how many
+//! bytes of the history it covers, rewritten after every change). A fresh lab — an import,
+//! a reset, the undo of a failed batch — is built in a new generation, synced, and switched to by
+//! an atomic rename of `current`, so a kill at any moment leaves one complete lab. At start the current
+//! generation is restored: logs recovered from disk, sinks reopened with their rows, the lab's
+//! state from its snapshot, committed offsets replayed from `__consumer_offsets`.
+
+use offsetlab_engine::lab::{LabView, ResetPlan};
+use offsetlab_engine::lab::{SentRecord, MAX_SEND_RECORDS};
+use offsetlab_engine::log::MemoryStore;
+use offsetlab_engine::narrative::Event;
+use offsetlab_engine::offsets::OffsetRecord;
+use offsetlab_engine::sink::{MemorySinks, SinkFactory, SinkRow};
+use offsetlab_engine::{Lab, LabError};
+use offsetlab_records::ProducedBatches;
+use offsetlab_scenario::command::{ApplyError, Command, Outcome, Send, SendStored};
+use offsetlab_scenario::token::Quoted;
+use offsetlab_scenario::Script;
+use offsetlab_sqlite::SqliteSinks;
+use offsetlab_storage::{
+    write_atomically, Durability, Fault, FaultKind, FileStore, FlushPolicy, Health, SlotFile,
+};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+mod apply;
+mod change;
+mod error;
+mod files;
+mod generation;
+mod produced;
+mod restore;
+mod rollback;
+mod save;
+mod state;
+#[cfg(test)]
+mod tests;
+
+use apply::*;
+pub use change::{Applied, Change};
+use error::*;
+pub use error::{storage_status, ActionError, RestoreError};
+use files::*;
+pub use generation::SinkBackend;
+use generation::*;
+use produced::*;
+use restore::*;
+pub use save::PendingSave;
+use save::*;
+pub use state::{NarrativeTail, SinkTail, State, StorageInfo};
+
+pub struct Session {
+    lab: Lab,
+    /// Why the session refuses every change: a storage failure it could not take back, or an
+    /// fsync that failed. Nothing more is saved; a restart restores the lab from its files.
+    broken: Option<String>,
+    history: Vec<Command>,
+    /// The batches the history's `send … stored=` lines name.
+    produced: ProducedStore,
+    backend: SinkBackend,
+    version: u64,
+    /// The durable lab's directory (durable backend only).
+    generation: Option<Generation>,
+}
+
+impl Session {
+    /// A session built by running `source` (which must succeed).
+    pub fn new(backend: SinkBackend, source: &str) -> Result<Self, ActionError> {
+        Self::built(backend, source, None)
+    }
+
+    /// A session built by running `source`, resolving its `send … stored=` lines from `stored`.
+    fn built(
+        backend: SinkBackend,
+        source: &str,
+        stored: Option<&ProducedStore>,
+    ) -> Result<Self, ActionError> {
+        let mut s = Self {
+            lab: Lab::default(),
+            broken: None,
+            history: Vec::new(),
+            produced: ProducedStore::Memory(Vec::new()),
+            backend,
+            version: 0,
+            generation: None,
+        };
+        s.load_from(source, stored)?;
+        Ok(s)
+    }
+
+    /// Where the durable lab lives, if it is durable.
+    pub fn generation_dir(&self) -> Option<&Path> {
+        self.generation.as_ref().map(|g| g.dir.as_path())
+    }
+
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// How many lines the history holds. A storage failure takes the lab back to its last save,
+    /// which can shorten it: the caller of several batches learns which of them survived.
+    pub fn history_len(&self) -> usize {
+        self.history.len()
+    }
+
+    pub fn lab(&self) -> &Lab {
+        &self.lab
+    }
+}

@@ -1,0 +1,174 @@
+//! Where the record batches real clients produced stay readable, and the export that spells them out.
+
+use super::*;
+
+/// Where the record batches real clients produced stay readable for the history: a
+/// `send … stored=FILE:AT+LEN` line names `LEN` bytes of `FILE` from `AT`. The listener appends a
+/// client's batches to the log as they came; a durable lab's log keeps the segments they went to
+/// as hard links in the generation's `produced/` directory (no second copy, and the bytes outlive
+/// retention, compaction and the topic's deletion). An in-memory lab keeps a copy in the session
+/// (`memory`). The history never holds those records as text and the produce path never decodes
+/// one; undo and export read them back from here.
+pub(crate) enum ProducedStore {
+    /// A durable generation's kept segments.
+    Dir(PathBuf),
+    /// An in-memory lab's copies, the file `memory`.
+    Memory(Vec<u8>),
+}
+
+/// The directory of kept segments in a generation.
+pub(crate) const PRODUCED_DIR: &str = "produced";
+
+pub(crate) const MEMORY_FILE: &str = "memory";
+
+impl ProducedStore {
+    /// Keeps `bytes` (an in-memory lab's batches, which its log keeps no file of).
+    pub(crate) fn keep(&mut self, bytes: &[u8]) -> Result<(String, u64), LabError> {
+        match self {
+            Self::Memory(v) => {
+                let at = v.len() as u64;
+                v.extend_from_slice(bytes);
+                Ok((MEMORY_FILE.to_string(), at))
+            }
+            Self::Dir(_) => Err(storage("the durable log kept no copy of a client's batches")),
+        }
+    }
+
+    /// The batches a `send … stored=` line names, validated again: a file is outside input.
+    pub(crate) fn batches(&self, line: &SendStored) -> Result<ProducedBatches, LabError> {
+        let too_large = || storage(format!("{line}: not a byte range a produce request could fill"));
+        let len = usize::try_from(line.len).map_err(|_| too_large())?;
+        if len > 1 << 30 {
+            return Err(too_large());
+        }
+        let missing = || storage(format!("{line}: the lab keeps no such batches"));
+        let bytes = match self {
+            Self::Dir(dir) => {
+                let io = |e: std::io::Error| storage(format!("{line}: {e}"));
+                let file = std::fs::File::open(dir.join(&line.file)).map_err(io)?;
+                // Checked against the file before anything is allocated for it.
+                let end = line.at.checked_add(line.len).ok_or_else(missing)?;
+                if file.metadata().map_err(io)?.len() < end {
+                    return Err(missing());
+                }
+                let mut bytes = vec![0; len];
+                std::os::unix::fs::FileExt::read_exact_at(&file, &mut bytes, line.at).map_err(io)?;
+                bytes
+            }
+            Self::Memory(v) => {
+                let range = usize::try_from(line.at)
+                    .ok()
+                    .and_then(|at| Some(at..at.checked_add(len)?))
+                    .filter(|r| line.file == MEMORY_FILE && r.end <= v.len())
+                    .ok_or_else(missing)?;
+                v[range].to_vec()
+            }
+        };
+        let batches = ProducedBatches::validate(bytes).map_err(|e| storage(format!("{line}: {e}")))?;
+        if batches.records() != line.count {
+            return Err(storage(format!(
+                "{line}: the stored batches hold {} records",
+                batches.records()
+            )));
+        }
+        Ok(batches)
+    }
+
+    /// The line's records, as `send … records=[…]` lines spell them out.
+    /// One line for the stored line, with its batches' sizes, so a replay lays the records out
+    /// in segments as the client's batches were (more than one only past `MAX_SEND_RECORDS`,
+    /// cut between batches).
+    pub(crate) fn spelled_out(&self, line: &SendStored) -> Result<Vec<Command>, LabError> {
+        let text = |b: Option<&[u8]>| b.map(|b| String::from_utf8_lossy(b).into_owned());
+        let stored = self.batches(line)?;
+        let mut lines = Vec::new();
+        let (mut records, mut sizes) = (Vec::new(), Vec::new());
+        for b in stored.batches() {
+            // The producer's timestamps, when they differ within the batch: a replay encodes
+            // the same deltas, so the batch takes the same bytes (and the segments roll where
+            // they rolled). Readers see the batch's log append time either way.
+            let created: Vec<i64> = b.create_timestamps().collect();
+            let base = b.header.base_timestamp;
+            let moved = created.iter().any(|&t| t != base);
+            // A base that is not the first record's own timestamp (some clients take the
+            // earliest) is written on that record.
+            let based = created.first().is_some_and(|&t| t != base).then_some(base);
+            let batch: Vec<SentRecord> = b
+                .records()
+                .zip(created)
+                .enumerate()
+                .map(|(i, (r, created))| SentRecord {
+                    batch_timestamp: if i == 0 { based } else { None },
+                    key: text(r.key),
+                    value: text(r.value),
+                    timestamp: moved.then_some(created),
+                    headers: offsetlab_engine::record::headers::decode(r.headers)
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|(k, v)| offsetlab_engine::lab::SentHeader {
+                            key: String::from_utf8_lossy(k).into_owned(),
+                            value: v.map(|v| String::from_utf8_lossy(v).into_owned()),
+                        })
+                        .collect(),
+                })
+                .collect();
+            for chunk in batch.chunks(MAX_SEND_RECORDS) {
+                if records.len() + chunk.len() > MAX_SEND_RECORDS {
+                    lines.push(spelled_send(
+                        line,
+                        std::mem::take(&mut records),
+                        std::mem::take(&mut sizes),
+                    ));
+                }
+                records.extend_from_slice(chunk);
+                sizes.push(chunk.len());
+            }
+        }
+        if !records.is_empty() {
+            lines.push(spelled_send(line, records, sizes));
+        }
+        Ok(lines)
+    }
+}
+
+/// A `send … records=` line for (part of) a stored line.
+pub(crate) fn spelled_send(line: &SendStored, records: Vec<SentRecord>, batches: Vec<usize>) -> Command {
+    Command::Send(Send {
+        topic: line.topic.clone(),
+        partition: line.partition,
+        batches: if batches.len() > 1 { batches } else { Vec::new() },
+        records,
+        client: line.client.clone(),
+    })
+}
+
+impl Session {
+    /// The session as a scenario file that replays it exactly.
+    /// Stored batches are spelled out as `send … records=[…]` lines, so the file stands on its
+    /// own; batches that can no longer be read are named in a comment.
+    pub fn export(&self) -> String {
+        let mut out = String::from("# exported from the offsetlab web lab\n");
+        for c in &self.history {
+            match c {
+                Command::SendStored(line) => match self.produced.spelled_out(line) {
+                    Ok(sends) => {
+                        for s in sends {
+                            out.push_str(&s.to_string());
+                            out.push('\n');
+                        }
+                    }
+                    Err(e) => {
+                        out.push_str(&format!(
+                            "# the lab could not read these records back: {e}\n# {c}\n"
+                        ));
+                    }
+                },
+                c => {
+                    out.push_str(&c.to_string());
+                    out.push('\n');
+                }
+            }
+        }
+        out
+    }
+}

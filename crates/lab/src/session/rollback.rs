@@ -1,0 +1,128 @@
+//! When the disk refuses a write: going back to the last save, and the session that refuses every change when even that fails.
+
+use super::*;
+
+impl Session {
+    /// Goes back to the lab the last save wrote, after the disk refused a write: the logs are
+    /// opened again and truncated to what that save acknowledged — what a restart does — and the
+    /// history is cut back to it. What the refused action did is gone (but for sink rows it
+    /// wrote, which SQLite keeps, as after a crash).
+    pub(crate) fn go_back_to_saved(&mut self) -> Result<(), LabError> {
+        let SinkBackend::Durable { flush, .. } = self.backend else {
+            return Ok(());
+        };
+        let Some(g) = self.generation.as_mut() else {
+            return Ok(());
+        };
+        let saved = g
+            .saved
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+            .ok_or_else(|| storage("no save to go back to"))?;
+        let LabFile { mut snapshot, .. } = serde_json::from_slice(&saved.lab_file).map_err(storage)?;
+        {
+            let mut log = g
+                .history
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            // A save that failed half-way may have written some of its lines.
+            let _ = log.file.set_len(saved.history_bytes);
+            log.bytes = saved.history_bytes;
+            log.commands = saved.commands;
+            self.history.truncate(saved.commands);
+            let mut narrative_log = g
+                .narrative
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let _ = narrative_log.file.set_len(saved.narrative_bytes);
+            narrative_log.bytes = saved.narrative_bytes;
+            narrative_log.events = saved.events;
+        }
+        // The narrative as it was at that save (the memory holds it: nothing since was forgotten).
+        let mut narrative = self.lab.narrative().clone();
+        narrative.truncate(saved.events);
+        snapshot.set_narrative(narrative);
+        // The lab opened again from its files as a restart opens them — beside the one in
+        // memory, which stays until the new one stands: if this fails too, the session keeps
+        // what it has and refuses every change (`broken`) rather than save an empty lab over
+        // the files.
+        let reopened = (|| {
+            let logs = g.dir.join("logs");
+            let store = FileStore::open(&logs, flush)
+                .map_err(io_error)?
+                .keeping_segments_in(g.dir.join(PRODUCED_DIR));
+            let (health, durability) = (store.health(), store.durability());
+            let sinks = SqliteSinks::new(g.dir.join("sinks"))?;
+            let lab = Lab::restore(snapshot, Box::new(store), Box::new(sinks))?;
+            if let Some(fault) = health.take() {
+                return Err(LabError::Storage(fault));
+            }
+            // Partition directories that last save does not know: topics the refused action
+            // created (a retry must not find their records), or deleted ones brought back.
+            remove_unknown_partitions(&lab, &logs);
+            Ok((lab, health, durability))
+        })();
+        match reopened {
+            Ok((lab, health, durability)) => {
+                self.lab = lab;
+                g.health = health;
+                g.durability = durability;
+                self.version += 1;
+                Ok(())
+            }
+            Err(e) => {
+                self.broken = Some(format!(
+                    "after a storage failure the lab could not go back to its last save ({e}); it refuses every change until it is restarted, and the next start restores it from its files"
+                ));
+                Err(e)
+            }
+        }
+    }
+
+    /// A refusal of any change while the session is [`Session::broken`].
+    pub(crate) fn refuse_if_broken(&self) -> Result<(), ActionError> {
+        match &self.broken {
+            None => Ok(()),
+            Some(why) => Err(ActionError {
+                status: 503,
+                error: why.clone(),
+                line: 0,
+                text: String::new(),
+                cause: Some(Box::new(LabError::storage(why.clone()))),
+            }),
+        }
+    }
+
+    /// The answer to an action the disk refused, after going back to the last save.
+    ///
+    /// `kept_before`: a compaction or DeleteRecords at that line of the batch saved the lab
+    /// (before destroying records), so the lines before it stay applied.
+    pub(crate) fn refused_by_storage(
+        &mut self,
+        line: usize,
+        text: String,
+        fault: Fault,
+        kept_before: Option<usize>,
+    ) -> ActionError {
+        let back = self.go_back_to_saved();
+        let status = storage_status(fault.kind);
+        let error = match (back, kept_before) {
+            (Ok(()), None) => format!("{fault}; nothing of this action was kept"),
+            (Ok(()), Some(at)) => format!(
+                "{fault}; the lines before line {at} stay applied (the lab was saved there, before the compaction or deletion destroyed records), nothing after them was kept"
+            ),
+            (Err(e), _) => format!("{fault}; and the lab could not go back to its last save: {e}"),
+        };
+        ActionError {
+            status,
+            error: error.clone(),
+            line,
+            text,
+            cause: Some(Box::new(LabError::Storage(Fault {
+                kind: fault.kind,
+                message: error,
+            }))),
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! Saving the lab after a change: the history's new lines, then the snapshot — at once, or after the fsync under `--flush always` ([`PendingSave`]).
+
+use super::*;
+
+/// A save that must wait for the logs (`--flush always`): the serialized lab, written once every
+/// append it covers is on disk. Run it outside the session's lock; saves of older versions that
+/// finish late are skipped.
+pub struct PendingSave {
+    pub(crate) durability: Arc<Durability>,
+    pub(crate) history: Arc<std::fs::File>,
+    pub(crate) upto: u64,
+    pub(crate) version: u64,
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) lab_file: Arc<std::sync::Mutex<(SlotFile, u64)>>,
+    /// The logs directory, when deleted topics' files go once this save is written.
+    pub(crate) purge: Option<PathBuf>,
+}
+
+impl PendingSave {
+    /// Waits for the fsync (shared with concurrent requests: group commit), then writes the
+    /// lab's file if no newer version was written meanwhile.
+    pub fn complete(self) -> Result<(), LabError> {
+        self.durability.sync_upto(self.upto).map_err(storage)?;
+        self.history.sync_data().map_err(storage)?;
+        write_slots(&self.lab_file, Written::Deferred(self.version), &self.bytes, true)?;
+        if let Some(logs) = self.purge {
+            FileStore::purge_deleted(&logs).map_err(storage)?;
+        }
+        Ok(())
+    }
+}
+
+/// Which save writes a slot, with the lab version it holds.
+pub(crate) enum Written {
+    /// Written now, under the session's lock: the lab as it is, never older than a slot.
+    Now(u64),
+    /// A deferred save (`--flush always`) finishing outside the lock, perhaps after a newer
+    /// one — or after a barrier that saved the lab in the middle of the next batch, still
+    /// numbered with this version.
+    Deferred(u64),
+}
+
+/// Writes `bytes` as the newest slot, unless the slots already hold a newer lab.
+pub(crate) fn write_slots(
+    slots: &std::sync::Mutex<(SlotFile, u64)>,
+    written: Written,
+    bytes: &[u8],
+    sync: bool,
+) -> Result<(), LabError> {
+    let mut guard = slots.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (file, newest) = &mut *guard;
+    let version = match written {
+        Written::Now(v) if v >= *newest => v,
+        Written::Deferred(v) if v > *newest => v,
+        _ => return Ok(()),
+    };
+    file.write(bytes, sync).map_err(io_error)?;
+    *newest = version;
+    Ok(())
+}
+
+impl Session {
+    /// Saves what the next start restores (durable backend), now: the history's new lines, then
+    /// the lab's snapshot (both synced unless `--flush never`).
+    pub fn persist(&self) -> Result<(), LabError> {
+        let Some(g) = &self.generation else {
+            return Ok(());
+        };
+        if let Some(why) = &self.broken {
+            return Err(storage(why));
+        }
+        let sync = g.durability.policy() != FlushPolicy::Never;
+        let (saved, history) = self.lab_file(g)?;
+        if sync {
+            history.sync_data().map_err(io_error)?;
+        }
+        write_slots(&g.lab_file, Written::Now(self.version), &saved.lab_file, sync)?;
+        g.set_saved(saved);
+        if g.deleted_topics.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            FileStore::purge_deleted(&g.dir.join("logs")).map_err(io_error)?;
+        }
+        Ok(())
+    }
+
+    /// Appends the history's new lines to its file; `lab.json`'s bytes, and the history file.
+    pub(crate) fn lab_file(&self, g: &Generation) -> Result<(Saved, Arc<std::fs::File>), LabError> {
+        lab_file_of(g, &self.lab, &self.history)
+    }
+
+    /// The disk refused a write since the last look (durable labs only).
+    pub(crate) fn take_fault(&self) -> Option<Fault> {
+        self.generation.as_ref().and_then(|g| g.health.take())
+    }
+
+    /// The storage fault behind `e`: one the store noted, or — for a storage or sink error the
+    /// store did not see (SQLite's own "database or disk is full") — the error itself.
+    pub(crate) fn fault_in(&self, e: &LabError) -> Option<Fault> {
+        let noted = self.take_fault();
+        match e {
+            LabError::Storage(fault) => Some(noted.unwrap_or_else(|| fault.clone())),
+            LabError::Sink(offsetlab_engine::sink::SinkError::Full(m)) => Some(noted.unwrap_or(Fault {
+                kind: FaultKind::Full,
+                message: m.clone(),
+            })),
+            LabError::Sink(offsetlab_engine::sink::SinkError::Backend(m)) => Some(noted.unwrap_or(Fault {
+                kind: FaultKind::Io,
+                message: m.clone(),
+            })),
+            _ => noted,
+        }
+    }
+
+    /// Saves the lab after a change. Under `--flush always` the save must follow the fsync of
+    /// the appends it covers, so it is returned to be completed outside the lock; otherwise it is
+    /// written now.
+    ///
+    /// A save that cannot be written takes the change back (the lab returns to its last save):
+    /// a change is never answered with an error and kept.
+    pub fn save(&mut self) -> Result<Option<PendingSave>, LabError> {
+        // An fsync failed (a deferred save's, outside the lock): nothing can be made durable
+        // any more, and what was answered with that error must not be saved later.
+        if let Some(failure) = self.generation.as_ref().and_then(|g| g.durability.failure()) {
+            self.broken.get_or_insert_with(|| {
+                format!("an fsync failed ({failure}): the lab refuses every change until it is restarted, and the next start restores it from its files")
+            });
+        }
+        if let Some(why) = &self.broken {
+            return Err(storage(why));
+        }
+        let fault = self.take_fault();
+        let saved = match fault {
+            Some(f) => Err(LabError::Storage(f)),
+            None => self.try_save(),
+        };
+        let saved = saved.map_err(|e| match self.go_back_to_saved() {
+            Ok(()) => e,
+            Err(again) => storage(format!(
+                "{e}; and the lab could not go back to its last save: {again}"
+            )),
+        })?;
+        // What is in the narrative's file need not stay in memory.
+        if self.generation.is_some() {
+            let narrative = self.lab.narrative_mut();
+            let keep_from = narrative.len().saturating_sub(NARRATIVE_IN_MEMORY);
+            narrative.forget_before(keep_from);
+        }
+        Ok(saved)
+    }
+
+    pub(crate) fn try_save(&self) -> Result<Option<PendingSave>, LabError> {
+        let Some(g) = &self.generation else {
+            return Ok(None);
+        };
+        if g.durability.policy() != FlushPolicy::Always {
+            self.persist()?;
+            return Ok(None);
+        }
+        let (saved, history) = self.lab_file(g)?;
+        let bytes = saved.lab_file.clone();
+        // Under `--flush always` the save is complete once its fsync is; what the lab holds now
+        // is what a refused write goes back to (a later fsync failure fails every save after it).
+        g.set_saved(saved);
+        Ok(Some(PendingSave {
+            durability: Arc::clone(&g.durability),
+            history,
+            upto: g.durability.written(),
+            version: self.version,
+            bytes,
+            lab_file: Arc::clone(&g.lab_file),
+            purge: g
+                .deleted_topics
+                .swap(false, std::sync::atomic::Ordering::SeqCst)
+                .then(|| g.dir.join("logs")),
+        }))
+    }
+
+    /// The logs synced and the lab saved, as they are now.
+    pub(crate) fn barrier(&self) -> Result<(), LabError> {
+        if let Some(g) = &self.generation {
+            g.durability.sync_all().map_err(storage)?;
+            self.persist()?;
+        }
+        Ok(())
+    }
+
+    /// The durable lab's sync handle: after an action, `sync_upto(written())` makes its appends
+    /// durable (group commit), outside the session's lock.
+    pub fn durability(&self) -> Option<Arc<Durability>> {
+        self.generation.as_ref().map(|g| Arc::clone(&g.durability))
+    }
+
+    /// A clean stop: logs closed (synced, snapshots written), the lab saved, the store marked
+    /// clean so the next start reads no record data.
+    pub fn close(&mut self) -> Result<(), LabError> {
+        let Some(g) = &self.generation else {
+            return Ok(());
+        };
+        if let Some(why) = &self.broken {
+            // Not saved, not marked clean: the next start recovers from the files.
+            return Err(storage(why));
+        }
+        self.lab.close_logs()?;
+        self.persist()?;
+        FileStore::mark_clean(&g.dir.join("logs")).map_err(storage)
+    }
+}
