@@ -10,6 +10,7 @@ mod groups_cmd;
 mod lessons_cmd;
 mod output;
 mod run_cmd;
+mod serve_cmd;
 mod topics_cmd;
 
 use clap::{Parser, Subcommand};
@@ -299,7 +300,7 @@ fn serve(args: ServeArgs) -> u8 {
             return exit::IO_ERROR;
         }
     };
-    let config = offsetlab_web::ServeConfig {
+    let config = serve_cmd::ServeConfig {
         http: args.http,
         data_dir: (!args.ephemeral).then_some(args.data),
         allow_remote: args.allow_remote,
@@ -307,7 +308,7 @@ fn serve(args: ServeArgs) -> u8 {
         flush: args.flush,
         kafka: args.kafka.0,
         reset_data: args.reset_data,
-        kafka_config: offsetlab_web::kafka::KafkaConfig {
+        kafka_config: offsetlab_broker::KafkaConfig {
             auto_create_topics: args.auto_create_topics,
             max_request_bytes: args.kafka_max_request_bytes as usize,
             limits: offsetlab_lab::connections::Limits {
@@ -327,7 +328,7 @@ fn serve(args: ServeArgs) -> u8 {
             ..offsetlab_web::http::HttpLimits::default()
         },
     };
-    match runtime.block_on(offsetlab_web::serve(config)) {
+    match runtime.block_on(serve_cmd::serve(config)) {
         Ok(()) => exit::OK,
         Err(e) => {
             eprintln!("error: {e:#}");

@@ -24,7 +24,7 @@ use offsetlab_scenario::Script;
 use serde::{Deserialize, Serialize};
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use tokio_stream::wrappers::BroadcastStream;
 use tokio_stream::{Stream, StreamExt};
 
@@ -93,11 +93,6 @@ impl AppState {
     /// A save that fails took the change back (the session went back to its last save).
     pub(crate) fn changed(&self, session: &mut Session) -> Result<Option<PendingSave>, LabError> {
         self.lab.changed(session)
-    }
-
-    /// The session behind the page (the Kafka listener shares it).
-    pub(crate) fn session(&self) -> Arc<Mutex<Session>> {
-        self.lab.session()
     }
 
     /// The lab the page shows, shared with the Kafka listener.

@@ -1,6 +1,6 @@
 //! # offsetlab-wire
 //!
-//! The Kafka wire protocol, as offsetlab's listener will speak it — pure: byte buffers in, byte
+//! The Kafka wire protocol, as offsetlab's listener speaks it — pure: byte buffers in, byte
 //! buffers out, no sockets and no async, so every rule can be tested on bytes.
 //!
 //! - [`frame`]: a request is a 4-byte big-endian size and that many bytes. The size is checked
@@ -12,9 +12,11 @@
 //! - [`response`]: a body encoded behind its response header and size prefix (ApiVersions always
 //!   with header v0, as Kafka does).
 //! - [`versions`]: the APIs and version ranges the listener advertises in ApiVersions.
+//! - [`error`]: Kafka's error codes, by name.
 //! - [`client`]: the other direction, for offsetlab's own tools talking to any broker.
 
 pub mod client;
+pub mod error;
 pub mod frame;
 pub mod request;
 pub mod response;

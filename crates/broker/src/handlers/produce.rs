@@ -14,17 +14,17 @@
 //! default) does, with one partition (`num.partitions=1`): by a Produce to an unknown topic, or
 //! by a Metadata request that allows it. `--auto-create-topics false` turns that off.
 
-use super::change;
-use super::producers::Verdict;
-use super::Broker;
-use super::{str_bytes, INVALID_TOPIC_EXCEPTION, NONE, UNKNOWN_SERVER_ERROR, UNKNOWN_TOPIC_OR_PARTITION};
-use crate::api::AppState;
+use crate::auto_create::creations;
+use crate::broker::Broker;
+use crate::change;
+use crate::produced::{owned_chunks, sent_records, Produced, Records, Refusal};
+use crate::producers::Verdict;
+use crate::str_bytes;
+use offsetlab_wire::error::*;
+
 use bytes::Bytes;
-use offsetlab_engine::lab::{SentHeader, SentRecord, MAX_SEND_RECORDS};
-use offsetlab_engine::log::TopicConfig;
-use offsetlab_lab::session::{Change, Session};
-use offsetlab_records::{validate_produce, ProduceError, ProducedBatches};
-use offsetlab_scenario::command::{Command, CreateTopic, TxnSend};
+use offsetlab_lab::session::Change;
+use offsetlab_scenario::command::{Command, TxnSend};
 use offsetlab_wire::kafka_protocol::messages::produce_response::{
     PartitionProduceResponse, TopicProduceResponse,
 };
@@ -33,206 +33,13 @@ use offsetlab_wire::kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use offsetlab_wire::kafka_protocol::protocol::StrBytes;
 use std::collections::BTreeMap;
 
-const CORRUPT_MESSAGE: i16 = 2;
-const RECORD_LIST_TOO_LARGE: i16 = 18;
-const INVALID_PRODUCER_EPOCH: i16 = 47;
-const INVALID_RECORD: i16 = 87;
-
-/// Why one partition's records were refused: Kafka's error code and the message a v8+ client
-/// shows.
-type Refusal = (i16, String);
-
-/// The records of one partition's share of a Produce request.
-pub(crate) enum Records {
-    /// Uncompressed v2 batches as the client encoded them (compressed ones re-encoded
-    /// uncompressed): appended to the log as they are.
-    Encoded(ProducedBatches),
-    /// A transaction's records, as text (`txn-send` lines), with the producer's id and epoch.
-    Transactional {
-        records: Vec<SentRecord>,
-        producer_id: i64,
-        epoch: i16,
-    },
-}
-
-impl Records {
-    fn len(&self) -> usize {
-        match self {
-            Records::Encoded(b) => b.records(),
-            Records::Transactional { records, .. } => records.len(),
-        }
-    }
-}
-
-/// One partition's share of a Produce request, validated.
-pub(crate) struct Produced {
-    pub records: Records,
-    /// Written inside a transaction (the batches' transactional bit).
-    pub transactional: bool,
-    /// An idempotent producer's (id, epoch, first sequence, records), when the batches carry one.
-    pub producer: Option<(i64, i16, i32, i32)>,
-}
-
-/// The lab keeps text records (its history and exports spell them out): a key or value that is
-/// not UTF-8 is refused with INVALID_RECORD.
-const NOT_TEXT_KEY: &str = "the lab keeps text records: this key is not UTF-8";
-const NOT_TEXT_VALUE: &str = "the lab keeps text records: this value is not UTF-8";
-const NOT_TEXT_HEADER: &str = "the lab keeps text records: a header of this record is not UTF-8";
-
-/// A record's headers (as encoded) as the export spells them: text, or INVALID_RECORD.
-fn text_headers(raw: &[u8]) -> Result<Vec<SentHeader>, &'static str> {
-    let headers = offsetlab_engine::record::headers::decode(raw).ok_or("malformed record headers")?;
-    headers
-        .into_iter()
-        .map(|(k, v)| {
-            let key = std::str::from_utf8(k).map_err(|_| NOT_TEXT_HEADER)?.to_string();
-            let value = v
-                .map(|v| std::str::from_utf8(v).map(str::to_string))
-                .transpose()
-                .map_err(|_| NOT_TEXT_HEADER)?;
-            Ok(SentHeader { key, value })
-        })
-        .collect()
-}
-
-fn text(b: Option<&[u8]>, what: &str) -> Result<Option<String>, Refusal> {
-    b.map(|b| {
-        String::from_utf8(b.to_vec()).map_err(|_| {
-            let message = if what == "key" {
-                NOT_TEXT_KEY
-            } else {
-                NOT_TEXT_VALUE
-            };
-            (INVALID_RECORD, message.to_string())
-        })
-    })
-    .transpose()
-}
-
-/// The records of one partition's batches, validated whole in one walk
-/// ([`offsetlab_records::validate_produce`]); nothing is kept if one is bad. Batches outside a
-/// transaction — what producers send by default — are kept as they came (a compressed one
-/// rewritten uncompressed): no record is decoded into a value or copied on its own.
-pub(crate) fn sent_records(bytes: Bytes) -> Result<Produced, Refusal> {
-    let mut rule = |k: Option<&[u8]>, v: Option<&[u8]>, headers: &[u8]| {
-        // ASCII (nearly every key and value) is checked a word at a time; UTF-8's own check
-        // only for the rest.
-        let is_text = |b: Option<&[u8]>| b.is_none_or(|b| b.is_ascii() || std::str::from_utf8(b).is_ok());
-        match (is_text(k), is_text(v)) {
-            (true, true) if headers.is_empty() => Ok(()),
-            (true, true) => text_headers(headers).map(|_| ()),
-            (false, _) => Err(NOT_TEXT_KEY),
-            (_, false) => Err(NOT_TEXT_VALUE),
-        }
-    };
-    let v = validate_produce(bytes, &mut rule).map_err(|e| {
-        let code = match e {
-            ProduceError::InvalidRecord(_) => INVALID_RECORD,
-            ProduceError::TooLarge { .. } => RECORD_LIST_TOO_LARGE,
-            ProduceError::Corrupt(_) | ProduceError::Framing(_) | ProduceError::CorruptCompressed(_) => {
-                CORRUPT_MESSAGE
-            }
-        };
-        (code, e.to_string())
-    })?;
-    let producer = v
-        .producer
-        .map(|p| (p.producer_id, p.epoch, p.first_sequence, p.records));
-    if !v.transactional {
-        return Ok(Produced {
-            records: Records::Encoded(v.batches),
-            transactional: false,
-            producer,
-        });
-    }
-    let Some((producer_id, epoch, _, _)) = producer else {
-        return Err((
-            INVALID_RECORD,
-            "a transactional batch carries its producer id".into(),
-        ));
-    };
-    // A transaction's records become `txn-send` lines, and carry the lab's time (CreateTime, as
-    // it appends them).
-    let mut records = Vec::with_capacity(v.batches.records());
-    for r in v.batches.batches().flat_map(|b| b.records()) {
-        records.push(SentRecord {
-            key: text(r.key, "key")?,
-            value: text(r.value, "value")?,
-            timestamp: None,
-            headers: text_headers(r.headers).map_err(|m| (INVALID_RECORD, m.to_string()))?,
-            batch_timestamp: None,
-        });
-    }
-    Ok(Produced {
-        records: Records::Transactional {
-            records,
-            producer_id,
-            epoch,
-        },
-        transactional: true,
-        producer,
-    })
-}
-
-/// `records` in pieces a `send` line may carry, moved, not copied.
-fn owned_chunks(mut records: Vec<SentRecord>) -> Vec<Vec<SentRecord>> {
-    let mut out = Vec::new();
-    while records.len() > MAX_SEND_RECORDS {
-        let rest = records.split_off(MAX_SEND_RECORDS);
-        out.push(std::mem::replace(&mut records, rest));
-    }
-    out.push(records);
-    out
-}
-
-/// A name a client may create a topic under: Kafka's legal topic names, but not one of its
-/// internal topics.
-pub(crate) fn creatable(name: &str) -> bool {
-    offsetlab_engine::names::topic_name_problem(name).is_none()
-        && !offsetlab_engine::names::is_internal_topic(name)
-}
-
-/// `topic NAME` commands (one partition, Kafka's defaults) for the unknown topics among
-/// `names` that may be created, and the names that may not (internal or invalid), each with its
-/// error code.
-fn creations(s: &Session, names: &[String]) -> (Vec<CreateTopic>, BTreeMap<String, i16>) {
-    let mut creating: Vec<CreateTopic> = Vec::new();
-    let mut refused = BTreeMap::new();
-    for name in names {
-        if s.lab().topic(name).is_ok() || creating.iter().any(|c| &c.name == name) {
-            continue;
-        }
-        if creatable(name) {
-            creating.push(CreateTopic {
-                name: name.clone(),
-                config: TopicConfig::default(),
-            });
-        } else {
-            refused.insert(name.clone(), INVALID_TOPIC_EXCEPTION);
-        }
-    }
-    (creating, refused)
-}
-
-/// Creates the unknown topics among `names` (a Metadata request that allows it).
-pub(crate) fn create_topics(app: &AppState, names: &[String]) {
-    let session = app.session();
-    let s = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let (creating, _) = creations(&s, names);
-    let _ = change::apply_commands(app, s, creating.into_iter().map(Command::Topic).collect());
-}
-
 /// A partition's index in a Produce request and its record batches.
 type PartitionRecords = (i32, Option<Bytes>);
 
 /// Appends a Produce request's records: every partition's answer, with the offset its first
 /// record was given.
-pub(crate) fn produce(
-    app: &AppState,
-    broker: &Broker,
-    mut r: ProduceRequest,
-    client_id: &str,
-) -> ProduceResponse {
+pub(crate) fn handle(broker: &Broker, mut r: ProduceRequest, client_id: &str) -> ProduceResponse {
+    let lab = &broker.lab;
     let auto_create = broker.config.auto_create_topics;
     let client = String::from(client_id);
     let txn_id = r.transactional_id.as_ref().map(|t| String::from(t.as_str()));
@@ -263,8 +70,7 @@ pub(crate) fn produce(
                 .collect()
         })
         .collect();
-    let session = app.session();
-    let s = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let s = lab.lock();
     let now = s.lab().now();
     let names: Vec<String> = topics.iter().map(|(name, _)| name.clone()).collect();
     let (creating, refused) = if auto_create {
@@ -390,7 +196,7 @@ pub(crate) fn produce(
         }
         answers.push(topic_answers);
     }
-    let outcome = change::apply(app, s, changes);
+    let outcome = change::apply(lab, s, changes);
     let stored = outcome.is_ok();
     if stored {
         for (producer, topic, partition, base) in appended {

@@ -4,30 +4,13 @@
 //! to be parsed again, and a refusal comes back as the engine's typed error, so the Kafka error
 //! code is chosen by its kind ([`code`]) — never by matching a message.
 
-use super::coordinator::Coordinator;
-use super::{
-    coordinator::{ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID},
-    INVALID_GROUP_ID, INVALID_TOPIC_EXCEPTION, UNKNOWN_SERVER_ERROR, UNKNOWN_TOPIC_OR_PARTITION,
-};
-use crate::api::AppState;
+use crate::coordinator::Coordinator;
 use offsetlab_engine::LabError;
 use offsetlab_lab::session::{ActionError, Change, Session};
+use offsetlab_lab::LabHandle;
 use offsetlab_scenario::command::Command;
+use offsetlab_wire::error::*;
 use std::sync::MutexGuard;
-
-/// Kafka's `TOPIC_ALREADY_EXISTS`.
-pub(crate) const TOPIC_ALREADY_EXISTS: i16 = 36;
-/// Kafka's `KAFKA_STORAGE_ERROR`: the log directory failed (a full disk, no file descriptors
-/// left). The request fails; the broker goes on serving.
-pub(crate) const KAFKA_STORAGE_ERROR: i16 = 56;
-/// Kafka's `NON_EMPTY_GROUP`.
-pub(crate) const NON_EMPTY_GROUP: i16 = 68;
-/// Kafka's `GROUP_SUBSCRIBED_TO_TOPIC` (KIP-496).
-pub(crate) const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
-/// Kafka's `INVALID_PRODUCER_EPOCH`.
-pub(crate) const INVALID_PRODUCER_EPOCH: i16 = 47;
-/// Kafka's `POLICY_VIOLATION`.
-pub(crate) const POLICY_VIOLATION: i16 = 44;
 
 /// Why a change the listener asked for did not take effect.
 #[derive(Debug, Clone)]
@@ -88,8 +71,8 @@ pub(crate) fn code(e: &LabError) -> i16 {
 
 /// Saves the lab after a change: at once, or — under `--flush always` — after the fsync,
 /// waited for with the session's lock released. `Ok` only once the change is durable.
-pub(crate) fn save(app: &AppState, mut s: MutexGuard<'_, Session>) -> Result<(), Failure> {
-    match app.changed(&mut s) {
+pub(crate) fn save(lab: &LabHandle, mut s: MutexGuard<'_, Session>) -> Result<(), Failure> {
+    match lab.changed(&mut s) {
         Ok(Some(pending)) => {
             drop(s);
             pending.complete().map_err(|e| Failure::Storage(e.to_string()))
@@ -101,7 +84,7 @@ pub(crate) fn save(app: &AppState, mut s: MutexGuard<'_, Session>) -> Result<(),
 
 /// Applies `changes` as one batch, all or none, and saves the lab.
 pub(crate) fn apply(
-    app: &AppState,
+    lab: &LabHandle,
     mut s: MutexGuard<'_, Session>,
     changes: Vec<Change>,
 ) -> Result<(), Failure> {
@@ -109,16 +92,16 @@ pub(crate) fn apply(
         return Ok(());
     }
     s.apply_changes(changes)?;
-    save(app, s)
+    save(lab, s)
 }
 
 /// [`apply`] for commands.
 pub(crate) fn apply_commands(
-    app: &AppState,
+    lab: &LabHandle,
     s: MutexGuard<'_, Session>,
     commands: Vec<Command>,
 ) -> Result<(), Failure> {
-    apply(app, s, commands.into_iter().map(Change::Command).collect())
+    apply(lab, s, commands.into_iter().map(Change::Command).collect())
 }
 
 /// Applies each command by itself — one topic's or group's refusal is not another's — then
@@ -128,7 +111,7 @@ pub(crate) fn apply_commands(
 /// that were not saved yet (a DeleteRecords saves what came before it): those are answered with
 /// that failure too, never acknowledged for a change the lab no longer has.
 pub(crate) fn apply_each(
-    app: &AppState,
+    lab: &LabHandle,
     mut s: MutexGuard<'_, Session>,
     commands: Vec<Command>,
 ) -> Vec<Result<(), Failure>> {
@@ -151,7 +134,7 @@ pub(crate) fn apply_each(
     }
     let mut results: Vec<Result<(), Failure>> = results.into_iter().map(|(r, _)| r).collect();
     if results.iter().any(Result::is_ok) {
-        if let Err(failure) = save(app, s) {
+        if let Err(failure) = save(lab, s) {
             for r in &mut results {
                 if r.is_ok() {
                     *r = Err(failure.clone());
@@ -167,7 +150,7 @@ pub(crate) fn apply_each(
 /// two converge again. A refusal is printed: the coordinator and the lab disagree, which the
 /// lab's own checks exist to catch.
 pub(crate) fn settle(
-    app: &AppState,
+    lab: &LabHandle,
     coordinator: &Coordinator,
     commands: Vec<Command>,
 ) -> Result<(), Failure> {
@@ -179,9 +162,8 @@ pub(crate) fn settle(
         .iter()
         .map(|c| offsetlab_scenario::error::truncated(&c.to_string(), 200))
         .collect();
-    let session = app.session();
-    let s = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let result = apply_commands(app, s, commands);
+    let s = lab.lock();
+    let result = apply_commands(lab, s, commands);
     if let Err(e) = &result {
         coordinator.unsettled(&settled, std::time::Instant::now());
         eprintln!(

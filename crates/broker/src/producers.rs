@@ -12,11 +12,11 @@
 //! appended, so a replay is exact. (Kafka also snapshots it to disk, so a broker restart keeps
 //! deduplicating; a lab restart forgets it, and a client's next batch starts a fresh entry.)
 
+use offsetlab_wire::error::*;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Mutex;
 
-const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
 /// The first producer id of an idempotent (non-transactional) producer.
 const IDEMPOTENT_IDS: i64 = 1 << 32;
 

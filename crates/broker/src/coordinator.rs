@@ -28,6 +28,7 @@ use bytes::Bytes;
 use offsetlab_engine::group::ExternalMember;
 use offsetlab_engine::record::TopicPartition;
 use offsetlab_scenario::command::{Command, CommitOffsets, Rebalance};
+use offsetlab_wire::error::*;
 use offsetlab_wire::kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 use offsetlab_wire::kafka_protocol::messages::{
     ConsumerProtocolAssignment, ConsumerProtocolSubscription, HeartbeatRequest, JoinGroupRequest,
@@ -39,13 +40,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
-
-pub(crate) const ILLEGAL_GENERATION: i16 = 22;
-pub(crate) const INCONSISTENT_GROUP_PROTOCOL: i16 = 23;
-pub(crate) const UNKNOWN_MEMBER_ID: i16 = 25;
-pub(crate) const INVALID_SESSION_TIMEOUT: i16 = 26;
-pub(crate) const REBALANCE_IN_PROGRESS: i16 = 27;
-pub(crate) const MEMBER_ID_REQUIRED: i16 = 79;
 
 /// Kafka's `group.min.session.timeout.ms` and `group.max.session.timeout.ms`.
 const MIN_SESSION: Duration = Duration::from_secs(6);

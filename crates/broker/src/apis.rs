@@ -1,0 +1,162 @@
+//! One request in, one response out: the request decoded, handed to the handler of its API
+//! (`handlers/`, a file per API key, as Kafka's `KafkaApis` dispatches them), and the response
+//! encoded. Handlers that take the lab's lock run on a blocking thread, so a slow save never
+//! stalls the async workers that read other connections.
+
+use crate::broker::Broker;
+use crate::handlers::*;
+use bytes::{Bytes, BytesMut};
+use offsetlab_wire::kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
+use offsetlab_wire::request::{decode, DecodeError, Request};
+use offsetlab_wire::response::encode;
+use std::sync::Arc;
+
+/// What a request gets.
+pub(crate) enum Reply {
+    Frame(BytesMut),
+    /// A produce with `acks=0` is not answered.
+    Nothing,
+    /// Malformed or unserved: the connection is closed.
+    Close,
+}
+
+/// The connection a request came on.
+pub(crate) struct Client<'a> {
+    /// The peer as Kafka prints a member's host, `/address`.
+    pub(crate) host: &'a str,
+}
+
+/// Runs `f` on a blocking thread; `None` if it panicked.
+async fn blocking<T: Send + 'static>(
+    broker: &Arc<Broker>,
+    f: impl FnOnce(&Broker) -> T + Send + 'static,
+) -> Option<T> {
+    let broker = Arc::clone(broker);
+    tokio::task::spawn_blocking(move || f(&broker)).await.ok()
+}
+
+/// A client id names a client in member ids, history lines and the narrative: kept as sent, up
+/// to what a classic STRING holds.
+fn client_id(request: &Request) -> String {
+    request.header.client_id.as_ref().map_or_else(String::new, |c| {
+        let c = c.as_str();
+        let mut end = c.len().min(offsetlab_engine::names::MAX_ID_BYTES);
+        while !c.is_char_boundary(end) {
+            end -= 1;
+        }
+        c[..end].to_string()
+    })
+}
+
+/// The reply to one request frame.
+pub(crate) async fn answer(frame: Bytes, broker: &Arc<Broker>, client: &Client<'_>) -> Reply {
+    let request = match decode(frame) {
+        Ok(r) => r,
+        Err(DecodeError::NotServed {
+            api_key: ApiKey::ApiVersions,
+            correlation_id,
+            ..
+        }) => {
+            let body = ResponseKind::ApiVersions(api_versions::unsupported());
+            return encode(correlation_id, ApiKey::ApiVersions, 0, &body).map_or(Reply::Close, Reply::Frame);
+        }
+        Err(_) => return Reply::Close,
+    };
+    let (api_key, version, correlation_id) = (request.api_key, request.version(), request.correlation_id());
+    let client_id = client_id(&request);
+    // The header's strings are views of the frame: gone, they leave a Produce request's batches
+    // the frame's only owners.
+    let Request { body, header, .. } = request;
+    drop(header);
+    let body = match body {
+        RequestKind::Produce(r) => {
+            let acks = r.acks;
+            let Some(response) = blocking(broker, move |b| produce::handle(b, r, &client_id)).await else {
+                return Reply::Close;
+            };
+            if acks == 0 {
+                return Reply::Nothing;
+            }
+            ResponseKind::Produce(response)
+        }
+        body => match dispatch(body, version, broker, client, client_id).await {
+            Some(response) => response,
+            None => return Reply::Close,
+        },
+    };
+    encode(correlation_id, api_key, version, &body).map_or(Reply::Close, Reply::Frame)
+}
+
+/// The response to every request but Produce; `None` for an API the listener does not serve
+/// (or a handler that panicked).
+async fn dispatch(
+    body: RequestKind,
+    version: i16,
+    broker: &Arc<Broker>,
+    client: &Client<'_>,
+    client_id: String,
+) -> Option<ResponseKind> {
+    Some(match body {
+        RequestKind::ApiVersions(_) => ResponseKind::ApiVersions(api_versions::handle()),
+        RequestKind::Metadata(r) => {
+            ResponseKind::Metadata(blocking(broker, move |b| metadata::handle(b, &r, version)).await?)
+        }
+        RequestKind::ListOffsets(r) => {
+            ResponseKind::ListOffsets(blocking(broker, move |b| list_offsets::handle(b, &r)).await?)
+        }
+        RequestKind::Fetch(r) => ResponseKind::Fetch(fetch::handle(broker, r).await?),
+        RequestKind::InitProducerId(r) => {
+            ResponseKind::InitProducerId(blocking(broker, move |b| init_producer_id::handle(b, &r)).await?)
+        }
+        RequestKind::AddPartitionsToTxn(r) => ResponseKind::AddPartitionsToTxn(
+            blocking(broker, move |b| add_partitions_to_txn::handle(b, &r)).await?,
+        ),
+        RequestKind::AddOffsetsToTxn(r) => {
+            ResponseKind::AddOffsetsToTxn(blocking(broker, move |b| add_offsets_to_txn::handle(b, &r)).await?)
+        }
+        RequestKind::TxnOffsetCommit(r) => {
+            ResponseKind::TxnOffsetCommit(blocking(broker, move |b| txn_offset_commit::handle(b, &r)).await?)
+        }
+        RequestKind::EndTxn(r) => {
+            ResponseKind::EndTxn(blocking(broker, move |b| end_txn::handle(b, &r)).await?)
+        }
+        RequestKind::CreateTopics(r) => {
+            ResponseKind::CreateTopics(blocking(broker, move |b| create_topics::handle(b, &r)).await?)
+        }
+        RequestKind::DeleteRecords(r) => {
+            ResponseKind::DeleteRecords(blocking(broker, move |b| delete_records::handle(b, &r)).await?)
+        }
+        RequestKind::DeleteTopics(r) => {
+            ResponseKind::DeleteTopics(blocking(broker, move |b| delete_topics::handle(b, &r)).await?)
+        }
+        RequestKind::DeleteGroups(r) => {
+            ResponseKind::DeleteGroups(blocking(broker, move |b| delete_groups::handle(b, &r)).await?)
+        }
+        RequestKind::OffsetDelete(r) => {
+            ResponseKind::OffsetDelete(blocking(broker, move |b| offset_delete::handle(b, &r)).await?)
+        }
+        RequestKind::DescribeConfigs(r) => {
+            ResponseKind::DescribeConfigs(blocking(broker, move |b| describe_configs::handle(b, &r)).await?)
+        }
+        RequestKind::FindCoordinator(_) => ResponseKind::FindCoordinator(find_coordinator::handle(broker)),
+        RequestKind::ListGroups(_) => ResponseKind::ListGroups(blocking(broker, list_groups::handle).await?),
+        RequestKind::DescribeGroups(r) => {
+            ResponseKind::DescribeGroups(blocking(broker, move |b| describe_groups::handle(b, &r)).await?)
+        }
+        RequestKind::JoinGroup(r) => {
+            ResponseKind::JoinGroup(join_group::handle(broker, r, version, &client_id, client.host).await?)
+        }
+        RequestKind::SyncGroup(r) => ResponseKind::SyncGroup(sync_group::handle(broker, r).await?),
+        RequestKind::Heartbeat(r) => ResponseKind::Heartbeat(heartbeat::handle(broker, &r)),
+        RequestKind::LeaveGroup(r) => {
+            ResponseKind::LeaveGroup(leave_group::handle(broker, r, version).await?)
+        }
+        RequestKind::OffsetFetch(r) => {
+            ResponseKind::OffsetFetch(blocking(broker, move |b| offset_fetch::handle(b, &r)).await?)
+        }
+        RequestKind::OffsetCommit(r) => {
+            ResponseKind::OffsetCommit(blocking(broker, move |b| offset_commit::handle(b, &r)).await?)
+        }
+        _ => return None,
+    })
+}

@@ -1,0 +1,48 @@
+//! Topics created on first use, as a broker with `auto.create.topics.enable=true` (Kafka's
+//! default) does, with one partition (`num.partitions=1`): by a Produce to an unknown topic, or
+//! by a Metadata request that allows it. `--auto-create-topics false` turns that off.
+
+use crate::change;
+use offsetlab_wire::error::*;
+
+use offsetlab_engine::log::TopicConfig;
+use offsetlab_lab::session::Session;
+use offsetlab_lab::LabHandle;
+use offsetlab_scenario::command::{Command, CreateTopic};
+use std::collections::BTreeMap;
+
+/// A name a client may create a topic under: Kafka's legal topic names, but not one of its
+/// internal topics.
+pub(crate) fn creatable(name: &str) -> bool {
+    offsetlab_engine::names::topic_name_problem(name).is_none()
+        && !offsetlab_engine::names::is_internal_topic(name)
+}
+
+/// `topic NAME` commands (one partition, Kafka's defaults) for the unknown topics among
+/// `names` that may be created, and the names that may not (internal or invalid), each with its
+/// error code.
+pub(crate) fn creations(s: &Session, names: &[String]) -> (Vec<CreateTopic>, BTreeMap<String, i16>) {
+    let mut creating: Vec<CreateTopic> = Vec::new();
+    let mut refused = BTreeMap::new();
+    for name in names {
+        if s.lab().topic(name).is_ok() || creating.iter().any(|c| &c.name == name) {
+            continue;
+        }
+        if creatable(name) {
+            creating.push(CreateTopic {
+                name: name.clone(),
+                config: TopicConfig::default(),
+            });
+        } else {
+            refused.insert(name.clone(), INVALID_TOPIC_EXCEPTION);
+        }
+    }
+    (creating, refused)
+}
+
+/// Creates the unknown topics among `names` (a Metadata request that allows it).
+pub(crate) fn create_topics(lab: &LabHandle, names: &[String]) {
+    let s = lab.lock();
+    let (creating, _) = creations(&s, names);
+    let _ = change::apply_commands(lab, s, creating.into_iter().map(Command::Topic).collect());
+}

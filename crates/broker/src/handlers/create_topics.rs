@@ -1,0 +1,168 @@
+//! Admin requests an admin client sends (kafka-topics.sh, kafka-delete-records.sh,
+//! kafka-configs.sh, `AdminClient`): CreateTopics, DeleteRecords and DescribeConfigs.
+//!
+//! The writes become the lab's own commands — `topic …` and `delete-records …` — applied as one batch
+//! with the same all-or-nothing and save as anything the page does, so history, export and
+//! undo see them. The lab is one broker: a replication factor other than 1 (or -1, the default)
+//! is refused as a one-broker Kafka refuses it, and only the topic configs the lab models are
+//! accepted; anything else is `INVALID_CONFIG` with a message naming it.
+
+use crate::auto_create::creatable;
+use crate::broker::Broker;
+use crate::change;
+use crate::str_bytes;
+use offsetlab_engine::log::config::CleanupPolicy;
+use offsetlab_engine::log::TopicConfig;
+use offsetlab_scenario::command::{Command, CreateTopic};
+use offsetlab_scenario::units::MAX_DURATION_MS;
+use offsetlab_wire::error::*;
+use offsetlab_wire::kafka_protocol::messages::create_topics_response::CreatableTopicResult;
+use offsetlab_wire::kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
+use std::collections::BTreeSet;
+
+/// A topic config as a client sends it (Kafka's units: milliseconds, bytes), applied to `c`.
+fn set_config(c: &mut TopicConfig, name: &str, value: &str) -> Result<(), String> {
+    let long = || {
+        value
+            .parse::<i64>()
+            .map_err(|_| format!("{name}={value} is not a number"))
+    };
+    let positive = |v: i64| {
+        if v > 0 {
+            Ok(v)
+        } else {
+            Err(format!("{name} must be positive"))
+        }
+    };
+    // The history writes durations in the scenario language, which stops at 100 years (so the
+    // logical clock's arithmetic never overflows): a longer one could not be read back.
+    let duration = |v: i64| {
+        if v <= MAX_DURATION_MS {
+            Ok(v)
+        } else {
+            Err(format!(
+                "{name}={v} is longer than the lab models (at most {MAX_DURATION_MS} ms, 100 years)"
+            ))
+        }
+    };
+    match name {
+        "cleanup.policy" => c.cleanup_policy = value.parse::<CleanupPolicy>()?,
+        "retention.ms" => c.retention_ms = match long()? {
+            -1 => None,
+            v if v >= 0 => Some(duration(v)?),
+            _ => return Err("retention.ms is -1 (forever) or a number of milliseconds".into()),
+        },
+        "retention.bytes" => c.retention_bytes = match long()? {
+            -1 => None,
+            v if v >= 0 => Some(v as u64),
+            _ => return Err("retention.bytes is -1 (no limit) or a number of bytes".into()),
+        },
+        "segment.bytes" => c.segment_bytes = positive(long()?)?.min(1 << 30) as usize,
+        "segment.ms" => c.segment_ms = duration(positive(long()?)?)?,
+        "delete.retention.ms" => c.delete_retention_ms = duration(long()?.max(0))?,
+        other => {
+            return Err(format!(
+                "the lab does not model '{other}' (it knows cleanup.policy, retention.ms, retention.bytes, segment.bytes, segment.ms, delete.retention.ms)"
+            ))
+        }
+    }
+    Ok(())
+}
+
+/// CreateTopics: each valid new topic becomes a `topic` command; one batch for the request.
+pub(crate) fn handle(broker: &Broker, r: &CreateTopicsRequest) -> CreateTopicsResponse {
+    let lab = &broker.lab;
+    let s = lab.lock();
+    let mut commands = Vec::new();
+    let mut seen = BTreeSet::new();
+    let mut results: Vec<(CreatableTopicResult, bool)> = r
+        .topics
+        .iter()
+        .map(|t| {
+            let name = t.name.0.to_string();
+            let result = CreatableTopicResult::default().with_name(t.name.clone());
+            let refuse = |code: i16, message: String| {
+                (
+                    result
+                        .clone()
+                        .with_error_code(code)
+                        .with_error_message(Some(str_bytes(&message)))
+                        .with_num_partitions(-1)
+                        .with_replication_factor(-1),
+                    false,
+                )
+            };
+            if !seen.insert(name.clone()) {
+                return refuse(INVALID_REQUEST, format!("'{name}' appears twice in the request"));
+            }
+            if !creatable(&name) {
+                return refuse(
+                    INVALID_TOPIC_EXCEPTION,
+                    format!("'{name}' is not a name a client may create"),
+                );
+            }
+            if s.lab().topic(&name).is_ok() {
+                return refuse(TOPIC_ALREADY_EXISTS, format!("Topic '{name}' already exists."));
+            }
+            if !matches!(t.replication_factor, -1 | 1) {
+                return refuse(
+                    INVALID_REPLICATION_FACTOR,
+                    format!(
+                        "Replication factor: {} larger than available brokers: 1 (the lab is one broker).",
+                        t.replication_factor
+                    ),
+                );
+            }
+            if !t.assignments.is_empty() {
+                return refuse(
+                    INVALID_REPLICA_ASSIGNMENT,
+                    "the lab assigns its partitions itself".into(),
+                );
+            }
+            let partitions = match t.num_partitions {
+                -1 => 1,
+                n if (1..=10_000).contains(&n) => n,
+                n => {
+                    return refuse(
+                        INVALID_PARTITIONS,
+                        format!("Number of partitions must be 1 to 10000 (got {n})."),
+                    )
+                }
+            };
+            let mut config = TopicConfig {
+                partitions,
+                ..TopicConfig::default()
+            };
+            for c in &t.configs {
+                let value = c.value.as_ref().map_or("", |v| v.as_str());
+                if let Err(e) = set_config(&mut config, c.name.as_str(), value) {
+                    return refuse(INVALID_CONFIG, e);
+                }
+            }
+            commands.push(Command::Topic(CreateTopic { name, config }));
+            (
+                result
+                    .with_error_code(NONE)
+                    .with_num_partitions(partitions)
+                    .with_replication_factor(1),
+                true,
+            )
+        })
+        .collect();
+    let outcome = if r.validate_only {
+        Ok(())
+    } else {
+        change::apply_commands(lab, s, commands)
+    };
+    if let Err(failure) = outcome {
+        for (result, valid) in &mut results {
+            if *valid {
+                *result = result
+                    .clone()
+                    .with_error_code(failure.code())
+                    .with_error_message(Some(str_bytes(&failure.message())));
+            }
+        }
+    }
+    CreateTopicsResponse::default().with_topics(results.into_iter().map(|(r, _)| r).collect())
+}

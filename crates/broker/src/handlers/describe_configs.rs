@@ -1,0 +1,134 @@
+//! DescribeConfigs: the topic configs the lab models, and the broker's (node 0).
+
+use crate::broker::Broker;
+use crate::str_bytes;
+use offsetlab_engine::log::TopicConfig;
+use offsetlab_wire::error::*;
+use offsetlab_wire::kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult,
+};
+use offsetlab_wire::kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
+
+/// DescribeConfigs resource types.
+const RESOURCE_TOPIC: i8 = 2;
+
+const RESOURCE_BROKER: i8 = 4;
+
+/// Config sources: set on the topic, or Kafka's default.
+const SOURCE_TOPIC: i8 = 1;
+
+const SOURCE_DEFAULT: i8 = 5;
+
+/// Config types (Kafka's `ConfigDef.Type` as the protocol numbers it).
+const TYPE_BOOLEAN: i8 = 1;
+
+const TYPE_INT: i8 = 3;
+
+const TYPE_LONG: i8 = 5;
+
+const TYPE_LIST: i8 = 7;
+
+/// (name, value, set on the topic rather than Kafka's default, type) of a topic's configs.
+fn topic_configs(c: &TopicConfig) -> Vec<(&'static str, String, bool, i8)> {
+    let d = TopicConfig::default();
+    let opt = |v: Option<i64>| v.map_or("-1".to_string(), |v| v.to_string());
+    vec![
+        (
+            "cleanup.policy",
+            c.cleanup_policy.to_string(),
+            c.cleanup_policy != d.cleanup_policy,
+            TYPE_LIST,
+        ),
+        (
+            "retention.ms",
+            opt(c.retention_ms),
+            c.retention_ms != d.retention_ms,
+            TYPE_LONG,
+        ),
+        (
+            "retention.bytes",
+            opt(c.retention_bytes.map(|b| b as i64)),
+            c.retention_bytes != d.retention_bytes,
+            TYPE_LONG,
+        ),
+        (
+            "segment.bytes",
+            c.segment_bytes.to_string(),
+            c.segment_bytes != d.segment_bytes,
+            TYPE_INT,
+        ),
+        (
+            "segment.ms",
+            c.segment_ms.to_string(),
+            c.segment_ms != d.segment_ms,
+            TYPE_LONG,
+        ),
+        (
+            "delete.retention.ms",
+            c.delete_retention_ms.to_string(),
+            c.delete_retention_ms != d.delete_retention_ms,
+            TYPE_LONG,
+        ),
+    ]
+}
+
+/// DescribeConfigs for topics (the configs the lab models) and for the broker (node 0).
+pub(crate) fn handle(broker: &Broker, r: &DescribeConfigsRequest) -> DescribeConfigsResponse {
+    let (s, auto_create) = (broker.lab.lock(), broker.config.auto_create_topics);
+    let results = r
+        .resources
+        .iter()
+        .map(|res| {
+            let name = res.resource_name.to_string();
+            let base = DescribeConfigsResult::default()
+                .with_resource_type(res.resource_type)
+                .with_resource_name(res.resource_name.clone());
+            let configs: Vec<(&str, String, bool, i8)> = match res.resource_type {
+                RESOURCE_TOPIC => match s.lab().topic(&name) {
+                    Ok(t) => topic_configs(&t.config),
+                    Err(_) => {
+                        return base
+                            .with_error_code(UNKNOWN_TOPIC_OR_PARTITION)
+                            .with_error_message(Some(str_bytes(&format!("no topic '{name}'"))))
+                    }
+                },
+                RESOURCE_BROKER if name == "0" || name.is_empty() => vec![
+                    (
+                        "auto.create.topics.enable",
+                        auto_create.to_string(),
+                        true,
+                        TYPE_BOOLEAN,
+                    ),
+                    ("num.partitions", "1".into(), false, TYPE_INT),
+                    ("default.replication.factor", "1".into(), false, TYPE_INT),
+                ],
+                _ => {
+                    return base
+                        .with_error_code(INVALID_REQUEST)
+                        .with_error_message(Some(str_bytes(
+                            "the lab describes topics and its broker, node 0",
+                        )))
+                }
+            };
+            let wanted = |n: &str| {
+                res.configuration_keys
+                    .as_ref()
+                    .is_none_or(|keys| keys.iter().any(|k| k.as_str() == n))
+            };
+            base.with_error_code(NONE).with_configs(
+                configs
+                    .into_iter()
+                    .filter(|(n, ..)| wanted(n))
+                    .map(|(n, v, set, ty)| {
+                        DescribeConfigsResourceResult::default()
+                            .with_name(str_bytes(n))
+                            .with_value(Some(str_bytes(&v)))
+                            .with_config_source(if set { SOURCE_TOPIC } else { SOURCE_DEFAULT })
+                            .with_config_type(ty)
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    DescribeConfigsResponse::default().with_results(results)
+}

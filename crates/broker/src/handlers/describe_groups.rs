@@ -1,0 +1,113 @@
+//! DescribeGroups: a group's state, protocol and members, with the partitions each owns.
+
+use crate::broker::Broker;
+use crate::coordinator;
+use crate::str_bytes;
+use bytes::BytesMut;
+use offsetlab_wire::kafka_protocol::messages::consumer_protocol_assignment::TopicPartition as AssignedTopicPartition;
+use offsetlab_wire::kafka_protocol::messages::describe_groups_response::{
+    DescribedGroup, DescribedGroupMember,
+};
+use offsetlab_wire::kafka_protocol::messages::TopicName;
+use offsetlab_wire::kafka_protocol::messages::{
+    ConsumerProtocolAssignment, DescribeGroupsRequest, DescribeGroupsResponse, GroupId,
+};
+use offsetlab_wire::kafka_protocol::protocol::Encodable;
+use std::collections::BTreeMap;
+
+/// A group of real clients as the coordinator sees it now (`None` when it has no members).
+fn describe_external(coordinator: &coordinator::Coordinator, id: &GroupId) -> Option<DescribedGroup> {
+    let groups = coordinator
+        .groups
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let g = groups.get(id.0.as_str()).filter(|g| !g.members.is_empty())?;
+    let members = g
+        .ordered()
+        .map(|(member_id, m)| {
+            DescribedGroupMember::default()
+                .with_member_id(str_bytes(member_id))
+                .with_group_instance_id(m.instance_id.as_deref().map(str_bytes))
+                .with_client_id(str_bytes(&m.client_id))
+                .with_client_host(str_bytes(&m.host))
+                .with_member_metadata(m.metadata(&g.protocol))
+                .with_member_assignment(m.assignment.clone())
+        })
+        .collect();
+    Some(
+        DescribedGroup::default()
+            .with_group_id(id.clone())
+            .with_group_state(str_bytes(g.state.name()))
+            .with_protocol_type(str_bytes(&g.protocol_type))
+            .with_protocol_data(str_bytes(&g.protocol))
+            .with_members(members),
+    )
+}
+
+/// The lab's groups as a Kafka coordinator describes them: members with the partitions they own
+/// (the consumer protocol's assignment bytes), the assignor as the protocol. An unknown group is
+/// `Dead`, as Kafka answers.
+pub(crate) fn handle(broker: &Broker, r: &DescribeGroupsRequest) -> DescribeGroupsResponse {
+    let (s, coordinator) = (broker.lab.lock(), &broker.coordinator);
+    let lab = s.lab();
+    let groups = r
+        .groups
+        .iter()
+        .map(|id| {
+            if let Some(described) = describe_external(coordinator, id) {
+                return described;
+            }
+            let name = id.0.to_string();
+            let Ok(g) = lab.group(&name) else {
+                return DescribedGroup::default()
+                    .with_group_id(id.clone())
+                    .with_group_state(str_bytes("Dead"));
+            };
+            let assignor = g
+                .members
+                .first()
+                .and_then(|m| lab.consumer(&m.consumer).ok())
+                .map_or("range".to_string(), |c| c.config.assignor.to_string());
+            let members = g
+                .members
+                .iter()
+                .map(|m| {
+                    let mut by_topic: BTreeMap<String, Vec<i32>> = BTreeMap::new();
+                    for (tp, owner) in &g.owners {
+                        if owner == &m.id {
+                            by_topic.entry(tp.topic.clone()).or_default().push(tp.partition);
+                        }
+                    }
+                    let assignment = ConsumerProtocolAssignment::default().with_assigned_partitions(
+                        by_topic
+                            .into_iter()
+                            .map(|(t, ps)| {
+                                AssignedTopicPartition::default()
+                                    .with_topic(TopicName(str_bytes(&t)))
+                                    .with_partitions(ps)
+                            })
+                            .collect(),
+                    );
+                    let mut bytes = BytesMut::new();
+                    bytes.extend_from_slice(&0i16.to_be_bytes());
+                    if assignment.encode(&mut bytes, 0).is_err() {
+                        bytes.clear();
+                    }
+                    DescribedGroupMember::default()
+                        .with_member_id(str_bytes(&m.id))
+                        .with_group_instance_id(m.instance_id.as_deref().map(str_bytes))
+                        .with_client_id(str_bytes(&m.consumer))
+                        .with_client_host(str_bytes("/127.0.0.1"))
+                        .with_member_assignment(bytes.freeze())
+                })
+                .collect();
+            DescribedGroup::default()
+                .with_group_id(id.clone())
+                .with_group_state(str_bytes(&g.state().to_string()))
+                .with_protocol_type(str_bytes("consumer"))
+                .with_protocol_data(str_bytes(if g.members.is_empty() { "" } else { &assignor }))
+                .with_members(members)
+        })
+        .collect();
+    DescribeGroupsResponse::default().with_groups(groups)
+}

@@ -1,0 +1,145 @@
+//! Fetch: the stored record batches from a fetch position, as a broker serves them.
+
+use crate::broker::Broker;
+use crate::handlers::list_offsets::isolation;
+use bytes::Bytes;
+use offsetlab_engine::record::TopicPartition;
+use offsetlab_engine::txn::IsolationLevel;
+use offsetlab_lab::session::Session;
+use offsetlab_wire::error::*;
+use offsetlab_wire::kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use offsetlab_wire::kafka_protocol::messages::{FetchRequest, FetchResponse};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A fetch waits at most this long for records (the lab does not wake fetches on produce yet).
+const MAX_FETCH_WAIT: Duration = Duration::from_millis(500);
+
+/// Records a fetch hands out per partition at most.
+const MAX_FETCH_RECORDS: usize = 5_000;
+
+/// The fetch response and how many bytes of record batches it carries.
+fn fetch(s: &Session, r: &FetchRequest) -> (FetchResponse, usize) {
+    let lab = s.lab();
+    let level = isolation(r.isolation_level);
+    let mut total = 0;
+    // The response's own limit (`fetch.max.bytes`, KIP-74): partitions are served in the order
+    // asked until it is reached; the first batch goes out even if it alone is larger.
+    let response_limit = usize::try_from(r.max_bytes).unwrap_or(0);
+    let response_limit = if response_limit == 0 {
+        usize::MAX
+    } else {
+        response_limit
+    };
+    let responses = r
+        .topics
+        .iter()
+        .map(|t| {
+            let name = t.topic.0.to_string();
+            let partitions = t
+                .partitions
+                .iter()
+                .map(|p| {
+                    let tp = TopicPartition::new(name.clone(), p.partition);
+                    let base = PartitionData::default().with_partition_index(p.partition);
+                    let (Ok(log), Ok(txns)) = (lab.partition_log(&tp), lab.partition_txns(&tp)) else {
+                        return base.with_error_code(UNKNOWN_TOPIC_OR_PARTITION);
+                    };
+                    let (start, end) = (log.log_start_offset(), log.log_end_offset());
+                    let lso = txns.last_stable_offset(end);
+                    let base = base
+                        .with_high_watermark(end)
+                        .with_last_stable_offset(lso)
+                        .with_log_start_offset(start);
+                    if p.fetch_offset < start || p.fetch_offset > end {
+                        return base.with_error_code(OFFSET_OUT_OF_RANGE);
+                    }
+                    // The records the client may see: no markers; with read_committed, nothing
+                    // at or past the last stable offset and nothing aborted (dropped here, so the
+                    // client needs no aborted-transactions list).
+                    let upper = match level {
+                        IsolationLevel::ReadCommitted => lso,
+                        IsolationLevel::ReadUncommitted => end,
+                    };
+                    if total > 0 && total >= response_limit {
+                        return base.with_records(Some(Bytes::new()));
+                    }
+                    let budget = usize::try_from(p.partition_max_bytes)
+                        .unwrap_or(0)
+                        .min(response_limit - total)
+                        .max(1);
+                    // The stored batches as they are, when nothing in them must be hidden: what a
+                    // broker does, and no record is decoded or encoded. Aborted records under
+                    // read_committed take the path below, which drops them.
+                    let hides_nothing = level == IsolationLevel::ReadUncommitted
+                        || txns
+                            .aborted_offsets()
+                            .range(p.fetch_offset..upper.max(p.fetch_offset))
+                            .next()
+                            .is_none();
+                    if hides_nothing && p.fetch_offset < upper {
+                        let mut raw = Vec::new();
+                        if log
+                            .read_batches(p.fetch_offset, upper, budget, &mut raw)
+                            .is_some()
+                        {
+                            total += raw.len();
+                            return base.with_records(Some(Bytes::from(raw)));
+                        }
+                    }
+                    let mut bytes = 0usize;
+                    let mut records = Vec::new();
+                    log.read(p.fetch_offset, MAX_FETCH_RECORDS, &mut |rec| {
+                        if rec.offset >= upper || (bytes >= budget && !records.is_empty()) {
+                            return;
+                        }
+                        // A read_committed client never gets aborted records (dropped here, so it needs
+                        // no aborted-transactions list); every client gets the markers, as control
+                        // batches it skips — they are what moves its position past a transaction.
+                        if !rec.control
+                            && level == IsolationLevel::ReadCommitted
+                            && txns.is_aborted(rec.offset)
+                        {
+                            return;
+                        }
+                        bytes += rec.key.map_or(0, <[u8]>::len) + rec.value.map_or(0, <[u8]>::len) + 20;
+                        records.push(rec.to_owned());
+                    });
+                    // The lab's own codec, a batch per run of data or control records.
+                    let mut out = Vec::new();
+                    for run in records.chunk_by(|a, b| a.control == b.control) {
+                        let run: Vec<(i64, offsetlab_records::NewRecord<'_>)> =
+                            run.iter().map(|r| (r.offset, r.as_new())).collect();
+                        offsetlab_records::batch::encode(&mut out, &run, -1);
+                    }
+                    total += out.len();
+                    base.with_records(Some(Bytes::from(out)))
+                })
+                .collect();
+            FetchableTopicResponse::default()
+                .with_topic(t.topic.clone())
+                .with_partitions(partitions)
+        })
+        .collect();
+    (FetchResponse::default().with_responses(responses), total)
+}
+
+/// Fetch: answered once `min.bytes` of record batches are ready (control batches count: they
+/// move a read_committed client past a transaction's end), or after `max.wait.ms` — capped at
+/// [`MAX_FETCH_WAIT`] — with what there is then.
+pub(crate) async fn handle(broker: &Arc<Broker>, r: FetchRequest) -> Option<FetchResponse> {
+    let wait = Duration::from_millis(u64::try_from(r.max_wait_ms).unwrap_or(0)).min(MAX_FETCH_WAIT);
+    let min_bytes = usize::try_from(r.min_bytes).unwrap_or(1).max(1);
+    let r = Arc::new(r);
+    let look = |r: &Arc<FetchRequest>| {
+        let (lab, r) = (broker.lab.clone(), Arc::clone(r));
+        tokio::task::spawn_blocking(move || fetch(&lab.lock(), &r))
+    };
+    let (first, bytes) = look(&r).await.ok()?;
+    if bytes >= min_bytes || wait.is_zero() {
+        return Some(first);
+    }
+    // Not enough to read: wait (up to max.wait.ms) and look once more.
+    tokio::time::sleep(wait).await;
+    Some(look(&r).await.ok()?.0)
+}

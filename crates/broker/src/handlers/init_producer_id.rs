@@ -1,0 +1,65 @@
+//! The transaction coordinator's APIs for real transactional producers: InitProducerId with a
+//! `transactional.id`, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit and EndTxn.
+//!
+//! The lab's one transaction coordinator (in the engine) keeps the producer ids, epochs, open
+//! transactions, markers and last stable offsets; these handlers check a request's producer id
+//! and epoch against it (an older epoch is a fenced instance: INVALID_PRODUCER_EPOCH) and write
+//! what changes as commands — `init-txn`, `txn-offsets`, `end-txn` (the records themselves come
+//! as `txn-send` commands from Produce). TxnOffsetCommit also passes the group coordinator's check of
+//! member and generation (KIP-447), so a zombie consumer cannot commit a transaction's offsets.
+//!
+//! Not modelled: a wall-clock `transaction.timeout.ms` (an abandoned transaction is aborted when
+//! the same `transactional.id` calls initTransactions again, or when the lab's clock passes its
+//! timeout), and KIP-890's server-side defence (EndTxn v5, AddPartitionsToTxn v4+).
+
+use crate::broker::Broker;
+use crate::change;
+use offsetlab_lab::session::Change;
+use offsetlab_scenario::command::{Command, InitTxn};
+use offsetlab_wire::error::*;
+use offsetlab_wire::kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
+
+/// InitProducerId with a `transactional.id`: the lab's coordinator gives a producer id (or the
+/// next epoch, fencing the previous instance and aborting what it left open).
+pub(crate) fn handle(broker: &Broker, r: &InitProducerIdRequest) -> InitProducerIdResponse {
+    // An idempotent producer gets an id from the broker; a transactional one from the lab's
+    // transaction coordinator.
+    let Some(txn_id) = r.transactional_id.as_ref().map(|t| t.to_string()) else {
+        let (id, epoch) = broker.producers.init();
+        return InitProducerIdResponse::default()
+            .with_producer_id(ProducerId(id))
+            .with_producer_epoch(epoch);
+    };
+    let (lab, txn_id) = (&broker.lab, txn_id.as_str());
+    let refuse = |code: i16| {
+        InitProducerIdResponse::default()
+            .with_error_code(code)
+            .with_producer_id(ProducerId(-1))
+            .with_producer_epoch(-1)
+    };
+    if r.transaction_timeout_ms <= 0 {
+        return refuse(INVALID_TRANSACTION_TIMEOUT);
+    }
+    let init = Command::InitTxn(InitTxn {
+        txn_id: txn_id.to_string(),
+        timeout_ms: i64::from(r.transaction_timeout_ms),
+    });
+    let mut s = lab.lock();
+    if let Err(e) = s.apply_changes(vec![Change::Command(init)]) {
+        return refuse(match change::Failure::from(e) {
+            change::Failure::Refused(_) => INVALID_TXN_STATE,
+            storage => storage.code(),
+        });
+    }
+    // Read in the same locked step that gave the epoch: a second InitProducerId for this id
+    // cannot slip in between and be answered with the same one.
+    let Some((producer_id, epoch)) = s.lab().producers().get(txn_id).map(|p| (p.producer_id, p.epoch)) else {
+        return refuse(UNKNOWN_SERVER_ERROR);
+    };
+    match change::save(lab, s) {
+        Ok(()) => InitProducerIdResponse::default()
+            .with_producer_id(ProducerId(producer_id))
+            .with_producer_epoch(epoch),
+        Err(failure) => refuse(failure.code()),
+    }
+}

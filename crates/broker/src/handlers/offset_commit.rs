@@ -1,0 +1,127 @@
+//! OffsetCommit: a member's commit, or an offset reset from outside the group.
+
+use crate::broker::Broker;
+use crate::{change, coordinator};
+use offsetlab_engine::lab::ResetSpec;
+use offsetlab_engine::record::TopicPartition;
+use offsetlab_engine::LabError;
+use offsetlab_scenario::command::{Command, ResetOffsets};
+use offsetlab_wire::error::*;
+use offsetlab_wire::kafka_protocol::messages::offset_commit_response::{
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
+use offsetlab_wire::kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
+
+/// A commit from outside the group — what `kafka-consumer-groups.sh --reset-offsets --execute`
+/// and an admin client's `alterConsumerGroupOffsets` send (no member id, generation −1) —
+/// becomes the lab's own `reset-offsets … execute` commands, one batch, so the lab's history,
+/// export and undo see it like any other action. A group with members refuses it, as Kafka's
+/// coordinator does (UNKNOWN_MEMBER_ID). A member's commit (a member id and its generation) is
+/// checked by the group coordinator and becomes a `commit-offsets` command. Either way a
+/// partition the lab does not have is UNKNOWN_TOPIC_OR_PARTITION and the rest are stored.
+pub(crate) fn handle(broker: &Broker, r: &OffsetCommitRequest) -> OffsetCommitResponse {
+    let (lab, coordinator) = (&broker.lab, &broker.coordinator);
+    let group = r.group_id.0.to_string();
+    let respond = |code: &dyn Fn(&str, i32) -> i16| {
+        OffsetCommitResponse::default().with_topics(
+            r.topics
+                .iter()
+                .map(|t| {
+                    OffsetCommitResponseTopic::default()
+                        .with_name(t.name.clone())
+                        .with_partitions(
+                            t.partitions
+                                .iter()
+                                .map(|p| {
+                                    OffsetCommitResponsePartition::default()
+                                        .with_partition_index(p.partition_index)
+                                        .with_error_code(code(t.name.0.as_str(), p.partition_index))
+                                })
+                                .collect(),
+                        )
+                })
+                .collect(),
+        )
+    };
+    if group.is_empty() {
+        return respond(&|_, _| INVALID_GROUP_ID);
+    }
+    let requested = || {
+        r.topics.iter().flat_map(|t| {
+            t.partitions.iter().map(move |p| {
+                (
+                    TopicPartition::new(t.name.0.to_string(), p.partition_index),
+                    p.committed_offset,
+                )
+            })
+        })
+    };
+    let member_commit = !r.member_id.is_empty() || r.generation_id_or_member_epoch >= 0;
+    // Held from the coordinator's check to the lab's command, so the two stay in one order.
+    let _settle = coordinator.settle_lock();
+    if member_commit {
+        if let Err(code) = coordinator.check_commit(&group, &r.member_id, r.generation_id_or_member_epoch) {
+            return respond(&|_, _| code);
+        }
+    }
+    let s = lab.lock();
+    if !member_commit
+        && (s.lab().group(&group).is_ok_and(|g| g.has_members()) || coordinator.has_members(&group))
+    {
+        // From outside the group (an offset reset): only while nobody is in it.
+        return respond(&|_, _| UNKNOWN_MEMBER_ID);
+    }
+    type Offsets = Vec<(TopicPartition, i64)>;
+    let (known, unknown): (Offsets, Offsets) =
+        requested().partition(|(tp, _)| s.lab().partition_log(tp).is_ok());
+    let unknown: std::collections::BTreeSet<(String, i32)> = unknown
+        .into_iter()
+        .map(|(tp, _)| (tp.topic, tp.partition))
+        .collect();
+    // A negative offset is no position in a log: the lab keeps committed offsets as positions
+    // (Kafka stores whatever a client sends, and its clients read -1 back as "no offset"). Those
+    // partitions are refused one by one; the rest are stored.
+    let (known, negative): (Offsets, Offsets) = known.into_iter().partition(|(_, o)| *o >= 0);
+    let negative: std::collections::BTreeSet<(String, i32)> = negative
+        .into_iter()
+        .map(|(tp, _)| (tp.topic, tp.partition))
+        .collect();
+    let commands: Vec<Command> = if known.is_empty() {
+        Vec::new()
+    } else if member_commit {
+        vec![coordinator::Coordinator::commit(
+            &group,
+            &r.member_id,
+            r.generation_id_or_member_epoch,
+            known,
+        )]
+    } else {
+        known
+            .into_iter()
+            .map(|(tp, offset)| {
+                Command::ResetOffsets(ResetOffsets {
+                    group: group.clone(),
+                    topic: tp.topic,
+                    partitions: Some(vec![tp.partition]),
+                    spec: ResetSpec::ToOffset(offset),
+                    datetime_text: None,
+                    execute: true,
+                })
+            })
+            .collect()
+    };
+    let outcome = change::apply_commands(lab, s, commands);
+    respond(&|t, p| {
+        if unknown.contains(&(t.to_string(), p)) {
+            UNKNOWN_TOPIC_OR_PARTITION
+        } else if negative.contains(&(t.to_string(), p)) {
+            INVALID_COMMIT_OFFSET_SIZE
+        } else {
+            match &outcome {
+                Ok(()) => NONE,
+                Err(change::Failure::Refused(LabError::InvalidArgument(_))) => INVALID_COMMIT_OFFSET_SIZE,
+                Err(failure) => failure.code(),
+            }
+        }
+    })
+}

@@ -1,0 +1,87 @@
+//! # offsetlab-broker
+//!
+//! The Kafka listener: real Kafka clients — kcat, librdkafka, kafka-python, a Java service —
+//! produce into the lab's logs, consume from any offset with either isolation level, look
+//! offsets up by time, join consumer groups, commit, run transactions, and administer topics
+//! and groups. What they change reaches the lab as typed commands ([`change`]), applied and
+//! saved like anything the page does, so the history, the export and the page see it.
+//!
+//! - [`server`]: sockets — connections within a cap, frames within a size limit, idle timeouts.
+//! - [`apis`]: a request decoded, dispatched to its handler, the response encoded.
+//! - `handlers/`: one file per API key.
+//! - [`coordinator`]: the group coordinator for real clients (Kafka's classic protocol).
+//! - [`producers`]: idempotent producers' ids and sequence numbers.
+//! - [`change`]: how a handler changes the lab, and which Kafka error code a refusal is.
+
+mod apis;
+mod auto_create;
+mod broker;
+mod change;
+mod coordinator;
+mod handlers;
+mod produced;
+mod producers;
+mod server;
+mod transaction_state;
+
+pub use broker::KafkaConfig;
+
+use broker::Broker;
+use offsetlab_lab::LabHandle;
+use offsetlab_wire::kafka_protocol::protocol::StrBytes;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+
+/// Serves `lab` to Kafka clients on `listener` until the runtime stops.
+pub async fn serve(listener: TcpListener, lab: LabHandle, config: KafkaConfig) {
+    let Ok(advertised) = listener.local_addr() else {
+        return;
+    };
+    let broker = Arc::new(Broker::new(lab, config, advertised));
+    forget_members_of_the_last_run(&broker).await;
+    // Sessions and rebalance timeouts run on wall time: check them a few times a second.
+    {
+        let broker = Arc::clone(&broker);
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(Duration::from_millis(250));
+            loop {
+                every.tick().await;
+                let broker = Arc::clone(&broker);
+                let _ = tokio::task::spawn_blocking(move || {
+                    let _settle = broker.coordinator.settle_lock();
+                    let settled = broker.coordinator.tick(std::time::Instant::now());
+                    let _ = change::settle(&broker.lab, &broker.coordinator, settled);
+                })
+                .await;
+            }
+        });
+    }
+    server::accept(listener, broker).await;
+}
+
+/// Real clients that were members when the lab last stopped are gone with the coordinator's
+/// memory: their groups are Empty until they join again (as after their session timeout).
+async fn forget_members_of_the_last_run(broker: &Arc<Broker>) {
+    let broker = Arc::clone(broker);
+    let _ = tokio::task::spawn_blocking(move || {
+        let _settle = broker.coordinator.settle_lock();
+        let emptied: Vec<_> = {
+            let s = broker.lab.lock();
+            s.lab()
+                .groups()
+                .values()
+                .filter_map(|g| {
+                    let e = g.external.as_ref().filter(|e| !e.members.is_empty())?;
+                    Some(coordinator::empty_group(&g.name, g.generation + 1, &e.protocol))
+                })
+                .collect()
+        };
+        let _ = change::settle(&broker.lab, &broker.coordinator, emptied);
+    })
+    .await;
+}
+
+fn str_bytes(s: &str) -> StrBytes {
+    StrBytes::from_string(s.to_string())
+}

@@ -1,0 +1,101 @@
+//! The listener's sockets: accepting connections within the cap, reading frames with a size
+//! limit checked before allocation, answering them in order, and closing what is idle.
+//!
+//! Each connection is a task. A malformed frame, an unknown API or an unserved version of any
+//! API but ApiVersions closes that connection and nothing else, as a Kafka broker does.
+
+use crate::apis::{answer, Client, Reply};
+use crate::broker::Broker;
+use bytes::BytesMut;
+use offsetlab_lab::connections::{Connections, Slot};
+use offsetlab_wire::frame::{bytes_wanted, split_frame};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// A request frame at least this large is left the only owner of its bytes (see [`connection`]).
+const OWN_BUFFER_FRAME: usize = 64 << 10;
+
+/// Accepts connections until the runtime stops.
+pub(crate) async fn accept(listener: TcpListener, broker: Arc<Broker>) {
+    let open = Connections::new(broker.config.limits.max_connections);
+    let mut backoff = Duration::from_millis(5);
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // Out of descriptors (or another transient failure): never spin. Make a
+                // descriptor free if an idle connection can give one, and wait a little.
+                if matches!(e.raw_os_error(), Some(24 | 23)) {
+                    open.shed_one();
+                }
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+                continue;
+            }
+        };
+        backoff = Duration::from_millis(5);
+        // Every connection busy at the cap: this one is refused (closed at once).
+        let Some(slot) = open.admit() else {
+            drop(stream);
+            continue;
+        };
+        let broker = Arc::clone(&broker);
+        tokio::spawn(async move {
+            let _ = connection(stream, &broker, slot).await;
+        });
+    }
+}
+
+async fn connection(mut stream: TcpStream, broker: &Arc<Broker>, slot: Slot) -> std::io::Result<()> {
+    let idle = broker.config.limits.idle_timeout;
+    // Completing a request moves the deadline; bytes of an unfinished one do not.
+    let mut deadline = tokio::time::Instant::now() + idle;
+    // Kafka prints a member's host as `/address`.
+    let host = stream
+        .peer_addr()
+        .map_or_else(|_| "/unknown".to_string(), |a| format!("/{}", a.ip()));
+    let mut buf = BytesMut::with_capacity(64 << 10);
+    loop {
+        loop {
+            let frame = match split_frame(&mut buf, broker.config.max_request_bytes) {
+                Ok(Some(f)) => f,
+                Ok(None) => break,
+                Err(_) => return Ok(()), // a size over the limit: close
+            };
+            if frame.len() >= OWN_BUFFER_FRAME {
+                // The frame shares its allocation with what follows it in `buf`: give the rest
+                // (usually nothing, or the start of the next request) a buffer of its own, so
+                // the frame's bytes have one owner and a Produce request's batches can be
+                // appended in place, not copied first.
+                let mut rest = BytesMut::with_capacity(buf.len().max(64 << 10));
+                rest.extend_from_slice(&buf);
+                buf = rest;
+            }
+            slot.busy(true);
+            let client = Client { host: &host };
+            match answer(frame.freeze(), broker, &client).await {
+                Reply::Frame(out) => stream.write_all(&out).await?,
+                Reply::Nothing => {}
+                Reply::Close => return Ok(()), // malformed or unserved: close, as Kafka does
+            }
+            slot.busy(false);
+            deadline = tokio::time::Instant::now() + idle;
+        }
+        let want = bytes_wanted(&buf, broker.config.max_request_bytes).clamp(1, 1 << 20);
+        buf.reserve(want);
+        let read = tokio::select! {
+            // Closed to make room for a new connection.
+            () = slot.closed() => return Ok(()),
+            read = tokio::time::timeout_at(deadline, stream.read_buf(&mut buf)) => read,
+        };
+        match read {
+            // `connections.max.idle.ms` passed without a complete request.
+            Err(_) => return Ok(()),
+            Ok(Ok(0)) => return Ok(()),
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return Err(e),
+        }
+    }
+}

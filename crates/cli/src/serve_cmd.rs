@@ -1,0 +1,117 @@
+//! `offsetlab serve`: the lab of a data directory opened ([`offsetlab_lab::open`]), served to
+//! browsers ([`offsetlab_web`]) and to Kafka clients ([`offsetlab_broker`]) at once.
+
+use offsetlab_lab::LabHandle;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+pub struct ServeConfig {
+    pub http: SocketAddr,
+    /// The lab's data directory; `None` for a temporary one removed at exit.
+    pub data_dir: Option<PathBuf>,
+    /// Serve on a non-loopback address.
+    pub allow_remote: bool,
+    /// Host names (besides the loopback ones) whose requests the lab answers (`--public-host`).
+    pub public_hosts: Vec<String>,
+    /// When appended records reach the disk (`--flush`).
+    pub flush: offsetlab_storage::FlushPolicy,
+    /// Where the Kafka listener listens (`--kafka`), if it does.
+    pub kafka: Option<SocketAddr>,
+    /// How it behaves (`--auto-create-topics`).
+    pub kafka_config: offsetlab_broker::KafkaConfig,
+    /// Discard the data directory's lab before starting (`--reset-data`).
+    pub reset_data: bool,
+    /// The HTTP server's connection cap and timeouts.
+    pub http_limits: offsetlab_web::http::HttpLimits,
+}
+
+/// Runs the lab — the page and the Kafka listener, both serving one [`LabHandle`] — until
+/// Ctrl-C, then closes it cleanly.
+pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
+    if let Some(k) = config
+        .kafka
+        .filter(|k| !k.ip().is_loopback() && !config.allow_remote)
+    {
+        anyhow::bail!(
+            "{k} is not a loopback address: the Kafka listener listens on 127.0.0.1 only unless you pass --allow-remote"
+        );
+    }
+    if !config.http.ip().is_loopback() && !config.allow_remote {
+        anyhow::bail!(
+            "{} is not a loopback address: the lab listens on 127.0.0.1 only unless you pass --allow-remote",
+            config.http
+        );
+    }
+    let temp;
+    let data_dir = match &config.data_dir {
+        Some(d) => d.clone(),
+        None => {
+            temp = tempfile::tempdir()?;
+            temp.path().to_path_buf()
+        }
+    };
+    let started = std::time::Instant::now();
+    let opened = offsetlab_lab::open(&data_dir, config.flush, config.reset_data)?;
+    for path in &opened.removed {
+        eprintln!("--reset-data: removed {}", path.display());
+    }
+    let restored = opened
+        .restored
+        .map(|s| format!("{s}; restored in {:.0?}", started.elapsed()));
+    let listener = tokio::net::TcpListener::bind(config.http).await?;
+    let addr = listener.local_addr()?;
+    let lab = LabHandle::new(opened.session);
+    let state = offsetlab_web::AppState::new(lab.clone(), addr, &config.public_hosts);
+    if config.allow_remote && config.public_hosts.is_empty() {
+        eprintln!(
+            "note: --allow-remote without --public-host: the lab answers only requests whose Host is one of {}; add --public-host NAME for the name (or address) people use to reach it",
+            state.hosts().join(", ")
+        );
+    }
+    let kafka = match config.kafka {
+        Some(addr) => match tokio::net::TcpListener::bind(addr).await {
+            Ok(l) => {
+                let bound = l.local_addr().ok();
+                tokio::spawn(offsetlab_broker::serve(l, lab.clone(), config.kafka_config));
+                bound
+            }
+            Err(e) => {
+                eprintln!(
+                    "warning: the Kafka listener cannot listen on {addr} ({e}); the lab runs without it"
+                );
+                None
+            }
+        },
+        None => None,
+    };
+    // Write errors are ignored: a lab whose stdout was closed keeps serving.
+    let mut out = std::io::stdout();
+    let _ = writeln!(
+        out,
+        "offsetlab lab on http://{addr}  (data: {}, --flush {}){}{}\npress Ctrl-C to stop",
+        data_dir.display(),
+        config.flush,
+        restored
+            .map(|s| format!("\nlab restored: {s}"))
+            .unwrap_or_default(),
+        kafka
+            .map(|k| format!("\nKafka listener on {k} (try: kcat -b {k} -L)"))
+            .unwrap_or_default()
+    );
+    let _ = out.flush();
+    offsetlab_web::http::serve(
+        listener,
+        offsetlab_web::router(state),
+        config.http_limits,
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        },
+    )
+    .await?;
+    // A clean stop: logs synced and snapshotted, so the next start reads no record data.
+    lab.lock()
+        .close()
+        .map_err(|e| anyhow::anyhow!("closing the lab: {e}"))?;
+    Ok(())
+}
