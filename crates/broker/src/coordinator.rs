@@ -1,13 +1,9 @@
 //! The group coordinator for real Kafka clients: JoinGroup, SyncGroup, Heartbeat, LeaveGroup
 //! and their members' offset commits, as Kafka's classic (eager) group protocol runs them.
 //!
-//! ```text
-//!            JoinGroup (new member, or a member leaves / times out)
-//!   Empty ─────────────────────────────▶ PreparingRebalance ──(every member rejoined, or the
-//!     ▲                                        │               rebalance timeout passed)
-//!     │ last member gone                       ▼
-//!     └──────────── Stable ◀──(leader's SyncGroup)── CompletingRebalance
-//! ```
+//! The states, their transitions and the commit fence are the engine's
+//! (`offsetlab_engine::group::GroupState` and `check_commit`), shared with the lab's own
+//! consumers: this coordinator moves a group only as they allow.
 //!
 //! A member's liveness is wall time — heartbeats every few seconds, `session.timeout.ms` without
 //! one and it is gone — so this coordinator lives beside the listener, not in the deterministic
@@ -25,7 +21,7 @@
 //! advice for development).
 
 use bytes::Bytes;
-use offsetlab_engine::group::ExternalMember;
+use offsetlab_engine::group::{check_commit, ExternalMember, Fenced, GroupState};
 use offsetlab_engine::record::TopicPartition;
 use offsetlab_scenario::command::{Command, CommitOffsets, Rebalance};
 use offsetlab_wire::error::*;
@@ -44,25 +40,6 @@ use tokio::sync::oneshot;
 /// Kafka's `group.min.session.timeout.ms` and `group.max.session.timeout.ms`.
 const MIN_SESSION: Duration = Duration::from_secs(6);
 const MAX_SESSION: Duration = Duration::from_secs(1_800);
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum State {
-    Empty,
-    PreparingRebalance,
-    CompletingRebalance,
-    Stable,
-}
-
-impl State {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Self::Empty => "Empty",
-            Self::PreparingRebalance => "PreparingRebalance",
-            Self::CompletingRebalance => "CompletingRebalance",
-            Self::Stable => "Stable",
-        }
-    }
-}
 
 #[derive(Debug)]
 pub(crate) struct Member {
@@ -93,7 +70,8 @@ impl Member {
 
 #[derive(Debug)]
 pub(crate) struct Group {
-    pub(crate) state: State,
+    /// Moved only through [`Group::enter`], which keeps to the protocol's transitions.
+    pub(crate) state: GroupState,
     pub(crate) generation: i32,
     pub(crate) protocol_type: String,
     pub(crate) protocol: String,
@@ -115,7 +93,7 @@ pub(crate) struct Group {
 impl Group {
     fn new(protocol_type: &str) -> Self {
         Self {
-            state: State::Empty,
+            state: GroupState::Empty,
             generation: 0,
             protocol_type: protocol_type.to_string(),
             protocol: String::new(),
@@ -137,10 +115,21 @@ impl Group {
             .filter_map(|id| self.members.get(id).map(|m| (id, m)))
     }
 
+    /// Moves the group to `next`, as the protocol allows ([`GroupState::can_follow`]).
+    fn enter(&mut self, next: GroupState) {
+        debug_assert!(
+            next.can_follow(self.state),
+            "group state {} cannot follow {}",
+            next,
+            self.state
+        );
+        self.state = next;
+    }
+
     /// A membership change: every member must rejoin. Members waiting for their assignment
     /// learn it from REBALANCE_IN_PROGRESS.
     fn prepare_rebalance(&mut self, now: Instant) {
-        self.state = State::PreparingRebalance;
+        self.enter(GroupState::PreparingRebalance);
         for m in self.members.values_mut() {
             m.joined = false;
         }
@@ -180,7 +169,7 @@ impl Group {
         self.deadline = None;
         self.generation += 1;
         if self.members.is_empty() {
-            self.state = State::Empty;
+            self.enter(GroupState::Empty);
             return Some(empty_group(group, self.generation, &self.protocol));
         }
         if !self.members.contains_key(&self.leader) {
@@ -201,7 +190,7 @@ impl Group {
             .or(leader_prefs.first())
             .cloned()
             .unwrap_or_default();
-        self.state = State::CompletingRebalance;
+        self.enter(GroupState::CompletingRebalance);
         for m in self.members.values_mut() {
             m.assignment = Bytes::new();
         }
@@ -237,13 +226,17 @@ impl Group {
     /// with nobody in it, as Kafka's coordinator records it).
     fn after_departure(&mut self, group: &str, now: Instant) -> Option<Command> {
         if self.members.is_empty() {
+            // As Kafka's: the departure starts a rebalance, which completes at once with nobody.
+            if self.state != GroupState::PreparingRebalance {
+                self.enter(GroupState::PreparingRebalance);
+            }
             self.deadline = None;
             self.generation += 1;
-            self.state = State::Empty;
+            self.enter(GroupState::Empty);
             return Some(empty_group(group, self.generation, &self.protocol));
         }
         match self.state {
-            State::PreparingRebalance => {
+            GroupState::PreparingRebalance => {
                 if self.members.values().all(|m| m.joined) {
                     return self.complete_join(group);
                 }
@@ -484,7 +477,7 @@ impl Coordinator {
                 g.order.push(id.clone());
             }
         }
-        if g.state != State::PreparingRebalance {
+        if g.state != GroupState::PreparingRebalance {
             g.prepare_rebalance(now);
         }
         if let Some(m) = g.members.get_mut(&id) {
@@ -531,18 +524,18 @@ impl Coordinator {
                 )
         };
         match g.state {
-            State::PreparingRebalance | State::Empty => now_answer(REBALANCE_IN_PROGRESS),
-            State::Stable => Sync::Now(Settled {
+            GroupState::PreparingRebalance | GroupState::Empty => now_answer(REBALANCE_IN_PROGRESS),
+            GroupState::Stable => Sync::Now(Settled {
                 answer: answer(g, &member),
                 commands: Vec::new(),
             }),
-            State::CompletingRebalance if member == g.leader => {
+            GroupState::CompletingRebalance if member == g.leader => {
                 for a in &r.assignments {
                     if let Some(m) = g.members.get_mut(a.member_id.as_str()) {
                         m.assignment = a.assignment.clone();
                     }
                 }
-                g.state = State::Stable;
+                g.enter(GroupState::Stable);
                 for (id, tx) in std::mem::take(&mut g.sync_waiters) {
                     let _ = tx.send(answer(g, &id));
                 }
@@ -571,7 +564,7 @@ impl Coordinator {
                     commands: vec![rebalance],
                 })
             }
-            State::CompletingRebalance => {
+            GroupState::CompletingRebalance => {
                 let (tx, rx) = oneshot::channel();
                 let timeout = g
                     .members
@@ -599,8 +592,8 @@ impl Coordinator {
         match g.state {
             // After its JoinGroup answer a member may heartbeat while the leader computes the
             // assignment: Kafka treats that as a normal heartbeat.
-            State::Stable | State::CompletingRebalance => 0,
-            State::PreparingRebalance | State::Empty => REBALANCE_IN_PROGRESS,
+            GroupState::Stable | GroupState::CompletingRebalance => 0,
+            GroupState::PreparingRebalance | GroupState::Empty => REBALANCE_IN_PROGRESS,
         }
     }
 
@@ -643,17 +636,11 @@ impl Coordinator {
         let Some(g) = groups.get(group) else {
             return Err(UNKNOWN_MEMBER_ID);
         };
-        if !g.members.contains_key(member) {
-            return Err(UNKNOWN_MEMBER_ID);
-        }
-        if generation != g.generation {
-            return Err(ILLEGAL_GENERATION);
-        }
-        // The new generation's assignment is not settled yet: commit after the SyncGroup.
-        if g.state == State::CompletingRebalance {
-            return Err(REBALANCE_IN_PROGRESS);
-        }
-        Ok(())
+        check_commit(g.state, g.members.contains_key(member), generation, g.generation).map_err(|f| match f {
+            Fenced::UnknownMember => UNKNOWN_MEMBER_ID,
+            Fenced::IllegalGeneration { .. } => ILLEGAL_GENERATION,
+            Fenced::RebalanceInProgress => REBALANCE_IN_PROGRESS,
+        })
     }
 
     /// What a member's accepted commit becomes.
@@ -692,7 +679,7 @@ impl Coordinator {
             });
             if g.members.is_empty() {
                 g.unsettled = true;
-            } else if g.state != State::PreparingRebalance {
+            } else if g.state != GroupState::PreparingRebalance {
                 g.prepare_rebalance(now);
             }
         }
@@ -703,7 +690,7 @@ impl Coordinator {
         let mut groups = self.lock();
         let mut commands = Vec::new();
         for (name, g) in groups.iter_mut() {
-            if std::mem::take(&mut g.unsettled) && g.state == State::Empty {
+            if std::mem::take(&mut g.unsettled) && g.state == GroupState::Empty {
                 commands.push(empty_group(name, g.generation, &g.protocol));
             }
             g.pending.retain(|_, lapses| now < *lapses);
@@ -711,7 +698,7 @@ impl Coordinator {
             let expired: Vec<String> = g
                 .members
                 .iter()
-                .filter(|(_, m)| !(g.state == State::PreparingRebalance && m.joined))
+                .filter(|(_, m)| !(g.state == GroupState::PreparingRebalance && m.joined))
                 .filter(|(_, m)| now.duration_since(m.last_seen) > m.session_timeout)
                 .map(|(id, _)| id.clone())
                 .collect();
@@ -721,7 +708,7 @@ impl Coordinator {
                 }
                 commands.extend(g.after_departure(name, now));
             }
-            if g.state == State::PreparingRebalance && g.deadline.is_some_and(|d| now >= d) {
+            if g.state == GroupState::PreparingRebalance && g.deadline.is_some_and(|d| now >= d) {
                 commands.extend(g.complete_join(name));
             }
         }
@@ -844,7 +831,7 @@ mod tests {
         let g = groups.get("g").expect("group");
         assert_eq!(
             (g.generation, g.state, g.members.len()),
-            (2, State::CompletingRebalance, 1)
+            (2, GroupState::CompletingRebalance, 1)
         );
     }
 

@@ -79,6 +79,10 @@ pub enum LabError {
         generation: i32,
         current: i32,
     },
+    /// A commit while the group waits for its leader's assignment: Kafka's
+    /// `REBALANCE_IN_PROGRESS`.
+    #[error("REBALANCE_IN_PROGRESS: group {group} is settling its assignment")]
+    RebalanceInProgress { group: String },
     #[error("storage: {0}")]
     Storage(StorageError),
 }

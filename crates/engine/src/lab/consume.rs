@@ -4,6 +4,7 @@ use super::Lab;
 use crate::audit::Delivery;
 use crate::consumer::{InFlight, PendingCommit, PositionOrigin};
 use crate::error::LabError;
+use crate::group::{check_commit, Fenced};
 use crate::narrative::EventKind;
 use crate::offsets::{OffsetAndMetadata, OffsetKey};
 use crate::record::{Offset, TopicPartition};
@@ -689,22 +690,20 @@ impl Lab {
         let Some(g) = self.groups.get(&group) else {
             return false;
         };
-        if !g.is_member(&member) {
-            self.say(
-                EventKind::Refused,
-                format!("commit from {member} rejected with UNKNOWN_MEMBER_ID: it is no longer a member of {group} (the zombie is fenced)"),
-            );
-            return false;
-        }
-        if generation != g.generation {
-            let current = g.generation;
-            self.say(
-                EventKind::Refused,
-                format!("commit from {member} rejected with ILLEGAL_GENERATION: it was made in generation {generation}, group {group} is at generation {current}"),
-            );
-            return false;
-        }
-        true
+        let why = match check_commit(g.state(), g.is_member(&member), generation, g.generation) {
+            Ok(()) => return true,
+            Err(Fenced::UnknownMember) => format!(
+                "commit from {member} rejected with UNKNOWN_MEMBER_ID: it is no longer a member of {group} (the zombie is fenced)"
+            ),
+            Err(Fenced::IllegalGeneration { current }) => format!(
+                "commit from {member} rejected with ILLEGAL_GENERATION: it was made in generation {generation}, group {group} is at generation {current}"
+            ),
+            Err(Fenced::RebalanceInProgress) => format!(
+                "commit from {member} rejected with REBALANCE_IN_PROGRESS: group {group} is settling its assignment"
+            ),
+        };
+        self.say(EventKind::Refused, why);
+        false
     }
 
     pub(crate) fn write_commit(

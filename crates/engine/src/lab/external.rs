@@ -11,7 +11,7 @@
 
 use super::Lab;
 use crate::error::LabError;
-use crate::group::{ExternalMember, ExternalMembership, Group};
+use crate::group::{check_commit, ExternalMember, ExternalMembership, Fenced, Group};
 use crate::narrative::EventKind;
 use crate::offsets::{OffsetAndMetadata, OffsetKey};
 use crate::record::{Offset, TopicPartition};
@@ -138,19 +138,28 @@ impl Lab {
         let external = g.external.as_ref().ok_or_else(|| {
             LabError::InvalidArgument(format!("group {group} is not a group of real Kafka clients"))
         })?;
-        if !external.members.iter().any(|m| m.id == member) {
-            return Err(LabError::UnknownMember {
-                group: group.to_string(),
-                member: member.to_string(),
-            });
-        }
-        if generation != g.generation {
-            return Err(LabError::IllegalGeneration {
-                group: group.to_string(),
-                member: member.to_string(),
-                generation,
-                current: g.generation,
-            });
+        let is_member = external.members.iter().any(|m| m.id == member);
+        match check_commit(g.state(), is_member, generation, g.generation) {
+            Ok(()) => {}
+            Err(Fenced::UnknownMember) => {
+                return Err(LabError::UnknownMember {
+                    group: group.to_string(),
+                    member: member.to_string(),
+                })
+            }
+            Err(Fenced::IllegalGeneration { current }) => {
+                return Err(LabError::IllegalGeneration {
+                    group: group.to_string(),
+                    member: member.to_string(),
+                    generation,
+                    current,
+                })
+            }
+            Err(Fenced::RebalanceInProgress) => {
+                return Err(LabError::RebalanceInProgress {
+                    group: group.to_string(),
+                })
+            }
         }
         if offsets.is_empty() {
             return Err(LabError::InvalidArgument(

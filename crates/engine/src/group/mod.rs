@@ -15,25 +15,8 @@ use crate::sink::{Sink, SinkKind};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The group states of Kafka's coordinator that the lab distinguishes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum GroupState {
-    /// No members: offsets can be reset.
-    Empty,
-    /// Membership changed: the coordinator waits for every member to rejoin.
-    PreparingRebalance,
-    Stable,
-}
-
-impl std::fmt::Display for GroupState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Self::Empty => "Empty",
-            Self::PreparingRebalance => "PreparingRebalance",
-            Self::Stable => "Stable",
-        })
-    }
-}
+mod protocol;
+pub use protocol::{check_commit, Fenced, GroupState};
 
 /// A member of a group: one incarnation of a consumer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
