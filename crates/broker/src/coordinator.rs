@@ -24,13 +24,14 @@ use bytes::Bytes;
 use offsetlab_engine::group::{check_commit, ExternalMember, Fenced, GroupState};
 use offsetlab_engine::record::TopicPartition;
 use offsetlab_scenario::command::{Command, CommitOffsets, Rebalance};
+use offsetlab_wire::consumer_protocol;
 use offsetlab_wire::error::*;
 use offsetlab_wire::kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 use offsetlab_wire::kafka_protocol::messages::{
-    ConsumerProtocolAssignment, ConsumerProtocolSubscription, HeartbeatRequest, JoinGroupRequest,
-    JoinGroupResponse, LeaveGroupRequest, SyncGroupRequest, SyncGroupResponse,
+    HeartbeatRequest, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, SyncGroupRequest,
+    SyncGroupResponse,
 };
-use offsetlab_wire::kafka_protocol::protocol::{Decodable, StrBytes};
+use offsetlab_wire::kafka_protocol::protocol::StrBytes;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -268,42 +269,13 @@ pub(crate) fn empty_group(group: &str, generation: i32, protocol: &str) -> Comma
     })
 }
 
-/// The topics in a consumer protocol subscription (a version, then the subscription); none when
-/// the bytes are not one.
-pub(crate) fn subscribed_topics(bytes: &Bytes) -> Vec<String> {
-    let mut b = bytes.clone();
-    if b.len() < 2 {
-        return Vec::new();
-    }
-    let version = i16::from_be_bytes([b[0], b[1]]).clamp(0, 3);
-    let _ = bytes::Buf::get_i16(&mut b);
-    ConsumerProtocolSubscription::decode(&mut b, version)
-        .map(|s| s.topics.iter().map(|t| t.to_string()).collect())
-        .unwrap_or_default()
-}
-
-/// The partitions in a consumer protocol assignment (a version, then the assignment); none
-/// when the bytes are not one.
+/// The partitions in a consumer protocol assignment, grouped by topic as a `rebalance` line
+/// writes them (the command is the line it becomes).
 pub(crate) fn assigned_partitions(bytes: &Bytes) -> Vec<TopicPartition> {
-    let mut b = bytes.clone();
-    if b.len() < 2 {
-        return Vec::new();
-    }
-    let version = i16::from_be_bytes([b[0], b[1]]).clamp(0, 3);
-    let _ = bytes::Buf::get_i16(&mut b);
-    let mut partitions: Vec<TopicPartition> = ConsumerProtocolAssignment::decode(&mut b, version)
-        .map(|a| {
-            a.assigned_partitions
-                .iter()
-                .flat_map(|t| {
-                    t.partitions
-                        .iter()
-                        .map(move |p| TopicPartition::new(t.topic.0.to_string(), *p))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    // Grouped by topic, as a `rebalance` line writes them: the command is the line it becomes.
+    let mut partitions: Vec<TopicPartition> = consumer_protocol::assigned_partitions(bytes)
+        .into_iter()
+        .map(|(t, p)| TopicPartition::new(t, p))
+        .collect();
     partitions.sort_by(|a, b| a.topic.cmp(&b.topic));
     partitions
 }
@@ -382,7 +354,7 @@ impl Coordinator {
                 } else {
                     m.metadata(&g.protocol)
                 };
-                subscribed_topics(&bytes)
+                consumer_protocol::subscribed_topics(&bytes)
             })
             .collect()
     }
@@ -770,25 +742,14 @@ mod tests {
             "waiting for the leader's assignment is no reason to rejoin"
         );
         assert_eq!(c.check_commit("g", &id, 1), Err(REBALANCE_IN_PROGRESS));
-        let mut assignment = bytes::BytesMut::new();
-        assignment.extend_from_slice(&0i16.to_be_bytes());
-        offsetlab_wire::kafka_protocol::protocol::Encodable::encode(
-            &ConsumerProtocolAssignment::default().with_assigned_partitions(vec![
-                offsetlab_wire::kafka_protocol::messages::consumer_protocol_assignment::TopicPartition::default()
-                    .with_topic(offsetlab_wire::kafka_protocol::messages::TopicName(str_bytes("orders")))
-                    .with_partitions(vec![0, 1]),
-            ]),
-            &mut assignment,
-            0,
-        )
-        .expect("encode");
+        let assignment = consumer_protocol::assignment([("orders", vec![0, 1])]);
         let sync = SyncGroupRequest::default()
             .with_group_id(GroupId(str_bytes("g")))
             .with_generation_id(1)
             .with_member_id(str_bytes(&id))
             .with_assignments(vec![SyncGroupRequestAssignment::default()
                 .with_member_id(str_bytes(&id))
-                .with_assignment(assignment.freeze())]);
+                .with_assignment(assignment)]);
         let Sync::Now(settled) = c.sync(&sync) else {
             panic!("the leader is answered at once")
         };

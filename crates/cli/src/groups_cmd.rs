@@ -4,11 +4,12 @@
 
 use crate::exit;
 use crate::topics_cmd::{describe as describe_topics, list_offsets, record_timestamp, Conn};
+use offsetlab_wire::consumer_protocol;
 use offsetlab_wire::kafka_protocol::messages::{
-    ApiKey, ConsumerProtocolAssignment, DescribeGroupsRequest, FindCoordinatorRequest, GroupId,
-    ListGroupsRequest, OffsetFetchRequest, RequestKind, ResponseKind,
+    ApiKey, DescribeGroupsRequest, FindCoordinatorRequest, GroupId, ListGroupsRequest, OffsetFetchRequest,
+    RequestKind, ResponseKind,
 };
-use offsetlab_wire::kafka_protocol::protocol::{Decodable, StrBytes};
+use offsetlab_wire::kafka_protocol::protocol::StrBytes;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -98,26 +99,15 @@ fn describe(bootstrap: &str, group: &str) -> anyhow::Result<GroupDescription> {
     // Who owns what: the consumer protocol's assignment of each member.
     let mut owners: BTreeMap<(String, i32), (String, String, String)> = BTreeMap::new();
     for m in &described.members {
-        let mut bytes = m.member_assignment.clone();
-        if bytes.len() < 2 {
-            continue;
-        }
-        let version = i16::from_be_bytes([bytes[0], bytes[1]]);
-        let _ = bytes::Buf::get_i16(&mut bytes);
-        let Ok(assignment) = ConsumerProtocolAssignment::decode(&mut bytes, version) else {
-            continue;
-        };
-        for tp in assignment.assigned_partitions {
-            for p in tp.partitions {
-                owners.insert(
-                    (tp.topic.0.to_string(), p),
-                    (
-                        m.member_id.to_string(),
-                        m.client_host.to_string(),
-                        m.client_id.to_string(),
-                    ),
-                );
-            }
+        for tp in consumer_protocol::assigned_partitions(&m.member_assignment) {
+            owners.insert(
+                tp,
+                (
+                    m.member_id.to_string(),
+                    m.client_host.to_string(),
+                    m.client_id.to_string(),
+                ),
+            );
         }
     }
     let version = coordinator.version(ApiKey::OffsetFetch, 7)?;

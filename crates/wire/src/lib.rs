@@ -13,9 +13,11 @@
 //!   with header v0, as Kafka does).
 //! - [`versions`]: the APIs and version ranges the listener advertises in ApiVersions.
 //! - [`error`]: Kafka's error codes, by name.
+//! - [`consumer_protocol`]: subscriptions and assignments, the bytes groups carry.
 //! - [`client`]: the other direction, for offsetlab's own tools talking to any broker.
 
 pub mod client;
+pub mod consumer_protocol;
 pub mod error;
 pub mod frame;
 pub mod request;

@@ -3,16 +3,11 @@
 use crate::broker::Broker;
 use crate::coordinator;
 use crate::str_bytes;
-use bytes::BytesMut;
-use offsetlab_wire::kafka_protocol::messages::consumer_protocol_assignment::TopicPartition as AssignedTopicPartition;
+use offsetlab_wire::consumer_protocol;
 use offsetlab_wire::kafka_protocol::messages::describe_groups_response::{
     DescribedGroup, DescribedGroupMember,
 };
-use offsetlab_wire::kafka_protocol::messages::TopicName;
-use offsetlab_wire::kafka_protocol::messages::{
-    ConsumerProtocolAssignment, DescribeGroupsRequest, DescribeGroupsResponse, GroupId,
-};
-use offsetlab_wire::kafka_protocol::protocol::Encodable;
+use offsetlab_wire::kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse, GroupId};
 use std::collections::BTreeMap;
 
 /// A group of real clients as the coordinator sees it now (`None` when it has no members).
@@ -78,27 +73,15 @@ pub(crate) fn handle(broker: &Broker, r: &DescribeGroupsRequest) -> DescribeGrou
                             by_topic.entry(tp.topic.clone()).or_default().push(tp.partition);
                         }
                     }
-                    let assignment = ConsumerProtocolAssignment::default().with_assigned_partitions(
-                        by_topic
-                            .into_iter()
-                            .map(|(t, ps)| {
-                                AssignedTopicPartition::default()
-                                    .with_topic(TopicName(str_bytes(&t)))
-                                    .with_partitions(ps)
-                            })
-                            .collect(),
+                    let bytes = consumer_protocol::assignment(
+                        by_topic.iter().map(|(t, ps)| (t.as_str(), ps.clone())),
                     );
-                    let mut bytes = BytesMut::new();
-                    bytes.extend_from_slice(&0i16.to_be_bytes());
-                    if assignment.encode(&mut bytes, 0).is_err() {
-                        bytes.clear();
-                    }
                     DescribedGroupMember::default()
                         .with_member_id(str_bytes(&m.id))
                         .with_group_instance_id(m.instance_id.as_deref().map(str_bytes))
                         .with_client_id(str_bytes(&m.consumer))
                         .with_client_host(str_bytes("/127.0.0.1"))
-                        .with_member_assignment(bytes.freeze())
+                        .with_member_assignment(bytes)
                 })
                 .collect();
             DescribedGroup::default()
