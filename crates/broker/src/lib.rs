@@ -22,6 +22,8 @@ mod handlers;
 mod produced;
 mod producers;
 mod server;
+#[cfg(test)]
+mod testing;
 mod transaction_state;
 
 pub use broker::KafkaConfig;

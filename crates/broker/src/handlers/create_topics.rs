@@ -166,3 +166,72 @@ pub(crate) fn handle(broker: &Broker, r: &CreateTopicsRequest) -> CreateTopicsRe
     }
     CreateTopicsResponse::default().with_topics(results.into_iter().map(|(r, _)| r).collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{broker, log_end, name};
+    use offsetlab_wire::kafka_protocol::messages::create_topics_request::{
+        CreatableTopic, CreatableTopicConfig,
+    };
+    use offsetlab_wire::kafka_protocol::messages::TopicName;
+
+    fn topic(n: &str, partitions: i32, configs: &[(&str, &str)]) -> CreatableTopic {
+        CreatableTopic::default()
+            .with_name(TopicName(name(n)))
+            .with_num_partitions(partitions)
+            .with_replication_factor(-1)
+            .with_configs(
+                configs
+                    .iter()
+                    .map(|(k, v)| {
+                        CreatableTopicConfig::default()
+                            .with_name(name(k))
+                            .with_value(Some(name(v)))
+                    })
+                    .collect(),
+            )
+    }
+
+    fn codes(b: &Broker, topics: Vec<CreatableTopic>) -> Vec<i16> {
+        handle(b, &CreateTopicsRequest::default().with_topics(topics))
+            .topics
+            .iter()
+            .map(|t| t.error_code)
+            .collect()
+    }
+
+    #[test]
+    fn each_topic_is_judged_on_its_own() {
+        let b = broker();
+        let got = codes(
+            &b,
+            vec![
+                topic("new", 3, &[("retention.ms", "3600000")]),
+                topic("orders", 1, &[]),
+                topic("zero", 0, &[]),
+                topic("x", 1, &[("min.insync.replicas", "2")]),
+                topic("long", 1, &[("segment.ms", "9223372036854775807")]),
+                topic("new", 1, &[]),
+            ],
+        );
+        assert_eq!(
+            got,
+            vec![
+                NONE,
+                TOPIC_ALREADY_EXISTS,
+                INVALID_PARTITIONS,
+                INVALID_CONFIG,
+                INVALID_CONFIG,
+                INVALID_REQUEST
+            ]
+        );
+        assert_eq!(log_end(&b, "new"), 0, "created");
+        assert_eq!(log_end(&b, "zero"), -1, "not created");
+        assert!(b
+            .lab
+            .lock()
+            .export()
+            .contains("topic new partitions=3 retention.ms=1h"));
+    }
+}

@@ -143,3 +143,64 @@ pub(crate) async fn handle(broker: &Arc<Broker>, r: FetchRequest) -> Option<Fetc
     tokio::time::sleep(wait).await;
     Some(look(&r).await.ok()?.0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{broker, name};
+    use offsetlab_records::Batch;
+    use offsetlab_wire::kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    use offsetlab_wire::kafka_protocol::messages::TopicName;
+
+    fn request(offset: i64, max_bytes: i32) -> FetchRequest {
+        FetchRequest::default()
+            .with_max_bytes(max_bytes)
+            .with_topics(vec![FetchTopic::default()
+                .with_topic(TopicName(name("orders")))
+                .with_partitions(vec![FetchPartition::default()
+                    .with_partition(0)
+                    .with_fetch_offset(offset)
+                    .with_partition_max_bytes(1 << 20)])])
+    }
+
+    /// Offsets of every record in a partition's batches.
+    fn offsets(p: &PartitionData) -> Vec<i64> {
+        let mut bytes = &p.records.as_deref().unwrap_or_default()[..];
+        let mut out = Vec::new();
+        while !bytes.is_empty() {
+            let b = Batch::parse(bytes).expect("a whole batch");
+            out.extend(b.records().map(|r| r.offset));
+            bytes = &bytes[b.header.total_len..];
+        }
+        out
+    }
+
+    #[test]
+    fn records_from_the_fetch_position_with_the_partitions_offsets() {
+        let b = broker();
+        let (r, bytes) = fetch(&b.lab.lock(), &request(5, 0));
+        let p = &r.responses[0].partitions[0];
+        assert_eq!(
+            (p.error_code, p.high_watermark, p.log_start_offset),
+            (NONE, 12, 0)
+        );
+        let got = offsets(p);
+        assert!(bytes > 0);
+        assert_eq!(got.last(), Some(&11));
+        assert!(got.contains(&5), "the batch holding the fetch position: {got:?}");
+    }
+
+    #[test]
+    fn an_unknown_partition_and_a_position_past_the_end_are_errors() {
+        let b = broker();
+        let (r, _) = fetch(&b.lab.lock(), &request(99, 0));
+        assert_eq!(r.responses[0].partitions[0].error_code, OFFSET_OUT_OF_RANGE);
+        let mut unknown = request(0, 0);
+        unknown.topics[0].topic = TopicName(name("nope"));
+        let (r, _) = fetch(&b.lab.lock(), &unknown);
+        assert_eq!(
+            r.responses[0].partitions[0].error_code,
+            UNKNOWN_TOPIC_OR_PARTITION
+        );
+    }
+}

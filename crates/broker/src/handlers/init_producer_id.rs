@@ -37,6 +37,10 @@ pub(crate) fn handle(broker: &Broker, r: &InitProducerIdRequest) -> InitProducer
             .with_producer_id(ProducerId(-1))
             .with_producer_epoch(-1)
     };
+    // Kafka's transaction coordinator: an empty id is no transactional.id.
+    if txn_id.is_empty() {
+        return refuse(INVALID_REQUEST);
+    }
     if r.transaction_timeout_ms <= 0 {
         return refuse(INVALID_TRANSACTION_TIMEOUT);
     }
@@ -61,5 +65,45 @@ pub(crate) fn handle(broker: &Broker, r: &InitProducerIdRequest) -> InitProducer
             .with_producer_id(ProducerId(producer_id))
             .with_producer_epoch(epoch),
         Err(failure) => refuse(failure.code()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{broker, name};
+    use offsetlab_wire::kafka_protocol::messages::TransactionalId;
+
+    #[test]
+    fn idempotent_producers_get_ids_and_transactional_ones_the_next_epoch() {
+        let b = broker();
+        let idempotent = InitProducerIdRequest::default().with_transactional_id(None);
+        let first = handle(&b, &idempotent);
+        let second = handle(&b, &idempotent);
+        assert_eq!(first.error_code, NONE);
+        assert_ne!(first.producer_id, second.producer_id);
+        let txn = InitProducerIdRequest::default()
+            .with_transactional_id(Some(TransactionalId(name("tx a"))))
+            .with_transaction_timeout_ms(60_000);
+        let one = handle(&b, &txn);
+        let two = handle(&b, &txn);
+        assert_eq!((one.error_code, two.error_code), (NONE, NONE));
+        assert_eq!(one.producer_id, two.producer_id, "one id per transactional.id");
+        assert_eq!(
+            two.producer_epoch,
+            one.producer_epoch + 1,
+            "the next epoch fences the first"
+        );
+        let other = handle(
+            &b,
+            &InitProducerIdRequest::default()
+                .with_transactional_id(Some(TransactionalId(name("tx_a"))))
+                .with_transaction_timeout_ms(60_000),
+        );
+        assert_ne!(other.producer_id, one.producer_id, "tx a and tx_a are two ids");
+        let empty = InitProducerIdRequest::default()
+            .with_transactional_id(Some(TransactionalId(name(""))))
+            .with_transaction_timeout_ms(60_000);
+        assert_eq!(handle(&b, &empty).error_code, INVALID_REQUEST);
     }
 }

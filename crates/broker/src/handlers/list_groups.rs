@@ -40,3 +40,32 @@ pub(crate) fn handle(broker: &Broker) -> ListGroupsResponse {
             .collect(),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{broker, name};
+    use offsetlab_wire::kafka_protocol::messages::{DescribeGroupsRequest, GroupId};
+
+    #[test]
+    fn the_labs_groups_are_listed_and_described_as_kafka_would() {
+        let b = broker();
+        let listed = handle(&b);
+        let names: Vec<(&str, &str)> = listed
+            .groups
+            .iter()
+            .map(|g| (g.group_id.0.as_str(), g.group_state.as_str()))
+            .collect();
+        assert_eq!(names, vec![("analytics-prod", "Stable")]);
+        let described = crate::handlers::describe_groups::handle(
+            &b,
+            &DescribeGroupsRequest::default()
+                .with_groups(vec![GroupId(name("analytics-prod")), GroupId(name("nobody"))]),
+        );
+        let g = &described.groups[0];
+        assert_eq!((g.group_state.as_str(), g.members.len()), ("Stable", 1));
+        let owned = offsetlab_wire::consumer_protocol::assigned_partitions(&g.members[0].member_assignment);
+        assert_eq!(owned, vec![("orders".to_string(), 0)]);
+        assert_eq!(described.groups[1].group_state.as_str(), "Dead");
+    }
+}

@@ -71,3 +71,49 @@ pub(crate) fn handle(broker: &Broker, r: &MetadataRequest, version: i16) -> Meta
         .with_controller_id(BrokerId(NODE))
         .with_topics(topics)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{broker, name};
+    use offsetlab_wire::kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+
+    fn asking(topics: &[&str]) -> MetadataRequest {
+        MetadataRequest::default().with_topics(Some(
+            topics
+                .iter()
+                .map(|t| MetadataRequestTopic::default().with_name(Some(TopicName(name(t)))))
+                .collect(),
+        ))
+    }
+
+    #[test]
+    fn one_broker_leads_every_partition_and_names_are_judged() {
+        let mut b = broker();
+        b.config.auto_create_topics = false;
+        let r = handle(&b, &asking(&["orders", "later", "bad name"]), 9);
+        assert_eq!(r.brokers.len(), 1);
+        assert_eq!(
+            (r.brokers[0].host.as_str(), r.brokers[0].port),
+            ("127.0.0.1", 9092)
+        );
+        let codes: Vec<i16> = r.topics.iter().map(|t| t.error_code).collect();
+        assert_eq!(
+            codes,
+            vec![NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION]
+        );
+        assert_eq!(r.topics[0].partitions[0].leader_id, BrokerId(NODE));
+    }
+
+    #[test]
+    fn a_request_that_allows_it_creates_the_topic() {
+        let b = broker();
+        let r = handle(&b, &asking(&["fresh"]).with_allow_auto_topic_creation(true), 9);
+        assert_eq!(r.topics[0].error_code, NONE);
+        let r = handle(&b, &asking(&["other"]).with_allow_auto_topic_creation(false), 9);
+        assert_eq!(
+            r.topics[0].error_code, UNKNOWN_TOPIC_OR_PARTITION,
+            "v4+: the client decides"
+        );
+    }
+}

@@ -125,3 +125,75 @@ pub(crate) fn handle(broker: &Broker, r: &OffsetCommitRequest) -> OffsetCommitRe
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{broker, name};
+    use offsetlab_wire::kafka_protocol::messages::offset_commit_request::{
+        OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+    };
+    use offsetlab_wire::kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
+    use offsetlab_wire::kafka_protocol::messages::{GroupId, OffsetFetchRequest, TopicName};
+
+    fn outside(group: &str, topic: &str, offset: i64) -> OffsetCommitRequest {
+        OffsetCommitRequest::default()
+            .with_group_id(GroupId(name(group)))
+            .with_generation_id_or_member_epoch(-1)
+            .with_topics(vec![OffsetCommitRequestTopic::default()
+                .with_name(TopicName(name(topic)))
+                .with_partitions(vec![OffsetCommitRequestPartition::default()
+                    .with_partition_index(0)
+                    .with_committed_offset(offset)])])
+    }
+
+    fn code(r: &OffsetCommitResponse) -> i16 {
+        r.topics[0].partitions[0].error_code
+    }
+
+    fn committed(b: &Broker, group: &str) -> i64 {
+        let r = crate::handlers::offset_fetch::handle(
+            b,
+            &OffsetFetchRequest::default()
+                .with_group_id(GroupId(name(group)))
+                .with_topics(Some(vec![OffsetFetchRequestTopic::default()
+                    .with_name(TopicName(name("orders")))
+                    .with_partition_indexes(vec![0])])),
+        );
+        r.topics[0].partitions[0].committed_offset
+    }
+
+    #[test]
+    fn a_reset_from_outside_an_empty_group_is_stored_and_read_back() {
+        let b = broker();
+        assert_eq!(committed(&b, "tools"), -1, "never committed");
+        assert_eq!(code(&handle(&b, &outside("tools", "orders", 7))), NONE);
+        assert_eq!(committed(&b, "tools"), 7);
+        assert!(b.lab.lock().export().contains("reset-offsets tools topic=orders"));
+    }
+
+    #[test]
+    fn what_is_refused_changes_nothing() {
+        let b = broker();
+        // The seed's group has a member: a reset from outside is refused, as Kafka refuses it.
+        assert_eq!(
+            code(&handle(&b, &outside("analytics-prod", "orders", 3))),
+            UNKNOWN_MEMBER_ID
+        );
+        assert_eq!(
+            code(&handle(&b, &outside("tools", "orders", -1))),
+            INVALID_COMMIT_OFFSET_SIZE
+        );
+        assert_eq!(
+            code(&handle(&b, &outside("tools", "nope", 1))),
+            UNKNOWN_TOPIC_OR_PARTITION
+        );
+        assert_eq!(code(&handle(&b, &outside("", "orders", 1))), INVALID_GROUP_ID);
+        assert_eq!(committed(&b, "tools"), -1);
+        // A member id the coordinator never gave out.
+        let member = outside("g", "orders", 1)
+            .with_member_id(name("ghost"))
+            .with_generation_id_or_member_epoch(1);
+        assert_eq!(code(&handle(&b, &member)), UNKNOWN_MEMBER_ID);
+    }
+}
