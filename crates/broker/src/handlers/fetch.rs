@@ -165,7 +165,7 @@ mod tests {
 
     /// Offsets of every record in a partition's batches.
     fn offsets(p: &PartitionData) -> Vec<i64> {
-        let mut bytes = &p.records.as_deref().unwrap_or_default()[..];
+        let mut bytes = p.records.as_deref().unwrap_or_default();
         let mut out = Vec::new();
         while !bytes.is_empty() {
             let b = Batch::parse(bytes).expect("a whole batch");
