@@ -3,8 +3,10 @@
 use crate::broker::Broker;
 use crate::handlers::list_offsets::isolation;
 use bytes::Bytes;
+use offsetlab_engine::log::PartitionLog;
 use offsetlab_engine::record::TopicPartition;
 use offsetlab_engine::txn::IsolationLevel;
+use offsetlab_engine::txn::PartitionTxns;
 use offsetlab_lab::session::Session;
 use offsetlab_wire::error::*;
 use offsetlab_wire::kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
@@ -87,31 +89,7 @@ fn fetch(s: &Session, r: &FetchRequest) -> (FetchResponse, usize) {
                             return base.with_records(Some(Bytes::from(raw)));
                         }
                     }
-                    let mut bytes = 0usize;
-                    let mut records = Vec::new();
-                    log.read(p.fetch_offset, MAX_FETCH_RECORDS, &mut |rec| {
-                        if rec.offset >= upper || (bytes >= budget && !records.is_empty()) {
-                            return;
-                        }
-                        // A read_committed client never gets aborted records (dropped here, so it needs
-                        // no aborted-transactions list); every client gets the markers, as control
-                        // batches it skips — they are what moves its position past a transaction.
-                        if !rec.control
-                            && level == IsolationLevel::ReadCommitted
-                            && txns.is_aborted(rec.offset)
-                        {
-                            return;
-                        }
-                        bytes += rec.key.map_or(0, <[u8]>::len) + rec.value.map_or(0, <[u8]>::len) + 20;
-                        records.push(rec.to_owned());
-                    });
-                    // The lab's own codec, a batch per run of data or control records.
-                    let mut out = Vec::new();
-                    for run in records.chunk_by(|a, b| a.control == b.control) {
-                        let run: Vec<(i64, offsetlab_records::NewRecord<'_>)> =
-                            run.iter().map(|r| (r.offset, r.as_new())).collect();
-                        offsetlab_records::batch::encode(&mut out, &run, -1);
-                    }
+                    let out = encoded(log, txns, p.fetch_offset, upper, budget, level);
                     total += out.len();
                     base.with_records(Some(Bytes::from(out)))
                 })
@@ -122,6 +100,41 @@ fn fetch(s: &Session, r: &FetchRequest) -> (FetchResponse, usize) {
         })
         .collect();
     (FetchResponse::default().with_responses(responses), total)
+}
+
+/// The records from `from` (below `upper`, about `budget` bytes) encoded again, a batch per run
+/// of data or control records: what a read_committed client gets where the stored batches hold
+/// aborted records, and what an in-memory log serves.
+fn encoded(
+    log: &dyn PartitionLog,
+    txns: &PartitionTxns,
+    from: i64,
+    upper: i64,
+    budget: usize,
+    level: IsolationLevel,
+) -> Vec<u8> {
+    let mut bytes = 0usize;
+    let mut records = Vec::new();
+    log.read(from, MAX_FETCH_RECORDS, &mut |rec| {
+        if rec.offset >= upper || (bytes >= budget && !records.is_empty()) {
+            return;
+        }
+        // A read_committed client never gets aborted records (dropped here, so it needs no
+        // aborted-transactions list); every client gets the markers, as control batches it
+        // skips — they are what moves its position past a transaction.
+        if !rec.control && level == IsolationLevel::ReadCommitted && txns.is_aborted(rec.offset) {
+            return;
+        }
+        bytes += rec.key.map_or(0, <[u8]>::len) + rec.value.map_or(0, <[u8]>::len) + 20;
+        records.push(rec.to_owned());
+    });
+    let mut out = Vec::new();
+    for run in records.chunk_by(|a, b| a.control == b.control) {
+        let run: Vec<(i64, offsetlab_records::NewRecord<'_>)> =
+            run.iter().map(|r| (r.offset, r.as_new())).collect();
+        offsetlab_records::batch::encode(&mut out, &run, -1);
+    }
+    out
 }
 
 /// Fetch: answered once `min.bytes` of record batches are ready (control batches count: they

@@ -11,6 +11,7 @@ use offsetlab_wire::kafka_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
 };
 use offsetlab_wire::kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
+use std::collections::BTreeSet;
 
 /// A commit from outside the group — what `kafka-consumer-groups.sh --reset-offsets --execute`
 /// and an admin client's `alterConsumerGroupOffsets` send (no member id, generation −1) —
@@ -22,46 +23,15 @@ use offsetlab_wire::kafka_protocol::messages::{OffsetCommitRequest, OffsetCommit
 pub(crate) fn handle(broker: &Broker, r: &OffsetCommitRequest) -> OffsetCommitResponse {
     let (lab, coordinator) = (&broker.lab, &broker.coordinator);
     let group = r.group_id.0.to_string();
-    let respond = |code: &dyn Fn(&str, i32) -> i16| {
-        OffsetCommitResponse::default().with_topics(
-            r.topics
-                .iter()
-                .map(|t| {
-                    OffsetCommitResponseTopic::default()
-                        .with_name(t.name.clone())
-                        .with_partitions(
-                            t.partitions
-                                .iter()
-                                .map(|p| {
-                                    OffsetCommitResponsePartition::default()
-                                        .with_partition_index(p.partition_index)
-                                        .with_error_code(code(t.name.0.as_str(), p.partition_index))
-                                })
-                                .collect(),
-                        )
-                })
-                .collect(),
-        )
-    };
     if group.is_empty() {
-        return respond(&|_, _| INVALID_GROUP_ID);
+        return respond(r, &|_, _| INVALID_GROUP_ID);
     }
-    let requested = || {
-        r.topics.iter().flat_map(|t| {
-            t.partitions.iter().map(move |p| {
-                (
-                    TopicPartition::new(t.name.0.to_string(), p.partition_index),
-                    p.committed_offset,
-                )
-            })
-        })
-    };
     let member_commit = !r.member_id.is_empty() || r.generation_id_or_member_epoch >= 0;
     // Held from the coordinator's check to the lab's command, so the two stay in one order.
     let _settle = coordinator.settle_lock();
     if member_commit {
         if let Err(code) = coordinator.check_commit(&group, &r.member_id, r.generation_id_or_member_epoch) {
-            return respond(&|_, _| code);
+            return respond(r, &|_, _| code);
         }
     }
     let s = lab.lock();
@@ -69,52 +39,30 @@ pub(crate) fn handle(broker: &Broker, r: &OffsetCommitRequest) -> OffsetCommitRe
         && (s.lab().group(&group).is_ok_and(|g| g.has_members()) || coordinator.has_members(&group))
     {
         // From outside the group (an offset reset): only while nobody is in it.
-        return respond(&|_, _| UNKNOWN_MEMBER_ID);
+        return respond(r, &|_, _| UNKNOWN_MEMBER_ID);
     }
-    type Offsets = Vec<(TopicPartition, i64)>;
-    let (known, unknown): (Offsets, Offsets) =
-        requested().partition(|(tp, _)| s.lab().partition_log(tp).is_ok());
-    let unknown: std::collections::BTreeSet<(String, i32)> = unknown
-        .into_iter()
-        .map(|(tp, _)| (tp.topic, tp.partition))
-        .collect();
-    // A negative offset is no position in a log: the lab keeps committed offsets as positions
-    // (Kafka stores whatever a client sends, and its clients read -1 back as "no offset"). Those
-    // partitions are refused one by one; the rest are stored.
-    let (known, negative): (Offsets, Offsets) = known.into_iter().partition(|(_, o)| *o >= 0);
-    let negative: std::collections::BTreeSet<(String, i32)> = negative
-        .into_iter()
-        .map(|(tp, _)| (tp.topic, tp.partition))
-        .collect();
-    let commands: Vec<Command> = if known.is_empty() {
+    let sorted = Sorted::of(r, &s);
+    let commands: Vec<Command> = if sorted.stored.is_empty() {
         Vec::new()
     } else if member_commit {
         vec![coordinator::Coordinator::commit(
             &group,
             &r.member_id,
             r.generation_id_or_member_epoch,
-            known,
+            sorted.stored,
         )]
     } else {
-        known
+        sorted
+            .stored
             .into_iter()
-            .map(|(tp, offset)| {
-                Command::ResetOffsets(ResetOffsets {
-                    group: group.clone(),
-                    topic: tp.topic,
-                    partitions: Some(vec![tp.partition]),
-                    spec: ResetSpec::ToOffset(offset),
-                    datetime_text: None,
-                    execute: true,
-                })
-            })
+            .map(|(tp, offset)| reset(&group, tp, offset))
             .collect()
     };
     let outcome = change::apply_commands(lab, s, commands);
-    respond(&|t, p| {
-        if unknown.contains(&(t.to_string(), p)) {
+    respond(r, &|t, p| {
+        if sorted.unknown.contains(&(t.to_string(), p)) {
             UNKNOWN_TOPIC_OR_PARTITION
-        } else if negative.contains(&(t.to_string(), p)) {
+        } else if sorted.negative.contains(&(t.to_string(), p)) {
             INVALID_COMMIT_OFFSET_SIZE
         } else {
             match &outcome {
@@ -124,6 +72,75 @@ pub(crate) fn handle(broker: &Broker, r: &OffsetCommitRequest) -> OffsetCommitRe
             }
         }
     })
+}
+
+/// The request's partitions, sorted by what becomes of them.
+struct Sorted {
+    stored: Vec<(TopicPartition, i64)>,
+    /// Partitions the lab does not have: UNKNOWN_TOPIC_OR_PARTITION.
+    unknown: BTreeSet<(String, i32)>,
+    /// A negative offset is no position in a log: the lab keeps committed offsets as positions
+    /// (Kafka stores whatever a client sends, and its clients read -1 back as "no offset").
+    /// Refused one by one; the rest are stored.
+    negative: BTreeSet<(String, i32)>,
+}
+
+impl Sorted {
+    fn of(r: &OffsetCommitRequest, s: &offsetlab_lab::Session) -> Self {
+        let mut sorted = Self {
+            stored: Vec::new(),
+            unknown: BTreeSet::new(),
+            negative: BTreeSet::new(),
+        };
+        for t in &r.topics {
+            for p in &t.partitions {
+                let tp = TopicPartition::new(t.name.0.to_string(), p.partition_index);
+                if s.lab().partition_log(&tp).is_err() {
+                    sorted.unknown.insert((tp.topic, tp.partition));
+                } else if p.committed_offset < 0 {
+                    sorted.negative.insert((tp.topic, tp.partition));
+                } else {
+                    sorted.stored.push((tp, p.committed_offset));
+                }
+            }
+        }
+        sorted
+    }
+}
+
+/// An offset reset from outside the group, as the lab's own `reset-offsets … execute`.
+fn reset(group: &str, tp: TopicPartition, offset: i64) -> Command {
+    Command::ResetOffsets(ResetOffsets {
+        group: group.to_string(),
+        topic: tp.topic,
+        partitions: Some(vec![tp.partition]),
+        spec: ResetSpec::ToOffset(offset),
+        datetime_text: None,
+        execute: true,
+    })
+}
+
+/// Every partition of the request, answered with `code(topic, partition)`.
+fn respond(r: &OffsetCommitRequest, code: &dyn Fn(&str, i32) -> i16) -> OffsetCommitResponse {
+    OffsetCommitResponse::default().with_topics(
+        r.topics
+            .iter()
+            .map(|t| {
+                OffsetCommitResponseTopic::default()
+                    .with_name(t.name.clone())
+                    .with_partitions(
+                        t.partitions
+                            .iter()
+                            .map(|p| {
+                                OffsetCommitResponsePartition::default()
+                                    .with_partition_index(p.partition_index)
+                                    .with_error_code(code(t.name.0.as_str(), p.partition_index))
+                            })
+                            .collect(),
+                    )
+            })
+            .collect(),
+    )
 }
 
 #[cfg(test)]

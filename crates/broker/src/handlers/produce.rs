@@ -23,6 +23,7 @@ use crate::str_bytes;
 use offsetlab_wire::error::*;
 
 use bytes::Bytes;
+use offsetlab_engine::record::TopicPartition;
 use offsetlab_lab::session::Change;
 use offsetlab_scenario::command::{Command, TxnSend};
 use offsetlab_wire::kafka_protocol::messages::produce_response::{
@@ -36,17 +37,57 @@ use std::collections::BTreeMap;
 /// A partition's index in a Produce request and its record batches.
 type PartitionRecords = (i32, Option<Bytes>);
 
+/// Per partition of the request, in its order: the base offset, or why it was refused.
+type Answers = Vec<Vec<Result<i64, Refusal>>>;
+
 /// Appends a Produce request's records: every partition's answer, with the offset its first
 /// record was given.
-pub(crate) fn handle(broker: &Broker, mut r: ProduceRequest, client_id: &str) -> ProduceResponse {
-    let lab = &broker.lab;
-    let auto_create = broker.config.auto_create_topics;
-    let client = String::from(client_id);
+pub(crate) fn handle(broker: &Broker, r: ProduceRequest, client_id: &str) -> ProduceResponse {
     let txn_id = r.transactional_id.as_ref().map(|t| String::from(t.as_str()));
-    // Names and indexes as plain values and the records taken out: with the request gone, each
-    // partition's batches are views of the frame that nothing else holds.
-    let mut topics: Vec<(String, Vec<PartitionRecords>)> = r
-        .topic_data
+    let mut topics = take_records(r);
+    // Batches are checked (and decompressed) before the lab is locked, as a broker's request
+    // handler checks them before the partition's lock: the page and other clients wait only
+    // for the append.
+    // Taken, not cloned: a batch whose bytes have one owner is appended in place.
+    let checked: Vec<Vec<Result<Produced, Refusal>>> = topics
+        .iter_mut()
+        .map(|(_, parts)| {
+            parts
+                .iter_mut()
+                .map(|(_, records)| sent_records(records.take().unwrap_or_default()))
+                .collect()
+        })
+        .collect();
+    let s = broker.lab.lock();
+    let now = s.lab().now();
+    let mut plan = Plan::new(broker, &s, &topics, txn_id, client_id);
+    let answers: Answers = topics
+        .iter()
+        .zip(checked)
+        .map(|((name, parts), checked)| {
+            parts
+                .iter()
+                .zip(checked)
+                .map(|(&(index, _), checked)| plan.partition(name, index, checked))
+                .collect()
+        })
+        .collect();
+    let Plan {
+        changes, appended, ..
+    } = plan;
+    let outcome = change::apply(&broker.lab, s, changes);
+    if outcome.is_ok() {
+        for (producer, topic, partition, base) in appended {
+            broker.producers.appended(producer, &topic, partition, base);
+        }
+    }
+    respond(topics, answers, &outcome, now)
+}
+
+/// The request's names and partition indexes as plain values, its records taken out: with the
+/// request gone, each partition's batches are views of the frame that nothing else holds.
+fn take_records(mut r: ProduceRequest) -> Vec<(String, Vec<PartitionRecords>)> {
+    r.topic_data
         .iter_mut()
         .map(|t| {
             let parts = t
@@ -56,153 +97,186 @@ pub(crate) fn handle(broker: &Broker, mut r: ProduceRequest, client_id: &str) ->
                 .collect();
             (t.name.0.to_string(), parts)
         })
-        .collect();
-    drop(r);
-    // Batches are checked (and decompressed) before the lab is locked, as a broker's request
-    // handler checks them before the partition's lock: the page and other clients wait only
-    // for the append.
-    let mut decoded: Vec<Vec<Option<Result<Produced, Refusal>>>> = topics
-        .iter_mut()
-        .map(|(_, parts)| {
-            parts
-                .iter_mut()
-                .map(|(_, records)| Some(sent_records(records.take().unwrap_or_default())))
-                .collect()
-        })
-        .collect();
-    let s = lab.lock();
-    let now = s.lab().now();
-    let names: Vec<String> = topics.iter().map(|(name, _)| name.clone()).collect();
-    let (creating, refused) = if auto_create {
-        creations(&s, &names)
-    } else {
-        (Vec::new(), BTreeMap::new())
-    };
-    let created: Vec<String> = creating.iter().map(|c| c.name.clone()).collect();
-    let mut changes: Vec<Change> = creating
-        .into_iter()
-        .map(|c| Change::Command(Command::Topic(c)))
-        .collect();
-    // Per (topic, partition index in the request): the base offset, or why it was refused.
-    let mut answers: Vec<Vec<Result<i64, Refusal>>> = Vec::new();
-    let mut planned: BTreeMap<(String, i32), i64> = BTreeMap::new();
-    // Idempotent producers' batches in this request, noted once they are stored.
-    let mut appended = Vec::new();
-    for ((name, parts), t_decoded) in topics.iter().zip(decoded.iter_mut()) {
-        let name = name.clone();
-        let partitions = if created.contains(&name) {
+        .collect()
+}
+
+/// The changes a request makes, built partition by partition under the lab's lock.
+struct Plan<'a> {
+    broker: &'a Broker,
+    session: &'a offsetlab_lab::Session,
+    txn_id: Option<String>,
+    client: String,
+    /// Topics the request creates, and names no client may create (with their code).
+    created: Vec<String>,
+    refused: BTreeMap<String, i16>,
+    changes: Vec<Change>,
+    /// Where each partition's next record goes once the planned changes are applied.
+    planned: BTreeMap<(String, i32), i64>,
+    /// Idempotent producers' batches in this request, noted once they are stored.
+    appended: Vec<((i64, i16, i32, i32), String, i32, i64)>,
+}
+
+impl<'a> Plan<'a> {
+    fn new(
+        broker: &'a Broker,
+        session: &'a offsetlab_lab::Session,
+        topics: &[(String, Vec<PartitionRecords>)],
+        txn_id: Option<String>,
+        client: &str,
+    ) -> Self {
+        let names: Vec<String> = topics.iter().map(|(name, _)| name.clone()).collect();
+        let (creating, refused) = if broker.config.auto_create_topics {
+            creations(session, &names)
+        } else {
+            (Vec::new(), BTreeMap::new())
+        };
+        Self {
+            broker,
+            session,
+            txn_id,
+            client: client.to_string(),
+            created: creating.iter().map(|c| c.name.clone()).collect(),
+            refused,
+            changes: creating
+                .into_iter()
+                .map(|c| Change::Command(Command::Topic(c)))
+                .collect(),
+            planned: BTreeMap::new(),
+            appended: Vec::new(),
+        }
+    }
+
+    /// One partition's share: the offset its first record will get, or why it is refused.
+    fn partition(
+        &mut self,
+        name: &str,
+        index: i32,
+        checked: Result<Produced, Refusal>,
+    ) -> Result<i64, Refusal> {
+        if let Some(&code) = self.refused.get(name) {
+            return Err((code, format!("'{name}' cannot be created by a client")));
+        }
+        let partitions = if self.created.iter().any(|c| c == name) {
             1
         } else {
-            s.lab().topic(&name).map_or(0, |t| t.partitions.len() as i32)
+            self.session
+                .lab()
+                .topic(name)
+                .map_or(0, |t| t.partitions.len() as i32)
         };
-        let mut topic_answers = Vec::new();
-        for (&(index, _), p_decoded) in parts.iter().zip(t_decoded.iter_mut()) {
-            let answer = if let Some(&code) = refused.get(&name) {
-                Err((code, format!("'{name}' cannot be created by a client")))
-            } else if !(0..partitions).contains(&index) {
-                Err((
-                    UNKNOWN_TOPIC_OR_PARTITION,
-                    format!("{name} has no partition {}", index),
-                ))
-            } else {
-                let checked = p_decoded
-                    .take()
-                    .unwrap_or_else(|| Err((CORRUPT_MESSAGE, "no records".to_string())));
-                let produced = checked.and_then(|produced| {
-                    let verdict = match produced.producer {
-                        Some(producer) => broker
-                            .producers
-                            .check(producer, &name, index)
-                            .map_err(|code| (code, "a batch is missing before this one".to_string()))?,
-                        None => Verdict::Append,
-                    };
-                    Ok((produced, verdict))
-                });
-                match produced {
-                    Err(refusal) => Err(refusal),
-                    Ok((_, Verdict::Duplicate { base_offset })) => Ok(base_offset),
-                    Ok((
-                        Produced {
-                            transactional: true,
-                            producer: Some((pid, epoch, _, _)),
-                            ..
-                        },
-                        Verdict::Append,
-                    )) if txn_id.is_none()
-                        || !s
-                            .lab()
-                            .producers()
-                            .get(txn_id.as_deref().unwrap_or_default())
-                            .is_some_and(|p| p.external && p.producer_id == pid && p.epoch == epoch) =>
-                    {
-                        Err((
-                            INVALID_PRODUCER_EPOCH,
-                            "this producer id and epoch are not the transactional.id's current ones (fenced)"
-                                .to_string(),
-                        ))
-                    }
-                    Ok((
-                        Produced {
-                            records, producer, ..
-                        },
-                        Verdict::Append,
-                    )) => {
-                        let key = (name.clone(), index);
-                        let end = match planned.get(&key) {
-                            Some(&e) => e,
-                            None => s
-                                .lab()
-                                .partition_log(&offsetlab_engine::record::TopicPartition::new(
-                                    name.clone(),
-                                    index,
-                                ))
-                                .map_or(0, |l| l.log_end_offset()),
-                        };
-                        planned.insert(key, end + records.len() as i64);
-                        if let Some(producer) = producer {
-                            appended.push((producer, name.clone(), index, end));
-                        }
-                        match records {
-                            Records::Transactional {
-                                records,
-                                producer_id,
-                                epoch,
-                            } => {
-                                for chunk in owned_chunks(records) {
-                                    changes.push(Change::Command(Command::TxnSend(TxnSend {
-                                        txn_id: txn_id.clone().unwrap_or_default(),
-                                        producer_id,
-                                        epoch,
-                                        tp: offsetlab_engine::record::TopicPartition::new(
-                                            name.clone(),
-                                            index,
-                                        ),
-                                        records: chunk,
-                                    })))
-                                }
-                            }
-                            Records::Encoded(batches) => changes.push(Change::Produced {
-                                topic: name.clone(),
-                                partition: index,
-                                client: client.clone(),
-                                batches,
-                            }),
-                        }
-                        Ok(end)
-                    }
+        if !(0..partitions).contains(&index) {
+            return Err((
+                UNKNOWN_TOPIC_OR_PARTITION,
+                format!("{name} has no partition {index}"),
+            ));
+        }
+        let produced = checked?;
+        let verdict = match produced.producer {
+            Some(producer) => self
+                .broker
+                .producers
+                .check(producer, name, index)
+                .map_err(|code| (code, "a batch is missing before this one".to_string()))?,
+            None => Verdict::Append,
+        };
+        if let Verdict::Duplicate { base_offset } = verdict {
+            return Ok(base_offset);
+        }
+        if produced.transactional && !self.is_current_transactional(&produced) {
+            return Err((
+                INVALID_PRODUCER_EPOCH,
+                "this producer id and epoch are not the transactional.id's current ones (fenced)".to_string(),
+            ));
+        }
+        Ok(self.append(name, index, produced))
+    }
+
+    /// A transactional batch's producer is its `transactional.id`'s current one.
+    fn is_current_transactional(&self, produced: &Produced) -> bool {
+        let (Some(txn_id), Some((pid, epoch, _, _))) = (&self.txn_id, produced.producer) else {
+            return false;
+        };
+        self.session
+            .lab()
+            .producers()
+            .get(txn_id)
+            .is_some_and(|p| p.external && p.producer_id == pid && p.epoch == epoch)
+    }
+
+    /// The change that appends `produced` to `name`-`index`, and the offset it starts at.
+    fn append(&mut self, name: &str, index: i32, produced: Produced) -> i64 {
+        let Produced {
+            records, producer, ..
+        } = produced;
+        let tp = TopicPartition::new(name, index);
+        let end = match self.planned.get(&(name.to_string(), index)) {
+            Some(&e) => e,
+            None => self
+                .session
+                .lab()
+                .partition_log(&tp)
+                .map_or(0, |l| l.log_end_offset()),
+        };
+        self.planned
+            .insert((name.to_string(), index), end + records.len() as i64);
+        if let Some(producer) = producer {
+            self.appended.push((producer, name.to_string(), index, end));
+        }
+        match records {
+            Records::Transactional {
+                records,
+                producer_id,
+                epoch,
+            } => {
+                for chunk in owned_chunks(records) {
+                    self.changes.push(Change::Command(Command::TxnSend(TxnSend {
+                        txn_id: self.txn_id.clone().unwrap_or_default(),
+                        producer_id,
+                        epoch,
+                        tp: tp.clone(),
+                        records: chunk,
+                    })));
                 }
-            };
-            topic_answers.push(answer);
+            }
+            Records::Encoded(batches) => self.changes.push(Change::Produced {
+                topic: name.to_string(),
+                partition: index,
+                client: self.client.clone(),
+                batches,
+            }),
         }
-        answers.push(topic_answers);
+        end
     }
-    let outcome = change::apply(lab, s, changes);
-    let stored = outcome.is_ok();
-    if stored {
-        for (producer, topic, partition, base) in appended {
-            broker.producers.appended(producer, &topic, partition, base);
-        }
-    }
+}
+
+/// The response: each partition's base offset — the records carry the lab's clock, `now`, as
+/// their log append time — or its error, or the error that kept the whole request from being
+/// stored.
+fn respond(
+    topics: Vec<(String, Vec<PartitionRecords>)>,
+    answers: Answers,
+    outcome: &Result<(), change::Failure>,
+    now: i64,
+) -> ProduceResponse {
+    let answer = |index: i32, answer: Result<i64, Refusal>| {
+        let base = PartitionProduceResponse::default()
+            .with_index(index)
+            .with_log_append_time_ms(-1)
+            .with_log_start_offset(-1);
+        let (code, message) = match (answer, outcome) {
+            (Ok(offset), Ok(())) => {
+                return base
+                    .with_error_code(NONE)
+                    .with_base_offset(offset)
+                    .with_log_append_time_ms(now)
+            }
+            (Ok(_), Err(failure)) => (failure.code(), failure.message()),
+            (Err(refusal), _) => refusal,
+        };
+        base.with_error_code(code)
+            .with_base_offset(-1)
+            .with_error_message(Some(str_bytes(&message)))
+    };
     ProduceResponse::default().with_responses(
         topics
             .into_iter()
@@ -214,36 +288,7 @@ pub(crate) fn handle(broker: &Broker, mut r: ProduceRequest, client_id: &str) ->
                         parts
                             .iter()
                             .zip(topic_answers)
-                            .map(|(&(index, _), answer)| {
-                                let base = PartitionProduceResponse::default()
-                                    .with_index(index)
-                                    .with_log_append_time_ms(-1)
-                                    .with_log_start_offset(-1);
-                                match answer {
-                                    // The records carry the lab's clock: their log append time.
-                                    Ok(offset) if stored => base
-                                        .with_error_code(NONE)
-                                        .with_base_offset(offset)
-                                        .with_log_append_time_ms(now),
-                                    Ok(_) => {
-                                        let failure = outcome.as_ref().err();
-                                        base.with_error_code(
-                                            failure.map_or(UNKNOWN_SERVER_ERROR, |f| f.code()),
-                                        )
-                                        .with_base_offset(-1)
-                                        .with_error_message(Some(
-                                            str_bytes(&failure.map_or_else(
-                                                || "the lab could not store the records".to_string(),
-                                                change::Failure::message,
-                                            )),
-                                        ))
-                                    }
-                                    Err((code, message)) => base
-                                        .with_error_code(code)
-                                        .with_base_offset(-1)
-                                        .with_error_message(Some(str_bytes(&message))),
-                                }
-                            })
+                            .map(|(&(index, _), a)| answer(index, a))
                             .collect(),
                     )
             })
