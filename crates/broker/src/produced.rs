@@ -4,7 +4,7 @@ use offsetlab_wire::error::*;
 
 use bytes::Bytes;
 use offsetlab_engine::lab::{SentHeader, SentRecord, MAX_SEND_RECORDS};
-use offsetlab_records::{validate_produce, ProduceError, ProducedBatches};
+use offsetlab_records::{validate_produce, ProduceError, ProducedBatches, ProducerRun};
 
 /// Why one partition's records were refused: Kafka's error code and the message a v8+ client
 /// shows.
@@ -38,7 +38,7 @@ pub(crate) struct Produced {
     /// Written inside a transaction (the batches' transactional bit).
     pub transactional: bool,
     /// An idempotent producer's (id, epoch, first sequence, records), when the batches carry one.
-    pub producer: Option<(i64, i16, i32, i32)>,
+    pub producer: Option<ProducerRun>,
 }
 
 /// The lab keeps text records (its history and exports spell them out): a key or value that is
@@ -105,9 +105,7 @@ pub(crate) fn sent_records(bytes: Bytes) -> Result<Produced, Refusal> {
         };
         (code, e.to_string())
     })?;
-    let producer = v
-        .producer
-        .map(|p| (p.producer_id, p.epoch, p.first_sequence, p.records));
+    let producer = v.producer;
     if !v.transactional {
         return Ok(Produced {
             records: Records::Encoded(v.batches),
@@ -115,7 +113,10 @@ pub(crate) fn sent_records(bytes: Bytes) -> Result<Produced, Refusal> {
             producer,
         });
     }
-    let Some((producer_id, epoch, _, _)) = producer else {
+    let Some(ProducerRun {
+        producer_id, epoch, ..
+    }) = producer
+    else {
         return Err((
             INVALID_RECORD,
             "a transactional batch carries its producer id".into(),

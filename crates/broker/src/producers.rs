@@ -12,6 +12,7 @@
 //! appended, so a replay is exact. (Kafka also snapshots it to disk, so a broker restart keeps
 //! deduplicating; a lab restart forgets it, and a client's next batch starts a fresh entry.)
 
+use offsetlab_records::ProducerRun;
 use offsetlab_wire::error::*;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -54,9 +55,9 @@ impl Producers {
         (IDEMPOTENT_IDS + self.next_id.fetch_add(1, Ordering::Relaxed), 0)
     }
 
-    /// Checks batches of `producer` (id, epoch, first sequence, record count) for a partition.
-    pub fn check(&self, producer: (i64, i16, i32, i32), topic: &str, partition: i32) -> Result<Verdict, i16> {
-        let (id, epoch, sequence, _) = producer;
+    /// Checks a partition's batches of the producer whose sequence run they carry.
+    pub fn check(&self, run: ProducerRun, topic: &str, partition: i32) -> Result<Verdict, i16> {
+        let (id, epoch, sequence) = (run.producer_id, run.epoch, run.first_sequence);
         let table = self
             .table
             .lock()
@@ -74,7 +75,6 @@ impl Producers {
         }
     }
 
-    /// Records that the batches were appended at `base_offset`.
     /// Forgets the sequence numbers kept for `topic`'s partitions (DeleteTopics): a producer
     /// writing to a topic created again under that name starts afresh there.
     pub fn forget_topic(&self, topic: &str) {
@@ -84,8 +84,9 @@ impl Producers {
             .retain(|(_, t, _), _| t != topic);
     }
 
-    pub fn appended(&self, producer: (i64, i16, i32, i32), topic: &str, partition: i32, base_offset: i64) {
-        let (id, epoch, sequence, count) = producer;
+    /// Records that the batches of `run` were appended at `base_offset`.
+    pub fn appended(&self, run: ProducerRun, topic: &str, partition: i32, base_offset: i64) {
+        let (id, epoch, sequence, count) = (run.producer_id, run.epoch, run.first_sequence, run.records);
         let mut table = self
             .table
             .lock()
@@ -107,25 +108,34 @@ impl Producers {
 mod tests {
     use super::*;
 
+    fn run(producer_id: i64, epoch: i16, first_sequence: i32, records: i32) -> ProducerRun {
+        ProducerRun {
+            producer_id,
+            epoch,
+            first_sequence,
+            records,
+        }
+    }
+
     #[test]
     fn a_resent_batch_is_answered_not_appended_and_a_gap_is_refused() {
         let p = Producers::default();
         let (id, epoch) = p.init();
         assert_eq!(p.init().0, id + 1, "ids are unique");
-        let first = (id, epoch, 0, 3);
+        let first = run(id, epoch, 0, 3);
         assert_eq!(p.check(first, "t", 0), Ok(Verdict::Append));
         p.appended(first, "t", 0, 10);
         // The answer was lost; the client sends the same batch again.
         assert_eq!(p.check(first, "t", 0), Ok(Verdict::Duplicate { base_offset: 10 }));
         // The next batch continues the numbering; another partition counts on its own.
-        assert_eq!(p.check((id, epoch, 3, 2), "t", 0), Ok(Verdict::Append));
-        assert_eq!(p.check((id, epoch, 0, 2), "t", 1), Ok(Verdict::Append));
+        assert_eq!(p.check(run(id, epoch, 3, 2), "t", 0), Ok(Verdict::Append));
+        assert_eq!(p.check(run(id, epoch, 0, 2), "t", 1), Ok(Verdict::Append));
         // A batch went missing in between.
         assert_eq!(
-            p.check((id, epoch, 5, 1), "t", 0),
+            p.check(run(id, epoch, 5, 1), "t", 0),
             Err(OUT_OF_ORDER_SEQUENCE_NUMBER)
         );
         // A bumped epoch starts over.
-        assert_eq!(p.check((id, epoch + 1, 0, 1), "t", 0), Ok(Verdict::Append));
+        assert_eq!(p.check(run(id, epoch + 1, 0, 1), "t", 0), Ok(Verdict::Append));
     }
 }

@@ -25,6 +25,7 @@ use offsetlab_wire::error::*;
 use bytes::Bytes;
 use offsetlab_engine::record::TopicPartition;
 use offsetlab_lab::session::Change;
+use offsetlab_records::ProducerRun;
 use offsetlab_scenario::command::{Command, TxnSend};
 use offsetlab_wire::kafka_protocol::messages::produce_response::{
     PartitionProduceResponse, TopicProduceResponse,
@@ -113,7 +114,7 @@ struct Plan<'a> {
     /// Where each partition's next record goes once the planned changes are applied.
     planned: BTreeMap<(String, i32), i64>,
     /// Idempotent producers' batches in this request, noted once they are stored.
-    appended: Vec<((i64, i16, i32, i32), String, i32, i64)>,
+    appended: Vec<(ProducerRun, String, i32, i64)>,
 }
 
 impl<'a> Plan<'a> {
@@ -193,14 +194,14 @@ impl<'a> Plan<'a> {
 
     /// A transactional batch's producer is its `transactional.id`'s current one.
     fn is_current_transactional(&self, produced: &Produced) -> bool {
-        let (Some(txn_id), Some((pid, epoch, _, _))) = (&self.txn_id, produced.producer) else {
+        let (Some(txn_id), Some(run)) = (&self.txn_id, produced.producer) else {
             return false;
         };
         self.session
             .lab()
             .producers()
             .get(txn_id)
-            .is_some_and(|p| p.external && p.producer_id == pid && p.epoch == epoch)
+            .is_some_and(|p| p.external && p.producer_id == run.producer_id && p.epoch == run.epoch)
     }
 
     /// The change that appends `produced` to `name`-`index`, and the offset it starts at.
