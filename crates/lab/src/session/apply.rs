@@ -91,6 +91,15 @@ pub(crate) fn append_produced(
         .collect())
 }
 
+/// What a batch being applied keeps track of.
+pub(crate) struct Batch {
+    /// The history's length before the batch: what an undo goes back to.
+    history_mark: usize,
+    /// The line of a compaction or DeleteRecords that saved the lab in the middle of the batch.
+    kept_before: Option<usize>,
+    reset_plans: Vec<ResetPlan>,
+}
+
 impl Session {
     /// Applies `lines` as one batch: all of them, or none.
     pub fn apply_lines(&mut self, lines: &[String]) -> Result<Applied, ActionError> {
@@ -160,112 +169,20 @@ impl Session {
         }
         let applied = commands.len();
         let mark = self.lab.narrative().len();
-        let history_mark = self.history.len();
-        // The line of a compaction or DeleteRecords that saved the lab in the middle of the batch.
-        let mut kept_before: Option<usize> = None;
-        let mut reset_plans = Vec::new();
+        let mut batch = Batch {
+            history_mark: self.history.len(),
+            kept_before: None,
+            reset_plans: Vec::new(),
+        };
         for (n, (line, change)) in commands.into_iter().enumerate() {
-            let command = match change {
-                Change::Command(c) => c,
+            match change {
+                Change::Command(c) => self.apply_command(&mut batch, n, line, c)?,
                 Change::Produced {
                     topic,
                     partition,
                     client,
                     mut batches,
-                } => {
-                    match append_produced(
-                        &mut self.lab,
-                        &mut self.produced,
-                        &topic,
-                        partition,
-                        &client,
-                        &mut batches,
-                    ) {
-                        Ok(stored) => self.history.extend(stored.into_iter().map(Command::SendStored)),
-                        Err(e) => {
-                            let text = format!(
-                                "send {} partition={partition} client={} …",
-                                Quoted(&topic),
-                                Quoted(&client)
-                            );
-                            if let Some(fault) = self.fault_in(&e) {
-                                return Err(self.refused_by_storage(line, text, fault, kept_before));
-                            }
-                            if n > 0 {
-                                self.undo_to(history_mark)?;
-                            }
-                            return Err(ActionError {
-                                status: 422,
-                                error: e.to_string(),
-                                line,
-                                text,
-                                cause: Some(Box::new(e)),
-                            });
-                        }
-                    }
-                    if let Some(fault) = self.take_fault() {
-                        let text = format!("send {} partition={partition} …", Quoted(&topic));
-                        return Err(self.refused_by_storage(line, text, fault, kept_before));
-                    }
-                    continue;
-                }
-            };
-            if matches!(command, Command::Compact(_) | Command::DeleteRecords(_)) {
-                // Compaction and DeleteRecords destroy records for good. Everything before them
-                // is saved first, so a restart's truncation to the saved state can never undo a
-                // record they superseded (a cleaner never cleans past the high watermark).
-                // (A deleted topic's files are only renamed aside until the deletion is saved.)
-                if let Err(e) = self.barrier() {
-                    let fault = self.fault_in(&e).unwrap_or(Fault {
-                        kind: FaultKind::Io,
-                        message: e.to_string(),
-                    });
-                    return Err(self.refused_by_storage(line, command.to_string(), fault, kept_before));
-                }
-                if n > 0 && kept_before.is_none() {
-                    kept_before = Some(line);
-                }
-            }
-            if let (Command::DeleteTopic(_), Some(g)) = (&command, &self.generation) {
-                g.deleted_topics.store(true, std::sync::atomic::Ordering::SeqCst);
-            }
-            let applied = command.apply(&mut self.lab);
-            // The disk refused a write while it ran: the action did not happen.
-            let fault = match &applied {
-                Err(ApplyError::Lab(e)) => self.fault_in(e),
-                _ => self.take_fault(),
-            };
-            if let Some(fault) = fault {
-                return Err(self.refused_by_storage(line, command.to_string(), fault, kept_before));
-            }
-            match applied {
-                Ok(outcome) => {
-                    if let Outcome::Reset(plan) = outcome {
-                        reset_plans.push(plan);
-                    }
-                    if !matches!(command, Command::Expect(_)) {
-                        self.history.push(command);
-                    }
-                }
-                Err(e) => {
-                    if n > 0 {
-                        self.undo_to(history_mark)?;
-                    }
-                    let (error, cause) = match e {
-                        ApplyError::Lab(e) => (e.to_string(), Some(Box::new(e))),
-                        ApplyError::Expectation(f) => (format!("expectation failed: {f}"), None),
-                    };
-                    return Err(ActionError {
-                        status: match cause.as_deref() {
-                            Some(LabError::Storage(f)) => storage_status(f.kind),
-                            _ => 422,
-                        },
-                        error,
-                        line,
-                        text: command.to_string(),
-                        cause,
-                    });
-                }
+                } => self.apply_produced(&batch, n, line, (&topic, partition, &client), &mut batches)?,
             }
         }
         self.version += 1;
@@ -274,8 +191,124 @@ impl Session {
             lines: Vec::new(),
             version: self.version,
             events: self.lab.narrative().since(mark).to_vec(),
-            reset_plans,
+            reset_plans: batch.reset_plans,
         })
+    }
+
+    /// A client's batches appended, their `send … stored=` lines in the history.
+    fn apply_produced(
+        &mut self,
+        batch: &Batch,
+        n: usize,
+        line: usize,
+        (topic, partition, client): (&str, i32, &str),
+        batches: &mut ProducedBatches,
+    ) -> Result<(), ActionError> {
+        let appended = append_produced(
+            &mut self.lab,
+            &mut self.produced,
+            topic,
+            partition,
+            client,
+            batches,
+        );
+        let text = || {
+            format!(
+                "send {} partition={partition} client={} …",
+                Quoted(topic),
+                Quoted(client)
+            )
+        };
+        match appended {
+            Ok(stored) => self.history.extend(stored.into_iter().map(Command::SendStored)),
+            Err(e) => {
+                if let Some(fault) = self.fault_in(&e) {
+                    return Err(self.refused_by_storage(line, text(), fault, batch.kept_before));
+                }
+                if n > 0 {
+                    self.undo_to(batch.history_mark)?;
+                }
+                return Err(ActionError {
+                    status: 422,
+                    error: e.to_string(),
+                    line,
+                    text: text(),
+                    cause: Some(Box::new(e)),
+                });
+            }
+        }
+        if let Some(fault) = self.take_fault() {
+            return Err(self.refused_by_storage(line, text(), fault, batch.kept_before));
+        }
+        Ok(())
+    }
+
+    /// One command applied and kept in the history; a refusal undoes the batch's earlier lines.
+    fn apply_command(
+        &mut self,
+        batch: &mut Batch,
+        n: usize,
+        line: usize,
+        command: Command,
+    ) -> Result<(), ActionError> {
+        if matches!(command, Command::Compact(_) | Command::DeleteRecords(_)) {
+            // Compaction and DeleteRecords destroy records for good. Everything before them is
+            // saved first, so a restart's truncation to the saved state can never undo a record
+            // they superseded (a cleaner never cleans past the high watermark). (A deleted
+            // topic's files are only renamed aside until the deletion is saved.)
+            if let Err(e) = self.barrier() {
+                let fault = self.fault_in(&e).unwrap_or(Fault {
+                    kind: FaultKind::Io,
+                    message: e.to_string(),
+                });
+                return Err(self.refused_by_storage(line, command.to_string(), fault, batch.kept_before));
+            }
+            if n > 0 && batch.kept_before.is_none() {
+                batch.kept_before = Some(line);
+            }
+        }
+        if let (Command::DeleteTopic(_), Some(g)) = (&command, &self.generation) {
+            g.deleted_topics.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        let applied = command.apply(&mut self.lab);
+        // The disk refused a write while it ran: the action did not happen.
+        let fault = match &applied {
+            Err(ApplyError::Lab(e)) => self.fault_in(e),
+            _ => self.take_fault(),
+        };
+        if let Some(fault) = fault {
+            return Err(self.refused_by_storage(line, command.to_string(), fault, batch.kept_before));
+        }
+        match applied {
+            Ok(outcome) => {
+                if let Outcome::Reset(plan) = outcome {
+                    batch.reset_plans.push(plan);
+                }
+                if !matches!(command, Command::Expect(_)) {
+                    self.history.push(command);
+                }
+                Ok(())
+            }
+            Err(e) => {
+                if n > 0 {
+                    self.undo_to(batch.history_mark)?;
+                }
+                let (error, cause) = match e {
+                    ApplyError::Lab(e) => (e.to_string(), Some(Box::new(e))),
+                    ApplyError::Expectation(f) => (format!("expectation failed: {f}"), None),
+                };
+                Err(ActionError {
+                    status: match cause.as_deref() {
+                        Some(LabError::Storage(f)) => storage_status(f.kind),
+                        _ => 422,
+                    },
+                    error,
+                    line,
+                    text: command.to_string(),
+                    cause,
+                })
+            }
+        }
     }
 
     /// Undoes the lines of a failed batch: the lab rebuilt from the history before them. If that
