@@ -1,27 +1,14 @@
 //! The poll loop: poll, process, commit, seek — and the commits each strategy makes on its own.
 
+use super::commit::CommitSource;
 use super::Lab;
 use crate::audit::Delivery;
-use crate::consumer::{InFlight, PendingCommit, PositionOrigin};
+use crate::consumer::{ConsumerConfig, InFlight, PositionOrigin};
 use crate::error::LabError;
-use crate::group::{check_commit, Fenced};
 use crate::narrative::EventKind;
-use crate::offsets::{OffsetAndMetadata, OffsetKey};
 use crate::record::{Offset, TopicPartition};
 use crate::sink::{SinkWrite, WriteOutcome};
 use crate::strategy::{AutoOffsetReset, CommitStrategy};
-
-/// Which offsets a commit takes from the consumer's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CommitSource {
-    /// The fetch position: everything handed out by poll (Java's `commitSync()` with no
-    /// arguments, and what Java auto-commit commits).
-    Position,
-    /// librdkafka's offset store: what poll handed to the application.
-    Stored,
-    /// What the application finished processing.
-    Processed,
-}
 
 /// Where a seek goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +18,21 @@ pub enum SeekTarget {
     Offset(Offset),
     /// The earliest offset whose timestamp is ≥ this (epoch ms).
     Timestamp(i64),
+}
+
+/// Consecutive first deliveries of one partition being applied, narrated as one line when the
+/// run ends: (partition, first offset, last offset, records).
+type AppliedRun = Option<(TopicPartition, Offset, Offset, usize)>;
+
+/// What one poll fetched.
+#[derive(Default)]
+struct Fetched {
+    fetched: Vec<InFlight>,
+    /// (partition, first offset, last offset) of what each partition handed over.
+    per_tp: Vec<(TopicPartition, Offset, Offset)>,
+    /// New fetch positions: past the last record handed over, and past any transaction marker
+    /// (or, read_committed, aborted record) the fetch stepped over.
+    moved: Vec<(TopicPartition, Offset)>,
 }
 
 impl Lab {
@@ -45,30 +47,13 @@ impl Lab {
         let c = self.consumer(name)?;
         let cfg = c.config.clone();
         let member = c.member_id();
+        let auto_commit_due = c.next_auto_commit;
         let now = self.now();
-        if let Some(g) = self.groups.get(&cfg.group).filter(|g| g.rebalance.is_some()) {
-            let waiting: Vec<String> = g
-                .waiting_for()
-                .iter()
-                .map(|m| match m.expires_at {
-                    Some(t) => format!(
-                        "{} (dead; its session expires at {})",
-                        m.id,
-                        crate::clock::format_instant(t)
-                    ),
-                    None => format!("{} (alive; rejoins at its next poll)", m.id),
-                })
-                .collect();
-            let text = format!(
-                "{member} polled: group {} is still rebalancing and waits for {}; no records until it completes",
-                cfg.group,
-                waiting.join(", ")
-            );
-            self.say(EventKind::Poll, text);
+        if self.still_rebalancing(&member, &cfg.group) {
             return Ok(0);
         }
         // Java auto-commit runs at the start of poll(), committing what earlier polls returned.
-        if cfg.strategy == CommitStrategy::AutoPoll && c.next_auto_commit.is_some_and(|d| now >= d) {
+        if cfg.strategy == CommitStrategy::AutoPoll && auto_commit_due.is_some_and(|d| now >= d) {
             if let Some(c) = self.consumers.get_mut(name) {
                 c.next_auto_commit = Some(now + cfg.auto_commit_interval_ms);
             }
@@ -84,34 +69,14 @@ impl Lab {
             );
             return Ok(0);
         }
-        let cursor = self.consumer(name)?.poll_cursor % tps.len();
-        let mut fetched: Vec<InFlight> = Vec::new();
-        let mut per_tp: Vec<(TopicPartition, Offset, Offset)> = Vec::new();
-        // New fetch positions: past the last record handed over, and past any transaction
-        // marker (or, read_committed, aborted record) the fetch stepped over.
-        let mut moved: Vec<(TopicPartition, Offset)> = Vec::new();
-        for i in 0..tps.len() {
-            let tp = &tps[(cursor + i) % tps.len()];
-            let room = cfg.max_poll_records - fetched.len();
-            if room == 0 {
-                break;
-            }
-            let Some(position) = self.checked_position(name, tp)? else {
-                return Ok(0); // auto.offset.reset=none stopped the consumer
-            };
-            let batch = self.fetch(tp, position, room, cfg.isolation)?;
-            if batch.next_position != position {
-                moved.push((tp.clone(), batch.next_position));
-            }
-            if let (Some(first), Some(last)) = (batch.records.first(), batch.records.last()) {
-                per_tp.push((tp.clone(), first.offset, last.offset));
-            }
-            fetched.extend(batch.records.into_iter().map(|record| InFlight {
-                tp: tp.clone(),
-                record,
-                last_of_batch: false,
-            }));
-        }
+        let Some(Fetched {
+            mut fetched,
+            per_tp,
+            moved,
+        }) = self.fetch_for_poll(name, &cfg, &tps)?
+        else {
+            return Ok(0); // auto.offset.reset=none stopped the consumer
+        };
         let n = fetched.len();
         if let Some(last) = fetched.last_mut() {
             last.last_of_batch = true;
@@ -133,6 +98,89 @@ impl Lab {
         }
         let backlog = c.in_flight.len();
         c.in_flight.extend(fetched);
+        self.say_polled(name, &cfg, &tps, &per_tp, n, backlog)?;
+        if self.effect(name) {
+            return Ok(n);
+        }
+        if cfg.strategy == CommitStrategy::BeforeProcess && n > 0 && cfg.commits_to_kafka() {
+            self.commit_from(name, CommitSource::Position, "commit before processing", true);
+        }
+        Ok(n)
+    }
+
+    /// A poll while the group rebalances gets nothing: the narrative says whom it waits for.
+    fn still_rebalancing(&mut self, member: &str, group: &str) -> bool {
+        let Some(g) = self.groups.get(group).filter(|g| g.rebalance.is_some()) else {
+            return false;
+        };
+        let waiting: Vec<String> = g
+            .waiting_for()
+            .iter()
+            .map(|m| match m.expires_at {
+                Some(t) => format!(
+                    "{} (dead; its session expires at {})",
+                    m.id,
+                    crate::clock::format_instant(t)
+                ),
+                None => format!("{} (alive; rejoins at its next poll)", m.id),
+            })
+            .collect();
+        let text = format!(
+            "{member} polled: group {group} is still rebalancing and waits for {}; no records until it completes",
+            waiting.join(", ")
+        );
+        self.say(EventKind::Poll, text);
+        true
+    }
+
+    /// Up to `max.poll.records` records from the assigned partitions, taking turns from the
+    /// poll cursor on; `None` when `auto.offset.reset=none` stopped the consumer.
+    fn fetch_for_poll(
+        &mut self,
+        name: &str,
+        cfg: &ConsumerConfig,
+        tps: &[TopicPartition],
+    ) -> Result<Option<Fetched>, LabError> {
+        let cursor = self.consumer(name)?.poll_cursor % tps.len();
+        let mut out = Fetched::default();
+        for i in 0..tps.len() {
+            let tp = &tps[(cursor + i) % tps.len()];
+            let room = cfg.max_poll_records - out.fetched.len();
+            if room == 0 {
+                break;
+            }
+            let Some(position) = self.checked_position(name, tp)? else {
+                return Ok(None);
+            };
+            let batch = self.fetch(tp, position, room, cfg.isolation)?;
+            if batch.next_position != position {
+                out.moved.push((tp.clone(), batch.next_position));
+            }
+            if let (Some(first), Some(last)) = (batch.records.first(), batch.records.last()) {
+                out.per_tp.push((tp.clone(), first.offset, last.offset));
+            }
+            out.fetched
+                .extend(batch.records.into_iter().map(|record| InFlight {
+                    tp: tp.clone(),
+                    record,
+                    last_of_batch: false,
+                }));
+        }
+        Ok(Some(out))
+    }
+
+    /// The narrative's line for a poll that handed over `n` records.
+    fn say_polled(
+        &mut self,
+        name: &str,
+        cfg: &ConsumerConfig,
+        tps: &[TopicPartition],
+        per_tp: &[(TopicPartition, Offset, Offset)],
+        n: usize,
+        backlog: usize,
+    ) -> Result<(), LabError> {
+        let c = self.consumer(name)?;
+        let member = c.member_id();
         let at: Vec<String> = tps
             .iter()
             .filter_map(|tp| c.assignment.get(tp).map(|f| format!("{tp}@{}", f.position)))
@@ -177,13 +225,7 @@ impl Lab {
             }
             self.say(EventKind::Poll, text);
         }
-        if self.effect(name) {
-            return Ok(n);
-        }
-        if cfg.strategy == CommitStrategy::BeforeProcess && n > 0 && cfg.commits_to_kafka() {
-            self.commit_from(name, CommitSource::Position, "commit before processing", true);
-        }
-        Ok(n)
+        Ok(())
     }
 
     /// The fetch position of `tp`, after `auto.offset.reset` if it is out of range. `None` when
@@ -251,7 +293,7 @@ impl Lab {
         }
         let n = count.unwrap_or(usize::MAX).min(c.in_flight.len());
         let mut done = 0;
-        let mut run: Option<(TopicPartition, Offset, Offset, usize)> = None;
+        let mut run: AppliedRun = None;
         while done < n {
             let c = self.consumer(name)?;
             let Some(item) = c.in_flight.front().cloned() else {
@@ -299,31 +341,7 @@ impl Lab {
                 fs.processed = Some(offset + 1);
             }
             done += 1;
-            // Narrate runs of consecutive first deliveries as one line; repeats get their own.
-            if let Some(reason) = again {
-                self.flush_run(&member, &mut run);
-                let text = format!(
-                    "{member} applied {tp}@{offset} ({}) AGAIN: {} ({})",
-                    item.record.key_text(),
-                    reason.label(),
-                    match cfg.sink {
-                        crate::sink::SinkKind::Upsert => "the upsert rewrites the same row",
-                        _ => "one more row in the ledger",
-                    }
-                );
-                self.say(EventKind::Warning, text);
-            } else {
-                match &mut run {
-                    Some((rtp, _, last, k)) if *rtp == tp && *last + 1 == offset => {
-                        *last = offset;
-                        *k += 1;
-                    }
-                    _ => {
-                        self.flush_run(&member, &mut run);
-                        run = Some((tp.clone(), offset, offset, 1));
-                    }
-                }
-            }
+            self.narrate_applied(&member, &cfg, &item, again, &mut run);
             // Narrate the write before a planned crash right after it can be narrated.
             let crashes_now = self.fault.as_ref().is_some_and(|f| {
                 f.consumer == name && self.effects.get(name).copied().unwrap_or(0) + 1 == f.after
@@ -334,43 +352,7 @@ impl Lab {
             if self.effect(name) {
                 return Ok(done);
             }
-            let crashed = if cfg.is_transactional_producer() {
-                match cfg.strategy {
-                    CommitStrategy::ManualRecord => {
-                        self.flush_run(&member, &mut run);
-                        self.commit_transaction(name, "commitTransaction after the record")
-                    }
-                    CommitStrategy::ManualBatch if item.last_of_batch => {
-                        self.flush_run(&member, &mut run);
-                        self.commit_transaction(name, "commitTransaction after the batch")
-                    }
-                    _ => false,
-                }
-            } else if !cfg.commits_to_kafka() {
-                false
-            } else {
-                match cfg.strategy {
-                    CommitStrategy::ManualRecord => {
-                        self.flush_run(&member, &mut run);
-                        self.commit_offsets(
-                            name,
-                            vec![(tp.clone(), offset + 1)],
-                            "commitSync after the record",
-                            false,
-                            false,
-                        )
-                    }
-                    CommitStrategy::ManualBatch if item.last_of_batch => {
-                        self.flush_run(&member, &mut run);
-                        self.commit_from(name, CommitSource::Processed, "commitSync after the batch", true)
-                    }
-                    CommitStrategy::ManualAsync if item.last_of_batch => {
-                        self.flush_run(&member, &mut run);
-                        self.send_async(name)
-                    }
-                    _ => false,
-                }
-            };
+            let crashed = self.commit_after_record(name, &cfg, &item, &member, &mut run);
             if crashed || !self.consumer(name)?.is_running() {
                 return Ok(done);
             }
@@ -378,6 +360,84 @@ impl Lab {
         let member = self.consumer(name)?.member_id();
         self.flush_run(&member, &mut run);
         Ok(done)
+    }
+
+    /// Narrates an applied record: runs of consecutive first deliveries as one line (kept in
+    /// `run` until it ends), a repeat on a line of its own.
+    fn narrate_applied(
+        &mut self,
+        member: &str,
+        cfg: &ConsumerConfig,
+        item: &InFlight,
+        again: Option<crate::audit::DeliveryReason>,
+        run: &mut AppliedRun,
+    ) {
+        let (tp, offset) = (&item.tp, item.record.offset);
+        if let Some(reason) = again {
+            self.flush_run(member, run);
+            let text = format!(
+                "{member} applied {tp}@{offset} ({}) AGAIN: {} ({})",
+                item.record.key_text(),
+                reason.label(),
+                match cfg.sink {
+                    crate::sink::SinkKind::Upsert => "the upsert rewrites the same row",
+                    _ => "one more row in the ledger",
+                }
+            );
+            self.say(EventKind::Warning, text);
+            return;
+        }
+        match run {
+            Some((rtp, _, last, k)) if rtp == tp && *last + 1 == offset => {
+                *last = offset;
+                *k += 1;
+            }
+            _ => {
+                self.flush_run(member, run);
+                *run = Some((tp.clone(), offset, offset, 1));
+            }
+        }
+    }
+
+    /// The commit a strategy makes once a record is processed (per record; or at a batch's
+    /// last record); whether the consumer crashed on the way.
+    fn commit_after_record(
+        &mut self,
+        name: &str,
+        cfg: &ConsumerConfig,
+        item: &InFlight,
+        member: &str,
+        run: &mut AppliedRun,
+    ) -> bool {
+        let last = item.last_of_batch;
+        if cfg.is_transactional_producer() {
+            let why = match cfg.strategy {
+                CommitStrategy::ManualRecord => "commitTransaction after the record",
+                CommitStrategy::ManualBatch if last => "commitTransaction after the batch",
+                _ => return false,
+            };
+            self.flush_run(member, run);
+            return self.commit_transaction(name, why);
+        }
+        if !cfg.commits_to_kafka() {
+            return false;
+        }
+        match cfg.strategy {
+            CommitStrategy::ManualRecord => {
+                self.flush_run(member, run);
+                let next = vec![(item.tp.clone(), item.record.offset + 1)];
+                self.commit_offsets(name, next, "commitSync after the record", false, false)
+            }
+            CommitStrategy::ManualBatch if last => {
+                self.flush_run(member, run);
+                self.commit_from(name, CommitSource::Processed, "commitSync after the batch", true)
+            }
+            CommitStrategy::ManualAsync if last => {
+                self.flush_run(member, run);
+                self.send_async(name)
+            }
+            _ => false,
+        }
     }
 
     /// Writes one processed record to the group's database sink and records the delivery.
@@ -430,7 +490,7 @@ impl Lab {
         Ok(Ok(reason))
     }
 
-    fn flush_run(&mut self, member: &str, run: &mut Option<(TopicPartition, Offset, Offset, usize)>) {
+    fn flush_run(&mut self, member: &str, run: &mut AppliedRun) {
         if let Some((tp, a, b, _)) = run.take() {
             let transactional = member
                 .split('#')
@@ -452,26 +512,6 @@ impl Lab {
                 format!("{member} processed {tp}@{range} {into}"),
             );
         }
-    }
-
-    /// An explicit `commitSync()`: commits the current positions, processed or not.
-    /// With librdkafka (`auto-timer`), `commit()` commits the stored offsets, which also cover
-    /// everything handed out.
-    pub fn commit(&mut self, name: &str) -> Result<(), LabError> {
-        let c = self.running(name, "a dead consumer cannot commit")?;
-        if c.config.is_transactional_producer() {
-            self.commit_transaction(name, "commitTransaction");
-        } else if c.config.strategy == CommitStrategy::AutoTimer {
-            self.commit_from(
-                name,
-                CommitSource::Stored,
-                "explicit commit() of the stored offsets",
-                false,
-            );
-        } else {
-            self.commit_from(name, CommitSource::Position, "explicit commitSync()", false);
-        }
-        Ok(())
     }
 
     /// `seek()`: moves the fetch position of one or all assigned partitions. Nothing is
@@ -545,285 +585,5 @@ impl Lab {
             );
         }
         Ok(())
-    }
-
-    /// The commit a strategy makes at close or in the revoke hook of a rebalance. Returns
-    /// whether the consumer crashed (explorer) while doing it.
-    pub(crate) fn close_commit(&mut self, name: &str, at_revoke: bool) -> bool {
-        let Some(c) = self.consumers.get(name) else {
-            return false;
-        };
-        if c.config.is_transactional_producer() {
-            if at_revoke && !c.config.commit_on_revoke {
-                // The partitions move on: the open transaction is aborted, and whoever gets
-                // them processes the input again.
-                if self.producers.get(name).is_some_and(|p| p.ongoing.is_some()) {
-                    let _ = self.abort_transaction(name);
-                }
-                return false;
-            }
-            return self.commit_transaction(name, "commitTransaction at close/revoke");
-        }
-        if !c.config.commits_to_kafka() {
-            return false;
-        }
-        match c.config.strategy {
-            CommitStrategy::AutoTimer => self.commit_from(
-                name,
-                CommitSource::Stored,
-                "auto-commit of stored offsets at close/revoke",
-                true,
-            ),
-            CommitStrategy::AutoPoll => self.commit_from(
-                name,
-                CommitSource::Position,
-                "auto-commit of consumed offsets at close/revoke",
-                true,
-            ),
-            CommitStrategy::ManualBatch | CommitStrategy::ManualRecord | CommitStrategy::ManualAsync
-                if at_revoke && !c.config.commit_on_revoke =>
-            {
-                false
-            }
-            CommitStrategy::ManualBatch | CommitStrategy::ManualRecord | CommitStrategy::ManualAsync => self
-                .commit_from(
-                    name,
-                    CommitSource::Processed,
-                    "commitSync of processed offsets at close/revoke",
-                    true,
-                ),
-            CommitStrategy::BeforeProcess => false,
-        }
-    }
-
-    /// The librdkafka auto-commit timer fired.
-    pub(crate) fn timer_commit(&mut self, name: &str) -> bool {
-        self.commit_from(name, CommitSource::Stored, "auto-commit timer", true)
-    }
-
-    /// Commits the offsets `source` names for all assigned partitions. Returns whether the
-    /// consumer crashed (explorer) right after.
-    pub(crate) fn commit_from(
-        &mut self,
-        name: &str,
-        source: CommitSource,
-        why: &str,
-        only_changes: bool,
-    ) -> bool {
-        let Some(c) = self.consumers.get(name) else {
-            return false;
-        };
-        let offsets: Vec<(TopicPartition, Offset)> = c
-            .assignment
-            .iter()
-            .filter_map(|(tp, f)| {
-                let o = match source {
-                    CommitSource::Position => Some(f.position),
-                    CommitSource::Stored => f.stored,
-                    CommitSource::Processed => f.processed,
-                }?;
-                Some((tp.clone(), o))
-            })
-            .collect();
-        self.commit_offsets(
-            name,
-            offsets,
-            why,
-            only_changes,
-            source != CommitSource::Processed,
-        )
-    }
-
-    /// A synchronous commit of explicit offsets, checked against the group's generation.
-    /// Returns whether the consumer crashed (explorer) right after.
-    /// `handed_over`: the offsets come from what poll handed out (a position, librdkafka's
-    /// stored offsets), not from what was processed — so records they pass unprocessed are the
-    /// application's loss.
-    pub(crate) fn commit_offsets(
-        &mut self,
-        name: &str,
-        offsets: Vec<(TopicPartition, Offset)>,
-        why: &str,
-        only_changes: bool,
-        handed_over: bool,
-    ) -> bool {
-        // Requests on one connection are handled in order: async commits sent earlier land first.
-        if self
-            .consumers
-            .get(name)
-            .is_some_and(|c| !c.pending_async.is_empty())
-            && self.land_async(name, i64::MAX)
-        {
-            return true;
-        }
-        let Some(c) = self.consumers.get(name) else {
-            return false;
-        };
-        let group = c.config.group.clone();
-        // A position sought past the log end is not validated until the next fetch resets it;
-        // like the Java client, only positions inside the log are committed.
-        let offsets: Vec<(TopicPartition, Offset)> = offsets
-            .into_iter()
-            .filter(|(tp, o)| self.partition_log(tp).is_ok_and(|log| *o <= log.log_end_offset()))
-            .filter(|(tp, o)| {
-                !only_changes || self.offsets.fetch(&OffsetKey::new(&group, tp)).map(|v| v.offset) != Some(*o)
-            })
-            .collect();
-        if offsets.is_empty() {
-            return false;
-        }
-        let generation = c.generation;
-        if !self.accepts_commit(name, generation) {
-            return false;
-        }
-        self.write_commit(name, &offsets, why, handed_over);
-        self.effect(name)
-    }
-
-    /// The coordinator's check: only a current member of the current generation may commit.
-    pub(crate) fn accepts_commit(&mut self, name: &str, generation: i32) -> bool {
-        let Some(c) = self.consumers.get(name) else {
-            return false;
-        };
-        let member = c.member_id();
-        let group = c.config.group.clone();
-        let Some(g) = self.groups.get(&group) else {
-            return false;
-        };
-        let why = match check_commit(g.state(), g.is_member(&member), generation, g.generation) {
-            Ok(()) => return true,
-            Err(Fenced::UnknownMember) => format!(
-                "commit from {member} rejected with UNKNOWN_MEMBER_ID: it is no longer a member of {group} (the zombie is fenced)"
-            ),
-            Err(Fenced::IllegalGeneration { current }) => format!(
-                "commit from {member} rejected with ILLEGAL_GENERATION: it was made in generation {generation}, group {group} is at generation {current}"
-            ),
-            Err(Fenced::RebalanceInProgress) => format!(
-                "commit from {member} rejected with REBALANCE_IN_PROGRESS: group {group} is settling its assignment"
-            ),
-        };
-        self.say(EventKind::Refused, why);
-        false
-    }
-
-    pub(crate) fn write_commit(
-        &mut self,
-        name: &str,
-        offsets: &[(TopicPartition, Offset)],
-        why: &str,
-        handed_over: bool,
-    ) {
-        let now = self.now();
-        let Some(c) = self.consumers.get(name) else {
-            return;
-        };
-        let member = c.member_id();
-        let group = c.config.group.clone();
-        let strategy = c.config.strategy;
-        let mut warnings = Vec::new();
-        // Records handed to the application and committed over unprocessed are the
-        // application's loss, even inside a range that was once skipped on purpose.
-        let committed_over: Vec<(TopicPartition, Offset)> = offsets
-            .iter()
-            .flat_map(|(tp, o)| {
-                c.in_flight
-                    .iter()
-                    .filter(move |f| &f.tp == tp && f.record.offset < *o)
-                    .map(|f| (f.tp.clone(), f.record.offset))
-            })
-            .collect();
-        for (tp, o) in offsets {
-            let unprocessed = c.unprocessed_below(tp, *o);
-            if unprocessed > 0 {
-                warnings.push(format!(
-                    "{why} advanced {group}/{}/{} to {o} while {unprocessed} polled record(s) were unprocessed: if {member} dies now they are skipped for good",
-                    tp.topic, tp.partition
-                ));
-            }
-        }
-        if handed_over {
-            if let Some(g) = self.groups.get_mut(&group) {
-                for (tp, o) in &committed_over {
-                    g.audit.unskip(tp, *o, o + 1);
-                }
-            }
-        }
-        let mut parts = Vec::new();
-        for (tp, o) in offsets {
-            let key = OffsetKey::new(&group, tp);
-            let at = self.offsets.commit(
-                key.clone(),
-                OffsetAndMetadata {
-                    offset: *o,
-                    metadata: format!("{member} {strategy}"),
-                    commit_timestamp: now,
-                },
-                now,
-            );
-            parts.push(format!(
-                "{} = {o} (record @{at} of __consumer_offsets)",
-                key.display()
-            ));
-        }
-        self.say(
-            EventKind::Commit,
-            format!("{why}: {member} committed {}", parts.join(", ")),
-        );
-        for w in warnings {
-            self.say(EventKind::Warning, w);
-        }
-    }
-
-    /// `commitAsync()` of the processed offsets: it lands after the commit latency.
-    fn send_async(&mut self, name: &str) -> bool {
-        let now = self.now();
-        let Some(c) = self.consumers.get_mut(name) else {
-            return false;
-        };
-        let offsets: Vec<(TopicPartition, Offset)> = c
-            .assignment
-            .iter()
-            .filter_map(|(tp, f)| f.processed.map(|o| (tp.clone(), o)))
-            .collect();
-        if offsets.is_empty() {
-            return false;
-        }
-        let lands_at = now + c.config.async_commit_latency_ms;
-        let generation = c.generation;
-        let member = c.member_id();
-        let text: Vec<String> = offsets.iter().map(|(tp, o)| format!("{tp} = {o}")).collect();
-        c.pending_async.push(PendingCommit {
-            lands_at,
-            offsets,
-            generation,
-        });
-        self.say(
-            EventKind::Commit,
-            format!(
-                "{member} sent commitAsync({}); it lands at {} unless {member} dies first",
-                text.join(", "),
-                crate::clock::format_instant(lands_at)
-            ),
-        );
-        self.effect(name)
-    }
-
-    /// Async commits of `name` due by `now` land (or are fenced).
-    pub(crate) fn land_async(&mut self, name: &str, now: i64) -> bool {
-        let Some(c) = self.consumers.get_mut(name) else {
-            return false;
-        };
-        let (due, rest): (Vec<PendingCommit>, Vec<PendingCommit>) =
-            c.pending_async.drain(..).partition(|p| p.lands_at <= now);
-        c.pending_async = rest;
-        for p in due {
-            if self.accepts_commit(name, p.generation) {
-                self.write_commit(name, &p.offsets, "commitAsync (landed)", false);
-                if self.effect(name) {
-                    return true;
-                }
-            }
-        }
-        false
     }
 }

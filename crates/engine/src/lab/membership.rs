@@ -710,12 +710,12 @@ impl Lab {
     fn revoke_some(&mut self, name: &str, tps: &[TopicPartition]) -> Result<(), LabError> {
         let c = self.consumer(name)?;
         let source = match c.config.strategy {
-            CommitStrategy::AutoTimer => Some(super::consume::CommitSource::Stored),
-            CommitStrategy::AutoPoll => Some(super::consume::CommitSource::Position),
+            CommitStrategy::AutoTimer => Some(super::commit::CommitSource::Stored),
+            CommitStrategy::AutoPoll => Some(super::commit::CommitSource::Position),
             CommitStrategy::ManualBatch | CommitStrategy::ManualRecord | CommitStrategy::ManualAsync
                 if c.config.commit_on_revoke =>
             {
-                Some(super::consume::CommitSource::Processed)
+                Some(super::commit::CommitSource::Processed)
             }
             _ => None,
         };
@@ -730,14 +730,14 @@ impl Lab {
                 .filter_map(|tp| {
                     let f = c.assignment.get(tp)?;
                     let o = match source {
-                        super::consume::CommitSource::Position => Some(f.position),
-                        super::consume::CommitSource::Stored => f.stored,
-                        super::consume::CommitSource::Processed => f.processed,
+                        super::commit::CommitSource::Position => Some(f.position),
+                        super::commit::CommitSource::Stored => f.stored,
+                        super::commit::CommitSource::Processed => f.processed,
                     }?;
                     Some((tp.clone(), o))
                 })
                 .collect();
-            let handed_over = source != super::consume::CommitSource::Processed;
+            let handed_over = source != super::commit::CommitSource::Processed;
             if self.commit_offsets(name, offsets, "commit in the revoke hook", true, handed_over) {
                 return Ok(()); // a planned crash
             }

@@ -7,6 +7,7 @@
 //! `consume` (poll, process, commit, seek), `time` (tick and the timers it fires),
 //! `reset` (`kafka-consumer-groups --reset-offsets`) and `view` (the figures).
 
+mod commit;
 mod consume;
 mod deletion;
 mod external;
