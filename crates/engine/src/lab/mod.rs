@@ -11,6 +11,7 @@ mod commit;
 mod consume;
 mod deletion;
 mod external;
+mod lifecycle;
 mod membership;
 mod reset;
 mod snapshot;
