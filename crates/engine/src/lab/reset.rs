@@ -94,67 +94,9 @@ impl Lab {
                 });
             }
         }
-        let now = self.now();
         let mut rows = Vec::new();
         for p in chosen {
-            let tp = TopicPartition::new(topic, p);
-            let log = self.partition_log(&tp)?;
-            let (start, end) = (log.log_start_offset(), log.log_end_offset());
-            let current = self.offsets.fetch(&OffsetKey::new(group, &tp)).map(|v| v.offset);
-            let wanted = match spec {
-                ResetSpec::ToEarliest => start,
-                ResetSpec::ToLatest => end,
-                ResetSpec::ToCurrent => current.unwrap_or(end),
-                ResetSpec::ToOffset(o) => o,
-                ResetSpec::ShiftBy(n) => current
-                    .ok_or_else(|| LabError::NoCommittedOffset(tp.to_string()))?
-                    .saturating_add(n),
-                ResetSpec::ToDatetime(ts) => log.offset_for_timestamp(ts).unwrap_or(end),
-                ResetSpec::ByDuration(d) => log.offset_for_timestamp(now - d).unwrap_or(end),
-            };
-            let target = wanted.clamp(start, end);
-            let (replayed, skipped, range) = match current {
-                Some(c) if target < c => ((c - target) as u64, 0, Some((target, c))),
-                Some(c) if target > c => (0, (target - c) as u64, Some((c.max(start), target))),
-                _ => (0, 0, None),
-            };
-            let span = range.and_then(|(a, b)| {
-                let mut first = None;
-                let mut last = None;
-                log.read(a, (b - a).max(0) as usize, &mut |r| {
-                    first.get_or_insert(r.timestamp);
-                    last = Some(r.timestamp);
-                });
-                first.zip(last)
-            });
-            let reapplied = match (self.groups.get(group), range) {
-                (Some(g), Some((a, b))) if replayed > 0 => {
-                    (a..b).filter(|&o| g.audit.delivered(&tp, o) > 0).count() as u64
-                }
-                _ => 0,
-            };
-            let predicted_duplicate_rows = match self.groups.get(group) {
-                // A transactional group seeks to its sink's offsets and ignores the reset.
-                Some(g) if g.sink_kind == SinkKind::Append && replayed > 0 => {
-                    let (a, b) = range.unwrap_or((0, 0));
-                    (a..b).filter(|&o| g.audit.delivered(&tp, o) > 0).count() as u64
-                }
-                _ => 0,
-            };
-            rows.push(ResetRow {
-                topic: topic.to_string(),
-                partition: p,
-                current,
-                target,
-                log_start_offset: start,
-                log_end_offset: end,
-                clamped: target != wanted,
-                replayed,
-                reapplied,
-                skipped,
-                span,
-                predicted_duplicate_rows,
-            });
+            rows.push(self.plan_row(group, &TopicPartition::new(topic, p), spec)?);
         }
         let plan = ResetPlan {
             group: group.to_string(),
@@ -166,6 +108,72 @@ impl Lab {
             self.apply_plan(&plan);
         }
         Ok(plan)
+    }
+
+    /// What resetting `group` on `tp` to `spec` would do: the target, clamped to the retained
+    /// range, and what it replays or skips.
+    fn plan_row(&self, group: &str, tp: &TopicPartition, spec: ResetSpec) -> Result<ResetRow, LabError> {
+        let now = self.now();
+        let tp = tp.clone();
+        let p = tp.partition;
+        let topic = tp.topic.as_str();
+        let log = self.partition_log(&tp)?;
+        let (start, end) = (log.log_start_offset(), log.log_end_offset());
+        let current = self.offsets.fetch(&OffsetKey::new(group, &tp)).map(|v| v.offset);
+        let wanted = match spec {
+            ResetSpec::ToEarliest => start,
+            ResetSpec::ToLatest => end,
+            ResetSpec::ToCurrent => current.unwrap_or(end),
+            ResetSpec::ToOffset(o) => o,
+            ResetSpec::ShiftBy(n) => current
+                .ok_or_else(|| LabError::NoCommittedOffset(tp.to_string()))?
+                .saturating_add(n),
+            ResetSpec::ToDatetime(ts) => log.offset_for_timestamp(ts).unwrap_or(end),
+            ResetSpec::ByDuration(d) => log.offset_for_timestamp(now - d).unwrap_or(end),
+        };
+        let target = wanted.clamp(start, end);
+        let (replayed, skipped, range) = match current {
+            Some(c) if target < c => ((c - target) as u64, 0, Some((target, c))),
+            Some(c) if target > c => (0, (target - c) as u64, Some((c.max(start), target))),
+            _ => (0, 0, None),
+        };
+        let span = range.and_then(|(a, b)| {
+            let mut first = None;
+            let mut last = None;
+            log.read(a, (b - a).max(0) as usize, &mut |r| {
+                first.get_or_insert(r.timestamp);
+                last = Some(r.timestamp);
+            });
+            first.zip(last)
+        });
+        let reapplied = match (self.groups.get(group), range) {
+            (Some(g), Some((a, b))) if replayed > 0 => {
+                (a..b).filter(|&o| g.audit.delivered(&tp, o) > 0).count() as u64
+            }
+            _ => 0,
+        };
+        let predicted_duplicate_rows = match self.groups.get(group) {
+            // A transactional group seeks to its sink's offsets and ignores the reset.
+            Some(g) if g.sink_kind == SinkKind::Append && replayed > 0 => {
+                let (a, b) = range.unwrap_or((0, 0));
+                (a..b).filter(|&o| g.audit.delivered(&tp, o) > 0).count() as u64
+            }
+            _ => 0,
+        };
+        Ok(ResetRow {
+            topic: topic.to_string(),
+            partition: p,
+            current,
+            target,
+            log_start_offset: start,
+            log_end_offset: end,
+            clamped: target != wanted,
+            replayed,
+            reapplied,
+            skipped,
+            span,
+            predicted_duplicate_rows,
+        })
     }
 
     fn narrate_plan(&mut self, plan: &ResetPlan) {

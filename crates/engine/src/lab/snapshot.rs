@@ -166,22 +166,10 @@ impl Lab {
                 snapshot.version
             )));
         }
-        // Records past what the lab acknowledged (an action cut short by the crash) are cut
-        // off, as a Kafka broker truncates to its high watermark: the logs then agree with the
-        // lab's state and with its history.
         let mut notes = Vec::new();
         let now = snapshot.clock.now();
         let mut reconcile = |name: String, log: &mut dyn crate::log::PartitionLog, acknowledged: Offset| {
-            let end = log.log_end_offset();
-            if end > acknowledged {
-                let n = log.truncate_to(acknowledged);
-                notes.push(format!("{name}: {n} record(s) past the last acknowledged state cut off (log end {end} → {acknowledged})"));
-            } else if end < acknowledged {
-                // Appends must not fill the lost tail's place in a file whose bytes the lab's
-                // history may still name.
-                log.seal_active(now);
-                notes.push(format!("{name}: the log ends at {end} but the lab had acknowledged up to {acknowledged}: records lost (a machine crash under --flush never)"));
-            }
+            notes.extend(reconcile(&name, log, acknowledged, now));
         };
         let mut offsets_log = store
             .open(
@@ -195,50 +183,10 @@ impl Lab {
             offsets_log.as_mut(),
             snapshot.offsets_log_end,
         );
-        let mut topics = BTreeMap::new();
-        for t in snapshot.topics {
-            let mut partitions = (0..t.config.partitions)
-                .map(|p| store.open(&t.name, p, &t.config))
-                .collect::<Result<Vec<_>, String>>()
-                .map_err(LabError::storage)?;
-            for (p, log) in partitions.iter_mut().enumerate() {
-                if let Some(&acknowledged) = t.log_end_offsets.get(p) {
-                    reconcile(format!("{}-{p}", t.name), log.as_mut(), acknowledged);
-                }
-            }
-            let mut txns = t.txns;
-            txns.resize_with(partitions.len(), PartitionTxns::default);
-            topics.insert(
-                t.name.clone(),
-                Topic {
-                    name: t.name,
-                    config: t.config,
-                    partitions,
-                    orders_created: t.orders_created,
-                    events_per_key: t.events_per_key,
-                    txns,
-                },
-            );
-        }
+        let topics = reopen_topics(snapshot.topics, store.as_mut(), &mut reconcile)?;
         let mut groups = BTreeMap::new();
         for g in snapshot.groups {
-            let sink = if g.sink_opened {
-                sinks.reopen(&g.name, g.sink_kind)?
-            } else {
-                crate::sink::SinkFactory::open(&mut crate::sink::MemorySinks, &g.name, g.sink_kind)?
-            };
-            let mut group = Group::new(&g.name, g.sink_kind, sink);
-            group.generation = g.generation;
-            group.members = g.members;
-            group.owners = g.owners;
-            group.handoffs = g.handoffs;
-            group.rebalance = g.rebalance;
-            group.topics_read = g.topics_read;
-            group.empty_since = g.empty_since;
-            group.audit = g.audit;
-            group.external = g.external;
-            group.sink_opened = g.sink_opened;
-            groups.insert(g.name, group);
+            groups.insert(g.name.clone(), reopen_group(g, sinks.as_mut())?);
         }
         let mut lab = Self {
             clock: snapshot.clock,
@@ -268,6 +216,87 @@ impl Lab {
         );
         Ok(lab)
     }
+}
+
+/// A log brought to what the lab acknowledged, and what the restart says about it. Records
+/// past it (an action cut short by the crash) are cut off, as a Kafka broker truncates to its
+/// high watermark: the logs then agree with the lab's state and with its history.
+fn reconcile(
+    name: &str,
+    log: &mut dyn crate::log::PartitionLog,
+    acknowledged: Offset,
+    now: i64,
+) -> Option<String> {
+    let end = log.log_end_offset();
+    if end > acknowledged {
+        let n = log.truncate_to(acknowledged);
+        Some(format!(
+            "{name}: {n} record(s) past the last acknowledged state cut off (log end {end} → {acknowledged})"
+        ))
+    } else if end < acknowledged {
+        // Appends must not fill the lost tail's place in a file whose bytes the lab's history
+        // may still name.
+        log.seal_active(now);
+        Some(format!("{name}: the log ends at {end} but the lab had acknowledged up to {acknowledged}: records lost (a machine crash under --flush never)"))
+    } else {
+        None
+    }
+}
+
+/// The topics' logs opened again from `store`, each reconciled with what the lab acknowledged.
+fn reopen_topics(
+    snapshots: Vec<TopicSnapshot>,
+    store: &mut dyn LogStore,
+    reconcile: &mut dyn FnMut(String, &mut dyn crate::log::PartitionLog, Offset),
+) -> Result<BTreeMap<String, Topic>, LabError> {
+    let mut topics = BTreeMap::new();
+    for t in snapshots {
+        let mut partitions = (0..t.config.partitions)
+            .map(|p| store.open(&t.name, p, &t.config))
+            .collect::<Result<Vec<_>, String>>()
+            .map_err(LabError::storage)?;
+        for (p, log) in partitions.iter_mut().enumerate() {
+            if let Some(&acknowledged) = t.log_end_offsets.get(p) {
+                reconcile(format!("{}-{p}", t.name), log.as_mut(), acknowledged);
+            }
+        }
+        let mut txns = t.txns;
+        txns.resize_with(partitions.len(), PartitionTxns::default);
+        topics.insert(
+            t.name.clone(),
+            Topic {
+                name: t.name,
+                config: t.config,
+                partitions,
+                orders_created: t.orders_created,
+                events_per_key: t.events_per_key,
+                txns,
+            },
+        );
+    }
+    Ok(topics)
+}
+
+/// A group as its snapshot left it, its sink reopened with its rows (a group of real clients
+/// that never had a lab consumer gets its in-memory stand-in again).
+fn reopen_group(g: GroupSnapshot, sinks: &mut dyn SinkFactory) -> Result<Group, LabError> {
+    let sink = if g.sink_opened {
+        sinks.reopen(&g.name, g.sink_kind)?
+    } else {
+        crate::sink::SinkFactory::open(&mut crate::sink::MemorySinks, &g.name, g.sink_kind)?
+    };
+    let mut group = Group::new(&g.name, g.sink_kind, sink);
+    group.generation = g.generation;
+    group.members = g.members;
+    group.owners = g.owners;
+    group.handoffs = g.handoffs;
+    group.rebalance = g.rebalance;
+    group.topics_read = g.topics_read;
+    group.empty_since = g.empty_since;
+    group.audit = g.audit;
+    group.external = g.external;
+    group.sink_opened = g.sink_opened;
+    Ok(group)
 }
 
 #[cfg(test)]

@@ -79,6 +79,58 @@ pub const MAX_SEND_RECORDS: usize = 100_000;
 /// Records per batch `produce` hands a partition log.
 const PRODUCE_BATCH: usize = 4096;
 
+impl ProduceSpec {
+    /// Refuses a spec no `produce` can write to a topic of `partitions` partitions.
+    fn check(&self, topic: &str, partitions: i32) -> Result<(), LabError> {
+        if self.tombstone && (self.key.is_none() || self.value.is_some()) {
+            return Err(LabError::InvalidArgument(
+                "a tombstone (value=null) needs a key and no other value".into(),
+            ));
+        }
+        if self.count == 0 || self.count > MAX_PRODUCE_COUNT {
+            return Err(LabError::InvalidArgument(format!(
+                "count must be between 1 and {MAX_PRODUCE_COUNT} (got {})",
+                self.count
+            )));
+        }
+        match self.partition {
+            Some(p) if !(0..partitions).contains(&p) => Err(LabError::UnknownPartition {
+                topic: topic.to_string(),
+                partition: p,
+                partitions: partitions as usize,
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Topic {
+    /// The key and value of the next record `spec` produces: the given key (or a new order's)
+    /// and value (or the order's next event).
+    fn next_produced(&mut self, spec: &ProduceSpec) -> (String, String) {
+        // A new order's first event needs no bookkeeping (ten million orders must not cost a
+        // map entry each); only further events of an existing order are counted.
+        let (key, events_before) = match &spec.key {
+            Some(k) => {
+                let created = order::order_number(k).is_some_and(|n| n <= self.orders_created);
+                let seen = self.events_per_key.get(k).copied().unwrap_or(u64::from(created));
+                self.events_per_key.insert(k.clone(), seen + 1);
+                (k.clone(), seen)
+            }
+            None => {
+                self.orders_created += 1;
+                (order::order_id(self.orders_created), 0)
+            }
+        };
+        let value = match &spec.value {
+            Some(v) => v.clone(),
+            None if spec.tombstone => String::new(),
+            None => order::order_event(&key, order::status_for_event(events_before)),
+        };
+        (key, value)
+    }
+}
+
 impl Lab {
     pub fn create_topic(&mut self, name: &str, config: TopicConfig) -> Result<(), LabError> {
         crate::names::check_topic_name(name)?;
@@ -175,27 +227,8 @@ impl Lab {
             .topics
             .get_mut(topic)
             .ok_or_else(|| LabError::UnknownTopic(topic.to_string()))?;
-        if spec.tombstone && (spec.key.is_none() || spec.value.is_some()) {
-            return Err(LabError::InvalidArgument(
-                "a tombstone (value=null) needs a key and no other value".into(),
-            ));
-        }
-        if spec.count == 0 || spec.count > MAX_PRODUCE_COUNT {
-            return Err(LabError::InvalidArgument(format!(
-                "count must be between 1 and {MAX_PRODUCE_COUNT} (got {})",
-                spec.count
-            )));
-        }
+        spec.check(topic, t.partitions.len() as i32)?;
         let n_parts = t.partitions.len() as i32;
-        if let Some(p) = spec.partition {
-            if !(0..n_parts).contains(&p) {
-                return Err(LabError::UnknownPartition {
-                    topic: topic.to_string(),
-                    partition: p,
-                    partitions: n_parts as usize,
-                });
-            }
-        }
         let mut written: BTreeMap<i32, (Offset, Offset)> = BTreeMap::new();
         // Records go to each partition in batches (a durable log writes a batch at a time).
         let mut pending: BTreeMap<i32, Vec<(String, String)>> = BTreeMap::new();
@@ -223,25 +256,7 @@ impl Lab {
             batch.clear();
         };
         for _ in 0..spec.count {
-            // A new order's first event needs no bookkeeping (ten million orders must not cost
-            // a map entry each); only further events of an existing order are counted.
-            let (key, events_before) = match &spec.key {
-                Some(k) => {
-                    let created = order::order_number(k).is_some_and(|n| n <= t.orders_created);
-                    let seen = t.events_per_key.get(k).copied().unwrap_or(u64::from(created));
-                    t.events_per_key.insert(k.clone(), seen + 1);
-                    (k.clone(), seen)
-                }
-                None => {
-                    t.orders_created += 1;
-                    (order::order_id(t.orders_created), 0)
-                }
-            };
-            let value = match &spec.value {
-                Some(v) => v.clone(),
-                None if spec.tombstone => String::new(),
-                None => order::order_event(&key, order::status_for_event(events_before)),
-            };
+            let (key, value) = t.next_produced(spec);
             let partition = spec
                 .partition
                 .unwrap_or_else(|| partition_for_key(key.as_bytes(), n_parts));
@@ -256,6 +271,11 @@ impl Lab {
         for (partition, batch) in &mut pending {
             flush(t, *partition, batch);
         }
+        self.say_produced(topic, spec, &written);
+        Ok(written)
+    }
+
+    fn say_produced(&mut self, topic: &str, spec: &ProduceSpec, written: &BTreeMap<i32, (Offset, Offset)>) {
         let parts: Vec<String> = written
             .iter()
             .map(|(p, (a, b))| {
@@ -275,7 +295,6 @@ impl Lab {
             EventKind::Produce,
             format!("produced {what} to {}", parts.join(", ")),
         );
-        Ok(written)
     }
 
     /// Appends records a Kafka client produced to one partition, as they came — the listener's

@@ -6,12 +6,14 @@ use crate::audit::{AuditFigures, Progress};
 use crate::clock::Millis;
 use crate::consumer::ConsumerState;
 use crate::error::LabError;
+use crate::lab::{Consumer, Topic};
 use crate::log::SegmentInfo;
 use crate::offsets::OffsetKey;
 use crate::record::{Offset, TopicPartition};
 use crate::sink::{SinkKind, SinkStats};
 use crate::strategy::CommitStrategy;
 use crate::txn::IsolationLevel;
+use crate::txn::TransactionalProducer;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -215,47 +217,41 @@ pub struct AssignmentView {
 
 impl Lab {
     pub fn view(&self) -> Result<LabView, LabError> {
-        let topics = self
-            .topics
-            .values()
-            .map(|t| TopicView {
-                name: t.name.clone(),
-                cleanup_policy: t.config.cleanup_policy.to_string(),
-                partitions: t
-                    .partitions
-                    .iter()
-                    .enumerate()
-                    .zip(&t.txns)
-                    .map(|((p, log), txns)| {
-                        let mut segments = log.segments();
-                        PartitionLogView {
-                            partition: p as i32,
-                            log_start_offset: log.log_start_offset(),
-                            log_end_offset: log.log_end_offset(),
-                            last_stable_offset: txns.last_stable_offset(log.log_end_offset()),
-                            records: log.record_count(),
-                            segment_count: segments.len(),
-                            segments: segments.split_off(segments.len().saturating_sub(MAX_VIEW_SEGMENTS)),
-                            markers: txns.markers().len(),
-                            aborted_records: txns.aborted_offsets().len(),
-                            open_transactions: txns
-                                .open_transactions()
-                                .into_iter()
-                                .map(|(producer_id, first_offset)| OpenTxnView {
-                                    producer_id,
-                                    first_offset,
-                                })
-                                .collect(),
-                        }
-                    })
-                    .collect(),
-            })
-            .collect();
         let mut groups = BTreeMap::new();
         for name in self.groups.keys() {
             groups.insert(name.clone(), self.group_view(name)?);
         }
-        let consumers = self.consumers.values().map(|c| ConsumerView {
+        let latest = self
+            .offsets
+            .view()
+            .iter()
+            .map(|(k, v)| CommittedEntry {
+                key: k.display(),
+                group: k.group.clone(),
+                topic: k.topic.clone(),
+                partition: k.partition,
+                offset: v.offset,
+                metadata: v.metadata.clone(),
+                commit_timestamp: v.commit_timestamp,
+            })
+            .collect();
+        Ok(LabView {
+            clock_ms: self.now(),
+            elapsed_ms: self.clock.elapsed(),
+            topics: self.topics.values().map(topic_view).collect(),
+            groups,
+            consumers: self.consumers.values().map(|c| self.consumer_view(c)).collect(),
+            transactions: self.producers.values().map(transaction_view).collect(),
+            consumer_offsets: ConsumerOffsetsView {
+                records: self.offsets.log().record_count(),
+                log_end_offset: self.offsets.log().log_end_offset(),
+                latest,
+            },
+        })
+    }
+
+    fn consumer_view(&self, c: &Consumer) -> ConsumerView {
+        ConsumerView {
             name: c.name().to_string(),
             member_id: c.member_id(),
             group: c.config.group.clone(),
@@ -289,54 +285,7 @@ impl Lab {
                 .then_some(c.next_auto_commit)
                 .flatten()
                 .map(|t| t - self.now()),
-        });
-        let latest = self
-            .offsets
-            .view()
-            .iter()
-            .map(|(k, v)| CommittedEntry {
-                key: k.display(),
-                group: k.group.clone(),
-                topic: k.topic.clone(),
-                partition: k.partition,
-                offset: v.offset,
-                metadata: v.metadata.clone(),
-                commit_timestamp: v.commit_timestamp,
-            })
-            .collect();
-        Ok(LabView {
-            clock_ms: self.now(),
-            elapsed_ms: self.clock.elapsed(),
-            topics,
-            groups,
-            consumers: consumers.collect(),
-            transactions: self
-                .producers
-                .values()
-                .map(|p| TransactionView {
-                    transactional_id: p.transactional_id.clone(),
-                    producer_id: p.producer_id,
-                    epoch: p.epoch,
-                    state: p.state(),
-                    timeout_ms: p.timeout_ms,
-                    started_at: p.ongoing.as_ref().map(|t| t.started_at),
-                    expires_at: p.expires_at(),
-                    partitions: p
-                        .ongoing
-                        .as_ref()
-                        .map(|t| t.partitions().iter().map(ToString::to_string).collect())
-                        .unwrap_or_default(),
-                    pending_records: p.ongoing.as_ref().map_or(0, |t| t.writes.len()),
-                    committed: p.committed,
-                    aborted: p.aborted,
-                })
-                .collect(),
-            consumer_offsets: ConsumerOffsetsView {
-                records: self.offsets.log().record_count(),
-                log_end_offset: self.offsets.log().log_end_offset(),
-                latest,
-            },
-        })
+        }
     }
 
     /// The figures of one group over all partitions of its topics.
@@ -497,5 +446,60 @@ impl Lab {
         } else {
             IsolationLevel::ReadUncommitted
         }
+    }
+}
+
+fn topic_view(t: &Topic) -> TopicView {
+    TopicView {
+        name: t.name.clone(),
+        cleanup_policy: t.config.cleanup_policy.to_string(),
+        partitions: t
+            .partitions
+            .iter()
+            .enumerate()
+            .zip(&t.txns)
+            .map(|((p, log), txns)| {
+                let mut segments = log.segments();
+                PartitionLogView {
+                    partition: p as i32,
+                    log_start_offset: log.log_start_offset(),
+                    log_end_offset: log.log_end_offset(),
+                    last_stable_offset: txns.last_stable_offset(log.log_end_offset()),
+                    records: log.record_count(),
+                    segment_count: segments.len(),
+                    segments: segments.split_off(segments.len().saturating_sub(MAX_VIEW_SEGMENTS)),
+                    markers: txns.markers().len(),
+                    aborted_records: txns.aborted_offsets().len(),
+                    open_transactions: txns
+                        .open_transactions()
+                        .into_iter()
+                        .map(|(producer_id, first_offset)| OpenTxnView {
+                            producer_id,
+                            first_offset,
+                        })
+                        .collect(),
+                }
+            })
+            .collect(),
+    }
+}
+
+fn transaction_view(p: &TransactionalProducer) -> TransactionView {
+    TransactionView {
+        transactional_id: p.transactional_id.clone(),
+        producer_id: p.producer_id,
+        epoch: p.epoch,
+        state: p.state(),
+        timeout_ms: p.timeout_ms,
+        started_at: p.ongoing.as_ref().map(|t| t.started_at),
+        expires_at: p.expires_at(),
+        partitions: p
+            .ongoing
+            .as_ref()
+            .map(|t| t.partitions().iter().map(ToString::to_string).collect())
+            .unwrap_or_default(),
+        pending_records: p.ongoing.as_ref().map_or(0, |t| t.writes.len()),
+        committed: p.committed,
+        aborted: p.aborted,
     }
 }
