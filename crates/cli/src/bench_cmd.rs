@@ -290,200 +290,253 @@ fn run(records: u64, dir: &Path, quiet: bool) -> anyhow::Result<Figures> {
         record_value_bytes: 100,
         ..Figures::default()
     };
-    let say = |s: &str| {
-        if !quiet {
-            eprintln!("{s}");
-        }
-    };
+    if !quiet {
+        eprintln!("machine limits: sequential writes of 1 GiB (best of 3), memcpy of 256 MiB");
+    }
     std::fs::create_dir_all(dir)?;
-    say("machine limits: sequential writes of 1 GiB (best of 3), memcpy of 256 MiB");
     (f.page_cache_write_mb_s, f.fsync_write_mb_s, f.memcpy_gb_s) = machine_limits(dir, 1 << 30)?;
-
-    // Appends, flush=never.
-    let never_dir = dir.join("orders-never");
-    let _ = std::fs::remove_dir_all(&never_dir);
-    let durability = Durability::new(FlushPolicy::Never);
-    let mut log = FileLog::open(&never_dir, limits(), Arc::clone(&durability), false)?;
-    let b = bar(records, "append, --flush never", quiet);
-    let t = Instant::now();
-    fill(&mut log, records, 0, None, &b)?;
-    let secs = t.elapsed().as_secs_f64();
-    b.finish_and_clear();
-    f.log_bytes = dir_bytes(&never_dir);
-    f.append_never_records_s = records as f64 / secs;
-    f.append_never_mb_s = f.log_bytes as f64 / secs / 1e6;
-
-    // Appends of batches as the producer encoded them (the Produce path), flush=never.
-    let produced_dir = dir.join("orders-produced");
-    let _ = std::fs::remove_dir_all(&produced_dir);
-    {
-        let mut produced = FileLog::open(&produced_dir, limits(), Arc::clone(&durability), false)?;
-        let b = bar(records, "append produced batches", quiet);
-        let (appended, secs) = fill_produced(&mut produced, records, &b)?;
-        b.finish_and_clear();
-        f.append_produced_records_s = appended as f64 / secs;
-        f.append_produced_mb_s = dir_bytes(&produced_dir) as f64 / secs / 1e6;
-    }
-    let _ = std::fs::remove_dir_all(&produced_dir);
-    {
-        let mut produced = FileLog::open(&produced_dir, limits(), Arc::clone(&durability), false)?;
-        let b = bar(records, "append produced, 2 threads", quiet);
-        let (appended, secs) = fill_produced_pipelined(&mut produced, records, &b)?;
-        b.finish_and_clear();
-        f.append_produced_pipelined_records_s = appended as f64 / secs;
-        f.append_produced_pipelined_mb_s = dir_bytes(&produced_dir) as f64 / secs / 1e6;
-    }
-    let _ = std::fs::remove_dir_all(&produced_dir);
-
-    // Startup after a clean close, then after an unclean stop (drop without close).
-    log.close_files()?;
+    let stage = Stage { dir, records, quiet };
+    let (log, durability) = stage.append_never(&mut f)?;
+    stage.append_produced(&mut f, &durability)?;
+    let log = stage.startup(&mut f, log, &durability)?;
+    stage.replay(&mut f, &log);
+    stage.rebuild_projection(&mut f, &log)?;
     drop(log);
-    let t = Instant::now();
-    let log = FileLog::open(&never_dir, limits(), Arc::clone(&durability), true)?;
-    f.startup_clean_ms = t.elapsed().as_secs_f64() * 1e3;
-    f.startup_clean_validated_batches = log.open_report().validated_batches;
-    drop(log);
-    let t = Instant::now();
-    let log = FileLog::open(&never_dir, limits(), Arc::clone(&durability), false)?;
-    f.startup_unclean_ms = t.elapsed().as_secs_f64() * 1e3;
-    f.startup_unclean_validated_batches = log.open_report().validated_batches;
+    stage.append_always(&mut f)?;
+    stage.group_commit(&mut f)?;
+    Ok(f)
+}
 
-    // Replay from offset 0: warm (the page cache holds the log), then cold.
-    let replay = |log: &FileLog, label: &str| -> f64 {
-        let b = bar(records, label, quiet);
+/// One run of the storage bench: where, how many records, and whether to show progress.
+struct Stage<'a> {
+    dir: &'a Path,
+    records: u64,
+    quiet: bool,
+}
+
+impl Stage<'_> {
+    /// Appends under `--flush never`; the log and its durability go on to the next stages.
+    fn append_never(&self, f: &mut Figures) -> anyhow::Result<(FileLog, Arc<Durability>)> {
+        let (dir, records, quiet) = (self.dir, self.records, self.quiet);
+        // Appends, flush=never.
+        let never_dir = dir.join("orders-never");
+        let _ = std::fs::remove_dir_all(&never_dir);
+        let durability = Durability::new(FlushPolicy::Never);
+        let mut log = FileLog::open(&never_dir, limits(), Arc::clone(&durability), false)?;
+        let b = bar(records, "append, --flush never", quiet);
+        let t = Instant::now();
+        fill(&mut log, records, 0, None, &b)?;
+        let secs = t.elapsed().as_secs_f64();
+        b.finish_and_clear();
+        f.log_bytes = dir_bytes(&never_dir);
+        f.append_never_records_s = records as f64 / secs;
+        f.append_never_mb_s = f.log_bytes as f64 / secs / 1e6;
+
+        Ok((log, durability))
+    }
+
+    fn append_produced(&self, f: &mut Figures, durability: &Arc<Durability>) -> anyhow::Result<()> {
+        let (dir, records, quiet) = (self.dir, self.records, self.quiet);
+        // Appends of batches as the producer encoded them (the Produce path), flush=never.
+        let produced_dir = dir.join("orders-produced");
+        let _ = std::fs::remove_dir_all(&produced_dir);
+        {
+            let mut produced = FileLog::open(&produced_dir, limits(), Arc::clone(durability), false)?;
+            let b = bar(records, "append produced batches", quiet);
+            let (appended, secs) = fill_produced(&mut produced, records, &b)?;
+            b.finish_and_clear();
+            f.append_produced_records_s = appended as f64 / secs;
+            f.append_produced_mb_s = dir_bytes(&produced_dir) as f64 / secs / 1e6;
+        }
+        let _ = std::fs::remove_dir_all(&produced_dir);
+        {
+            let mut produced = FileLog::open(&produced_dir, limits(), Arc::clone(durability), false)?;
+            let b = bar(records, "append produced, 2 threads", quiet);
+            let (appended, secs) = fill_produced_pipelined(&mut produced, records, &b)?;
+            b.finish_and_clear();
+            f.append_produced_pipelined_records_s = appended as f64 / secs;
+            f.append_produced_pipelined_mb_s = dir_bytes(&produced_dir) as f64 / secs / 1e6;
+        }
+        let _ = std::fs::remove_dir_all(&produced_dir);
+
+        Ok(())
+    }
+
+    fn startup(
+        &self,
+        f: &mut Figures,
+        mut log: FileLog,
+        durability: &Arc<Durability>,
+    ) -> anyhow::Result<FileLog> {
+        let never_dir = self.dir.join("orders-never");
+        // Startup after a clean close, then after an unclean stop (drop without close).
+        log.close_files()?;
+        drop(log);
+        let t = Instant::now();
+        let log = FileLog::open(&never_dir, limits(), Arc::clone(durability), true)?;
+        f.startup_clean_ms = t.elapsed().as_secs_f64() * 1e3;
+        f.startup_clean_validated_batches = log.open_report().validated_batches;
+        drop(log);
+        let t = Instant::now();
+        let log = FileLog::open(&never_dir, limits(), Arc::clone(durability), false)?;
+        f.startup_unclean_ms = t.elapsed().as_secs_f64() * 1e3;
+        f.startup_unclean_validated_batches = log.open_report().validated_batches;
+
+        Ok(log)
+    }
+
+    fn replay(&self, f: &mut Figures, log: &FileLog) {
+        let (records, quiet) = (self.records, self.quiet);
+        // Replay from offset 0: warm (the page cache holds the log), then cold.
+        let replay = |log: &FileLog, label: &str| -> f64 {
+            let b = bar(records, label, quiet);
+            let t = Instant::now();
+            let mut from = 0;
+            let mut n = 0u64;
+            loop {
+                let mut last = None;
+                let got = log.read(from, 500, &mut |r| {
+                    last = Some(r.offset);
+                    std::hint::black_box(r.value);
+                });
+                if got == 0 {
+                    break;
+                }
+                n += got as u64;
+                b.inc(got as u64);
+                from = last.map_or(from, |o| o + 1);
+            }
+            b.finish_and_clear();
+            n as f64 / t.elapsed().as_secs_f64()
+        };
+        f.replay_warm_records_s = replay(log, "replay from 0, warm");
+        f.rss_after_replay_mb = rss_mb();
+        if drop_caches() {
+            f.replay_cold_records_s = Some(replay(log, "replay from 0, cold"));
+        }
+    }
+
+    fn rebuild_projection(&self, f: &mut Figures, log: &FileLog) -> anyhow::Result<()> {
+        let (dir, records, quiet) = (self.dir, self.records, self.quiet);
+        // An upsert projection of every order, rebuilt from offset 0 into SQLite.
+        let db = dir.join("projection.sqlite");
+        let _ = std::fs::remove_file(&db);
+        let mut sink = SqliteSink::create(&db, SinkKind::Upsert)?;
+        let tp = TopicPartition::new("orders", 0);
+        let b = bar(records, "rebuild upsert projection", quiet);
         let t = Instant::now();
         let mut from = 0;
-        let mut n = 0u64;
         loop {
-            let mut last = None;
-            let got = log.read(from, 500, &mut |r| {
-                last = Some(r.offset);
-                std::hint::black_box(r.value);
+            let mut owned: Vec<(i64, String, String)> = Vec::with_capacity(50_000);
+            log.read(from, 50_000, &mut |r| {
+                owned.push((
+                    r.offset,
+                    String::from_utf8_lossy(r.key.unwrap_or_default()).into_owned(),
+                    String::from_utf8_lossy(r.value.unwrap_or_default()).into_owned(),
+                ));
             });
-            if got == 0 {
+            let Some(last) = owned.last().map(|r| r.0) else {
                 break;
-            }
-            n += got as u64;
-            b.inc(got as u64);
-            from = last.map_or(from, |o| o + 1);
+            };
+            let writes: Vec<SinkWrite<'_>> = owned
+                .iter()
+                .map(|(offset, key, value)| SinkWrite {
+                    tp: &tp,
+                    offset: *offset,
+                    key,
+                    value,
+                    consumer: "rebuild",
+                    incarnation: 1,
+                    generation: 1,
+                    reason: DeliveryReason::First,
+                    at: 0,
+                })
+                .collect();
+            sink.apply_many(&writes)?;
+            b.inc(owned.len() as u64);
+            from = last + 1;
         }
         b.finish_and_clear();
-        n as f64 / t.elapsed().as_secs_f64()
-    };
-    f.replay_warm_records_s = replay(&log, "replay from 0, warm");
-    f.rss_after_replay_mb = rss_mb();
-    if drop_caches() {
-        f.replay_cold_records_s = Some(replay(&log, "replay from 0, cold"));
+        f.sqlite_rebuild_rows_s = records as f64 / t.elapsed().as_secs_f64();
+
+        Ok(())
     }
 
-    // An upsert projection of every order, rebuilt from offset 0 into SQLite.
-    let db = dir.join("projection.sqlite");
-    let _ = std::fs::remove_file(&db);
-    let mut sink = SqliteSink::create(&db, SinkKind::Upsert)?;
-    let tp = TopicPartition::new("orders", 0);
-    let b = bar(records, "rebuild upsert projection", quiet);
-    let t = Instant::now();
-    let mut from = 0;
-    loop {
-        let mut owned: Vec<(i64, String, String)> = Vec::with_capacity(50_000);
-        log.read(from, 50_000, &mut |r| {
-            owned.push((
-                r.offset,
-                String::from_utf8_lossy(r.key.unwrap_or_default()).into_owned(),
-                String::from_utf8_lossy(r.value.unwrap_or_default()).into_owned(),
-            ));
-        });
-        let Some(last) = owned.last().map(|r| r.0) else {
-            break;
-        };
-        let writes: Vec<SinkWrite<'_>> = owned
-            .iter()
-            .map(|(offset, key, value)| SinkWrite {
-                tp: &tp,
-                offset: *offset,
-                key,
-                value,
-                consumer: "rebuild",
-                incarnation: 1,
-                generation: 1,
-                reason: DeliveryReason::First,
-                at: 0,
+    fn append_always(&self, f: &mut Figures) -> anyhow::Result<()> {
+        let (dir, records, quiet) = (self.dir, self.records, self.quiet);
+        // Appends, flush=always: each produce batch synced before the next is sent.
+        let always_dir = dir.join("orders-always");
+        let _ = std::fs::remove_dir_all(&always_dir);
+        let durability = Durability::new(FlushPolicy::Always);
+        let n_always = records.min(2_000_000);
+        let mut log = FileLog::open(&always_dir, limits(), Arc::clone(&durability), false)?;
+        let b = bar(n_always, "append, --flush always", quiet);
+        let t = Instant::now();
+        fill(&mut log, n_always, 0, Some(&durability), &b)?;
+        let secs = t.elapsed().as_secs_f64();
+        b.finish_and_clear();
+        f.append_always_records_s = n_always as f64 / secs;
+        f.append_always_mb_s = dir_bytes(&always_dir) as f64 / secs / 1e6;
+        f.append_always_fsyncs = durability.syncs();
+        drop(log);
+
+        Ok(())
+    }
+
+    fn group_commit(&self, f: &mut Figures) -> anyhow::Result<()> {
+        let (dir, quiet) = (self.dir, self.quiet);
+        let n_always = self.records.min(2_000_000);
+        // Four producers, four partitions, one fsync shared by whoever is waiting (group commit).
+        let durability = Durability::new(FlushPolicy::Always);
+        let per = n_always / 4;
+        let b = bar(per * 4, "4 producers, --flush always", quiet);
+        let t = Instant::now();
+        let handles: Vec<_> = (0..4)
+            .map(|p| {
+                let d = Arc::clone(&durability);
+                let pdir = dir.join(format!("orders-group-{p}"));
+                let b = b.clone();
+                std::thread::spawn(move || -> std::io::Result<u64> {
+                    let _ = std::fs::remove_dir_all(&pdir);
+                    let mut log = FileLog::open(&pdir, limits(), Arc::clone(&d), false)?;
+                    let mut acks = 0;
+                    let value = [b'v'; 100];
+                    let keys: Vec<String> = (0..256).map(|j| format!("o-{p}-{j}")).collect();
+                    let mut i = 0;
+                    while i < per {
+                        let batch: Vec<NewRecord<'_>> = keys
+                            .iter()
+                            .map(|k| NewRecord {
+                                timestamp: 0,
+                                key: Some(k.as_bytes()),
+                                value: Some(&value),
+                                control: false,
+                                headers: &[],
+                            })
+                            .collect();
+                        log.try_append_batch(&batch, 0)?;
+                        d.sync_upto(d.written())?;
+                        acks += 1;
+                        i += batch.len() as u64;
+                        b.inc(batch.len() as u64);
+                    }
+                    let _ = std::fs::remove_dir_all(&pdir);
+                    Ok(acks)
+                })
             })
             .collect();
-        sink.apply_many(&writes)?;
-        b.inc(owned.len() as u64);
-        from = last + 1;
+        let mut acks = 0;
+        for h in handles {
+            acks += h
+                .join()
+                .map_err(|_| anyhow::anyhow!("a producer thread panicked"))??;
+        }
+        b.finish_and_clear();
+        f.append_always_4_producers_records_s = (per * 4) as f64 / t.elapsed().as_secs_f64();
+        f.append_always_4_producers_fsyncs = durability.syncs();
+        f.append_always_4_producers_acks = acks;
+        Ok(())
     }
-    b.finish_and_clear();
-    f.sqlite_rebuild_rows_s = records as f64 / t.elapsed().as_secs_f64();
-    drop(log);
-
-    // Appends, flush=always: each produce batch synced before the next is sent.
-    let always_dir = dir.join("orders-always");
-    let _ = std::fs::remove_dir_all(&always_dir);
-    let durability = Durability::new(FlushPolicy::Always);
-    let n_always = records.min(2_000_000);
-    let mut log = FileLog::open(&always_dir, limits(), Arc::clone(&durability), false)?;
-    let b = bar(n_always, "append, --flush always", quiet);
-    let t = Instant::now();
-    fill(&mut log, n_always, 0, Some(&durability), &b)?;
-    let secs = t.elapsed().as_secs_f64();
-    b.finish_and_clear();
-    f.append_always_records_s = n_always as f64 / secs;
-    f.append_always_mb_s = dir_bytes(&always_dir) as f64 / secs / 1e6;
-    f.append_always_fsyncs = durability.syncs();
-    drop(log);
-
-    // Four producers, four partitions, one fsync shared by whoever is waiting (group commit).
-    let durability = Durability::new(FlushPolicy::Always);
-    let per = n_always / 4;
-    let b = bar(per * 4, "4 producers, --flush always", quiet);
-    let t = Instant::now();
-    let handles: Vec<_> = (0..4)
-        .map(|p| {
-            let d = Arc::clone(&durability);
-            let pdir = dir.join(format!("orders-group-{p}"));
-            let b = b.clone();
-            std::thread::spawn(move || -> std::io::Result<u64> {
-                let _ = std::fs::remove_dir_all(&pdir);
-                let mut log = FileLog::open(&pdir, limits(), Arc::clone(&d), false)?;
-                let mut acks = 0;
-                let value = [b'v'; 100];
-                let keys: Vec<String> = (0..256).map(|j| format!("o-{p}-{j}")).collect();
-                let mut i = 0;
-                while i < per {
-                    let batch: Vec<NewRecord<'_>> = keys
-                        .iter()
-                        .map(|k| NewRecord {
-                            timestamp: 0,
-                            key: Some(k.as_bytes()),
-                            value: Some(&value),
-                            control: false,
-                            headers: &[],
-                        })
-                        .collect();
-                    log.try_append_batch(&batch, 0)?;
-                    d.sync_upto(d.written())?;
-                    acks += 1;
-                    i += batch.len() as u64;
-                    b.inc(batch.len() as u64);
-                }
-                let _ = std::fs::remove_dir_all(&pdir);
-                Ok(acks)
-            })
-        })
-        .collect();
-    let mut acks = 0;
-    for h in handles {
-        acks += h
-            .join()
-            .map_err(|_| anyhow::anyhow!("a producer thread panicked"))??;
-    }
-    b.finish_and_clear();
-    f.append_always_4_producers_records_s = (per * 4) as f64 / t.elapsed().as_secs_f64();
-    f.append_always_4_producers_fsyncs = durability.syncs();
-    f.append_always_4_producers_acks = acks;
-    Ok(f)
 }
 
 pub fn storage(records: u64, dir: Option<PathBuf>, json: bool) -> u8 {
@@ -507,8 +560,14 @@ pub fn storage(records: u64, dir: Option<PathBuf>, json: bool) -> u8 {
     };
     if json {
         println!("{}", serde_json::to_string_pretty(&f).unwrap_or_default());
-        return exit::OK;
+    } else {
+        print_figures(&f, &path);
     }
+    exit::OK
+}
+
+/// The figures for people.
+fn print_figures(f: &Figures, path: &Path) {
     let per_record = f.log_bytes as f64 / f.records as f64;
     println!(
         "offsetlab bench storage — {} records of {} bytes, in {}",
@@ -586,5 +645,4 @@ pub fn storage(records: u64, dir: Option<PathBuf>, json: bool) -> u8 {
         "  SQLite upsert projection rebuild    {:>10.0} rows/s",
         f.sqlite_rebuild_rows_s
     );
-    exit::OK
 }

@@ -59,9 +59,8 @@ fn list(bootstrap: &str) -> anyhow::Result<Vec<(String, String)>> {
     Ok(groups)
 }
 
-fn describe(bootstrap: &str, group: &str) -> anyhow::Result<GroupDescription> {
-    let mut conn = Conn::open(bootstrap)?;
-    // The group's coordinator answers for it.
+/// A connection to the broker that coordinates `group` (FindCoordinator).
+fn coordinator_of(conn: &mut Conn, group: &str) -> anyhow::Result<Conn> {
     let version = conn.version(ApiKey::FindCoordinator, 3)?;
     let ResponseKind::FindCoordinator(c) = conn.call(
         ApiKey::FindCoordinator,
@@ -78,7 +77,53 @@ fn describe(bootstrap: &str, group: &str) -> anyhow::Result<GroupDescription> {
         "FindCoordinator failed with error code {}",
         c.error_code
     );
-    let mut coordinator = Conn::open(&format!("{}:{}", c.host.as_str(), c.port))?;
+    Conn::open(&format!("{}:{}", c.host.as_str(), c.port))
+}
+
+/// The group's committed offsets (OffsetFetch for every partition), `-1` where none is.
+fn committed_offsets(coordinator: &mut Conn, group: &str) -> anyhow::Result<BTreeMap<(String, i32), i64>> {
+    let version = coordinator.version(ApiKey::OffsetFetch, 7)?;
+    let ResponseKind::OffsetFetch(f) = coordinator.call(
+        ApiKey::OffsetFetch,
+        version,
+        &RequestKind::OffsetFetch(
+            OffsetFetchRequest::default()
+                .with_group_id(GroupId(StrBytes::from_string(group.to_string())))
+                .with_topics(None),
+        ),
+    )?
+    else {
+        anyhow::bail!("the broker answered OffsetFetch with something else");
+    };
+    let mut committed = BTreeMap::new();
+    for t in &f.topics {
+        for p in &t.partitions {
+            committed.insert((t.name.0.to_string(), p.partition_index), p.committed_offset);
+        }
+    }
+    Ok(committed)
+}
+
+/// Each partition's log end offset, for `topics`.
+fn log_ends(conn: &mut Conn, topics: Vec<String>) -> anyhow::Result<BTreeMap<(String, i32), Option<i64>>> {
+    if topics.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    Ok(describe_topics(conn, Some(topics), true)?
+        .into_iter()
+        .flat_map(|t| {
+            let topic = t.topic.clone();
+            t.partitions
+                .into_iter()
+                .map(move |p| ((topic.clone(), p.partition), p.log_end_offset))
+        })
+        .collect())
+}
+
+fn describe(bootstrap: &str, group: &str) -> anyhow::Result<GroupDescription> {
+    let mut conn = Conn::open(bootstrap)?;
+    // The group's coordinator answers for it.
+    let mut coordinator = coordinator_of(&mut conn, group)?;
     let version = coordinator.version(ApiKey::DescribeGroups, 5)?;
     let ResponseKind::DescribeGroups(d) = coordinator.call(
         ApiKey::DescribeGroups,
@@ -110,25 +155,7 @@ fn describe(bootstrap: &str, group: &str) -> anyhow::Result<GroupDescription> {
             );
         }
     }
-    let version = coordinator.version(ApiKey::OffsetFetch, 7)?;
-    let ResponseKind::OffsetFetch(f) = coordinator.call(
-        ApiKey::OffsetFetch,
-        version,
-        &RequestKind::OffsetFetch(
-            OffsetFetchRequest::default()
-                .with_group_id(GroupId(StrBytes::from_string(group.to_string())))
-                .with_topics(None),
-        ),
-    )?
-    else {
-        anyhow::bail!("the broker answered OffsetFetch with something else");
-    };
-    let mut committed: BTreeMap<(String, i32), i64> = BTreeMap::new();
-    for t in &f.topics {
-        for p in &t.partitions {
-            committed.insert((t.name.0.to_string(), p.partition_index), p.committed_offset);
-        }
-    }
+    let committed = committed_offsets(&mut coordinator, group)?;
     let mut topics: Vec<String> = committed
         .keys()
         .chain(owners.keys())
@@ -136,19 +163,7 @@ fn describe(bootstrap: &str, group: &str) -> anyhow::Result<GroupDescription> {
         .collect();
     topics.sort();
     topics.dedup();
-    let ends: BTreeMap<(String, i32), Option<i64>> = if topics.is_empty() {
-        BTreeMap::new()
-    } else {
-        describe_topics(&mut conn, Some(topics), true)?
-            .into_iter()
-            .flat_map(|t| {
-                let topic = t.topic.clone();
-                t.partitions
-                    .into_iter()
-                    .map(move |p| ((topic.clone(), p.partition), p.log_end_offset))
-            })
-            .collect()
-    };
+    let ends = log_ends(&mut conn, topics)?;
     let mut keys: Vec<(String, i32)> = committed.keys().chain(owners.keys()).cloned().collect();
     keys.sort();
     keys.dedup();
@@ -184,28 +199,33 @@ fn describe(bootstrap: &str, group: &str) -> anyhow::Result<GroupDescription> {
     })
 }
 
+/// `--list`: the groups' names (with `--json`, their states too).
+fn run_list(bootstrap: &str, json: bool) -> u8 {
+    match list(bootstrap) {
+        Ok(groups) => {
+            if json {
+                let v: Vec<_> = groups
+                    .iter()
+                    .map(|(g, s)| serde_json::json!({ "group": g, "state": s }))
+                    .collect();
+                println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+            } else {
+                for (g, _) in &groups {
+                    println!("{g}");
+                }
+            }
+            exit::OK
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            exit::IO_ERROR
+        }
+    }
+}
+
 pub fn run(bootstrap: &str, list_groups: bool, group: Option<String>, json: bool) -> u8 {
     if list_groups {
-        return match list(bootstrap) {
-            Ok(groups) => {
-                if json {
-                    let v: Vec<_> = groups
-                        .iter()
-                        .map(|(g, s)| serde_json::json!({ "group": g, "state": s }))
-                        .collect();
-                    println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
-                } else {
-                    for (g, _) in &groups {
-                        println!("{g}");
-                    }
-                }
-                exit::OK
-            }
-            Err(e) => {
-                eprintln!("error: {e}");
-                exit::IO_ERROR
-            }
-        };
+        return run_list(bootstrap, json);
     }
     let Some(group) = group else {
         eprintln!("error: --describe needs --group G");
@@ -230,13 +250,18 @@ pub fn run(bootstrap: &str, list_groups: bool, group: Option<String>, json: bool
         println!("\nConsumer group '{group}' has no active members.");
     }
     println!();
+    print_rows(&d.rows);
+    exit::OK
+}
+
+/// The rows as `kafka-consumer-groups.sh --describe` prints them.
+fn print_rows(rows: &[Row]) {
     let dash = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
     let num = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
-    let table: Vec<[String; 9]> = d
-        .rows
+    let table: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            [
+            vec![
                 r.group.clone(),
                 r.topic.clone(),
                 r.partition.to_string(),
@@ -260,31 +285,7 @@ pub fn run(bootstrap: &str, list_groups: bool, group: Option<String>, json: bool
         "HOST",
         "CLIENT-ID",
     ];
-    let widths: Vec<usize> = (0..9)
-        .map(|i| {
-            table
-                .iter()
-                .map(|r| r[i].len())
-                .max()
-                .unwrap_or(0)
-                .max(header[i].len())
-        })
-        .collect();
-    let line = |cells: Vec<&str>| {
-        cells
-            .iter()
-            .zip(&widths)
-            .map(|(c, w)| format!("{c:<w$}"))
-            .collect::<Vec<_>>()
-            .join(" ")
-            .trim_end()
-            .to_string()
-    };
-    println!("{}", line(header.to_vec()));
-    for r in &table {
-        println!("{}", line(r.iter().map(String::as_str).collect()));
-    }
-    exit::OK
+    crate::output::table(&header, &table);
 }
 
 /// `--to-…`, `--shift-by`, `--by-duration`: where the reset moves each partition.
@@ -429,6 +430,9 @@ pub fn reset(
 
 type Plan = Result<Vec<PlanRow>, String>;
 
+/// A partition the reset moves: (topic, partition, log start offset, log end offset).
+type Retained = (String, i32, i64, i64);
+
 fn plan_reset(
     bootstrap: &str,
     group: &str,
@@ -437,11 +441,6 @@ fn plan_reset(
     spec: &Spec,
     execute: bool,
 ) -> anyhow::Result<Plan> {
-    use offsetlab_wire::kafka_protocol::messages::offset_commit_request::{
-        OffsetCommitRequestPartition, OffsetCommitRequestTopic,
-    };
-    use offsetlab_wire::kafka_protocol::messages::{OffsetCommitRequest, TopicName};
-
     let description = describe(bootstrap, group)?;
     if !matches!(description.state.as_str(), "Empty" | "Dead") {
         return Ok(Err(format!(
@@ -455,71 +454,15 @@ fn plan_reset(
         .iter()
         .filter_map(|r| r.current_offset.map(|c| ((r.topic.clone(), r.partition), c)))
         .collect();
-    // Which partitions: `t` (all of its partitions), `t:0,1`, or every topic the group committed.
-    let mut wanted: BTreeMap<String, Option<Vec<i32>>> = BTreeMap::new();
-    if all_topics {
-        for (t, _) in committed.keys() {
-            wanted.insert(t.clone(), None);
-        }
-    }
-    for t in topics {
-        match t.split_once(':') {
-            Some((name, ps)) => {
-                let parts: Result<Vec<i32>, _> = ps.split(',').map(str::parse).collect();
-                let Ok(parts) = parts else {
-                    return Ok(Err(format!("Error: '{t}' is not TOPIC or TOPIC:P,P")));
-                };
-                wanted.insert(name.to_string(), Some(parts));
-            }
-            None => {
-                wanted.insert(t.clone(), None);
-            }
-        }
-    }
-    if wanted.is_empty() {
-        return Ok(Err(
-            "Error: name the partitions with --topic T[:P,P] or --all-topics".into(),
-        ));
-    }
-    let infos = describe_topics(&mut conn, Some(wanted.keys().cloned().collect()), true)?;
-    let mut tps: Vec<(String, i32, i64, i64)> = Vec::new(); // topic, partition, start, end
-    for info in &infos {
-        if info.error_code != 0 {
-            return Ok(Err(format!("Error: topic '{}' does not exist", info.topic)));
-        }
-        let only = wanted.get(&info.topic).cloned().flatten();
-        for p in &info.partitions {
-            if only.as_ref().is_none_or(|o| o.contains(&p.partition)) {
-                tps.push((
-                    info.topic.clone(),
-                    p.partition,
-                    p.log_start_offset.unwrap_or(0),
-                    p.log_end_offset.unwrap_or(0),
-                ));
-            }
-        }
-    }
-    // A time: the first offset at or after it, per partition (the log end when none is).
-    let by_time: BTreeMap<(String, i32), i64> = match spec {
-        Spec::Datetime(_) | Spec::Duration(_) => {
-            let at = match spec {
-                Spec::Datetime(t) => *t,
-                Spec::Duration(d) => {
-                    std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .map_or(0, |d| d.as_millis() as i64)
-                        - d
-                }
-                _ => 0,
-            };
-            let mut by_topic: BTreeMap<String, Vec<i32>> = BTreeMap::new();
-            for (t, p, _, _) in &tps {
-                by_topic.entry(t.clone()).or_default().push(*p);
-            }
-            list_offsets(&mut conn, &by_topic, at)?
-        }
-        _ => BTreeMap::new(),
+    let wanted = match wanted_partitions(topics, all_topics, &committed) {
+        Ok(w) => w,
+        Err(e) => return Ok(Err(e)),
     };
+    let tps = match retained(&mut conn, &wanted)? {
+        Ok(tps) => tps,
+        Err(e) => return Ok(Err(e)),
+    };
+    let by_time = offsets_by_time(&mut conn, spec, &tps)?;
     let mut rows = Vec::new();
     for (topic, partition, start, end) in tps {
         let current = committed.get(&(topic.clone(), partition)).copied();
@@ -541,93 +484,185 @@ fn plan_reset(
                 _ => end,
             },
         };
-        let new_offset = target.clamp(start, end);
-        let from = current.unwrap_or(new_offset);
-        // The records between the old and the new position, as times: what the move replays or
-        // skips, in the words an on-call engineer thinks in ("the last six hours").
-        let (lo, hi) = (from.min(new_offset).max(start), from.max(new_offset).min(end));
-        let (first_timestamp, last_timestamp) = if lo < hi {
-            (
-                record_timestamp(&mut conn, &topic, partition, lo)?,
-                record_timestamp(&mut conn, &topic, partition, hi - 1)?,
-            )
-        } else {
-            (None, None)
-        };
-        rows.push(PlanRow {
-            first_timestamp,
-            last_timestamp,
-            group: group.to_string(),
-            topic,
-            partition,
-            current_offset: current,
-            new_offset,
-            replayed: (from - new_offset).max(0),
-            skipped: (new_offset - from).max(0),
-        });
+        rows.push(plan_row(
+            &mut conn,
+            group,
+            (topic, partition, start, end),
+            current,
+            target,
+        )?);
     }
     if execute {
-        let mut by_topic: BTreeMap<String, Vec<(i32, i64)>> = BTreeMap::new();
-        for r in &rows {
-            by_topic
-                .entry(r.topic.clone())
-                .or_default()
-                .push((r.partition, r.new_offset));
-        }
-        let find = {
-            let version = conn.version(ApiKey::FindCoordinator, 3)?;
-            conn.call(
-                ApiKey::FindCoordinator,
-                version,
-                &RequestKind::FindCoordinator(
-                    FindCoordinatorRequest::default().with_key(StrBytes::from_string(group.to_string())),
-                ),
-            )?
-        };
-        let ResponseKind::FindCoordinator(c) = find else {
-            anyhow::bail!("the broker answered FindCoordinator with something else");
-        };
-        let mut coordinator = Conn::open(&format!("{}:{}", c.host.as_str(), c.port))?;
-        let version = coordinator.version(ApiKey::OffsetCommit, 7)?;
-        let request = OffsetCommitRequest::default()
-            .with_group_id(GroupId(StrBytes::from_string(group.to_string())))
-            .with_generation_id_or_member_epoch(-1)
-            .with_member_id(StrBytes::from_static_str(""))
-            .with_retention_time_ms(-1)
-            .with_topics(
-                by_topic
-                    .into_iter()
-                    .map(|(t, ps)| {
-                        OffsetCommitRequestTopic::default()
-                            .with_name(TopicName(StrBytes::from_string(t)))
-                            .with_partitions(
-                                ps.into_iter()
-                                    .map(|(p, o)| {
-                                        OffsetCommitRequestPartition::default()
-                                            .with_partition_index(p)
-                                            .with_committed_offset(o)
-                                    })
-                                    .collect(),
-                            )
-                    })
-                    .collect(),
-            );
-        let ResponseKind::OffsetCommit(r) =
-            coordinator.call(ApiKey::OffsetCommit, version, &RequestKind::OffsetCommit(request))?
-        else {
-            anyhow::bail!("the broker answered OffsetCommit with something else");
-        };
-        if let Some(code) = r
-            .topics
-            .iter()
-            .flat_map(|t| t.partitions.iter())
-            .map(|p| p.error_code)
-            .find(|&c| c != 0)
-        {
-            return Ok(Err(format!(
-                "Error: the commit was refused with error code {code}"
-            )));
+        if let Some(refused) = commit_plan(&mut conn, group, &rows)? {
+            return Ok(Err(refused));
         }
     }
     Ok(Ok(rows))
+}
+
+/// Which partitions: `t` (all of its partitions), `t:0,1`, or every topic the group committed.
+fn wanted_partitions(
+    topics: &[String],
+    all_topics: bool,
+    committed: &BTreeMap<(String, i32), i64>,
+) -> Result<BTreeMap<String, Option<Vec<i32>>>, String> {
+    let mut wanted: BTreeMap<String, Option<Vec<i32>>> = BTreeMap::new();
+    if all_topics {
+        for (t, _) in committed.keys() {
+            wanted.insert(t.clone(), None);
+        }
+    }
+    for t in topics {
+        match t.split_once(':') {
+            Some((name, ps)) => {
+                let parts: Vec<i32> = ps
+                    .split(',')
+                    .map(str::parse)
+                    .collect::<Result<_, _>>()
+                    .map_err(|_| format!("Error: '{t}' is not TOPIC or TOPIC:P,P"))?;
+                wanted.insert(name.to_string(), Some(parts));
+            }
+            None => {
+                wanted.insert(t.clone(), None);
+            }
+        }
+    }
+    if wanted.is_empty() {
+        return Err("Error: name the partitions with --topic T[:P,P] or --all-topics".into());
+    }
+    Ok(wanted)
+}
+
+/// The wanted partitions with their retained range, or the topic that does not exist.
+fn retained(
+    conn: &mut Conn,
+    wanted: &BTreeMap<String, Option<Vec<i32>>>,
+) -> anyhow::Result<Result<Vec<Retained>, String>> {
+    let infos = describe_topics(conn, Some(wanted.keys().cloned().collect()), true)?;
+    let mut tps = Vec::new();
+    for info in &infos {
+        if info.error_code != 0 {
+            return Ok(Err(format!("Error: topic '{}' does not exist", info.topic)));
+        }
+        let only = wanted.get(&info.topic).cloned().flatten();
+        for p in &info.partitions {
+            if only.as_ref().is_none_or(|o| o.contains(&p.partition)) {
+                tps.push((
+                    info.topic.clone(),
+                    p.partition,
+                    p.log_start_offset.unwrap_or(0),
+                    p.log_end_offset.unwrap_or(0),
+                ));
+            }
+        }
+    }
+    Ok(Ok(tps))
+}
+
+/// For a reset to a time: the first offset at or after it, per partition (none: the log end).
+fn offsets_by_time(
+    conn: &mut Conn,
+    spec: &Spec,
+    tps: &[Retained],
+) -> anyhow::Result<BTreeMap<(String, i32), i64>> {
+    let at = match spec {
+        Spec::Datetime(t) => *t,
+        Spec::Duration(d) => {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64)
+                - d
+        }
+        _ => return Ok(BTreeMap::new()),
+    };
+    let mut by_topic: BTreeMap<String, Vec<i32>> = BTreeMap::new();
+    for (t, p, _, _) in tps {
+        by_topic.entry(t.clone()).or_default().push(*p);
+    }
+    list_offsets(conn, &by_topic, at)
+}
+
+/// One partition's row: the target clamped to the retained range, and the records between the
+/// old and the new position as times — what the move replays or skips, in the words an on-call
+/// engineer thinks in ("the last six hours").
+fn plan_row(
+    conn: &mut Conn,
+    group: &str,
+    (topic, partition, start, end): Retained,
+    current: Option<i64>,
+    target: i64,
+) -> anyhow::Result<PlanRow> {
+    let new_offset = target.clamp(start, end);
+    let from = current.unwrap_or(new_offset);
+    let (lo, hi) = (from.min(new_offset).max(start), from.max(new_offset).min(end));
+    let (first_timestamp, last_timestamp) = if lo < hi {
+        (
+            record_timestamp(conn, &topic, partition, lo)?,
+            record_timestamp(conn, &topic, partition, hi - 1)?,
+        )
+    } else {
+        (None, None)
+    };
+    Ok(PlanRow {
+        first_timestamp,
+        last_timestamp,
+        group: group.to_string(),
+        topic,
+        partition,
+        current_offset: current,
+        new_offset,
+        replayed: (from - new_offset).max(0),
+        skipped: (new_offset - from).max(0),
+    })
+}
+
+/// `--execute`: the plan committed from outside the group (generation −1, no member id), as
+/// `kafka-consumer-groups.sh` commits it; the refusal, if the coordinator refused it.
+fn commit_plan(conn: &mut Conn, group: &str, rows: &[PlanRow]) -> anyhow::Result<Option<String>> {
+    use offsetlab_wire::kafka_protocol::messages::offset_commit_request::{
+        OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+    };
+    use offsetlab_wire::kafka_protocol::messages::{OffsetCommitRequest, TopicName};
+    let mut by_topic: BTreeMap<String, Vec<(i32, i64)>> = BTreeMap::new();
+    for r in rows {
+        by_topic
+            .entry(r.topic.clone())
+            .or_default()
+            .push((r.partition, r.new_offset));
+    }
+    let mut coordinator = coordinator_of(conn, group)?;
+    let version = coordinator.version(ApiKey::OffsetCommit, 7)?;
+    let topics = by_topic
+        .into_iter()
+        .map(|(t, ps)| {
+            OffsetCommitRequestTopic::default()
+                .with_name(TopicName(StrBytes::from_string(t)))
+                .with_partitions(
+                    ps.into_iter()
+                        .map(|(p, o)| {
+                            OffsetCommitRequestPartition::default()
+                                .with_partition_index(p)
+                                .with_committed_offset(o)
+                        })
+                        .collect(),
+                )
+        })
+        .collect();
+    let request = OffsetCommitRequest::default()
+        .with_group_id(GroupId(StrBytes::from_string(group.to_string())))
+        .with_generation_id_or_member_epoch(-1)
+        .with_member_id(StrBytes::from_static_str(""))
+        .with_retention_time_ms(-1)
+        .with_topics(topics);
+    let ResponseKind::OffsetCommit(r) =
+        coordinator.call(ApiKey::OffsetCommit, version, &RequestKind::OffsetCommit(request))?
+    else {
+        anyhow::bail!("the broker answered OffsetCommit with something else");
+    };
+    Ok(r.topics
+        .iter()
+        .flat_map(|t| t.partitions.iter())
+        .map(|p| p.error_code)
+        .find(|&c| c != 0)
+        .map(|code| format!("Error: the commit was refused with error code {code}")))
 }

@@ -111,22 +111,8 @@ enum Cmd {
         /// Reset: every topic the group committed
         #[arg(long)]
         all_topics: bool,
-        #[arg(long, group = "spec")]
-        to_earliest: bool,
-        #[arg(long, group = "spec")]
-        to_latest: bool,
-        #[arg(long, group = "spec")]
-        to_current: bool,
-        #[arg(long, group = "spec", value_name = "OFFSET")]
-        to_offset: Option<i64>,
-        #[arg(long, group = "spec", value_name = "N", allow_hyphen_values = true)]
-        shift_by: Option<i64>,
-        /// YYYY-MM-DDTHH:mm:SS[.sss] (UTC without a zone, as kafka-consumer-groups.sh reads it)
-        #[arg(long, group = "spec", value_name = "DATETIME")]
-        to_datetime: Option<String>,
-        /// ISO-8601, e.g. PT6H
-        #[arg(long, group = "spec", value_name = "DURATION")]
-        by_duration: Option<String>,
+        #[command(flatten)]
+        to: ResetTo,
         /// Reset: apply it (the default is a dry run)
         #[arg(long)]
         execute: bool,
@@ -337,6 +323,56 @@ fn serve(args: ServeArgs) -> u8 {
     }
 }
 
+/// Where `offsetlab groups --reset-offsets` moves each partition: one of these.
+#[derive(clap::Args, Debug)]
+struct ResetTo {
+    /// Reset: to the log start offset (replays everything retained)
+    #[arg(long, group = "spec")]
+    to_earliest: bool,
+    /// Reset: to the log end offset (skips everything not yet read)
+    #[arg(long, group = "spec")]
+    to_latest: bool,
+    /// Reset: to the committed offset (a no-op that shows the current position)
+    #[arg(long, group = "spec")]
+    to_current: bool,
+    /// Reset: to this offset (clamped to the retained range)
+    #[arg(long, group = "spec", value_name = "OFFSET")]
+    to_offset: Option<i64>,
+    /// Reset: move the committed offset by N (negative replays, positive skips)
+    #[arg(long, group = "spec", value_name = "N", allow_hyphen_values = true)]
+    shift_by: Option<i64>,
+    /// Reset: to the first record at or after YYYY-MM-DDTHH:mm:SS[.sss] (UTC without a zone,
+    /// as kafka-consumer-groups.sh reads it)
+    #[arg(long, group = "spec", value_name = "DATETIME")]
+    to_datetime: Option<String>,
+    /// Reset: to the first record of this long ago, ISO-8601 (PT6H: the last six hours)
+    #[arg(long, group = "spec", value_name = "DURATION")]
+    by_duration: Option<String>,
+}
+
+impl ResetTo {
+    fn spec(&self) -> Result<groups_cmd::Spec, String> {
+        use groups_cmd::Spec;
+        if self.to_earliest {
+            Ok(Spec::Earliest)
+        } else if self.to_latest {
+            Ok(Spec::Latest)
+        } else if self.to_current {
+            Ok(Spec::Current)
+        } else if let Some(o) = self.to_offset {
+            Ok(Spec::Offset(o))
+        } else if let Some(n) = self.shift_by {
+            Ok(Spec::ShiftBy(n))
+        } else if let Some(t) = &self.to_datetime {
+            offsetlab_scenario::units::instant_ms(t).map(Spec::Datetime)
+        } else if let Some(d) = &self.by_duration {
+            groups_cmd::iso_duration_ms(d).map(Spec::Duration)
+        } else {
+            Err("--reset-offsets needs one of --to-earliest, --to-latest, --to-current, --to-offset, --shift-by, --to-datetime, --by-duration".to_string())
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // As many file descriptors as the system allows this process: the segment file pool and
@@ -359,49 +395,24 @@ fn main() -> ExitCode {
             group,
             topics,
             all_topics,
-            to_earliest,
-            to_latest,
-            to_current,
-            to_offset,
-            shift_by,
-            to_datetime,
-            by_duration,
+            to,
             execute,
             json,
-        }) if reset_offsets => {
-            let spec = if to_earliest {
-                Ok(groups_cmd::Spec::Earliest)
-            } else if to_latest {
-                Ok(groups_cmd::Spec::Latest)
-            } else if to_current {
-                Ok(groups_cmd::Spec::Current)
-            } else if let Some(o) = to_offset {
-                Ok(groups_cmd::Spec::Offset(o))
-            } else if let Some(n) = shift_by {
-                Ok(groups_cmd::Spec::ShiftBy(n))
-            } else if let Some(t) = to_datetime {
-                offsetlab_scenario::units::instant_ms(&t).map(groups_cmd::Spec::Datetime)
-            } else if let Some(d) = by_duration {
-                groups_cmd::iso_duration_ms(&d).map(groups_cmd::Spec::Duration)
-            } else {
-                Err("--reset-offsets needs one of --to-earliest, --to-latest, --to-current, --to-offset, --shift-by, --to-datetime, --by-duration".to_string())
-            };
-            match spec {
-                Ok(spec) => groups_cmd::reset(
-                    &bootstrap_server,
-                    group.as_deref().unwrap_or_default(),
-                    &topics,
-                    all_topics,
-                    spec,
-                    execute,
-                    json,
-                ),
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    exit::INVALID_SCENARIO
-                }
+        }) if reset_offsets => match to.spec() {
+            Ok(spec) => groups_cmd::reset(
+                &bootstrap_server,
+                group.as_deref().unwrap_or_default(),
+                &topics,
+                all_topics,
+                spec,
+                execute,
+                json,
+            ),
+            Err(e) => {
+                eprintln!("error: {e}");
+                exit::INVALID_SCENARIO
             }
-        }
+        },
         Some(Cmd::Groups {
             bootstrap_server,
             list,

@@ -4,6 +4,32 @@ use offsetlab_engine::clock::format_instant;
 use offsetlab_engine::lab::{LabView, ResetPlan};
 use offsetlab_engine::narrative::Event;
 
+/// A table with left-aligned columns as wide as their widest cell, as Kafka's tools print one.
+pub fn table(header: &[&str], rows: &[Vec<String>]) {
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| {
+            rows.iter()
+                .filter_map(|r| r.get(i).map(String::len))
+                .max()
+                .unwrap_or(0)
+                .max(header[i].len())
+        })
+        .collect();
+    let line = |cells: &mut dyn Iterator<Item = &str>| {
+        cells
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+            .trim_end()
+            .to_string()
+    };
+    println!("{}", line(&mut header.iter().copied()));
+    for r in rows {
+        println!("{}", line(&mut r.iter().map(String::as_str)));
+    }
+}
+
 pub fn events(events: &[Event]) {
     for e in events {
         println!("  {e}");
