@@ -1,0 +1,171 @@
+use super::*;
+use offsetlab_wire::kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
+use offsetlab_wire::kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
+use offsetlab_wire::kafka_protocol::messages::GroupId;
+
+fn join_request(member: &str) -> JoinGroupRequest {
+    JoinGroupRequest::default()
+        .with_group_id(GroupId(str_bytes("g")))
+        .with_session_timeout_ms(10_000)
+        .with_rebalance_timeout_ms(30_000)
+        .with_member_id(str_bytes(member))
+        .with_protocol_type(str_bytes("consumer"))
+        .with_protocols(vec![JoinGroupRequestProtocol::default()
+            .with_name(str_bytes("range"))
+            .with_metadata(Bytes::from_static(b"sub"))])
+}
+
+fn now_answer(j: Join) -> JoinGroupResponse {
+    match j {
+        Join::Now(r) => r,
+        Join::Wait(mut rx, _) => rx.try_recv().expect("answered"),
+    }
+}
+
+/// KIP-394's two-step join, a generation, the leader's assignment, a member leaving.
+#[test]
+fn a_member_joins_syncs_heartbeats_and_leaves() {
+    let c = Coordinator::default();
+    let first = now_answer(c.join(&join_request(""), 5, "rdkafka", "/127.0.0.1", 0));
+    assert_eq!(first.error_code, MEMBER_ID_REQUIRED);
+    let id = first.member_id.to_string();
+    assert_eq!(id, "rdkafka-1");
+    let joined = now_answer(c.join(&join_request(&id), 5, "rdkafka", "/127.0.0.1", 0));
+    assert_eq!(
+        (joined.error_code, joined.generation_id, joined.leader.as_str()),
+        (0, 1, "rdkafka-1")
+    );
+    assert_eq!(joined.members.len(), 1, "the leader learns the subscriptions");
+    let heartbeat = |generation| {
+        c.heartbeat(
+            &HeartbeatRequest::default()
+                .with_group_id(GroupId(str_bytes("g")))
+                .with_member_id(str_bytes(&id))
+                .with_generation_id(generation),
+        )
+    };
+    assert_eq!(
+        heartbeat(1),
+        0,
+        "waiting for the leader's assignment is no reason to rejoin"
+    );
+    assert_eq!(c.check_commit("g", &id, 1), Err(REBALANCE_IN_PROGRESS));
+    let assignment = consumer_protocol::assignment([("orders", vec![0, 1])]);
+    let sync = SyncGroupRequest::default()
+        .with_group_id(GroupId(str_bytes("g")))
+        .with_generation_id(1)
+        .with_member_id(str_bytes(&id))
+        .with_assignments(vec![SyncGroupRequestAssignment::default()
+            .with_member_id(str_bytes(&id))
+            .with_assignment(assignment)]);
+    let Sync::Now(settled) = c.sync(&sync) else {
+        panic!("the leader is answered at once")
+    };
+    assert_eq!(settled.answer.error_code, 0);
+    assert_eq!(
+        settled
+            .commands
+            .iter()
+            .map(Command::to_string)
+            .collect::<Vec<_>>(),
+        vec![
+            r#"rebalance g generation=1 protocol=range members=[{"id":"rdkafka-1","client":"rdkafka","host":"/127.0.0.1","partitions":{"orders":[0,1]}}]"#
+        ]
+    );
+    assert_eq!(heartbeat(1), 0);
+    assert_eq!(heartbeat(0), ILLEGAL_GENERATION);
+    assert_eq!(c.check_commit("g", &id, 1), Ok(()));
+    assert_eq!(c.check_commit("g", "ghost", 1), Err(UNKNOWN_MEMBER_ID));
+
+    // A second member joins: a rebalance; the first learns it from its heartbeat.
+    let second = now_answer(c.join(&join_request(""), 5, "kafka-python", "/127.0.0.1", 0));
+    let Join::Wait(_, _) = c.join(
+        &join_request(&second.member_id.to_string()),
+        5,
+        "kafka-python",
+        "/127.0.0.1",
+        0,
+    ) else {
+        panic!("waits for the first member to rejoin")
+    };
+    assert_eq!(heartbeat(1), REBALANCE_IN_PROGRESS);
+    // The first member leaves instead: the second one's join completes, generation 2.
+    let left = c.leave(
+        &LeaveGroupRequest::default()
+            .with_group_id(GroupId(str_bytes("g")))
+            .with_member_id(str_bytes(&id)),
+    );
+    assert_eq!(left.answer, vec![(id.clone(), 0)]);
+    let groups = c.lock();
+    let g = groups.get("g").expect("group");
+    assert_eq!(
+        (g.generation, g.state, g.members.len()),
+        (2, GroupState::CompletingRebalance, 1)
+    );
+}
+
+#[test]
+fn a_silent_member_times_out_and_the_group_empties() {
+    let c = Coordinator::default();
+    let id = now_answer(c.join(&join_request(""), 5, "rdkafka", "/h", 0))
+        .member_id
+        .to_string();
+    let _ = now_answer(c.join(&join_request(&id), 5, "rdkafka", "/h", 0));
+    // The leader never syncs, never heartbeats: after its session, it is gone.
+    let settled = c.tick(Instant::now() + Duration::from_secs(11));
+    assert_eq!(
+        settled.iter().map(Command::to_string).collect::<Vec<_>>(),
+        vec!["rebalance g generation=2 protocol=range members=[]"]
+    );
+    assert!(!c.has_members("g"));
+}
+
+/// A line the lab did not take (a full disk): an empty group's is offered again until it is
+/// taken; a group with members rebalances, so its next generation reaches the lab whole.
+#[test]
+fn what_the_lab_did_not_take_is_settled_again() {
+    let c = Coordinator::default();
+    let id = now_answer(c.join(&join_request(""), 5, "rdkafka", "/h", 0))
+        .member_id
+        .to_string();
+    let _ = now_answer(c.join(&join_request(&id), 5, "rdkafka", "/h", 0));
+    let later = Instant::now() + Duration::from_secs(11);
+    let emptied = c.tick(later);
+    assert_eq!(emptied.len(), 1);
+    c.unsettled(&emptied, later);
+    let again = c.tick(later);
+    assert_eq!(
+        again.iter().map(Command::to_string).collect::<Vec<_>>(),
+        vec!["rebalance g generation=2 protocol=range members=[]"],
+        "offered again, as it was"
+    );
+    assert!(c.tick(later).is_empty(), "once taken, not again");
+
+    // A group the lab knows from an earlier run: its line is kept until the lab takes it.
+    let before = empty_group("old", 7, "range");
+    c.unsettled(std::slice::from_ref(&before), later);
+    assert_eq!(c.tick(later), vec![before]);
+
+    // Members: the lab missed their generation, so they all join again.
+    let id = now_answer(c.join(&join_request(""), 5, "rdkafka", "/h", 0))
+        .member_id
+        .to_string();
+    let joined = now_answer(c.join(&join_request(&id), 5, "rdkafka", "/h", 0));
+    assert_eq!(joined.generation_id, 3);
+    let missed = Command::Rebalance(Rebalance {
+        group: "g".into(),
+        generation: 3,
+        protocol: "range".into(),
+        members: Vec::new(),
+    });
+    c.unsettled(&[missed], Instant::now());
+    let heartbeat = c.heartbeat(
+        &HeartbeatRequest::default()
+            .with_group_id(GroupId(str_bytes("g")))
+            .with_member_id(str_bytes(&id))
+            .with_generation_id(3),
+    );
+    assert_eq!(heartbeat, REBALANCE_IN_PROGRESS);
+    let rejoined = now_answer(c.join(&join_request(&id), 5, "rdkafka", "/h", 0));
+    assert_eq!((rejoined.error_code, rejoined.generation_id), (0, 4));
+}
