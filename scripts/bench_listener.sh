@@ -24,7 +24,8 @@ venv=target/kafka-python-venv
 cargo build --release --locked -p offsetlab
 work=$(mktemp -d)
 pids=()
-trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$work"' EXIT
+# A broker already stopped is no failure: the trap must not turn a complete run into exit 1.
+trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$work"' EXIT
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -r)"
 echo "client: confluent-kafka $("$venv/bin/python" -c 'import confluent_kafka as c; print(c.version()[0], "/ librdkafka", c.libversion()[0])')"
 # Each round starts both brokers afresh (an empty lab, an empty tansu), so every round measures

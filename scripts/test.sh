@@ -11,34 +11,22 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Everything the suites need, installed if missing (see scripts/setup.sh).
+bash scripts/setup.sh
+
 echo "== lint: clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
-
-command -v kcat >/dev/null || { echo "error: the Kafka listener tests drive kcat (apt-get install kcat)" >&2; exit 1; }
 
 echo "== unit, property, integration, CLI and API tests"
 cargo test --workspace --locked
 
 echo "== browser tests (Playwright + Chromium)"
-command -v node >/dev/null || { echo "error: the browser tests need Node.js (apt-get install nodejs npm)" >&2; exit 1; }
 chromium="${CHROMIUM:-/usr/bin/chromium}"
-[ -x "$chromium" ] || { echo "error: the browser tests need Debian's chromium at $chromium (apt-get install chromium)" >&2; exit 1; }
-if [ ! -d web-tests/node_modules/playwright-core ]; then
-  (cd web-tests && npm ci --no-audit --no-fund)
-fi
 cargo build --locked -p offsetlab
 (cd web-tests && OFFSETLAB_BIN="$PWD/../target/debug/offsetlab" CHROMIUM="$chromium" npm test)
 
 echo "== kafka-python smoke test (a second, non-librdkafka client against the Kafka listener)"
-command -v python3 >/dev/null || { echo "error: the kafka-python smoke test needs python3 (apt-get install python3 python3-venv)" >&2; exit 1; }
 venv=target/kafka-python-venv
-if [ ! -x "$venv/bin/python" ]; then
-  python3 -m venv "$venv" || { echo "error: cannot create a Python venv (apt-get install python3-venv)" >&2; exit 1; }
-fi
-# kafka-python (pure Python) and confluent-kafka (its wheels bundle librdkafka), from PyPI.
-"$venv/bin/python" -c 'import kafka, confluent_kafka' 2>/dev/null \
-  || "$venv/bin/pip" install -q "kafka-python==3.0.12" "confluent-kafka==2.16.1" \
-  || { echo "error: cannot install kafka-python and confluent-kafka from PyPI into $venv" >&2; exit 1; }
 data=$(mktemp -d)
 log="$data/serve.log"
 ./target/debug/offsetlab serve --data "$data/lab" --http 127.0.0.1:0 --kafka 127.0.0.1:0 >"$log" 2>&1 &
