@@ -16,51 +16,9 @@ use offsetlab_engine::record::TopicPartition;
 use offsetlab_engine::{Lab, LabError};
 use std::fmt;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeleteTopic {
-    pub topic: String,
-}
+one_name_command!(DeleteTopic, "delete-topic", topic: "topic", |lab, name| lab.delete_topic(name));
 
-impl DeleteTopic {
-    pub fn parse(args: &mut Args) -> Result<Self, ParseError> {
-        Ok(Self {
-            topic: args.word("topic")?,
-        })
-    }
-
-    pub fn apply(&self, lab: &mut Lab) -> Result<(), LabError> {
-        lab.delete_topic(&self.topic)
-    }
-}
-
-impl fmt::Display for DeleteTopic {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "delete-topic {}", Quoted(&self.topic))
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeleteGroup {
-    pub group: String,
-}
-
-impl DeleteGroup {
-    pub fn parse(args: &mut Args) -> Result<Self, ParseError> {
-        Ok(Self {
-            group: args.word("group")?,
-        })
-    }
-
-    pub fn apply(&self, lab: &mut Lab) -> Result<(), LabError> {
-        lab.delete_group(&self.group).map(|_| ())
-    }
-}
-
-impl fmt::Display for DeleteGroup {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "delete-group {}", Quoted(&self.group))
-    }
-}
+one_name_command!(DeleteGroup, "delete-group", group: "group", |lab, name| lab.delete_group(name));
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeleteOffsets {

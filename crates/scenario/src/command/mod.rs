@@ -2,6 +2,37 @@
 //! line) and `apply` (to a [`Lab`]), and a `Display` that writes the canonical line back — so a
 //! lab session can be exported as a script that parses to the same commands.
 
+/// A command of one name: `KEYWORD NAME`, e.g. `poll c1` or `compact orders`. The type holds
+/// the name in `$field`; `$what` names it in a parse error; `$apply` runs it on the lab.
+macro_rules! one_name_command {
+    ($(#[$doc:meta])* $ty:ident, $keyword:literal, $field:ident: $what:literal, |$lab:ident, $name:ident| $apply:expr) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub struct $ty {
+            pub $field: String,
+        }
+
+        impl $ty {
+            pub fn parse(args: &mut $crate::token::Args) -> Result<Self, $crate::error::ParseError> {
+                Ok(Self {
+                    $field: args.word($what)?,
+                })
+            }
+
+            pub fn apply(&self, $lab: &mut offsetlab_engine::Lab) -> Result<(), offsetlab_engine::LabError> {
+                let $name = self.$field.as_str();
+                $apply.map(|_| ())
+            }
+        }
+
+        impl std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, concat!($keyword, " {}"), $crate::token::Quoted(&self.$field))
+            }
+        }
+    };
+}
+
 mod abort;
 mod broker;
 mod commit;
