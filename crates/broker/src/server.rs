@@ -10,7 +10,6 @@ use bytes::BytesMut;
 use offsetlab_lab::connections::{Connections, Slot};
 use offsetlab_wire::frame::{bytes_wanted, split_frame};
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -20,27 +19,8 @@ const OWN_BUFFER_FRAME: usize = 64 << 10;
 /// Accepts connections until the runtime stops.
 pub(crate) async fn accept(listener: TcpListener, broker: Arc<Broker>) {
     let open = Connections::new(broker.config.limits.max_connections);
-    let mut backoff = Duration::from_millis(5);
     loop {
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
-            Err(e) => {
-                // Out of descriptors (or another transient failure): never spin. Make a
-                // descriptor free if an idle connection can give one, and wait a little.
-                if matches!(e.raw_os_error(), Some(24 | 23)) {
-                    open.shed_one();
-                }
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(1));
-                continue;
-            }
-        };
-        backoff = Duration::from_millis(5);
-        // Every connection busy at the cap: this one is refused (closed at once).
-        let Some(slot) = open.admit() else {
-            drop(stream);
-            continue;
-        };
+        let (stream, slot) = open.accept(&listener).await;
         let broker = Arc::clone(&broker);
         tokio::spawn(async move {
             let _ = connection(stream, &broker, slot).await;

@@ -484,6 +484,16 @@ mod tests {
     use crate::log::TopicConfig;
     use crate::record::NewRecord;
 
+    /// Where a group without hidden offsets stands on `log`.
+    fn progress(log: &MemoryLog, resume: Option<Offset>) -> Progress<'_> {
+        static NONE_HIDDEN: BTreeSet<Offset> = BTreeSet::new();
+        Progress {
+            hidden: &NONE_HIDDEN,
+            resume,
+            log,
+        }
+    }
+
     fn log(n: usize) -> MemoryLog {
         let mut l = MemoryLog::new(
             TopicConfig {
@@ -530,40 +540,12 @@ mod tests {
             deliver(&mut a, &tp, o, DeliveryReason::CrashRedelivery);
         }
         // The group committed 8 but applied only 0..5: 5, 6, 7 are silently lost.
-        let f = a.figures(
-            &tp,
-            Progress {
-                hidden: &BTreeSet::new(),
-                resume: Some(8),
-                log: &l,
-            },
-        );
+        let f = a.figures(&tp, progress(&l, Some(8)));
         assert_eq!(f.lost, 3);
-        assert_eq!(
-            a.lost_ranges(
-                &tp,
-                Progress {
-                    hidden: &BTreeSet::new(),
-                    resume: Some(8),
-                    log: &l
-                }
-            ),
-            vec![(5, 8)]
-        );
+        assert_eq!(a.lost_ranges(&tp, progress(&l, Some(8))), vec![(5, 8)]);
         assert_eq!(f.duplicates, 0);
         // Not lost if the group will come back for them.
-        assert_eq!(
-            a.figures(
-                &tp,
-                Progress {
-                    hidden: &BTreeSet::new(),
-                    resume: Some(5),
-                    log: &l
-                }
-            )
-            .lost,
-            0
-        );
+        assert_eq!(a.figures(&tp, progress(&l, Some(5))).lost, 0);
     }
 
     #[test]
@@ -581,14 +563,7 @@ mod tests {
         for o in 0..4 {
             deliver(&mut a, &tp, o, DeliveryReason::Replay);
         }
-        let f = a.figures(
-            &tp,
-            Progress {
-                hidden: &BTreeSet::new(),
-                resume: Some(4),
-                log: &l,
-            },
-        );
+        let f = a.figures(&tp, progress(&l, Some(4)));
         assert_eq!(
             (f.duplicates, f.redeliveries, f.crash_redeliveries, f.replays),
             (6, 2, 2, 4)
@@ -612,25 +587,11 @@ mod tests {
         let mut a = GroupAudit::default();
         a.note_start(&tp, 0);
         a.mark_skipped(&tp, 0, 2);
-        let f = a.figures(
-            &tp,
-            Progress {
-                hidden: &BTreeSet::new(),
-                resume: Some(2),
-                log: &l,
-            },
-        );
+        let f = a.figures(&tp, progress(&l, Some(2)));
         assert_eq!((f.lost, f.skipped), (0, 2));
         // Retention deletes [0, 8) while the group sits at 2: 2..8 are lost though never passed.
         l.delete_segments_before(8);
-        let f = a.figures(
-            &tp,
-            Progress {
-                hidden: &BTreeSet::new(),
-                resume: Some(2),
-                log: &l,
-            },
-        );
+        let f = a.figures(&tp, progress(&l, Some(2)));
         assert_eq!(f.lost, 6);
     }
 

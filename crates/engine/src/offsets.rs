@@ -104,6 +104,20 @@ impl OffsetStore {
         store
     }
 
+    /// Commits `offset` for `group` on `tp` at `now`, without metadata (what the lab's own
+    /// consumers and real clients' commits carry here).
+    pub fn commit_offset(&mut self, group: &str, tp: &TopicPartition, offset: Offset, now: Millis) -> Offset {
+        self.commit(
+            OffsetKey::new(group, tp),
+            OffsetAndMetadata {
+                offset,
+                metadata: String::new(),
+                commit_timestamp: now,
+            },
+            now,
+        )
+    }
+
     /// Appends the commit record and updates the view.
     pub fn commit(&mut self, key: OffsetKey, value: OffsetAndMetadata, now: Millis) -> Offset {
         let key_bytes = key.encode();

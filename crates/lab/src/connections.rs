@@ -71,6 +71,34 @@ pub struct Slot {
 }
 
 impl Connections {
+    /// The next connection the listener may hold, and its slot. A failed accept (out of
+    /// descriptors, or another transient error) never spins: an idle connection is closed to
+    /// give a descriptor back, and the loop waits, longer each time (up to a second). A
+    /// connection arriving while every held one is busy at the cap is closed at once.
+    pub async fn accept(
+        self: &Arc<Self>,
+        listener: &tokio::net::TcpListener,
+    ) -> (tokio::net::TcpStream, Slot) {
+        let mut backoff = Duration::from_millis(5);
+        loop {
+            match listener.accept().await {
+                Ok((stream, _)) => {
+                    backoff = Duration::from_millis(5);
+                    if let Some(slot) = self.admit() {
+                        return (stream, slot);
+                    }
+                }
+                Err(e) => {
+                    if matches!(e.raw_os_error(), Some(24 | 23)) {
+                        self.shed_one();
+                    }
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                }
+            }
+        }
+    }
+
     pub fn new(max: usize) -> Arc<Self> {
         Arc::new(Self {
             max: max.max(1),

@@ -443,14 +443,8 @@ pub fn encode_consecutive(
     records: &[NewRecord<'_>],
     producer_id: i64,
 ) -> usize {
-    encode_with(
-        buf,
-        base_offset,
-        records.len(),
-        |i| (base_offset + i as Offset, records[i]),
-        producer_id,
-        None,
-    )
+    let base_timestamp = records.first().map_or(0, |r| r.timestamp);
+    encode_consecutive_based(buf, base_offset, records, producer_id, base_timestamp)
 }
 
 /// [`encode_consecutive`] with the batch's base timestamp given: the records' timestamps are

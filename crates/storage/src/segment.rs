@@ -95,21 +95,31 @@ impl BatchCursor {
         self.fill(HEADER_LEN)?;
         let header = BatchHeader::parse(&self.buf[self.next..])
             .map_err(|error| CursorError::Batch { position, error })?;
-        if position + header.total_len as u64 > self.end {
+        self.fits(position, header.total_len)?;
+        self.fill(header.total_len)?;
+        let start = self.next;
+        self.next += header.total_len;
+        // The header read once: the batch is validated against it.
+        let batch =
+            Batch::parse_with_header(header, &self.buf[start..start + header.total_len], |_, _, _| {
+                Ok(())
+            })
+            .map_err(|error| CursorError::Batch { position, error })?;
+        Ok(Some((position, batch)))
+    }
+
+    /// `len` bytes from `position` lie before the end of what the cursor may read.
+    fn fits(&self, position: u64, len: usize) -> Result<(), CursorError> {
+        if position + len as u64 > self.end {
             return Err(CursorError::Batch {
                 position,
                 error: BatchError::Truncated {
-                    needed: header.total_len,
+                    needed: len,
                     available: (self.end - position) as usize,
                 },
             });
         }
-        self.fill(header.total_len)?;
-        let start = self.next;
-        self.next += header.total_len;
-        let batch = Batch::parse(&self.buf[start..start + header.total_len])
-            .map_err(|error| CursorError::Batch { position, error })?;
-        Ok(Some((position, batch)))
+        Ok(())
     }
 
     /// The next batch's header only, skipping its records (for a trusted prefix of the log).
@@ -119,26 +129,10 @@ impl BatchCursor {
             return Ok(None);
         }
         let mut head = [0u8; HEADER_LEN];
-        if position + HEADER_LEN as u64 > self.end {
-            return Err(CursorError::Batch {
-                position,
-                error: BatchError::Truncated {
-                    needed: HEADER_LEN,
-                    available: (self.end - position) as usize,
-                },
-            });
-        }
+        self.fits(position, HEADER_LEN)?;
         self.file.read_exact_at(&mut head, position)?;
         let header = BatchHeader::parse(&head).map_err(|error| CursorError::Batch { position, error })?;
-        if position + header.total_len as u64 > self.end {
-            return Err(CursorError::Batch {
-                position,
-                error: BatchError::Truncated {
-                    needed: header.total_len,
-                    available: (self.end - position) as usize,
-                },
-            });
-        }
+        self.fits(position, header.total_len)?;
         self.buf.clear();
         self.next = 0;
         self.buf_pos = position + header.total_len as u64;

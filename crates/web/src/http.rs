@@ -61,29 +61,11 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
     let open = Connections::new(limits.max_connections);
-    let mut backoff = Duration::from_millis(5);
     tokio::pin!(shutdown);
     loop {
-        let accepted = tokio::select! {
+        let (stream, slot) = tokio::select! {
             () = &mut shutdown => return Ok(()),
-            accepted = listener.accept() => accepted,
-        };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
-            Err(e) => {
-                if matches!(e.raw_os_error(), Some(24 | 23)) {
-                    open.shed_one();
-                }
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(1));
-                continue;
-            }
-        };
-        backoff = Duration::from_millis(5);
-        let Some(slot) = open.admit() else {
-            // At the cap, every connection answering a request: refused.
-            drop(stream);
-            continue;
+            accepted = open.accept(&listener) => accepted,
         };
         let _ = stream.set_nodelay(true);
         let slot = Arc::new(slot);
@@ -211,9 +193,11 @@ impl AsyncRead for Idle {
     }
 }
 
-impl AsyncWrite for Idle {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        match Pin::new(&mut self.inner).poll_write(cx, buf) {
+impl Idle {
+    /// A write's outcome: bytes written count as activity; a write still pending once the
+    /// connection has been silent too long fails.
+    fn wrote(&mut self, cx: &mut Context<'_>, written: Poll<io::Result<usize>>) -> Poll<io::Result<usize>> {
+        match written {
             Poll::Ready(Ok(n)) => {
                 if n > 0 {
                     self.active();
@@ -223,6 +207,13 @@ impl AsyncWrite for Idle {
             Poll::Pending if self.expired(cx) => Poll::Ready(Err(timed_out())),
             other => other,
         }
+    }
+}
+
+impl AsyncWrite for Idle {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        let written = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.wrote(cx, written)
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -238,16 +229,8 @@ impl AsyncWrite for Idle {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        match Pin::new(&mut self.inner).poll_write_vectored(cx, bufs) {
-            Poll::Ready(Ok(n)) => {
-                if n > 0 {
-                    self.active();
-                }
-                Poll::Ready(Ok(n))
-            }
-            Poll::Pending if self.expired(cx) => Poll::Ready(Err(timed_out())),
-            other => other,
-        }
+        let written = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.wrote(cx, written)
     }
 
     fn is_write_vectored(&self) -> bool {

@@ -13,7 +13,6 @@ use super::Lab;
 use crate::error::LabError;
 use crate::group::{check_commit, ExternalMember, ExternalMembership, Fenced, Group};
 use crate::narrative::EventKind;
-use crate::offsets::{OffsetAndMetadata, OffsetKey};
 use crate::record::{Offset, TopicPartition};
 use crate::sink::SinkKind;
 
@@ -177,15 +176,7 @@ impl Lab {
         }
         let now = self.clock.now();
         for (tp, offset) in offsets {
-            self.offsets.commit(
-                OffsetKey::new(group, tp),
-                OffsetAndMetadata {
-                    offset: *offset,
-                    metadata: String::new(),
-                    commit_timestamp: now,
-                },
-                now,
-            );
+            self.offsets.commit_offset(group, tp, *offset, now);
         }
         let what: Vec<String> = offsets.iter().map(|(tp, o)| format!("{tp} → {o}")).collect();
         self.say(
@@ -427,15 +418,7 @@ impl Lab {
         let now = self.clock.now();
         if commit {
             for (group, tp, offset) in &txn.offsets {
-                self.offsets.commit(
-                    OffsetKey::new(group, tp),
-                    OffsetAndMetadata {
-                        offset: *offset,
-                        metadata: String::new(),
-                        commit_timestamp: now,
-                    },
-                    now,
-                );
+                self.offsets.commit_offset(group, tp, *offset, now);
             }
         }
         self.say(

@@ -64,6 +64,15 @@ impl From<MemberJson> for ExternalMember {
 }
 
 /// `T:P=O[,T:P=O…]`: offsets per partition, as `commit-offsets` and `txn-offsets` write them.
+/// Offsets as [`parse_offsets`] reads them: `T:P=O,T:P=O`.
+pub(crate) fn offsets_text(offsets: &[(TopicPartition, Offset)]) -> String {
+    let offsets: Vec<String> = offsets
+        .iter()
+        .map(|(tp, o)| format!("{}:{}={o}", tp.topic, tp.partition))
+        .collect();
+    offsets.join(",")
+}
+
 pub(crate) fn parse_offsets(v: &str) -> Result<Vec<(TopicPartition, Offset)>, String> {
     v.split(',')
         .map(|entry| {
@@ -170,18 +179,13 @@ impl CommitOffsets {
 
 impl fmt::Display for CommitOffsets {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let offsets: Vec<String> = self
-            .offsets
-            .iter()
-            .map(|(tp, o)| format!("{}:{}={o}", tp.topic, tp.partition))
-            .collect();
         write!(
             f,
             "commit-offsets {} member={} generation={} offsets={}",
             Quoted(&self.group),
             Quoted(&self.member),
             self.generation,
-            offsets.join(",")
+            offsets_text(&self.offsets)
         )
     }
 }

@@ -11,7 +11,7 @@
 //! - `end-txn TXNID producer-id=P epoch=E commit|abort` — `commitTransaction()` /
 //!   `abortTransaction()`: the markers, and on commit the offsets.
 
-use super::external::parse_offsets;
+use super::external::{offsets_text, parse_offsets};
 use crate::error::ParseError;
 use crate::token::{Args, Quoted};
 use crate::units::{count, duration_ms};
@@ -177,11 +177,6 @@ impl TxnOffsets {
 
 impl fmt::Display for TxnOffsets {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let offsets: Vec<String> = self
-            .offsets
-            .iter()
-            .map(|(tp, o)| format!("{}:{}={o}", tp.topic, tp.partition))
-            .collect();
         write!(
             f,
             "txn-offsets {} producer-id={} epoch={} group={} offsets={}",
@@ -189,7 +184,7 @@ impl fmt::Display for TxnOffsets {
             self.producer_id,
             self.epoch,
             Quoted(&self.group),
-            offsets.join(",")
+            offsets_text(&self.offsets)
         )
     }
 }
