@@ -5,18 +5,10 @@
 
 mod common;
 
-use common::{http, ok_json, serve, Lab};
+use common::{act_ok, call, http, ok_json, serve, with_kafka, Lab};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::Command;
-
-fn lab() -> (Lab, String) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let data = dir.keep().display().to_string();
-    let lab = serve(&["--data", &data, "--http", "127.0.0.1:0", "--kafka", "127.0.0.1:0"]);
-    let kafka = lab.kafka();
-    (lab, kafka)
-}
 
 /// kcat, or a failure that says how to get it (the tests never skip).
 fn kcat(args: &[&str], stdin: Option<&str>) -> (String, String) {
@@ -85,15 +77,9 @@ fn read_back(kafka: &str, topic: &str) -> String {
     out
 }
 
-fn act(lab: &Lab, lines: &[&str]) {
-    let body = serde_json::json!({ "lines": lines }).to_string();
-    let res = http(&lab.addr, "POST", "/api/actions", &body).expect("actions");
-    assert!(ok_json(&res).is_some(), "{res}");
-}
-
 #[test]
 fn kcat_reads_the_labs_log() {
-    let (lab, kafka) = lab();
+    let (lab, kafka) = with_kafka();
     let (meta, err) = kcat(&["-b", &kafka, "-L"], None);
     assert!(
         meta.contains(r#"topic "orders" with 1 partitions"#),
@@ -114,7 +100,7 @@ fn kcat_reads_the_labs_log() {
         Some(10)
     );
     // Produced in the lab five seconds later, read by kcat at once.
-    act(&lab, &["tick 5s", "produce orders count=3"]);
+    act_ok(&lab, &["tick 5s", "produce orders count=3"]);
     let all = consume(&kafka, "orders", &["-o", "beginning"]);
     assert_eq!(all.last(), Some(&(14, "o-15".to_string())));
     // ListOffsets by timestamp: the first record at or after 5 s past the first one.
@@ -155,8 +141,8 @@ fn kcat_reads_the_labs_log() {
 
 #[test]
 fn read_committed_and_read_uncommitted_see_different_logs() {
-    let (lab, kafka) = lab();
-    act(
+    let (lab, kafka) = with_kafka();
+    act_ok(
         &lab,
         &[
             "topic copies partitions=1",
@@ -201,7 +187,7 @@ fn read_committed_and_read_uncommitted_see_different_logs() {
 
 #[test]
 fn kcat_produces_into_the_lab_and_the_lab_keeps_what_it_wrote() {
-    let (lab, kafka) = lab();
+    let (lab, kafka) = with_kafka();
     // An unknown topic is created on first use, with one partition, as Kafka does by default.
     let (_, err) = kcat(
         &["-b", &kafka, "-P", "-t", "clicks", "-K", ":"],
@@ -295,7 +281,7 @@ fn without_auto_creation_an_unknown_topic_is_refused() {
 
 #[test]
 fn bad_frames_close_only_their_connection() {
-    let (_lab, kafka) = lab();
+    let (_lab, kafka) = with_kafka();
     // A frame announcing 2 GiB: refused before anything is allocated, the connection closed.
     let mut s = TcpStream::connect(&kafka).expect("connect");
     s.write_all(&i32::MAX.to_be_bytes()).expect("write");
@@ -335,7 +321,7 @@ fn api_versions_frame(correlation_id: i32) -> Vec<u8> {
 
 #[test]
 fn two_hundred_connections_are_served_at_once() {
-    let (_lab, kafka) = lab();
+    let (_lab, kafka) = with_kafka();
     let mut conns: Vec<TcpStream> = (0..200)
         .map(|_| TcpStream::connect(&kafka).expect("connect"))
         .collect();
@@ -357,8 +343,8 @@ fn two_hundred_connections_are_served_at_once() {
 
 #[test]
 fn offsetlab_topics_describes_a_broker_over_the_protocol() {
-    let (lab, kafka) = lab();
-    act(&lab, &["topic payments partitions=3", "produce payments count=9"]);
+    let (lab, kafka) = with_kafka();
+    act_ok(&lab, &["topic payments partitions=3", "produce payments count=9"]);
     let run = |args: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_offsetlab"))
             .args(args)
@@ -400,8 +386,8 @@ fn offsetlab_topics_describes_a_broker_over_the_protocol() {
 
 #[test]
 fn offsetlab_groups_describes_the_labs_groups_like_kafka_consumer_groups() {
-    let (lab, kafka) = lab();
-    act(
+    let (lab, kafka) = with_kafka();
+    act_ok(
         &lab,
         &[
             "topic payments partitions=2",
@@ -480,7 +466,7 @@ fn offsetlab_groups_describes_the_labs_groups_like_kafka_consumer_groups() {
 
 #[test]
 fn offsetlab_groups_resets_offsets_over_the_protocol() {
-    let (lab, kafka) = lab();
+    let (lab, kafka) = with_kafka();
     let run = |args: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_offsetlab"))
             .args(args)
@@ -507,7 +493,7 @@ fn offsetlab_groups_resets_offsets_over_the_protocol() {
     assert!(String::from_utf8_lossy(&out.stderr).contains(
         "Error: Assignments can only be reset if the group 'analytics-prod' is inactive, but the current state is Stable."
     ));
-    act(&lab, &["close c1"]);
+    act_ok(&lab, &["close c1"]);
     let committed = || {
         let v = ok_json(&http(&lab.addr, "GET", "/api/state", "").expect("state")).expect("200");
         v["groups"]["analytics-prod"]["committed"]["orders-0"].as_i64()
@@ -545,26 +531,6 @@ fn offsetlab_groups_resets_offsets_over_the_protocol() {
     assert_eq!(committed(), Some(12));
 }
 
-/// One request over a plain socket, its response decoded: the wire as a client sends it.
-fn call(
-    stream: &mut TcpStream,
-    api_key: offsetlab_wire::kafka_protocol::messages::ApiKey,
-    version: i16,
-    correlation_id: i32,
-    body: &offsetlab_wire::kafka_protocol::messages::RequestKind,
-) -> offsetlab_wire::kafka_protocol::messages::ResponseKind {
-    let frame =
-        offsetlab_wire::client::encode_request(api_key, version, correlation_id, "idempotent-test", body)
-            .expect("encode");
-    stream.write_all(&frame).expect("send");
-    let mut size = [0u8; 4];
-    stream.read_exact(&mut size).expect("size");
-    let mut body = vec![0u8; i32::from_be_bytes(size) as usize];
-    stream.read_exact(&mut body).expect("body");
-    offsetlab_wire::client::decode_response(bytes::Bytes::from(body), api_key, version, correlation_id)
-        .expect("decode")
-}
-
 /// An idempotent producer's retry — the same batch, same sequence — is answered with the offset it
 /// got the first time and written once; a gap in the sequence is refused. The batches are
 /// encoded by the kafka-protocol crate's record encoder, as a client would.
@@ -578,7 +544,7 @@ fn an_idempotent_producers_resent_batch_is_written_once() {
     use offsetlab_wire::kafka_protocol::records::{
         Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
     };
-    let (_lab, kafka) = lab();
+    let (_lab, kafka) = with_kafka();
     let mut s = TcpStream::connect(&kafka).expect("connect");
     let ResponseKind::InitProducerId(init) = call(
         &mut s,
@@ -680,7 +646,7 @@ fn admin_requests_create_topics_and_delete_records_or_say_why_not() {
         ApiKey, CreateTopicsRequest, DeleteRecordsRequest, RequestKind, ResponseKind, TopicName,
     };
     use offsetlab_wire::kafka_protocol::protocol::StrBytes;
-    let (lab, kafka) = lab();
+    let (lab, kafka) = with_kafka();
     let mut s = TcpStream::connect(&kafka).expect("connect");
     let topic = |name: &'static str, partitions: i32, configs: &[(&'static str, &'static str)]| {
         CreatableTopic::default()
@@ -791,7 +757,7 @@ fn admin_requests_create_topics_and_delete_records_or_say_why_not() {
 /// the group is Empty and the lab's history says so.
 #[test]
 fn a_killed_kcat_member_stays_until_its_session_times_out() {
-    let (lab, kafka) = lab();
+    let (lab, kafka) = with_kafka();
     let mut member = Command::new("kcat")
         // Cargo points LD_LIBRARY_PATH at build outputs, among them the librdkafka the rdkafka
         // crate builds (without zlib): kcat must load its own, Debian's.
@@ -853,7 +819,7 @@ fn a_killed_kcat_member_stays_until_its_session_times_out() {
 /// record for record (the lab decompresses with a bound and stores the records uncompressed).
 #[test]
 fn kcat_produces_with_every_compression_codec() {
-    let (_lab, kafka) = lab();
+    let (_lab, kafka) = with_kafka();
     for codec in ["gzip", "snappy", "lz4", "zstd"] {
         let topic = format!("zipped-{codec}");
         let (_, err) = kcat(
@@ -875,14 +841,14 @@ fn a_fetch_keeps_to_its_byte_limits() {
         ApiKey, FetchRequest, RequestKind, ResponseKind, TopicName,
     };
     use offsetlab_wire::kafka_protocol::protocol::StrBytes;
-    let (lab, kafka) = lab();
+    let (lab, kafka) = with_kafka();
     // Two partitions, each with four batches of 25 records.
     let mut lines = vec!["topic wide partitions=2".to_string()];
     for _ in 0..4 {
         lines.push("produce wide count=50".to_string());
     }
     let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
-    act(&lab, &refs);
+    act_ok(&lab, &refs);
     let mut s = TcpStream::connect(&kafka).expect("connect");
     let fetch = |s: &mut TcpStream, max_bytes: i32, partition_max_bytes: i32| {
         let request = FetchRequest::default()
@@ -1044,7 +1010,7 @@ fn a_clients_strings_never_become_part_of_a_line() {
     ];
     {
         let (lab, kafka) = lab_in(&data);
-        act(&lab, &["reset-offsets rg topic=orders to-offset=7 execute"]);
+        act_ok(&lab, &["reset-offsets rg topic=orders to-offset=7 execute"]);
         let mut s = TcpStream::connect(&kafka).expect("connect");
         assert_eq!(fetch_offset(&mut s, "rg", "orders"), 7);
         let code = commit_outside(&mut s, "rg", "orders:0 to-offset=3 execute #", 5);
@@ -1084,7 +1050,7 @@ fn concurrent_init_producer_ids_for_one_id_get_distinct_epochs() {
         ApiKey, InitProducerIdRequest, RequestKind, ResponseKind, TransactionalId,
     };
     use offsetlab_wire::kafka_protocol::protocol::StrBytes;
-    let (_lab, kafka) = lab();
+    let (_lab, kafka) = with_kafka();
     let answers: Vec<(i16, i64, i16)> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..16)
             .map(|i| {
@@ -1144,7 +1110,7 @@ fn concurrent_init_producer_ids_for_one_id_get_distinct_epochs() {
 /// and spelled out in the export, which replays to the same records.
 #[test]
 fn headers_are_kept_served_and_exported() {
-    let (lab, kafka) = lab();
+    let (lab, kafka) = with_kafka();
     let (_, err) = kcat(
         &[
             "-b",

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{http, ok_json, serve, serve_limited, Lab};
+use common::{act, call, http, ok_json, serve, serve_limited};
 use offsetlab_wire::kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use offsetlab_wire::kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, ProduceRequest, RequestKind, ResponseKind, TopicName,
@@ -13,35 +13,11 @@ use offsetlab_wire::kafka_protocol::protocol::StrBytes;
 use offsetlab_wire::kafka_protocol::records::{
     Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
-use std::io::{Read, Write};
+use std::io::Read;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-/// One request over a plain socket, its response decoded.
-fn call(
-    stream: &mut TcpStream,
-    api_key: ApiKey,
-    version: i16,
-    correlation_id: i32,
-    body: &RequestKind,
-) -> ResponseKind {
-    let frame = offsetlab_wire::client::encode_request(api_key, version, correlation_id, "limits-test", body)
-        .expect("encode");
-    stream.write_all(&frame).expect("send");
-    let mut size = [0u8; 4];
-    stream.read_exact(&mut size).expect("size");
-    let mut body = vec![0u8; i32::from_be_bytes(size) as usize];
-    stream.read_exact(&mut body).expect("body");
-    offsetlab_wire::client::decode_response(bytes::Bytes::from(body), api_key, version, correlation_id)
-        .expect("decode")
-}
-
-fn act(lab: &Lab, lines: &[&str]) -> String {
-    let body = serde_json::json!({ "lines": lines }).to_string();
-    http(&lab.addr, "POST", "/api/actions", &body).expect("actions")
-}
 
 /// Offsets of every record of `topic`-0, read back by kcat.
 fn kcat_offsets(kafka: &str, topic: &str) -> Vec<i64> {

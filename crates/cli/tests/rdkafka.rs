@@ -6,21 +6,13 @@
 
 mod common;
 
-use common::{http, ok_json, serve, Lab};
+use common::{http, ok_json, serve, with_kafka, Lab};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::message::Message;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::{Offset, TopicPartitionList};
 use std::time::{Duration, Instant};
-
-fn lab() -> (Lab, String) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let data = dir.keep().display().to_string();
-    let lab = serve(&["--data", &data, "--http", "127.0.0.1:0", "--kafka", "127.0.0.1:0"]);
-    let kafka = lab.kafka();
-    (lab, kafka)
-}
 
 fn consumer(kafka: &str, group: &str) -> BaseConsumer {
     ClientConfig::new()
@@ -61,7 +53,7 @@ fn events(partition_offset: Offset) -> TopicPartitionList {
 
 #[test]
 fn librdkafka_resumes_exactly_at_the_offset_it_committed() {
-    let (lab, kafka) = lab();
+    let (lab, kafka) = with_kafka();
     let producer: BaseProducer = ClientConfig::new()
         .set("bootstrap.servers", &kafka)
         .set("linger.ms", "5")
@@ -162,7 +154,7 @@ fn librdkafka_resumes_exactly_at_the_offset_it_committed() {
 
 #[test]
 fn librdkafka_looks_offsets_up_by_time_and_lists_the_labs_groups() {
-    let (lab, kafka) = lab();
+    let (lab, kafka) = with_kafka();
     // The seed's twelve orders at the lab's first instant, three more five seconds later.
     let body = serde_json::json!({ "lines": ["tick 5s", "produce orders count=3"] }).to_string();
     assert!(ok_json(&http(&lab.addr, "POST", "/api/actions", &body).expect("actions")).is_some());
@@ -201,7 +193,7 @@ fn librdkafka_looks_offsets_up_by_time_and_lists_the_labs_groups() {
 #[test]
 fn librdkafka_copies_in_a_transaction_and_an_abort_stays_invisible() {
     use rdkafka::consumer::ConsumerGroupMetadata;
-    let (lab, kafka) = lab();
+    let (lab, kafka) = with_kafka();
     let body = serde_json::json!({ "lines": ["close c1", "topic orders-copy"] }).to_string();
     assert!(ok_json(&http(&lab.addr, "POST", "/api/actions", &body).expect("actions")).is_some());
     let source = consumer(&kafka, "copier");
@@ -307,7 +299,7 @@ fn librdkafka_admin_deletes_an_empty_group_and_a_topic() {
     use rdkafka::admin::{AdminClient, AdminOptions};
     use rdkafka::client::DefaultClientContext;
     use rdkafka::types::RDKafkaErrorCode;
-    let (_lab, kafka) = lab();
+    let (_lab, kafka) = with_kafka();
     let producer: BaseProducer = ClientConfig::new()
         .set("bootstrap.servers", &kafka)
         .create()
@@ -417,7 +409,7 @@ fn after_a_restart_a_real_clients_group_goes_on_from_its_committed_offset() {
 /// 500 ms) for more, then hands out what it has — the consumer gets every record, a wait later.
 #[test]
 fn a_fetch_waits_for_min_bytes_then_answers_with_what_there_is() {
-    let (_lab, kafka) = lab();
+    let (_lab, kafka) = with_kafka();
     let c: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", &kafka)
         .set("group.id", "patient")

@@ -4,15 +4,10 @@
 
 mod common;
 
-use common::{http, ok_json, serve, Lab};
+use common::{act, http, ok_json, serve, Lab};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
-
-fn act(lab: &Lab, lines: &[&str]) -> String {
-    let body = serde_json::json!({ "lines": lines }).to_string();
-    http(&lab.addr, "POST", "/api/actions", &body).expect("actions")
-}
 
 fn get(lab: &Lab, path: &str) -> serde_json::Value {
     let res = http(&lab.addr, "GET", path, "").expect("get");

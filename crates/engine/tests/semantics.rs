@@ -13,6 +13,43 @@ use offsetlab_engine::strategy::{AutoOffsetReset, CommitStrategy};
 use offsetlab_engine::txn::IsolationLevel;
 use offsetlab_engine::{Lab, LabError};
 
+/// Creates `name` with `partitions` partitions.
+fn topic(lab: &mut Lab, name: &str, partitions: i32) {
+    lab.create_topic(
+        name,
+        TopicConfig {
+            partitions,
+            ..TopicConfig::default()
+        },
+    )
+    .expect("topic");
+}
+
+/// Produces `count` new orders to partition `partition` of `topic`.
+fn produce_to(lab: &mut Lab, topic: &str, partition: i32, count: u64) {
+    lab.produce(
+        topic,
+        &ProduceSpec {
+            count,
+            partition: Some(partition),
+            ..ProduceSpec::default()
+        },
+    )
+    .expect("produce");
+}
+
+/// Produces `count` new orders to `topic`, spread by key.
+fn produce(lab: &mut Lab, topic: &str, count: u64) {
+    lab.produce(
+        topic,
+        &ProduceSpec {
+            count,
+            ..ProduceSpec::default()
+        },
+    )
+    .expect("produce");
+}
+
 fn tp() -> TopicPartition {
     TopicPartition::new("orders", 0)
 }
@@ -259,22 +296,8 @@ fn an_async_commit_in_flight_is_lost_in_a_crash() {
 #[test]
 fn a_crashed_member_holds_its_partition_until_the_session_times_out() {
     let mut lab = Lab::default();
-    lab.create_topic(
-        "orders",
-        TopicConfig {
-            partitions: 2,
-            ..TopicConfig::default()
-        },
-    )
-    .expect("topic");
-    lab.produce(
-        "orders",
-        &ProduceSpec {
-            count: 20,
-            ..ProduceSpec::default()
-        },
-    )
-    .expect("produce");
+    topic(&mut lab, "orders", 2);
+    produce(&mut lab, "orders", 20);
     lab.add_consumer(consumer(
         "c1",
         "g",
@@ -343,23 +366,8 @@ fn a_crashed_member_holds_its_partition_until_the_session_times_out() {
 #[test]
 fn a_rebalance_waits_for_the_next_poll_and_loses_nothing() {
     let mut lab = Lab::default();
-    lab.create_topic(
-        "orders",
-        TopicConfig {
-            partitions: 2,
-            ..TopicConfig::default()
-        },
-    )
-    .expect("topic");
-    lab.produce(
-        "orders",
-        &ProduceSpec {
-            count: 8,
-            partition: Some(0),
-            ..ProduceSpec::default()
-        },
-    )
-    .expect("produce");
+    topic(&mut lab, "orders", 2);
+    produce_to(&mut lab, "orders", 0, 8);
     lab.add_consumer(consumer("c1", "g", CommitStrategy::AutoPoll, SinkKind::Append, 4))
         .expect("c1");
     lab.poll("c1").expect("poll");
@@ -429,14 +437,7 @@ fn seek_moves_the_position_and_commits_nothing() {
     let mut lab = Lab::default();
     lab.create_topic("orders", TopicConfig::default()).expect("topic");
     for _ in 0..6 {
-        lab.produce(
-            "orders",
-            &ProduceSpec {
-                count: 2,
-                ..ProduceSpec::default()
-            },
-        )
-        .expect("produce");
+        produce(&mut lab, "orders", 2);
         lab.tick(3_600_000).expect("tick");
     }
     lab.add_consumer(consumer(
@@ -595,14 +596,7 @@ fn produce_without_a_key_creates_orders_and_with_a_key_adds_events() {
         },
     )
     .expect("produce");
-    lab.produce(
-        "orders",
-        &ProduceSpec {
-            count: 1,
-            ..ProduceSpec::default()
-        },
-    )
-    .expect("produce");
+    produce(&mut lab, "orders", 1);
     let mut keys = Vec::new();
     let mut values = Vec::new();
     lab.partition_log(&tp()).expect("log").read(0, 10, &mut |r| {
@@ -617,14 +611,7 @@ fn produce_without_a_key_creates_orders_and_with_a_key_adds_events() {
 #[test]
 fn keys_are_partitioned_by_murmur2() {
     let mut lab = Lab::default();
-    lab.create_topic(
-        "orders",
-        TopicConfig {
-            partitions: 3,
-            ..TopicConfig::default()
-        },
-    )
-    .expect("topic");
+    topic(&mut lab, "orders", 3);
     let written = lab
         .produce(
             "orders",
@@ -762,14 +749,7 @@ fn retention_deletes_segments_and_out_of_range_falls_to_auto_offset_reset() {
         ..TopicConfig::default()
     };
     lab.create_topic("orders", cfg).expect("topic");
-    lab.produce(
-        "orders",
-        &ProduceSpec {
-            count: 8,
-            ..ProduceSpec::default()
-        },
-    )
-    .expect("produce");
+    produce(&mut lab, "orders", 8);
     lab.add_consumer(consumer(
         "c1",
         "g",
@@ -783,14 +763,7 @@ fn retention_deletes_segments_and_out_of_range_falls_to_auto_offset_reset() {
     lab.close("c1").expect("close");
     assert_eq!(committed(&lab, "g"), Some(2));
     lab.tick(2 * 3_600_000).expect("two hours");
-    lab.produce(
-        "orders",
-        &ProduceSpec {
-            count: 1,
-            ..ProduceSpec::default()
-        },
-    )
-    .expect("produce");
+    produce(&mut lab, "orders", 1);
     lab.tick(1).expect("tick");
     let log = lab.partition_log(&tp()).expect("log");
     assert_eq!(
@@ -895,23 +868,8 @@ fn a_static_member_restarts_without_a_rebalance() {
 fn the_revoke_hook_commit_decides_what_a_rebalance_replays() {
     for (hook, replays) in [(true, 0), (false, 2)] {
         let mut lab = Lab::default();
-        lab.create_topic(
-            "orders",
-            TopicConfig {
-                partitions: 2,
-                ..TopicConfig::default()
-            },
-        )
-        .expect("topic");
-        lab.produce(
-            "orders",
-            &ProduceSpec {
-                count: 8,
-                partition: Some(0),
-                ..ProduceSpec::default()
-            },
-        )
-        .expect("p0");
+        topic(&mut lab, "orders", 2);
+        produce_to(&mut lab, "orders", 0, 8);
         let cfg = ConsumerConfig {
             commit_on_revoke: hook,
             ..consumer("c1", "g", CommitStrategy::ManualBatch, SinkKind::Append, 4)
@@ -986,14 +944,7 @@ fn an_empty_groups_offsets_expire() {
 fn a_cooperative_rebalance_moves_only_what_it_must() {
     use offsetlab_engine::consumer::Assignor;
     let mut lab = Lab::default();
-    lab.create_topic(
-        "orders",
-        TopicConfig {
-            partitions: 4,
-            ..TopicConfig::default()
-        },
-    )
-    .expect("topic");
+    topic(&mut lab, "orders", 4);
     for p in 0..4 {
         lab.produce(
             "orders",
@@ -1359,14 +1310,7 @@ fn an_aborted_transaction_is_processed_again_and_a_zombie_cannot_commit() {
     }
     assert_eq!(committed(&lab, "copy"), Some(6));
     // A zombie: it stops polling for max.poll.interval.ms mid-transaction.
-    lab.produce(
-        "orders",
-        &ProduceSpec {
-            count: 3,
-            ..ProduceSpec::default()
-        },
-    )
-    .expect("produce");
+    produce(&mut lab, "orders", 3);
     lab.poll("copier").expect("poll");
     lab.process("copier", Some(2)).expect("process");
     lab.tick(300_000).expect("max.poll.interval");

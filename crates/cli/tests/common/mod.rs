@@ -104,3 +104,48 @@ pub fn ok_json(response: &str) -> Option<serde_json::Value> {
     let body = response.split_once("\r\n\r\n").map(|(_, b)| b)?;
     serde_json::from_str(body).ok()
 }
+
+/// A durable lab with its Kafka listener on a free port, and the listener's address.
+#[allow(dead_code)] // not every test binary talks Kafka
+pub fn with_kafka() -> (Lab, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.keep().display().to_string();
+    let lab = serve(&["--data", &data, "--http", "127.0.0.1:0", "--kafka", "127.0.0.1:0"]);
+    let kafka = lab.kafka();
+    (lab, kafka)
+}
+
+/// `POST /api/actions` with `lines`; the raw response.
+#[allow(dead_code)]
+pub fn act(lab: &Lab, lines: &[&str]) -> String {
+    let body = serde_json::json!({ "lines": lines }).to_string();
+    http(&lab.addr, "POST", "/api/actions", &body).expect("actions")
+}
+
+/// One Kafka request over a plain socket, its response decoded: the wire as a client sends it.
+#[allow(dead_code)]
+pub fn call(
+    stream: &mut TcpStream,
+    api_key: offsetlab_wire::kafka_protocol::messages::ApiKey,
+    version: i16,
+    correlation_id: i32,
+    body: &offsetlab_wire::kafka_protocol::messages::RequestKind,
+) -> offsetlab_wire::kafka_protocol::messages::ResponseKind {
+    let frame =
+        offsetlab_wire::client::encode_request(api_key, version, correlation_id, "offsetlab-test", body)
+            .expect("encode");
+    stream.write_all(&frame).expect("send");
+    let mut size = [0u8; 4];
+    stream.read_exact(&mut size).expect("size");
+    let mut body = vec![0u8; i32::from_be_bytes(size) as usize];
+    stream.read_exact(&mut body).expect("body");
+    offsetlab_wire::client::decode_response(bytes::Bytes::from(body), api_key, version, correlation_id)
+        .expect("decode")
+}
+
+/// [`act`], which must succeed.
+#[allow(dead_code)]
+pub fn act_ok(lab: &Lab, lines: &[&str]) {
+    let res = act(lab, lines);
+    assert!(ok_json(&res).is_some(), "{res}");
+}
