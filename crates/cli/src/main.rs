@@ -248,7 +248,8 @@ struct ServeArgs {
     /// Kafka's connections.max.idle.ms
     #[arg(long, value_name = "DUR", default_value = "10m", value_parser = positive_duration)]
     kafka_idle_timeout: std::time::Duration,
-    /// HTTP connections held at once; more are refused. Default: an eighth of the process's
+    /// HTTP connections held at once. At the cap a new connection closes the one idle longest,
+    /// or is refused when every one is answering a request. Default: an eighth of the process's
     /// file descriptor limit
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     http_max_connections: Option<u32>,
