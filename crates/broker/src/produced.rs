@@ -85,9 +85,7 @@ pub(crate) fn text(b: Option<&[u8]>, what: &str) -> Result<Option<String>, Refus
 /// rewritten uncompressed): no record is decoded into a value or copied on its own.
 pub(crate) fn sent_records(bytes: Bytes) -> Result<Produced, Refusal> {
     let mut rule = |k: Option<&[u8]>, v: Option<&[u8]>, headers: &[u8]| {
-        // ASCII (nearly every key and value) is checked a word at a time; UTF-8's own check
-        // only for the rest.
-        let is_text = |b: Option<&[u8]>| b.is_none_or(|b| b.is_ascii() || std::str::from_utf8(b).is_ok());
+        let is_text = |b: Option<&[u8]>| b.is_none_or(offsetlab_records::is_text);
         match (is_text(k), is_text(v)) {
             (true, true) if headers.is_empty() => Ok(()),
             (true, true) => text_headers(headers).map(|_| ()),

@@ -12,6 +12,7 @@
 //! appended, so a replay is exact. (Kafka also snapshots it to disk, so a broker restart keeps
 //! deduplicating; a lab restart forgets it, and a client's next batch starts a fresh entry.)
 
+use offsetlab_lab::lock;
 use offsetlab_records::ProducerRun;
 use offsetlab_wire::error::*;
 use std::collections::HashMap;
@@ -58,10 +59,7 @@ impl Producers {
     /// Checks a partition's batches of the producer whose sequence run they carry.
     pub fn check(&self, run: ProducerRun, topic: &str, partition: i32) -> Result<Verdict, i16> {
         let (id, epoch, sequence) = (run.producer_id, run.epoch, run.first_sequence);
-        let table = self
-            .table
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let table = lock(&self.table);
         match table.get(&(id, topic.to_string(), partition)) {
             // A producer the listener does not know here (new, or from before a restart), or a
             // new epoch: its batch starts the count.
@@ -78,19 +76,13 @@ impl Producers {
     /// Forgets the sequence numbers kept for `topic`'s partitions (DeleteTopics): a producer
     /// writing to a topic created again under that name starts afresh there.
     pub fn forget_topic(&self, topic: &str) {
-        self.table
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .retain(|(_, t, _), _| t != topic);
+        lock(&self.table).retain(|(_, t, _), _| t != topic);
     }
 
     /// Records that the batches of `run` were appended at `base_offset`.
     pub fn appended(&self, run: ProducerRun, topic: &str, partition: i32, base_offset: i64) {
         let (id, epoch, sequence, count) = (run.producer_id, run.epoch, run.first_sequence, run.records);
-        let mut table = self
-            .table
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut table = lock(&self.table);
         table.insert(
             (id, topic.to_string(), partition),
             Entry {

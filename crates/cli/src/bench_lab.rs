@@ -8,6 +8,7 @@
 
 use crate::exit;
 use offsetlab_lab::session::{Session, SinkBackend};
+use offsetlab_storage::lock;
 use offsetlab_storage::FlushPolicy;
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -64,7 +65,7 @@ fn century(dir: &std::path::Path) -> anyhow::Result<(f64, f64, u64)> {
             let (mut longest, mut served) = (Duration::ZERO, 0u64);
             while !done.load(Ordering::Relaxed) {
                 let asked = Instant::now();
-                let s = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let s = lock(&session);
                 longest = longest.max(asked.elapsed());
                 let _ = s.state().map(|state| serde_json::to_vec(&state).map(|b| b.len()));
                 drop(s);
@@ -78,7 +79,7 @@ fn century(dir: &std::path::Path) -> anyhow::Result<(f64, f64, u64)> {
     std::thread::sleep(Duration::from_millis(20));
     let started = Instant::now();
     {
-        let mut s = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut s = lock(&session);
         act(&mut s, &lines(&["tick 36500d"]))?;
     }
     let took = started.elapsed();

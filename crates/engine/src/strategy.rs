@@ -62,6 +62,19 @@ impl CommitStrategy {
         }
     }
 
+    /// Whether this strategy is `enable.auto.commit=true`: commits on the
+    /// `auto.commit.interval.ms` timer (checked on the timer, or inside `poll()`).
+    pub fn auto_commits(self) -> bool {
+        matches!(self, Self::AutoTimer | Self::AutoPoll)
+    }
+
+    /// Whether a `kafka-tx` sink can use this strategy: the offsets go into the transaction
+    /// (`sendOffsetsToTransaction`) once a batch — or a record — is processed, so only the
+    /// manual strategies that commit after processing, synchronously, fit.
+    pub fn fits_transactions(self) -> bool {
+        matches!(self, Self::ManualBatch | Self::ManualRecord)
+    }
+
     /// Whether this strategy commits only what was processed, so a crash can replay but never
     /// skip a record.
     pub fn commits_after_processing(self) -> bool {

@@ -8,6 +8,7 @@
 //! every connection is busy the new one is refused. How long a connection may stay idle is each
 //! listener's own rule (`connections.max.idle.ms` for Kafka, the web crate's `http` module for HTTP).
 
+use offsetlab_storage::lock;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -108,9 +109,7 @@ impl Connections {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Entry>> {
-        self.open
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.open)
     }
 
     /// A place for a new connection: at the cap, the longest-idle connection is closed to make

@@ -7,6 +7,7 @@
 
 use crate::session::{PendingSave, Session};
 use offsetlab_engine::LabError;
+use offsetlab_storage::lock;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::broadcast;
 
@@ -28,9 +29,17 @@ impl LabHandle {
     /// The session, locked. A thread that panicked holding the lock left the session as the
     /// engine leaves it after any refusal — unchanged or whole — so the lock is taken anyway.
     pub fn lock(&self) -> MutexGuard<'_, Session> {
-        self.session
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.session)
+    }
+
+    /// The session, if no one holds it now (a lock whose holder panicked is taken, as
+    /// [`LabHandle::lock`] takes it).
+    pub fn try_lock(&self) -> Option<MutexGuard<'_, Session>> {
+        match self.session.try_lock() {
+            Ok(s) => Some(s),
+            Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
     }
 
     /// The session itself, for work moved to a blocking thread.

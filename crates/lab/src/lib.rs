@@ -19,5 +19,6 @@ pub mod open;
 pub mod session;
 
 pub use handle::LabHandle;
+pub use offsetlab_storage::lock;
 pub use open::{open, OpenError, Opened};
 pub use session::{ActionError, Applied, Change, PendingSave, RestoreError, Session, SinkBackend};

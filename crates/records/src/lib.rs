@@ -25,4 +25,4 @@ pub mod varint;
 
 pub use batch::{Batch, BatchError, BatchHeader};
 pub use produced::{validate_produce, ProduceError, ProducedBatches, ProducerRun, Validated};
-pub use record::{NewRecord, Offset, Record, RecordRef};
+pub use record::{is_text, NewRecord, Offset, Record, RecordRef};

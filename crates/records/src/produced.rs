@@ -193,7 +193,13 @@ fn numbered_from_zero(h: &BatchHeader) -> bool {
 
 /// Validates a partition's share of a Produce request (see the module's documentation),
 /// handing every record's key, value and headers to `visit` on the validating walk.
-pub fn validate_produce(bytes: Bytes, visit: &mut Visit<'_>) -> Result<Validated, ProduceError> {
+///
+/// Generic over the rule, so a closure's check is inlined into the walk: it runs for every
+/// record a client sends. A [`Visit`] trait object works too.
+pub fn validate_produce<V>(bytes: Bytes, visit: &mut V) -> Result<Validated, ProduceError>
+where
+    V: FnMut(Option<&[u8]>, Option<&[u8]>, &[u8]) -> Result<(), &'static str> + ?Sized,
+{
     let mut rules = HeaderRules::default();
     let mut headers = Vec::new();
     // Once a batch came compressed, every batch is copied into a new buffer.

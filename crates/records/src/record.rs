@@ -86,3 +86,47 @@ impl Record {
             .unwrap_or_default()
     }
 }
+
+/// Whether `bytes` are UTF-8 text. Keys and values are nearly always ASCII, checked eight bytes
+/// at a time with no early exit — which the compiler turns into vector code, several times
+/// faster on a 100-byte value than `str::from_utf8`'s or `is_ascii`'s byte loops — and UTF-8's
+/// own check runs only for the rest.
+pub fn is_text(bytes: &[u8]) -> bool {
+    let (words, tail) = bytes.as_chunks::<8>();
+    let high = words.iter().fold(0u64, |acc, w| acc | u64::from_ne_bytes(*w))
+        | tail.iter().fold(0u64, |acc, &b| acc | u64::from(b));
+    high & 0x8080_8080_8080_8080 == 0 || std::str::from_utf8(bytes).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_text;
+    use proptest::prelude::*;
+
+    #[test]
+    fn ascii_utf8_and_not() {
+        assert!(is_text(b""));
+        assert!(is_text(b"order-17 shipped to the warehouse"));
+        assert!(is_text("Zürich → 東京, 🚚".as_bytes()));
+        assert!(!is_text(&[0x80]));
+        assert!(!is_text(b"twelve bytes\xff"));
+        assert!(!is_text(&[0, 0x00, 0xc3]));
+    }
+
+    proptest! {
+        #[test]
+        fn agrees_with_from_utf8(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
+            prop_assert_eq!(is_text(&bytes), std::str::from_utf8(&bytes).is_ok());
+        }
+
+        #[test]
+        fn agrees_on_text_with_one_byte_changed(s in ".{0,40}", at in any::<usize>(), b in any::<u8>()) {
+            let mut bytes = s.into_bytes();
+            if !bytes.is_empty() {
+                let i = at % bytes.len();
+                bytes[i] = b;
+            }
+            prop_assert_eq!(is_text(&bytes), std::str::from_utf8(&bytes).is_ok());
+        }
+    }
+}

@@ -12,6 +12,7 @@
 //! write, so nothing the lab holds in memory can be trusted to match the disk. Those still stop
 //! the process ([`crate::log`]), as a broker halts on a failed log directory.
 
+use crate::lock;
 use std::io;
 use std::path::Path;
 use std::sync::Mutex;
@@ -31,10 +32,7 @@ pub struct Health {
 impl Health {
     /// Notes that `what` failed on `path`; the first fault is kept until taken.
     pub fn report(&self, what: &str, path: &Path, e: &io::Error) {
-        let mut f = self
-            .fault
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut f = lock(&self.fault);
         if f.is_none() {
             *f = Some(Fault {
                 kind: FaultKind::of(e),
@@ -45,17 +43,11 @@ impl Health {
 
     /// The fault noted since the last call, if any.
     pub fn take(&self) -> Option<Fault> {
-        self.fault
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
+        lock(&self.fault).take()
     }
 
     /// Whether a fault is waiting to be taken.
     pub fn failed(&self) -> bool {
-        self.fault
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .is_some()
+        lock(&self.fault).is_some()
     }
 }

@@ -26,12 +26,14 @@ mod log;
 mod pool;
 mod segment;
 mod slots;
+mod sync;
 
 pub use durability::{Durability, FlushPolicy};
 pub use health::{Fault, FaultKind, Health};
 pub use log::{AppendError, FileLog, OpenReport};
 pub use pool::{FilePool, PoolStats};
 pub use slots::SlotFile;
+pub use sync::lock;
 
 use offsetlab_engine::log::{LogStore, PartitionLog, TopicConfig};
 use std::io;

@@ -13,6 +13,7 @@
 //! closes half the pool and tries once more; if that fails too, the error goes to the caller,
 //! which fails the request that needed the file.
 
+use crate::lock;
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -82,9 +83,7 @@ impl FilePool {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.state)
     }
 
     /// An open handle to the file at `path` (read and write), opening it if need be; `create`

@@ -26,6 +26,20 @@ pub struct SegmentMeta {
     pub created_at: Millis,
 }
 
+impl SegmentMeta {
+    /// A segment with nothing in it yet, starting at `base`.
+    fn empty(base: Offset, created_at: Millis) -> Self {
+        Self {
+            base_offset: base,
+            next_offset: base,
+            records: 0,
+            len: 0,
+            max_timestamp: None,
+            created_at,
+        }
+    }
+}
+
 pub fn file_name(base: Offset, ext: &str) -> String {
     format!("{base:020}.{ext}")
 }
@@ -200,14 +214,7 @@ impl FileSegment {
             pool.get(&Self::path(dir, base, ext), true)?.set_len(0)?;
         }
         Ok(Self {
-            meta: SegmentMeta {
-                base_offset: base,
-                next_offset: base,
-                records: 0,
-                len: 0,
-                max_timestamp: None,
-                created_at,
-            },
+            meta: SegmentMeta::empty(base, created_at),
             index: SparseIndex::default(),
             pool: Arc::clone(pool),
             since_index: 0,
@@ -414,14 +421,7 @@ pub fn scan(
     validate: bool,
 ) -> Result<Scan, io::Error> {
     let mut cursor = BatchCursor::new(log, len, 0, 1 << 20);
-    let mut meta = SegmentMeta {
-        base_offset: base,
-        next_offset: base,
-        records: 0,
-        len: 0,
-        max_timestamp: None,
-        created_at,
-    };
+    let mut meta = SegmentMeta::empty(base, created_at);
     let mut index = SparseIndex::default();
     let mut since = 0u64;
     let mut stopped = None;

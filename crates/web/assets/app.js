@@ -429,7 +429,7 @@ function consumerCard(c) {
   return h('article', { class: `consumer ${st}`, 'aria-label': `consumer ${c.name}` },
     h('div', { class: 'consumer-head' }, h('strong', {}, c.name), h('span', { class: `state ${st}` }, st), h('span', { class: 'muted' }, `${c.member_id} · ${c.group} · gen ${c.generation}`)),
     h('dl', { class: 'kv' },
-      h('dt', {}, 'commit'), h('dd', { title: strategy ? strategy.explanation : '' }, c.strategy + (c.strategy.startsWith('auto') ? ` every ${fmtDur(c.auto_commit_interval_ms)}` : '')),
+      h('dt', {}, 'commit'), h('dd', { title: strategy ? strategy.explanation : '' }, c.strategy + (strategy && strategy.auto_commits ? ` every ${fmtDur(c.auto_commit_interval_ms)}` : '')),
       h('dt', {}, 'group'), h('dd', {}, `${c.assignor}${c.group_instance_id ? ` · static ${c.group_instance_id}` : ''}${ui.state.groups[c.group] && !ui.state.groups[c.group].members.includes(c.member_id) && st === 'running' ? ' · NOT A MEMBER (zombie until its next poll)' : ''}`),
       c.output ? h('dt', {}, 'output') : null, c.output ? h('dd', {}, `${c.output} (Kafka transactions, transactional.id ${c.name})`) : null,
       txnText ? h('dt', {}, 'transaction') : null, txnText ? h('dd', { class: 'txn-state' }, txnText) : null,
@@ -588,7 +588,9 @@ function updateHints() {
   $('#sink-hint').textContent = k ? k.explanation : '';
   const tx = $('#sink-select').value === 'kafka-tx';
   $('#txn-options').hidden = !tx;
-  if (tx && !['manual-batch', 'manual-record'].includes($('#strategy-select').value)) $('#strategy-select').value = 'manual-batch';
+  // The strategies a kafka-tx sink accepts are the server's (`fits_transactions`), not a list here.
+  const fits = ui.meta.strategies.filter((x) => x.fits_transactions).map((x) => x.name);
+  if (tx && fits.length && !fits.includes($('#strategy-select').value)) $('#strategy-select').value = fits[0];
   if (tx) $('#consumer-form select[name=isolation]').value = 'read_committed';
 }
 

@@ -489,7 +489,15 @@ async fn load(app: AppState, source: String) -> Response {
 async fn get_meta() -> Response {
     let strategies: Vec<_> = CommitStrategy::ALL
         .iter()
-        .map(|s| serde_json::json!({ "name": s.name(), "explanation": s.explanation(), "commits_after_processing": s.commits_after_processing() }))
+        .map(|s| {
+            serde_json::json!({
+                "name": s.name(),
+                "explanation": s.explanation(),
+                "commits_after_processing": s.commits_after_processing(),
+                "auto_commits": s.auto_commits(),
+                "fits_transactions": s.fits_transactions(),
+            })
+        })
         .collect();
     let sinks: Vec<_> = SinkKind::ALL
         .iter()

@@ -23,6 +23,7 @@
 use bytes::Bytes;
 use offsetlab_engine::group::{check_commit, ExternalMember, Fenced, GroupState};
 use offsetlab_engine::record::TopicPartition;
+use offsetlab_lab::lock;
 use offsetlab_scenario::command::{Command, CommitOffsets, Rebalance};
 use offsetlab_wire::consumer_protocol;
 use offsetlab_wire::error::*;
@@ -103,15 +104,11 @@ pub(crate) enum Sync {
 
 impl Coordinator {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Group>> {
-        self.groups
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.groups)
     }
 
     pub(crate) fn settle_lock(&self) -> std::sync::MutexGuard<'_, ()> {
-        self.settle
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.settle)
     }
 
     /// Whether real clients are in `group` (so the lab's own view of it is not the whole story).

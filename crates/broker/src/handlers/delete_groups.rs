@@ -3,6 +3,7 @@
 use crate::broker::Broker;
 use crate::change::{self};
 use crate::coordinator::Coordinator;
+use offsetlab_lab::lock;
 use offsetlab_lab::session::Session;
 use offsetlab_scenario::command::{Command, DeleteGroup};
 use offsetlab_wire::error::*;
@@ -13,11 +14,7 @@ use offsetlab_wire::kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroups
 pub(crate) fn known_group(s: &Session, coordinator: &Coordinator, group: &str) -> bool {
     s.lab().groups().contains_key(group)
         || s.lab().offsets().groups().any(|g| g == group)
-        || coordinator
-            .groups
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .contains_key(group)
+        || lock(&coordinator.groups).contains_key(group)
 }
 
 /// DeleteGroups: an Empty group's offsets become tombstones; a group with members (the lab's or

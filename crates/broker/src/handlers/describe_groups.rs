@@ -3,6 +3,7 @@
 use crate::broker::Broker;
 use crate::coordinator;
 use crate::str_bytes;
+use offsetlab_lab::lock;
 use offsetlab_wire::consumer_protocol;
 use offsetlab_wire::kafka_protocol::messages::describe_groups_response::{
     DescribedGroup, DescribedGroupMember,
@@ -12,10 +13,7 @@ use std::collections::BTreeMap;
 
 /// A group of real clients as the coordinator sees it now (`None` when it has no members).
 fn describe_external(coordinator: &coordinator::Coordinator, id: &GroupId) -> Option<DescribedGroup> {
-    let groups = coordinator
-        .groups
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let groups = lock(&coordinator.groups);
     let g = groups.get(id.0.as_str()).filter(|g| !g.members.is_empty())?;
     let members = g
         .ordered()

@@ -2,6 +2,7 @@
 
 use crate::broker::Broker;
 use crate::str_bytes;
+use offsetlab_lab::lock;
 use offsetlab_wire::kafka_protocol::messages::list_groups_response::ListedGroup;
 use offsetlab_wire::kafka_protocol::messages::{GroupId, ListGroupsResponse};
 use std::collections::BTreeMap;
@@ -15,12 +16,7 @@ pub(crate) fn handle(broker: &Broker) -> ListGroupsResponse {
         .values()
         .map(|g| (g.name.clone(), ("consumer".to_string(), g.state().to_string())))
         .collect();
-    for (name, g) in coordinator
-        .groups
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .iter()
-    {
+    for (name, g) in lock(&coordinator.groups).iter() {
         if !g.members.is_empty() || !listed.contains_key(name) {
             listed.insert(
                 name.clone(),

@@ -24,7 +24,7 @@ use offsetlab_wire::error::*;
 
 use bytes::Bytes;
 use offsetlab_engine::record::TopicPartition;
-use offsetlab_lab::session::Change;
+use offsetlab_lab::session::{Change, Session};
 use offsetlab_records::ProducerRun;
 use offsetlab_scenario::command::{Command, TxnSend};
 use offsetlab_wire::kafka_protocol::messages::produce_response::{
@@ -34,6 +34,7 @@ use offsetlab_wire::kafka_protocol::messages::TopicName;
 use offsetlab_wire::kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use offsetlab_wire::kafka_protocol::protocol::StrBytes;
 use std::collections::BTreeMap;
+use std::sync::MutexGuard;
 
 /// A partition's index in a Produce request and its record batches.
 type PartitionRecords = (i32, Option<Bytes>);
@@ -44,13 +45,35 @@ type Answers = Vec<Vec<Result<i64, Refusal>>>;
 /// Appends a Produce request's records: every partition's answer, with the offset its first
 /// record was given.
 pub(crate) fn handle(broker: &Broker, r: ProduceRequest, client_id: &str) -> ProduceResponse {
+    let checked = check(r, client_id);
+    append(broker, broker.lab.lock(), checked)
+}
+
+/// A Produce request's batches, validated, waiting for the lab's lock.
+pub(crate) struct Checked {
+    topics: Vec<(String, Vec<PartitionRecords>)>,
+    checked: Vec<Vec<Result<Produced, Refusal>>>,
+    txn_id: Option<String>,
+    client_id: String,
+}
+
+/// The bytes of record batches a request carries: what its validation reads.
+pub(crate) fn records_bytes(r: &ProduceRequest) -> usize {
+    r.topic_data
+        .iter()
+        .flat_map(|t| &t.partition_data)
+        .map(|p| p.records.as_ref().map_or(0, |b| b.len()))
+        .sum()
+}
+
+/// Checks (and decompresses) the request's batches before the lab is locked, as a broker's
+/// request handler checks them before the partition's lock: the page and other clients wait
+/// only for the append.
+pub(crate) fn check(r: ProduceRequest, client_id: &str) -> Checked {
     let txn_id = r.transactional_id.as_ref().map(|t| String::from(t.as_str()));
     let mut topics = take_records(r);
-    // Batches are checked (and decompressed) before the lab is locked, as a broker's request
-    // handler checks them before the partition's lock: the page and other clients wait only
-    // for the append.
     // Taken, not cloned: a batch whose bytes have one owner is appended in place.
-    let checked: Vec<Vec<Result<Produced, Refusal>>> = topics
+    let checked = topics
         .iter_mut()
         .map(|(_, parts)| {
             parts
@@ -59,9 +82,24 @@ pub(crate) fn handle(broker: &Broker, r: ProduceRequest, client_id: &str) -> Pro
                 .collect()
         })
         .collect();
-    let s = broker.lab.lock();
+    Checked {
+        topics,
+        checked,
+        txn_id,
+        client_id: client_id.to_string(),
+    }
+}
+
+/// Appends checked batches under the lab's lock `s`, all-or-nothing, and saves the lab.
+pub(crate) fn append(broker: &Broker, s: MutexGuard<'_, Session>, c: Checked) -> ProduceResponse {
+    let Checked {
+        topics,
+        checked,
+        txn_id,
+        client_id,
+    } = c;
     let now = s.lab().now();
-    let mut plan = Plan::new(broker, &s, &topics, txn_id, client_id);
+    let mut plan = Plan::new(broker, &s, &topics, txn_id, &client_id);
     let answers: Answers = topics
         .iter()
         .zip(checked)

@@ -10,7 +10,6 @@ use crate::error::LabError;
 use crate::group::{Group, Handoff};
 use crate::narrative::EventKind;
 use crate::record::TopicPartition;
-use crate::strategy::CommitStrategy;
 
 impl Lab {
     /// Starts a consumer: it joins its group, which rebalances and hands it partitions.
@@ -81,10 +80,10 @@ impl Lab {
             "consumer {name} joins group {group} on topic {}: commit={}{}, max.poll.records={}, sink={}, auto.offset.reset={}",
             config.topic,
             config.strategy,
-            match config.strategy {
-                CommitStrategy::AutoTimer | CommitStrategy::AutoPoll =>
-                    format!(" every {}", format_duration(config.auto_commit_interval_ms)),
-                _ => String::new(),
+            if config.strategy.auto_commits() {
+                format!(" every {}", format_duration(config.auto_commit_interval_ms))
+            } else {
+                String::new()
             },
             config.max_poll_records,
             config.sink,
@@ -132,10 +131,7 @@ impl Lab {
                 "output topic '{output}' is the topic the consumer reads: use another one"
             )));
         }
-        if !matches!(
-            config.strategy,
-            CommitStrategy::ManualBatch | CommitStrategy::ManualRecord
-        ) {
+        if !config.strategy.fits_transactions() {
             return Err(LabError::InvalidArgument(format!(
                 "sink=kafka-tx commits offsets inside its transactions: use commit=manual-batch or commit=manual-record (not {})",
                 config.strategy
@@ -275,12 +271,8 @@ impl Lab {
         c.generation = generation;
         c.last_poll_at = now;
         let interval = c.config.auto_commit_interval_ms;
-        c.next_auto_commit = match c.config.strategy {
-            CommitStrategy::AutoTimer | CommitStrategy::AutoPoll if c.config.commits_to_kafka() => {
-                Some(now.saturating_add(interval))
-            }
-            _ => None,
-        };
+        c.next_auto_commit = (c.config.strategy.auto_commits() && c.config.commits_to_kafka())
+            .then(|| now.saturating_add(interval));
         let list = if mine.is_empty() {
             "nothing".to_string()
         } else {

@@ -41,12 +41,8 @@ impl Lab {
         let c = self.consumer_mut(name)?;
         let interval = c.config.auto_commit_interval_ms;
         c.last_poll_at = now;
-        c.next_auto_commit = match c.config.strategy {
-            CommitStrategy::AutoTimer | CommitStrategy::AutoPoll if c.config.commits_to_kafka() => {
-                Some(now.saturating_add(interval))
-            }
-            _ => None,
-        };
+        c.next_auto_commit = (c.config.strategy.auto_commits() && c.config.commits_to_kafka())
+            .then(|| now.saturating_add(interval));
         let member = Member {
             id: c.member_id(),
             consumer: name.to_string(),

@@ -226,6 +226,15 @@ impl Lab {
             .ok_or_else(|| LabError::UnknownConsumer(name.to_string()))
     }
 
+    /// The member id consumer `name` has now, as the narrative names it (empty if there is no
+    /// such consumer).
+    pub(crate) fn member_of(&self, name: &str) -> String {
+        self.consumers
+            .get(name)
+            .map(|c| c.member_id())
+            .unwrap_or_default()
+    }
+
     /// Sets the broker's `offsets.retention.minutes` (as milliseconds).
     pub fn set_offsets_retention(&mut self, ms: Millis) -> Result<(), LabError> {
         if ms <= 0 {

@@ -222,11 +222,7 @@ impl Lab {
         }
         let Some(txn) = self.producers.get(name).and_then(|p| p.ongoing.clone()) else {
             if why == "commitTransaction" {
-                let member = self
-                    .consumers
-                    .get(name)
-                    .map(|c| c.member_id())
-                    .unwrap_or_default();
+                let member = self.member_of(name);
                 self.say(
                     EventKind::Commit,
                     format!("{member}: no transaction is open, nothing to commit"),
@@ -445,11 +441,7 @@ impl Lab {
         if let Some(p) = self.producers.get_mut(name) {
             p.fenced = None;
         }
-        let member = self
-            .consumers
-            .get(name)
-            .map(|c| c.member_id())
-            .unwrap_or_default();
+        let member = self.member_of(name);
         self.say(
             EventKind::Refused,
             format!("{member}'s producer call failed with InvalidProducerEpochException: {reason}. The application calls abortTransaction() (KIP-588: the producer recovers) and processes the aborted input again"),

@@ -1,6 +1,7 @@
 //! A durable lab's generation directory: built fresh, written whole, made current by an atomic rename, and what replaces the session's lab (an import, a reset, an undo).
 
 use super::*;
+use offsetlab_storage::lock;
 
 /// Where the lab's logs and the groups' sinks live.
 #[derive(Debug, Clone)]
@@ -36,10 +37,7 @@ pub(crate) struct Generation {
 
 impl Generation {
     pub(crate) fn set_saved(&self, saved: Saved) {
-        *self
-            .saved
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::new(saved));
+        *lock(&self.saved) = Some(Arc::new(saved));
     }
 
     pub(crate) fn dir_for(root: &Path, number: u64) -> PathBuf {
@@ -95,16 +93,9 @@ pub(crate) fn lab_file_of(
     lab: &Lab,
     history: &[Command],
 ) -> Result<(Saved, Arc<std::fs::File>), LabError> {
-    let mut log = g
-        .history
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut log = lock(&g.history);
     let history_bytes = log.catch_up(history)?;
-    let narrative_bytes = g
-        .narrative
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .catch_up(lab.narrative())?;
+    let narrative_bytes = lock(&g.narrative).catch_up(lab.narrative())?;
     let lab_file = serde_json::to_vec(&LabFile {
         history_bytes: Some(history_bytes),
         narrative_bytes: Some(narrative_bytes),

@@ -109,6 +109,16 @@ impl Session {
         self.version
     }
 
+    /// Whether saving a change waits for the disk (an fsync, under `--flush interval` or
+    /// `always`): a caller that must not block — an async worker — leaves such a change to a
+    /// blocking thread. A lab in memory, or one under `--flush never`, writes into the page
+    /// cache and waits for nothing.
+    pub fn saves_wait_for_disk(&self) -> bool {
+        self.generation
+            .as_ref()
+            .is_some_and(|g| g.durability.policy() != FlushPolicy::Never)
+    }
+
     /// How many lines the history holds. A storage failure takes the lab back to its last save,
     /// which can shorten it: the caller of several batches learns which of them survived.
     pub fn history_len(&self) -> usize {

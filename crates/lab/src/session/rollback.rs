@@ -1,6 +1,7 @@
 //! When the disk refuses a write: going back to the last save, and the session that refuses every change when even that fails.
 
 use super::*;
+use offsetlab_storage::lock;
 
 impl Session {
     /// Goes back to the lab the last save wrote, after the disk refused a write: the logs are
@@ -14,27 +15,18 @@ impl Session {
         let Some(g) = self.generation.as_mut() else {
             return Ok(());
         };
-        let saved = g
-            .saved
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        let saved = lock(&g.saved)
             .clone()
             .ok_or_else(|| storage("no save to go back to"))?;
         let LabFile { mut snapshot, .. } = serde_json::from_slice(&saved.lab_file).map_err(storage)?;
         {
-            let mut log = g
-                .history
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut log = lock(&g.history);
             // A save that failed half-way may have written some of its lines.
             let _ = log.file.set_len(saved.history_bytes);
             log.bytes = saved.history_bytes;
             log.commands = saved.commands;
             self.history.truncate(saved.commands);
-            let mut narrative_log = g
-                .narrative
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut narrative_log = lock(&g.narrative);
             let _ = narrative_log.file.set_len(saved.narrative_bytes);
             narrative_log.bytes = saved.narrative_bytes;
             narrative_log.events = saved.events;

@@ -1,6 +1,7 @@
 //! Saving the lab after a change: the history's new lines, then the snapshot — at once, or after the fsync under `--flush always` ([`PendingSave`]).
 
 use super::*;
+use offsetlab_storage::lock;
 
 /// A save that must wait for the logs (`--flush always`): the serialized lab, written once every
 /// append it covers is on disk. Run it outside the session's lock; saves of older versions that
@@ -47,7 +48,7 @@ pub(crate) fn write_slots(
     bytes: &[u8],
     sync: bool,
 ) -> Result<(), LabError> {
-    let mut guard = slots.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut guard = lock(slots);
     let (file, newest) = &mut *guard;
     let version = match written {
         Written::Now(v) if v >= *newest => v,
