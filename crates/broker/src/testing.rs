@@ -28,13 +28,7 @@ pub(crate) fn name(s: &str) -> StrBytes {
 pub(crate) fn batch(records: &[(&str, &str)]) -> Bytes {
     let records: Vec<NewRecord<'_>> = records
         .iter()
-        .map(|(k, v)| NewRecord {
-            timestamp: 1_767_225_600_000,
-            key: Some(k.as_bytes()),
-            value: Some(v.as_bytes()),
-            control: false,
-            headers: &[],
-        })
+        .map(|(k, v)| NewRecord::new(1_767_225_600_000, Some(k.as_bytes()), Some(v.as_bytes())))
         .collect();
     let mut buf = Vec::new();
     encode_consecutive(&mut buf, 0, &records, -1);

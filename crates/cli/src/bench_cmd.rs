@@ -157,13 +157,7 @@ impl Keys {
 fn orders<'a>(arena: &'a [u8], value: &'a [u8], timestamp: i64) -> Vec<NewRecord<'a>> {
     arena
         .chunks_exact(12)
-        .map(|key| NewRecord {
-            timestamp,
-            key: Some(key),
-            value: Some(value),
-            control: false,
-            headers: &[],
-        })
+        .map(|key| NewRecord::new(timestamp, Some(key), Some(value)))
         .collect()
 }
 
@@ -506,13 +500,7 @@ impl Stage<'_> {
                     while i < per {
                         let batch: Vec<NewRecord<'_>> = keys
                             .iter()
-                            .map(|k| NewRecord {
-                                timestamp: 0,
-                                key: Some(k.as_bytes()),
-                                value: Some(&value),
-                                control: false,
-                                headers: &[],
-                            })
+                            .map(|k| NewRecord::new(0, Some(k.as_bytes()), Some(&value)))
                             .collect();
                         log.try_append_batch(&batch, 0)?;
                         d.sync_upto(d.written())?;

@@ -45,22 +45,34 @@ pub fn explore(file: Option<&Path>, consumer: Option<&str>, json: bool) -> u8 {
     println!(
         "Crashing the consumer at every instant of {origin}, then restarting it and consuming to the end:\n"
     );
-    println!(
-        "{:<15} {:<14} {:>12} {:>9} {:>11} {:>15} {:>19}",
-        "STRATEGY", "SINK", "CRASH POINTS", "MAX LOST", "TOTAL LOST", "MAX DUPLICATES", "MAX DUPLICATE ROWS"
+    let rows: Vec<Vec<String>> = cells
+        .iter()
+        .map(|c| {
+            let figures = [
+                c.crash_points,
+                c.max_lost,
+                c.total_lost,
+                c.max_duplicates,
+                c.max_duplicate_rows,
+            ];
+            [c.strategy.name().to_string(), c.sink.name().to_string()]
+                .into_iter()
+                .chain(figures.map(|n| n.to_string()))
+                .collect()
+        })
+        .collect();
+    crate::output::figures_table(
+        &[
+            "STRATEGY",
+            "SINK",
+            "CRASH-POINTS",
+            "MAX-LOST",
+            "TOTAL-LOST",
+            "MAX-DUPLICATES",
+            "MAX-DUPLICATE-ROWS",
+        ],
+        &rows,
     );
-    for c in &cells {
-        println!(
-            "{:<15} {:<14} {:>12} {:>9} {:>11} {:>15} {:>19}",
-            c.strategy.name(),
-            c.sink.name(),
-            c.crash_points,
-            c.max_lost,
-            c.total_lost,
-            c.max_duplicates,
-            c.max_duplicate_rows
-        );
-    }
     let runs: u64 = cells.iter().map(|c| c.crash_points + 1).sum();
     println!("\n{runs} runs in {:.1} ms.", elapsed.as_secs_f64() * 1000.0);
     let names = |pred: &dyn Fn(&offsetlab_scenario::explore::Cell) -> bool| {

@@ -7,7 +7,6 @@ use crate::topics_cmd::{describe as describe_topics, list_offsets, record_timest
 use offsetlab_wire::consumer_protocol;
 use offsetlab_wire::kafka_protocol::messages::{
     ApiKey, DescribeGroupsRequest, FindCoordinatorRequest, GroupId, ListGroupsRequest, OffsetFetchRequest,
-    RequestKind, ResponseKind,
 };
 use offsetlab_wire::kafka_protocol::protocol::StrBytes;
 use serde::Serialize;
@@ -37,14 +36,7 @@ struct GroupDescription {
 fn list(bootstrap: &str) -> anyhow::Result<Vec<(String, String)>> {
     let mut conn = Conn::open(bootstrap)?;
     let version = conn.version(ApiKey::ListGroups, 4)?;
-    let ResponseKind::ListGroups(r) = conn.call(
-        ApiKey::ListGroups,
-        version,
-        &RequestKind::ListGroups(ListGroupsRequest::default()),
-    )?
-    else {
-        anyhow::bail!("the broker answered ListGroups with something else");
-    };
+    let r = call!(conn, ListGroups, version, ListGroupsRequest::default());
     anyhow::ensure!(
         r.error_code == 0,
         "ListGroups failed with error code {}",
@@ -62,16 +54,12 @@ fn list(bootstrap: &str) -> anyhow::Result<Vec<(String, String)>> {
 /// A connection to the broker that coordinates `group` (FindCoordinator).
 fn coordinator_of(conn: &mut Conn, group: &str) -> anyhow::Result<Conn> {
     let version = conn.version(ApiKey::FindCoordinator, 3)?;
-    let ResponseKind::FindCoordinator(c) = conn.call(
-        ApiKey::FindCoordinator,
+    let c = call!(
+        conn,
+        FindCoordinator,
         version,
-        &RequestKind::FindCoordinator(
-            FindCoordinatorRequest::default().with_key(StrBytes::from_string(group.to_string())),
-        ),
-    )?
-    else {
-        anyhow::bail!("the broker answered FindCoordinator with something else");
-    };
+        FindCoordinatorRequest::default().with_key(StrBytes::from_string(group.to_string())),
+    );
     anyhow::ensure!(
         c.error_code == 0,
         "FindCoordinator failed with error code {}",
@@ -83,18 +71,14 @@ fn coordinator_of(conn: &mut Conn, group: &str) -> anyhow::Result<Conn> {
 /// The group's committed offsets (OffsetFetch for every partition), `-1` where none is.
 fn committed_offsets(coordinator: &mut Conn, group: &str) -> anyhow::Result<BTreeMap<(String, i32), i64>> {
     let version = coordinator.version(ApiKey::OffsetFetch, 7)?;
-    let ResponseKind::OffsetFetch(f) = coordinator.call(
-        ApiKey::OffsetFetch,
+    let f = call!(
+        coordinator,
+        OffsetFetch,
         version,
-        &RequestKind::OffsetFetch(
-            OffsetFetchRequest::default()
-                .with_group_id(GroupId(StrBytes::from_string(group.to_string())))
-                .with_topics(None),
-        ),
-    )?
-    else {
-        anyhow::bail!("the broker answered OffsetFetch with something else");
-    };
+        OffsetFetchRequest::default()
+            .with_group_id(GroupId(StrBytes::from_string(group.to_string())))
+            .with_topics(None),
+    );
     let mut committed = BTreeMap::new();
     for t in &f.topics {
         for p in &t.partitions {
@@ -125,17 +109,12 @@ fn describe(bootstrap: &str, group: &str) -> anyhow::Result<GroupDescription> {
     // The group's coordinator answers for it.
     let mut coordinator = coordinator_of(&mut conn, group)?;
     let version = coordinator.version(ApiKey::DescribeGroups, 5)?;
-    let ResponseKind::DescribeGroups(d) = coordinator.call(
-        ApiKey::DescribeGroups,
+    let d = call!(
+        coordinator,
+        DescribeGroups,
         version,
-        &RequestKind::DescribeGroups(
-            DescribeGroupsRequest::default()
-                .with_groups(vec![GroupId(StrBytes::from_string(group.to_string()))]),
-        ),
-    )?
-    else {
-        anyhow::bail!("the broker answered DescribeGroups with something else");
-    };
+        DescribeGroupsRequest::default().with_groups(vec![GroupId(StrBytes::from_string(group.to_string()))]),
+    );
     let described = d
         .groups
         .into_iter()
@@ -402,23 +381,34 @@ pub fn reset(
                 println!("(a dry run: nothing was changed; --execute applies it)");
             }
             println!();
-            println!(
-                "{:<16} {:<16} {:>9} {:>14} {:>10} {:>9} {:>8}  TIME-SPAN",
-                "GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET", "REPLAYED", "SKIPPED"
+            let table: Vec<Vec<String>> = rows
+                .iter()
+                .map(|r| {
+                    vec![
+                        r.group.clone(),
+                        r.topic.clone(),
+                        r.partition.to_string(),
+                        r.current_offset.map_or("-".to_string(), |c| c.to_string()),
+                        r.new_offset.to_string(),
+                        r.replayed.to_string(),
+                        r.skipped.to_string(),
+                        span(r.first_timestamp, r.last_timestamp),
+                    ]
+                })
+                .collect();
+            crate::output::table(
+                &[
+                    "GROUP",
+                    "TOPIC",
+                    "PARTITION",
+                    "CURRENT-OFFSET",
+                    "NEW-OFFSET",
+                    "REPLAYED",
+                    "SKIPPED",
+                    "TIME-SPAN",
+                ],
+                &table,
             );
-            for r in &rows {
-                println!(
-                    "{:<16} {:<16} {:>9} {:>14} {:>10} {:>9} {:>8}  {}",
-                    r.group,
-                    r.topic,
-                    r.partition,
-                    r.current_offset.map_or("-".to_string(), |c| c.to_string()),
-                    r.new_offset,
-                    r.replayed,
-                    r.skipped,
-                    span(r.first_timestamp, r.last_timestamp)
-                );
-            }
             exit::OK
         }
         Err(e) => {
@@ -654,11 +644,7 @@ fn commit_plan(conn: &mut Conn, group: &str, rows: &[PlanRow]) -> anyhow::Result
         .with_member_id(StrBytes::from_static_str(""))
         .with_retention_time_ms(-1)
         .with_topics(topics);
-    let ResponseKind::OffsetCommit(r) =
-        coordinator.call(ApiKey::OffsetCommit, version, &RequestKind::OffsetCommit(request))?
-    else {
-        anyhow::bail!("the broker answered OffsetCommit with something else");
-    };
+    let r = call!(coordinator, OffsetCommit, version, request);
     Ok(r.topics
         .iter()
         .flat_map(|t| t.partitions.iter())

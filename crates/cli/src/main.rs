@@ -3,6 +3,26 @@
 //! A thin shell around the pure engine: it reads files, picks the sink backend, prints the
 //! narrative and the figures, and turns outcomes into exit codes.
 
+/// One request to a broker on a `topics_cmd::Conn`, and its response: `call!(conn, Metadata,
+/// version, request)` sends a `MetadataRequest` and gives back the `MetadataResponse` (any other
+/// answer is an error).
+macro_rules! call {
+    ($conn:expr, $api:ident, $version:expr, $request:expr $(,)?) => {
+        match $conn.call(
+            offsetlab_wire::kafka_protocol::messages::ApiKey::$api,
+            $version,
+            &offsetlab_wire::kafka_protocol::messages::RequestKind::$api($request),
+        )? {
+            offsetlab_wire::kafka_protocol::messages::ResponseKind::$api(r) => r,
+            _ => anyhow::bail!(concat!(
+                "the broker answered ",
+                stringify!($api),
+                " with something else"
+            )),
+        }
+    };
+}
+
 mod bench_cmd;
 mod bench_lab;
 mod explore_cmd;

@@ -4,8 +4,19 @@ use offsetlab_engine::clock::format_instant;
 use offsetlab_engine::lab::{LabView, ResetPlan};
 use offsetlab_engine::narrative::Event;
 
-/// A table with left-aligned columns as wide as their widest cell, as Kafka's tools print one.
+/// A table with left-aligned columns as wide as their widest cell, one space apart, as Kafka's
+/// tools print one.
 pub fn table(header: &[&str], rows: &[Vec<String>]) {
+    print_table(header, rows, " ", false);
+}
+
+/// A table of figures for reading by eye: columns two spaces apart, and a column whose every
+/// cell is a number right-aligned, so its digits line up.
+pub fn figures_table(header: &[&str], rows: &[Vec<String>]) {
+    print_table(header, rows, "  ", true);
+}
+
+fn print_table(header: &[&str], rows: &[Vec<String>], gap: &str, numbers_right: bool) {
     let widths: Vec<usize> = (0..header.len())
         .map(|i| {
             rows.iter()
@@ -15,12 +26,26 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) {
                 .max(header[i].len())
         })
         .collect();
+    let right: Vec<bool> = (0..header.len())
+        .map(|i| {
+            numbers_right
+                && rows
+                    .iter()
+                    .all(|r| r.get(i).is_some_and(|c| c.parse::<i64>().is_ok()))
+        })
+        .collect();
     let line = |cells: &mut dyn Iterator<Item = &str>| {
         cells
-            .zip(&widths)
-            .map(|(c, w)| format!("{c:<w$}"))
+            .zip(widths.iter().zip(&right))
+            .map(|(c, (w, &right))| {
+                if right {
+                    format!("{c:>w$}")
+                } else {
+                    format!("{c:<w$}")
+                }
+            })
             .collect::<Vec<_>>()
-            .join(" ")
+            .join(gap)
             .trim_end()
             .to_string()
     };

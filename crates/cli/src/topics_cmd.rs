@@ -119,10 +119,7 @@ pub(crate) fn describe(
                 .collect()
         }));
     let version = conn.version(ApiKey::Metadata, 9)?;
-    let ResponseKind::Metadata(m) = conn.call(ApiKey::Metadata, version, &RequestKind::Metadata(request))?
-    else {
-        anyhow::bail!("the broker answered Metadata with something else");
-    };
+    let m = call!(conn, Metadata, version, request);
     let mut out: Vec<TopicInfo> = m
         .topics
         .iter()
@@ -195,11 +192,7 @@ pub(crate) fn list_offsets(
                 })
                 .collect(),
         );
-    let ResponseKind::ListOffsets(r) =
-        conn.call(ApiKey::ListOffsets, version, &RequestKind::ListOffsets(request))?
-    else {
-        anyhow::bail!("the broker answered ListOffsets with something else");
-    };
+    let r = call!(conn, ListOffsets, version, request);
     Ok(r.topics
         .iter()
         .flat_map(|t| {
@@ -299,9 +292,7 @@ pub(crate) fn record_timestamp(
                 .with_partition(partition)
                 .with_fetch_offset(offset)
                 .with_partition_max_bytes(64 << 10)])]);
-    let ResponseKind::Fetch(r) = conn.call(ApiKey::Fetch, version, &RequestKind::Fetch(request))? else {
-        anyhow::bail!("the broker answered Fetch with something else");
-    };
+    let r = call!(conn, Fetch, version, request);
     let Some(mut records) = r
         .responses
         .first()

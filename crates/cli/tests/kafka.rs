@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{act_ok, call, http, ok_json, serve, with_kafka, Lab};
+use common::{act_ok, call, http, offsetlab, ok_json, serve, with_kafka, Lab};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::Command;
@@ -345,12 +345,7 @@ fn two_hundred_connections_are_served_at_once() {
 fn offsetlab_topics_describes_a_broker_over_the_protocol() {
     let (lab, kafka) = with_kafka();
     act_ok(&lab, &["topic payments partitions=3", "produce payments count=9"]);
-    let run = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_offsetlab"))
-            .args(args)
-            .output()
-            .expect("run")
-    };
+    let run = offsetlab;
     let out = run(&["topics", "--bootstrap-server", &kafka, "--list"]);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "orders\npayments\n");
     let out = run(&[
@@ -400,12 +395,7 @@ fn offsetlab_groups_describes_the_labs_groups_like_kafka_consumer_groups() {
             "process p1 count=all",
         ],
     );
-    let run = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_offsetlab"))
-            .args(args)
-            .output()
-            .expect("run")
-    };
+    let run = offsetlab;
     let out = run(&["groups", "--bootstrap-server", &kafka, "--list"]);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "analytics-prod\nbilling\n");
     let out = run(&[
@@ -467,12 +457,7 @@ fn offsetlab_groups_describes_the_labs_groups_like_kafka_consumer_groups() {
 #[test]
 fn offsetlab_groups_resets_offsets_over_the_protocol() {
     let (lab, kafka) = with_kafka();
-    let run = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_offsetlab"))
-            .args(args)
-            .output()
-            .expect("run")
-    };
+    let run = offsetlab;
     let reset = |extra: &[&str]| {
         let mut args = vec![
             "groups",

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{act, http, ok_json, serve, Lab};
+use common::{act, http, offsetlab, ok_json, serve, Lab};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
@@ -165,18 +165,15 @@ fn a_lab_that_cannot_be_restored_is_never_replaced() {
     )
     .expect("corrupt");
     let before = snapshot(dir.path());
-    let out = Command::new(env!("CARGO_BIN_EXE_offsetlab"))
-        .args([
-            "serve",
-            "--data",
-            &data,
-            "--http",
-            "127.0.0.1:0",
-            "--kafka",
-            "off",
-        ])
-        .output()
-        .expect("run");
+    let out = offsetlab(&[
+        "serve",
+        "--data",
+        &data,
+        "--http",
+        "127.0.0.1:0",
+        "--kafka",
+        "off",
+    ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "it refused to start");
     assert!(err.contains("history.scenario"), "{err}");
@@ -194,18 +191,15 @@ fn a_lab_that_cannot_be_restored_is_never_replaced() {
         std::fs::write(generation.join(slot), b"garbage").expect("garble");
     }
     let before = snapshot(dir.path());
-    let out = Command::new(env!("CARGO_BIN_EXE_offsetlab"))
-        .args([
-            "serve",
-            "--data",
-            &data,
-            "--http",
-            "127.0.0.1:0",
-            "--kafka",
-            "off",
-        ])
-        .output()
-        .expect("run");
+    let out = offsetlab(&[
+        "serve",
+        "--data",
+        &data,
+        "--http",
+        "127.0.0.1:0",
+        "--kafka",
+        "off",
+    ]);
     assert!(!out.status.success());
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("lab.json"),

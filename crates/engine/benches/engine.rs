@@ -23,16 +23,7 @@ fn filled_log() -> MemoryLog {
 /// Appends `RECORDS` 100-byte records.
 fn fill(mut log: MemoryLog) -> MemoryLog {
     for i in 0..RECORDS {
-        log.append(
-            NewRecord {
-                control: false,
-                timestamp: i as i64,
-                key: None,
-                value: Some(&VALUE),
-                headers: &[],
-            },
-            0,
-        );
+        log.append(NewRecord::new(i as i64, None, Some(&VALUE)), 0);
     }
     log
 }

@@ -503,16 +503,7 @@ mod tests {
             .segment_limits(),
         );
         for i in 0..n {
-            l.append(
-                NewRecord {
-                    control: false,
-                    timestamp: i as i64,
-                    key: Some(b"k"),
-                    value: Some(b"v"),
-                    headers: &[],
-                },
-                0,
-            );
+            l.append(NewRecord::new(i as i64, Some(b"k"), Some(b"v")), 0);
         }
         l
     }

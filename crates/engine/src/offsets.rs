@@ -122,16 +122,9 @@ impl OffsetStore {
     pub fn commit(&mut self, key: OffsetKey, value: OffsetAndMetadata, now: Millis) -> Offset {
         let key_bytes = key.encode();
         let value_bytes = serde_json::to_vec(&value).unwrap_or_default();
-        let at = self.log.append(
-            NewRecord {
-                control: false,
-                timestamp: now,
-                key: Some(&key_bytes),
-                value: Some(&value_bytes),
-                headers: &[],
-            },
-            now,
-        );
+        let at = self
+            .log
+            .append(NewRecord::new(now, Some(&key_bytes), Some(&value_bytes)), now);
         self.view.insert(key, value);
         at
     }
@@ -139,16 +132,7 @@ impl OffsetStore {
     /// Appends a tombstone for `key` (offset deletion or expiry).
     pub fn delete(&mut self, key: &OffsetKey, now: Millis) {
         let key_bytes = key.encode();
-        self.log.append(
-            NewRecord {
-                control: false,
-                timestamp: now,
-                key: Some(&key_bytes),
-                value: None,
-                headers: &[],
-            },
-            now,
-        );
+        self.log.append(NewRecord::new(now, Some(&key_bytes), None), now);
         self.view.remove(key);
     }
 

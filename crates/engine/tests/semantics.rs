@@ -50,6 +50,19 @@ fn produce(lab: &mut Lab, topic: &str, count: u64) {
     .expect("produce");
 }
 
+/// Produces `count` records with `key` to `topic`.
+fn produce_keyed(lab: &mut Lab, topic: &str, count: u64, key: &str) {
+    lab.produce(
+        topic,
+        &ProduceSpec {
+            count,
+            key: Some(key.into()),
+            ..ProduceSpec::default()
+        },
+    )
+    .expect("produce");
+}
+
 fn tp() -> TopicPartition {
     TopicPartition::new("orders", 0)
 }
@@ -101,6 +114,18 @@ fn figures(lab: &Lab, group: &str) -> offsetlab_engine::lab::GroupView {
     lab.group_view(group).expect("group view")
 }
 
+/// The three figures most tests check: records lost, duplicates, sink rows.
+fn lost_duplicates_rows(lab: &Lab, group: &str) -> (u64, u64, u64) {
+    let f = figures(lab, group);
+    (f.audit.lost, f.audit.duplicates, f.sink.rows)
+}
+
+/// One poll, and every record it returned processed.
+fn poll_and_process(lab: &mut Lab, name: &str) {
+    lab.poll(name).expect("poll");
+    lab.process(name, None).expect("process");
+}
+
 /// 1, 2: offsets are dense positions from 0; LEO is the next offset; reading deletes nothing.
 #[test]
 fn offsets_are_positions_and_reading_deletes_nothing() {
@@ -115,8 +140,7 @@ fn offsets_are_positions_and_reading_deletes_nothing() {
         12,
     ))
     .expect("consumer");
-    lab.poll("c1").expect("poll");
-    lab.process("c1", None).expect("process");
+    poll_and_process(&mut lab, "c1");
     let log = lab.partition_log(&tp()).expect("log");
     assert_eq!(
         (log.log_start_offset(), log.log_end_offset(), log.record_count()),
@@ -138,8 +162,7 @@ fn a_commit_is_a_record_in_consumer_offsets_holding_the_next_offset() {
     ))
     .expect("consumer");
     let before = lab.offsets().log().log_end_offset();
-    lab.poll("c1").expect("poll");
-    lab.process("c1", None).expect("process");
+    poll_and_process(&mut lab, "c1");
     assert_eq!(
         committed(&lab, "g"),
         Some(4),
@@ -164,8 +187,7 @@ fn a_crash_loses_the_position_not_the_committed_offset() {
         4,
     ))
     .expect("consumer");
-    lab.poll("c1").expect("poll");
-    lab.process("c1", None).expect("process");
+    poll_and_process(&mut lab, "c1");
     lab.poll("c1").expect("poll");
     assert_eq!(lab.consumer("c1").expect("c1").assignment[&tp()].position, 8);
     lab.crash("c1").expect("crash");
@@ -204,8 +226,7 @@ fn the_timer_commits_what_poll_handed_over() {
         "the timer committed 4 although nothing was processed"
     );
     crash_and_restart(&mut lab, "c1");
-    lab.poll("c1").expect("poll");
-    lab.process("c1", None).expect("process");
+    poll_and_process(&mut lab, "c1");
     lab.tick(5_000).expect("tick");
     assert_eq!(figures(&lab, "g").audit.lost, 4);
 }
@@ -217,8 +238,7 @@ fn java_auto_commit_runs_inside_poll_and_commits_earlier_polls() {
     let mut lab = lab_with_orders(12);
     lab.add_consumer(consumer("c1", "g", CommitStrategy::AutoPoll, SinkKind::Append, 4))
         .expect("consumer");
-    lab.poll("c1").expect("poll");
-    lab.process("c1", None).expect("process");
+    poll_and_process(&mut lab, "c1");
     lab.tick(60_000).expect("tick");
     assert_eq!(committed(&lab, "g"), None, "no background timer");
     lab.poll("c1").expect("poll");
@@ -247,8 +267,7 @@ fn commit_before_processing_skips_and_per_record_commits_shrink_the_window() {
     assert_eq!(committed(&lab, "g"), Some(4));
     lab.process("c1", Some(1)).expect("process");
     crash_and_restart(&mut lab, "c1");
-    lab.poll("c1").expect("poll");
-    lab.process("c1", None).expect("process");
+    poll_and_process(&mut lab, "c1");
     let f = figures(&lab, "g");
     assert_eq!((f.audit.lost, f.audit.duplicates), (3, 0));
 
@@ -273,15 +292,13 @@ fn an_async_commit_in_flight_is_lost_in_a_crash() {
     let mut cfg = consumer("c1", "g", CommitStrategy::ManualAsync, SinkKind::Append, 4);
     cfg.async_commit_latency_ms = 100;
     lab.add_consumer(cfg).expect("consumer");
-    lab.poll("c1").expect("poll");
-    lab.process("c1", None).expect("process");
+    poll_and_process(&mut lab, "c1");
     assert_eq!(committed(&lab, "g"), None, "sent, not landed");
     lab.crash("c1").expect("crash");
     lab.tick(45_000).expect("tick");
     assert_eq!(committed(&lab, "g"), None, "the crash forgot it");
     lab.restart("c1").expect("restart");
-    lab.poll("c1").expect("poll");
-    lab.process("c1", None).expect("process");
+    poll_and_process(&mut lab, "c1");
     lab.tick(100).expect("tick");
     assert_eq!(committed(&lab, "g"), Some(4));
     let f = figures(&lab, "g");
@@ -400,8 +417,7 @@ fn a_rebalance_waits_for_the_next_poll_and_loses_nothing() {
     let mut cfg = consumer("c1", "g", CommitStrategy::ManualAsync, SinkKind::Append, 4);
     cfg.async_commit_latency_ms = 5_000;
     lab.add_consumer(cfg).expect("c1");
-    lab.poll("c1").expect("poll");
-    lab.process("c1", None).expect("async commit of 4 in flight");
+    poll_and_process(&mut lab, "c1");
     lab.poll("c1").expect("poll");
     lab.process("c1", Some(2)).expect("process");
     lab.commit("c1").expect("sync commit of the position, 8");
@@ -448,8 +464,7 @@ fn seek_moves_the_position_and_commits_nothing() {
         100,
     ))
     .expect("consumer");
-    lab.poll("c1").expect("poll");
-    lab.process("c1", None).expect("process");
+    poll_and_process(&mut lab, "c1");
     assert_eq!(committed(&lab, "g"), Some(12));
     lab.seek(
         "c1",
@@ -463,8 +478,7 @@ fn seek_moves_the_position_and_commits_nothing() {
         "first record of hour 3"
     );
     assert_eq!(committed(&lab, "g"), Some(12), "a seek commits nothing");
-    lab.poll("c1").expect("poll");
-    lab.process("c1", None).expect("process");
+    poll_and_process(&mut lab, "c1");
     let f = figures(&lab, "g");
     assert_eq!(
         (f.audit.replays, f.audit.redeliveries, f.sink.duplicate_rows),
@@ -487,8 +501,7 @@ fn reset_offsets_is_refused_for_an_active_group_and_dry_runs_change_nothing() {
         12,
     ))
     .expect("consumer");
-    lab.poll("c1").expect("poll");
-    lab.process("c1", None).expect("process");
+    poll_and_process(&mut lab, "c1");
     let err = lab
         .reset_offsets("g", "orders", None, ResetSpec::ToEarliest, true)
         .expect_err("active");
@@ -543,12 +556,10 @@ fn a_transactional_sink_resumes_from_its_own_offsets() {
     assert_eq!(committed(&lab, "g"), None, "nothing goes to __consumer_offsets");
     crash_and_restart(&mut lab, "c1");
     assert_eq!(lab.consumer("c1").expect("c1").assignment[&tp()].position, 2);
-    lab.poll("c1").expect("poll");
-    lab.process("c1", None).expect("process");
-    lab.poll("c1").expect("poll");
-    lab.process("c1", None).expect("process");
+    poll_and_process(&mut lab, "c1");
+    poll_and_process(&mut lab, "c1");
+    assert_eq!(lost_duplicates_rows(&lab, "g"), (0, 0, 8));
     let f = figures(&lab, "g");
-    assert_eq!((f.audit.lost, f.audit.duplicates, f.sink.rows), (0, 0, 8));
     assert_eq!(f.offsets_source, "sink");
     assert_eq!(f.committed.get("orders-0"), Some(&Some(8)));
 }
@@ -573,10 +584,8 @@ fn groups_keep_independent_offsets() {
         12,
     ))
     .expect("b");
-    lab.poll("a").expect("poll");
-    lab.process("a", None).expect("process");
-    lab.poll("b").expect("poll");
-    lab.process("b", None).expect("process");
+    poll_and_process(&mut lab, "a");
+    poll_and_process(&mut lab, "b");
     assert_eq!(
         (committed(&lab, "billing"), committed(&lab, "search")),
         (Some(4), Some(12))
@@ -587,15 +596,7 @@ fn groups_keep_independent_offsets() {
 #[test]
 fn produce_without_a_key_creates_orders_and_with_a_key_adds_events() {
     let mut lab = lab_with_orders(3);
-    lab.produce(
-        "orders",
-        &ProduceSpec {
-            count: 2,
-            key: Some("o-2".into()),
-            ..ProduceSpec::default()
-        },
-    )
-    .expect("produce");
+    produce_keyed(&mut lab, "orders", 2, "o-2");
     produce(&mut lab, "orders", 1);
     let mut keys = Vec::new();
     let mut values = Vec::new();
@@ -729,8 +730,7 @@ fn the_coordinator_view_survives_a_replay_of_compacted_consumer_offsets() {
         500,
     ))
     .expect("consumer");
-    lab.poll("c1").expect("poll");
-    lab.process("c1", None).expect("process");
+    poll_and_process(&mut lab, "c1");
     assert_eq!(committed(&lab, "g"), Some(400));
     let removed = lab.compact_offsets_topic();
     assert!(removed > 300, "{removed}");
@@ -758,8 +758,7 @@ fn retention_deletes_segments_and_out_of_range_falls_to_auto_offset_reset() {
         2,
     ))
     .expect("c1");
-    lab.poll("c1").expect("poll");
-    lab.process("c1", None).expect("process");
+    poll_and_process(&mut lab, "c1");
     lab.close("c1").expect("close");
     assert_eq!(committed(&lab, "g"), Some(2));
     lab.tick(2 * 3_600_000).expect("two hours");
@@ -793,8 +792,7 @@ fn records_skipped_then_committed_over_unprocessed_are_lost() {
         4,
     ))
     .expect("c1");
-    lab.poll("c1").expect("poll");
-    lab.process("c1", None).expect("0..3");
+    poll_and_process(&mut lab, "c1");
     lab.seek("c1", SeekTarget::Offset(6), None)
         .expect("skip 4 and 5 on purpose");
     assert_eq!(figures(&lab, "g").audit.skipped, 2);
@@ -822,8 +820,7 @@ fn records_skipped_then_committed_over_unprocessed_are_lost() {
     ))
     .expect("c1");
     lab.seek("c1", SeekTarget::Offset(6), None).expect("skip 0..5");
-    lab.poll("c1").expect("6, 7");
-    lab.process("c1", None).expect("commit 8");
+    poll_and_process(&mut lab, "c1");
     let f = figures(&lab, "g");
     assert_eq!((f.audit.lost, f.audit.skipped), (0, 6));
 }
@@ -838,8 +835,7 @@ fn a_static_member_restarts_without_a_rebalance() {
         ..consumer("c1", "g", CommitStrategy::ManualBatch, SinkKind::Append, 4)
     };
     lab.add_consumer(cfg).expect("c1");
-    lab.poll("c1").expect("poll");
-    lab.process("c1", None).expect("commit 4");
+    poll_and_process(&mut lab, "c1");
     let generation = lab.group("g").expect("g").generation;
     lab.crash("c1").expect("crash");
     lab.tick(10_000).expect("well within the session timeout");
@@ -887,8 +883,7 @@ fn the_revoke_hook_commit_decides_what_a_rebalance_replays() {
         ))
         .expect("c2");
         lab.poll("c1").expect("c1 rejoins: revoke hook");
-        lab.poll("c1").expect("poll");
-        lab.process("c1", None).expect("process");
+        poll_and_process(&mut lab, "c1");
         let f = figures(&lab, "g");
         assert_eq!(
             (f.audit.redeliveries, f.audit.lost),
@@ -912,8 +907,7 @@ fn an_empty_groups_offsets_expire() {
     lab.reset_offsets("g", "orders", None, ResetSpec::ToEarliest, true)
         .expect("bookmark 0");
     lab.add_consumer(cfg).expect("c1");
-    lab.poll("c1").expect("poll");
-    lab.process("c1", None).expect("commit 4");
+    poll_and_process(&mut lab, "c1");
     lab.tick(2 * 3_600_000).expect("a member keeps the offsets alive");
     assert_eq!(committed(&lab, "g"), Some(4));
     lab.close("c1").expect("the group is empty now");
@@ -1040,8 +1034,7 @@ fn read_all(lab: &mut Lab, name: &str) -> usize {
 #[test]
 fn read_committed_stops_at_the_last_stable_offset_and_skips_markers() {
     let mut lab = transactional_lab(6);
-    lab.poll("copier").expect("poll");
-    lab.process("copier", None).expect("process");
+    poll_and_process(&mut lab, "copier");
     // Committed: output 0..2, COMMIT marker at 3.
     let log = lab.partition_log(&out_tp()).expect("log");
     assert_eq!(log.log_end_offset(), 4);
@@ -1078,8 +1071,7 @@ fn read_committed_stops_at_the_last_stable_offset_and_skips_markers() {
 #[test]
 fn a_crash_mid_transaction_is_aborted_by_the_next_incarnation() {
     let mut lab = transactional_lab(6);
-    lab.poll("copier").expect("poll");
-    lab.process("copier", None).expect("process");
+    poll_and_process(&mut lab, "copier");
     lab.poll("copier").expect("poll");
     lab.process("copier", Some(2)).expect("process");
     read_all(&mut lab, "loose");
@@ -1098,15 +1090,10 @@ fn a_crash_mid_transaction_is_aborted_by_the_next_incarnation() {
     let p = &lab.producers()["copier"];
     assert_eq!((p.epoch, p.committed, p.aborted), (2, 1, 1));
     lab.tick(45_000).expect("session timeout");
-    lab.poll("copier").expect("poll");
-    lab.process("copier", None).expect("process");
+    poll_and_process(&mut lab, "copier");
     read_all(&mut lab, "strict");
     read_all(&mut lab, "loose");
-    let copy = figures(&lab, "copy");
-    assert_eq!(
-        (copy.audit.lost, copy.audit.duplicates, copy.sink.rows),
-        (0, 0, 6)
-    );
+    assert_eq!(lost_duplicates_rows(&lab, "copy"), (0, 0, 6));
     let strict = figures(&lab, "strict");
     assert_eq!(
         (
@@ -1164,14 +1151,9 @@ fn the_coordinator_aborts_a_transaction_after_its_timeout_and_fences_the_produce
     assert_eq!(copier.assignment.get(&tp()).map(|f| f.position), Some(0));
     assert_eq!(committed(&lab, "copy"), None, "nothing was committed");
     for _ in 0..2 {
-        lab.poll("copier").expect("poll");
-        lab.process("copier", None).expect("process");
+        poll_and_process(&mut lab, "copier");
     }
-    let copy = figures(&lab, "copy");
-    assert_eq!(
-        (copy.audit.lost, copy.audit.duplicates, copy.sink.rows),
-        (0, 0, 6)
-    );
+    assert_eq!(lost_duplicates_rows(&lab, "copy"), (0, 0, 6));
 }
 
 #[test]
@@ -1237,21 +1219,12 @@ fn compaction_never_lets_aborted_or_open_records_win() {
         )
     })
     .expect("copier");
-    lab.poll("copier").expect("poll");
-    lab.process("copier", None).expect("k1@0, k1@1, COMMIT@2");
+    poll_and_process(&mut lab, "copier");
     lab.poll("copier").expect("poll");
     lab.process("copier", Some(1))
         .expect("k1@3 in an open transaction");
     // Open: nothing at or past the LSO (3) is cleaned, and k1@3 is not k1's latest value yet.
-    lab.produce(
-        "latest",
-        &ProduceSpec {
-            count: 3,
-            key: Some("filler".into()),
-            ..ProduceSpec::default()
-        },
-    )
-    .expect("roll segments");
+    produce_keyed(&mut lab, "latest", 3, "filler"); // rolls a segment
     lab.compact_topic("latest").expect("compact");
     let offsets = |lab: &Lab| {
         let log = lab.partition_log(&TopicPartition::new("latest", 0)).expect("log");
@@ -1265,15 +1238,7 @@ fn compaction_never_lets_aborted_or_open_records_win() {
         "k1@0 superseded by the committed k1@1 only"
     );
     lab.abort_transaction("copier").expect("abort: ABORT@7");
-    lab.produce(
-        "latest",
-        &ProduceSpec {
-            count: 2,
-            key: Some("filler".into()),
-            ..ProduceSpec::default()
-        },
-    )
-    .expect("roll segments");
+    produce_keyed(&mut lab, "latest", 2, "filler"); // rolls a segment
     lab.compact_topic("latest").expect("compact");
     let kept = offsets(&lab);
     assert!(
@@ -1305,8 +1270,7 @@ fn an_aborted_transaction_is_processed_again_and_a_zombie_cannot_commit() {
         Err(LabError::NoOpenTransaction("copier".into()))
     );
     for _ in 0..2 {
-        lab.poll("copier").expect("poll");
-        lab.process("copier", None).expect("process");
+        poll_and_process(&mut lab, "copier");
     }
     assert_eq!(committed(&lab, "copy"), Some(6));
     // A zombie: it stops polling for max.poll.interval.ms mid-transaction.
@@ -1321,20 +1285,11 @@ fn an_aborted_transaction_is_processed_again_and_a_zombie_cannot_commit() {
         Some(6),
         "its sendOffsetsToTransaction was rejected"
     );
-    let copy = figures(&lab, "copy");
-    assert_eq!(
-        (copy.audit.lost, copy.audit.duplicates, copy.sink.rows),
-        (0, 0, 6)
-    );
+    assert_eq!(lost_duplicates_rows(&lab, "copy"), (0, 0, 6));
     assert_eq!(lab.producers()["copier"].aborted, 2);
     lab.poll("copier").expect("rejoins");
-    lab.poll("copier").expect("poll");
-    lab.process("copier", None).expect("process");
-    let copy = figures(&lab, "copy");
-    assert_eq!(
-        (copy.audit.lost, copy.audit.duplicates, copy.sink.rows),
-        (0, 0, 9)
-    );
+    poll_and_process(&mut lab, "copier");
+    assert_eq!(lost_duplicates_rows(&lab, "copy"), (0, 0, 9));
 }
 
 #[test]
@@ -1499,8 +1454,7 @@ fn records_a_client_sends_are_appended_verbatim() {
         100,
     ))
     .expect("consumer");
-    lab.poll("c1").expect("poll");
-    lab.process("c1", None).expect("process");
+    poll_and_process(&mut lab, "c1");
     lab.commit("c1").expect("commit");
     assert_eq!(committed(&lab, "g"), Some(6));
 }
@@ -1713,8 +1667,7 @@ fn deletions_follow_the_coordinators_rules() {
         4,
     ))
     .expect("consumer");
-    lab.poll("c0").expect("poll");
-    lab.process("c0", None).expect("process");
+    poll_and_process(&mut lab, "c0");
     lab.commit("c0").expect("commit");
     lab.crash("c0").expect("crash");
     lab.tick(45_000).expect("session timeout");

@@ -17,13 +17,7 @@ fn request() -> (Vec<u8>, usize) {
     let keys: Vec<String> = (0..1_000).map(|i| format!("k{i}")).collect();
     let records: Vec<NewRecord<'_>> = keys
         .iter()
-        .map(|k| NewRecord {
-            timestamp: 1_700_000_000_000,
-            key: Some(k.as_bytes()),
-            value: Some(&value),
-            control: false,
-            headers: &[],
-        })
+        .map(|k| NewRecord::new(1_700_000_000_000, Some(k.as_bytes()), Some(&value)))
         .collect();
     let mut buf = Vec::new();
     let mut n = 0;

@@ -569,13 +569,7 @@ mod tests {
     type Fields<'a> = (Offset, i64, Option<&'a [u8]>, Option<&'a [u8]>);
 
     fn rec<'a>(ts: i64, key: Option<&'a [u8]>, value: Option<&'a [u8]>) -> NewRecord<'a> {
-        NewRecord {
-            timestamp: ts,
-            key,
-            value,
-            control: false,
-            headers: &[],
-        }
+        NewRecord::new(ts, key, value)
     }
 
     #[test]

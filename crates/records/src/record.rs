@@ -19,6 +19,19 @@ pub struct NewRecord<'a> {
     pub headers: &'a [u8],
 }
 
+impl<'a> NewRecord<'a> {
+    /// An application's record: no headers, not a control record.
+    pub fn new(timestamp: i64, key: Option<&'a [u8]>, value: Option<&'a [u8]>) -> Self {
+        Self {
+            timestamp,
+            key,
+            value,
+            control: false,
+            headers: &[],
+        }
+    }
+}
+
 /// A record as stored, borrowed from the log that holds it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RecordRef<'a> {

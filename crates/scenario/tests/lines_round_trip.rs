@@ -128,10 +128,7 @@ fn records() -> impl Strategy<Value = Vec<SentRecord>> {
                 value,
                 timestamp,
                 batch_timestamp,
-                headers: headers
-                    .into_iter()
-                    .map(|(key, value)| offsetlab_engine::lab::SentHeader { key, value })
-                    .collect(),
+                headers: headers.into_iter().map(Into::into).collect(),
             }),
         1..5,
     )

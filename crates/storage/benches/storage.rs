@@ -20,13 +20,7 @@ fn fill(log: &mut FileLog, keys: &[String]) {
     for chunk in keys.chunks(BATCH) {
         let batch: Vec<NewRecord<'_>> = chunk
             .iter()
-            .map(|k| NewRecord {
-                timestamp: 0,
-                key: Some(k.as_bytes()),
-                value: Some(&value),
-                control: false,
-                headers: &[],
-            })
+            .map(|k| NewRecord::new(0, Some(k.as_bytes()), Some(&value)))
             .collect();
         log.append_batch(&batch, 0);
     }

@@ -176,13 +176,7 @@ fn fill(log: &mut FileLog, n: usize) {
     for i in 0..n {
         let key = format!("o-{i}");
         log.append(
-            NewRecord {
-                timestamp: i as i64,
-                key: Some(key.as_bytes()),
-                value: Some(&value),
-                control: false,
-                headers: &[],
-            },
+            NewRecord::new(i as i64, Some(key.as_bytes()), Some(&value)),
             i as i64,
         );
     }

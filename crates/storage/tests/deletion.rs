@@ -7,13 +7,7 @@ use offsetlab_engine::record::NewRecord;
 use offsetlab_storage::{FileStore, FlushPolicy};
 
 fn record(value: &str) -> NewRecord<'_> {
-    NewRecord {
-        timestamp: 0,
-        key: None,
-        value: Some(value.as_bytes()),
-        control: false,
-        headers: &[],
-    }
+    NewRecord::new(0, None, Some(value.as_bytes()))
 }
 
 #[test]

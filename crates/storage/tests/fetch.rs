@@ -25,13 +25,7 @@ fn log(dir: &std::path::Path) -> FileLog {
     for chunk in values.chunks(10) {
         let batch: Vec<NewRecord<'_>> = chunk
             .iter()
-            .map(|v| NewRecord {
-                timestamp: 1_000,
-                key: None,
-                value: Some(v.as_bytes()),
-                control: false,
-                headers: &[],
-            })
+            .map(|v| NewRecord::new(1_000, None, Some(v.as_bytes())))
             .collect();
         log.append_batch(&batch, 1_000);
     }

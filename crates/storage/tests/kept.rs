@@ -17,13 +17,7 @@ fn produced(batches: &[&[&str]]) -> ProducedBatches {
     for values in batches {
         let records: Vec<NewRecord<'_>> = values
             .iter()
-            .map(|v| NewRecord {
-                timestamp: 7,
-                key: Some(b"k"),
-                value: Some(v.as_bytes()),
-                control: false,
-                headers: &[],
-            })
+            .map(|v| NewRecord::new(7, Some(b"k"), Some(v.as_bytes())))
             .collect();
         batch::encode_consecutive(&mut buf, 0, &records, -1);
     }

@@ -42,13 +42,7 @@ type Fields = (i64, Option<Vec<u8>>, Option<Vec<u8>>);
 fn new_records(fields: &[Fields]) -> Vec<NewRecord<'_>> {
     fields
         .iter()
-        .map(|(ts, k, v)| NewRecord {
-            timestamp: *ts,
-            key: k.as_deref(),
-            value: v.as_deref(),
-            control: false,
-            headers: &[],
-        })
+        .map(|(ts, k, v)| NewRecord::new(*ts, k.as_deref(), v.as_deref()))
         .collect()
 }
 

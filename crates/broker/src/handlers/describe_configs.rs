@@ -28,48 +28,39 @@ const TYPE_LONG: i8 = 5;
 
 const TYPE_LIST: i8 = 7;
 
+/// A topic config's value as Kafka prints it.
+type Value = fn(&TopicConfig) -> String;
+
+/// The topic configs the lab models: name, type, value.
+const TOPIC_CONFIGS: [(&str, i8, Value); 6] = [
+    ("cleanup.policy", TYPE_LIST, |c| c.cleanup_policy.to_string()),
+    ("retention.ms", TYPE_LONG, |c| unlimited(c.retention_ms)),
+    ("retention.bytes", TYPE_LONG, |c| {
+        unlimited(c.retention_bytes.map(|b| b as i64))
+    }),
+    ("segment.bytes", TYPE_INT, |c| c.segment_bytes.to_string()),
+    ("segment.ms", TYPE_LONG, |c| c.segment_ms.to_string()),
+    ("delete.retention.ms", TYPE_LONG, |c| {
+        c.delete_retention_ms.to_string()
+    }),
+];
+
+/// A limit that may be off: Kafka writes none as `-1`.
+fn unlimited(v: Option<i64>) -> String {
+    v.map_or("-1".to_string(), |v| v.to_string())
+}
+
 /// (name, value, set on the topic rather than Kafka's default, type) of a topic's configs.
 fn topic_configs(c: &TopicConfig) -> Vec<(&'static str, String, bool, i8)> {
     let d = TopicConfig::default();
-    let opt = |v: Option<i64>| v.map_or("-1".to_string(), |v| v.to_string());
-    vec![
-        (
-            "cleanup.policy",
-            c.cleanup_policy.to_string(),
-            c.cleanup_policy != d.cleanup_policy,
-            TYPE_LIST,
-        ),
-        (
-            "retention.ms",
-            opt(c.retention_ms),
-            c.retention_ms != d.retention_ms,
-            TYPE_LONG,
-        ),
-        (
-            "retention.bytes",
-            opt(c.retention_bytes.map(|b| b as i64)),
-            c.retention_bytes != d.retention_bytes,
-            TYPE_LONG,
-        ),
-        (
-            "segment.bytes",
-            c.segment_bytes.to_string(),
-            c.segment_bytes != d.segment_bytes,
-            TYPE_INT,
-        ),
-        (
-            "segment.ms",
-            c.segment_ms.to_string(),
-            c.segment_ms != d.segment_ms,
-            TYPE_LONG,
-        ),
-        (
-            "delete.retention.ms",
-            c.delete_retention_ms.to_string(),
-            c.delete_retention_ms != d.delete_retention_ms,
-            TYPE_LONG,
-        ),
-    ]
+    TOPIC_CONFIGS
+        .iter()
+        .map(|&(name, kind, value)| {
+            let v = value(c);
+            let own = v != value(&d);
+            (name, v, own, kind)
+        })
+        .collect()
 }
 
 /// DescribeConfigs for topics (the configs the lab models) and for the broker (node 0).

@@ -19,6 +19,15 @@ impl Drop for Lab {
     }
 }
 
+/// Runs `offsetlab ARGS` to the end: what it printed and how it exited.
+#[allow(dead_code)] // not every test binary runs a command to its end
+pub fn offsetlab(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_offsetlab"))
+        .args(args)
+        .output()
+        .expect("run offsetlab")
+}
+
 pub fn serve(args: &[&str]) -> Lab {
     serve_via(Command::new(env!("CARGO_BIN_EXE_offsetlab")), args)
 }

@@ -62,6 +62,12 @@ pub struct SentHeader {
     pub value: Option<String>,
 }
 
+impl From<(String, Option<String>)> for SentHeader {
+    fn from((key, value): (String, Option<String>)) -> Self {
+        Self { key, value }
+    }
+}
+
 impl SentRecord {
     /// The record's headers as a v2 record encodes them (empty for none).
     pub fn encoded_headers(&self) -> Vec<u8> {
@@ -239,13 +245,7 @@ impl Lab {
             }
             let records: Vec<NewRecord<'_>> = batch
                 .iter()
-                .map(|(k, v)| NewRecord {
-                    control: false,
-                    timestamp: now,
-                    key: Some(k.as_bytes()),
-                    value: (!tombstone).then_some(v.as_bytes()),
-                    headers: &[],
-                })
+                .map(|(k, v)| NewRecord::new(now, Some(k.as_bytes()), (!tombstone).then_some(v.as_bytes())))
                 .collect();
             let first = t.partitions[partition as usize].append_batch(&records, now);
             let last = first + records.len() as Offset - 1;

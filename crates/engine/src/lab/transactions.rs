@@ -167,16 +167,7 @@ impl Lab {
         let (in_key, in_value) = (item.record.key.as_deref(), item.record.value.as_deref());
         let partition = partition_for_key(in_key.unwrap_or_default(), t.partitions.len() as i32);
         let index = partition as usize;
-        let offset = t.partitions[index].append(
-            NewRecord {
-                timestamp: now,
-                key: in_key,
-                value: in_value,
-                control: false,
-                headers: &[],
-            },
-            now,
-        );
+        let offset = t.partitions[index].append(NewRecord::new(now, in_key, in_value), now);
         t.txns[index].record_open(pid, offset);
         let lso = t.txns[index].last_stable_offset(t.partitions[index].log_end_offset());
         let out = TopicPartition::new(output, partition);

@@ -254,16 +254,7 @@ mod tests {
         };
         let mut log = MemoryLog::new(cfg.segment_limits());
         for (ts, k, v) in recs {
-            log.append(
-                NewRecord {
-                    control: false,
-                    timestamp: *ts,
-                    key: Some(k.as_bytes()),
-                    value: Some(v.as_bytes()),
-                    headers: &[],
-                },
-                *ts,
-            );
+            log.append(NewRecord::new(*ts, Some(k.as_bytes()), Some(v.as_bytes())), *ts);
         }
         log
     }
@@ -291,36 +282,9 @@ mod tests {
     #[test]
     fn keys_values_and_tombstones_round_trip() {
         let mut log = MemoryLog::new(TopicConfig::default().segment_limits());
-        log.append(
-            NewRecord {
-                control: false,
-                timestamp: 1,
-                key: Some(b"a"),
-                value: Some(b"1"),
-                headers: &[],
-            },
-            1,
-        );
-        log.append(
-            NewRecord {
-                control: false,
-                timestamp: 2,
-                key: Some(b"a"),
-                value: None,
-                headers: &[],
-            },
-            2,
-        );
-        log.append(
-            NewRecord {
-                control: false,
-                timestamp: 3,
-                key: None,
-                value: Some(b""),
-                headers: &[],
-            },
-            3,
-        );
+        log.append(NewRecord::new(1, Some(b"a"), Some(b"1")), 1);
+        log.append(NewRecord::new(2, Some(b"a"), None), 2);
+        log.append(NewRecord::new(3, None, Some(b"")), 3);
         let mut got = Vec::new();
         log.read(0, 10, &mut |r| got.push(r.to_owned()));
         assert_eq!(got[0].key.as_deref(), Some(&b"a"[..]));
@@ -407,48 +371,12 @@ mod tests {
             ..TopicConfig::default()
         };
         let mut log = MemoryLog::new(cfg.segment_limits());
-        log.append(
-            NewRecord {
-                control: false,
-                timestamp: 0,
-                key: None,
-                value: Some(b"12345"),
-                headers: &[],
-            },
-            0,
-        );
-        log.append(
-            NewRecord {
-                control: false,
-                timestamp: 0,
-                key: None,
-                value: Some(b"12345"),
-                headers: &[],
-            },
-            50,
-        );
+        log.append(NewRecord::new(0, None, Some(b"12345")), 0);
+        log.append(NewRecord::new(0, None, Some(b"12345")), 50);
         assert_eq!(log.segments().len(), 1);
-        log.append(
-            NewRecord {
-                control: false,
-                timestamp: 0,
-                key: None,
-                value: Some(b"1"),
-                headers: &[],
-            },
-            60,
-        );
+        log.append(NewRecord::new(0, None, Some(b"1")), 60);
         assert_eq!(log.segments().len(), 2, "10 bytes full");
-        log.append(
-            NewRecord {
-                control: false,
-                timestamp: 0,
-                key: None,
-                value: Some(b"1"),
-                headers: &[],
-            },
-            200,
-        );
+        log.append(NewRecord::new(0, None, Some(b"1")), 200);
         assert_eq!(log.segments().len(), 3, "older than segment.ms");
     }
 }

@@ -144,13 +144,7 @@ fn client_batches(batches: &[&[&str]]) -> ProducedBatches {
     for values in batches {
         let records: Vec<offsetlab_engine::record::NewRecord<'_>> = values
             .iter()
-            .map(|v| offsetlab_engine::record::NewRecord {
-                timestamp: 1,
-                key: Some(b"k"),
-                value: Some(v.as_bytes()),
-                control: false,
-                headers: &[],
-            })
+            .map(|v| offsetlab_engine::record::NewRecord::new(1, Some(b"k"), Some(v.as_bytes())))
             .collect();
         offsetlab_records::batch::encode_consecutive(&mut buf, 0, &records, -1);
     }

@@ -199,10 +199,7 @@ mod tests {
                     value,
                     timestamp,
                     batch_timestamp,
-                    headers: headers
-                        .into_iter()
-                        .map(|(key, value)| offsetlab_engine::lab::SentHeader { key, value })
-                        .collect(),
+                    headers: headers.into_iter().map(Into::into).collect(),
                 })
                 .collect();
             let line = send(records.clone()).to_string();
