@@ -100,27 +100,7 @@ pub enum Assignor {
     CooperativeSticky,
 }
 
-impl std::str::FromStr for Assignor {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "range" => Ok(Self::Range),
-            "cooperative-sticky" => Ok(Self::CooperativeSticky),
-            other => Err(format!(
-                "unknown assignor '{other}' (expected range or cooperative-sticky)"
-            )),
-        }
-    }
-}
-
-impl std::fmt::Display for Assignor {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Self::Range => "range",
-            Self::CooperativeSticky => "cooperative-sticky",
-        })
-    }
-}
+spelled!(Assignor, "assignor", { Range => "range", CooperativeSticky => "cooperative-sticky" });
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "kebab-case")]

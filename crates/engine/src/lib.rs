@@ -10,6 +10,8 @@
 //! [`log::LogStore`] (where partition logs live) and [`sink::SinkFactory`] (where a group's
 //! processed records are written).
 
+#[macro_use]
+mod spelled;
 pub mod audit;
 pub mod clock;
 pub mod consumer;

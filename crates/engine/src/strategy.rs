@@ -5,8 +5,6 @@
 //! behaves that way.
 
 use serde::{Deserialize, Serialize};
-use std::fmt;
-use std::str::FromStr;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -30,26 +28,6 @@ pub enum CommitStrategy {
 }
 
 impl CommitStrategy {
-    pub const ALL: [CommitStrategy; 6] = [
-        Self::AutoTimer,
-        Self::AutoPoll,
-        Self::ManualBatch,
-        Self::ManualRecord,
-        Self::ManualAsync,
-        Self::BeforeProcess,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::AutoTimer => "auto-timer",
-            Self::AutoPoll => "auto-poll",
-            Self::ManualBatch => "manual-batch",
-            Self::ManualRecord => "manual-record",
-            Self::ManualAsync => "manual-async",
-            Self::BeforeProcess => "before-process",
-        }
-    }
-
     /// One line a learner can read next to the setting.
     pub fn explanation(self) -> &'static str {
         match self {
@@ -85,23 +63,14 @@ impl CommitStrategy {
     }
 }
 
-impl fmt::Display for CommitStrategy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for CommitStrategy {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL.into_iter().find(|c| c.name() == s).ok_or_else(|| {
-            format!(
-                "unknown commit strategy '{s}' (expected one of {})",
-                Self::ALL.map(Self::name).join(", ")
-            )
-        })
-    }
-}
+spelled!(CommitStrategy, "commit strategy", {
+    AutoTimer => "auto-timer",
+    AutoPoll => "auto-poll",
+    ManualBatch => "manual-batch",
+    ManualRecord => "manual-record",
+    ManualAsync => "manual-async",
+    BeforeProcess => "before-process",
+});
 
 /// `auto.offset.reset`: where to start when there is no committed offset, or it is out of range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -115,29 +84,7 @@ pub enum AutoOffsetReset {
     None,
 }
 
-impl FromStr for AutoOffsetReset {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "earliest" => Ok(Self::Earliest),
-            "latest" => Ok(Self::Latest),
-            "none" => Ok(Self::None),
-            other => Err(format!(
-                "unknown auto.offset.reset '{other}' (expected earliest, latest or none)"
-            )),
-        }
-    }
-}
-
-impl fmt::Display for AutoOffsetReset {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Earliest => "earliest",
-            Self::Latest => "latest",
-            Self::None => "none",
-        })
-    }
-}
+spelled!(AutoOffsetReset, "auto.offset.reset", { Earliest => "earliest", Latest => "latest", None => "none" });
 
 #[cfg(test)]
 mod tests {

@@ -2,8 +2,6 @@
 
 use crate::clock::Millis;
 use serde::{Deserialize, Serialize};
-use std::fmt;
-use std::str::FromStr;
 
 /// `cleanup.policy`: what the log does with old segments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -16,27 +14,7 @@ pub enum CleanupPolicy {
     Compact,
 }
 
-impl FromStr for CleanupPolicy {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "delete" => Ok(Self::Delete),
-            "compact" => Ok(Self::Compact),
-            other => Err(format!(
-                "unknown cleanup.policy '{other}' (expected delete or compact)"
-            )),
-        }
-    }
-}
-
-impl fmt::Display for CleanupPolicy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Delete => "delete",
-            Self::Compact => "compact",
-        })
-    }
-}
+spelled!(CleanupPolicy, "cleanup.policy", { Delete => "delete", Compact => "compact" });
 
 /// Kafka's defaults: 7 days of retention by time, none by size, 1 GiB and 7-day segments.
 pub const DEFAULT_RETENTION_MS: Millis = 7 * 24 * 3_600_000;

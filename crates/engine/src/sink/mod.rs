@@ -18,8 +18,6 @@ use crate::audit::DeliveryReason;
 use crate::clock::Millis;
 use crate::record::{Offset, TopicPartition};
 use serde::{Deserialize, Serialize};
-use std::fmt;
-use std::str::FromStr;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -36,18 +34,8 @@ pub enum SinkKind {
 }
 
 impl SinkKind {
-    pub const ALL: [SinkKind; 4] = [Self::Append, Self::Upsert, Self::Transactional, Self::KafkaTx];
     /// The database sinks: what the explorer's matrix crosses with every commit strategy.
     pub const DATABASES: [SinkKind; 3] = [Self::Append, Self::Upsert, Self::Transactional];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Append => "append",
-            Self::Upsert => "upsert",
-            Self::Transactional => "transactional",
-            Self::KafkaTx => "kafka-tx",
-        }
-    }
 
     pub fn explanation(self) -> &'static str {
         match self {
@@ -59,21 +47,12 @@ impl SinkKind {
     }
 }
 
-impl fmt::Display for SinkKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for SinkKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|k| k.name() == s)
-            .ok_or_else(|| format!("unknown sink '{s}' (expected append, upsert, transactional or kafka-tx)"))
-    }
-}
+spelled!(SinkKind, "sink", {
+    Append => "append",
+    Upsert => "upsert",
+    Transactional => "transactional",
+    KafkaTx => "kafka-tx",
+});
 
 /// One processed record on its way into the sink.
 #[derive(Debug, Clone, Copy)]
