@@ -88,6 +88,15 @@ pub enum LabError {
 }
 
 impl LabError {
+    /// Kafka's refusal of an internal topic (`__consumer_offsets`, `__transaction_state`) for
+    /// what a client asked: `why` completes "it is one of Kafka's internal topics".
+    pub fn internal_topic(name: &str, why: &str) -> Self {
+        Self::InvalidTopic {
+            name: name.to_string(),
+            reason: format!("it is one of Kafka's internal topics{why}"),
+        }
+    }
+
     /// A storage failure with nothing more known about it.
     pub fn storage(message: impl Into<String>) -> Self {
         Self::Storage(StorageError {

@@ -136,6 +136,15 @@ impl OffsetStore {
         self.view.remove(key);
     }
 
+    /// Deletes every committed offset whose key `matches` (a tombstone each): how many.
+    pub fn delete_where(&mut self, matches: impl Fn(&OffsetKey) -> bool, now: Millis) -> usize {
+        let keys: Vec<OffsetKey> = self.view.keys().filter(|k| matches(k)).cloned().collect();
+        for key in &keys {
+            self.delete(key, now);
+        }
+        keys.len()
+    }
+
     pub fn fetch(&self, key: &OffsetKey) -> Option<&OffsetAndMetadata> {
         self.view.get(key)
     }

@@ -187,12 +187,9 @@ impl Lab {
             .collect();
         // read_committed: partitions held back by an open transaction.
         let held: Vec<String> = if cfg.isolation == crate::txn::IsolationLevel::ReadCommitted {
-            tps.iter()
-                .filter_map(|tp| {
-                    let end = self.partition_log(tp).ok()?.log_end_offset();
-                    let lso = self.last_stable_offset(tp).ok()?;
-                    (lso < end).then(|| format!("{tp} stops at the last stable offset {lso} (log end {end})"))
-                })
+            self.held_back(tps)
+                .into_iter()
+                .map(|(tp, lso, end)| format!("{tp} stops at the last stable offset {lso} (log end {end})"))
                 .collect()
         } else {
             Vec::new()

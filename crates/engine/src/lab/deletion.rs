@@ -35,16 +35,7 @@ impl Lab {
             }
         }
         let now = self.clock.now();
-        let keys: Vec<OffsetKey> = self
-            .offsets
-            .view()
-            .keys()
-            .filter(|k| k.group == group)
-            .cloned()
-            .collect();
-        for key in &keys {
-            self.offsets.delete(key, now);
-        }
+        let deleted = self.offsets.delete_where(|k| k.group == group, now);
         let lab_consumers = self.consumers.values().any(|c| c.config.group == group);
         if lab_consumers {
             // The lab's own consumers still name the group, and its sink and audit stay with
@@ -64,10 +55,10 @@ impl Lab {
             EventKind::Warning,
             format!(
                 "DeleteGroups: group {group} deleted — {} committed offset(s) became tombstones in {CONSUMER_OFFSETS_TOPIC}; its next member starts from auto.offset.reset",
-                keys.len()
+                deleted
             ),
         );
-        Ok(keys.len())
+        Ok(deleted)
     }
 
     /// `OffsetDelete` (KIP-496): the group's committed offsets for `partitions` become
@@ -129,10 +120,7 @@ impl Lab {
     /// figures are computed from it) or one with a transaction still open on it.
     pub fn delete_topic(&mut self, topic: &str) -> Result<(), LabError> {
         if crate::names::is_internal_topic(topic) {
-            return Err(LabError::InvalidTopic {
-                name: topic.to_string(),
-                reason: "it is one of Kafka's internal topics: it cannot be deleted".to_string(),
-            });
+            return Err(LabError::internal_topic(topic, ": it cannot be deleted"));
         }
         let t = self
             .topics
@@ -160,16 +148,7 @@ impl Lab {
             self.store.remove(topic, p).map_err(LabError::storage)?;
         }
         let now = self.clock.now();
-        let keys: Vec<OffsetKey> = self
-            .offsets
-            .view()
-            .keys()
-            .filter(|k| k.topic == topic)
-            .cloned()
-            .collect();
-        for key in &keys {
-            self.offsets.delete(key, now);
-        }
+        let deleted = self.offsets.delete_where(|k| k.topic == topic, now);
         for g in self.groups.values_mut() {
             g.topics_read.retain(|t| t != topic);
             g.owners.retain(|tp, _| tp.topic != topic);
@@ -192,7 +171,7 @@ impl Lab {
             EventKind::Warning,
             format!(
                 "DeleteTopics: topic {topic} deleted — its {partitions} partition log(s) and {} committed offset(s) of groups that read it are gone",
-                keys.len()
+                deleted
             ),
         );
         Ok(())

@@ -141,10 +141,7 @@ impl Lab {
     pub fn create_topic(&mut self, name: &str, config: TopicConfig) -> Result<(), LabError> {
         crate::names::check_topic_name(name)?;
         if crate::names::is_internal_topic(name) {
-            return Err(LabError::InvalidTopic {
-                name: name.to_string(),
-                reason: "it is one of Kafka's internal topics".to_string(),
-            });
+            return Err(LabError::internal_topic(name, ""));
         }
         if self.topics.contains_key(name) {
             return Err(LabError::TopicExists(name.to_string()));
@@ -407,10 +404,7 @@ impl Lab {
         partition: i32,
     ) -> Result<&mut Box<dyn PartitionLog>, LabError> {
         if crate::names::is_internal_topic(topic) {
-            return Err(LabError::InvalidTopic {
-                name: topic.to_string(),
-                reason: "it is one of Kafka's internal topics: clients cannot write to it".to_string(),
-            });
+            return Err(LabError::internal_topic(topic, ": clients cannot write to it"));
         }
         let t = self
             .topics

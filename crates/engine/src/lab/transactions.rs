@@ -245,7 +245,12 @@ impl Lab {
         }
         let markers = self.end_transaction(name, ControlType::Commit);
         let outputs = txn.writes.len();
-        let held = self.held_back(&txn.partitions());
+        let partitions = txn.partitions();
+        let held: Vec<String> = self
+            .held_back(&partitions)
+            .into_iter()
+            .map(|(tp, lso, _)| format!("{tp} LSO {lso}"))
+            .collect();
         self.say(
             EventKind::Commit,
             format!(
@@ -410,13 +415,17 @@ impl Lab {
         at
     }
 
-    /// Partitions among `tps` whose last stable offset is still below their log end.
-    fn held_back(&self, tps: &[TopicPartition]) -> Vec<String> {
+    /// Partitions among `tps` whose last stable offset is still below their log end: each with
+    /// its LSO and log end offset.
+    pub(crate) fn held_back<'t>(
+        &self,
+        tps: &'t [TopicPartition],
+    ) -> Vec<(&'t TopicPartition, Offset, Offset)> {
         tps.iter()
             .filter_map(|tp| {
                 let end = self.partition_log(tp).ok()?.log_end_offset();
                 let lso = self.last_stable_offset(tp).ok()?;
-                (lso < end).then(|| format!("{tp} LSO {lso}"))
+                (lso < end).then_some((tp, lso, end))
             })
             .collect()
     }
