@@ -3,9 +3,10 @@
 //! the isolation level on a transactional topic, and produces into the lab (topics created on
 //! first use). A malformed or oversized frame closes that connection and nothing else.
 
+#[macro_use]
 mod common;
 
-use common::{act_ok, call, http, offsetlab, ok_json, serve, with_kafka, Lab};
+use common::{act_ok, http, offsetlab, ok_json, serve, with_kafka, Lab};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::Command;
@@ -522,28 +523,22 @@ fn offsetlab_groups_resets_offsets_over_the_protocol() {
 #[test]
 fn an_idempotent_producers_resent_batch_is_written_once() {
     use offsetlab_wire::kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-    use offsetlab_wire::kafka_protocol::messages::{
-        ApiKey, InitProducerIdRequest, ProduceRequest, RequestKind, ResponseKind, TopicName,
-    };
+    use offsetlab_wire::kafka_protocol::messages::{InitProducerIdRequest, ProduceRequest, TopicName};
     use offsetlab_wire::kafka_protocol::protocol::StrBytes;
     use offsetlab_wire::kafka_protocol::records::{
         Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
     };
     let (_lab, kafka) = with_kafka();
     let mut s = TcpStream::connect(&kafka).expect("connect");
-    let ResponseKind::InitProducerId(init) = call(
+    let init = ask!(
         &mut s,
-        ApiKey::InitProducerId,
+        InitProducerId,
         1,
         1,
-        &RequestKind::InitProducerId(
-            InitProducerIdRequest::default()
-                .with_transactional_id(None)
-                .with_transaction_timeout_ms(60_000),
-        ),
-    ) else {
-        panic!("not an InitProducerId response")
-    };
+        InitProducerIdRequest::default()
+            .with_transactional_id(None)
+            .with_transaction_timeout_ms(60_000),
+    );
     assert_eq!(init.error_code, 0);
     let (id, epoch) = (init.producer_id.0, init.producer_epoch);
     assert!(id >= 0);
@@ -588,15 +583,7 @@ fn an_idempotent_producers_resent_batch_is_written_once() {
                 .with_partition_data(vec![PartitionProduceData::default()
                     .with_index(0)
                     .with_records(Some(records))])]);
-        let ResponseKind::Produce(r) = call(
-            &mut s,
-            ApiKey::Produce,
-            7,
-            correlation,
-            &RequestKind::Produce(request),
-        ) else {
-            panic!("not a Produce response")
-        };
+        let r = ask!(&mut s, Produce, 7, correlation, request);
         let p = &r.responses[0].partition_responses[0];
         (p.error_code, p.base_offset)
     };
@@ -627,9 +614,7 @@ fn admin_requests_create_topics_and_delete_records_or_say_why_not() {
     use offsetlab_wire::kafka_protocol::messages::delete_records_request::{
         DeleteRecordsPartition, DeleteRecordsTopic,
     };
-    use offsetlab_wire::kafka_protocol::messages::{
-        ApiKey, CreateTopicsRequest, DeleteRecordsRequest, RequestKind, ResponseKind, TopicName,
-    };
+    use offsetlab_wire::kafka_protocol::messages::{CreateTopicsRequest, DeleteRecordsRequest, TopicName};
     use offsetlab_wire::kafka_protocol::protocol::StrBytes;
     let (lab, kafka) = with_kafka();
     let mut s = TcpStream::connect(&kafka).expect("connect");
@@ -654,15 +639,7 @@ fn admin_requests_create_topics_and_delete_records_or_say_why_not() {
             .with_topics(topics)
             .with_timeout_ms(5_000)
             .with_validate_only(validate_only);
-        let ResponseKind::CreateTopics(r) = call(
-            s,
-            ApiKey::CreateTopics,
-            5,
-            id,
-            &RequestKind::CreateTopics(request),
-        ) else {
-            panic!("not a CreateTopics response")
-        };
+        let r = ask!(s, CreateTopics, 5, id, request);
         r.topics.iter().map(|t| t.error_code).collect()
     };
     // A config the lab does not model (40), a bad partition count (37), a valid one checked only.
@@ -719,15 +696,7 @@ fn admin_requests_create_topics_and_delete_records_or_say_why_not() {
                 .with_partitions(vec![DeleteRecordsPartition::default()
                     .with_partition_index(0)
                     .with_offset(offset)])]);
-        let ResponseKind::DeleteRecords(r) = call(
-            s,
-            ApiKey::DeleteRecords,
-            1,
-            id,
-            &RequestKind::DeleteRecords(request),
-        ) else {
-            panic!("not a DeleteRecords response")
-        };
+        let r = ask!(s, DeleteRecords, 1, id, request);
         let p = &r.topics[0].partitions[0];
         (p.error_code, p.low_watermark)
     };
@@ -822,9 +791,7 @@ fn kcat_produces_with_every_compression_codec() {
 #[test]
 fn a_fetch_keeps_to_its_byte_limits() {
     use offsetlab_wire::kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-    use offsetlab_wire::kafka_protocol::messages::{
-        ApiKey, FetchRequest, RequestKind, ResponseKind, TopicName,
-    };
+    use offsetlab_wire::kafka_protocol::messages::{FetchRequest, TopicName};
     use offsetlab_wire::kafka_protocol::protocol::StrBytes;
     let (lab, kafka) = with_kafka();
     // Two partitions, each with four batches of 25 records.
@@ -853,10 +820,7 @@ fn a_fetch_keeps_to_its_byte_limits() {
                         })
                         .collect(),
                 )]);
-        let ResponseKind::Fetch(response) = call(s, ApiKey::Fetch, 11, 1, &RequestKind::Fetch(request))
-        else {
-            panic!("not a fetch response");
-        };
+        let response = ask!(s, Fetch, 11, 1, request);
         response.responses[0]
             .partitions
             .iter()
@@ -936,19 +900,14 @@ fn every_legal_topic_name_works_end_to_end_and_survives_a_restart() {
 /// The committed offset of `group` for `topic`-0, as OffsetFetch answers it.
 fn fetch_offset(s: &mut TcpStream, group: &str, topic: &str) -> i64 {
     use offsetlab_wire::kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
-    use offsetlab_wire::kafka_protocol::messages::{
-        ApiKey, GroupId, OffsetFetchRequest, RequestKind, ResponseKind, TopicName,
-    };
+    use offsetlab_wire::kafka_protocol::messages::{GroupId, OffsetFetchRequest, TopicName};
     use offsetlab_wire::kafka_protocol::protocol::StrBytes;
     let request = OffsetFetchRequest::default()
         .with_group_id(GroupId(StrBytes::from_string(group.to_string())))
         .with_topics(Some(vec![OffsetFetchRequestTopic::default()
             .with_name(TopicName(StrBytes::from_string(topic.to_string())))
             .with_partition_indexes(vec![0])]));
-    let ResponseKind::OffsetFetch(r) = call(s, ApiKey::OffsetFetch, 5, 7, &RequestKind::OffsetFetch(request))
-    else {
-        panic!("not an offset fetch response");
-    };
+    let r = ask!(s, OffsetFetch, 5, 7, request);
     r.topics[0].partitions[0].committed_offset
 }
 
@@ -957,9 +916,7 @@ fn commit_outside(s: &mut TcpStream, group: &str, topic: &str, offset: i64) -> i
     use offsetlab_wire::kafka_protocol::messages::offset_commit_request::{
         OffsetCommitRequestPartition, OffsetCommitRequestTopic,
     };
-    use offsetlab_wire::kafka_protocol::messages::{
-        ApiKey, GroupId, OffsetCommitRequest, RequestKind, ResponseKind, TopicName,
-    };
+    use offsetlab_wire::kafka_protocol::messages::{GroupId, OffsetCommitRequest, TopicName};
     use offsetlab_wire::kafka_protocol::protocol::StrBytes;
     let request = OffsetCommitRequest::default()
         .with_group_id(GroupId(StrBytes::from_string(group.to_string())))
@@ -969,11 +926,7 @@ fn commit_outside(s: &mut TcpStream, group: &str, topic: &str, offset: i64) -> i
             .with_partitions(vec![OffsetCommitRequestPartition::default()
                 .with_partition_index(0)
                 .with_committed_offset(offset)])]);
-    let ResponseKind::OffsetCommit(r) =
-        call(s, ApiKey::OffsetCommit, 5, 9, &RequestKind::OffsetCommit(request))
-    else {
-        panic!("not an offset commit response");
-    };
+    let r = ask!(s, OffsetCommit, 5, 9, request);
     r.topics[0].partitions[0].error_code
 }
 
@@ -1031,9 +984,7 @@ fn a_clients_strings_never_become_part_of_a_line() {
 /// of its own (the epoch is read in the step that allocated it), so exactly one is current.
 #[test]
 fn concurrent_init_producer_ids_for_one_id_get_distinct_epochs() {
-    use offsetlab_wire::kafka_protocol::messages::{
-        ApiKey, InitProducerIdRequest, RequestKind, ResponseKind, TransactionalId,
-    };
+    use offsetlab_wire::kafka_protocol::messages::{InitProducerIdRequest, TransactionalId};
     use offsetlab_wire::kafka_protocol::protocol::StrBytes;
     let (_lab, kafka) = with_kafka();
     let answers: Vec<(i16, i64, i16)> = std::thread::scope(|scope| {
@@ -1045,15 +996,7 @@ fn concurrent_init_producer_ids_for_one_id_get_distinct_epochs() {
                     let request = InitProducerIdRequest::default()
                         .with_transactional_id(Some(TransactionalId(StrBytes::from_static_str("tx a"))))
                         .with_transaction_timeout_ms(60_000);
-                    let ResponseKind::InitProducerId(r) = call(
-                        &mut s,
-                        ApiKey::InitProducerId,
-                        1,
-                        i,
-                        &RequestKind::InitProducerId(request),
-                    ) else {
-                        panic!("not an InitProducerId response");
-                    };
+                    let r = ask!(&mut s, InitProducerId, 1, i, request);
                     (r.error_code, r.producer_id.0, r.producer_epoch)
                 })
             })
@@ -1074,15 +1017,7 @@ fn concurrent_init_producer_ids_for_one_id_get_distinct_epochs() {
     let request = InitProducerIdRequest::default()
         .with_transactional_id(Some(TransactionalId(StrBytes::from_static_str("tx_a"))))
         .with_transaction_timeout_ms(60_000);
-    let ResponseKind::InitProducerId(r) = call(
-        &mut s,
-        ApiKey::InitProducerId,
-        1,
-        99,
-        &RequestKind::InitProducerId(request),
-    ) else {
-        panic!("not an InitProducerId response");
-    };
+    let r = ask!(&mut s, InitProducerId, 1, 99, request);
     assert_eq!(r.error_code, 0);
     assert_eq!(r.producer_epoch, 0, "a fresh id starts at epoch 0");
     assert!(

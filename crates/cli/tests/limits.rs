@@ -2,13 +2,12 @@
 //! `ulimit -n 1024` with twenty thousand segments, with thousands of idle Kafka connections
 //! beyond its cap, and on a file system that fills up.
 
+#[macro_use]
 mod common;
 
-use common::{act, call, http, ok_json, serve, serve_limited};
+use common::{act, http, ok_json, serve, serve_limited};
 use offsetlab_wire::kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use offsetlab_wire::kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, ProduceRequest, RequestKind, ResponseKind, TopicName,
-};
+use offsetlab_wire::kafka_protocol::messages::{ApiVersionsRequest, ProduceRequest, TopicName};
 use offsetlab_wire::kafka_protocol::protocol::StrBytes;
 use offsetlab_wire::kafka_protocol::records::{
     Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
@@ -83,10 +82,7 @@ fn produce(s: &mut TcpStream, topic: &str, n: usize, size: usize, correlation: i
             .with_partition_data(vec![PartitionProduceData::default()
                 .with_index(0)
                 .with_records(Some(batch.freeze()))])]);
-    let ResponseKind::Produce(r) = call(s, ApiKey::Produce, 7, correlation, &RequestKind::Produce(request))
-    else {
-        panic!("not a produce response");
-    };
+    let r = ask!(s, Produce, 7, correlation, request);
     let p = &r.responses[0].partition_responses[0];
     (p.error_code, p.base_offset)
 }
@@ -187,15 +183,7 @@ fn idle_connections_beyond_the_cap_never_keep_a_client_out() {
     for i in 0..20 {
         let started = Instant::now();
         let mut s = TcpStream::connect(&kafka).expect("connect");
-        let ResponseKind::ApiVersions(r) = call(
-            &mut s,
-            ApiKey::ApiVersions,
-            3,
-            i,
-            &RequestKind::ApiVersions(ApiVersionsRequest::default()),
-        ) else {
-            panic!("not an ApiVersions response");
-        };
+        let r = ask!(&mut s, ApiVersions, 3, i, ApiVersionsRequest::default());
         assert_eq!(r.error_code, 0);
         worst = worst.max(started.elapsed());
         drop(s);

@@ -131,6 +131,24 @@ pub fn act(lab: &Lab, lines: &[&str]) -> String {
     http(&lab.addr, "POST", "/api/actions", &body).expect("actions")
 }
 
+/// [`call`] for API `$api`: sends a `$api` request, gives back the `$api` response (anything
+/// else fails the test).
+#[allow(unused_macros)]
+macro_rules! ask {
+    ($stream:expr, $api:ident, $version:expr, $correlation:expr, $request:expr $(,)?) => {
+        match common::call(
+            $stream,
+            offsetlab_wire::kafka_protocol::messages::ApiKey::$api,
+            $version,
+            $correlation,
+            &offsetlab_wire::kafka_protocol::messages::RequestKind::$api($request),
+        ) {
+            offsetlab_wire::kafka_protocol::messages::ResponseKind::$api(r) => r,
+            other => panic!(concat!("not a ", stringify!($api), " response: {:?}"), other),
+        }
+    };
+}
+
 /// One Kafka request over a plain socket, its response decoded: the wire as a client sends it.
 #[allow(dead_code)]
 pub fn call(
