@@ -49,16 +49,29 @@ const CHECK_ON_WORKER_BYTES: usize = 2 << 20;
 async fn produce_on_worker(
     broker: &Arc<Broker>,
     r: offsetlab_wire::kafka_protocol::messages::ProduceRequest,
+    version: i16,
     client_id: String,
 ) -> Option<offsetlab_wire::kafka_protocol::messages::ProduceResponse> {
     if produce::records_bytes(&r) > CHECK_ON_WORKER_BYTES {
-        return blocking(broker, move |b| produce::handle(b, r, &client_id)).await;
+        return blocking(broker, move |b| produce::handle(b, r, version, &client_id)).await;
     }
-    let checked = produce::check(r, &client_id);
+    let checked = produce::check(broker, r, version, &client_id);
     if let Some(s) = broker.lab.try_lock().filter(|s| !s.saves_wait_for_disk()) {
         return Some(produce::append(broker, s, checked));
     }
     blocking(broker, move |b| produce::append(b, b.lab.lock(), checked)).await
+}
+
+/// The client id of a request header (v1 and later: after the API key, version and correlation
+/// id, a nullable INT16-length string), read from the raw frame, lossily: for a log line.
+fn sender_of(frame: &[u8]) -> String {
+    let Some(len) = frame.get(8..10).map(|b| i16::from_be_bytes([b[0], b[1]])) else {
+        return String::new();
+    };
+    let end = 10 + len.max(0) as usize;
+    frame
+        .get(10..end)
+        .map_or_else(String::new, |id| String::from_utf8_lossy(id).into_owned())
 }
 
 /// A client id names a client in member ids, history lines and the narrative: kept as sent, up
@@ -76,6 +89,8 @@ fn client_id(request: &Request) -> String {
 
 /// The reply to one request frame.
 pub(crate) async fn answer(frame: Bytes, broker: &Arc<Broker>, client: &Client<'_>) -> Reply {
+    // Read before the frame is decoded (and taken): only a refused request needs it.
+    let sender = sender_of(&frame);
     let request = match decode(frame) {
         Ok(r) => r,
         Err(DecodeError::NotServed {
@@ -85,6 +100,19 @@ pub(crate) async fn answer(frame: Bytes, broker: &Arc<Broker>, client: &Client<'
         }) => {
             let body = ResponseKind::ApiVersions(api_versions::unsupported());
             return encode(correlation_id, ApiKey::ApiVersions, 0, &body).map_or(Reply::Close, Reply::Frame);
+        }
+        Err(DecodeError::NotServed { api_key, version, .. }) => {
+            // Kafka closes the connection too; it leaves a line that says why, and so does the
+            // lab (the connection ends here, so this is once per connection).
+            let served = offsetlab_wire::versions::served(api_key)
+                .map_or("does not serve it".to_string(), |(lo, hi)| {
+                    format!("serves v{lo}–v{hi}")
+                });
+            eprintln!(
+                "offsetlab: client '{sender}' ({}) sent {api_key:?} v{version}; the lab {served}: connection closed",
+                client.host
+            );
+            return Reply::Close;
         }
         Err(_) => return Reply::Close,
     };
@@ -97,7 +125,7 @@ pub(crate) async fn answer(frame: Bytes, broker: &Arc<Broker>, client: &Client<'
     let body = match body {
         RequestKind::Produce(r) => {
             let acks = r.acks;
-            let Some(response) = produce_on_worker(broker, r, client_id).await else {
+            let Some(response) = produce_on_worker(broker, r, version, client_id).await else {
                 return Reply::Close;
             };
             if acks == 0 {

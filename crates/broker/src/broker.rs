@@ -21,7 +21,13 @@ pub struct KafkaConfig {
     pub max_request_bytes: usize,
     /// `max.connections` and `connections.max.idle.ms`.
     pub limits: Limits,
+    /// `message.max.bytes`: the largest record batch a Produce may carry (as sent, compressed or
+    /// not); a larger one is MESSAGE_TOO_LARGE.
+    pub message_max_bytes: usize,
 }
+
+/// Kafka's default `message.max.bytes`: 1 MiB and the 12 bytes of a batch's log overhead.
+pub const DEFAULT_MESSAGE_MAX_BYTES: usize = 1_048_588;
 
 impl Default for KafkaConfig {
     fn default() -> Self {
@@ -29,6 +35,7 @@ impl Default for KafkaConfig {
             auto_create_topics: true,
             max_request_bytes: DEFAULT_MAX_FRAME,
             limits: Limits::default(),
+            message_max_bytes: DEFAULT_MESSAGE_MAX_BYTES,
         }
     }
 }

@@ -79,11 +79,20 @@ pub(crate) fn text(b: Option<&[u8]>, what: &str) -> Result<Option<String>, Refus
     .transpose()
 }
 
+/// What a partition's batches are checked against besides their own bytes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Rules {
+    /// The Produce request's version: zstd needs v7.
+    pub version: i16,
+    /// `message.max.bytes`.
+    pub message_max_bytes: usize,
+}
+
 /// The records of one partition's batches, validated whole in one walk
 /// ([`offsetlab_records::validate_produce`]); nothing is kept if one is bad. Batches outside a
 /// transaction — what producers send by default — are kept as they came (a compressed one
 /// rewritten uncompressed): no record is decoded into a value or copied on its own.
-pub(crate) fn sent_records(bytes: Bytes) -> Result<Produced, Refusal> {
+pub(crate) fn sent_records(bytes: Bytes, rules: Rules) -> Result<Produced, Refusal> {
     let mut rule = |k: Option<&[u8]>, v: Option<&[u8]>, headers: &[u8]| {
         let is_text = |b: Option<&[u8]>| b.is_none_or(offsetlab_records::is_text);
         match (is_text(k), is_text(v)) {
@@ -103,6 +112,24 @@ pub(crate) fn sent_records(bytes: Bytes) -> Result<Produced, Refusal> {
         };
         (code, e.to_string())
     })?;
+    if v.largest_batch > rules.message_max_bytes {
+        return Err((
+            MESSAGE_TOO_LARGE,
+            format!(
+                "a record batch of {} bytes is larger than message.max.bytes ({})",
+                v.largest_batch, rules.message_max_bytes
+            ),
+        ));
+    }
+    if v.zstd && rules.version < 7 {
+        return Err((
+            UNSUPPORTED_COMPRESSION_TYPE,
+            format!(
+                "zstd needs Produce v7 or later (KIP-110); this request is v{}",
+                rules.version
+            ),
+        ));
+    }
     let producer = v.producer;
     if !v.transactional {
         return Ok(Produced {

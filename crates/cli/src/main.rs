@@ -326,6 +326,7 @@ fn serve(args: ServeArgs) -> u8 {
                     }),
                 idle_timeout: args.kafka_idle_timeout,
             },
+            ..offsetlab_broker::KafkaConfig::default()
         },
         http_limits: offsetlab_web::http::HttpLimits {
             max_connections: args

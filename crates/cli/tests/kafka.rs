@@ -1073,3 +1073,44 @@ fn headers_are_kept_served_and_exported() {
         "{scenario}"
     );
 }
+
+/// A request version Kafka 4.0 no longer serves (KIP-896) closes the connection, as Kafka does,
+/// and the log says who sent what, and what the lab serves.
+#[test]
+fn an_unserved_version_closes_the_connection_and_says_so_in_the_log() {
+    let mut lab = common::serve_logging(&["--ephemeral", "--http", "127.0.0.1:0", "--kafka", "127.0.0.1:0"]);
+    let mut s = TcpStream::connect(lab.kafka()).expect("connect");
+    // Produce v2: API key 0, version 2, correlation id 7, client id "old-client", then a body the
+    // lab never reads.
+    let mut frame = Vec::new();
+    frame.extend_from_slice(&0i16.to_be_bytes());
+    frame.extend_from_slice(&2i16.to_be_bytes());
+    frame.extend_from_slice(&7i32.to_be_bytes());
+    frame.extend_from_slice(&10i16.to_be_bytes());
+    frame.extend_from_slice(b"old-client");
+    frame.extend_from_slice(&[0; 10]);
+    let mut request = (frame.len() as i32).to_be_bytes().to_vec();
+    request.extend_from_slice(&frame);
+    s.write_all(&request).expect("send");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .expect("timeout");
+    let mut buf = [0u8; 16];
+    assert_eq!(
+        s.read(&mut buf).expect("closed, not timed out"),
+        0,
+        "no answer: closed"
+    );
+    let _ = lab.child.kill();
+    let _ = lab.child.wait();
+    let mut log = String::new();
+    lab.child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut log)
+        .expect("log");
+    assert!(
+        log.contains("client 'old-client'") && log.contains("Produce v2") && log.contains("serves v3"),
+        "{log}"
+    );
+}

@@ -48,6 +48,10 @@ pub struct Validated {
     pub transactional: bool,
     /// At least one batch came compressed (and was rewritten).
     pub compressed: bool,
+    /// At least one batch came compressed with zstd (which Produce v7 introduced, KIP-110).
+    pub zstd: bool,
+    /// The largest batch as it came (compressed, if it was): what `message.max.bytes` bounds.
+    pub largest_batch: usize,
 }
 
 /// Why a partition's batches were refused; nothing of them is kept.
@@ -204,6 +208,7 @@ where
     let mut headers = Vec::new();
     // Once a batch came compressed, every batch is copied into a new buffer.
     let mut rewritten: Option<Vec<u8>> = None;
+    let (mut zstd, mut largest_batch) = (false, 0);
     let mut at = 0;
     while at < bytes.len() {
         let header = BatchHeader::parse(&bytes[at..]).map_err(ProduceError::Corrupt)?;
@@ -213,6 +218,8 @@ where
             .ok_or(ProduceError::Framing("a record batch runs past the request"))?;
         rules.check(&header, at == 0)?;
         let one = &bytes[at..end];
+        largest_batch = largest_batch.max(header.total_len);
+        zstd |= Compression::from_attributes(header.attributes) == Some(Compression::Zstd);
         if header.is_compressed() {
             let out = rewritten.get_or_insert_with(|| bytes[..at].to_vec());
             let start = out.len();
@@ -242,6 +249,8 @@ where
         producer: rules.producer,
         transactional: rules.transactional,
         compressed,
+        zstd,
+        largest_batch,
     })
 }
 

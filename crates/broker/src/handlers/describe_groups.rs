@@ -37,6 +37,25 @@ fn describe_external(coordinator: &coordinator::Coordinator, id: &GroupId) -> Op
     )
 }
 
+/// What Kafka's coordinator leaves out of a group that is not Stable (`GroupMetadata.summary`):
+/// while a rebalance is on, no protocol is chosen for everyone and no assignment holds, so the
+/// members come without their metadata and assignment bytes, and the protocol is empty.
+fn summarized(g: DescribedGroup) -> DescribedGroup {
+    if g.group_state.as_str() == "Stable" {
+        return g;
+    }
+    let members = g
+        .members
+        .iter()
+        .cloned()
+        .map(|m| {
+            m.with_member_metadata(Default::default())
+                .with_member_assignment(Default::default())
+        })
+        .collect();
+    g.with_protocol_data(str_bytes("")).with_members(members)
+}
+
 /// The lab's groups as a Kafka coordinator describes them: members with the partitions they own
 /// (the consumer protocol's assignment bytes), the assignor as the protocol. An unknown group is
 /// `Dead`, as Kafka answers.
@@ -48,7 +67,7 @@ pub(crate) fn handle(broker: &Broker, r: &DescribeGroupsRequest) -> DescribeGrou
         .iter()
         .map(|id| {
             if let Some(described) = describe_external(coordinator, id) {
-                return described;
+                return summarized(described);
             }
             let name = id.0.to_string();
             let Ok(g) = lab.group(&name) else {
@@ -82,13 +101,59 @@ pub(crate) fn handle(broker: &Broker, r: &DescribeGroupsRequest) -> DescribeGrou
                         .with_member_assignment(bytes)
                 })
                 .collect();
-            DescribedGroup::default()
-                .with_group_id(id.clone())
-                .with_group_state(str_bytes(&g.state().to_string()))
-                .with_protocol_type(str_bytes("consumer"))
-                .with_protocol_data(str_bytes(if g.members.is_empty() { "" } else { &assignor }))
-                .with_members(members)
+            summarized(
+                DescribedGroup::default()
+                    .with_group_id(id.clone())
+                    .with_group_state(str_bytes(&g.state().to_string()))
+                    .with_protocol_type(str_bytes("consumer"))
+                    .with_protocol_data(str_bytes(if g.members.is_empty() { "" } else { &assignor }))
+                    .with_members(members),
+            )
         })
         .collect();
     DescribeGroupsResponse::default().with_groups(groups)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{broker, name};
+
+    fn describe(b: &Broker) -> DescribedGroup {
+        let r = DescribeGroupsRequest::default().with_groups(vec![GroupId(name("analytics-prod"))]);
+        handle(b, &r).groups.remove(0)
+    }
+
+    fn act(b: &Broker, lines: &[&str]) {
+        let lines: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        b.lab.lock().apply_lines(&lines).expect("the lines apply");
+    }
+
+    #[test]
+    fn a_rebalancing_group_is_described_without_protocol_or_member_bytes() {
+        let b = broker();
+        act(&b, &["poll c1"]);
+        let stable = describe(&b);
+        assert_eq!(stable.group_state.as_str(), "Stable");
+        assert_eq!(stable.protocol_data.as_str(), "range");
+        assert!(
+            !stable.members[0].member_assignment.is_empty(),
+            "c1 owns orders-0"
+        );
+        act(&b, &["consumer c2 group=analytics-prod topic=orders", "poll c2"]);
+        let rebalancing = describe(&b);
+        assert_ne!(rebalancing.group_state.as_str(), "Stable");
+        assert_eq!(
+            rebalancing.protocol_data.as_str(),
+            "",
+            "no protocol while rebalancing"
+        );
+        assert!(!rebalancing.members.is_empty(), "the members are still listed");
+        assert!(rebalancing
+            .members
+            .iter()
+            .all(|m| m.member_assignment.is_empty() && m.member_metadata.is_empty()));
+        act(&b, &["poll c1"]);
+        assert_eq!(describe(&b).group_state.as_str(), "Stable");
+    }
 }

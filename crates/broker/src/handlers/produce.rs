@@ -17,7 +17,7 @@
 use crate::auto_create::creations;
 use crate::broker::Broker;
 use crate::change;
-use crate::produced::{owned_chunks, sent_records, Produced, Records, Refusal};
+use crate::produced::{owned_chunks, sent_records, Produced, Records, Refusal, Rules};
 use crate::producers::Verdict;
 use crate::str_bytes;
 use offsetlab_wire::error::*;
@@ -39,13 +39,14 @@ use std::sync::MutexGuard;
 /// A partition's index in a Produce request and its record batches.
 type PartitionRecords = (i32, Option<Bytes>);
 
-/// Per partition of the request, in its order: the base offset, or why it was refused.
-type Answers = Vec<Vec<Result<i64, Refusal>>>;
+/// Per partition of the request, in its order: the base offset and the partition's log start
+/// offset, or why it was refused.
+type Answers = Vec<Vec<Result<(i64, i64), Refusal>>>;
 
 /// Appends a Produce request's records: every partition's answer, with the offset its first
 /// record was given.
-pub(crate) fn handle(broker: &Broker, r: ProduceRequest, client_id: &str) -> ProduceResponse {
-    let checked = check(r, client_id);
+pub(crate) fn handle(broker: &Broker, r: ProduceRequest, version: i16, client_id: &str) -> ProduceResponse {
+    let checked = check(broker, r, version, client_id);
     append(broker, broker.lab.lock(), checked)
 }
 
@@ -69,7 +70,11 @@ pub(crate) fn records_bytes(r: &ProduceRequest) -> usize {
 /// Checks (and decompresses) the request's batches before the lab is locked, as a broker's
 /// request handler checks them before the partition's lock: the page and other clients wait
 /// only for the append.
-pub(crate) fn check(r: ProduceRequest, client_id: &str) -> Checked {
+pub(crate) fn check(broker: &Broker, r: ProduceRequest, version: i16, client_id: &str) -> Checked {
+    let rules = Rules {
+        version,
+        message_max_bytes: broker.config.message_max_bytes,
+    };
     let txn_id = r.transactional_id.as_ref().map(|t| String::from(t.as_str()));
     let mut topics = take_records(r);
     // Taken, not cloned: a batch whose bytes have one owner is appended in place.
@@ -78,7 +83,7 @@ pub(crate) fn check(r: ProduceRequest, client_id: &str) -> Checked {
         .map(|(_, parts)| {
             parts
                 .iter_mut()
-                .map(|(_, records)| sent_records(records.take().unwrap_or_default()))
+                .map(|(_, records)| sent_records(records.take().unwrap_or_default(), rules))
                 .collect()
         })
         .collect();
@@ -185,8 +190,24 @@ impl<'a> Plan<'a> {
         }
     }
 
-    /// One partition's share: the offset its first record will get, or why it is refused.
+    /// One partition's share: the offset its first record will get and the partition's log
+    /// start offset (which an append does not move), or why it is refused.
     fn partition(
+        &mut self,
+        name: &str,
+        index: i32,
+        checked: Result<Produced, Refusal>,
+    ) -> Result<(i64, i64), Refusal> {
+        let base = self.base_offset(name, index, checked)?;
+        let log_start = self
+            .session
+            .lab()
+            .partition_log(&TopicPartition::new(name, index))
+            .map_or(0, |l| l.log_start_offset());
+        Ok((base, log_start))
+    }
+
+    fn base_offset(
         &mut self,
         name: &str,
         index: i32,
@@ -297,17 +318,18 @@ fn respond(
     outcome: &Result<(), change::Failure>,
     now: i64,
 ) -> ProduceResponse {
-    let answer = |index: i32, answer: Result<i64, Refusal>| {
+    let answer = |index: i32, answer: Result<(i64, i64), Refusal>| {
         let base = PartitionProduceResponse::default()
             .with_index(index)
             .with_log_append_time_ms(-1)
             .with_log_start_offset(-1);
         let (code, message) = match (answer, outcome) {
-            (Ok(offset), Ok(())) => {
+            (Ok((offset, log_start)), Ok(())) => {
                 return base
                     .with_error_code(NONE)
                     .with_base_offset(offset)
                     .with_log_append_time_ms(now)
+                    .with_log_start_offset(log_start)
             }
             (Ok(_), Err(failure)) => (failure.code(), failure.message()),
             (Err(refusal), _) => refusal,
@@ -362,6 +384,7 @@ mod tests {
         let r = handle(
             &b,
             request("orders", batch(&[("o-1", "a"), ("o-2", "b")])),
+            9,
             "kcat",
         );
         assert_eq!(answer(&r), (NONE, 12));
@@ -377,7 +400,7 @@ mod tests {
     fn an_unknown_topic_is_created_on_first_use() {
         let b = broker();
         assert_eq!(
-            answer(&handle(&b, request("fresh", batch(&[("k", "v")])), "c")),
+            answer(&handle(&b, request("fresh", batch(&[("k", "v")])), 9, "c")),
             (NONE, 0)
         );
         assert_eq!(log_end(&b, "fresh"), 1);
@@ -390,7 +413,7 @@ mod tests {
         let last = bad.len() - 1;
         bad[last] ^= 1;
         assert_eq!(
-            answer(&handle(&b, request("orders", Bytes::from(bad)), "c")).0,
+            answer(&handle(&b, request("orders", Bytes::from(bad)), 9, "c")).0,
             CORRUPT_MESSAGE
         );
         let mut binary = batch(&[("k", "v")]).to_vec();
@@ -399,7 +422,7 @@ mod tests {
         let crc = offsetlab_records_crc(&binary);
         binary[17..21].copy_from_slice(&crc.to_be_bytes());
         assert_eq!(
-            answer(&handle(&b, request("orders", Bytes::from(binary)), "c")).0,
+            answer(&handle(&b, request("orders", Bytes::from(binary)), 9, "c")).0,
             INVALID_RECORD
         );
         assert_eq!(log_end(&b, "orders"), 12, "nothing was appended");
@@ -408,7 +431,7 @@ mod tests {
     #[test]
     fn an_internal_topic_is_refused() {
         let b = broker();
-        let r = handle(&b, request("__consumer_offsets", batch(&[("k", "v")])), "c");
+        let r = handle(&b, request("__consumer_offsets", batch(&[("k", "v")])), 9, "c");
         assert_eq!(answer(&r).0, INVALID_TOPIC_EXCEPTION);
     }
 
@@ -430,5 +453,56 @@ mod tests {
             }
         }
         !crc
+    }
+
+    /// `batch` with its records compressed by zstd: attributes, length and CRC as a producer
+    /// writes them.
+    fn zstd(batch: &[u8]) -> Bytes {
+        const HEADER: usize = 61;
+        let packed =
+            ruzstd::encoding::compress_to_vec(&batch[HEADER..], ruzstd::encoding::CompressionLevel::Fastest);
+        let mut out = batch[..HEADER].to_vec();
+        out.extend_from_slice(&packed);
+        let len = (out.len() - 12) as i32;
+        out[8..12].copy_from_slice(&len.to_be_bytes());
+        let attributes = i16::from_be_bytes([out[21], out[22]]) | 4;
+        out[21..23].copy_from_slice(&attributes.to_be_bytes());
+        let crc = crc32c::crc32c(&out[21..]);
+        out[17..21].copy_from_slice(&crc.to_be_bytes());
+        Bytes::from(out)
+    }
+
+    #[test]
+    fn zstd_needs_produce_v7_as_kip_110_says() {
+        let b = broker();
+        let packed = zstd(&batch(&[("o-1", "a")]));
+        let r = handle(&b, request("orders", packed.clone()), 6, "c");
+        assert_eq!(answer(&r), (UNSUPPORTED_COMPRESSION_TYPE, -1));
+        assert_eq!(log_end(&b, "orders"), 12, "nothing stored");
+        assert_eq!(answer(&handle(&b, request("orders", packed), 7, "c")), (NONE, 12));
+    }
+
+    #[test]
+    fn a_batch_past_message_max_bytes_is_message_too_large() {
+        let b = broker();
+        let big = "v".repeat(crate::broker::DEFAULT_MESSAGE_MAX_BYTES);
+        let r = handle(&b, request("orders", batch(&[("o-1", &big)])), 9, "c");
+        assert_eq!(answer(&r), (MESSAGE_TOO_LARGE, -1));
+        assert_eq!(log_end(&b, "orders"), 12, "nothing stored");
+        let fits = "v".repeat(1_000_000);
+        assert_eq!(
+            answer(&handle(&b, request("orders", batch(&[("o-1", &fits)])), 9, "c")).0,
+            NONE
+        );
+    }
+
+    #[test]
+    fn the_answer_carries_the_partitions_log_start_offset() {
+        let b = broker();
+        let lines = vec!["delete-records orders partition=0 before=5".to_string()];
+        b.lab.lock().apply_lines(&lines).expect("delete-records");
+        let r = handle(&b, request("orders", batch(&[("o-1", "a")])), 9, "c");
+        let p = &r.responses[0].partition_responses[0];
+        assert_eq!((p.error_code, p.base_offset, p.log_start_offset), (NONE, 12, 5));
     }
 }

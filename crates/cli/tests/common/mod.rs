@@ -29,7 +29,17 @@ pub fn offsetlab(args: &[&str]) -> std::process::Output {
 }
 
 pub fn serve(args: &[&str]) -> Lab {
-    serve_via(Command::new(env!("CARGO_BIN_EXE_offsetlab")), args)
+    serve_via(Command::new(env!("CARGO_BIN_EXE_offsetlab")), args, Stdio::null())
+}
+
+/// [`serve`] with what the server logs kept: `lab.child.stderr` is a pipe.
+#[allow(dead_code)] // not every test binary reads the log
+pub fn serve_logging(args: &[&str]) -> Lab {
+    serve_via(
+        Command::new(env!("CARGO_BIN_EXE_offsetlab")),
+        args,
+        Stdio::piped(),
+    )
 }
 
 /// `offsetlab serve` with at most `descriptors` file descriptors (`ulimit -n`, soft and hard).
@@ -41,11 +51,11 @@ pub fn serve_limited(descriptors: u32, args: &[&str]) -> Lab {
         &format!("ulimit -n {descriptors} && exec \"$0\" \"$@\""),
         env!("CARGO_BIN_EXE_offsetlab"),
     ]);
-    serve_via(shell, args)
+    serve_via(shell, args, Stdio::null())
 }
 
 /// `offsetlab serve ARGS` started by `command` (the binary, or a shell that execs it).
-fn serve_via(mut command: Command, args: &[&str]) -> Lab {
+fn serve_via(mut command: Command, args: &[&str], stderr: Stdio) -> Lab {
     // Tests never take the default Kafka port: a real broker may be on it.
     let kafka: &[&str] = if args.contains(&"--kafka") {
         &[]
@@ -57,7 +67,7 @@ fn serve_via(mut command: Command, args: &[&str]) -> Lab {
         .args(args)
         .args(kafka)
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn()
         .expect("spawn");
     let stdout = child.stdout.take().expect("stdout");
