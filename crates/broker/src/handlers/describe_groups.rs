@@ -71,9 +71,15 @@ pub(crate) fn handle(broker: &Broker, r: &DescribeGroupsRequest) -> DescribeGrou
             }
             let name = id.0.to_string();
             let Ok(g) = lab.group(&name) else {
+                // Only offsets: Empty, with no protocol (as Kafka's coordinator has it); else Dead.
+                let state = if lab.offsets().groups().any(|g| g == name) {
+                    "Empty"
+                } else {
+                    "Dead"
+                };
                 return DescribedGroup::default()
                     .with_group_id(id.clone())
-                    .with_group_state(str_bytes("Dead"));
+                    .with_group_state(str_bytes(state));
             };
             let assignor = g
                 .members

@@ -1,4 +1,5 @@
-//! ListGroups: the lab's groups, and the groups of real clients as the coordinator holds them now.
+//! ListGroups: the lab's groups, the groups of real clients as the coordinator holds them now, and
+//! groups that only have committed offsets.
 
 use crate::broker::Broker;
 use crate::str_bytes;
@@ -23,6 +24,14 @@ pub(crate) fn handle(broker: &Broker) -> ListGroupsResponse {
                 (g.protocol_type.clone(), g.state.name().to_string()),
             );
         }
+    }
+    // A group that only has offsets — committed from outside any group (an admin's reset, a
+    // consumer with `assign()`), or by a transaction — is Empty to Kafka's coordinator, with no
+    // protocol type, and listed.
+    for name in s.lab().offsets().groups() {
+        listed
+            .entry(name.to_string())
+            .or_insert_with(|| (String::new(), "Empty".to_string()));
     }
     ListGroupsResponse::default().with_groups(
         listed
@@ -63,5 +72,32 @@ mod tests {
         let owned = offsetlab_wire::consumer_protocol::assigned_partitions(&g.members[0].member_assignment);
         assert_eq!(owned, vec![("orders".to_string(), 0)]);
         assert_eq!(described.groups[1].group_state.as_str(), "Dead");
+    }
+
+    #[test]
+    fn a_group_with_only_committed_offsets_is_listed_and_described_empty() {
+        let b = broker();
+        let lines = vec!["reset-offsets audit topic=orders to-offset=3 execute".to_string()];
+        b.lab
+            .lock()
+            .apply_lines(&lines)
+            .expect("an offset reset for a new group");
+        let listed = handle(&b);
+        let audit = listed
+            .groups
+            .iter()
+            .find(|g| g.group_id.0.as_str() == "audit")
+            .expect("the group is listed");
+        assert_eq!(
+            (audit.group_state.as_str(), audit.protocol_type.as_str()),
+            ("Empty", "")
+        );
+        let described = crate::handlers::describe_groups::handle(
+            &b,
+            &DescribeGroupsRequest::default()
+                .with_groups(vec![GroupId(name("audit")), GroupId(name("nobody"))]),
+        );
+        let states: Vec<&str> = described.groups.iter().map(|g| g.group_state.as_str()).collect();
+        assert_eq!(states, ["Empty", "Dead"]);
     }
 }
