@@ -177,6 +177,9 @@ async fn dispatch(
         RequestKind::CreateTopics(r) => {
             ResponseKind::CreateTopics(blocking(broker, move |b| create_topics::handle(b, &r)).await?)
         }
+        RequestKind::CreatePartitions(r) => {
+            ResponseKind::CreatePartitions(blocking(broker, move |b| create_partitions::handle(b, &r)).await?)
+        }
         RequestKind::DeleteRecords(r) => {
             ResponseKind::DeleteRecords(blocking(broker, move |b| delete_records::handle(b, &r)).await?)
         }

@@ -65,6 +65,7 @@ pub(crate) fn code(e: &LabError) -> i16 {
         LabError::GroupActive { .. } | LabError::UnknownMember { .. } => UNKNOWN_MEMBER_ID,
         LabError::IllegalGeneration { .. } => ILLEGAL_GENERATION,
         LabError::RebalanceInProgress { .. } => REBALANCE_IN_PROGRESS,
+        LabError::InvalidPartitions(_) => INVALID_PARTITIONS,
         LabError::Storage(_) => KAFKA_STORAGE_ERROR,
         _ => UNKNOWN_SERVER_ERROR,
     }

@@ -17,6 +17,9 @@ pub enum LabError {
     UnknownGroup(String),
     #[error("{0}")]
     InvalidArgument(String),
+    /// Kafka's `INVALID_PARTITIONS`: a partition count a topic cannot have or cannot go to.
+    #[error("{0}")]
+    InvalidPartitions(String),
     #[error("consumer '{name}' is {state}: {hint}")]
     WrongState {
         name: String,

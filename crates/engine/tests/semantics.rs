@@ -1721,3 +1721,32 @@ fn deletions_follow_the_coordinators_rules() {
         .expect("topic");
     assert_eq!(lab.partition_log(&scratch).expect("log").log_end_offset(), 0);
 }
+
+/// CreatePartitions: the topic grows, never shrinks; the group reading it rebalances at its next
+/// poll and the new partitions are handed out; keyed records now hash over the new count.
+#[test]
+fn added_partitions_are_handed_out_after_a_rebalance_and_keys_hash_over_them() {
+    let mut lab = lab_with_orders(4);
+    lab.add_consumer(consumer("c1", "g", CommitStrategy::ManualBatch, SinkKind::Append, 10))
+        .expect("consumer");
+    poll_and_process(&mut lab, "c1");
+    assert_eq!(lab.consumer("c1").expect("c1").assignment.len(), 1);
+    lab.add_partitions("orders", 3).expect("grow to 3");
+    assert!(lab.add_partitions("orders", 2).is_err(), "a topic never shrinks");
+    assert!(lab.add_partitions("orders", 3).is_err(), "already 3");
+    assert_eq!(lab.group("g").expect("g").state().to_string(), "PreparingRebalance");
+    lab.poll("c1").expect("rejoins");
+    let c1 = lab.consumer("c1").expect("c1");
+    assert_eq!(c1.assignment.len(), 3, "the new partitions are c1's");
+    // Keys spread over all three partitions now.
+    produce(&mut lab, "orders", 30);
+    let ends: Vec<i64> = (0..3)
+        .map(|p| {
+            lab.partition_log(&TopicPartition::new("orders", p))
+                .expect("log")
+                .log_end_offset()
+        })
+        .collect();
+    assert!(ends[1] > 0 && ends[2] > 0, "records reach the new partitions: {ends:?}");
+    assert_eq!(ends.iter().sum::<i64>(), 34);
+}

@@ -477,6 +477,8 @@ fn command() -> impl Strategy<Value = Command> {
                 before,
             })
         }),
+        (text(), 1..=10_000i32)
+            .prop_map(|(topic, count)| Command::AddPartitions(AddPartitions { topic, count })),
         text().prop_map(|topic| Command::DeleteTopic(DeleteTopic { topic })),
         text().prop_map(|group| Command::DeleteGroup(DeleteGroup { group })),
         (text(), text(), proptest::collection::vec(partition(), 1..4)).prop_map(

@@ -24,6 +24,7 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::EndTxn, 0, 3),
     // Admin: topics created (mapped onto `topic` lines), records deleted, configs described.
     (ApiKey::CreateTopics, 2, 7),
+    (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::DeleteRecords, 0, 2),
     (ApiKey::DescribeConfigs, 1, 4),
     // Deletions: topics (by name), Empty groups, a group's offsets for topics it does not read.

@@ -5,6 +5,7 @@
 pub(crate) mod add_offsets_to_txn;
 pub(crate) mod add_partitions_to_txn;
 pub(crate) mod api_versions;
+pub(crate) mod create_partitions;
 pub(crate) mod create_topics;
 pub(crate) mod delete_groups;
 pub(crate) mod delete_records;

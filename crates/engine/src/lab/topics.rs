@@ -187,6 +187,85 @@ impl Lab {
         Ok(())
     }
 
+    /// `CreatePartitions` (`kafka-topics.sh --alter --partitions N`): grows `topic` to `count`
+    /// partitions; Kafka never shrinks a topic. The new partitions start empty. From now on a key
+    /// hashes over the new count (murmur2 modulo the partitions), so a key's next records may go
+    /// to another partition than its earlier ones — per-key order holds only within a partition.
+    /// Every group with a member reading the topic rebalances to hand the new partitions out, as
+    /// Kafka's consumers do once their metadata shows them.
+    pub fn add_partitions(&mut self, topic: &str, count: i32) -> Result<(), LabError> {
+        let current = self.check_add_partitions(topic, count)?;
+        let t = self
+            .topics
+            .get(topic)
+            .ok_or_else(|| LabError::UnknownTopic(topic.to_string()))?;
+        let config = TopicConfig {
+            partitions: count,
+            ..t.config.clone()
+        };
+        let added = (current..count)
+            .map(|p| self.store.open(topic, p, &config))
+            .collect::<Result<Vec<_>, String>>()
+            .map_err(LabError::storage)?;
+        let t = self
+            .topics
+            .get_mut(topic)
+            .ok_or_else(|| LabError::UnknownTopic(topic.to_string()))?;
+        t.partitions.extend(added);
+        t.txns
+            .resize_with(count as usize, crate::txn::PartitionTxns::default);
+        t.config.partitions = count;
+        self.say(
+            EventKind::Setup,
+            format!("topic {topic} grows from {current} to {count} partitions: keys now hash over {count}, so a key's next records may land in another partition than its earlier ones"),
+        );
+        let mut groups: Vec<String> = self
+            .consumers
+            .values()
+            .filter(|c| c.config.topic == topic && c.is_running())
+            .map(|c| c.config.group.clone())
+            .collect();
+        groups.sort();
+        groups.dedup();
+        for g in groups {
+            self.request_rebalance(&g, &format!("topic {topic} has new partitions"));
+        }
+        Ok(())
+    }
+
+    /// Whether `topic` can grow to `count` partitions (what `CreatePartitions` with
+    /// `validate_only` asks): the partitions it has now, or why not.
+    pub fn check_add_partitions(&self, topic: &str, count: i32) -> Result<i32, LabError> {
+        if crate::names::is_internal_topic(topic) {
+            return Err(LabError::internal_topic(
+                topic,
+                ": its partitions are the broker's",
+            ));
+        }
+        let current = self
+            .topics
+            .get(topic)
+            .ok_or_else(|| LabError::UnknownTopic(topic.to_string()))?
+            .partitions
+            .len() as i32;
+        if count == current {
+            return Err(LabError::InvalidPartitions(format!(
+                "topic {topic} already has {current} partitions"
+            )));
+        }
+        if count < current {
+            return Err(LabError::InvalidPartitions(format!(
+                "topic {topic} has {current} partitions, more than the requested {count}: a topic never shrinks"
+            )));
+        }
+        if count > MAX_PARTITIONS {
+            return Err(LabError::InvalidPartitions(format!(
+                "a topic has at most {MAX_PARTITIONS} partitions (asked for {count})"
+            )));
+        }
+        Ok(current)
+    }
+
     /// `DeleteRecords` (`kafka-delete-records.sh`): moves a partition's log start offset up to
     /// `before`. Records below it are gone for every group, read or not.
     pub fn delete_records(&mut self, topic: &str, partition: i32, before: Offset) -> Result<usize, LabError> {

@@ -34,6 +34,7 @@ macro_rules! one_name_command {
 }
 
 mod abort;
+mod add_partitions;
 mod broker;
 mod commit;
 mod compact;
@@ -57,6 +58,7 @@ mod tick;
 mod topic;
 
 pub use abort::Abort;
+pub use add_partitions::AddPartitions;
 pub use broker::Broker;
 pub use commit::Commit;
 pub use compact::Compact;
@@ -110,6 +112,7 @@ pub enum Command {
     Seek(Seek),
     ResetOffsets(ResetOffsets),
     Compact(Compact),
+    AddPartitions(AddPartitions),
     DeleteRecords(DeleteRecords),
     DeleteTopic(DeleteTopic),
     DeleteGroup(DeleteGroup),
@@ -138,7 +141,7 @@ pub enum ApplyError {
 }
 
 /// The command names, in the order `docs/SCENARIOS.md` documents them.
-pub const COMMANDS: [&str; 29] = [
+pub const COMMANDS: [&str; 30] = [
     "topic",
     "produce",
     "send",
@@ -155,6 +158,7 @@ pub const COMMANDS: [&str; 29] = [
     "reset-offsets",
     "compact",
     "delete-records",
+    "add-partitions",
     "delete-topic",
     "delete-group",
     "delete-offsets",
@@ -201,6 +205,7 @@ impl Command {
             "reset-offsets" => Command::ResetOffsets(ResetOffsets::parse(&mut args)?),
             "compact" => Command::Compact(Compact::parse(&mut args)?),
             "delete-records" => Command::DeleteRecords(DeleteRecords::parse(&mut args)?),
+            "add-partitions" => Command::AddPartitions(AddPartitions::parse(&mut args)?),
             "delete-topic" => Command::DeleteTopic(DeleteTopic::parse(&mut args)?),
             "delete-group" => Command::DeleteGroup(DeleteGroup::parse(&mut args)?),
             "delete-offsets" => Command::DeleteOffsets(DeleteOffsets::parse(&mut args)?),
@@ -244,6 +249,7 @@ impl Command {
             Command::ResetOffsets(c) => return Ok(Outcome::Reset(c.apply(lab)?)),
             Command::Compact(c) => c.apply(lab)?,
             Command::DeleteRecords(c) => c.apply(lab)?,
+            Command::AddPartitions(c) => c.apply(lab)?,
             Command::DeleteTopic(c) => c.apply(lab)?,
             Command::DeleteGroup(c) => c.apply(lab)?,
             Command::DeleteOffsets(c) => c.apply(lab)?,
@@ -299,6 +305,7 @@ impl fmt::Display for Command {
             Command::ResetOffsets(c) => c.fmt(f),
             Command::Compact(c) => c.fmt(f),
             Command::DeleteRecords(c) => c.fmt(f),
+            Command::AddPartitions(c) => c.fmt(f),
             Command::DeleteTopic(c) => c.fmt(f),
             Command::DeleteGroup(c) => c.fmt(f),
             Command::DeleteOffsets(c) => c.fmt(f),
