@@ -95,6 +95,19 @@ described = {t["name"]: t for t in admin.describe_topics(["audit"])}
 assert len(described["audit"]["partitions"]) == 3, described
 configs = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "audit")], config_filter="all")
 assert configs["topic"]["audit"]["cleanup.policy"]["value"] == "compact", configs
+# CreatePartitions: a topic grows, never shrinks (Kafka's INVALID_PARTITIONS).
+from kafka.admin import NewPartitions
+from kafka.errors import InvalidPartitionsError
+
+admin.create_partitions({"audit": NewPartitions(total_count=5)}, validate_only=True)
+assert len({t["name"]: t for t in admin.describe_topics(["audit"])}["audit"]["partitions"]) == 3
+admin.create_partitions({"audit": NewPartitions(total_count=5)})
+assert len({t["name"]: t for t in admin.describe_topics(["audit"])}["audit"]["partitions"]) == 5
+try:
+    admin.create_partitions({"audit": NewPartitions(total_count=2)})
+    raise AssertionError("a topic shrank")
+except InvalidPartitionsError:
+    pass
 low = admin.delete_records({tp: 4})
 assert low[tp]["low_watermark"] == 4, low
 
@@ -126,4 +139,4 @@ admin.close()
 consumer = KafkaConsumer(bootstrap_servers=bootstrap)
 assert consumer.beginning_offsets([tp]) == {tp: 4}
 consumer.close()
-print("kafka-python smoke test: consumed 12 records, produced 6 and read them back, consumed in a group with a commit, listed and described analytics-prod, created a topic, described its configs, deleted records, deleted offsets, groups and a topic as Kafka allows — ok")
+print("kafka-python smoke test: consumed 12 records, produced 6 and read them back, consumed in a group with a commit, listed and described analytics-prod, created a topic and grew it (CreatePartitions), described its configs, deleted records, deleted offsets, groups and a topic as Kafka allows — ok")
