@@ -76,6 +76,8 @@ assert described["group_state"] == "Stable", described
 members = described["members"]
 assert [m["member_id"] for m in members] == ["c1#1"], members
 assert members[0]["member_assignment"]["assigned_partitions"] == [{"topic": "orders", "partitions": [0]}], members
+# The member's metadata is its subscription (what Sarama and kafka-consumer-groups decode).
+assert members[0]["member_metadata"]["topics"] == ["orders"], members
 
 # Admin: create topics (one broker: replication factor 1), describe their configs, delete records.
 from kafka.admin import ConfigResource, ConfigResourceType

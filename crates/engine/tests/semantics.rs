@@ -1727,14 +1727,23 @@ fn deletions_follow_the_coordinators_rules() {
 #[test]
 fn added_partitions_are_handed_out_after_a_rebalance_and_keys_hash_over_them() {
     let mut lab = lab_with_orders(4);
-    lab.add_consumer(consumer("c1", "g", CommitStrategy::ManualBatch, SinkKind::Append, 10))
-        .expect("consumer");
+    lab.add_consumer(consumer(
+        "c1",
+        "g",
+        CommitStrategy::ManualBatch,
+        SinkKind::Append,
+        10,
+    ))
+    .expect("consumer");
     poll_and_process(&mut lab, "c1");
     assert_eq!(lab.consumer("c1").expect("c1").assignment.len(), 1);
     lab.add_partitions("orders", 3).expect("grow to 3");
     assert!(lab.add_partitions("orders", 2).is_err(), "a topic never shrinks");
     assert!(lab.add_partitions("orders", 3).is_err(), "already 3");
-    assert_eq!(lab.group("g").expect("g").state().to_string(), "PreparingRebalance");
+    assert_eq!(
+        lab.group("g").expect("g").state().to_string(),
+        "PreparingRebalance"
+    );
     lab.poll("c1").expect("rejoins");
     let c1 = lab.consumer("c1").expect("c1");
     assert_eq!(c1.assignment.len(), 3, "the new partitions are c1's");
@@ -1747,6 +1756,9 @@ fn added_partitions_are_handed_out_after_a_rebalance_and_keys_hash_over_them() {
                 .log_end_offset()
         })
         .collect();
-    assert!(ends[1] > 0 && ends[2] > 0, "records reach the new partitions: {ends:?}");
+    assert!(
+        ends[1] > 0 && ends[2] > 0,
+        "records reach the new partitions: {ends:?}"
+    );
     assert_eq!(ends.iter().sum::<i64>(), 34);
 }

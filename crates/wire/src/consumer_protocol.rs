@@ -44,6 +44,23 @@ pub fn assigned_partitions(bytes: &Bytes) -> Vec<(String, i32)> {
         .unwrap_or_default()
 }
 
+/// A subscription (version 0) to `topics`: what a consumer sends as JoinGroup's metadata, and
+/// what DescribeGroups hands back as a member's metadata.
+pub fn subscription<'a>(topics: impl IntoIterator<Item = &'a str>) -> Bytes {
+    let subscription = ConsumerProtocolSubscription::default().with_topics(
+        topics
+            .into_iter()
+            .map(|t| StrBytes::from_string(t.to_string()))
+            .collect(),
+    );
+    let mut bytes = BytesMut::new();
+    bytes.extend_from_slice(&0i16.to_be_bytes());
+    if subscription.encode(&mut bytes, 0).is_err() {
+        bytes.clear();
+    }
+    bytes.freeze()
+}
+
 /// An assignment (version 0) of `partitions`, topic by topic.
 pub fn assignment<'a>(partitions: impl IntoIterator<Item = (&'a str, Vec<i32>)>) -> Bytes {
     let assignment = ConsumerProtocolAssignment::default().with_assigned_partitions(
@@ -67,6 +84,14 @@ pub fn assignment<'a>(partitions: impl IntoIterator<Item = (&'a str, Vec<i32>)>)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_subscription_reads_back() {
+        assert_eq!(
+            subscribed_topics(&subscription(["orders", "audit"])),
+            ["orders", "audit"]
+        );
+    }
 
     #[test]
     fn an_assignment_reads_back() {

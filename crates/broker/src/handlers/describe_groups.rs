@@ -104,6 +104,11 @@ pub(crate) fn handle(broker: &Broker, r: &DescribeGroupsRequest) -> DescribeGrou
                         .with_group_instance_id(m.instance_id.as_deref().map(str_bytes))
                         .with_client_id(str_bytes(&m.consumer))
                         .with_client_host(str_bytes("/127.0.0.1"))
+                        .with_member_metadata(
+                            lab.consumer(&m.consumer)
+                                .map(|c| consumer_protocol::subscription([c.config.topic.as_str()]))
+                                .unwrap_or_default(),
+                        )
                         .with_member_assignment(bytes)
                 })
                 .collect();
@@ -145,6 +150,11 @@ mod tests {
         assert!(
             !stable.members[0].member_assignment.is_empty(),
             "c1 owns orders-0"
+        );
+        assert_eq!(
+            consumer_protocol::subscribed_topics(&stable.members[0].member_metadata),
+            ["orders"],
+            "the member's metadata is its subscription, as Sarama and kafka-consumer-groups decode it"
         );
         act(&b, &["consumer c2 group=analytics-prod topic=orders", "poll c2"]);
         let rebalancing = describe(&b);
