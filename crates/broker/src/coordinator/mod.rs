@@ -40,8 +40,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 /// Kafka's `group.min.session.timeout.ms` and `group.max.session.timeout.ms`.
-const MIN_SESSION: Duration = Duration::from_secs(6);
-const MAX_SESSION: Duration = Duration::from_secs(1_800);
+pub(crate) const MIN_SESSION: Duration = Duration::from_secs(6);
+pub(crate) const MAX_SESSION: Duration = Duration::from_secs(1_800);
 
 mod group;
 pub(crate) use group::{Group, Member};
