@@ -97,6 +97,20 @@ described = {t["name"]: t for t in admin.describe_topics(["audit"])}
 assert len(described["audit"]["partitions"]) == 3, described
 configs = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "audit")], config_filter="all")
 assert configs["topic"]["audit"]["cleanup.policy"]["value"] == "compact", configs
+# One broker answers what it truthfully can: one log directory holding every partition, and no
+# authorizer (SECURITY_DISABLED).
+from kafka.admin import ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType, ResourcePatternFilter, ResourceType
+from kafka.errors import SecurityDisabledError
+
+dirs = admin.describe_log_dirs()[0]["log_dirs"]
+assert len(dirs) == 1 and "orders" in [t["name"] for t in dirs[0]["topics"]], dirs
+try:
+    admin.describe_acls(ACLFilter(principal=None, host="*", operation=ACLOperation.ANY, permission_type=ACLPermissionType.ANY,
+                                  resource_pattern=ResourcePatternFilter(ResourceType.ANY, None, ACLResourcePatternType.ANY)))
+    raise AssertionError("ACLs described without an authorizer")
+except SecurityDisabledError:
+    pass
+
 # CreatePartitions: a topic grows, never shrinks (Kafka's INVALID_PARTITIONS).
 from kafka.admin import NewPartitions
 from kafka.errors import InvalidPartitionsError

@@ -180,6 +180,19 @@ async fn dispatch(
         RequestKind::CreatePartitions(r) => {
             ResponseKind::CreatePartitions(blocking(broker, move |b| create_partitions::handle(b, &r)).await?)
         }
+        RequestKind::DescribeLogDirs(r) => {
+            ResponseKind::DescribeLogDirs(blocking(broker, move |b| describe_log_dirs::handle(b, &r)).await?)
+        }
+        RequestKind::ElectLeaders(r) => {
+            ResponseKind::ElectLeaders(blocking(broker, move |b| elect_leaders::handle(b, &r)).await?)
+        }
+        RequestKind::ListPartitionReassignments(_) => {
+            ResponseKind::ListPartitionReassignments(list_partition_reassignments::handle())
+        }
+        RequestKind::DescribeAcls(_) => ResponseKind::DescribeAcls(describe_acls::handle()),
+        RequestKind::DescribeUserScramCredentials(r) => {
+            ResponseKind::DescribeUserScramCredentials(describe_user_scram_credentials::handle(&r))
+        }
         RequestKind::DeleteRecords(r) => {
             ResponseKind::DeleteRecords(blocking(broker, move |b| delete_records::handle(b, &r)).await?)
         }

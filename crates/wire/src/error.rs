@@ -7,6 +7,7 @@ pub use kafka_protocol::error::ResponseError;
 /// No error.
 pub const NONE: i16 = 0;
 
+pub const ELECTION_NOT_NEEDED: i16 = ResponseError::ElectionNotNeeded.code();
 pub const CORRUPT_MESSAGE: i16 = ResponseError::CorruptMessage.code();
 pub const GROUP_ID_NOT_FOUND: i16 = ResponseError::GroupIdNotFound.code();
 pub const GROUP_SUBSCRIBED_TO_TOPIC: i16 = ResponseError::GroupSubscribedToTopic.code();
@@ -34,6 +35,8 @@ pub const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = ResponseError::OutOfOrderSequenceN
 pub const POLICY_VIOLATION: i16 = ResponseError::PolicyViolation.code();
 pub const REBALANCE_IN_PROGRESS: i16 = ResponseError::RebalanceInProgress.code();
 pub const RECORD_LIST_TOO_LARGE: i16 = ResponseError::RecordListTooLarge.code();
+pub const RESOURCE_NOT_FOUND: i16 = ResponseError::ResourceNotFound.code();
+pub const SECURITY_DISABLED: i16 = ResponseError::SecurityDisabled.code();
 pub const TOPIC_ALREADY_EXISTS: i16 = ResponseError::TopicAlreadyExists.code();
 pub const UNSUPPORTED_COMPRESSION_TYPE: i16 = ResponseError::UnsupportedCompressionType.code();
 pub const UNKNOWN_MEMBER_ID: i16 = ResponseError::UnknownMemberId.code();

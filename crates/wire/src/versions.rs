@@ -27,6 +27,13 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::DeleteRecords, 0, 2),
     (ApiKey::DescribeConfigs, 1, 4),
+    // What one broker answers truthfully: its one log directory, leaders already elected, nothing
+    // reassigning, no authorizer (SECURITY_DISABLED), no SCRAM users.
+    (ApiKey::DescribeLogDirs, 1, 4),
+    (ApiKey::ElectLeaders, 0, 2),
+    (ApiKey::ListPartitionReassignments, 0, 0),
+    (ApiKey::DescribeAcls, 1, 3),
+    (ApiKey::DescribeUserScramCredentials, 0, 0),
     // Deletions: topics (by name), Empty groups, a group's offsets for topics it does not read.
     (ApiKey::DeleteTopics, 1, 6),
     (ApiKey::DeleteGroups, 0, 2),
