@@ -1762,3 +1762,30 @@ fn added_partitions_are_handed_out_after_a_rebalance_and_keys_hash_over_them() {
     );
     assert_eq!(ends.iter().sum::<i64>(), 34);
 }
+
+/// A zombie's commitSync is sent even when the offsets equal what the new owner committed, and
+/// the coordinator rejects it — as a real `commitSync()` is called and fails with
+/// CommitFailedException — instead of being skipped as if nothing happened.
+#[test]
+fn a_zombie_commit_of_the_same_offset_is_sent_and_rejected() {
+    let mut lab = lab_with_orders(8);
+    let slow = |name: &str| ConsumerConfig {
+        max_poll_interval_ms: 30_000,
+        ..consumer(name, "g", CommitStrategy::ManualBatch, SinkKind::Append, 4)
+    };
+    lab.add_consumer(slow("z1")).expect("z1");
+    lab.poll("z1").expect("z1 takes orders-0 and polls 0..3");
+    lab.add_consumer(slow("z2")).expect("z2");
+    lab.poll("z2").expect("z2 joins");
+    lab.tick(31_000).expect("z1 stalls past max.poll.interval.ms and is removed");
+    poll_and_process(&mut lab, "z2");
+    assert_eq!(committed(&lab, "g"), Some(4), "z2 took over and committed 4");
+    let before = lab.narrative().len();
+    lab.process("z1", None).expect("the zombie finishes its batch");
+    let said: Vec<String> = lab.narrative().events()[before..].iter().map(|e| e.text.clone()).collect();
+    assert!(
+        said.iter().any(|t| t.contains("commit from z1") && t.contains("rejected")),
+        "{said:#?}"
+    );
+    assert_eq!(committed(&lab, "g"), Some(4));
+}

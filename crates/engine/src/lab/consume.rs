@@ -427,7 +427,7 @@ impl Lab {
             }
             CommitStrategy::ManualBatch if last => {
                 self.flush_run(member, run);
-                self.commit_from(name, CommitSource::Processed, "commitSync after the batch", true)
+                self.commit_from(name, CommitSource::Processed, "commitSync after the batch", false)
             }
             CommitStrategy::ManualAsync if last => {
                 self.flush_run(member, run);
