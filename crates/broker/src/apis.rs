@@ -1,7 +1,9 @@
 //! One request in, one response out: the request decoded, handed to the handler of its API
 //! (`handlers/`, a file per API key, as Kafka's `KafkaApis` dispatches them), and the response
 //! encoded. Handlers that take the lab's lock run on a blocking thread, so a slow save never
-//! stalls the async workers that read other connections.
+//! stalls the async workers that read other connections — except a Produce that cannot wait
+//! (a free lock, a save that syncs nothing: [`produce_on_worker`]), which is appended where it
+//! was read.
 
 use crate::broker::Broker;
 use crate::handlers::*;

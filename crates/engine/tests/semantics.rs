@@ -1777,14 +1777,19 @@ fn a_zombie_commit_of_the_same_offset_is_sent_and_rejected() {
     lab.poll("z1").expect("z1 takes orders-0 and polls 0..3");
     lab.add_consumer(slow("z2")).expect("z2");
     lab.poll("z2").expect("z2 joins");
-    lab.tick(31_000).expect("z1 stalls past max.poll.interval.ms and is removed");
+    lab.tick(31_000)
+        .expect("z1 stalls past max.poll.interval.ms and is removed");
     poll_and_process(&mut lab, "z2");
     assert_eq!(committed(&lab, "g"), Some(4), "z2 took over and committed 4");
     let before = lab.narrative().len();
     lab.process("z1", None).expect("the zombie finishes its batch");
-    let said: Vec<String> = lab.narrative().events()[before..].iter().map(|e| e.text.clone()).collect();
+    let said: Vec<String> = lab.narrative().events()[before..]
+        .iter()
+        .map(|e| e.text.clone())
+        .collect();
     assert!(
-        said.iter().any(|t| t.contains("commit from z1") && t.contains("rejected")),
+        said.iter()
+            .any(|t| t.contains("commit from z1") && t.contains("rejected")),
         "{said:#?}"
     );
     assert_eq!(committed(&lab, "g"), Some(4));
