@@ -182,6 +182,9 @@ async fn dispatch(
         RequestKind::CreatePartitions(r) => {
             ResponseKind::CreatePartitions(blocking(broker, move |b| create_partitions::handle(b, &r)).await?)
         }
+        RequestKind::IncrementalAlterConfigs(r) => ResponseKind::IncrementalAlterConfigs(
+            blocking(broker, move |b| incremental_alter_configs::handle(b, &r)).await?,
+        ),
         RequestKind::DescribeLogDirs(r) => {
             ResponseKind::DescribeLogDirs(blocking(broker, move |b| describe_log_dirs::handle(b, &r)).await?)
         }

@@ -1794,3 +1794,33 @@ fn a_zombie_commit_of_the_same_offset_is_sent_and_rejected() {
     );
     assert_eq!(committed(&lab, "g"), Some(4));
 }
+
+/// IncrementalAlterConfigs on a live topic: a shorter retention.ms applies from the next
+/// retention check — closed segments older than it go, the active one stays; segment settings
+/// are refused and nothing changes.
+#[test]
+fn a_shorter_retention_on_a_live_topic_deletes_at_the_next_check() {
+    let mut lab = Lab::default();
+    let config = TopicConfig {
+        segment_records: Some(4),
+        ..TopicConfig::default()
+    };
+    lab.create_topic("orders", config.clone()).expect("topic");
+    produce(&mut lab, "orders", 12);
+    lab.tick(2 * 3_600_000).expect("two hours: a week's retention deletes nothing");
+    let start = |lab: &Lab| lab.partition_log(&tp()).expect("log").log_start_offset();
+    assert_eq!(start(&lab), 0);
+    let hour = TopicConfig {
+        retention_ms: Some(3_600_000),
+        ..config.clone()
+    };
+    let bigger_segments = TopicConfig {
+        segment_records: Some(100),
+        ..hour.clone()
+    };
+    assert!(lab.alter_topic_config("orders", bigger_segments).is_err());
+    assert_eq!(lab.topic("orders").expect("orders").config, config, "a refusal changes nothing");
+    lab.alter_topic_config("orders", hour).expect("retention.ms=1h");
+    lab.tick(1_000).expect("the next check");
+    assert_eq!(start(&lab), 8, "the two closed segments are older than an hour; the active one stays");
+}

@@ -479,6 +479,33 @@ fn command() -> impl Strategy<Value = Command> {
         }),
         (text(), 1..=10_000i32)
             .prop_map(|(topic, count)| Command::AddPartitions(AddPartitions { topic, count })),
+        (
+            text(),
+            proptest::option::of(proptest::option::of(positive_duration())),
+            proptest::option::of(proptest::option::of(0..u64::MAX)),
+            proptest::option::of(any::<bool>()),
+            proptest::option::of(duration()),
+        )
+            .prop_filter("a line names one setting at least", |(_, a, b, c, d)| {
+                a.is_some() || b.is_some() || c.is_some() || d.is_some()
+            })
+            .prop_map(
+                |(topic, retention_ms, retention_bytes, compact, delete_retention_ms)| {
+                    Command::AlterTopic(AlterTopic {
+                        topic,
+                        retention_ms,
+                        retention_bytes,
+                        cleanup_policy: compact.map(|c| {
+                            if c {
+                                CleanupPolicy::Compact
+                            } else {
+                                CleanupPolicy::Delete
+                            }
+                        }),
+                        delete_retention_ms,
+                    })
+                }
+            ),
         text().prop_map(|topic| Command::DeleteTopic(DeleteTopic { topic })),
         text().prop_map(|group| Command::DeleteGroup(DeleteGroup { group })),
         (text(), text(), proptest::collection::vec(partition(), 1..4)).prop_map(

@@ -27,6 +27,8 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::DeleteRecords, 0, 2),
     (ApiKey::DescribeConfigs, 1, 4),
+    // A live topic's retention and cleanup settings (`alter-topic` lines).
+    (ApiKey::IncrementalAlterConfigs, 0, 1),
     // What one broker answers truthfully: its one log directory, leaders already elected, nothing
     // reassigning, no authorizer (SECURITY_DISABLED), no SCRAM users.
     (ApiKey::DescribeLogDirs, 1, 4),

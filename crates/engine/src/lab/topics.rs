@@ -266,6 +266,75 @@ impl Lab {
         Ok(current)
     }
 
+    /// `IncrementalAlterConfigs` on a topic (`kafka-configs.sh --alter --entity-type topics`):
+    /// its retention and cleanup settings take `config`'s values from now on — the next tick's
+    /// retention check and the next compaction read them, as Kafka's log manager does. The
+    /// partition count (see [`Lab::add_partitions`]) and the segment settings are fixed when the
+    /// lab creates a topic's logs; a change to them is refused and nothing changes.
+    pub fn alter_topic_config(&mut self, topic: &str, config: TopicConfig) -> Result<(), LabError> {
+        if crate::names::is_internal_topic(topic) {
+            return Err(LabError::internal_topic(topic, ": its configs are the broker's"));
+        }
+        let t = self
+            .topics
+            .get_mut(topic)
+            .ok_or_else(|| LabError::UnknownTopic(topic.to_string()))?;
+        let c = &t.config;
+        if (
+            config.partitions,
+            config.segment_records,
+            config.segment_bytes,
+            config.segment_ms,
+        ) != (c.partitions, c.segment_records, c.segment_bytes, c.segment_ms)
+        {
+            return Err(LabError::InvalidArgument(format!(
+                "topic {topic}: partitions and segment settings are fixed when the lab creates a topic; alter retention.ms, retention.bytes, cleanup.policy or delete.retention.ms"
+            )));
+        }
+        let old = std::mem::replace(&mut t.config, config);
+        let new = &t.config;
+        let forever = |v: Option<i64>| v.map_or("-1".to_string(), crate::clock::format_duration);
+        let mut changes = Vec::new();
+        if old.retention_ms != new.retention_ms {
+            changes.push(format!(
+                "retention.ms {} → {}",
+                forever(old.retention_ms),
+                forever(new.retention_ms)
+            ));
+        }
+        if old.retention_bytes != new.retention_bytes {
+            let bytes = |v: Option<u64>| v.map_or("-1".to_string(), |b| b.to_string());
+            changes.push(format!(
+                "retention.bytes {} → {}",
+                bytes(old.retention_bytes),
+                bytes(new.retention_bytes)
+            ));
+        }
+        if old.cleanup_policy != new.cleanup_policy {
+            changes.push(format!(
+                "cleanup.policy {} → {}",
+                old.cleanup_policy, new.cleanup_policy
+            ));
+        }
+        if old.delete_retention_ms != new.delete_retention_ms {
+            changes.push(format!(
+                "delete.retention.ms {} → {}",
+                crate::clock::format_duration(old.delete_retention_ms),
+                crate::clock::format_duration(new.delete_retention_ms)
+            ));
+        }
+        let said = if changes.is_empty() {
+            format!("topic {topic}: its configs are set again to what they were")
+        } else {
+            format!(
+                "topic {topic}: {} (from the next retention check and compaction on)",
+                changes.join(", ")
+            )
+        };
+        self.say(EventKind::Setup, said);
+        Ok(())
+    }
+
     /// `DeleteRecords` (`kafka-delete-records.sh`): moves a partition's log start offset up to
     /// `before`. Records below it are gone for every group, read or not.
     pub fn delete_records(&mut self, topic: &str, partition: i32, before: Offset) -> Result<usize, LabError> {

@@ -35,6 +35,7 @@ macro_rules! one_name_command {
 
 mod abort;
 mod add_partitions;
+mod alter_topic;
 mod broker;
 mod commit;
 mod compact;
@@ -59,6 +60,7 @@ mod topic;
 
 pub use abort::Abort;
 pub use add_partitions::AddPartitions;
+pub use alter_topic::AlterTopic;
 pub use broker::Broker;
 pub use commit::Commit;
 pub use compact::Compact;
@@ -113,6 +115,7 @@ pub enum Command {
     ResetOffsets(ResetOffsets),
     Compact(Compact),
     AddPartitions(AddPartitions),
+    AlterTopic(AlterTopic),
     DeleteRecords(DeleteRecords),
     DeleteTopic(DeleteTopic),
     DeleteGroup(DeleteGroup),
@@ -141,7 +144,7 @@ pub enum ApplyError {
 }
 
 /// The command names, in the order `docs/SCENARIOS.md` documents them.
-pub const COMMANDS: [&str; 30] = [
+pub const COMMANDS: [&str; 31] = [
     "topic",
     "produce",
     "send",
@@ -159,6 +162,7 @@ pub const COMMANDS: [&str; 30] = [
     "compact",
     "delete-records",
     "add-partitions",
+    "alter-topic",
     "delete-topic",
     "delete-group",
     "delete-offsets",
@@ -206,6 +210,7 @@ impl Command {
             "compact" => Command::Compact(Compact::parse(&mut args)?),
             "delete-records" => Command::DeleteRecords(DeleteRecords::parse(&mut args)?),
             "add-partitions" => Command::AddPartitions(AddPartitions::parse(&mut args)?),
+            "alter-topic" => Command::AlterTopic(AlterTopic::parse(&mut args)?),
             "delete-topic" => Command::DeleteTopic(DeleteTopic::parse(&mut args)?),
             "delete-group" => Command::DeleteGroup(DeleteGroup::parse(&mut args)?),
             "delete-offsets" => Command::DeleteOffsets(DeleteOffsets::parse(&mut args)?),
@@ -250,6 +255,7 @@ impl Command {
             Command::Compact(c) => c.apply(lab)?,
             Command::DeleteRecords(c) => c.apply(lab)?,
             Command::AddPartitions(c) => c.apply(lab)?,
+            Command::AlterTopic(c) => c.apply(lab)?,
             Command::DeleteTopic(c) => c.apply(lab)?,
             Command::DeleteGroup(c) => c.apply(lab)?,
             Command::DeleteOffsets(c) => c.apply(lab)?,
@@ -306,6 +312,7 @@ impl fmt::Display for Command {
             Command::Compact(c) => c.fmt(f),
             Command::DeleteRecords(c) => c.fmt(f),
             Command::AddPartitions(c) => c.fmt(f),
+            Command::AlterTopic(c) => c.fmt(f),
             Command::DeleteTopic(c) => c.fmt(f),
             Command::DeleteGroup(c) => c.fmt(f),
             Command::DeleteOffsets(c) => c.fmt(f),

@@ -1,0 +1,251 @@
+//! IncrementalAlterConfigs (`kafka-configs.sh --alter --entity-type topics --add-config …`,
+//! `AdminClient.incrementalAlterConfigs`): a live topic's retention and cleanup settings
+//! change, one `alter-topic` line per topic, each applied by itself. SET takes Kafka's raw value
+//! (milliseconds, bytes, `-1` for none); DELETE goes back to Kafka's default. What the lab fixes
+//! at creation (partitions, segment settings), a config it does not model, APPEND or SUBTRACT
+//! (a topic has one cleanup.policy here) and the broker's own configs are refused, nothing
+//! changed.
+
+use crate::broker::Broker;
+use crate::change;
+use crate::str_bytes;
+use offsetlab_engine::log::{CleanupPolicy, TopicConfig};
+use offsetlab_scenario::command::{AlterTopic, Command};
+use offsetlab_wire::error::*;
+use offsetlab_wire::kafka_protocol::messages::incremental_alter_configs_request::AlterableConfig;
+use offsetlab_wire::kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
+use offsetlab_wire::kafka_protocol::messages::{
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+};
+
+const RESOURCE_TOPIC: i8 = 2;
+
+const OP_SET: i8 = 0;
+
+const OP_DELETE: i8 = 1;
+
+type Refusal = (i16, String);
+
+pub(crate) fn handle(broker: &Broker, r: &IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse {
+    let s = broker.lab.lock();
+    let planned: Vec<Result<AlterTopic, Refusal>> = r
+        .resources
+        .iter()
+        .map(|res| {
+            if res.resource_type != RESOURCE_TOPIC {
+                return Err((
+                    INVALID_REQUEST,
+                    "the lab alters topics; its broker's configs are set when it starts".into(),
+                ));
+            }
+            let topic = res.resource_name.to_string();
+            if offsetlab_engine::names::is_internal_topic(&topic) {
+                return Err((
+                    INVALID_TOPIC_EXCEPTION,
+                    format!("'{topic}' is one of Kafka's internal topics: its configs are the broker's"),
+                ));
+            }
+            if s.lab().topic(&topic).is_err() {
+                return Err((UNKNOWN_TOPIC_OR_PARTITION, format!("no topic '{topic}'")));
+            }
+            let mut alter = AlterTopic {
+                topic,
+                ..AlterTopic::default()
+            };
+            for c in &res.configs {
+                set(&mut alter, c)?;
+            }
+            Ok(alter)
+        })
+        .collect();
+    let outcomes: Vec<Result<(), Refusal>> = if r.validate_only {
+        drop(s);
+        planned
+            .iter()
+            .map(|p| p.as_ref().map(|_| ()).map_err(Clone::clone))
+            .collect()
+    } else {
+        let commands: Vec<Command> = planned
+            .iter()
+            .filter_map(|p| p.as_ref().ok().cloned().map(Command::AlterTopic))
+            .collect();
+        let mut applied = change::apply_each(&broker.lab, s, commands).into_iter();
+        planned
+            .iter()
+            .map(|p| match p {
+                Err(e) => Err(e.clone()),
+                Ok(_) => match applied.next() {
+                    Some(Ok(())) => Ok(()),
+                    Some(Err(failure)) => Err((failure.code(), failure.message())),
+                    None => Err((UNKNOWN_SERVER_ERROR, "not applied".to_string())),
+                },
+            })
+            .collect()
+    };
+    IncrementalAlterConfigsResponse::default().with_responses(
+        r.resources
+            .iter()
+            .zip(outcomes)
+            .map(|(res, outcome)| {
+                let base = AlterConfigsResourceResponse::default()
+                    .with_resource_type(res.resource_type)
+                    .with_resource_name(res.resource_name.clone());
+                match outcome {
+                    Ok(()) => base.with_error_code(NONE),
+                    Err((code, message)) => base
+                        .with_error_code(code)
+                        .with_error_message(Some(str_bytes(&message))),
+                }
+            })
+            .collect(),
+    )
+}
+
+/// One config operation, into the line's settings.
+fn set(alter: &mut AlterTopic, c: &AlterableConfig) -> Result<(), Refusal> {
+    let name = c.name.as_str();
+    let invalid = |why: String| (INVALID_CONFIG, format!("{name}: {why}"));
+    let value = match c.config_operation {
+        OP_SET => c
+            .value
+            .as_ref()
+            .map(|v| v.as_str())
+            .ok_or_else(|| invalid("SET needs a value".into()))?,
+        OP_DELETE => "",
+        _ => {
+            return Err(invalid(
+                "APPEND and SUBTRACT: a topic has one cleanup.policy in the lab".into(),
+            ))
+        }
+    };
+    let d = TopicConfig::default();
+    let number = |v: &str| {
+        v.parse::<i64>()
+            .map_err(|_| invalid(format!("'{v}' is not a number")))
+    };
+    let unlimited = |n: i64| if n < 0 { Ok(None) } else { Ok(Some(n)) };
+    let deleting = c.config_operation == OP_DELETE;
+    match name {
+        "retention.ms" => {
+            alter.retention_ms = Some(if deleting { d.retention_ms } else { unlimited(number(value)?)? })
+        }
+        "retention.bytes" => {
+            alter.retention_bytes = Some(if deleting {
+                d.retention_bytes
+            } else {
+                unlimited(number(value)?)?.map(|b| b as u64)
+            })
+        }
+        "cleanup.policy" => {
+            alter.cleanup_policy = Some(if deleting {
+                d.cleanup_policy
+            } else {
+                value.parse::<CleanupPolicy>().map_err(invalid)?
+            })
+        }
+        "delete.retention.ms" => {
+            let ms = if deleting { d.delete_retention_ms } else { number(value)? };
+            if ms < 0 {
+                return Err(invalid("must be 0 or more".into()));
+            }
+            alter.delete_retention_ms = Some(ms);
+        }
+        "segment.bytes" | "segment.ms" | "segment.records" => {
+            return Err(invalid("segment settings are fixed when the lab creates a topic".into()))
+        }
+        _ => {
+            return Err(invalid(
+                "not a config the lab models on a live topic (retention.ms, retention.bytes, cleanup.policy, delete.retention.ms)".into(),
+            ))
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{broker, name};
+    use offsetlab_wire::kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsResource;
+
+    fn alter(
+        topic: &str,
+        configs: &[(&str, i8, Option<&str>)],
+        validate_only: bool,
+    ) -> IncrementalAlterConfigsRequest {
+        IncrementalAlterConfigsRequest::default()
+            .with_validate_only(validate_only)
+            .with_resources(vec![AlterConfigsResource::default()
+                .with_resource_type(RESOURCE_TOPIC)
+                .with_resource_name(name(topic))
+                .with_configs(
+                    configs
+                        .iter()
+                        .map(|(k, op, v)| {
+                            AlterableConfig::default()
+                                .with_name(name(k))
+                                .with_config_operation(*op)
+                                .with_value(v.map(name))
+                        })
+                        .collect(),
+                )])
+    }
+
+    fn retention(b: &Broker) -> Option<i64> {
+        b.lab
+            .lock()
+            .lab()
+            .topic("orders")
+            .expect("orders")
+            .config
+            .retention_ms
+    }
+
+    #[test]
+    fn a_live_topics_retention_changes_and_goes_back_to_the_default() {
+        let b = broker();
+        let week = retention(&b);
+        let hour = alter("orders", &[("retention.ms", OP_SET, Some("3600000"))], true);
+        assert_eq!(handle(&b, &hour).responses[0].error_code, NONE);
+        assert_eq!(retention(&b), week, "validate_only changes nothing");
+        let hour = alter("orders", &[("retention.ms", OP_SET, Some("3600000"))], false);
+        assert_eq!(handle(&b, &hour).responses[0].error_code, NONE);
+        assert_eq!(retention(&b), Some(3_600_000));
+        let forever = alter("orders", &[("retention.ms", OP_SET, Some("-1"))], false);
+        assert_eq!(handle(&b, &forever).responses[0].error_code, NONE);
+        assert_eq!(retention(&b), None);
+        let back = alter("orders", &[("retention.ms", OP_DELETE, None)], false);
+        assert_eq!(handle(&b, &back).responses[0].error_code, NONE);
+        assert_eq!(retention(&b), week);
+    }
+
+    #[test]
+    fn what_the_lab_does_not_alter_is_refused_and_changes_nothing() {
+        let b = broker();
+        for (configs, code) in [
+            (vec![("segment.bytes", OP_SET, Some("1000"))], INVALID_CONFIG),
+            (vec![("compression.type", OP_SET, Some("zstd"))], INVALID_CONFIG),
+            (vec![("cleanup.policy", 2, Some("compact"))], INVALID_CONFIG),
+            (vec![("retention.ms", OP_SET, Some("soon"))], INVALID_CONFIG),
+            // One bad config refuses the resource's good one too.
+            (
+                vec![
+                    ("retention.ms", OP_SET, Some("1000")),
+                    ("segment.ms", OP_SET, Some("1")),
+                ],
+                INVALID_CONFIG,
+            ),
+        ] {
+            assert_eq!(
+                handle(&b, &alter("orders", &configs, false)).responses[0].error_code,
+                code
+            );
+        }
+        assert_eq!(retention(&b), TopicConfig::default().retention_ms);
+        let unknown = alter("nothing", &[("retention.ms", OP_SET, Some("1"))], false);
+        assert_eq!(
+            handle(&b, &unknown).responses[0].error_code,
+            UNKNOWN_TOPIC_OR_PARTITION
+        );
+    }
+}

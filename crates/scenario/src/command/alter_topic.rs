@@ -1,0 +1,102 @@
+//! `alter-topic TOPIC [retention.ms=DUR|-1] [retention.bytes=N|-1] [cleanup.policy=delete|compact]
+//! [delete.retention.ms=DUR]`
+//!
+//! Kafka's `IncrementalAlterConfigs` on a topic (what `kafka-configs.sh --alter --entity-type
+//! topics --add-config …` sends; the Kafka listener writes this line for it): the named settings
+//! change on a live topic, the rest stay. Retention reads them at the next tick, compaction at
+//! the next `compact` — a shorter `retention.ms` on a topic a stopped group has not finished is
+//! how a retention lesson makes "offset out of range" happen. Partitions (`add-partitions`) and
+//! segment settings are fixed when the topic is created.
+
+use crate::error::ParseError;
+use crate::token::{Args, Quoted};
+use crate::units::{count, duration_ms};
+use offsetlab_engine::clock::{format_duration, Millis};
+use offsetlab_engine::log::{CleanupPolicy, TopicConfig};
+use offsetlab_engine::{Lab, LabError};
+use std::fmt;
+
+/// The settings a line changes; `None` leaves one as it is. Inside, `None` is `-1`, "forever".
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AlterTopic {
+    pub topic: String,
+    pub retention_ms: Option<Option<Millis>>,
+    pub retention_bytes: Option<Option<u64>>,
+    pub cleanup_policy: Option<CleanupPolicy>,
+    pub delete_retention_ms: Option<Millis>,
+}
+
+fn forever_or<T>(v: &str, parse: impl Fn(&str) -> Result<T, String>) -> Result<Option<T>, String> {
+    if v == "-1" {
+        Ok(None)
+    } else {
+        parse(v).map(Some)
+    }
+}
+
+impl AlterTopic {
+    pub fn parse(args: &mut Args) -> Result<Self, ParseError> {
+        let alter = Self {
+            topic: args.word("topic")?,
+            retention_ms: args.parsed("retention.ms", |v| forever_or(v, duration_ms))?,
+            retention_bytes: args.parsed("retention.bytes", |v| forever_or(v, |v| count(v, u64::MAX)))?,
+            cleanup_policy: args.parsed("cleanup.policy", |v| v.parse())?,
+            delete_retention_ms: args.parsed("delete.retention.ms", duration_ms)?,
+        };
+        if alter.is_empty() {
+            return Err(ParseError::new(
+                "alter-topic: name a setting to change (retention.ms, retention.bytes, cleanup.policy, delete.retention.ms)",
+            ));
+        }
+        Ok(alter)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.retention_ms.is_none()
+            && self.retention_bytes.is_none()
+            && self.cleanup_policy.is_none()
+            && self.delete_retention_ms.is_none()
+    }
+
+    /// `config` with this line's settings applied.
+    pub fn changed(&self, config: &TopicConfig) -> TopicConfig {
+        let mut c = config.clone();
+        if let Some(v) = self.retention_ms {
+            c.retention_ms = v;
+        }
+        if let Some(v) = self.retention_bytes {
+            c.retention_bytes = v;
+        }
+        if let Some(v) = self.cleanup_policy {
+            c.cleanup_policy = v;
+        }
+        if let Some(v) = self.delete_retention_ms {
+            c.delete_retention_ms = v;
+        }
+        c
+    }
+
+    pub fn apply(&self, lab: &mut Lab) -> Result<(), LabError> {
+        let config = self.changed(&lab.topic(&self.topic)?.config);
+        lab.alter_topic_config(&self.topic, config)
+    }
+}
+
+impl fmt::Display for AlterTopic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "alter-topic {}", Quoted(&self.topic))?;
+        if let Some(v) = self.retention_ms {
+            write!(f, " retention.ms={}", v.map_or("-1".into(), format_duration))?;
+        }
+        if let Some(v) = self.retention_bytes {
+            write!(f, " retention.bytes={}", v.map_or("-1".into(), |b| b.to_string()))?;
+        }
+        if let Some(v) = self.cleanup_policy {
+            write!(f, " cleanup.policy={v}")?;
+        }
+        if let Some(v) = self.delete_retention_ms {
+            write!(f, " delete.retention.ms={}", format_duration(v))?;
+        }
+        Ok(())
+    }
+}
