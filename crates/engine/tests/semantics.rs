@@ -1807,7 +1807,8 @@ fn a_shorter_retention_on_a_live_topic_deletes_at_the_next_check() {
     };
     lab.create_topic("orders", config.clone()).expect("topic");
     produce(&mut lab, "orders", 12);
-    lab.tick(2 * 3_600_000).expect("two hours: a week's retention deletes nothing");
+    lab.tick(2 * 3_600_000)
+        .expect("two hours: a week's retention deletes nothing");
     let start = |lab: &Lab| lab.partition_log(&tp()).expect("log").log_start_offset();
     assert_eq!(start(&lab), 0);
     let hour = TopicConfig {
@@ -1819,8 +1820,16 @@ fn a_shorter_retention_on_a_live_topic_deletes_at_the_next_check() {
         ..hour.clone()
     };
     assert!(lab.alter_topic_config("orders", bigger_segments).is_err());
-    assert_eq!(lab.topic("orders").expect("orders").config, config, "a refusal changes nothing");
+    assert_eq!(
+        lab.topic("orders").expect("orders").config,
+        config,
+        "a refusal changes nothing"
+    );
     lab.alter_topic_config("orders", hour).expect("retention.ms=1h");
     lab.tick(1_000).expect("the next check");
-    assert_eq!(start(&lab), 8, "the two closed segments are older than an hour; the active one stays");
+    assert_eq!(
+        start(&lab),
+        8,
+        "the two closed segments are older than an hour; the active one stays"
+    );
 }

@@ -21,7 +21,7 @@ use offsetlab_wire::kafka_protocol::messages::{CreateTopicsRequest, CreateTopics
 use std::collections::BTreeSet;
 
 /// A topic config as a client sends it (Kafka's units: milliseconds, bytes), applied to `c`.
-fn set_config(c: &mut TopicConfig, name: &str, value: &str) -> Result<(), String> {
+pub(crate) fn set_config(c: &mut TopicConfig, name: &str, value: &str) -> Result<(), String> {
     let long = || {
         value
             .parse::<i64>()

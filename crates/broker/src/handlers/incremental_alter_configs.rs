@@ -9,7 +9,7 @@
 use crate::broker::Broker;
 use crate::change;
 use crate::str_bytes;
-use offsetlab_engine::log::{CleanupPolicy, TopicConfig};
+use offsetlab_engine::log::TopicConfig;
 use offsetlab_scenario::command::{AlterTopic, Command};
 use offsetlab_wire::error::*;
 use offsetlab_wire::kafka_protocol::messages::incremental_alter_configs_request::AlterableConfig;
@@ -118,41 +118,23 @@ fn set(alter: &mut AlterTopic, c: &AlterableConfig) -> Result<(), Refusal> {
             ))
         }
     };
-    let d = TopicConfig::default();
-    let number = |v: &str| {
-        v.parse::<i64>()
-            .map_err(|_| invalid(format!("'{v}' is not a number")))
-    };
-    let unlimited = |n: i64| if n < 0 { Ok(None) } else { Ok(Some(n)) };
     let deleting = c.config_operation == OP_DELETE;
+    if matches!(name, "segment.bytes" | "segment.ms" | "segment.records") {
+        return Err(invalid(
+            "segment settings are fixed when the lab creates a topic".into(),
+        ));
+    }
+    // Read as CreateTopics reads it (Kafka's raw units, the lab's bounds); DELETE is the default.
+    let mut parsed = TopicConfig::default();
+    if !deleting {
+        crate::handlers::create_topics::set_config(&mut parsed, name, value)
+            .map_err(|e| (INVALID_CONFIG, e))?;
+    }
     match name {
-        "retention.ms" => {
-            alter.retention_ms = Some(if deleting { d.retention_ms } else { unlimited(number(value)?)? })
-        }
-        "retention.bytes" => {
-            alter.retention_bytes = Some(if deleting {
-                d.retention_bytes
-            } else {
-                unlimited(number(value)?)?.map(|b| b as u64)
-            })
-        }
-        "cleanup.policy" => {
-            alter.cleanup_policy = Some(if deleting {
-                d.cleanup_policy
-            } else {
-                value.parse::<CleanupPolicy>().map_err(invalid)?
-            })
-        }
-        "delete.retention.ms" => {
-            let ms = if deleting { d.delete_retention_ms } else { number(value)? };
-            if ms < 0 {
-                return Err(invalid("must be 0 or more".into()));
-            }
-            alter.delete_retention_ms = Some(ms);
-        }
-        "segment.bytes" | "segment.ms" | "segment.records" => {
-            return Err(invalid("segment settings are fixed when the lab creates a topic".into()))
-        }
+        "retention.ms" => alter.retention_ms = Some(parsed.retention_ms),
+        "retention.bytes" => alter.retention_bytes = Some(parsed.retention_bytes),
+        "cleanup.policy" => alter.cleanup_policy = Some(parsed.cleanup_policy),
+        "delete.retention.ms" => alter.delete_retention_ms = Some(parsed.delete_retention_ms),
         _ => {
             return Err(invalid(
                 "not a config the lab models on a live topic (retention.ms, retention.bytes, cleanup.policy, delete.retention.ms)".into(),
@@ -227,6 +209,10 @@ mod tests {
             (vec![("compression.type", OP_SET, Some("zstd"))], INVALID_CONFIG),
             (vec![("cleanup.policy", 2, Some("compact"))], INVALID_CONFIG),
             (vec![("retention.ms", OP_SET, Some("soon"))], INVALID_CONFIG),
+            (
+                vec![("retention.ms", OP_SET, Some("9223372036854775807"))],
+                INVALID_CONFIG,
+            ),
             // One bad config refuses the resource's good one too.
             (
                 vec![
