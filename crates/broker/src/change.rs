@@ -106,6 +106,36 @@ pub(crate) fn apply_commands(
     apply(lab, s, commands.into_iter().map(Change::Command).collect())
 }
 
+/// A refusal decided before anything is applied: Kafka's error code and its message.
+pub(crate) type Refusal = (i16, String);
+
+/// An admin request's items, each a command to apply by itself or the refusal already decided:
+/// applied one by one ([`apply_each`]) — or with `validate_only`, only checked — and answered
+/// item by item, as Kafka answers a request that names several topics.
+pub(crate) fn apply_planned(
+    lab: &LabHandle,
+    s: MutexGuard<'_, Session>,
+    planned: Vec<Result<Command, Refusal>>,
+    validate_only: bool,
+) -> Vec<Result<(), Refusal>> {
+    if validate_only {
+        drop(s);
+        return planned.into_iter().map(|p| p.map(|_| ())).collect();
+    }
+    let commands: Vec<Command> = planned.iter().filter_map(|p| p.as_ref().ok().cloned()).collect();
+    let mut applied = apply_each(lab, s, commands).into_iter();
+    planned
+        .into_iter()
+        .map(|p| {
+            p.and_then(|_| match applied.next() {
+                Some(Ok(())) => Ok(()),
+                Some(Err(failure)) => Err((failure.code(), failure.message())),
+                None => Err((UNKNOWN_SERVER_ERROR, "not applied".to_string())),
+            })
+        })
+        .collect()
+}
+
 /// Applies each command by itself — one topic's or group's refusal is not another's — then
 /// saves the lab once; each command's outcome.
 ///

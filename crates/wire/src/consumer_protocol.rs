@@ -53,9 +53,14 @@ pub fn subscription<'a>(topics: impl IntoIterator<Item = &'a str>) -> Bytes {
             .map(|t| StrBytes::from_string(t.to_string()))
             .collect(),
     );
+    version_0(&subscription)
+}
+
+/// The version prefix (0) and `body` encoded in version 0; empty if it cannot be encoded.
+fn version_0(body: &impl Encodable) -> Bytes {
     let mut bytes = BytesMut::new();
     bytes.extend_from_slice(&0i16.to_be_bytes());
-    if subscription.encode(&mut bytes, 0).is_err() {
+    if body.encode(&mut bytes, 0).is_err() {
         bytes.clear();
     }
     bytes.freeze()
@@ -73,12 +78,7 @@ pub fn assignment<'a>(partitions: impl IntoIterator<Item = (&'a str, Vec<i32>)>)
             })
             .collect(),
     );
-    let mut bytes = BytesMut::new();
-    bytes.extend_from_slice(&0i16.to_be_bytes());
-    if assignment.encode(&mut bytes, 0).is_err() {
-        bytes.clear();
-    }
-    bytes.freeze()
+    version_0(&assignment)
 }
 
 #[cfg(test)]

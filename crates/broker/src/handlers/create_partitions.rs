@@ -5,7 +5,7 @@
 //! and changes nothing. One broker: a manual assignment may only name it (broker 0), one replica.
 
 use crate::broker::Broker;
-use crate::change::{self, code};
+use crate::change::{self, code, Refusal};
 use crate::str_bytes;
 use offsetlab_engine::LabError;
 use offsetlab_scenario::command::{AddPartitions, Command};
@@ -14,7 +14,7 @@ use offsetlab_wire::kafka_protocol::messages::create_partitions_response::Create
 use offsetlab_wire::kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
 
 /// Each topic's error, or its `add-partitions` line.
-type Planned = Result<AddPartitions, (i16, String)>;
+type Planned = Result<AddPartitions, Refusal>;
 
 pub(crate) fn handle(broker: &Broker, r: &CreatePartitionsRequest) -> CreatePartitionsResponse {
     let s = broker.lab.lock();
@@ -43,30 +43,11 @@ pub(crate) fn handle(broker: &Broker, r: &CreatePartitionsRequest) -> CreatePart
                 .map_err(|e| refusal(&e))
         })
         .collect();
-    let outcomes: Vec<Result<(), (i16, String)>> = if r.validate_only {
-        drop(s);
-        planned
-            .iter()
-            .map(|p| p.as_ref().map(|_| ()).map_err(Clone::clone))
-            .collect()
-    } else {
-        let commands: Vec<Command> = planned
-            .iter()
-            .filter_map(|p| p.as_ref().ok().cloned().map(Command::AddPartitions))
-            .collect();
-        let mut applied = change::apply_each(&broker.lab, s, commands).into_iter();
-        planned
-            .iter()
-            .map(|p| match p {
-                Err(e) => Err(e.clone()),
-                Ok(_) => match applied.next() {
-                    Some(Ok(())) => Ok(()),
-                    Some(Err(failure)) => Err((failure.code(), failure.message())),
-                    None => Err((UNKNOWN_SERVER_ERROR, "not applied".to_string())),
-                },
-            })
-            .collect()
-    };
+    let planned = planned
+        .into_iter()
+        .map(|p| p.map(Command::AddPartitions))
+        .collect();
+    let outcomes = change::apply_planned(&broker.lab, s, planned, r.validate_only);
     CreatePartitionsResponse::default().with_results(
         r.topics
             .iter()
@@ -85,7 +66,7 @@ pub(crate) fn handle(broker: &Broker, r: &CreatePartitionsRequest) -> CreatePart
 }
 
 /// The engine's refusal as Kafka's error code and message.
-fn refusal(e: &LabError) -> (i16, String) {
+fn refusal(e: &LabError) -> Refusal {
     let code = match e {
         LabError::InvalidPartitions(_) => INVALID_PARTITIONS,
         e => code(e),

@@ -7,7 +7,7 @@
 //! changed.
 
 use crate::broker::Broker;
-use crate::change;
+use crate::change::{self, Refusal};
 use crate::str_bytes;
 use offsetlab_engine::log::TopicConfig;
 use offsetlab_scenario::command::{AlterTopic, Command};
@@ -23,8 +23,6 @@ const RESOURCE_TOPIC: i8 = 2;
 const OP_SET: i8 = 0;
 
 const OP_DELETE: i8 = 1;
-
-type Refusal = (i16, String);
 
 pub(crate) fn handle(broker: &Broker, r: &IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse {
     let s = broker.lab.lock();
@@ -58,30 +56,8 @@ pub(crate) fn handle(broker: &Broker, r: &IncrementalAlterConfigsRequest) -> Inc
             Ok(alter)
         })
         .collect();
-    let outcomes: Vec<Result<(), Refusal>> = if r.validate_only {
-        drop(s);
-        planned
-            .iter()
-            .map(|p| p.as_ref().map(|_| ()).map_err(Clone::clone))
-            .collect()
-    } else {
-        let commands: Vec<Command> = planned
-            .iter()
-            .filter_map(|p| p.as_ref().ok().cloned().map(Command::AlterTopic))
-            .collect();
-        let mut applied = change::apply_each(&broker.lab, s, commands).into_iter();
-        planned
-            .iter()
-            .map(|p| match p {
-                Err(e) => Err(e.clone()),
-                Ok(_) => match applied.next() {
-                    Some(Ok(())) => Ok(()),
-                    Some(Err(failure)) => Err((failure.code(), failure.message())),
-                    None => Err((UNKNOWN_SERVER_ERROR, "not applied".to_string())),
-                },
-            })
-            .collect()
-    };
+    let planned = planned.into_iter().map(|p| p.map(Command::AlterTopic)).collect();
+    let outcomes = change::apply_planned(&broker.lab, s, planned, r.validate_only);
     IncrementalAlterConfigsResponse::default().with_responses(
         r.resources
             .iter()

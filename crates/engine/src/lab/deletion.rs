@@ -122,10 +122,7 @@ impl Lab {
         if crate::names::is_internal_topic(topic) {
             return Err(LabError::internal_topic(topic, ": it cannot be deleted"));
         }
-        let t = self
-            .topics
-            .get(topic)
-            .ok_or_else(|| LabError::UnknownTopic(topic.to_string()))?;
+        let t = self.topic(topic)?;
         if let Some(c) = self
             .consumers
             .values()

@@ -164,6 +164,12 @@ impl Lab {
             .ok_or_else(|| LabError::UnknownTopic(name.to_string()))
     }
 
+    pub(crate) fn topic_mut(&mut self, name: &str) -> Result<&mut Topic, LabError> {
+        self.topics
+            .get_mut(name)
+            .ok_or_else(|| LabError::UnknownTopic(name.to_string()))
+    }
+
     pub fn partition_log(&self, tp: &TopicPartition) -> Result<&dyn PartitionLog, LabError> {
         let topic = self.topic(&tp.topic)?;
         topic
@@ -315,10 +321,7 @@ impl Lab {
             return Ok(self.compact_offsets_topic());
         }
         let now = self.now();
-        let topic = self
-            .topics
-            .get_mut(name)
-            .ok_or_else(|| LabError::UnknownTopic(name.to_string()))?;
+        let topic = self.topic_mut(name)?;
         if topic.config.cleanup_policy != crate::log::CleanupPolicy::Compact {
             return Err(LabError::InvalidArgument(format!(
                 "topic '{name}' has cleanup.policy=delete: only compacted topics (and __consumer_offsets) are compacted"

@@ -195,10 +195,7 @@ impl Lab {
     /// Kafka's consumers do once their metadata shows them.
     pub fn add_partitions(&mut self, topic: &str, count: i32) -> Result<(), LabError> {
         let current = self.check_add_partitions(topic, count)?;
-        let t = self
-            .topics
-            .get(topic)
-            .ok_or_else(|| LabError::UnknownTopic(topic.to_string()))?;
+        let t = self.topic(topic)?;
         let config = TopicConfig {
             partitions: count,
             ..t.config.clone()
@@ -207,10 +204,7 @@ impl Lab {
             .map(|p| self.store.open(topic, p, &config))
             .collect::<Result<Vec<_>, String>>()
             .map_err(LabError::storage)?;
-        let t = self
-            .topics
-            .get_mut(topic)
-            .ok_or_else(|| LabError::UnknownTopic(topic.to_string()))?;
+        let t = self.topic_mut(topic)?;
         t.partitions.extend(added);
         t.txns
             .resize_with(count as usize, crate::txn::PartitionTxns::default);
@@ -242,12 +236,7 @@ impl Lab {
                 ": its partitions are the broker's",
             ));
         }
-        let current = self
-            .topics
-            .get(topic)
-            .ok_or_else(|| LabError::UnknownTopic(topic.to_string()))?
-            .partitions
-            .len() as i32;
+        let current = self.topic(topic)?.partitions.len() as i32;
         if count == current {
             return Err(LabError::InvalidPartitions(format!(
                 "topic {topic} already has {current} partitions"
@@ -275,10 +264,7 @@ impl Lab {
         if crate::names::is_internal_topic(topic) {
             return Err(LabError::internal_topic(topic, ": its configs are the broker's"));
         }
-        let t = self
-            .topics
-            .get_mut(topic)
-            .ok_or_else(|| LabError::UnknownTopic(topic.to_string()))?;
+        let t = self.topic_mut(topic)?;
         let c = &t.config;
         if (
             config.partitions,
@@ -338,10 +324,7 @@ impl Lab {
     /// `DeleteRecords` (`kafka-delete-records.sh`): moves a partition's log start offset up to
     /// `before`. Records below it are gone for every group, read or not.
     pub fn delete_records(&mut self, topic: &str, partition: i32, before: Offset) -> Result<usize, LabError> {
-        let t = self
-            .topics
-            .get_mut(topic)
-            .ok_or_else(|| LabError::UnknownTopic(topic.to_string()))?;
+        let t = self.topic_mut(topic)?;
         let n = t.partitions.len() as i32;
         let log = usize::try_from(partition)
             .ok()
@@ -374,10 +357,7 @@ impl Lab {
         spec: &ProduceSpec,
     ) -> Result<BTreeMap<i32, (Offset, Offset)>, LabError> {
         let now = self.clock.now();
-        let t = self
-            .topics
-            .get_mut(topic)
-            .ok_or_else(|| LabError::UnknownTopic(topic.to_string()))?;
+        let t = self.topic_mut(topic)?;
         spec.check(topic, t.partitions.len() as i32)?;
         let n_parts = t.partitions.len() as i32;
         let mut written: BTreeMap<i32, (Offset, Offset)> = BTreeMap::new();
@@ -554,10 +534,7 @@ impl Lab {
         if crate::names::is_internal_topic(topic) {
             return Err(LabError::internal_topic(topic, ": clients cannot write to it"));
         }
-        let t = self
-            .topics
-            .get_mut(topic)
-            .ok_or_else(|| LabError::UnknownTopic(topic.to_string()))?;
+        let t = self.topic_mut(topic)?;
         let n_parts = t.partitions.len() as i32;
         if !(0..n_parts).contains(&partition) {
             return Err(LabError::UnknownPartition {

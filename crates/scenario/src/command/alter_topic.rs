@@ -8,6 +8,7 @@
 //! how a retention lesson makes "offset out of range" happen. Partitions (`add-partitions`) and
 //! segment settings are fixed when the topic is created.
 
+use super::topic::forever_or;
 use crate::error::ParseError;
 use crate::token::{Args, Quoted};
 use crate::units::{count, duration_ms};
@@ -24,14 +25,6 @@ pub struct AlterTopic {
     pub retention_bytes: Option<Option<u64>>,
     pub cleanup_policy: Option<CleanupPolicy>,
     pub delete_retention_ms: Option<Millis>,
-}
-
-fn forever_or<T>(v: &str, parse: impl Fn(&str) -> Result<T, String>) -> Result<Option<T>, String> {
-    if v == "-1" {
-        Ok(None)
-    } else {
-        parse(v).map(Some)
-    }
 }
 
 impl AlterTopic {

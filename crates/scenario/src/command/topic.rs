@@ -17,7 +17,8 @@ pub struct CreateTopic {
     pub config: TopicConfig,
 }
 
-fn forever_or<T>(v: &str, parse: impl Fn(&str) -> Result<T, String>) -> Result<Option<T>, String> {
+/// `-1` ("forever", "no limit") as `None`, anything else parsed.
+pub(crate) fn forever_or<T>(v: &str, parse: impl Fn(&str) -> Result<T, String>) -> Result<Option<T>, String> {
     if v == "-1" {
         Ok(None)
     } else {
