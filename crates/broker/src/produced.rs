@@ -4,7 +4,7 @@ use offsetlab_wire::error::*;
 
 use bytes::Bytes;
 use offsetlab_engine::lab::{SentHeader, SentRecord, MAX_SEND_RECORDS};
-use offsetlab_records::{validate_produce, ProduceError, ProducedBatches, ProducerRun};
+use offsetlab_records::{validate_produce_within, ProduceError, ProducedBatches, ProducerRun};
 
 /// Why one partition's records were refused: Kafka's error code and the message a v8+ client
 /// shows.
@@ -102,25 +102,17 @@ pub(crate) fn sent_records(bytes: Bytes, rules: Rules) -> Result<Produced, Refus
             (_, false) => Err(NOT_TEXT_VALUE),
         }
     };
-    let v = validate_produce(bytes, &mut rule).map_err(|e| {
+    let v = validate_produce_within(bytes, rules.message_max_bytes, &mut rule).map_err(|e| {
         let code = match e {
             ProduceError::InvalidRecord(_) => INVALID_RECORD,
             ProduceError::TooLarge { .. } => RECORD_LIST_TOO_LARGE,
+            ProduceError::BatchTooLarge { .. } => MESSAGE_TOO_LARGE,
             ProduceError::Corrupt(_) | ProduceError::Framing(_) | ProduceError::CorruptCompressed(_) => {
                 CORRUPT_MESSAGE
             }
         };
         (code, e.to_string())
     })?;
-    if v.largest_batch > rules.message_max_bytes {
-        return Err((
-            MESSAGE_TOO_LARGE,
-            format!(
-                "a record batch of {} bytes is larger than message.max.bytes ({})",
-                v.largest_batch, rules.message_max_bytes
-            ),
-        ));
-    }
     if v.zstd && rules.version < 7 {
         return Err((
             UNSUPPORTED_COMPRESSION_TYPE,

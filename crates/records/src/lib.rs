@@ -24,5 +24,7 @@ pub mod record;
 pub mod varint;
 
 pub use batch::{Batch, BatchError, BatchHeader};
-pub use produced::{validate_produce, ProduceError, ProducedBatches, ProducerRun, Validated};
+pub use produced::{
+    validate_produce, validate_produce_within, ProduceError, ProducedBatches, ProducerRun, Validated,
+};
 pub use record::{is_text, NewRecord, Offset, Record, RecordRef};

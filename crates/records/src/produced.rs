@@ -50,8 +50,6 @@ pub struct Validated {
     pub compressed: bool,
     /// At least one batch came compressed with zstd (which Produce v7 introduced, KIP-110).
     pub zstd: bool,
-    /// The largest batch as it came (compressed, if it was): what `message.max.bytes` bounds.
-    pub largest_batch: usize,
 }
 
 /// Why a partition's batches were refused; nothing of them is kept.
@@ -67,6 +65,10 @@ pub enum ProduceError {
     /// Kafka's `CORRUPT_MESSAGE`, for compressed data that does not decompress.
     #[error("corrupt compressed record batch: {0}")]
     CorruptCompressed(DecompressError),
+    /// Kafka's `MESSAGE_TOO_LARGE`: a batch larger, as sent, than the broker's
+    /// `message.max.bytes` — refused before its CRC is computed or a byte is decompressed.
+    #[error("a record batch of {size} bytes is larger than message.max.bytes ({limit})")]
+    BatchTooLarge { size: usize, limit: usize },
     /// Kafka's `RECORD_LIST_TOO_LARGE`: a batch that decompresses past the bound.
     #[error("a batch decompresses to more than {limit} bytes")]
     TooLarge { limit: usize },
@@ -204,11 +206,24 @@ pub fn validate_produce<V>(bytes: Bytes, visit: &mut V) -> Result<Validated, Pro
 where
     V: FnMut(Option<&[u8]>, Option<&[u8]>, &[u8]) -> Result<(), &'static str> + ?Sized,
 {
+    validate_produce_within(bytes, usize::MAX, visit)
+}
+
+/// [`validate_produce`] with a broker's `message.max.bytes`: a larger batch is refused from
+/// its header alone.
+pub fn validate_produce_within<V>(
+    bytes: Bytes,
+    max_batch_bytes: usize,
+    visit: &mut V,
+) -> Result<Validated, ProduceError>
+where
+    V: FnMut(Option<&[u8]>, Option<&[u8]>, &[u8]) -> Result<(), &'static str> + ?Sized,
+{
     let mut rules = HeaderRules::default();
     let mut headers = Vec::new();
     // Once a batch came compressed, every batch is copied into a new buffer.
     let mut rewritten: Option<Vec<u8>> = None;
-    let (mut zstd, mut largest_batch) = (false, 0);
+    let mut zstd = false;
     let mut at = 0;
     while at < bytes.len() {
         let header = BatchHeader::parse(&bytes[at..]).map_err(ProduceError::Corrupt)?;
@@ -216,9 +231,14 @@ where
             .checked_add(header.total_len)
             .filter(|&e| e <= bytes.len())
             .ok_or(ProduceError::Framing("a record batch runs past the request"))?;
+        if header.total_len > max_batch_bytes {
+            return Err(ProduceError::BatchTooLarge {
+                size: header.total_len,
+                limit: max_batch_bytes,
+            });
+        }
         rules.check(&header, at == 0)?;
         let one = &bytes[at..end];
-        largest_batch = largest_batch.max(header.total_len);
         zstd |= Compression::from_attributes(header.attributes) == Some(Compression::Zstd);
         if header.is_compressed() {
             let out = rewritten.get_or_insert_with(|| bytes[..at].to_vec());
@@ -250,7 +270,6 @@ where
         transactional: rules.transactional,
         compressed,
         zstd,
-        largest_batch,
     })
 }
 
@@ -534,5 +553,21 @@ mod tests {
                 records: 5
             })
         );
+    }
+
+    /// `message.max.bytes` bounds a batch as it was sent, from its header alone.
+    #[test]
+    fn a_batch_past_the_limit_is_refused_by_its_size() {
+        let batch = plain(&[record(1_000, b"a", b"1", &[])]);
+        let size = batch.len();
+        let refused = validate_produce_within(Bytes::from(batch.clone()), size - 1, &mut accept_all);
+        assert_eq!(
+            refused.map(|_| ()),
+            Err(ProduceError::BatchTooLarge {
+                size,
+                limit: size - 1
+            })
+        );
+        assert!(validate_produce_within(Bytes::from(batch), size, &mut accept_all).is_ok());
     }
 }
