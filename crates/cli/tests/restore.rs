@@ -164,16 +164,20 @@ fn a_lab_that_cannot_be_restored_is_never_replaced() {
         text.replace("produce mine count=3", "produce mine cxunt=3"),
     )
     .expect("corrupt");
+    // Starting the lab on that data directory: refused every time.
+    let start = || {
+        offsetlab(&[
+            "serve",
+            "--data",
+            &data,
+            "--http",
+            "127.0.0.1:0",
+            "--kafka",
+            "off",
+        ])
+    };
     let before = snapshot(dir.path());
-    let out = offsetlab(&[
-        "serve",
-        "--data",
-        &data,
-        "--http",
-        "127.0.0.1:0",
-        "--kafka",
-        "off",
-    ]);
+    let out = start();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "it refused to start");
     assert!(err.contains("history.scenario"), "{err}");
@@ -191,15 +195,7 @@ fn a_lab_that_cannot_be_restored_is_never_replaced() {
         std::fs::write(generation.join(slot), b"garbage").expect("garble");
     }
     let before = snapshot(dir.path());
-    let out = offsetlab(&[
-        "serve",
-        "--data",
-        &data,
-        "--http",
-        "127.0.0.1:0",
-        "--kafka",
-        "off",
-    ]);
+    let out = start();
     assert!(!out.status.success());
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("lab.json"),
