@@ -4,7 +4,8 @@
 #   - Debian packages: chromium (browser tests), kcat (Kafka listener tests), a C toolchain (the
 #     rdkafka crate builds its bundled librdkafka), python3-venv (the Python client tests),
 #     nodejs and npm (Playwright);
-#   - npm packages from web-tests/package-lock.json (playwright-core);
+#   - npm packages from web-tests/package-lock.json (playwright-core) and
+#     kafka-clients/package-lock.json (kafkajs);
 #   - a Python venv with kafka-python and confluent-kafka, pinned, from PyPI.
 # System packages need root: run as root, or with sudo available. Anything it cannot install
 # is named, and the script fails; no suite is skipped for want of a tool.
@@ -37,6 +38,11 @@ fi
 if [ ! -d web-tests/node_modules/playwright-core ]; then
   echo "== setup: npm ci (web-tests/package-lock.json)"
   (cd web-tests && npm ci --no-audit --no-fund)
+fi
+
+if [ ! -d kafka-clients/node_modules/kafkajs ]; then
+  echo "== setup: npm ci (kafka-clients/package-lock.json)"
+  (cd kafka-clients && npm ci --no-audit --no-fund)
 fi
 
 venv=target/kafka-python-venv

@@ -6,7 +6,8 @@
 #      Debian's Chromium against a real `offsetlab serve`
 #   4. a kafka-python smoke test against the lab's Kafka listener (the kcat and librdkafka
 #      (`rdkafka` crate) tests of the listener run in step 2)
-#   5. crash vs model: a real librdkafka consumer (confluent-kafka) killed mid-batch with
+#   5. kafkajs (kafka-clients/, locked in its package-lock.json): a pure JavaScript client
+#   6. crash vs model: a real librdkafka consumer (confluent-kafka) killed mid-batch with
 #      auto-commit on; the lab's engine must predict exactly what it lost and duplicated
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +37,9 @@ for _ in $(seq 1 50); do grep -q "Kafka listener on" "$log" && break; sleep 0.1;
 kafka=$(sed -n 's/^Kafka listener on \([^ ]*\).*/\1/p' "$log")
 [ -n "$kafka" ] || { echo "error: the lab did not start its Kafka listener:" >&2; cat "$log" >&2; exit 1; }
 "$venv/bin/python" scripts/kafka_python_smoke.py "$kafka"
+
+echo "== kafkajs (a JavaScript client, no librdkafka) against the Kafka listener"
+(cd kafka-clients && OFFSETLAB_KAFKA="$kafka" npm test)
 
 echo "== crash vs model: librdkafka (confluent-kafka) killed mid-batch with auto-commit, against the lab's prediction"
 "$venv/bin/python" scripts/crash_vs_model.py "$kafka" ./target/debug/offsetlab

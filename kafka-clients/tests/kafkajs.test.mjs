@@ -1,0 +1,89 @@
+// kafkajs — a pure JavaScript Kafka client, sharing no code with librdkafka or kafka-python —
+// against the lab's Kafka listener: OFFSETLAB_KAFKA=host:port (scripts/test.sh starts the lab).
+// Each test uses topics and groups of its own, so it can share a lab with the other suites.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { Kafka, logLevel } from 'kafkajs';
+
+const broker = process.env.OFFSETLAB_KAFKA;
+if (!broker) throw new Error('OFFSETLAB_KAFKA (host:port of the lab\'s Kafka listener) is not set');
+const kafka = new Kafka({ clientId: 'kafkajs-suite', brokers: [broker], logLevel: logLevel.NOTHING });
+const admin = kafka.admin();
+await admin.connect();
+after(() => admin.disconnect());
+
+async function produce(topic, messages) {
+  const producer = kafka.producer({ allowAutoTopicCreation: false });
+  await producer.connect();
+  try {
+    return await producer.send({ topic, messages });
+  } finally {
+    await producer.disconnect();
+  }
+}
+
+test('a topic created, written and read back, then grown with CreatePartitions', async () => {
+  assert.equal(await admin.createTopics({ topics: [{ topic: 'js-orders', numPartitions: 1 }] }), true);
+  await produce('js-orders', [{ key: 'o-1', value: 'created' }, { key: 'o-2', value: 'paid' }]);
+  const offsets = await admin.fetchTopicOffsets('js-orders');
+  assert.deepEqual(offsets.map((o) => [o.partition, o.high, o.low]), [[0, '2', '0']]);
+
+  await admin.createPartitions({ topicPartitions: [{ topic: 'js-orders', count: 3 }] });
+  const { topics } = await admin.fetchTopicMetadata({ topics: ['js-orders'] });
+  assert.equal(topics[0].partitions.length, 3);
+  await assert.rejects(
+    admin.createPartitions({ topicPartitions: [{ topic: 'js-orders', count: 2 }] }),
+    (e) => /INVALID_PARTITIONS|partitions/i.test(`${e.type} ${e.message} ${JSON.stringify(e.errors ?? [])}`),
+  );
+});
+
+test('a group consumes and commits; the lab keeps what it committed', async () => {
+  await admin.createTopics({ topics: [{ topic: 'js-events', numPartitions: 1 }] });
+  await produce('js-events', ['a', 'b', 'c'].map((value) => ({ value })));
+  const consumer = kafka.consumer({ groupId: 'js-group', sessionTimeout: 10_000 });
+  await consumer.connect();
+  await consumer.subscribe({ topic: 'js-events', fromBeginning: true });
+  const seen = [];
+  await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`only ${seen.length} record(s) in 20 s`)), 20_000);
+    consumer
+      .run({
+        autoCommit: false,
+        eachMessage: async ({ topic, partition, message }) => {
+          seen.push(message.value.toString());
+          await consumer.commitOffsets([{ topic, partition, offset: (BigInt(message.offset) + 1n).toString() }]);
+          if (seen.length === 3) {
+            clearTimeout(timer);
+            resolve();
+          }
+        },
+      })
+      .catch(reject);
+  });
+  await consumer.disconnect();
+  assert.deepEqual(seen, ['a', 'b', 'c']);
+  const [committed] = await admin.fetchOffsets({ groupId: 'js-group', topics: ['js-events'] });
+  assert.deepEqual(committed.partitions.map((p) => [p.partition, p.offset]), [[0, '3']]);
+});
+
+test('offsets set from outside any group make an Empty group that is listed and described', async () => {
+  await admin.createTopics({ topics: [{ topic: 'js-audit', numPartitions: 1 }] });
+  await produce('js-audit', ['x', 'y'].map((value) => ({ value })));
+  await admin.setOffsets({ groupId: 'js-offsets-only', topic: 'js-audit', partitions: [{ partition: 0, offset: '1' }] });
+  const { groups } = await admin.listGroups();
+  assert.ok(groups.some((g) => g.groupId === 'js-offsets-only'), JSON.stringify(groups));
+  const described = await admin.describeGroups(['js-offsets-only']);
+  assert.equal(described.groups[0].state, 'Empty');
+  const [committed] = await admin.fetchOffsets({ groupId: 'js-offsets-only', topics: ['js-audit'] });
+  assert.equal(committed.partitions[0].offset, '1');
+});
+
+test('the broker describes its listeners and limits', async () => {
+  const { resources } = await admin.describeConfigs({
+    resources: [{ type: 4 /* BROKER */, name: '0', configNames: ['advertised.listeners', 'message.max.bytes'] }],
+    includeSynonyms: false,
+  });
+  const configs = Object.fromEntries(resources[0].configEntries.map((c) => [c.configName, c.configValue]));
+  assert.equal(configs['advertised.listeners'], `PLAINTEXT://${broker}`);
+  assert.equal(configs['message.max.bytes'], '1048588');
+});
