@@ -56,6 +56,10 @@ group = KafkaConsumer(
 got = [r.offset for r in group]
 assert got == list(range(13)), got
 group.commit()
+# A commit with metadata: the coordinator keeps the string and OffsetFetch hands it back.
+from kafka.structs import OffsetAndMetadata
+
+group.commit({tp: OffsetAndMetadata(13, "app v1 # 'quoted'", -1)})
 watcher = KafkaAdminClient(bootstrap_servers=bootstrap)
 live = watcher.describe_groups(["py-group"])["py-group"]
 assert live["group_state"] == "Stable", live
@@ -63,7 +67,8 @@ assert [m["member_assignment"]["assigned_partitions"] for m in live["members"]] 
 group.close()
 after = watcher.describe_groups(["py-group"])["py-group"]
 assert after["group_state"] == "Empty" and after["members"] == [], after
-assert watcher.list_group_offsets("py-group")["py-group"][tp].offset == 13
+committed = watcher.list_group_offsets("py-group")["py-group"][tp]
+assert (committed.offset, committed.metadata) == (13, "app v1 # 'quoted'"), committed
 watcher.close()
 
 admin = KafkaAdminClient(bootstrap_servers=bootstrap)

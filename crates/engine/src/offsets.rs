@@ -107,11 +107,23 @@ impl OffsetStore {
     /// Commits `offset` for `group` on `tp` at `now`, without metadata (what the lab's own
     /// consumers and real clients' commits carry here).
     pub fn commit_offset(&mut self, group: &str, tp: &TopicPartition, offset: Offset, now: Millis) -> Offset {
+        self.commit_offset_with(group, tp, offset, String::new(), now)
+    }
+
+    /// [`OffsetStore::commit_offset`] with the metadata string a client sent.
+    pub fn commit_offset_with(
+        &mut self,
+        group: &str,
+        tp: &TopicPartition,
+        offset: Offset,
+        metadata: String,
+        now: Millis,
+    ) -> Offset {
         self.commit(
             OffsetKey::new(group, tp),
             OffsetAndMetadata {
                 offset,
-                metadata: String::new(),
+                metadata,
                 commit_timestamp: now,
             },
             now,

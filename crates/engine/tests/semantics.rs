@@ -1476,7 +1476,7 @@ fn a_group_of_real_clients_commits_through_its_membership() {
     lab.external_rebalance("copy", 1, "range", vec![member("rdkafka-1", vec![tp()])])
         .expect("rebalance");
     assert_eq!(lab.group("copy").expect("group").state().to_string(), "Stable");
-    lab.external_commit("copy", "rdkafka-1", 1, &[(tp(), 8)])
+    lab.external_commit("copy", "rdkafka-1", 1, &[(tp(), 8)], &Default::default())
         .expect("commit");
     let view = figures(&lab, "copy");
     assert_eq!(
@@ -1495,7 +1495,7 @@ fn a_group_of_real_clients_commits_through_its_membership() {
     )
     .expect("rebalance");
     let err = lab
-        .external_commit("copy", "rdkafka-1", 1, &[(tp(), 12)])
+        .external_commit("copy", "rdkafka-1", 1, &[(tp(), 12)], &Default::default())
         .expect_err("stale");
     assert!(
         matches!(
@@ -1510,7 +1510,7 @@ fn a_group_of_real_clients_commits_through_its_membership() {
     );
     assert!(err.to_string().contains("ILLEGAL_GENERATION"), "{err}");
     let err = lab
-        .external_commit("copy", "ghost", 2, &[(tp(), 12)])
+        .external_commit("copy", "ghost", 2, &[(tp(), 12)], &Default::default())
         .expect_err("unknown");
     assert!(matches!(err, LabError::UnknownMember { .. }), "{err}");
     assert!(err.to_string().contains("UNKNOWN_MEMBER_ID"), "{err}");
@@ -1630,8 +1630,14 @@ fn deletions_follow_the_coordinators_rules() {
     };
     lab.external_rebalance("copy", 1, "range", vec![member(vec![tp()])])
         .expect("rebalance");
-    lab.external_commit("copy", "rdkafka-1", 1, &[(tp(), 8), (scratch.clone(), 0)])
-        .expect("commit");
+    lab.external_commit(
+        "copy",
+        "rdkafka-1",
+        1,
+        &[(tp(), 8), (scratch.clone(), 0)],
+        &Default::default(),
+    )
+    .expect("commit");
 
     // Active: the group stays, and so do its offsets for the topic it reads.
     let err = lab.delete_group("copy").expect_err("not empty");
@@ -1694,7 +1700,7 @@ fn deletions_follow_the_coordinators_rules() {
         vec![member(vec![tp(), TopicPartition::new("gone".to_string(), 0)])],
     )
     .expect("rebalance");
-    lab.external_commit("stale", "rdkafka-1", 1, &[(tp(), 3)])
+    lab.external_commit("stale", "rdkafka-1", 1, &[(tp(), 3)], &Default::default())
         .expect("commit");
 
     // Topics: a lab consumer's topic stays; another goes with the offsets groups had for it.
@@ -1710,8 +1716,14 @@ fn deletions_follow_the_coordinators_rules() {
     assert!(lab.delete_topic("__consumer_offsets").is_err());
     lab.external_rebalance("other", 1, "range", vec![member(vec![scratch.clone()])])
         .expect("rebalance");
-    lab.external_commit("other", "rdkafka-1", 1, &[(scratch.clone(), 0)])
-        .expect("commit");
+    lab.external_commit(
+        "other",
+        "rdkafka-1",
+        1,
+        &[(scratch.clone(), 0)],
+        &Default::default(),
+    )
+    .expect("commit");
     lab.delete_topic("scratch").expect("deleted");
     assert!(lab.topic("scratch").is_err());
     assert!(lab.offsets().fetch(&OffsetKey::new("other", &scratch)).is_none());

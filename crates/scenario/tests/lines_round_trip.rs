@@ -384,14 +384,26 @@ fn command() -> impl Strategy<Value = Command> {
                     members,
                 })
             ),
-        (nonempty_text(), nonempty_text(), 0..=i32::MAX, offsets()).prop_map(
-            |(group, member, generation, offsets)| Command::CommitOffsets(CommitOffsets {
-                group,
-                member,
-                generation,
-                offsets,
-            })
-        ),
+        (
+            nonempty_text(),
+            nonempty_text(),
+            0..=i32::MAX,
+            offsets(),
+            proptest::collection::btree_map(
+                (topic(), partition()).prop_map(|(t, p)| TopicPartition::new(t, p)),
+                text(),
+                0..3
+            )
+        )
+            .prop_map(|(group, member, generation, offsets, metadata)| {
+                Command::CommitOffsets(CommitOffsets {
+                    group,
+                    member,
+                    generation,
+                    offsets,
+                    metadata,
+                })
+            }),
         (nonempty_text(), positive_duration())
             .prop_map(|(txn_id, timeout_ms)| Command::InitTxn(InitTxn { txn_id, timeout_ms })),
         (nonempty_text(), producer(), text(), partition(), records()).prop_map(

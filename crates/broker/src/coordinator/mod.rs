@@ -412,12 +412,14 @@ impl Coordinator {
         member: &str,
         generation: i32,
         offsets: Vec<(TopicPartition, i64)>,
+        metadata: std::collections::BTreeMap<TopicPartition, String>,
     ) -> Command {
         Command::CommitOffsets(CommitOffsets {
             group: group.to_string(),
             member: member.to_string(),
             generation,
             offsets,
+            metadata,
         })
     }
 

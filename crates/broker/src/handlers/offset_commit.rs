@@ -11,7 +11,7 @@ use offsetlab_wire::kafka_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
 };
 use offsetlab_wire::kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A commit from outside the group — what `kafka-consumer-groups.sh --reset-offsets --execute`
 /// and an admin client's `alterConsumerGroupOffsets` send (no member id, generation −1) —
@@ -50,6 +50,7 @@ pub(crate) fn handle(broker: &Broker, r: &OffsetCommitRequest) -> OffsetCommitRe
             &r.member_id,
             r.generation_id_or_member_epoch,
             sorted.stored,
+            sorted.metadata,
         )]
     } else {
         sorted
@@ -83,6 +84,8 @@ struct Sorted {
     /// (Kafka stores whatever a client sends, and its clients read -1 back as "no offset").
     /// Refused one by one; the rest are stored.
     negative: BTreeSet<(String, i32)>,
+    /// The metadata strings sent with stored offsets (a member's commit keeps them).
+    metadata: BTreeMap<TopicPartition, String>,
 }
 
 impl Sorted {
@@ -91,6 +94,7 @@ impl Sorted {
             stored: Vec::new(),
             unknown: BTreeSet::new(),
             negative: BTreeSet::new(),
+            metadata: BTreeMap::new(),
         };
         for t in &r.topics {
             for p in &t.partitions {
@@ -100,6 +104,9 @@ impl Sorted {
                 } else if p.committed_offset < 0 {
                     sorted.negative.insert((tp.topic, tp.partition));
                 } else {
+                    if let Some(m) = p.committed_metadata.as_ref().filter(|m| !m.is_empty()) {
+                        sorted.metadata.insert(tp.clone(), m.to_string());
+                    }
                     sorted.stored.push((tp, p.committed_offset));
                 }
             }

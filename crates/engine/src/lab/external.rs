@@ -129,6 +129,7 @@ impl Lab {
         member: &str,
         generation: i32,
         offsets: &[(TopicPartition, Offset)],
+        metadata: &std::collections::BTreeMap<TopicPartition, String>,
     ) -> Result<(), LabError> {
         let g = self
             .groups
@@ -176,7 +177,8 @@ impl Lab {
         }
         let now = self.clock.now();
         for (tp, offset) in offsets {
-            self.offsets.commit_offset(group, tp, *offset, now);
+            let metadata = metadata.get(tp).cloned().unwrap_or_default();
+            self.offsets.commit_offset_with(group, tp, *offset, metadata, now);
         }
         let what: Vec<String> = offsets.iter().map(|(tp, o)| format!("{tp} → {o}")).collect();
         self.say(

@@ -5,7 +5,9 @@
 //! `{"id": …, "client": …, "host": …, "partitions": {"topic": [0, 1]}}`; `[]` when the last
 //! member left or timed out.
 //!
-//! `commit-offsets GROUP member=M generation=G offsets=T:P=O[,T:P=O…]` — a member committed.
+//! `commit-offsets GROUP member=M generation=G offsets=T:P=O[,T:P=O…] [metadata=JSON]` — a member
+//! committed; `metadata` holds the metadata strings it sent with them (`{"orders:0": "…"}`), for
+//! the partitions whose metadata is not empty.
 //!
 //! The listener writes these lines; the engine checks them (a commit from an unknown member or an
 //! old generation is refused) and the lab shows the group like any other.
@@ -149,6 +151,9 @@ pub struct CommitOffsets {
     pub member: String,
     pub generation: i32,
     pub offsets: Vec<(TopicPartition, Offset)>,
+    /// The metadata a client sent with a partition's offset (OffsetCommit's
+    /// `committed_metadata`), for those that sent any: OffsetFetch hands it back.
+    pub metadata: BTreeMap<TopicPartition, String>,
 }
 
 impl CommitOffsets {
@@ -164,16 +169,39 @@ impl CommitOffsets {
         let offsets = args
             .parsed("offsets", parse_offsets)?
             .ok_or_else(|| ParseError::new("commit-offsets: missing offsets=T:P=O,…"))?;
+        let metadata = args
+            .parsed("metadata", |v| {
+                let by_partition: BTreeMap<String, String> = serde_json::from_str(v)
+                    .map_err(|e| format!("not a JSON object of \"topic:partition\": metadata ({e})"))?;
+                by_partition
+                    .into_iter()
+                    .map(|(tp, m)| {
+                        let (topic, partition) = tp
+                            .rsplit_once(':')
+                            .and_then(|(t, p)| Some((t, p.parse::<i32>().ok()?)))
+                            .ok_or_else(|| format!("'{tp}' is not topic:partition"))?;
+                        Ok((TopicPartition::new(topic, partition), m))
+                    })
+                    .collect::<Result<BTreeMap<_, _>, String>>()
+            })?
+            .unwrap_or_default();
         Ok(Self {
             group,
             member,
             generation,
             offsets,
+            metadata,
         })
     }
 
     pub fn apply(&self, lab: &mut Lab) -> Result<(), LabError> {
-        lab.external_commit(&self.group, &self.member, self.generation, &self.offsets)
+        lab.external_commit(
+            &self.group,
+            &self.member,
+            self.generation,
+            &self.offsets,
+            &self.metadata,
+        )
     }
 }
 
@@ -186,6 +214,16 @@ impl fmt::Display for CommitOffsets {
             Quoted(&self.member),
             self.generation,
             offsets_text(&self.offsets)
-        )
+        )?;
+        if !self.metadata.is_empty() {
+            let by_partition: BTreeMap<String, &str> = self
+                .metadata
+                .iter()
+                .map(|(tp, m)| (format!("{}:{}", tp.topic, tp.partition), m.as_str()))
+                .collect();
+            let json = serde_json::to_string(&by_partition).map_err(|_| fmt::Error)?;
+            write!(f, " metadata={}", QuotedJson(&json))?;
+        }
+        Ok(())
     }
 }
