@@ -64,6 +64,15 @@ async fn produce_on_worker(
     blocking(broker, move |b| produce::append(b, b.lab.lock(), checked)).await
 }
 
+/// Whether the frame's header names an API the lab knows in a version it does not serve.
+fn is_unserved(frame: &[u8]) -> bool {
+    let field = |at: usize| frame.get(at..at + 2).map(|b| i16::from_be_bytes([b[0], b[1]]));
+    match (field(0).and_then(|k| ApiKey::try_from(k).ok()), field(2)) {
+        (Some(api_key), Some(version)) => !offsetlab_wire::versions::is_served(api_key, version),
+        _ => false,
+    }
+}
+
 /// The client id of a request header (v1 and later: after the API key, version and correlation
 /// id, a nullable INT16-length string), read from the raw frame, lossily: for a log line.
 fn sender_of(frame: &[u8]) -> String {
@@ -91,8 +100,13 @@ fn client_id(request: &Request) -> String {
 
 /// The reply to one request frame.
 pub(crate) async fn answer(frame: Bytes, broker: &Arc<Broker>, client: &Client<'_>) -> Reply {
-    // Read before the frame is decoded (and taken): only a refused request needs it.
-    let sender = sender_of(&frame);
+    // Read before the frame is decoded (and taken), and only for a version the lab does not
+    // serve: no other request pays for the copy.
+    let sender = if is_unserved(&frame) {
+        sender_of(&frame)
+    } else {
+        String::new()
+    };
     let request = match decode(frame) {
         Ok(r) => r,
         Err(DecodeError::NotServed {

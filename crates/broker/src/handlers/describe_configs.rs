@@ -74,6 +74,8 @@ fn broker_configs(broker: &Broker, lab: &offsetlab_engine::Lab) -> Vec<(&'static
     let retention_minutes = lab.offsets_retention_ms() / 60_000;
     let default_retention = offsetlab_engine::lab::DEFAULT_OFFSETS_RETENTION_MS / 60_000;
     let ms = |d: std::time::Duration| d.as_millis().to_string();
+    // The retention a topic gets when it names none: the lab's default is Kafka's.
+    let retention_ms = offsetlab_engine::log::config::DEFAULT_RETENTION_MS;
     vec![
         ("broker.id", "0".into(), false, TYPE_INT),
         ("node.id", "0".into(), false, TYPE_INT),
@@ -113,8 +115,13 @@ fn broker_configs(broker: &Broker, lab: &offsetlab_engine::Lab) -> Vec<(&'static
             true,
             TYPE_LONG,
         ),
-        ("log.retention.hours", "168".into(), false, TYPE_INT),
-        ("log.retention.ms", "604800000".into(), false, TYPE_LONG),
+        (
+            "log.retention.hours",
+            (retention_ms / 3_600_000).to_string(),
+            false,
+            TYPE_INT,
+        ),
+        ("log.retention.ms", retention_ms.to_string(), false, TYPE_LONG),
         ("log.retention.bytes", "-1".into(), false, TYPE_LONG),
         (
             "log.segment.bytes",
