@@ -4,7 +4,7 @@ use offsetlab_wire::error::*;
 
 use bytes::Bytes;
 use offsetlab_engine::lab::{SentHeader, SentRecord, MAX_SEND_RECORDS};
-use offsetlab_records::{validate_produce_within, ProduceError, ProducedBatches, ProducerRun};
+use offsetlab_records::{headers, validate_produce_within, ProduceError, ProducedBatches, ProducerRun};
 
 /// Why one partition's records were refused: Kafka's error code and the message a v8+ client
 /// shows.
@@ -15,7 +15,7 @@ pub(crate) enum Records {
     /// Uncompressed v2 batches as the client encoded them (compressed ones re-encoded
     /// uncompressed): appended to the log as they are.
     Encoded(ProducedBatches),
-    /// A transaction's records, as text (`txn-send` lines), with the producer's id and epoch.
+    /// A transaction's records (`txn-send` lines), with the producer's id and epoch.
     Transactional {
         records: Vec<SentRecord>,
         producer_id: i64,
@@ -41,44 +41,6 @@ pub(crate) struct Produced {
     pub producer: Option<ProducerRun>,
 }
 
-/// The lab keeps text records (its history and exports spell them out): a key or value that is
-/// not UTF-8 is refused with INVALID_RECORD.
-pub(crate) const NOT_TEXT_KEY: &str = "the lab keeps text records: this key is not UTF-8";
-
-pub(crate) const NOT_TEXT_VALUE: &str = "the lab keeps text records: this value is not UTF-8";
-
-pub(crate) const NOT_TEXT_HEADER: &str = "the lab keeps text records: a header of this record is not UTF-8";
-
-/// A record's headers (as encoded) as the export spells them: text, or INVALID_RECORD.
-pub(crate) fn text_headers(raw: &[u8]) -> Result<Vec<SentHeader>, &'static str> {
-    let headers = offsetlab_engine::record::headers::decode(raw).ok_or("malformed record headers")?;
-    headers
-        .into_iter()
-        .map(|(k, v)| {
-            let key = std::str::from_utf8(k).map_err(|_| NOT_TEXT_HEADER)?.to_string();
-            let value = v
-                .map(|v| std::str::from_utf8(v).map(str::to_string))
-                .transpose()
-                .map_err(|_| NOT_TEXT_HEADER)?;
-            Ok(SentHeader { key, value })
-        })
-        .collect()
-}
-
-pub(crate) fn text(b: Option<&[u8]>, what: &str) -> Result<Option<String>, Refusal> {
-    b.map(|b| {
-        String::from_utf8(b.to_vec()).map_err(|_| {
-            let message = if what == "key" {
-                NOT_TEXT_KEY
-            } else {
-                NOT_TEXT_VALUE
-            };
-            (INVALID_RECORD, message.to_string())
-        })
-    })
-    .transpose()
-}
-
 /// What a partition's batches are checked against besides their own bytes.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Rules {
@@ -89,19 +51,13 @@ pub(crate) struct Rules {
 }
 
 /// The records of one partition's batches, validated whole in one walk
-/// ([`offsetlab_records::validate_produce`]); nothing is kept if one is bad. Batches outside a
-/// transaction — what producers send by default — are kept as they came (a compressed one
-/// rewritten uncompressed): no record is decoded into a value or copied on its own.
+/// ([`offsetlab_records::validate_produce`]); nothing is kept if one is bad. Keys, values and
+/// headers are any bytes, as Kafka takes them: the walk checks their bounds, never their
+/// content. Batches outside a transaction — what producers send by default — are kept as they
+/// came (a compressed one rewritten uncompressed): no record is decoded into a value or copied
+/// on its own.
 pub(crate) fn sent_records(bytes: Bytes, rules: Rules) -> Result<Produced, Refusal> {
-    let mut rule = |k: Option<&[u8]>, v: Option<&[u8]>, headers: &[u8]| {
-        let is_text = |b: Option<&[u8]>| b.is_none_or(offsetlab_records::is_text);
-        match (is_text(k), is_text(v)) {
-            (true, true) if headers.is_empty() => Ok(()),
-            (true, true) => text_headers(headers).map(|_| ()),
-            (false, _) => Err(NOT_TEXT_KEY),
-            (_, false) => Err(NOT_TEXT_VALUE),
-        }
-    };
+    let mut rule = |_: Option<&[u8]>, _: Option<&[u8]>, _: &[u8]| Ok(());
     let v = validate_produce_within(bytes, rules.message_max_bytes, &mut rule).map_err(|e| {
         let code = match e {
             ProduceError::InvalidRecord(_) => INVALID_RECORD,
@@ -143,11 +99,13 @@ pub(crate) fn sent_records(bytes: Bytes, rules: Rules) -> Result<Produced, Refus
     // it appends them).
     let mut records = Vec::with_capacity(v.batches.records());
     for r in v.batches.batches().flat_map(|b| b.records()) {
+        let headers = headers::decode(r.headers)
+            .ok_or_else(|| (INVALID_RECORD, "malformed record headers".to_string()))?;
         records.push(SentRecord {
-            key: text(r.key, "key")?,
-            value: text(r.value, "value")?,
+            key: r.key.map(Into::into),
+            value: r.value.map(Into::into),
             timestamp: None,
-            headers: text_headers(r.headers).map_err(|m| (INVALID_RECORD, m.to_string()))?,
+            headers: headers.into_iter().map(SentHeader::from).collect(),
             batch_timestamp: None,
         });
     }

@@ -421,12 +421,12 @@ impl Stage<'_> {
         let t = Instant::now();
         let mut from = 0;
         loop {
-            let mut owned: Vec<(i64, String, String)> = Vec::with_capacity(50_000);
+            let mut owned: Vec<(i64, Vec<u8>, Vec<u8>)> = Vec::with_capacity(50_000);
             log.read(from, 50_000, &mut |r| {
                 owned.push((
                     r.offset,
-                    String::from_utf8_lossy(r.key.unwrap_or_default()).into_owned(),
-                    String::from_utf8_lossy(r.value.unwrap_or_default()).into_owned(),
+                    r.key.unwrap_or_default().to_vec(),
+                    r.value.unwrap_or_default().to_vec(),
                 ));
             });
             let Some(last) = owned.last().map(|r| r.0) else {

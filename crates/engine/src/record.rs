@@ -28,3 +28,4 @@ impl fmt::Display for TopicPartition {
 
 pub use offsetlab_records::headers;
 pub use offsetlab_records::record::{NewRecord, Offset, Record, RecordRef};
+pub use offsetlab_records::record_bytes::{self, RecordBytes, Shown};

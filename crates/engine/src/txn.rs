@@ -204,8 +204,8 @@ pub struct TxnWrite {
     pub output_offset: Offset,
     pub source: TopicPartition,
     pub source_offset: Offset,
-    pub key: String,
-    pub value: String,
+    pub key: crate::record::RecordBytes,
+    pub value: crate::record::RecordBytes,
     pub incarnation: u32,
     pub reason: DeliveryReason,
 }

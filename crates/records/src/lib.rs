@@ -6,6 +6,8 @@
 //!
 //! - [`record`]: records as a log holds them ([`NewRecord`] on the way in, [`RecordRef`]
 //!   borrowed from a batch, [`Record`] copied out) and their [`Offset`].
+//! - [`record_bytes`]: [`RecordBytes`], any bytes, written as a JSON string when UTF-8 and as
+//!   base64 otherwise, and [`Shown`], how the lab shows them (text, Schema Registry framing, hex).
 //! - [`headers`]: record headers as a v2 record encodes them.
 //! - [`varint`]: the zig-zag varints record fields use.
 //! - [`batch`]: the batch codec — header, validation (CRC-32C, every record's bounds), records,
@@ -21,6 +23,7 @@ pub mod crc_shift;
 pub mod headers;
 pub mod produced;
 pub mod record;
+pub mod record_bytes;
 pub mod varint;
 
 pub use batch::{Batch, BatchError, BatchHeader};
@@ -28,3 +31,4 @@ pub use produced::{
     validate_produce, validate_produce_within, ProduceError, ProducedBatches, ProducerRun, Validated,
 };
 pub use record::{is_text, NewRecord, Offset, Record, RecordRef};
+pub use record_bytes::{RecordBytes, Shown};

@@ -5,7 +5,7 @@
 //!
 //! One walk per batch, its header parsed once: the header's rules (numbered from 0, not a
 //! control batch, all transactional or none, one producer in sequence), the CRC, every record's
-//! bounds, and a caller's own rule for keys, values and headers (the lab keeps text). A
+//! bounds, and a caller's own rule for keys, values and headers (the listener takes any bytes). A
 //! compressed batch (gzip, snappy, lz4, zstd) is decompressed within [`MAX_DECOMPRESSED`] and
 //! rewritten uncompressed — its header with the codec bits cleared, its records byte for byte,
 //! a new CRC — so the log stores every batch uncompressed and a record keeps the timestamp delta

@@ -84,18 +84,12 @@ impl Record {
         }
     }
 
-    /// The key as text (the lab's keys are order ids); lossy for non-UTF-8 bytes.
+    /// The key as a person reads it ([`crate::record_bytes::shown`]): text, or hex for other
+    /// bytes (the lab's keys are order ids); empty for a null key.
     pub fn key_text(&self) -> String {
         self.key
             .as_deref()
-            .map(|k| String::from_utf8_lossy(k).into_owned())
-            .unwrap_or_default()
-    }
-
-    pub fn value_text(&self) -> String {
-        self.value
-            .as_deref()
-            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .map(|k| crate::record_bytes::shown(k).to_string())
             .unwrap_or_default()
     }
 }

@@ -8,6 +8,7 @@ use offsetlab_engine::group::ExternalMember;
 use offsetlab_engine::lab::{ProduceSpec, ResetSpec, SentRecord};
 use offsetlab_engine::log::config::CleanupPolicy;
 use offsetlab_engine::log::TopicConfig;
+use offsetlab_engine::record::RecordBytes;
 use offsetlab_engine::record::TopicPartition;
 use offsetlab_engine::sink::SinkKind;
 use offsetlab_engine::strategy::{AutoOffsetReset, CommitStrategy};
@@ -114,13 +115,21 @@ fn offsets() -> impl Strategy<Value = Vec<(TopicPartition, i64)>> {
     )
 }
 
+/// A key, a value or a header: text, or any bytes (Avro, Protobuf, a Schema Registry frame).
+fn record_bytes() -> impl Strategy<Value = RecordBytes> {
+    prop_oneof![
+        text().prop_map(RecordBytes::from),
+        proptest::collection::vec(any::<u8>(), 0..24).prop_map(RecordBytes::from),
+    ]
+}
+
 fn records() -> impl Strategy<Value = Vec<SentRecord>> {
     proptest::collection::vec(
         (
-            proptest::option::of(text()),
-            proptest::option::of(text()),
+            proptest::option::of(record_bytes()),
+            proptest::option::of(record_bytes()),
             proptest::option::of(any::<i64>()),
-            proptest::collection::vec((text(), proptest::option::of(text())), 0..3),
+            proptest::collection::vec((record_bytes(), proptest::option::of(record_bytes())), 0..3),
             proptest::option::of(any::<i64>()),
         )
             .prop_map(|(key, value, timestamp, headers, batch_timestamp)| SentRecord {

@@ -14,10 +14,12 @@
 //! ```
 //!
 //! The upsert sink adds a unique index on `order_id` and writes with `ON CONFLICT DO UPDATE`;
-//! the append and transactional sinks insert a row per write.
+//! the append and transactional sinks insert a row per write. A key or value that is UTF-8 is
+//! stored as `TEXT`, any other bytes as a `BLOB` ([`column`]): SQLite compares the two as
+//! different values, so distinct binary keys stay distinct rows and `sqlite3` shows text as text.
 
 use offsetlab_engine::audit::DeliveryReason;
-use offsetlab_engine::record::{Offset, TopicPartition};
+use offsetlab_engine::record::{Offset, RecordBytes, TopicPartition};
 use offsetlab_engine::sink::{
     Sink, SinkError, SinkFactory, SinkKind, SinkRow, SinkStats, SinkWrite, WriteOutcome,
 };
@@ -188,17 +190,39 @@ impl SqliteSink {
 
     fn insert_with(stmt: &mut rusqlite::Statement<'_>, w: &SinkWrite<'_>) -> Result<(), rusqlite::Error> {
         stmt.execute(params![
-            w.key,
+            column(w.key),
             w.tp.topic,
             w.tp.partition,
             w.offset,
-            w.value,
+            column(w.value),
             w.consumer,
             w.incarnation,
             w.reason.name(),
             w.at
         ])?;
         Ok(())
+    }
+}
+
+/// A key or value as its column holds it: `TEXT` when UTF-8 (every sink written before binary
+/// records were kept holds text), a `BLOB` otherwise.
+fn column(bytes: &[u8]) -> rusqlite::types::ToSqlOutput<'_> {
+    use rusqlite::types::{ToSqlOutput, ValueRef};
+    ToSqlOutput::Borrowed(match std::str::from_utf8(bytes) {
+        Ok(_) => ValueRef::Text(bytes),
+        Err(_) => ValueRef::Blob(bytes),
+    })
+}
+
+/// A key or value column read back as the bytes written.
+fn read_column(r: &rusqlite::Row<'_>, i: usize) -> Result<RecordBytes, rusqlite::Error> {
+    match r.get_ref(i)? {
+        rusqlite::types::ValueRef::Text(b) | rusqlite::types::ValueRef::Blob(b) => Ok(b.into()),
+        other => Err(rusqlite::Error::InvalidColumnType(
+            i,
+            "a key or value".into(),
+            other.data_type(),
+        )),
     }
 }
 
@@ -292,11 +316,11 @@ impl Sink for SqliteSink {
                 let reason: String = r.get(8)?;
                 Ok(SinkRow {
                     row_id: r.get::<_, i64>(0)? as u64,
-                    key: r.get(1)?,
+                    key: read_column(r, 1)?,
                     topic: r.get(2)?,
                     partition: r.get(3)?,
                     offset: r.get(4)?,
-                    value: r.get(5)?,
+                    value: read_column(r, 5)?,
                     consumer: r.get(6)?,
                     incarnation: r.get(7)?,
                     reason: DeliveryReason::from_name(&reason).unwrap_or(DeliveryReason::First),
@@ -457,8 +481,8 @@ mod tests {
         sink.apply(&SinkWrite {
             tp: &tp,
             offset: 7,
-            key: "o-8",
-            value: "{}",
+            key: b"o-8",
+            value: b"{}",
             consumer: "c1",
             incarnation: 2,
             generation: 1,

@@ -10,12 +10,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use offsetlab_engine::offsets::OffsetRecord;
-use offsetlab_engine::record::TopicPartition;
+use offsetlab_engine::record::{RecordBytes, TopicPartition};
 use offsetlab_engine::sink::{SinkKind, SinkRow};
 use offsetlab_engine::strategy::CommitStrategy;
 use offsetlab_engine::txn::ControlType;
 use offsetlab_engine::LabError;
-use offsetlab_lab::clip::{clip, clip_row, clipped, MAX_FIELD_BYTES};
+use offsetlab_lab::clip::{clip, clip_row, shown_field, MAX_FIELD_BYTES};
 use offsetlab_lab::session::{ActionError, PendingSave, Session};
 use offsetlab_lab::LabHandle;
 use offsetlab_scenario::explore::{self, Cell};
@@ -273,8 +273,19 @@ struct RecordsQuery {
 struct RecordJson {
     offset: i64,
     timestamp: i64,
+    /// The key as text; for bytes that are not text, their hex digits (`key_form`).
     key: Option<String>,
     value: Option<String>,
+    /// `hex` for a key that is not text, `schema-registry` for one in the Schema Registry's
+    /// framing (magic byte 0, a 4-byte schema id: `key` holds the payload's hex); absent for text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key_form: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    value_form: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key_schema_id: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    value_schema_id: Option<u32>,
     /// The whole key's and value's sizes in bytes, when they were cut to [`MAX_FIELD_BYTES`]
     /// (`GET /api/record` has them whole).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -316,15 +327,21 @@ async fn get_records(State(app): State<AppState>, ApiQuery(q): ApiQuery<RecordsQ
             };
             let key = (!r.control).then_some(r.key).flatten();
             let value = (!r.control).then_some(r.value).flatten();
-            let (key_text, key_cut) = key.map(|k| clipped(k, MAX_FIELD_BYTES)).unzip();
-            let (value_text, value_cut) = value.map(|v| clipped(v, MAX_FIELD_BYTES)).unzip();
+            let k = key.map(|k| shown_field(k, MAX_FIELD_BYTES));
+            let v = value.map(|v| shown_field(v, MAX_FIELD_BYTES));
             records.push(RecordJson {
                 offset: r.offset,
                 timestamp: r.timestamp,
-                key: key_text,
-                value: value_text,
-                key_bytes: key.filter(|_| key_cut == Some(true)).map(<[u8]>::len),
-                value_bytes: value.filter(|_| value_cut == Some(true)).map(<[u8]>::len),
+                key_form: k.as_ref().and_then(|k| k.form),
+                value_form: v.as_ref().and_then(|v| v.form),
+                key_schema_id: k.as_ref().and_then(|k| k.schema_id),
+                value_schema_id: v.as_ref().and_then(|v| v.schema_id),
+                key_bytes: key.filter(|_| k.as_ref().is_some_and(|k| k.cut)).map(<[u8]>::len),
+                value_bytes: value
+                    .filter(|_| v.as_ref().is_some_and(|v| v.cut))
+                    .map(<[u8]>::len),
+                key: k.map(|k| k.text),
+                value: v.map(|v| v.text),
                 control,
                 txn,
             })
@@ -367,8 +384,9 @@ async fn get_record(State(app): State<AppState>, ApiQuery(q): ApiQuery<RecordQue
                     "partition": q.partition,
                     "offset": r.offset,
                     "timestamp": r.timestamp,
-                    "key": r.key.map(|k| String::from_utf8_lossy(k).into_owned()),
-                    "value": r.value.map(|v| String::from_utf8_lossy(v).into_owned()),
+                    // Byte for byte: a string when UTF-8, {"base64": …} otherwise.
+                    "key": r.key.map(RecordBytes::from),
+                    "value": r.value.map(RecordBytes::from),
                 }));
             }
         });

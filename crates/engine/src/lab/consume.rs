@@ -450,8 +450,8 @@ impl Lab {
             (c.config.group.clone(), c.incarnation, c.generation, c.member_id());
         let now = self.now();
         let (tp, offset) = (&item.tp, item.record.offset);
-        let key = item.record.key_text();
-        let value = item.record.value_text();
+        let key = item.record.key.as_deref().unwrap_or_default();
+        let value = item.record.value.as_deref().unwrap_or_default();
         let g = self
             .groups
             .get_mut(&group)
@@ -460,8 +460,8 @@ impl Lab {
         let outcome = g.sink.apply(&SinkWrite {
             tp,
             offset,
-            key: &key,
-            value: &value,
+            key,
+            value,
             consumer: name,
             incarnation,
             generation,
@@ -479,7 +479,7 @@ impl Lab {
             at: now,
             tp: tp.clone(),
             offset,
-            key,
+            key: item.record.key_text(),
             consumer: name.to_string(),
             incarnation,
             reason,

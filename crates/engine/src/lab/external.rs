@@ -308,8 +308,8 @@ impl Lab {
             .zip(&headers)
             .map(|(r, headers)| crate::record::NewRecord {
                 timestamp: now,
-                key: r.key.as_deref().map(str::as_bytes),
-                value: r.value.as_deref().map(str::as_bytes),
+                key: r.key.as_deref(),
+                value: r.value.as_deref(),
                 control: false,
                 headers,
             })

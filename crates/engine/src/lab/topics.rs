@@ -6,7 +6,7 @@ use crate::log::partitioner::partition_for_key;
 use crate::log::{EncodedAppend, PartitionLog, TopicConfig};
 use crate::narrative::EventKind;
 use crate::order;
-use crate::record::{NewRecord, Offset};
+use crate::record::{NewRecord, Offset, RecordBytes};
 use offsetlab_records::ProducedBatches;
 use std::collections::{BTreeMap, HashMap};
 
@@ -30,15 +30,15 @@ pub struct ProduceSpec {
 }
 
 /// A record a Kafka client produced through the listener: its own key and value, either of
-/// them null, kept verbatim (the lab keeps text: keys and values must be UTF-8), its headers,
-/// and the timestamp its producer gave it.
+/// them null, kept byte for byte (written as text when UTF-8, base64 otherwise:
+/// [`RecordBytes`]), its headers, and the timestamp its producer gave it.
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SentRecord {
     #[serde(default)]
-    pub key: Option<String>,
+    pub key: Option<RecordBytes>,
     #[serde(default)]
-    pub value: Option<String>,
+    pub value: Option<RecordBytes>,
     /// The producer's timestamp (`CreateTime`), when there is one to keep: the batch is
     /// encoded with it, so a replay lays the records out exactly as the client did. Readers
     /// see the batch's log append time either way; without it the record carries the lab's time.
@@ -57,14 +57,18 @@ pub struct SentRecord {
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SentHeader {
-    pub key: String,
+    /// Java clients read a header's key as UTF-8; the wire holds bytes, kept as they are.
+    pub key: RecordBytes,
     #[serde(default)]
-    pub value: Option<String>,
+    pub value: Option<RecordBytes>,
 }
 
-impl From<(String, Option<String>)> for SentHeader {
-    fn from((key, value): (String, Option<String>)) -> Self {
-        Self { key, value }
+impl<K: Into<RecordBytes>, V: Into<RecordBytes>> From<(K, Option<V>)> for SentHeader {
+    fn from((key, value): (K, Option<V>)) -> Self {
+        Self {
+            key: key.into(),
+            value: value.map(Into::into),
+        }
     }
 }
 
@@ -74,7 +78,7 @@ impl SentRecord {
         crate::record::headers::encode(
             self.headers
                 .iter()
-                .map(|h| (h.key.as_bytes(), h.value.as_deref().map(str::as_bytes))),
+                .map(|h| (h.key.as_bytes(), h.value.as_deref())),
         )
     }
 }
@@ -473,8 +477,8 @@ impl Lab {
                 .map(|(r, headers)| NewRecord {
                     control: false,
                     timestamp: r.timestamp.unwrap_or(now),
-                    key: r.key.as_deref().map(str::as_bytes),
-                    value: r.value.as_deref().map(str::as_bytes),
+                    key: r.key.as_deref(),
+                    value: r.value.as_deref(),
                     headers,
                 })
                 .collect();

@@ -151,8 +151,8 @@ impl Lab {
             .clone()
             .ok_or_else(|| LabError::InvalidArgument(format!("consumer '{name}' has no output topic")))?;
         let now = self.now();
-        let key = item.record.key_text();
-        let value = item.record.value_text();
+        let key = item.record.key.as_deref().unwrap_or_default().into();
+        let value = item.record.value.as_deref().unwrap_or_default().into();
         let p = self
             .producers
             .get(name)
@@ -294,7 +294,7 @@ impl Lab {
                 at: now,
                 tp: w.source.clone(),
                 offset: w.source_offset,
-                key: w.key.clone(),
+                key: w.key.to_string(),
                 consumer: name.to_string(),
                 incarnation: w.incarnation,
                 reason,

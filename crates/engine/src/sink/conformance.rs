@@ -10,8 +10,8 @@ fn write<'a>(tp: &'a TopicPartition, offset: Offset, key: &'a str, reason: Deliv
     SinkWrite {
         tp,
         offset,
-        key,
-        value: r#"{"order_id":"x"}"#,
+        key: key.as_bytes(),
+        value: br#"{"order_id":"x"}"#,
         consumer: "c1",
         incarnation: 1,
         generation: 1,
@@ -30,6 +30,8 @@ pub fn run(open: &mut dyn FnMut(SinkKind) -> Box<dyn Sink>) {
         replayed_writes(sink.as_mut());
         let mut sink = open(kind);
         offsets_are_stored_only_by_transactional_sinks(sink.as_mut());
+        let mut sink = open(kind);
+        binary_keys_stay_distinct_and_read_back(sink.as_mut());
     }
     let mut sink = open(SinkKind::Transactional);
     the_transactional_sink_fences_stale_writes(sink.as_mut());
@@ -141,6 +143,28 @@ fn replayed_writes(sink: &mut dyn Sink) {
     }
     assert_eq!(sink.rows(1, 2).expect("rows").len(), 2, "paging");
     assert_eq!(sink.rows(1, 2).expect("rows")[0].row_id, 2);
+}
+
+/// Keys and values are any bytes: two keys that are not UTF-8, and the text whose characters
+/// look like one of them, are three keys, and every row reads back byte for byte.
+fn binary_keys_stay_distinct_and_read_back(sink: &mut dyn Sink) {
+    let tp = TopicPartition::new("payments", 0);
+    let keys: [&[u8]; 3] = [&[0xff, 0x00], &[0xfe, 0x00], "ÿ\0".as_bytes()];
+    let value: &[u8] = &[0, 0, 0, 0, 7, 0x02, 0xc8];
+    for (offset, key) in keys.iter().enumerate() {
+        let w = SinkWrite {
+            key,
+            value,
+            ..write(&tp, offset as Offset, "", DeliveryReason::First)
+        };
+        assert_eq!(sink.apply(&w).expect("apply"), WriteOutcome::Applied);
+    }
+    let stats = sink.stats().expect("stats");
+    assert_eq!((stats.rows, stats.distinct_keys), (3, 3), "{:?}", sink.kind());
+    let rows = sink.rows(0, 10).expect("rows");
+    let read: Vec<&[u8]> = rows.iter().map(|r| r.key.as_bytes()).collect();
+    assert_eq!(read, keys);
+    assert!(rows.iter().all(|r| r.value.as_bytes() == value));
 }
 
 fn offsets_are_stored_only_by_transactional_sinks(sink: &mut dyn Sink) {

@@ -9,8 +9,8 @@ pub struct MemorySink {
     kind: SinkKind,
     rows: Vec<SinkRow>,
     /// Upsert: order id → row index.
-    by_key: HashMap<String, usize>,
-    keys: HashSet<String>,
+    by_key: HashMap<Vec<u8>, usize>,
+    keys: HashSet<Vec<u8>>,
     /// Source records already held by some row.
     sources: HashSet<(TopicPartition, Offset)>,
     /// Transactional: the next offset per partition and the generation that wrote it.
@@ -32,11 +32,11 @@ impl MemorySink {
     fn new_row(&self, w: &SinkWrite<'_>, duplicate: bool) -> SinkRow {
         SinkRow {
             row_id: self.rows.len() as u64 + 1,
-            key: w.key.to_string(),
+            key: w.key.into(),
             topic: w.tp.topic.clone(),
             partition: w.tp.partition,
             offset: w.offset,
-            value: w.value.to_string(),
+            value: w.value.into(),
             consumer: w.consumer.to_string(),
             incarnation: w.incarnation,
             reason: w.reason,
@@ -63,7 +63,7 @@ impl Sink for MemorySink {
                 }
             }
         }
-        self.keys.insert(w.key.to_string());
+        self.keys.insert(w.key.to_vec());
         let source = (w.tp.clone(), w.offset);
         match self.kind {
             SinkKind::Append | SinkKind::Transactional | SinkKind::KafkaTx => {
@@ -80,7 +80,7 @@ impl Sink for MemorySink {
                     row.offset = w.offset;
                     row.topic = w.tp.topic.clone();
                     row.partition = w.tp.partition;
-                    row.value = w.value.to_string();
+                    row.value = w.value.into();
                     row.consumer = w.consumer.to_string();
                     row.incarnation = w.incarnation;
                     row.reason = w.reason;
@@ -89,7 +89,7 @@ impl Sink for MemorySink {
                 }
                 None => {
                     let row = self.new_row(w, false);
-                    self.by_key.insert(w.key.to_string(), self.rows.len());
+                    self.by_key.insert(w.key.to_vec(), self.rows.len());
                     self.rows.push(row);
                 }
             },

@@ -16,7 +16,7 @@ pub mod conformance;
 
 use crate::audit::DeliveryReason;
 use crate::clock::Millis;
-use crate::record::{Offset, TopicPartition};
+use crate::record::{Offset, RecordBytes, TopicPartition};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -59,9 +59,9 @@ spelled!(SinkKind, "sink", {
 pub struct SinkWrite<'a> {
     pub tp: &'a TopicPartition,
     pub offset: Offset,
-    /// The order id (the record key).
-    pub key: &'a str,
-    pub value: &'a str,
+    /// The order id (the record key), any bytes (empty for a null key).
+    pub key: &'a [u8],
+    pub value: &'a [u8],
     pub consumer: &'a str,
     pub incarnation: u32,
     /// The group generation the writer belongs to: a transactional sink fences older ones.
@@ -87,12 +87,13 @@ pub enum WriteOutcome {
 pub struct SinkRow {
     /// Insertion order, from 1.
     pub row_id: u64,
-    pub key: String,
+    /// Any bytes: written as text when UTF-8, base64 otherwise ([`RecordBytes`]).
+    pub key: RecordBytes,
     pub topic: String,
     pub partition: i32,
     /// The source record's offset (for an upsert row: of the last write).
     pub offset: Offset,
-    pub value: String,
+    pub value: RecordBytes,
     pub consumer: String,
     pub incarnation: u32,
     pub reason: DeliveryReason,

@@ -79,7 +79,6 @@ impl ProducedStore {
     /// in segments as the client's batches were (more than one only past `MAX_SEND_RECORDS`,
     /// cut between batches).
     pub(crate) fn spelled_out(&self, line: &SendStored) -> Result<Vec<Command>, LabError> {
-        let text = |b: Option<&[u8]>| b.map(|b| String::from_utf8_lossy(b).into_owned());
         let stored = self.batches(line)?;
         let mut lines = Vec::new();
         let (mut records, mut sizes) = (Vec::new(), Vec::new());
@@ -99,16 +98,13 @@ impl ProducedStore {
                 .enumerate()
                 .map(|(i, (r, created))| SentRecord {
                     batch_timestamp: if i == 0 { based } else { None },
-                    key: text(r.key),
-                    value: text(r.value),
+                    key: r.key.map(Into::into),
+                    value: r.value.map(Into::into),
                     timestamp: moved.then_some(created),
                     headers: offsetlab_engine::record::headers::decode(r.headers)
                         .unwrap_or_default()
                         .into_iter()
-                        .map(|(k, v)| offsetlab_engine::lab::SentHeader {
-                            key: String::from_utf8_lossy(k).into_owned(),
-                            value: v.map(|v| String::from_utf8_lossy(v).into_owned()),
-                        })
+                        .map(offsetlab_engine::lab::SentHeader::from)
                         .collect(),
                 })
                 .collect();

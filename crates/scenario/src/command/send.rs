@@ -14,6 +14,7 @@ use crate::error::ParseError;
 use crate::token::{Args, Quoted};
 use crate::units::count;
 use offsetlab_engine::lab::{SentRecord, MAX_SEND_RECORDS};
+use offsetlab_engine::record::RecordBytes;
 use offsetlab_engine::{Lab, LabError};
 use std::fmt;
 
@@ -121,9 +122,9 @@ pub(crate) fn write_records(out: &mut fmt::Formatter<'_>, records: &[SentRecord]
             out.write_char(',')?;
         }
         out.write_str("{\"key\":")?;
-        write_json_string(out, r.key.as_deref())?;
+        write_json_string(out, r.key.as_ref())?;
         out.write_str(",\"value\":")?;
-        write_json_string(out, r.value.as_deref())?;
+        write_json_string(out, r.value.as_ref())?;
         if let Some(ts) = r.timestamp {
             write!(out, ",\"timestamp\":{ts}")?;
         }
@@ -149,16 +150,18 @@ fn needs_escape(s: &[u8]) -> bool {
     })
 }
 
-fn write_json_string(out: &mut fmt::Formatter<'_>, s: Option<&str>) -> fmt::Result {
+/// A key or value as [`RecordBytes`] serializes it: a JSON string when it is UTF-8 (nearly
+/// always, and then copied whole when there is nothing to escape), `{"base64": …}` otherwise.
+fn write_json_string(out: &mut fmt::Formatter<'_>, b: Option<&RecordBytes>) -> fmt::Result {
     use fmt::Write;
-    match s {
+    match b.map(|b| (b, b.as_text())) {
         None => out.write_str("null"),
-        Some(s) if !needs_escape(s.as_bytes()) => {
+        Some((_, Some(s))) if !needs_escape(s.as_bytes()) => {
             out.write_char('"')?;
             out.write_str(s)?;
             out.write_char('"')
         }
-        Some(s) => out.write_str(&serde_json::to_string(s).map_err(|_| fmt::Error)?),
+        Some((b, _)) => out.write_str(&serde_json::to_string(b).map_err(|_| fmt::Error)?),
     }
 }
 
@@ -183,10 +186,19 @@ mod tests {
         fn records_are_written_as_serde_json_writes_them(
             records in proptest::collection::vec(
                 (
-                    proptest::option::of(any::<String>()),
-                    proptest::option::of("[ -~\n\t\"\\\\é€]{0,20}"),
+                    proptest::option::of(any::<String>().prop_map(RecordBytes::from)),
+                    proptest::option::of(prop_oneof![
+                        "[ -~\n\t\"\\\\é€]{0,20}".prop_map(RecordBytes::from),
+                        proptest::collection::vec(any::<u8>(), 0..20).prop_map(RecordBytes::from),
+                    ]),
                     proptest::option::of(any::<i64>()),
-                    proptest::collection::vec((any::<String>(), proptest::option::of(any::<String>())), 0..3),
+                    proptest::collection::vec(
+                        (
+                            proptest::collection::vec(any::<u8>(), 0..8).prop_map(RecordBytes::from),
+                            proptest::option::of(any::<String>().prop_map(RecordBytes::from)),
+                        ),
+                        0..3,
+                    ),
                     proptest::option::of(any::<i64>()),
                 ),
                 1..6,
