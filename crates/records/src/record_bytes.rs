@@ -206,19 +206,22 @@ mod tests {
     #[test]
     fn text_is_a_string_and_other_bytes_base64() {
         let text = RecordBytes::from("o-1 \"quoted\" # ü");
-        assert_eq!(serde_json::to_string(&text).unwrap(), r#""o-1 \"quoted\" # ü""#);
+        assert_eq!(
+            serde_json::to_string(&text).expect("json"),
+            r#""o-1 \"quoted\" # ü""#
+        );
         let binary = RecordBytes::from(vec![0u8, 0, 0, 0, 7, 0xff]);
         assert_eq!(
-            serde_json::to_string(&binary).unwrap(),
+            serde_json::to_string(&binary).expect("json"),
             r#"{"base64":"AAAAAAf/"}"#
         );
     }
 
     #[test]
     fn a_bad_binary_form_is_refused_with_its_reason() {
-        let err = serde_json::from_str::<RecordBytes>(r#"{"base64":"not base64!"}"#).unwrap_err();
+        let err = serde_json::from_str::<RecordBytes>(r#"{"base64":"not base64!"}"#).expect_err("refused");
         assert!(err.to_string().contains("not base64"), "{err}");
-        let err = serde_json::from_str::<RecordBytes>(r#"{"hex":"00"}"#).unwrap_err();
+        let err = serde_json::from_str::<RecordBytes>(r#"{"hex":"00"}"#).expect_err("refused");
         assert!(err.to_string().contains("base64"), "{err}");
         assert!(serde_json::from_str::<RecordBytes>("17").is_err());
     }
@@ -245,16 +248,16 @@ mod tests {
         #[test]
         fn any_bytes_read_back_as_written(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
             let b = RecordBytes::from(bytes);
-            let json = serde_json::to_string(&b).unwrap();
-            prop_assert_eq!(serde_json::from_str::<RecordBytes>(&json).unwrap(), b);
+            let json = serde_json::to_string(&b).expect("json");
+            prop_assert_eq!(serde_json::from_str::<RecordBytes>(&json).expect("json"), b);
         }
 
         #[test]
         fn any_text_reads_back_as_written(s in any::<String>()) {
             let b = RecordBytes::from(s.as_str());
-            let json = serde_json::to_string(&b).unwrap();
-            prop_assert_eq!(&json, &serde_json::to_string(&s).unwrap());
-            prop_assert_eq!(serde_json::from_str::<RecordBytes>(&json).unwrap(), b);
+            let json = serde_json::to_string(&b).expect("json");
+            prop_assert_eq!(&json, &serde_json::to_string(&s).expect("json"));
+            prop_assert_eq!(serde_json::from_str::<RecordBytes>(&json).expect("json"), b);
         }
     }
 }

@@ -457,26 +457,6 @@ mod tests {
         assert_eq!(answer(&r).0, INVALID_TOPIC_EXCEPTION);
     }
 
-    fn offsetlab_records_crc(batch: &[u8]) -> u32 {
-        crc32c(&batch[21..])
-    }
-
-    fn crc32c(bytes: &[u8]) -> u32 {
-        // CRC-32C, bit by bit: the test's own, so it checks the codec rather than reuses it.
-        let mut crc = !0u32;
-        for &b in bytes {
-            crc ^= u32::from(b);
-            for _ in 0..8 {
-                crc = if crc & 1 != 0 {
-                    (crc >> 1) ^ 0x82F6_3B78
-                } else {
-                    crc >> 1
-                };
-            }
-        }
-        !crc
-    }
-
     /// `batch` with its records compressed by zstd: attributes, length and CRC as a producer
     /// writes them.
     fn zstd(batch: &[u8]) -> Bytes {
