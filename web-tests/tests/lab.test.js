@@ -293,6 +293,42 @@ test('a group of real Kafka clients shows its members, generation, committed off
   assert.deepEqual(page.errors, []);
 });
 
+test('binary records: hex, the Schema Registry framing with its schema id, and an export that replays them', async () => {
+  const page = await openLab(browser, lab.url);
+  await resetLab(page);
+  await typeLine(page, 'topic payments partitions=1');
+  // What the listener keeps when an Avro producer writes through the Schema Registry's serializer:
+  // key ff 00 9c (not UTF-8), value magic byte 0, schema id 42, then the Avro payload 02 c8 01.
+  await typeLine(page, 'send payments partition=0 client=avro-producer records=[{"key":{"base64":"/wCc"},"value":{"base64":"AAAAACoCyAE="}},{"key":"p-2","value":{"base64":"3q2+7w=="}},{"key":"p-3","value":"plain text"}]');
+  await page.selectOption('#log-partition', 'payments-0');
+  await page.waitForFunction(() => document.querySelectorAll('#log-strip .rec:not(.leo):not(.gone)').length === 3);
+  const boxes = await page.$$eval('#log-strip .rec:not(.leo):not(.gone)', (els) => els.map((e) => ({
+    key: e.querySelector('.key').textContent, tag: e.querySelector('.fmt')?.textContent ?? null, title: e.title,
+  })));
+  assert.equal(boxes[0].key, '0xff009c');
+  assert.equal(boxes[0].tag, 'schema 42');
+  assert.match(boxes[0].title, /\[schema 42\] 02c801/);
+  assert.equal(boxes[1].key, 'p-2');
+  assert.equal(boxes[1].tag, 'bytes');
+  assert.match(boxes[1].title, /0xdeadbeef/);
+  assert.equal(boxes[2].tag, null);
+  assert.match(boxes[2].title, /plain text/);
+  // The export writes the bytes as base64, and importing it gives back the same records.
+  const exported = await (await fetch(`${lab.url}/api/scenario`)).text();
+  assert.match(exported, /"key":\{"base64":"\/wCc"\},"value":\{"base64":"AAAAACoCyAE="\}/);
+  const before = await (await fetch(`${lab.url}/api/records?topic=payments&partition=0`)).json();
+  const dir = mkdtempSync(path.join(tmpdir(), 'offsetlab-binary-'));
+  const file = path.join(dir, 'binary.scn');
+  writeFileSync(file, exported);
+  await page.setInputFiles('#import', file);
+  await page.waitForSelector('#alert.ok');
+  const after = await (await fetch(`${lab.url}/api/records?topic=payments&partition=0`)).json();
+  assert.deepEqual(after.records, before.records);
+  const whole = await (await fetch(`${lab.url}/api/record?topic=payments&partition=0&offset=0`)).json();
+  assert.deepEqual([whole.key, whole.value], [{ base64: '/wCc' }, { base64: 'AAAAACoCyAE=' }]);
+  assert.deepEqual(page.errors, []);
+});
+
 test('compaction of a keyed topic, before and after, with a tombstone', async () => {
   const page = await openLab(browser, lab.url);
   await resetLab(page);

@@ -262,6 +262,28 @@ function slot(marks, box, label) {
   return h('div', { class: 'slot', role: 'listitem', 'aria-label': label }, h('div', { class: 'marks', 'aria-hidden': 'true' }, ...marks), box);
 }
 
+/**
+ * A record's key or value as the window carries it: text as it is; bytes that are not text as
+ * hex (`0x…`); a Schema Registry frame (magic byte 0, a 4-byte schema id) as `[schema N] <hex>`.
+ */
+function shown(r, field) {
+  const v = r[field];
+  if (v === null || v === undefined) return null;
+  const cut = r[`${field}_bytes`] ? '…' : '';
+  switch (r[`${field}_form`]) {
+    case 'schema-registry': return `[schema ${r[`${field}_schema_id`]}] ${v}${cut}`;
+    case 'hex': return `0x${v}${cut}`;
+    default: return v + cut;
+  }
+}
+
+/** A tag under the key saying what the value's bytes are, when they are not text. */
+function valueTag(r) {
+  if (r.value_form === 'schema-registry') return h('span', { class: 'fmt' }, `schema ${r.value_schema_id}`);
+  if (r.value_form === 'hex') return h('span', { class: 'fmt' }, 'bytes');
+  return null;
+}
+
 let logFetch = 0;
 async function renderLog() {
   const log = currentLog();
@@ -316,9 +338,11 @@ async function renderLog() {
     if (o === res.data.log_start_offset) marks.push(h('span', { class: 'mk m-start' }, 'log start'));
     if (p && p.committed === o) marks.push(h('span', { class: 'mk m-committed' }, 'committed'));
     if (p && p.position === o) marks.push(h('span', { class: 'mk m-position' }, 'position'));
-    return slot(marks, h('div', { class: cls, title: `offset ${o} · ${r.key || '(no key)'} · ${status}\n${r.value || ''}\n${fmtT(r.timestamp)}` },
+    const key = shown(r, 'key'), value = shown(r, 'value');
+    return slot(marks, h('div', { class: cls, title: `offset ${o} · ${key || '(no key)'} · ${status}\n${value ?? 'null'}\n${fmtT(r.timestamp)}` },
       badge ? h('span', { class: 'badge' }, badge) : null,
-      h('span', { class: 'off' }, o), h('span', { class: 'key' }, r.key || '∅')), `offset ${o}, ${r.key || 'no key'}, ${status}` + marks.map((m) => `, ${m.textContent}`).join(''));
+      h('span', { class: 'off' }, o), h('span', { class: r.key_form ? 'key bin' : 'key' }, key || '∅'), valueTag(r)),
+      `offset ${o}, ${key || 'no key'}, ${status}` + (r.value_form ? `, value ${value}` : '') + marks.map((m) => `, ${m.textContent}`).join(''));
   });
   // Offsets below the log start are gone: retention (or DeleteRecords) removed their segments.
   const start = res.data.log_start_offset;
