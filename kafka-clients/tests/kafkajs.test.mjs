@@ -87,3 +87,37 @@ test('the broker describes its listeners and limits', async () => {
   assert.equal(configs['advertised.listeners'], `PLAINTEXT://${broker}`);
   assert.equal(configs['message.max.bytes'], '1048588');
 });
+
+test('a binary Avro-framed key and value, and binary headers, read back byte for byte', async () => {
+  await admin.createTopics({ topics: [{ topic: 'js-payments', numPartitions: 1 }] });
+  // What a Schema Registry serializer writes: magic byte 0, a 4-byte schema id, the Avro payload.
+  // The key is not UTF-8 at all; neither is a header's value.
+  const key = Buffer.from([0xff, 0x00, 0x9c, 0x80]);
+  const value = Buffer.concat([Buffer.from([0, 0, 0, 0, 42]), Buffer.from([0x02, 0xc8, 0x01, 0xfe, 0x00])]);
+  const trace = Buffer.from([0xc3, 0x28, 0x00, 0xa0]);
+  await produce('js-payments', [{ key, value, headers: { trace } }, { key: 'p-2', value: null }]);
+  const consumer = kafka.consumer({ groupId: 'js-payments-reader', sessionTimeout: 10_000 });
+  await consumer.connect();
+  await consumer.subscribe({ topic: 'js-payments', fromBeginning: true });
+  const seen = [];
+  await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`only ${seen.length} record(s) in 20 s`)), 20_000);
+    consumer
+      .run({
+        eachMessage: async ({ message }) => {
+          seen.push(message);
+          if (seen.length === 2) {
+            clearTimeout(timer);
+            resolve();
+          }
+        },
+      })
+      .catch(reject);
+  });
+  await consumer.disconnect();
+  assert.deepEqual(seen[0].key, key);
+  assert.deepEqual(seen[0].value, value);
+  assert.deepEqual(seen[0].headers.trace, trace);
+  assert.equal(seen[1].key.toString(), 'p-2');
+  assert.equal(seen[1].value, null);
+});

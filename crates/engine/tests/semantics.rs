@@ -1845,3 +1845,45 @@ fn a_shorter_retention_on_a_live_topic_deletes_at_the_next_check() {
         "the two closed segments are older than an hour; the active one stays"
     );
 }
+
+/// A real client's binary records reach the lab's own application byte for byte: two keys that
+/// are not UTF-8 (the same replacement character if read as text) stay two order ids in the
+/// upsert sink, and the rows hold the bytes sent.
+#[test]
+fn binary_keys_stay_distinct_in_the_sink() {
+    use offsetlab_engine::lab::SentRecord;
+    let mut lab = Lab::default();
+    lab.create_topic("orders", TopicConfig::default()).expect("topic");
+    let rec = |k: &[u8], v: &[u8]| SentRecord {
+        key: Some(k.into()),
+        value: Some(v.into()),
+        ..SentRecord::default()
+    };
+    let framed: &[u8] = &[0, 0, 0, 0, 42, 0x02, 0xc8];
+    lab.send(
+        "orders",
+        0,
+        &[rec(&[0xff], framed), rec(&[0xfe], framed), rec(&[0xff], b"again")],
+        "avro",
+    )
+    .expect("send");
+    lab.add_consumer(consumer(
+        "c1",
+        "g",
+        CommitStrategy::ManualBatch,
+        SinkKind::Upsert,
+        10,
+    ))
+    .expect("consumer");
+    lab.poll("c1").expect("poll");
+    lab.process("c1", None).expect("process");
+    let sink = &lab.group("g").expect("g").sink;
+    let stats = sink.stats().expect("stats");
+    assert_eq!((stats.rows, stats.distinct_keys), (2, 2));
+    let rows = sink.rows(0, 10).expect("rows");
+    let held: Vec<(&[u8], &[u8])> = rows
+        .iter()
+        .map(|r| (r.key.as_bytes(), r.value.as_bytes()))
+        .collect();
+    assert_eq!(held, [(&[0xff][..], &b"again"[..]), (&[0xfe][..], framed)]);
+}
