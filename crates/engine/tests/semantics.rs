@@ -1805,6 +1805,24 @@ fn a_zombie_commit_of_the_same_offset_is_sent_and_rejected() {
         "{said:#?}"
     );
     assert_eq!(committed(&lab, "g"), Some(4));
+    // Its rows repeat z2's because the partition moved in a rebalance: nothing restarted.
+    let rows = lab.group("g").expect("g").sink.rows(0, 100).expect("rows");
+    let zombie: Vec<_> = rows
+        .iter()
+        .filter(|r| r.consumer == "z1")
+        .map(|r| (r.offset, r.reason))
+        .collect();
+    assert_eq!(
+        zombie,
+        (0..4)
+            .map(|o| (o, DeliveryReason::RebalanceRedelivery))
+            .collect::<Vec<_>>(),
+        "{said:#?}"
+    );
+    assert!(
+        said.iter().any(|t| t.contains("AGAIN: rebalance redelivery")),
+        "{said:#?}"
+    );
 }
 
 /// IncrementalAlterConfigs on a live topic: a shorter retention.ms applies from the next

@@ -299,9 +299,14 @@ impl Lab {
             let cfg = c.config.clone();
             let member = c.member_id();
             let origin = c.assignment.get(&item.tp).map(|f| f.origin);
-            let repeat = origin.map_or(crate::audit::DeliveryReason::RebalanceRedelivery, |o| {
-                o.repeat_reason()
-            });
+            // A zombie — removed from its group (max.poll.interval.ms, session.timeout.ms) and
+            // still processing what it polled — repeats what the partition's new owner applied
+            // because the partition moved in a rebalance, whatever gave it its own position.
+            let zombie = !self.group(&cfg.group).is_ok_and(|g| g.is_member(&member));
+            let repeat = match origin {
+                Some(o) if !zombie => o.repeat_reason(),
+                _ => crate::audit::DeliveryReason::RebalanceRedelivery,
+            };
             let tp = item.tp.clone();
             let offset = item.record.offset;
             // A repeat delivery worth its own narrative line (database sinks only: the output of
