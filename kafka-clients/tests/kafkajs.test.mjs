@@ -121,3 +121,51 @@ test('a binary Avro-framed key and value, and binary headers, read back byte for
   assert.equal(seen[1].key.toString(), 'p-2');
   assert.equal(seen[1].value, null);
 });
+
+/** Consumes `count` records of `topic` in `groupId` (committing as it goes) and returns their values. */
+async function consume(groupId, topic, count, fromBeginning) {
+  const consumer = kafka.consumer({ groupId, sessionTimeout: 10_000 });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning });
+  const seen = [];
+  try {
+    await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`only ${seen.length} of ${count} record(s) in 20 s`)), 20_000);
+      consumer
+        .run({
+          eachMessage: async ({ message }) => {
+            seen.push(message.value.toString());
+            if (seen.length === count) {
+              clearTimeout(timer);
+              resolve();
+            }
+          },
+        })
+        .catch(reject);
+    });
+  } finally {
+    await consumer.disconnect();
+  }
+  return seen;
+}
+
+test('admin.resetOffsets to earliest and latest: the offsets are stored as sent, and the group starts over', async () => {
+  await admin.createTopics({ topics: [{ topic: 'js-replay', numPartitions: 1 }] });
+  await produce('js-replay', ['r1', 'r2', 'r3'].map((value) => ({ value })));
+  assert.deepEqual(await consume('js-replayer', 'js-replay', 3, true), ['r1', 'r2', 'r3']);
+  const fetched = async () => (await admin.fetchOffsets({ groupId: 'js-replayer', topics: ['js-replay'] }))[0].partitions[0].offset;
+  assert.equal(await fetched(), '3');
+
+  // kafkajs commits −2 for earliest (OffsetCommit from outside the group): Kafka stores it as given.
+  await admin.resetOffsets({ groupId: 'js-replayer', topic: 'js-replay', earliest: true });
+  assert.equal(await fetched(), '-2');
+  assert.deepEqual(await consume('js-replayer', 'js-replay', 3, true), ['r1', 'r2', 'r3'], 'read again from the start');
+
+  // −1 for latest: the group skips what is there and reads only what comes next.
+  await admin.resetOffsets({ groupId: 'js-replayer', topic: 'js-replay' });
+  assert.equal(await fetched(), '-1');
+  const later = consume('js-replayer', 'js-replay', 1, false);
+  await new Promise((r) => setTimeout(r, 3000));
+  await produce('js-replay', [{ value: 'r4' }]);
+  assert.deepEqual(await later, ['r4']);
+});

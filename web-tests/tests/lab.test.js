@@ -329,6 +329,21 @@ test('binary records: hex, the Schema Registry framing with its schema id, and a
   assert.deepEqual(page.errors, []);
 });
 
+test('a group that only has offsets, set from outside as an admin client sets them', async () => {
+  const page = await openLab(browser, lab.url);
+  await resetLab(page);
+  // kafkajs's admin.resetOffsets(earliest) commits −2 from outside the group: stored as given.
+  await typeLine(page, 'alter-offsets audit offsets=orders:0=-2');
+  await page.click('#group-tabs button:has-text("audit")');
+  await page.waitForFunction(() => document.querySelector('#group-info')?.textContent.includes('Empty'));
+  assert.match(await page.textContent('#group-info'), /Empty\s*generation 0 · members: none/);
+  assert.equal(await card(page, 'fig-committed'), '-2 / 12');
+  assert.match(await card(page, 'fig-lag'), /committed -2 is no position/);
+  assert.match(await page.textContent('#sink-title'), /no sink/);
+  assert.match(await page.textContent('#narrative'), /altered from outside the group .* -2 — no position/);
+  assert.deepEqual(page.errors, []);
+});
+
 test('compaction of a keyed topic, before and after, with a tombstone', async () => {
   const page = await openLab(browser, lab.url);
   await resetLab(page);

@@ -1905,3 +1905,64 @@ fn binary_keys_stay_distinct_in_the_sink() {
         .collect();
     assert_eq!(held, [(&[0xff][..], &b"again"[..]), (&[0xfe][..], framed)]);
 }
+
+/// Offsets committed from outside the group are stored as given (kafkajs's `resetOffsets`
+/// commits −2): the group is listed Empty with them before any member joins; a consumer takes
+/// −2 for no committed offset and auto.offset.reset decides; an offset past the log end is met
+/// by OFFSET_OUT_OF_RANGE at the next fetch. The group's first lab consumer brings its own sink.
+#[test]
+fn offsets_altered_from_outside_are_stored_as_given() {
+    let mut lab = lab_with_orders(6);
+    let none = std::collections::BTreeMap::new();
+    lab.alter_offsets("tools", &[(tp(), -2)], &none)
+        .expect("stored as given");
+    assert_eq!(committed(&lab, "tools"), Some(-2));
+    let view = lab.group_view("tools").expect("an offsets-only group is a group");
+    assert_eq!(view.state, "Empty");
+    assert!(lab.group("tools").expect("tools").offsets_only());
+    let p = &view.partitions[0];
+    assert_eq!((p.kafka_committed, p.committed, p.lag), (Some(-2), None, None));
+    lab.add_consumer(consumer(
+        "t1",
+        "tools",
+        CommitStrategy::ManualBatch,
+        SinkKind::Upsert,
+        10,
+    ))
+    .expect("the stand-in group takes the consumer's sink");
+    assert_eq!(
+        lab.poll("t1").expect("poll"),
+        6,
+        "−2 is no position: earliest → 0"
+    );
+    assert!(
+        lab.narrative()
+            .events()
+            .iter()
+            .any(|e| e.text.contains("committed offset -2") && e.text.contains("no position")),
+        "the narrative says why"
+    );
+    lab.process("t1", None).expect("process");
+    assert_eq!(committed(&lab, "tools"), Some(6));
+    lab.close("t1").expect("close");
+    lab.alter_offsets("tools", &[(tp(), 100)], &none)
+        .expect("past the log end, as given");
+    assert_eq!(committed(&lab, "tools"), Some(100));
+    lab.restart("t1").expect("restart");
+    lab.poll("t1").expect("poll");
+    assert!(
+        lab.narrative()
+            .events()
+            .iter()
+            .any(|e| e.text.contains("out of range")),
+        "the fetch meets OFFSET_OUT_OF_RANGE"
+    );
+    // While the group has a member, nobody outside it may move its offsets.
+    let err = lab
+        .alter_offsets("tools", &[(tp(), 0)], &none)
+        .expect_err("refused");
+    assert!(
+        matches!(err, offsetlab_engine::LabError::GroupActive { .. }),
+        "{err}"
+    );
+}

@@ -109,7 +109,11 @@ fn partition() -> impl Strategy<Value = i32> {
 
 fn offsets() -> impl Strategy<Value = Vec<(TopicPartition, i64)>> {
     proptest::collection::vec(
-        (topic(), partition(), prop_oneof![0..=100i64, Just(i64::MAX)])
+        (
+            topic(),
+            partition(),
+            prop_oneof![0..=100i64, Just(i64::MAX), -2..=-1i64, Just(i64::MIN)],
+        )
             .prop_map(|(t, p, o)| (TopicPartition::new(t, p), o)),
         1..4,
     )
@@ -409,6 +413,22 @@ fn command() -> impl Strategy<Value = Command> {
                     group,
                     member,
                     generation,
+                    offsets,
+                    metadata,
+                })
+            }),
+        (
+            nonempty_text(),
+            offsets(),
+            proptest::collection::btree_map(
+                (topic(), partition()).prop_map(|(t, p)| TopicPartition::new(t, p)),
+                text(),
+                0..3
+            )
+        )
+            .prop_map(|(group, offsets, metadata)| {
+                Command::AlterOffsets(AlterOffsets {
+                    group,
                     offsets,
                     metadata,
                 })

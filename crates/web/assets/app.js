@@ -198,18 +198,26 @@ function renderCards(previous) {
     $('#card-lost').classList.remove('alarm'); $('#card-dup').classList.remove('alarm');
     return;
   }
-  $('#fig-committed').textContent = `${dash(p.committed)} / ${p.log_end_offset}`;
+  // A negative committed offset (an admin's −2 "earliest" / −1 "latest") is what
+  // __consumer_offsets holds, but no position: the group's consumers reset from it.
+  const stored = p.committed === null && p.kafka_committed !== null ? p.kafka_committed : p.committed;
+  $('#fig-committed').textContent = `${dash(stored)} / ${p.log_end_offset}`;
   const lags = Object.values(g.lag);
   const totalLag = lags.reduce((s, l) => s + (l || 0), 0);
   const uncommitted = lags.filter((l) => l === null).length;
   const total = g.partitions.length > 1
     ? ` · group total ${totalLag}` + (uncommitted ? ` (+ ${uncommitted} partition(s) with nothing committed)` : '')
     : '';
-  $('#fig-lag').textContent = (p.lag === null ? `${tpKey(p)} lag: – (nothing committed yet)` : `${tpKey(p)} lag: ${p.lag} record(s)`)
+  const noLag = p.kafka_committed !== null && p.kafka_committed < 0
+    ? `${tpKey(p)} lag: – (committed ${p.kafka_committed} is no position: auto.offset.reset decides)`
+    : `${tpKey(p)} lag: – (nothing committed yet)`;
+  $('#fig-lag').textContent = (p.lag === null ? noLag : `${tpKey(p)} lag: ${p.lag} record(s)`)
     + total + (g.offsets_source === 'sink' ? ' · offsets in the sink' : '')
     + (g.isolation === 'read_committed' ? ` · read_committed${p.last_stable_offset < p.log_end_offset ? `, held at the last stable offset ${p.last_stable_offset}` : ''}` : '');
   $('#fig-rows').textContent = g.sink.rows;
-  $('#fig-distinct').textContent = `${g.sink.distinct_keys} distinct orders written · ${g.sink.kind} sink`;
+  $('#fig-distinct').textContent = g.has_sink
+    ? `${g.sink.distinct_keys} distinct orders written · ${g.sink.kind} sink`
+    : 'no sink: none of the lab\'s consumers has joined this group';
   $('#fig-lost').textContent = g.audit.lost;
   $('#card-lost').classList.toggle('alarm', g.audit.lost > 0);
   const lostRanges = g.partitions.flatMap((q) => q.lost_ranges.map(([a, b]) => `${tpKey(q)} ${b - a > 1 ? `${a}..${b - 1}` : a}`));
@@ -383,7 +391,7 @@ function renderSink() {
   const tbody = $('#sink-table tbody');
   const tail = ui.group && ui.state.sink_rows[ui.group];
   const g = group();
-  $('#sink-title').textContent = g ? `Sink table — ${ui.group} (${g.sink.kind})` : 'Sink table';
+  $('#sink-title').textContent = g ? `Sink table — ${ui.group} (${g.has_sink ? g.sink.kind : 'no sink: no lab consumer has joined'})` : 'Sink table';
   if (!tail) { tbody.replaceChildren(); $('#sink-meta').textContent = ''; return; }
   $('#sink-meta').textContent = `${tail.total} row(s)` + (tail.total > tail.rows.length ? `, the last ${tail.rows.length} shown` : '') + (g.sink.duplicate_rows ? ` · ${g.sink.duplicate_rows} duplicate` : '');
   tbody.replaceChildren(...tail.rows.map((r) => {

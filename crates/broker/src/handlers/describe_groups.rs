@@ -116,7 +116,7 @@ pub(crate) fn handle(broker: &Broker, r: &DescribeGroupsRequest) -> DescribeGrou
                 DescribedGroup::default()
                     .with_group_id(id.clone())
                     .with_group_state(str_bytes(&g.state().to_string()))
-                    .with_protocol_type(str_bytes("consumer"))
+                    .with_protocol_type(str_bytes(g.protocol_type()))
                     .with_protocol_data(str_bytes(if g.members.is_empty() { "" } else { &assignor }))
                     .with_members(members),
             )

@@ -15,7 +15,12 @@ pub(crate) fn handle(broker: &Broker) -> ListGroupsResponse {
         .lab()
         .groups()
         .values()
-        .map(|g| (g.name.clone(), ("consumer".to_string(), g.state().to_string())))
+        .map(|g| {
+            (
+                g.name.clone(),
+                (g.protocol_type().to_string(), g.state().to_string()),
+            )
+        })
         .collect();
     for (name, g) in lock(&coordinator.groups).iter() {
         if !g.members.is_empty() || !listed.contains_key(name) {

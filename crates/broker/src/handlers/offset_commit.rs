@@ -2,10 +2,9 @@
 
 use crate::broker::Broker;
 use crate::{change, coordinator};
-use offsetlab_engine::lab::ResetSpec;
 use offsetlab_engine::record::TopicPartition;
 use offsetlab_engine::LabError;
-use offsetlab_scenario::command::{Command, ResetOffsets};
+use offsetlab_scenario::command::{AlterOffsets, Command};
 use offsetlab_wire::error::*;
 use offsetlab_wire::kafka_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
@@ -15,11 +14,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// A commit from outside the group — what `kafka-consumer-groups.sh --reset-offsets --execute`
 /// and an admin client's `alterConsumerGroupOffsets` send (no member id, generation −1) —
-/// becomes the lab's own `reset-offsets … execute` commands, one batch, so the lab's history,
-/// export and undo see it like any other action. A group with members refuses it, as Kafka's
-/// coordinator does (UNKNOWN_MEMBER_ID). A member's commit (a member id and its generation) is
-/// checked by the group coordinator and becomes a `commit-offsets` command. Either way a
-/// partition the lab does not have is UNKNOWN_TOPIC_OR_PARTITION and the rest are stored.
+/// becomes an `alter-offsets` line, so the lab's history, export and undo see it like any other
+/// action. A group with members refuses it, as Kafka's coordinator does (UNKNOWN_MEMBER_ID). A
+/// member's commit (a member id and its generation) is checked by the group coordinator and
+/// becomes a `commit-offsets` line. Either way every offset is stored as given — a negative one
+/// too (kafkajs's `resetOffsets` commits −2 or −1) — and a partition the lab does not have is
+/// UNKNOWN_TOPIC_OR_PARTITION while the rest are stored.
 pub(crate) fn handle(broker: &Broker, r: &OffsetCommitRequest) -> OffsetCommitResponse {
     let (lab, coordinator) = (&broker.lab, &broker.coordinator);
     let group = r.group_id.0.to_string();
@@ -53,18 +53,16 @@ pub(crate) fn handle(broker: &Broker, r: &OffsetCommitRequest) -> OffsetCommitRe
             sorted.metadata,
         )]
     } else {
-        sorted
-            .stored
-            .into_iter()
-            .map(|(tp, offset)| reset(&group, tp, offset))
-            .collect()
+        vec![Command::AlterOffsets(AlterOffsets {
+            group: group.clone(),
+            offsets: sorted.stored,
+            metadata: sorted.metadata,
+        })]
     };
     let outcome = change::apply_commands(lab, s, commands);
     respond(r, &|t, p| {
         if sorted.unknown.contains(&(t.to_string(), p)) {
             UNKNOWN_TOPIC_OR_PARTITION
-        } else if sorted.negative.contains(&(t.to_string(), p)) {
-            INVALID_COMMIT_OFFSET_SIZE
         } else {
             match &outcome {
                 Ok(()) => NONE,
@@ -80,10 +78,6 @@ struct Sorted {
     stored: Vec<(TopicPartition, i64)>,
     /// Partitions the lab does not have: UNKNOWN_TOPIC_OR_PARTITION.
     unknown: BTreeSet<(String, i32)>,
-    /// A negative offset is no position in a log: the lab keeps committed offsets as positions
-    /// (Kafka stores whatever a client sends, and its clients read -1 back as "no offset").
-    /// Refused one by one; the rest are stored.
-    negative: BTreeSet<(String, i32)>,
     /// The metadata strings sent with stored offsets (a member's commit keeps them).
     metadata: BTreeMap<TopicPartition, String>,
 }
@@ -93,7 +87,6 @@ impl Sorted {
         let mut sorted = Self {
             stored: Vec::new(),
             unknown: BTreeSet::new(),
-            negative: BTreeSet::new(),
             metadata: BTreeMap::new(),
         };
         for t in &r.topics {
@@ -101,8 +94,6 @@ impl Sorted {
                 let tp = TopicPartition::new(t.name.0.to_string(), p.partition_index);
                 if s.lab().partition_log(&tp).is_err() {
                     sorted.unknown.insert((tp.topic, tp.partition));
-                } else if p.committed_offset < 0 {
-                    sorted.negative.insert((tp.topic, tp.partition));
                 } else {
                     if let Some(m) = p.committed_metadata.as_ref().filter(|m| !m.is_empty()) {
                         sorted.metadata.insert(tp.clone(), m.to_string());
@@ -113,18 +104,6 @@ impl Sorted {
         }
         sorted
     }
-}
-
-/// An offset reset from outside the group, as the lab's own `reset-offsets … execute`.
-fn reset(group: &str, tp: TopicPartition, offset: i64) -> Command {
-    Command::ResetOffsets(ResetOffsets {
-        group: group.to_string(),
-        topic: tp.topic,
-        partitions: Some(vec![tp.partition]),
-        spec: ResetSpec::ToOffset(offset),
-        datetime_text: None,
-        execute: true,
-    })
 }
 
 /// Every partition of the request, answered with `code(topic, partition)`.
@@ -193,7 +172,32 @@ mod tests {
         assert_eq!(committed(&b, "tools"), -1, "never committed");
         assert_eq!(code(&handle(&b, &outside("tools", "orders", 7))), NONE);
         assert_eq!(committed(&b, "tools"), 7);
-        assert!(b.lab.lock().export().contains("reset-offsets tools topic=orders"));
+        assert!(b
+            .lab
+            .lock()
+            .export()
+            .contains("alter-offsets tools offsets=orders:0=7"));
+    }
+
+    /// kafkajs's `admin.resetOffsets` commits −2 (earliest) or −1 (latest), and an admin may
+    /// commit past the log end: Kafka stores each as given, and OffsetFetch hands it back.
+    #[test]
+    fn offsets_from_outside_are_stored_as_given() {
+        let b = broker();
+        for offset in [-2, -1, 1_000] {
+            assert_eq!(code(&handle(&b, &outside("tools", "orders", offset))), NONE);
+            assert_eq!(committed(&b, "tools"), offset);
+        }
+        assert!(b
+            .lab
+            .lock()
+            .export()
+            .contains("alter-offsets tools offsets=orders:0=-2"));
+        // The group is there, Empty, as Kafka lists a group that only has offsets.
+        assert_eq!(
+            b.lab.lock().lab().group_view("tools").expect("tools").state,
+            "Empty"
+        );
     }
 
     #[test]
@@ -203,10 +207,6 @@ mod tests {
         assert_eq!(
             code(&handle(&b, &outside("analytics-prod", "orders", 3))),
             UNKNOWN_MEMBER_ID
-        );
-        assert_eq!(
-            code(&handle(&b, &outside("tools", "orders", -1))),
-            INVALID_COMMIT_OFFSET_SIZE
         );
         assert_eq!(
             code(&handle(&b, &outside("tools", "nope", 1))),

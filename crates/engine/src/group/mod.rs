@@ -136,6 +136,23 @@ impl Group {
         }
     }
 
+    /// A group no member ever joined: it exists because offsets were committed for it from
+    /// outside (an admin, an `assign()` consumer, a transaction). Kafka's coordinator lists it
+    /// Empty with no protocol type.
+    pub fn offsets_only(&self) -> bool {
+        self.generation == 0 && self.members.is_empty() && self.external.is_none()
+    }
+
+    /// Its protocol type as ListGroups and DescribeGroups name it: `consumer`, or none for a
+    /// group only offsets made ([`Group::offsets_only`]).
+    pub fn protocol_type(&self) -> &'static str {
+        if self.offsets_only() {
+            ""
+        } else {
+            "consumer"
+        }
+    }
+
     pub fn is_member(&self, member_id: &str) -> bool {
         self.members.iter().any(|m| m.id == member_id)
     }

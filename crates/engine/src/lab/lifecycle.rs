@@ -43,7 +43,7 @@ impl Lab {
                     config.group
                 )));
             }
-            if g.sink_kind != config.sink {
+            if g.sink_opened && g.sink_kind != config.sink {
                 return Err(LabError::SinkMismatch {
                     group: config.group.clone(),
                     existing: g.sink_kind.to_string(),
@@ -56,6 +56,7 @@ impl Lab {
                 let sink = self.sinks.open(&config.group, config.sink)?;
                 if let Some(g) = self.groups.get_mut(&config.group) {
                     g.sink = sink;
+                    g.sink_kind = config.sink;
                     g.sink_opened = true;
                 }
             }

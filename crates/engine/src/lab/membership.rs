@@ -473,10 +473,17 @@ impl Lab {
         } else {
             None
         };
-        let committed = self
+        let stored = self
             .offsets
             .fetch(&OffsetKey::new(&cfg.group, tp))
             .map(|v| v.offset);
+        // A negative committed offset (an admin's −1 or −2) is no position: Java's client takes it
+        // for no committed offset, and auto.offset.reset decides.
+        let committed = stored.filter(|&o| o >= 0);
+        let none = match stored {
+            Some(o) if o < 0 => format!("{member}'s group holds committed offset {o} for {tp}, no position"),
+            _ => format!("{member} finds no committed offset for {tp}"),
+        };
         let log = self.partition_log(tp)?;
         let start = log.log_start_offset();
         // "latest" for a read_committed consumer is the last stable offset, so that it never
@@ -489,18 +496,18 @@ impl Lab {
             (None, None) => match cfg.auto_offset_reset {
                 AutoOffsetReset::Earliest => (
                     Some(start),
-                    format!("{member} finds no committed offset for {tp}: auto.offset.reset=earliest → {start}"),
+                    format!("{none}: auto.offset.reset=earliest → {start}"),
                 ),
                 AutoOffsetReset::Latest => (
                     Some(end),
                     format!(
-                        "{member} finds no committed offset for {tp}: auto.offset.reset=latest → {end} (the {} record(s) already there will never be read by this group)",
+                        "{none}: auto.offset.reset=latest → {end} (the {} record(s) already there will never be read by this group)",
                         end - start
                     ),
                 ),
                 AutoOffsetReset::None => (
                     None,
-                    format!("{member} finds no committed offset for {tp} and auto.offset.reset=none: NoOffsetForPartitionException"),
+                    format!("{none} and auto.offset.reset=none: NoOffsetForPartitionException"),
                 ),
             },
         };

@@ -10,6 +10,10 @@ use crate::offsets::{OffsetAndMetadata, OffsetKey};
 use crate::record::{Offset, TopicPartition};
 use crate::sink::SinkKind;
 use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// The metadata `kafka-consumer-groups.sh --reset-offsets` commits with.
+const RESET_METADATA: &str = "kafka-consumer-groups --reset-offsets";
 
 /// Exactly one of Kafka's reset scenarios.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,7 +100,7 @@ impl Lab {
         }
         let mut rows = Vec::new();
         for p in chosen {
-            rows.push(self.plan_row(group, &TopicPartition::new(topic, p), spec)?);
+            rows.push(self.plan_row(group, &TopicPartition::new(topic, p), spec, true)?);
         }
         let plan = ResetPlan {
             group: group.to_string(),
@@ -105,14 +109,78 @@ impl Lab {
         };
         self.narrate_plan(&plan);
         if execute {
-            self.apply_plan(&plan);
+            self.apply_plan(&plan, &|_| RESET_METADATA.to_string())?;
         }
         Ok(plan)
     }
 
-    /// What resetting `group` on `tp` to `spec` would do: the target, clamped to the retained
-    /// range, and what it replays or skips.
-    fn plan_row(&self, group: &str, tp: &TopicPartition, spec: ResetSpec) -> Result<ResetRow, LabError> {
+    /// Offsets committed from outside the group — an admin client's `alterConsumerGroupOffsets`
+    /// or `resetOffsets`, any OffsetCommit with no member and generation −1 — stored **as given**,
+    /// as Kafka's coordinator stores them: a negative offset (kafkajs commits −2 for earliest and
+    /// −1 for latest) is no position, and the group's consumers treat it as no committed offset;
+    /// one past the log end is met by OFFSET_OUT_OF_RANGE on the next fetch. Refused while the
+    /// group has members; every partition is checked before anything is stored.
+    pub fn alter_offsets(
+        &mut self,
+        group: &str,
+        offsets: &[(TopicPartition, Offset)],
+        metadata: &BTreeMap<TopicPartition, String>,
+    ) -> Result<ResetPlan, LabError> {
+        crate::names::check_group_id(group)?;
+        if offsets.is_empty() {
+            return Err(LabError::InvalidArgument(
+                "alter-offsets names at least one partition".into(),
+            ));
+        }
+        if let Some(g) = self.groups.get(group).filter(|g| g.has_members()) {
+            return Err(LabError::GroupActive {
+                group: group.to_string(),
+                state: g.state().to_string(),
+            });
+        }
+        let mut rows = Vec::new();
+        for (tp, offset) in offsets {
+            rows.push(self.plan_row(group, tp, ResetSpec::ToOffset(*offset), false)?);
+        }
+        let plan = ResetPlan {
+            group: group.to_string(),
+            executed: true,
+            rows,
+        };
+        for r in &plan.rows {
+            let current = r.current.map_or("-".to_string(), |c| c.to_string());
+            let mut text = format!(
+                "offsets of group {group} altered from outside the group (OffsetCommit, generation -1): {}-{}: {current} → {}",
+                r.topic, r.partition, r.target
+            );
+            if r.target < 0 {
+                text.push_str(" — no position: the group's consumers take it for no committed offset, and auto.offset.reset decides");
+            } else if r.target > r.log_end_offset || r.target < r.log_start_offset {
+                text.push_str(&format!(
+                    " — outside the log ({}..{}): the next fetch meets OFFSET_OUT_OF_RANGE, and auto.offset.reset decides",
+                    r.log_start_offset, r.log_end_offset
+                ));
+            } else if r.replayed > 0 {
+                text.push_str(&format!("; re-reads {} record(s)", r.replayed));
+            } else if r.skipped > 0 {
+                text.push_str(&format!("; skips {} record(s) for good", r.skipped));
+            }
+            self.say(EventKind::Seek, text);
+        }
+        self.apply_plan(&plan, &|tp| metadata.get(tp).cloned().unwrap_or_default())?;
+        Ok(plan)
+    }
+
+    /// What resetting `group` on `tp` to `spec` would do: the target (`clamp`ed to the retained
+    /// range, as `kafka-consumer-groups.sh` clamps it, or as given), and what it replays or
+    /// skips — nothing, for a target outside the log: no consumer starts there.
+    fn plan_row(
+        &self,
+        group: &str,
+        tp: &TopicPartition,
+        spec: ResetSpec,
+        clamp: bool,
+    ) -> Result<ResetRow, LabError> {
         let now = self.now();
         let tp = tp.clone();
         let p = tp.partition;
@@ -131,8 +199,9 @@ impl Lab {
             ResetSpec::ToDatetime(ts) => log.offset_for_timestamp(ts).unwrap_or(end),
             ResetSpec::ByDuration(d) => log.offset_for_timestamp(now - d).unwrap_or(end),
         };
-        let target = wanted.clamp(start, end);
-        let (replayed, skipped, range) = match current {
+        let target = if clamp { wanted.clamp(start, end) } else { wanted };
+        let (replayed, skipped, range) = match current.filter(|c| (start..=end).contains(c)) {
+            _ if !(start..=end).contains(&target) => (0, 0, None),
             Some(c) if target < c => ((c - target) as u64, 0, Some((target, c))),
             Some(c) if target > c => (0, (target - c) as u64, Some((c.max(start), target))),
             _ => (0, 0, None),
@@ -233,15 +302,20 @@ impl Lab {
         }
     }
 
-    fn apply_plan(&mut self, plan: &ResetPlan) {
+    fn apply_plan(
+        &mut self,
+        plan: &ResetPlan,
+        metadata: &dyn Fn(&TopicPartition) -> String,
+    ) -> Result<(), LabError> {
         let now = self.now();
         for r in &plan.rows {
             let tp = TopicPartition::new(r.topic.clone(), r.partition);
+            self.offsets_only_group(&plan.group, &tp.topic)?;
             self.offsets.commit(
                 OffsetKey::new(&plan.group, &tp),
                 OffsetAndMetadata {
                     offset: r.target,
-                    metadata: "kafka-consumer-groups --reset-offsets".to_string(),
+                    metadata: metadata(&tp),
                     commit_timestamp: now,
                 },
                 now,
@@ -254,11 +328,13 @@ impl Lab {
                         from: None,
                     },
                 );
-                if let Some(c) = r.current {
+                let in_log = (r.log_start_offset..=r.log_end_offset).contains(&r.target);
+                if let Some(c) = r.current.filter(|_| in_log) {
                     g.audit
                         .mark_skipped(&tp, c.clamp(r.log_start_offset, r.log_end_offset), r.target);
                 }
             }
         }
+        Ok(())
     }
 }

@@ -169,6 +169,9 @@ pub struct GroupView {
     pub waiting_for: Vec<String>,
     /// `kafka` (`__consumer_offsets`) or `sink` (transactional sink).
     pub offsets_source: &'static str,
+    /// Whether a lab consumer ever opened the group's sink: a group of real clients, or one
+    /// that only has offsets (committed from outside), has none.
+    pub has_sink: bool,
     /// The isolation level its consumers read with.
     pub isolation: IsolationLevel,
     /// Keyed `topic-partition`, as Kafka prints a TopicPartition.
@@ -318,6 +321,7 @@ impl Lab {
                 )
                 .collect(),
             waiting_for: g.waiting_for().iter().map(|m| m.id.clone()).collect(),
+            has_sink: g.sink_opened,
             offsets_source: if g.sink_kind == SinkKind::Transactional {
                 "sink"
             } else {
@@ -358,7 +362,9 @@ impl Lab {
         } else {
             None
         };
-        let committed = sink_offset.or(kafka_committed);
+        // A negative committed offset is no position (consumers treat it as none): the group
+        // resumes by auto.offset.reset, and has no lag to show.
+        let committed = sink_offset.or(kafka_committed.filter(|&o| o >= 0));
         let owner = g.owners.get(tp).cloned();
         let running_owner = owner
             .as_ref()

@@ -241,7 +241,12 @@ impl Expect {
                 let lags: Option<Vec<i64>> = parts.iter().map(|p| p.lag).collect();
                 opt(lags.map(|l| l.iter().sum()))
             }
-            ExpectKey::Committed => opt(single(&parts)?.committed),
+            // As stored: a negative committed offset (an admin's −1 or −2) is no position, but it
+            // is what `__consumer_offsets` holds.
+            ExpectKey::Committed => {
+                let p = single(&parts)?;
+                opt(p.committed.or(p.kafka_committed))
+            }
             ExpectKey::LogEndOffset => single(&parts)?.log_end_offset.to_string(),
             ExpectKey::LogStartOffset => single(&parts)?.log_start_offset.to_string(),
             ExpectKey::LastStableOffset => single(&parts)?.last_stable_offset.to_string(),

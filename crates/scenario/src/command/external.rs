@@ -82,7 +82,9 @@ pub(crate) fn parse_offsets(v: &str) -> Result<Vec<(TopicPartition, Offset)>, St
             let (tp, offset) = entry.rsplit_once('=').ok_or_else(bad)?;
             let (topic, partition) = tp.rsplit_once(':').ok_or_else(bad)?;
             let partition = count(partition, 10_000).map_err(|_| bad())? as i32;
-            let offset = count(offset, i64::MAX as u64).map_err(|_| bad())? as i64;
+            // Any 64-bit value: Kafka's coordinator stores a committed offset as given (an admin
+            // client commits −2 for "earliest", −1 for "latest").
+            let offset = offset.parse::<i64>().map_err(|_| bad())?;
             // A topic's name holds no ':', '=' or ',': the list is written as it is.
             if let Some(problem) = offsetlab_engine::names::topic_name_problem(topic) {
                 return Err(format!("'{entry}': {problem}"));
@@ -169,22 +171,7 @@ impl CommitOffsets {
         let offsets = args
             .parsed("offsets", parse_offsets)?
             .ok_or_else(|| ParseError::new("commit-offsets: missing offsets=T:P=O,…"))?;
-        let metadata = args
-            .parsed("metadata", |v| {
-                let by_partition: BTreeMap<String, String> = serde_json::from_str(v)
-                    .map_err(|e| format!("not a JSON object of \"topic:partition\": metadata ({e})"))?;
-                by_partition
-                    .into_iter()
-                    .map(|(tp, m)| {
-                        let (topic, partition) = tp
-                            .rsplit_once(':')
-                            .and_then(|(t, p)| Some((t, p.parse::<i32>().ok()?)))
-                            .ok_or_else(|| format!("'{tp}' is not topic:partition"))?;
-                        Ok((TopicPartition::new(topic, partition), m))
-                    })
-                    .collect::<Result<BTreeMap<_, _>, String>>()
-            })?
-            .unwrap_or_default();
+        let metadata = args.parsed("metadata", parse_metadata)?.unwrap_or_default();
         Ok(Self {
             group,
             member,
@@ -215,15 +202,38 @@ impl fmt::Display for CommitOffsets {
             self.generation,
             offsets_text(&self.offsets)
         )?;
-        if !self.metadata.is_empty() {
-            let by_partition: BTreeMap<String, &str> = self
-                .metadata
-                .iter()
-                .map(|(tp, m)| (format!("{}:{}", tp.topic, tp.partition), m.as_str()))
-                .collect();
-            let json = serde_json::to_string(&by_partition).map_err(|_| fmt::Error)?;
-            write!(f, " metadata={}", QuotedJson(&json))?;
-        }
-        Ok(())
+        write_metadata(f, &self.metadata)
     }
+}
+
+/// `metadata={"topic:partition": "…"}`: the metadata strings sent with committed offsets.
+pub(crate) fn parse_metadata(v: &str) -> Result<BTreeMap<TopicPartition, String>, String> {
+    let by_partition: BTreeMap<String, String> = serde_json::from_str(v)
+        .map_err(|e| format!("not a JSON object of \"topic:partition\": metadata ({e})"))?;
+    by_partition
+        .into_iter()
+        .map(|(tp, m)| {
+            let (topic, partition) = tp
+                .rsplit_once(':')
+                .and_then(|(t, p)| Some((t, p.parse::<i32>().ok()?)))
+                .ok_or_else(|| format!("'{tp}' is not topic:partition"))?;
+            Ok((TopicPartition::new(topic, partition), m))
+        })
+        .collect()
+}
+
+/// ` metadata=…` as [`parse_metadata`] reads it; nothing when there is none.
+pub(crate) fn write_metadata(
+    f: &mut fmt::Formatter<'_>,
+    metadata: &BTreeMap<TopicPartition, String>,
+) -> fmt::Result {
+    if metadata.is_empty() {
+        return Ok(());
+    }
+    let by_partition: BTreeMap<String, &str> = metadata
+        .iter()
+        .map(|(tp, m)| (format!("{}:{}", tp.topic, tp.partition), m.as_str()))
+        .collect();
+    let json = serde_json::to_string(&by_partition).map_err(|_| fmt::Error)?;
+    write!(f, " metadata={}", QuotedJson(&json))
 }

@@ -35,6 +35,7 @@ macro_rules! one_name_command {
 
 mod abort;
 mod add_partitions;
+mod alter_offsets;
 mod alter_topic;
 mod broker;
 mod commit;
@@ -60,6 +61,7 @@ mod topic;
 
 pub use abort::Abort;
 pub use add_partitions::AddPartitions;
+pub use alter_offsets::AlterOffsets;
 pub use alter_topic::AlterTopic;
 pub use broker::Broker;
 pub use commit::Commit;
@@ -115,6 +117,7 @@ pub enum Command {
     ResetOffsets(ResetOffsets),
     Compact(Compact),
     AddPartitions(AddPartitions),
+    AlterOffsets(AlterOffsets),
     AlterTopic(AlterTopic),
     DeleteRecords(DeleteRecords),
     DeleteTopic(DeleteTopic),
@@ -144,7 +147,7 @@ pub enum ApplyError {
 }
 
 /// The command names, in the order `docs/SCENARIOS.md` documents them.
-pub const COMMANDS: [&str; 31] = [
+pub const COMMANDS: [&str; 32] = [
     "topic",
     "produce",
     "send",
@@ -159,6 +162,7 @@ pub const COMMANDS: [&str; 31] = [
     "close",
     "seek",
     "reset-offsets",
+    "alter-offsets",
     "compact",
     "delete-records",
     "add-partitions",
@@ -210,6 +214,7 @@ impl Command {
             "compact" => Command::Compact(Compact::parse(&mut args)?),
             "delete-records" => Command::DeleteRecords(DeleteRecords::parse(&mut args)?),
             "add-partitions" => Command::AddPartitions(AddPartitions::parse(&mut args)?),
+            "alter-offsets" => Command::AlterOffsets(AlterOffsets::parse(&mut args)?),
             "alter-topic" => Command::AlterTopic(AlterTopic::parse(&mut args)?),
             "delete-topic" => Command::DeleteTopic(DeleteTopic::parse(&mut args)?),
             "delete-group" => Command::DeleteGroup(DeleteGroup::parse(&mut args)?),
@@ -255,6 +260,7 @@ impl Command {
             Command::Compact(c) => c.apply(lab)?,
             Command::DeleteRecords(c) => c.apply(lab)?,
             Command::AddPartitions(c) => c.apply(lab)?,
+            Command::AlterOffsets(c) => c.apply(lab)?,
             Command::AlterTopic(c) => c.apply(lab)?,
             Command::DeleteTopic(c) => c.apply(lab)?,
             Command::DeleteGroup(c) => c.apply(lab)?,
@@ -312,6 +318,7 @@ impl fmt::Display for Command {
             Command::Compact(c) => c.fmt(f),
             Command::DeleteRecords(c) => c.fmt(f),
             Command::AddPartitions(c) => c.fmt(f),
+            Command::AlterOffsets(c) => c.fmt(f),
             Command::AlterTopic(c) => c.fmt(f),
             Command::DeleteTopic(c) => c.fmt(f),
             Command::DeleteGroup(c) => c.fmt(f),
