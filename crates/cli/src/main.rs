@@ -28,6 +28,7 @@ mod bench_lab;
 mod explore_cmd;
 mod groups_cmd;
 mod lessons_cmd;
+mod offsets_cmd;
 mod output;
 mod run_cmd;
 mod serve_cmd;
@@ -156,6 +157,25 @@ enum Cmd {
         #[arg(long)]
         topic: Option<String>,
         /// JSON output
+        #[arg(long)]
+        json: bool,
+    },
+    /// The records of a broker's __consumer_offsets topic, decoded — the lab's listener or a real
+    /// cluster — like kafka-console-consumer.sh with Kafka's OffsetsMessageFormatter
+    ///
+    /// Every commit is a record keyed (group, topic, partition) whose value holds the offset;
+    /// every completed rebalance is a record keyed by the group holding its members and their
+    /// assignment. A null value is a tombstone. Reads each partition from its log start to its
+    /// log end, then exits.
+    Offsets {
+        /// The broker to ask, e.g. 127.0.0.1:9092
+        #[arg(long, value_name = "HOST:PORT")]
+        bootstrap_server: String,
+        /// Only this group's records
+        #[arg(long)]
+        group: Option<String>,
+        /// One JSON object per record (Kafka 4.0's formatter shape: key type and data, value
+        /// version and data)
         #[arg(long)]
         json: bool,
     },
@@ -449,6 +469,11 @@ fn main() -> ExitCode {
             topic,
             json,
         }) => topics_cmd::run(&bootstrap_server, list, topic, json),
+        Some(Cmd::Offsets {
+            bootstrap_server,
+            group,
+            json,
+        }) => offsets_cmd::run(&bootstrap_server, group.as_deref(), json),
         Some(Cmd::Tour) => run_cmd::tour(),
         Some(Cmd::Run {
             file,

@@ -348,7 +348,11 @@ fn offsetlab_topics_describes_a_broker_over_the_protocol() {
     act_ok(&lab, &["topic payments partitions=3", "produce payments count=9"]);
     let run = offsetlab;
     let out = run(&["topics", "--bootstrap-server", &kafka, "--list"]);
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "orders\npayments\n");
+    // Kafka lists its internal topic too (kafka-topics.sh --list shows it unless told not to).
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "__consumer_offsets\norders\npayments\n"
+    );
     let out = run(&[
         "topics",
         "--bootstrap-server",
@@ -1116,4 +1120,79 @@ fn an_unserved_version_closes_the_connection_and_says_so_in_the_log() {
         log.contains("client 'old-client'") && log.contains("Produce v2") && log.contains("serves v3"),
         "{log}"
     );
+}
+
+/// `__consumer_offsets` is a topic like any other to a reader: kcat lists it (internal) and
+/// consumes it, and `offsetlab offsets` prints its records decoded — the commits keyed
+/// (group, topic, partition) and the group's metadata after each rebalance — in text and JSON.
+#[test]
+fn kcat_reads_consumer_offsets_and_offsetlab_prints_it_decoded() {
+    let (lab, kafka) = with_kafka();
+    act_ok(&lab, &["poll c1", "process c1 count=all", "tick 6s"]);
+    let (meta, _) = kcat(&["-b", &kafka, "-L", "-t", "__consumer_offsets"], None);
+    assert!(
+        meta.contains("topic \"__consumer_offsets\" with 1 partitions"),
+        "{meta}"
+    );
+    let offsets = consume(&kafka, "__consumer_offsets", &[]);
+    let state = ok_json(&http(&lab.addr, "GET", "/api/state", "").expect("state")).expect("json");
+    let end = state["consumer_offsets"]["log_end_offset"]
+        .as_i64()
+        .expect("log end");
+    assert_eq!(
+        offsets.len() as i64,
+        end,
+        "every record of the topic: {offsets:?}"
+    );
+    assert!(
+        end >= 3,
+        "the seed's reset, the rebalance, the auto-commit: {end}"
+    );
+
+    let out = offsetlab(&["offsets", "--bootstrap-server", &kafka]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "('analytics-prod', 'orders', 0)\toffset=4 leader_epoch=-1 metadata=\"c1#1 auto-timer\""
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("GroupMetadata(\"analytics-prod\")\tgeneration=1 protocol=range leader=c1#1 members=[c1#1 (c1, /127.0.0.1) ← orders-0]"),
+        "{text}"
+    );
+    assert_eq!(text.lines().count() as i64, end);
+
+    let out = offsetlab(&[
+        "offsets",
+        "--bootstrap-server",
+        &kafka,
+        "--json",
+        "--group",
+        "analytics-prod",
+    ]);
+    let records: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    let group = records
+        .iter()
+        .find(|r| r["key"]["type"] == 2)
+        .expect("the group's metadata");
+    assert_eq!(
+        group["value"]["data"]["members"][0]["assignment"],
+        serde_json::json!([["orders", 0]])
+    );
+    assert_eq!(
+        group["value"]["data"]["members"][0]["subscription"],
+        serde_json::json!(["orders"])
+    );
+    let commit = records
+        .iter()
+        .rev()
+        .find(|r| r["key"]["type"] == 1)
+        .expect("a commit");
+    assert_eq!(commit["value"]["version"], 3);
+    assert_eq!(commit["value"]["data"]["offset"], 4);
 }

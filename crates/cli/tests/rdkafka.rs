@@ -487,3 +487,76 @@ fn a_group_with_any_id_commits_and_survives_a_restart() {
         Some(Offset::Offset(9))
     );
 }
+
+/// `__consumer_offsets` read as any consumer reads it — librdkafka assigned to the internal
+/// topic — and decoded by `konsumer_offsets`, a parser of Kafka's own schema that shares no
+/// code with the lab: a real client's commit (key type 1, value version 3) and its group's
+/// metadata after the rebalance (key type 2), with the member and its assignment.
+#[test]
+fn consumer_offsets_decode_with_kafkas_schema_independently() {
+    use konsumer_offsets::KonsumerOffsetsData;
+    let (_lab, kafka) = with_kafka();
+    let c = consumer(&kafka, "ko-readers");
+    c.subscribe(&["orders"]).expect("subscribe");
+    assert_eq!(take(&c, 3).len(), 3);
+    let mut done = TopicPartitionList::new();
+    done.add_partition_offset("orders", 0, Offset::Offset(3))
+        .expect("tpl");
+    c.commit(&done, CommitMode::Sync).expect("commit");
+    drop(c);
+
+    let reader: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &kafka)
+        .set("group.id", "ko-tool")
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("reader");
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset("__consumer_offsets", 0, Offset::Beginning)
+        .expect("tpl");
+    reader.assign(&tpl).expect("assign");
+    let mut decoded = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        let Some(m) = reader.poll(Duration::from_millis(200)) else {
+            if !decoded.is_empty() {
+                break;
+            }
+            continue;
+        };
+        let m = m.expect("message");
+        decoded.push(KonsumerOffsetsData::try_from_bytes(m.key(), m.payload()).expect("Kafka's schema"));
+    }
+    let commit = decoded.iter().find_map(|d| match d {
+        KonsumerOffsetsData::OffsetCommit(o) if o.group == "ko-readers" && !o.is_tombstone => Some(o),
+        _ => None,
+    });
+    let commit = commit.expect("the commit of ko-readers");
+    assert_eq!(
+        (commit.topic.as_str(), commit.partition, commit.offset),
+        ("orders", 0, 3)
+    );
+    assert_eq!((commit.message_version, commit.schema_version), (1, 3));
+    let group = decoded
+        .iter()
+        .filter_map(|d| match d {
+            KonsumerOffsetsData::GroupMetadata(g) if g.group == "ko-readers" && !g.is_tombstone => Some(g),
+            _ => None,
+        })
+        .find(|g| !g.members.is_empty())
+        .expect("the group's metadata after its rebalance");
+    assert_eq!((group.protocol_type.as_str(), group.generation), ("consumer", 1));
+    let member = &group.members[0];
+    assert_eq!(group.leader, member.id);
+    assert_eq!(member.subscription.subscribed_topics, ["orders"]);
+    let owned: Vec<(String, Vec<i32>)> = member
+        .assignment
+        .assigned_topic_partitions
+        .iter()
+        .map(|t| (t.topic.clone(), t.partitions.clone()))
+        .collect();
+    assert_eq!(owned, [("orders".to_string(), vec![0])]);
+    // The lab's own group's metadata is in the same topic.
+    assert!(decoded.iter().any(|d| matches!(d,
+        KonsumerOffsetsData::GroupMetadata(g) if g.group == "analytics-prod" && g.members.iter().any(|m| m.client_id == "c1"))));
+}

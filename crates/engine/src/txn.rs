@@ -123,6 +123,14 @@ pub struct PartitionTxns {
     markers: BTreeMap<Offset, ControlType>,
 }
 
+/// A partition no transaction ever wrote to (`__consumer_offsets`, as the lab keeps it).
+pub static NO_TRANSACTIONS: PartitionTxns = PartitionTxns {
+    open: BTreeMap::new(),
+    aborted: Vec::new(),
+    aborted_offsets: BTreeSet::new(),
+    markers: BTreeMap::new(),
+};
+
 impl PartitionTxns {
     /// The last stable offset: the first offset of the oldest open transaction, or the high
     /// watermark (here, the log end) when none is open.

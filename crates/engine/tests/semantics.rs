@@ -1472,6 +1472,7 @@ fn a_group_of_real_clients_commits_through_its_membership() {
         client_id: "rdkafka".into(),
         host: "/127.0.0.1".into(),
         partitions,
+        ..ExternalMember::default()
     };
     lab.external_rebalance("copy", 1, "range", vec![member("rdkafka-1", vec![tp()])])
         .expect("rebalance");
@@ -1627,6 +1628,7 @@ fn deletions_follow_the_coordinators_rules() {
         client_id: "rdkafka".into(),
         host: "/127.0.0.1".into(),
         partitions,
+        ..ExternalMember::default()
     };
     lab.external_rebalance("copy", 1, "range", vec![member(vec![tp()])])
         .expect("rebalance");

@@ -260,20 +260,30 @@ fn member() -> impl Strategy<Value = ExternalMember> {
         text(),
         text(),
         proptest::collection::vec((topic(), partition()), 0..4),
+        proptest::option::of(text()),
+        proptest::collection::vec(topic(), 0..3),
+        proptest::option::of(any::<i32>()),
+        proptest::option::of(any::<i32>()),
     )
-        .prop_map(|(id, client_id, host, mut partitions)| {
-            // The line groups a member's partitions by topic.
-            partitions.sort_by(|a, b| a.0.cmp(&b.0));
-            ExternalMember {
-                id,
-                client_id,
-                host,
-                partitions: partitions
-                    .into_iter()
-                    .map(|(t, p)| TopicPartition::new(t, p))
-                    .collect(),
-            }
-        })
+        .prop_map(
+            |(id, client_id, host, mut partitions, instance_id, topics, session, rebalance)| {
+                // The line groups a member's partitions by topic.
+                partitions.sort_by(|a, b| a.0.cmp(&b.0));
+                ExternalMember {
+                    id,
+                    client_id,
+                    host,
+                    partitions: partitions
+                        .into_iter()
+                        .map(|(t, p)| TopicPartition::new(t, p))
+                        .collect(),
+                    instance_id,
+                    topics,
+                    session_timeout_ms: session,
+                    rebalance_timeout_ms: rebalance,
+                }
+            },
+        )
 }
 
 fn reset_spec() -> impl Strategy<Value = (ResetSpec, Option<String>)> {

@@ -50,6 +50,11 @@ fn str_bytes(s: &str) -> StrBytes {
     StrBytes::from_string(s.to_string())
 }
 
+/// A timeout as the group metadata record holds it: milliseconds in an `int32`.
+fn millis(d: Duration) -> i32 {
+    i32::try_from(d.as_millis()).unwrap_or(i32::MAX)
+}
+
 /// The rebalance that leaves a group of real clients Empty at `generation`.
 pub(crate) fn empty_group(group: &str, generation: i32, protocol: &str) -> Command {
     Command::Rebalance(Rebalance {
@@ -314,6 +319,14 @@ impl Coordinator {
                         } else {
                             Vec::new()
                         },
+                        instance_id: m.instance_id.clone(),
+                        topics: if consumer {
+                            consumer_protocol::subscribed_topics(&m.metadata(&g.protocol))
+                        } else {
+                            Vec::new()
+                        },
+                        session_timeout_ms: Some(millis(m.session_timeout)),
+                        rebalance_timeout_ms: Some(millis(m.rebalance_timeout)),
                     })
                     .collect();
                 let rebalance = Command::Rebalance(Rebalance {

@@ -69,7 +69,7 @@ fn a_member_joins_syncs_heartbeats_and_leaves() {
             .map(Command::to_string)
             .collect::<Vec<_>>(),
         vec![
-            r#"rebalance g generation=1 protocol=range members=[{"id":"rdkafka-1","client":"rdkafka","host":"/127.0.0.1","partitions":{"orders":[0,1]}}]"#
+            r#"rebalance g generation=1 protocol=range members=[{"id":"rdkafka-1","client":"rdkafka","host":"/127.0.0.1","partitions":{"orders":[0,1]},"session_timeout_ms":10000,"rebalance_timeout_ms":30000}]"#
         ]
     );
     assert_eq!(heartbeat(1), 0);

@@ -44,7 +44,7 @@ fn fetch(s: &Session, r: &FetchRequest) -> (FetchResponse, usize) {
                 .map(|p| {
                     let tp = TopicPartition::new(name.clone(), p.partition);
                     let base = PartitionData::default().with_partition_index(p.partition);
-                    let (Ok(log), Ok(txns)) = (lab.partition_log(&tp), lab.partition_txns(&tp)) else {
+                    let Ok((log, txns)) = lab.fetchable(&tp) else {
                         return base.with_error_code(UNKNOWN_TOPIC_OR_PARTITION);
                     };
                     let (start, end) = (log.log_start_offset(), log.log_end_offset());

@@ -36,7 +36,7 @@ pub(crate) fn handle(broker: &Broker, r: &ListOffsetsRequest) -> ListOffsetsResp
                             let tp = TopicPartition::new(name.clone(), p.partition_index);
                             let base = ListOffsetsPartitionResponse::default()
                                 .with_partition_index(p.partition_index);
-                            let Ok(log) = lab.partition_log(&tp) else {
+                            let Ok((log, _)) = lab.fetchable(&tp) else {
                                 return base.with_error_code(UNKNOWN_TOPIC_OR_PARTITION);
                             };
                             let latest = match level {

@@ -3,6 +3,7 @@
 
 use crate::broker::{Broker, NODE};
 use crate::str_bytes;
+use offsetlab_engine::offsets::CONSUMER_OFFSETS_TOPIC;
 use offsetlab_wire::error::*;
 use offsetlab_wire::kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
@@ -25,10 +26,17 @@ pub(crate) fn handle(broker: &Broker, r: &MetadataRequest, version: i16) -> Meta
     let advertised = broker.advertised;
     let s = broker.lab.lock();
     let lab = s.lab();
+    // Every topic, `__consumer_offsets` among them: Kafka lists its internal topic (marked
+    // internal), and any consumer may read it.
+    let every = || {
+        let mut names: Vec<String> = lab.topics().keys().cloned().collect();
+        names.push(CONSUMER_OFFSETS_TOPIC.to_string());
+        names
+    };
     let names: Vec<String> = match &r.topics {
         // Null (or, before v1, empty) means every topic.
-        None => lab.topics().keys().cloned().collect(),
-        Some(ts) if ts.is_empty() => lab.topics().keys().cloned().collect(),
+        None => every(),
+        Some(ts) if ts.is_empty() => every(),
         Some(ts) => ts
             .iter()
             .filter_map(|t| t.name.as_ref().map(|n| n.0.to_string()))
@@ -36,30 +44,39 @@ pub(crate) fn handle(broker: &Broker, r: &MetadataRequest, version: i16) -> Meta
     };
     let topics = names
         .iter()
-        .map(|name| match lab.topic(name) {
-            Ok(t) => MetadataResponseTopic::default()
-                .with_name(Some(TopicName(str_bytes(name))))
-                .with_error_code(NONE)
-                .with_partitions(
-                    (0..t.partitions.len() as i32)
-                        .map(|p| {
-                            MetadataResponsePartition::default()
-                                .with_partition_index(p)
-                                .with_leader_id(BrokerId(NODE))
-                                .with_replica_nodes(vec![BrokerId(NODE)])
-                                .with_isr_nodes(vec![BrokerId(NODE)])
-                        })
-                        .collect(),
-                ),
-            // A name no client may use (an internal topic, illegal characters) is an error a
-            // client gives up on at once; an unknown one it waits for, as topics appear.
-            Err(_) => MetadataResponseTopic::default()
-                .with_name(Some(TopicName(str_bytes(name))))
-                .with_error_code(if crate::auto_create::creatable(name) {
-                    UNKNOWN_TOPIC_OR_PARTITION
+        .map(|name| {
+            match lab.topic(name).map(|t| t.partitions.len()).or_else(|e| {
+                if name == CONSUMER_OFFSETS_TOPIC {
+                    Ok(1)
                 } else {
-                    INVALID_TOPIC_EXCEPTION
-                }),
+                    Err(e)
+                }
+            }) {
+                Ok(partitions) => MetadataResponseTopic::default()
+                    .with_name(Some(TopicName(str_bytes(name))))
+                    .with_error_code(NONE)
+                    .with_is_internal(name == CONSUMER_OFFSETS_TOPIC)
+                    .with_partitions(
+                        (0..partitions as i32)
+                            .map(|p| {
+                                MetadataResponsePartition::default()
+                                    .with_partition_index(p)
+                                    .with_leader_id(BrokerId(NODE))
+                                    .with_replica_nodes(vec![BrokerId(NODE)])
+                                    .with_isr_nodes(vec![BrokerId(NODE)])
+                            })
+                            .collect(),
+                    ),
+                // A name no client may use (an internal topic, illegal characters) is an error a
+                // client gives up on at once; an unknown one it waits for, as topics appear.
+                Err(_) => MetadataResponseTopic::default()
+                    .with_name(Some(TopicName(str_bytes(name))))
+                    .with_error_code(if crate::auto_create::creatable(name) {
+                        UNKNOWN_TOPIC_OR_PARTITION
+                    } else {
+                        INVALID_TOPIC_EXCEPTION
+                    }),
+            }
         })
         .collect();
     MetadataResponse::default()

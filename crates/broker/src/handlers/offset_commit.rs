@@ -63,6 +63,8 @@ pub(crate) fn handle(broker: &Broker, r: &OffsetCommitRequest) -> OffsetCommitRe
     respond(r, &|t, p| {
         if sorted.unknown.contains(&(t.to_string(), p)) {
             UNKNOWN_TOPIC_OR_PARTITION
+        } else if sorted.too_large.contains(&(t.to_string(), p)) {
+            OFFSET_METADATA_TOO_LARGE
         } else {
             match &outcome {
                 Ok(()) => NONE,
@@ -78,6 +80,8 @@ struct Sorted {
     stored: Vec<(TopicPartition, i64)>,
     /// Partitions the lab does not have: UNKNOWN_TOPIC_OR_PARTITION.
     unknown: BTreeSet<(String, i32)>,
+    /// Metadata longer than `offset.metadata.max.bytes`: OFFSET_METADATA_TOO_LARGE, not stored.
+    too_large: BTreeSet<(String, i32)>,
     /// The metadata strings sent with stored offsets (a member's commit keeps them).
     metadata: BTreeMap<TopicPartition, String>,
 }
@@ -87,13 +91,17 @@ impl Sorted {
         let mut sorted = Self {
             stored: Vec::new(),
             unknown: BTreeSet::new(),
+            too_large: BTreeSet::new(),
             metadata: BTreeMap::new(),
         };
         for t in &r.topics {
             for p in &t.partitions {
                 let tp = TopicPartition::new(t.name.0.to_string(), p.partition_index);
+                let metadata_bytes = p.committed_metadata.as_ref().map_or(0, |m| m.len());
                 if s.lab().partition_log(&tp).is_err() {
                     sorted.unknown.insert((tp.topic, tp.partition));
+                } else if metadata_bytes > offsetlab_engine::offsets::MAX_METADATA_BYTES {
+                    sorted.too_large.insert((tp.topic, tp.partition));
                 } else {
                     if let Some(m) = p.committed_metadata.as_ref().filter(|m| !m.is_empty()) {
                         sorted.metadata.insert(tp.clone(), m.to_string());

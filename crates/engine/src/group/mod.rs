@@ -37,7 +37,7 @@ pub struct Member {
 /// A member of a group of real Kafka clients (through the lab's Kafka listener): the listener's
 /// coordinator runs their JoinGroup / SyncGroup / Heartbeat on wall time and records each
 /// completed rebalance here, with what every member was assigned.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct ExternalMember {
     /// The member id the coordinator gave it (`rdkafka-3`).
     pub id: String,
@@ -45,6 +45,17 @@ pub struct ExternalMember {
     pub host: String,
     /// Its assignment in this generation.
     pub partitions: Vec<TopicPartition>,
+    /// `group.instance.id` of a static member.
+    #[serde(default)]
+    pub instance_id: Option<String>,
+    /// The topics its subscription names.
+    #[serde(default)]
+    pub topics: Vec<String>,
+    /// Its `session.timeout.ms` and rebalance timeout (`max.poll.interval.ms`), as it joined.
+    #[serde(default)]
+    pub session_timeout_ms: Option<i32>,
+    #[serde(default)]
+    pub rebalance_timeout_ms: Option<i32>,
 }
 
 /// The last rebalance of an external group: its members and their assignment.

@@ -36,6 +36,9 @@ impl Lab {
         }
         let now = self.clock.now();
         let deleted = self.offsets.delete_where(|k| k.group == group, now);
+        if self.groups.get(group).is_some_and(|g| !g.offsets_only()) {
+            self.offsets.delete_group(group, now);
+        }
         let lab_consumers = self.consumers.values().any(|c| c.config.group == group);
         if lab_consumers {
             // The lab's own consumers still name the group, and its sink and audit stay with

@@ -113,6 +113,7 @@ impl Lab {
             members,
         });
         self.say(EventKind::Group, text);
+        self.record_group_metadata(group);
         Ok(())
     }
 
@@ -166,6 +167,9 @@ impl Lab {
         // an offset outside the log meets OFFSET_OUT_OF_RANGE.
         for (tp, _) in offsets {
             self.partition_log(tp)?;
+        }
+        for (tp, m) in metadata {
+            crate::offsets::check_metadata(tp, m)?;
         }
         let now = self.clock.now();
         for (tp, offset) in offsets {

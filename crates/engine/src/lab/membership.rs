@@ -112,6 +112,7 @@ impl Lab {
                 EventKind::Group,
                 format!("group {group} is now Empty (generation {generation}); its committed offsets stay"),
             );
+            self.record_group_metadata(group);
             return Ok(());
         }
         self.request_rebalance(group, &format!("{member_id} left"));
@@ -270,6 +271,7 @@ impl Lab {
             cooperative,
         };
         self.say_stable(group, generation, &why, &settled);
+        self.record_group_metadata(group);
         self.hand_out(group, generation, &settled)
     }
 

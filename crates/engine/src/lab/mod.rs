@@ -11,6 +11,7 @@ mod commit;
 mod consume;
 mod deletion;
 mod external;
+mod group_metadata;
 mod lifecycle;
 mod membership;
 mod reset;
@@ -181,6 +182,23 @@ impl Lab {
                 partition: tp.partition,
                 partitions: topic.partitions.len(),
             })
+    }
+
+    /// A partition as a consumer reads it, with its transaction state: a topic's, or
+    /// `__consumer_offsets-0` — Kafka's internal topic is readable by any consumer (kcat, a lag
+    /// monitor), though only the coordinator writes to it.
+    pub fn fetchable(&self, tp: &TopicPartition) -> Result<(&dyn PartitionLog, &PartitionTxns), LabError> {
+        if tp.topic == crate::offsets::CONSUMER_OFFSETS_TOPIC {
+            return match tp.partition {
+                0 => Ok((self.offsets.log(), &crate::txn::NO_TRANSACTIONS)),
+                p => Err(LabError::UnknownPartition {
+                    topic: tp.topic.clone(),
+                    partition: p,
+                    partitions: 1,
+                }),
+            };
+        }
+        Ok((self.partition_log(tp)?, self.partition_txns(tp)?))
     }
 
     /// The transaction state of one partition.

@@ -138,6 +138,9 @@ impl Lab {
                 state: g.state().to_string(),
             });
         }
+        for (tp, m) in metadata {
+            crate::offsets::check_metadata(tp, m)?;
+        }
         let mut rows = Vec::new();
         for (tp, offset) in offsets {
             rows.push(self.plan_row(group, tp, ResetSpec::ToOffset(*offset), false)?);

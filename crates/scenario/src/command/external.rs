@@ -2,8 +2,10 @@
 //!
 //! `rebalance GROUP generation=G protocol=P members=JSON` — a rebalance completed: the new
 //! generation and every member with its assignment. `members` is a JSON array of
-//! `{"id": …, "client": …, "host": …, "partitions": {"topic": [0, 1]}}`; `[]` when the last
-//! member left or timed out.
+//! `{"id": …, "client": …, "host": …, "partitions": {"topic": [0, 1]}}`, each optionally with
+//! `"instance": …` (`group.instance.id`), `"topics": […]` (its subscription) and
+//! `"session_timeout_ms"` / `"rebalance_timeout_ms"` as it joined — what the coordinator's group
+//! metadata record in `__consumer_offsets` holds; `[]` when the last member left or timed out.
 //!
 //! `commit-offsets GROUP member=M generation=G offsets=T:P=O[,T:P=O…] [metadata=JSON]` — a member
 //! committed; `metadata` holds the metadata strings it sent with them (`{"orders:0": "…"}`), for
@@ -33,6 +35,14 @@ struct MemberJson {
     host: String,
     #[serde(default)]
     partitions: BTreeMap<String, Vec<i32>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    instance: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    topics: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    session_timeout_ms: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rebalance_timeout_ms: Option<i32>,
 }
 
 impl From<&ExternalMember> for MemberJson {
@@ -46,6 +56,10 @@ impl From<&ExternalMember> for MemberJson {
             client: m.client_id.clone(),
             host: m.host.clone(),
             partitions,
+            instance: m.instance_id.clone(),
+            topics: m.topics.clone(),
+            session_timeout_ms: m.session_timeout_ms,
+            rebalance_timeout_ms: m.rebalance_timeout_ms,
         }
     }
 }
@@ -61,6 +75,10 @@ impl From<MemberJson> for ExternalMember {
                 .into_iter()
                 .flat_map(|(t, ps)| ps.into_iter().map(move |p| TopicPartition::new(t.clone(), p)))
                 .collect(),
+            instance_id: m.instance,
+            topics: m.topics,
+            session_timeout_ms: m.session_timeout_ms,
+            rebalance_timeout_ms: m.rebalance_timeout_ms,
         }
     }
 }

@@ -7,7 +7,10 @@
 //! coordinator rebuilds its view by replaying the topic ([`OffsetStore::rebuild_view`]).
 //!
 //! Kafka spreads groups over 50 partitions of `__consumer_offsets` by `hash(group) % 50`; the
-//! lab uses one partition so that every commit of every group can be seen in one log.
+//! lab uses one partition so that every commit of every group can be seen in one log. Its
+//! records are in Kafka's own schema ([`schema`]): any consumer can read the topic.
+
+pub mod schema;
 
 use crate::clock::Millis;
 use crate::log::{CleanupPolicy, PartitionLog, TopicConfig};
@@ -16,6 +19,21 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 pub const CONSUMER_OFFSETS_TOPIC: &str = "__consumer_offsets";
+
+/// Kafka's `offset.metadata.max.bytes` (its default): a commit's metadata longer than this is
+/// OFFSET_METADATA_TOO_LARGE, and that partition's offset is not stored.
+pub const MAX_METADATA_BYTES: usize = 4096;
+
+/// Refuses metadata no coordinator stores ([`MAX_METADATA_BYTES`]).
+pub fn check_metadata(tp: &TopicPartition, metadata: &str) -> Result<(), crate::LabError> {
+    if metadata.len() > MAX_METADATA_BYTES {
+        return Err(crate::LabError::InvalidArgument(format!(
+            "{tp}: commit metadata of {} bytes is longer than offset.metadata.max.bytes ({MAX_METADATA_BYTES}): OFFSET_METADATA_TOO_LARGE",
+            metadata.len()
+        )));
+    }
+    Ok(())
+}
 
 /// The key of a committed offset: Kafka's `OffsetCommitKey` (group, topic, partition).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -38,18 +56,17 @@ impl OffsetKey {
         TopicPartition::new(self.topic.clone(), self.partition)
     }
 
-    /// The record key bytes: a JSON array `["analytics-prod","orders",0]`.
+    /// The record key bytes: Kafka's `OffsetCommitKey` ([`schema::offset_key`]).
     pub fn encode(&self) -> Vec<u8> {
-        serde_json::to_vec(&(&self.group, &self.topic, self.partition)).unwrap_or_default()
+        schema::offset_key(self)
     }
 
+    /// An offset commit key; `None` for other bytes (a group metadata key among them).
     pub fn decode(bytes: &[u8]) -> Option<Self> {
-        let (group, topic, partition): (String, String, i32) = serde_json::from_slice(bytes).ok()?;
-        Some(Self {
-            group,
-            topic,
-            partition,
-        })
+        match schema::decode_key(bytes)? {
+            schema::RecordKey::Offset(k) => Some(k),
+            schema::RecordKey::Group(_) => None,
+        }
     }
 
     /// How the lab prints it: `('analytics-prod', 'orders', 0)`.
@@ -58,7 +75,8 @@ impl OffsetKey {
     }
 }
 
-/// The value of a committed offset: Kafka's `OffsetCommitValue`, less the leader epoch.
+/// The value of a committed offset: Kafka's `OffsetCommitValue` (its leader epoch is always
+/// −1 here: one broker, a leader that never changes).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OffsetAndMetadata {
     /// The next offset to read: last processed + 1.
@@ -133,12 +151,28 @@ impl OffsetStore {
     /// Appends the commit record and updates the view.
     pub fn commit(&mut self, key: OffsetKey, value: OffsetAndMetadata, now: Millis) -> Offset {
         let key_bytes = key.encode();
-        let value_bytes = serde_json::to_vec(&value).unwrap_or_default();
+        let value_bytes = schema::offset_value(&value);
         let at = self
             .log
             .append(NewRecord::new(now, Some(&key_bytes), Some(&value_bytes)), now);
         self.view.insert(key, value);
         at
+    }
+
+    /// Appends a group's membership after a rebalance (Kafka's `GroupMetadataKey` and
+    /// `GroupMetadataValue`): lag monitors and `kafka-consumer-groups` tooling that read the
+    /// topic learn the members and their assignment from it. Offsets never read it.
+    pub fn write_group(&mut self, group: &str, metadata: &schema::GroupMetadata, now: Millis) -> Offset {
+        let key = schema::group_key(group);
+        let value = schema::group_value(metadata);
+        self.log
+            .append(NewRecord::new(now, Some(&key), Some(&value)), now)
+    }
+
+    /// Appends a group metadata tombstone: the group was deleted.
+    pub fn delete_group(&mut self, group: &str, now: Millis) {
+        let key = schema::group_key(group);
+        self.log.append(NewRecord::new(now, Some(&key), None), now);
     }
 
     /// Appends a tombstone for `key` (offset deletion or expiry).
@@ -195,10 +229,7 @@ impl OffsetStore {
         self.log.read(from, max, &mut |r| {
             let owned: Record = r.to_owned();
             if let Some(key) = owned.key.as_deref().and_then(OffsetKey::decode) {
-                let value = owned
-                    .value
-                    .as_deref()
-                    .and_then(|v| serde_json::from_slice(v).ok());
+                let value = owned.value.as_deref().and_then(schema::decode_offset_value);
                 out.push(OffsetRecord {
                     offset: owned.offset,
                     key,
@@ -228,10 +259,7 @@ fn replay(log: &dyn PartitionLog) -> BTreeMap<OffsetKey, OffsetAndMetadata> {
         let Some(key) = r.key.and_then(OffsetKey::decode) else {
             return;
         };
-        match r
-            .value
-            .and_then(|v| serde_json::from_slice::<OffsetAndMetadata>(v).ok())
-        {
+        match r.value.and_then(schema::decode_offset_value) {
             Some(value) => {
                 view.insert(key, value);
             }

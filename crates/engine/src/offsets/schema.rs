@@ -1,0 +1,477 @@
+//! The bytes of `__consumer_offsets` records, in Kafka's own schema, so that any consumer —
+//! kcat, a lag monitor such as Burrow or kafka-lag-exporter, Kafka's `OffsetsMessageFormatter` —
+//! reads the lab's topic as it reads a broker's.
+//!
+//! Every key and value starts with a big-endian `int16`: in a key, the record's type (Kafka 4.0
+//! calls it the key's version); in a value, the value's version. Strings are an `int16` length
+//! and UTF-8 bytes (−1 for null); `bytes` are an `int32` length and the bytes.
+//!
+//! ```text
+//! OffsetCommitKey (type 1)      group: string, topic: string, partition: int32
+//! OffsetCommitValue (version 3) offset: int64, leader_epoch: int32, metadata: string,
+//!                               commit_timestamp: int64
+//! GroupMetadataKey (type 2)     group: string
+//! GroupMetadataValue (v3)       protocol_type: string, generation: int32,
+//!                               protocol: nullable string, leader: nullable string,
+//!                               current_state_timestamp: int64,
+//!                               members: [member_id: string, group_instance_id: nullable string,
+//!                                         client_id: string, client_host: string,
+//!                                         rebalance_timeout: int32, session_timeout: int32,
+//!                                         subscription: bytes, assignment: bytes]
+//! ```
+//!
+//! Type 0 keys (offset commits of Kafka before 0.9) read as type 1; value versions 0–3 are read
+//! (version 1 carries an expire timestamp, versions below 3 no leader epoch). A topic written by
+//! the lab before it spoke this schema holds JSON (`["group","topic",0]` keys, `{"offset": …}`
+//! values): those still read back, and are never rewritten.
+
+use super::{OffsetAndMetadata, OffsetKey};
+
+/// Kafka's record type of an offset commit key.
+pub const OFFSET_COMMIT_KEY: i16 = 1;
+/// Kafka's record type of a group metadata key.
+pub const GROUP_METADATA_KEY: i16 = 2;
+/// The offset commit value version written: 3, with the leader epoch (KIP-320).
+pub const OFFSET_COMMIT_VALUE_VERSION: i16 = 3;
+/// The group metadata value version written: 3, with static members' instance ids (KIP-345).
+pub const GROUP_METADATA_VALUE_VERSION: i16 = 3;
+
+/// A record key of `__consumer_offsets`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordKey {
+    Offset(OffsetKey),
+    Group(String),
+}
+
+/// A group's membership as the coordinator writes it after each rebalance.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
+pub struct GroupMetadata {
+    pub protocol_type: String,
+    pub generation: i32,
+    pub protocol: Option<String>,
+    pub leader: Option<String>,
+    pub current_state_timestamp: i64,
+    pub members: Vec<MemberMetadata>,
+}
+
+/// One member of a [`GroupMetadata`].
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
+pub struct MemberMetadata {
+    pub member_id: String,
+    pub group_instance_id: Option<String>,
+    pub client_id: String,
+    pub client_host: String,
+    pub rebalance_timeout: i32,
+    pub session_timeout: i32,
+    /// The consumer protocol's subscription (version 0: the topics).
+    #[serde(skip)]
+    pub subscription: Vec<u8>,
+    /// The consumer protocol's assignment (version 0: the partitions per topic).
+    #[serde(skip)]
+    pub assignment: Vec<u8>,
+}
+
+/// A decoded value of `__consumer_offsets`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordValue {
+    Offset(OffsetAndMetadata),
+    Group(GroupMetadata),
+}
+
+struct Writer(Vec<u8>);
+
+impl Writer {
+    fn i16(&mut self, v: i16) -> &mut Self {
+        self.0.extend_from_slice(&v.to_be_bytes());
+        self
+    }
+    fn i32(&mut self, v: i32) -> &mut Self {
+        self.0.extend_from_slice(&v.to_be_bytes());
+        self
+    }
+    fn i64(&mut self, v: i64) -> &mut Self {
+        self.0.extend_from_slice(&v.to_be_bytes());
+        self
+    }
+    /// A string; the lab's names are at most 32 KiB, which an `int16` length holds — longer
+    /// text (a client's metadata) is cut at a character boundary, as no reader could take it.
+    fn string(&mut self, s: &str) -> &mut Self {
+        let mut end = s.len().min(i16::MAX as usize);
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.i16(end as i16);
+        self.0.extend_from_slice(&s.as_bytes()[..end]);
+        self
+    }
+    fn nullable(&mut self, s: Option<&str>) -> &mut Self {
+        match s {
+            Some(s) => self.string(s),
+            None => self.i16(-1),
+        }
+    }
+    fn bytes(&mut self, b: &[u8]) -> &mut Self {
+        self.i32(i32::try_from(b.len()).unwrap_or(i32::MAX));
+        self.0.extend_from_slice(b);
+        self
+    }
+}
+
+/// A cursor over a record's bytes: every read checks what is left, so bytes from a file or a
+/// peer never panic or allocate more than they hold.
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        if self.0.len() < n {
+            return None;
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Some(head)
+    }
+    fn i16(&mut self) -> Option<i16> {
+        self.take(2).map(|b| i16::from_be_bytes([b[0], b[1]]))
+    }
+    fn i32(&mut self) -> Option<i32> {
+        self.take(4).map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    fn i64(&mut self) -> Option<i64> {
+        let b = self.take(8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Some(i64::from_be_bytes(a))
+    }
+    fn nullable(&mut self) -> Option<Option<String>> {
+        let n = self.i16()?;
+        if n < 0 {
+            return Some(None);
+        }
+        let b = self.take(n as usize)?;
+        String::from_utf8(b.to_vec()).ok().map(Some)
+    }
+    fn string(&mut self) -> Option<String> {
+        self.nullable()?
+    }
+    fn bytes(&mut self) -> Option<Vec<u8>> {
+        let n = self.i32()?;
+        if n < 0 {
+            return Some(Vec::new());
+        }
+        self.take(n as usize).map(<[u8]>::to_vec)
+    }
+}
+
+/// An offset commit key in Kafka's schema (type 1).
+pub fn offset_key(key: &OffsetKey) -> Vec<u8> {
+    let mut w = Writer(Vec::with_capacity(10 + key.group.len() + key.topic.len()));
+    w.i16(OFFSET_COMMIT_KEY)
+        .string(&key.group)
+        .string(&key.topic)
+        .i32(key.partition);
+    w.0
+}
+
+/// An offset commit value in Kafka's schema (version 3; leader epoch −1: the lab has one
+/// leader that never changes).
+pub fn offset_value(value: &OffsetAndMetadata) -> Vec<u8> {
+    let mut w = Writer(Vec::with_capacity(24 + value.metadata.len()));
+    w.i16(OFFSET_COMMIT_VALUE_VERSION)
+        .i64(value.offset)
+        .i32(-1)
+        .string(&value.metadata)
+        .i64(value.commit_timestamp);
+    w.0
+}
+
+/// A group metadata key in Kafka's schema (type 2).
+pub fn group_key(group: &str) -> Vec<u8> {
+    let mut w = Writer(Vec::with_capacity(4 + group.len()));
+    w.i16(GROUP_METADATA_KEY).string(group);
+    w.0
+}
+
+/// A group metadata value in Kafka's schema (version 3).
+pub fn group_value(g: &GroupMetadata) -> Vec<u8> {
+    let mut w = Writer(Vec::new());
+    w.i16(GROUP_METADATA_VALUE_VERSION)
+        .string(&g.protocol_type)
+        .i32(g.generation)
+        .nullable(g.protocol.as_deref())
+        .nullable(g.leader.as_deref())
+        .i64(g.current_state_timestamp)
+        .i32(g.members.len() as i32);
+    for m in &g.members {
+        w.string(&m.member_id)
+            .nullable(m.group_instance_id.as_deref())
+            .string(&m.client_id)
+            .string(&m.client_host)
+            .i32(m.rebalance_timeout)
+            .i32(m.session_timeout)
+            .bytes(&m.subscription)
+            .bytes(&m.assignment);
+    }
+    w.0
+}
+
+/// A key of `__consumer_offsets`, in Kafka's schema or the lab's former JSON.
+pub fn decode_key(bytes: &[u8]) -> Option<RecordKey> {
+    if bytes.first() == Some(&b'[') {
+        let (group, topic, partition): (String, String, i32) = serde_json::from_slice(bytes).ok()?;
+        return Some(RecordKey::Offset(OffsetKey {
+            group,
+            topic,
+            partition,
+        }));
+    }
+    let mut r = Reader(bytes);
+    let key = match r.i16()? {
+        0 | OFFSET_COMMIT_KEY => RecordKey::Offset(OffsetKey {
+            group: r.string()?,
+            topic: r.string()?,
+            partition: r.i32()?,
+        }),
+        GROUP_METADATA_KEY => RecordKey::Group(r.string()?),
+        _ => return None,
+    };
+    r.0.is_empty().then_some(key)
+}
+
+/// An offset commit value with every field its version has, as a formatter prints it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OffsetCommitValue {
+    /// The value's version; `None` for the lab's former JSON.
+    pub version: Option<i16>,
+    pub offset: i64,
+    /// −1 when the version has none (or the committer did not know it).
+    pub leader_epoch: i32,
+    pub metadata: String,
+    pub commit_timestamp: i64,
+    /// Version 1 only.
+    pub expire_timestamp: Option<i64>,
+}
+
+/// An offset commit value, in Kafka's schema (versions 0–3) or the lab's former JSON.
+pub fn decode_offset_commit(bytes: &[u8]) -> Option<OffsetCommitValue> {
+    if bytes.first() == Some(&b'{') {
+        let v: OffsetAndMetadata = serde_json::from_slice(bytes).ok()?;
+        return Some(OffsetCommitValue {
+            version: None,
+            offset: v.offset,
+            leader_epoch: -1,
+            metadata: v.metadata,
+            commit_timestamp: v.commit_timestamp,
+            expire_timestamp: None,
+        });
+    }
+    let mut r = Reader(bytes);
+    let version = r.i16()?;
+    if !(0..=3).contains(&version) {
+        return None;
+    }
+    let offset = r.i64()?;
+    let leader_epoch = if version >= 3 { r.i32()? } else { -1 };
+    let metadata = r.string()?;
+    let commit_timestamp = r.i64()?;
+    let expire_timestamp = if version == 1 { Some(r.i64()?) } else { None };
+    Some(OffsetCommitValue {
+        version: Some(version),
+        offset,
+        leader_epoch,
+        metadata,
+        commit_timestamp,
+        expire_timestamp,
+    })
+}
+
+/// [`decode_offset_commit`], as the coordinator keeps it.
+pub fn decode_offset_value(bytes: &[u8]) -> Option<OffsetAndMetadata> {
+    decode_offset_commit(bytes).map(|v| OffsetAndMetadata {
+        offset: v.offset,
+        metadata: v.metadata,
+        commit_timestamp: v.commit_timestamp,
+    })
+}
+
+/// A group metadata value in Kafka's schema (versions 0–3).
+pub fn decode_group_value(bytes: &[u8]) -> Option<GroupMetadata> {
+    let mut r = Reader(bytes);
+    let version = r.i16()?;
+    if !(0..=3).contains(&version) {
+        return None;
+    }
+    let protocol_type = r.string()?;
+    let generation = r.i32()?;
+    let protocol = r.nullable()?;
+    let leader = r.nullable()?;
+    let current_state_timestamp = if version >= 2 { r.i64()? } else { -1 };
+    let count = r.i32()?;
+    let mut members = Vec::new();
+    for _ in 0..count.max(0) {
+        // Each member takes at least 20 bytes: a count beyond the bytes left is refused
+        // before anything is allocated for it.
+        if r.0.len() < 20 {
+            return None;
+        }
+        members.push(MemberMetadata {
+            member_id: r.string()?,
+            group_instance_id: if version >= 3 { r.nullable()? } else { None },
+            client_id: r.string()?,
+            client_host: r.string()?,
+            rebalance_timeout: if version >= 1 { r.i32()? } else { -1 },
+            session_timeout: r.i32()?,
+            subscription: r.bytes()?,
+            assignment: r.bytes()?,
+        });
+    }
+    Some(GroupMetadata {
+        protocol_type,
+        generation,
+        protocol,
+        leader,
+        current_state_timestamp,
+        members,
+    })
+}
+
+/// The consumer protocol's subscription (version 0) to `topics`, with empty user data.
+pub fn subscription<'a>(topics: impl IntoIterator<Item = &'a str>) -> Vec<u8> {
+    let topics: Vec<&str> = topics.into_iter().collect();
+    let mut w = Writer(Vec::new());
+    w.i16(0).i32(topics.len() as i32);
+    for t in topics {
+        w.string(t);
+    }
+    w.i32(0); // empty user data (every reader takes it; not all take a null)
+    w.0
+}
+
+/// The consumer protocol's assignment (version 0) of `partitions`, grouped by topic in order.
+pub fn assignment(partitions: &[crate::record::TopicPartition]) -> Vec<u8> {
+    let mut by_topic: Vec<(&str, Vec<i32>)> = Vec::new();
+    for tp in partitions {
+        match by_topic.iter_mut().find(|(t, _)| *t == tp.topic) {
+            Some((_, ps)) => ps.push(tp.partition),
+            None => by_topic.push((&tp.topic, vec![tp.partition])),
+        }
+    }
+    let mut w = Writer(Vec::new());
+    w.i16(0).i32(by_topic.len() as i32);
+    for (t, ps) in by_topic {
+        w.string(t).i32(ps.len() as i32);
+        for p in ps {
+            w.i32(p);
+        }
+    }
+    w.i32(0); // empty user data (every reader takes it; not all take a null)
+    w.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The bytes Kafka writes for ('analytics-prod', 'orders', 0) at offset 4, laid out by hand
+    /// from the schema, not by the encoder under test.
+    #[test]
+    fn an_offset_commit_is_laid_out_as_kafka_lays_it_out() {
+        let key = OffsetKey {
+            group: "g".into(),
+            topic: "t".into(),
+            partition: 3,
+        };
+        assert_eq!(offset_key(&key), [0, 1, 0, 1, b'g', 0, 1, b't', 0, 0, 0, 3]);
+        let value = OffsetAndMetadata {
+            offset: 4,
+            metadata: "m".into(),
+            commit_timestamp: 258,
+        };
+        assert_eq!(
+            offset_value(&value),
+            [0, 3, 0, 0, 0, 0, 0, 0, 0, 4, 0xff, 0xff, 0xff, 0xff, 0, 1, b'm', 0, 0, 0, 0, 0, 0, 1, 2]
+        );
+        assert_eq!(decode_key(&offset_key(&key)), Some(RecordKey::Offset(key)));
+        assert_eq!(decode_offset_value(&offset_value(&value)), Some(value));
+    }
+
+    #[test]
+    fn the_labs_former_json_records_still_read_back() {
+        let key = decode_key(br#"["analytics-prod","orders",0]"#);
+        assert_eq!(
+            key,
+            Some(RecordKey::Offset(OffsetKey {
+                group: "analytics-prod".into(),
+                topic: "orders".into(),
+                partition: 0
+            }))
+        );
+        let value = decode_offset_value(br#"{"offset":4,"metadata":"c1#1 auto-timer","commit_timestamp":5}"#);
+        assert_eq!(value.map(|v| (v.offset, v.commit_timestamp)), Some((4, 5)));
+    }
+
+    #[test]
+    fn older_value_versions_read_and_bad_bytes_are_refused() {
+        // Version 1: no leader epoch, an expire timestamp after the commit timestamp.
+        let mut v1 = vec![0, 1];
+        v1.extend_from_slice(&9i64.to_be_bytes());
+        v1.extend_from_slice(&[0, 0]);
+        v1.extend_from_slice(&7i64.to_be_bytes());
+        v1.extend_from_slice(&(-1i64).to_be_bytes());
+        assert_eq!(decode_offset_value(&v1).map(|v| v.offset), Some(9));
+        assert_eq!(decode_offset_value(&[0, 9, 1]), None);
+        assert_eq!(
+            decode_key(&[0, 1, 0, 5, b'a']),
+            None,
+            "a string longer than the bytes"
+        );
+        assert_eq!(decode_key(&[0, 7]), None, "an unknown record type");
+        // A member count far beyond the bytes: refused, nothing allocated for it.
+        let mut huge = group_value(&GroupMetadata::default());
+        let n = huge.len();
+        huge[n - 4..].copy_from_slice(&i32::MAX.to_be_bytes());
+        assert_eq!(decode_group_value(&huge), None);
+    }
+
+    proptest! {
+        #[test]
+        fn offset_records_read_back_as_written(
+            group in ".{0,40}", topic in "[a-z._-]{1,20}", partition in 0..10_000i32,
+            offset in any::<i64>(), metadata in ".{0,40}", ts in any::<i64>(),
+        ) {
+            let key = OffsetKey { group, topic, partition };
+            let value = OffsetAndMetadata { offset, metadata, commit_timestamp: ts };
+            prop_assert_eq!(decode_key(&offset_key(&key)), Some(RecordKey::Offset(key)));
+            prop_assert_eq!(decode_offset_value(&offset_value(&value)), Some(value));
+        }
+
+        #[test]
+        fn group_records_read_back_as_written(
+            group in ".{0,40}", generation in any::<i32>(), protocol in proptest::option::of(".{0,10}"),
+            members in proptest::collection::vec((".{0,20}", proptest::option::of(".{0,8}"), any::<i32>(), proptest::collection::vec(any::<u8>(), 0..16)), 0..4),
+        ) {
+            let g = GroupMetadata {
+                protocol_type: "consumer".into(),
+                generation,
+                leader: members.first().map(|m| m.0.clone()),
+                protocol,
+                current_state_timestamp: 7,
+                members: members
+                    .into_iter()
+                    .map(|(id, instance, timeout, bytes)| MemberMetadata {
+                        member_id: id,
+                        group_instance_id: instance,
+                        client_id: "c".into(),
+                        client_host: "/127.0.0.1".into(),
+                        rebalance_timeout: timeout,
+                        session_timeout: 45_000,
+                        subscription: bytes.clone(),
+                        assignment: bytes,
+                    })
+                    .collect(),
+            };
+            prop_assert_eq!(decode_key(&group_key(&group)), Some(RecordKey::Group(group)));
+            prop_assert_eq!(decode_group_value(&group_value(&g)), Some(g));
+        }
+    }
+}
