@@ -282,6 +282,9 @@ test('a group of real Kafka clients shows its members, generation, committed off
   assert.equal(await card(page, 'fig-committed'), '9 / 12');
   assert.match(await card(page, 'fig-lag'), /lag: 3/);
   assert.match(await page.textContent('#narrative'), /group kcat-group \(real Kafka clients\) rebalanced: generation 1/);
+  // The coordinator's record of the rebalance sits in __consumer_offsets beside the commits.
+  await page.waitForFunction(() => document.querySelector('#co-table')?.textContent.includes("GroupMetadata('kcat-group')"));
+  assert.match(await page.textContent('#co-table'), /GroupMetadata\('kcat-group'\)generation 1 · rdkafka-1 ← orders-0/);
   // A zombie's commit from an older generation is refused, and changes nothing.
   await typeLine(page, 'rebalance kcat-group generation=2 protocol=range members=[]');
   await page.fill('#line-input', 'commit-offsets kcat-group member=rdkafka-1 generation=1 offsets=orders:0=12');

@@ -419,14 +419,23 @@ function renderTransactions() {
 function renderConsumerOffsets() {
   const tbody = $('#co-table tbody');
   const latest = new Map(ui.state.consumer_offsets.latest.map((e) => [e.key, e.offset]));
-  const recs = ui.state.consumer_offsets_records;
+  // Commits keyed (group, topic, partition), and the coordinator's group metadata records —
+  // each completed rebalance's members and assignment, keyed by the group — in one log.
+  const groups = (ui.state.consumer_offsets_group_records || []).map((g) => ({ ...g, groupKey: `GroupMetadata('${g.group}')` }));
+  const recs = [...ui.state.consumer_offsets_records, ...groups].sort((a, b) => a.offset - b.offset);
+  const keyText = (r) => r.groupKey || keyOf(r.key);
   const newest = new Map();
-  for (const r of recs) newest.set(keyOf(r.key), r.offset);
+  for (const r of recs) newest.set(keyText(r), r.offset);
+  const groupValue = (v) => `generation ${v.generation}` + (v.members.length
+    ? ` · ${v.members.map(([id, owned]) => `${id} ← ${owned.length ? owned.join(', ') : 'nothing'}`).join('; ')}`
+    : ' · no members (Empty)');
   tbody.replaceChildren(...recs.slice().reverse().map((r) => {
-    const k = keyOf(r.key);
+    const k = keyText(r);
     const superseded = newest.get(k) !== r.offset;
-    return h('tr', { class: superseded ? 'superseded' : '' }, h('td', {}, r.offset), h('td', {}, h('code', {}, k)),
-      h('td', {}, r.value ? `offset ${r.value.offset}` : 'tombstone'), h('td', {}, r.value ? r.value.metadata : ''));
+    const value = !r.value ? 'tombstone' : r.groupKey ? groupValue(r.value) : `offset ${r.value.offset}`;
+    const meta = r.value && !r.groupKey ? r.value.metadata : (r.value && r.value.protocol ? `protocol ${r.value.protocol}` : '');
+    return h('tr', { class: superseded ? 'superseded' : (r.groupKey ? 'group-record' : '') }, h('td', {}, r.offset), h('td', {}, h('code', {}, k)),
+      h('td', {}, value), h('td', {}, meta));
   }));
   const co = ui.state.consumer_offsets;
   $('#co-title').replaceChildren(h('code', {}, '__consumer_offsets'), ` — ${co.records} record(s) retained, ${latest.size} key(s)`);

@@ -95,6 +95,25 @@ pub struct OffsetRecord {
     pub value: Option<OffsetAndMetadata>,
 }
 
+/// One group metadata record of the topic, decoded for display.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GroupRecord {
+    pub offset: Offset,
+    pub group: String,
+    /// `None` is a tombstone (the group was deleted).
+    pub value: Option<GroupRecordValue>,
+}
+
+/// What a group metadata record says, as the page shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GroupRecordValue {
+    pub generation: i32,
+    pub protocol: Option<String>,
+    pub leader: Option<String>,
+    /// Each member id with the partitions assigned to it (`orders-0`).
+    pub members: Vec<(String, Vec<String>)>,
+}
+
 pub struct OffsetStore {
     log: Box<dyn PartitionLog>,
     view: BTreeMap<OffsetKey, OffsetAndMetadata>,
@@ -236,6 +255,41 @@ impl OffsetStore {
                     value,
                 });
             }
+        });
+        out
+    }
+
+    /// The group metadata records of the topic, decoded, from `from` on (at most `max`).
+    pub fn group_records(&self, from: Offset, max: usize) -> Vec<GroupRecord> {
+        let mut out = Vec::new();
+        self.log.read(from, max, &mut |r| {
+            let Some(schema::RecordKey::Group(group)) = r.key.and_then(schema::decode_key) else {
+                return;
+            };
+            let value = r
+                .value
+                .and_then(schema::decode_group_value)
+                .map(|g| GroupRecordValue {
+                    generation: g.generation,
+                    protocol: g.protocol,
+                    leader: g.leader,
+                    members: g
+                        .members
+                        .into_iter()
+                        .map(|m| {
+                            let owned = schema::assigned(&m.assignment)
+                                .iter()
+                                .map(ToString::to_string)
+                                .collect();
+                            (m.member_id, owned)
+                        })
+                        .collect(),
+                });
+            out.push(GroupRecord {
+                offset: r.offset,
+                group,
+                value,
+            });
         });
         out
     }

@@ -367,6 +367,32 @@ pub fn assignment(partitions: &[crate::record::TopicPartition]) -> Vec<u8> {
     w.0
 }
 
+/// The partitions a consumer protocol assignment (any version) holds, in its order; none for
+/// bytes that are not one. Versions 1+ only add fields after the partitions.
+pub fn assigned(bytes: &[u8]) -> Vec<crate::record::TopicPartition> {
+    let mut r = Reader(bytes);
+    let mut out = Vec::new();
+    let read = |r: &mut Reader<'_>, out: &mut Vec<crate::record::TopicPartition>| -> Option<()> {
+        r.i16()?;
+        let topics = r.i32()?;
+        for _ in 0..topics.max(0) {
+            let topic = r.string()?;
+            let n = r.i32()?;
+            if n < 0 || r.0.len() < n as usize * 4 {
+                return None;
+            }
+            for _ in 0..n {
+                out.push(crate::record::TopicPartition::new(topic.clone(), r.i32()?));
+            }
+        }
+        Some(())
+    };
+    match read(&mut r, &mut out) {
+        Some(()) => out,
+        None => Vec::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,6 +9,9 @@ pub(crate) const SINK_TAIL: usize = 100;
 
 pub(crate) const OFFSETS_TAIL: usize = 100;
 
+/// Members of a group metadata record the state carries (the topic holds them all).
+pub(crate) const GROUP_MEMBERS_SHOWN: usize = 50;
+
 /// The JSON of `GET /api/state`: exactly `offsetlab run --json`'s object, plus what the page needs.
 #[derive(Serialize)]
 pub struct State {
@@ -18,6 +21,8 @@ pub struct State {
     pub narrative: NarrativeTail,
     pub sink_rows: BTreeMap<String, SinkTail>,
     pub consumer_offsets_records: Vec<OffsetRecord>,
+    /// The group metadata records among the same tail of `__consumer_offsets`.
+    pub consumer_offsets_group_records: Vec<offsetlab_engine::offsets::GroupRecord>,
     pub history_lines: usize,
     pub storage: StorageInfo,
 }
@@ -81,6 +86,18 @@ impl Session {
                 v.metadata = crate::clip::clip(&v.metadata, crate::clip::MAX_FIELD_BYTES).into_owned();
             }
         }
+        // The same window of the topic: names clipped, a real group's long member list cut.
+        let mut consumer_offsets_group_records =
+            offsets.group_records((end - OFFSETS_TAIL as i64).max(0), usize::MAX);
+        for r in &mut consumer_offsets_group_records {
+            r.group = crate::clip::clip(&r.group, crate::clip::MAX_FIELD_BYTES).into_owned();
+            if let Some(v) = r.value.as_mut() {
+                v.members.truncate(GROUP_MEMBERS_SHOWN);
+                for (id, _) in &mut v.members {
+                    *id = crate::clip::clip(id, crate::clip::MAX_FIELD_BYTES).into_owned();
+                }
+            }
+        }
         let events = self.lab.narrative().events();
         Ok(State {
             view,
@@ -97,6 +114,7 @@ impl Session {
             },
             sink_rows,
             consumer_offsets_records,
+            consumer_offsets_group_records,
             history_lines: self.history.len(),
             storage: match &self.generation {
                 Some(g) => StorageInfo {
