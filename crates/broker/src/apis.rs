@@ -228,7 +228,9 @@ async fn dispatch(
             ResponseKind::DescribeConfigs(blocking(broker, move |b| describe_configs::handle(b, &r)).await?)
         }
         RequestKind::FindCoordinator(_) => ResponseKind::FindCoordinator(find_coordinator::handle(broker)),
-        RequestKind::ListGroups(_) => ResponseKind::ListGroups(blocking(broker, list_groups::handle).await?),
+        RequestKind::ListGroups(r) => {
+            ResponseKind::ListGroups(blocking(broker, move |b| list_groups::handle(b, &r)).await?)
+        }
         RequestKind::DescribeGroups(r) => {
             ResponseKind::DescribeGroups(blocking(broker, move |b| describe_groups::handle(b, &r)).await?)
         }

@@ -8,12 +8,12 @@ use kafka_protocol::messages::{ApiKey, ApiVersionsResponse};
 /// (API, lowest version, highest version) served.
 pub const SERVED: &[(ApiKey, i16, i16)] = &[
     // v3 is the flexible one current clients start with; kcat (librdkafka 2.x) accepts it.
-    (ApiKey::ApiVersions, 0, 3),
+    (ApiKey::ApiVersions, 0, 4),
     (ApiKey::Metadata, 0, 9),
-    (ApiKey::ListOffsets, 1, 5),
-    (ApiKey::Fetch, 4, 11),
+    (ApiKey::ListOffsets, 1, 9),
+    (ApiKey::Fetch, 4, 12),
     // Record batches v2 only (librdkafka speaks them with Produce ≥ 3 and Fetch ≥ 4).
-    (ApiKey::Produce, 3, 9),
+    (ApiKey::Produce, 3, 12),
     // Producer ids for idempotent producers (the default of current clients).
     (ApiKey::InitProducerId, 0, 4),
     // Transactions of real producers (before KIP-890's server-side defence: EndTxn v5,
@@ -42,7 +42,7 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::OffsetDelete, 0, 0),
     // The lab's groups, read-only: where their coordinator is, who is in them, what they committed.
     (ApiKey::FindCoordinator, 0, 3),
-    (ApiKey::ListGroups, 0, 4),
+    (ApiKey::ListGroups, 0, 5),
     (ApiKey::DescribeGroups, 0, 5),
     (ApiKey::OffsetFetch, 1, 7),
     // Commits: a member's (checked against its generation), or from outside a group (resets).

@@ -5,11 +5,16 @@ use crate::broker::Broker;
 use crate::str_bytes;
 use offsetlab_lab::lock;
 use offsetlab_wire::kafka_protocol::messages::list_groups_response::ListedGroup;
-use offsetlab_wire::kafka_protocol::messages::{GroupId, ListGroupsResponse};
+use offsetlab_wire::kafka_protocol::messages::{GroupId, ListGroupsRequest, ListGroupsResponse};
+
+/// The group type of every group the lab has: the classic protocol (JoinGroup and SyncGroup).
+const CLASSIC: &str = "classic";
 use std::collections::BTreeMap;
 
-/// The lab's groups and the groups of real clients (their live state from the coordinator).
-pub(crate) fn handle(broker: &Broker) -> ListGroupsResponse {
+/// The lab's groups and the groups of real clients (their live state from the coordinator),
+/// kept to the states (v4, KIP-518) and types (v5, KIP-848) the request filters on, compared
+/// case-insensitively as Kafka compares them. Every group here is a `classic` group.
+pub(crate) fn handle(broker: &Broker, r: &ListGroupsRequest) -> ListGroupsResponse {
     let (s, coordinator) = (broker.lab.lock(), &broker.coordinator);
     let mut listed: BTreeMap<String, (String, String)> = s
         .lab()
@@ -38,14 +43,20 @@ pub(crate) fn handle(broker: &Broker) -> ListGroupsResponse {
             .entry(name.to_string())
             .or_insert_with(|| (String::new(), "Empty".to_string()));
     }
+    let wanted = |filter: &[offsetlab_wire::kafka_protocol::protocol::StrBytes], value: &str| {
+        filter.is_empty() || filter.iter().any(|f| f.eq_ignore_ascii_case(value))
+    };
     ListGroupsResponse::default().with_groups(
         listed
             .into_iter()
+            .filter(|(_, (_, state))| wanted(&r.states_filter, state))
+            .filter(|_| wanted(&r.types_filter, CLASSIC))
             .map(|(name, (protocol_type, state))| {
                 ListedGroup::default()
                     .with_group_id(GroupId(str_bytes(&name)))
                     .with_protocol_type(str_bytes(&protocol_type))
                     .with_group_state(str_bytes(&state))
+                    .with_group_type(str_bytes(CLASSIC))
             })
             .collect(),
     )
@@ -60,7 +71,7 @@ mod tests {
     #[test]
     fn the_labs_groups_are_listed_and_described_as_kafka_would() {
         let b = broker();
-        let listed = handle(&b);
+        let listed = handle(&b, &ListGroupsRequest::default());
         let names: Vec<(&str, &str)> = listed
             .groups
             .iter()
@@ -79,6 +90,36 @@ mod tests {
         assert_eq!(described.groups[1].group_state.as_str(), "Dead");
     }
 
+    /// ListGroups v4 filters by state and v5 by type, as Kafka's coordinator does.
+    #[test]
+    fn the_states_and_types_filters_keep_what_they_name() {
+        let b = broker();
+        let names = |r: ListGroupsRequest| -> Vec<String> {
+            handle(&b, &r)
+                .groups
+                .iter()
+                .map(|g| g.group_id.0.to_string())
+                .collect()
+        };
+        let filter = |v: &[&str]| v.iter().map(|s| str_bytes(s)).collect::<Vec<_>>();
+        assert_eq!(
+            names(ListGroupsRequest::default().with_states_filter(filter(&["stable"]))),
+            ["analytics-prod"]
+        );
+        assert!(names(ListGroupsRequest::default().with_states_filter(filter(&["Empty"]))).is_empty());
+        assert_eq!(
+            names(ListGroupsRequest::default().with_types_filter(filter(&["Classic"]))),
+            ["analytics-prod"]
+        );
+        assert!(names(ListGroupsRequest::default().with_types_filter(filter(&["consumer"]))).is_empty());
+        assert_eq!(
+            handle(&b, &ListGroupsRequest::default()).groups[0]
+                .group_type
+                .as_str(),
+            "classic"
+        );
+    }
+
     #[test]
     fn a_group_with_only_committed_offsets_is_listed_and_described_empty() {
         let b = broker();
@@ -87,7 +128,7 @@ mod tests {
             .lock()
             .apply_lines(&lines)
             .expect("an offset reset for a new group");
-        let listed = handle(&b);
+        let listed = handle(&b, &ListGroupsRequest::default());
         let audit = listed
             .groups
             .iter()
