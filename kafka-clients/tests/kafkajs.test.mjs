@@ -169,3 +169,35 @@ test('admin.resetOffsets to earliest and latest: the offsets are stored as sent,
   await produce('js-replay', [{ value: 'r4' }]);
   assert.deepEqual(await later, ['r4']);
 });
+
+test('producer timestamps are kept (CreateTime), unless the topic says LogAppendTime', async () => {
+  await admin.createTopics({
+    topics: [
+      { topic: 'js-created', numPartitions: 1 },
+      { topic: 'js-appended', numPartitions: 1, configEntries: [{ name: 'message.timestamp.type', value: 'LogAppendTime' }] },
+    ],
+  });
+  const stamp = '1700000000123';
+  await produce('js-created', [{ value: 'c', timestamp: stamp }]);
+  await produce('js-appended', [{ value: 'a', timestamp: stamp }]);
+  const read = async (topic) => {
+    const consumer = kafka.consumer({ groupId: `${topic}-reader`, sessionTimeout: 10_000 });
+    await consumer.connect();
+    await consumer.subscribe({ topic, fromBeginning: true });
+    try {
+      return await new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`nothing from ${topic} in 20 s`)), 20_000);
+        consumer.run({ eachMessage: async ({ message }) => { clearTimeout(timer); resolve(message); } }).catch(reject);
+      });
+    } finally {
+      await consumer.disconnect();
+    }
+  };
+  assert.equal((await read('js-created')).timestamp, stamp, 'the producer\'s timestamp');
+  assert.notEqual((await read('js-appended')).timestamp, stamp, 'the broker\'s time of the append');
+  const { resources } = await admin.describeConfigs({
+    resources: [{ type: 2 /* TOPIC */, name: 'js-appended', configNames: ['message.timestamp.type'] }],
+    includeSynonyms: false,
+  });
+  assert.equal(resources[0].configEntries[0].configValue, 'LogAppendTime');
+});

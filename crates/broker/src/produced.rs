@@ -95,8 +95,8 @@ pub(crate) fn sent_records(bytes: Bytes, rules: Rules) -> Result<Produced, Refus
             "a transactional batch carries its producer id".into(),
         ));
     };
-    // A transaction's records become `txn-send` lines, and carry the lab's time (CreateTime, as
-    // it appends them).
+    // A transaction's records become `txn-send` lines, with their producer's timestamps (kept on
+    // a CreateTime topic; a LogAppendTime topic stamps the lab's time over them).
     let mut records = Vec::with_capacity(v.batches.records());
     for r in v.batches.batches().flat_map(|b| b.records()) {
         let headers = headers::decode(r.headers)
@@ -104,7 +104,7 @@ pub(crate) fn sent_records(bytes: Bytes, rules: Rules) -> Result<Produced, Refus
         records.push(SentRecord {
             key: r.key.map(Into::into),
             value: r.value.map(Into::into),
-            timestamp: None,
+            timestamp: Some(r.timestamp),
             headers: headers.into_iter().map(SentHeader::from).collect(),
             batch_timestamp: None,
         });

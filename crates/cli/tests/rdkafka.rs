@@ -54,6 +54,12 @@ fn events(partition_offset: Offset) -> TopicPartitionList {
 #[test]
 fn librdkafka_resumes_exactly_at_the_offset_it_committed() {
     let (lab, kafka) = with_kafka();
+    let wall = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64)
+    };
+    let produced_from = wall();
     let producer: BaseProducer = ClientConfig::new()
         .set("bootstrap.servers", &kafka)
         .set("linger.ms", "5")
@@ -81,19 +87,18 @@ fn librdkafka_resumes_exactly_at_the_offset_it_committed() {
     // The topic was created on first use; the lab holds every record, in order.
     let state = ok_json(&http(&lab.addr, "GET", "/api/state", "").expect("state")).expect("json");
     assert!(state["topics"].to_string().contains("events"), "{state}");
-    let clock = state["clock_ms"].as_i64().expect("the lab's clock");
+    let produced_until = wall();
 
     // A consumer group: the member consumes 4,000 records and commits after processing them;
     // meanwhile the lab shows it as the group's member. Then the consumer stops (LeaveGroup).
     let first = consumer(&kafka, "copier");
     first.subscribe(&["events"]).expect("subscribe");
     let batch = take_timed(&first, 4_000);
-    // The lab appended the client's batches as they came, stamped with its own clock as their
-    // log append time: librdkafka reads that timestamp type and that time, not its create time.
+    // The lab appended the client's batches as they came, with the producer's own timestamps:
+    // the topic is CreateTime, Kafka's default.
     assert!(
-        batch
-            .iter()
-            .all(|(_, t)| *t == rdkafka::Timestamp::LogAppendTime(clock)),
+        batch.iter().all(|(_, t)| matches!(t,
+            rdkafka::Timestamp::CreateTime(ms) if (produced_from..=produced_until).contains(ms))),
         "{:?}",
         batch.first()
     );
@@ -559,4 +564,41 @@ fn consumer_offsets_decode_with_kafkas_schema_independently() {
     // The lab's own group's metadata is in the same topic.
     assert!(decoded.iter().any(|d| matches!(d,
         KonsumerOffsetsData::GroupMetadata(g) if g.group == "analytics-prod" && g.members.iter().any(|m| m.client_id == "c1"))));
+}
+
+/// `message.timestamp.type=LogAppendTime`: the lab stamps its own clock over the producer's
+/// timestamps, and librdkafka reads that type and that time.
+#[test]
+fn a_log_append_time_topic_stamps_the_labs_time() {
+    let (lab, kafka) = with_kafka();
+    common::act_ok(
+        &lab,
+        &["topic stamped message.timestamp.type=LogAppendTime", "tick 5s"],
+    );
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", &kafka)
+        .create()
+        .expect("producer");
+    for i in 0..3 {
+        let value = format!("v-{i}");
+        producer
+            .send(
+                BaseRecord::<(), _>::to("stamped")
+                    .payload(&value)
+                    .timestamp(1_000),
+            )
+            .expect("queued");
+    }
+    producer.flush(Duration::from_secs(10)).expect("acknowledged");
+    let state = ok_json(&http(&lab.addr, "GET", "/api/state", "").expect("state")).expect("json");
+    let clock = state["clock_ms"].as_i64().expect("the lab's clock");
+    let c = consumer(&kafka, "stamped-readers");
+    c.subscribe(&["stamped"]).expect("subscribe");
+    let got = take_timed(&c, 3);
+    assert_eq!(got.len(), 3);
+    assert!(
+        got.iter()
+            .all(|(_, t)| *t == rdkafka::Timestamp::LogAppendTime(clock)),
+        "{got:?}"
+    );
 }

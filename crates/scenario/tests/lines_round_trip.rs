@@ -7,7 +7,7 @@ use offsetlab_engine::consumer::{Assignor, ConsumerConfig};
 use offsetlab_engine::group::ExternalMember;
 use offsetlab_engine::lab::{ProduceSpec, ResetSpec, SentRecord};
 use offsetlab_engine::log::config::CleanupPolicy;
-use offsetlab_engine::log::TopicConfig;
+use offsetlab_engine::log::{TimestampType, TopicConfig};
 use offsetlab_engine::record::RecordBytes;
 use offsetlab_engine::record::TopicPartition;
 use offsetlab_engine::sink::SinkKind;
@@ -164,6 +164,7 @@ fn topic_config() -> impl Strategy<Value = TopicConfig> {
         positive_duration(),
         any::<bool>(),
         duration(),
+        any::<bool>(),
     )
         .prop_map(
             |(
@@ -175,6 +176,7 @@ fn topic_config() -> impl Strategy<Value = TopicConfig> {
                 segment_ms,
                 compact,
                 delete_retention_ms,
+                log_append_time,
             )| {
                 TopicConfig {
                     partitions,
@@ -189,6 +191,11 @@ fn topic_config() -> impl Strategy<Value = TopicConfig> {
                         CleanupPolicy::Delete
                     },
                     delete_retention_ms,
+                    message_timestamp_type: if log_append_time {
+                        TimestampType::LogAppendTime
+                    } else {
+                        TimestampType::CreateTime
+                    },
                 }
             },
         )
@@ -536,12 +543,13 @@ fn command() -> impl Strategy<Value = Command> {
             proptest::option::of(proptest::option::of(0..u64::MAX)),
             proptest::option::of(any::<bool>()),
             proptest::option::of(duration()),
+            proptest::option::of(any::<bool>()),
         )
-            .prop_filter("a line names one setting at least", |(_, a, b, c, d)| {
-                a.is_some() || b.is_some() || c.is_some() || d.is_some()
+            .prop_filter("a line names one setting at least", |(_, a, b, c, d, e)| {
+                a.is_some() || b.is_some() || c.is_some() || d.is_some() || e.is_some()
             })
             .prop_map(
-                |(topic, retention_ms, retention_bytes, compact, delete_retention_ms)| {
+                |(topic, retention_ms, retention_bytes, compact, delete_retention_ms, log_append)| {
                     Command::AlterTopic(AlterTopic {
                         topic,
                         retention_ms,
@@ -554,6 +562,13 @@ fn command() -> impl Strategy<Value = Command> {
                             }
                         }),
                         delete_retention_ms,
+                        message_timestamp_type: log_append.map(|l| {
+                            if l {
+                                TimestampType::LogAppendTime
+                            } else {
+                                TimestampType::CreateTime
+                            }
+                        }),
                     })
                 }
             ),

@@ -4,7 +4,7 @@
 //! retention, compaction and the partition's deletion.
 
 use offsetlab_engine::log::config::SegmentLimits;
-use offsetlab_engine::log::{KeptBatches, PartitionLog};
+use offsetlab_engine::log::{KeptBatches, PartitionLog, TimestampType};
 use offsetlab_engine::record::NewRecord;
 use offsetlab_records::batch::{self, Batch, BatchHeader};
 use offsetlab_records::ProducedBatches;
@@ -65,13 +65,15 @@ fn appended_batches_are_stamped_numbered_and_kept_per_segment() {
     let kept = dir.path().join("kept");
     let mut log = open(dir.path(), &kept);
     let first = log
-        .append_encoded(&mut produced(&[&["a", "b"]]), 1_000)
+        .append_encoded(&mut produced(&[&["a", "b"]]), 1_000, TimestampType::LogAppendTime)
         .expect("append");
     assert_eq!(first.first, 0);
     // `c` fills the first segment (3 records); `d, e` roll to the next: two kept ranges.
     let mut second = produced(&[&["c"], &["d", "e"]]);
     assert_eq!(second.records(), 3);
-    let appended = log.append_encoded(&mut second, 2_000).expect("append");
+    let appended = log
+        .append_encoded(&mut second, 2_000, TimestampType::LogAppendTime)
+        .expect("append");
     assert_eq!(appended.first, 2);
     assert_eq!(appended.kept.len(), 2, "{:?}", appended.kept);
     assert_eq!(
@@ -108,10 +110,14 @@ fn kept_bytes_outlive_retention_and_the_partitions_deletion() {
     let kept = dir.path().join("kept");
     let mut log = open(dir.path(), &kept);
     let a = log
-        .append_encoded(&mut produced(&[&["a", "b", "c"]]), 1_000)
+        .append_encoded(
+            &mut produced(&[&["a", "b", "c"]]),
+            1_000,
+            TimestampType::LogAppendTime,
+        )
         .expect("append");
     let b = log
-        .append_encoded(&mut produced(&[&["d"]]), 2_000)
+        .append_encoded(&mut produced(&[&["d"]]), 2_000, TimestampType::LogAppendTime)
         .expect("append");
     assert_ne!(a.kept[0].file, b.kept[0].file);
     // Retention: the first segment's files go.
@@ -127,7 +133,7 @@ fn kept_bytes_outlive_retention_and_the_partitions_deletion() {
     // A new partition of the same name keeps its segments under other names.
     let mut log = open(dir.path(), &kept);
     let c = log
-        .append_encoded(&mut produced(&[&["x"]]), 3_000)
+        .append_encoded(&mut produced(&[&["x"]]), 3_000, TimestampType::LogAppendTime)
         .expect("append");
     assert_ne!(c.kept[0].file, a.kept[0].file);
     assert_eq!(read_kept(&kept, &a.kept[0]).len(), 3);
@@ -140,12 +146,12 @@ fn a_reopened_log_reuses_its_kept_link() {
     let kept = dir.path().join("kept");
     let mut log = open(dir.path(), &kept);
     let a = log
-        .append_encoded(&mut produced(&[&["a"]]), 1_000)
+        .append_encoded(&mut produced(&[&["a"]]), 1_000, TimestampType::LogAppendTime)
         .expect("append");
     drop(log);
     let mut log = open(dir.path(), &kept);
     let b = log
-        .append_encoded(&mut produced(&[&["b"]]), 2_000)
+        .append_encoded(&mut produced(&[&["b"]]), 2_000, TimestampType::LogAppendTime)
         .expect("append");
     assert_eq!(a.kept[0].file, b.kept[0].file, "the same segment, the same link");
     assert_eq!(read_kept(&kept, &b.kept[0]), [(1, 2_000, "b".into())]);
@@ -162,4 +168,23 @@ fn a_stamp_keeps_the_batch_valid() {
     let mut garbled = p.bytes().to_vec();
     garbled[40] ^= 1; // maxTimestamp, under the CRC
     assert!(Batch::parse(&garbled).is_err());
+}
+
+/// On a CreateTime topic (Kafka's default) a client's batches keep their producer's
+/// timestamps: nothing is stamped over them, and the batch is served as it came.
+#[test]
+fn create_time_batches_keep_their_producers_timestamps() {
+    let dir = tempfile::tempdir().expect("dir");
+    let kept = dir.path().join("kept");
+    let mut log = open(dir.path(), &kept);
+    log.append_encoded(&mut produced(&[&["a", "b"]]), 1_000, TimestampType::CreateTime)
+        .expect("append");
+    let mut seen = Vec::new();
+    log.read(0, usize::MAX, &mut |r| seen.push((r.offset, r.timestamp)));
+    assert_eq!(seen, [(0, 7), (1, 7)]);
+    let mut out = Vec::new();
+    log.read_batches(0, 2, 1 << 20, &mut out).expect("served");
+    let h = BatchHeader::parse(&out).expect("a batch");
+    assert!(!h.is_log_append_time());
+    assert_eq!((h.max_timestamp, h.base_timestamp), (7, 7));
 }

@@ -60,9 +60,10 @@ pub(crate) fn set_config(c: &mut TopicConfig, name: &str, value: &str) -> Result
         "segment.bytes" => c.segment_bytes = positive(long()?)?.min(1 << 30) as usize,
         "segment.ms" => c.segment_ms = duration(positive(long()?)?)?,
         "delete.retention.ms" => c.delete_retention_ms = duration(long()?.max(0))?,
+        "message.timestamp.type" => c.message_timestamp_type = value.parse()?,
         other => {
             return Err(format!(
-                "the lab does not model '{other}' (it knows cleanup.policy, retention.ms, retention.bytes, segment.bytes, segment.ms, delete.retention.ms)"
+                "the lab does not model '{other}' (it knows cleanup.policy, retention.ms, retention.bytes, segment.bytes, segment.ms, delete.retention.ms, message.timestamp.type)"
             ))
         }
     }

@@ -28,13 +28,15 @@ const TYPE_INT: i8 = 3;
 
 const TYPE_LONG: i8 = 5;
 
+const TYPE_STRING: i8 = 2;
+
 const TYPE_LIST: i8 = 7;
 
 /// A topic config's value as Kafka prints it.
 type Value = fn(&TopicConfig) -> String;
 
 /// The topic configs the lab models: name, type, value.
-const TOPIC_CONFIGS: [(&str, i8, Value); 6] = [
+const TOPIC_CONFIGS: [(&str, i8, Value); 7] = [
     ("cleanup.policy", TYPE_LIST, |c| c.cleanup_policy.to_string()),
     ("retention.ms", TYPE_LONG, |c| unlimited(c.retention_ms)),
     ("retention.bytes", TYPE_LONG, |c| {
@@ -44,6 +46,9 @@ const TOPIC_CONFIGS: [(&str, i8, Value); 6] = [
     ("segment.ms", TYPE_LONG, |c| c.segment_ms.to_string()),
     ("delete.retention.ms", TYPE_LONG, |c| {
         c.delete_retention_ms.to_string()
+    }),
+    ("message.timestamp.type", TYPE_STRING, |c| {
+        c.message_timestamp_type.to_string()
     }),
 ];
 

@@ -111,9 +111,10 @@ fn set(alter: &mut AlterTopic, c: &AlterableConfig) -> Result<(), Refusal> {
         "retention.bytes" => alter.retention_bytes = Some(parsed.retention_bytes),
         "cleanup.policy" => alter.cleanup_policy = Some(parsed.cleanup_policy),
         "delete.retention.ms" => alter.delete_retention_ms = Some(parsed.delete_retention_ms),
+        "message.timestamp.type" => alter.message_timestamp_type = Some(parsed.message_timestamp_type),
         _ => {
             return Err(invalid(
-                "not a config the lab models on a live topic (retention.ms, retention.bytes, cleanup.policy, delete.retention.ms)".into(),
+                "not a config the lab models on a live topic (retention.ms, retention.bytes, cleanup.policy, delete.retention.ms, message.timestamp.type)".into(),
             ))
         }
     }

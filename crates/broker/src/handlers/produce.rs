@@ -41,7 +41,8 @@ type PartitionRecords = (i32, Option<Bytes>);
 
 /// Per partition of the request, in its order: the base offset and the partition's log start
 /// offset, or why it was refused.
-type Answers = Vec<Vec<Result<(i64, i64), Refusal>>>;
+/// Per partition: (base offset, log start offset, whether the topic stamps LogAppendTime).
+type Answers = Vec<Vec<Result<(i64, i64, bool), Refusal>>>;
 
 /// Appends a Produce request's records: every partition's answer, with the offset its first
 /// record was given.
@@ -190,21 +191,24 @@ impl<'a> Plan<'a> {
         }
     }
 
-    /// One partition's share: the offset its first record will get and the partition's log
-    /// start offset (which an append does not move), or why it is refused.
+    /// One partition's share: the offset its first record will get, the partition's log
+    /// start offset (which an append does not move) and whether its topic stamps the log append
+    /// time, or why it is refused.
     fn partition(
         &mut self,
         name: &str,
         index: i32,
         checked: Result<Produced, Refusal>,
-    ) -> Result<(i64, i64), Refusal> {
+    ) -> Result<(i64, i64, bool), Refusal> {
         let base = self.base_offset(name, index, checked)?;
-        let log_start = self
-            .session
-            .lab()
+        let lab = self.session.lab();
+        let log_start = lab
             .partition_log(&TopicPartition::new(name, index))
             .map_or(0, |l| l.log_start_offset());
-        Ok((base, log_start))
+        let log_append_time = lab.topic(name).is_ok_and(|t| {
+            t.config.message_timestamp_type == offsetlab_engine::log::TimestampType::LogAppendTime
+        });
+        Ok((base, log_start, log_append_time))
     }
 
     fn base_offset(
@@ -309,26 +313,26 @@ impl<'a> Plan<'a> {
     }
 }
 
-/// The response: each partition's base offset — the records carry the lab's clock, `now`, as
-/// their log append time — or its error, or the error that kept the whole request from being
-/// stored.
+/// The response: each partition's base offset and, on a `LogAppendTime` topic, the log append
+/// time its records carry (the lab's clock, `now`; −1 on a `CreateTime` topic, as Kafka
+/// answers) — or its error, or the error that kept the whole request from being stored.
 fn respond(
     topics: Vec<(String, Vec<PartitionRecords>)>,
     answers: Answers,
     outcome: &Result<(), change::Failure>,
     now: i64,
 ) -> ProduceResponse {
-    let answer = |index: i32, answer: Result<(i64, i64), Refusal>| {
+    let answer = |index: i32, answer: Result<(i64, i64, bool), Refusal>| {
         let base = PartitionProduceResponse::default()
             .with_index(index)
             .with_log_append_time_ms(-1)
             .with_log_start_offset(-1);
         let (code, message) = match (answer, outcome) {
-            (Ok((offset, log_start)), Ok(())) => {
+            (Ok((offset, log_start, log_append_time)), Ok(())) => {
                 return base
                     .with_error_code(NONE)
                     .with_base_offset(offset)
-                    .with_log_append_time_ms(now)
+                    .with_log_append_time_ms(if log_append_time { now } else { -1 })
                     .with_log_start_offset(log_start)
             }
             (Ok(_), Err(failure)) => (failure.code(), failure.message()),

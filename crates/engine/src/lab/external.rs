@@ -325,12 +325,18 @@ impl Lab {
             .get_mut(&tp.topic)
             .ok_or_else(|| LabError::UnknownTopic(tp.topic.clone()))?;
         let index = tp.partition as usize;
+        // The producer's timestamps on a CreateTime topic; the lab's time on a LogAppendTime one.
+        let log_append = t.config.message_timestamp_type == crate::log::TimestampType::LogAppendTime;
         let headers: Vec<Vec<u8>> = records.iter().map(super::SentRecord::encoded_headers).collect();
         let batch: Vec<crate::record::NewRecord<'_>> = records
             .iter()
             .zip(&headers)
             .map(|(r, headers)| crate::record::NewRecord {
-                timestamp: now,
+                timestamp: if log_append {
+                    now
+                } else {
+                    r.timestamp.unwrap_or(now)
+                },
                 key: r.key.as_deref(),
                 value: r.value.as_deref(),
                 control: false,

@@ -3,7 +3,7 @@
 use super::{Lab, Topic};
 use crate::error::LabError;
 use crate::log::partitioner::partition_for_key;
-use crate::log::{EncodedAppend, PartitionLog, TopicConfig};
+use crate::log::{EncodedAppend, PartitionLog, TimestampType, TopicConfig};
 use crate::narrative::EventKind;
 use crate::order;
 use crate::record::{NewRecord, Offset, RecordBytes};
@@ -278,7 +278,7 @@ impl Lab {
         ) != (c.partitions, c.segment_records, c.segment_bytes, c.segment_ms)
         {
             return Err(LabError::InvalidArgument(format!(
-                "topic {topic}: partitions and segment settings are fixed when the lab creates a topic; alter retention.ms, retention.bytes, cleanup.policy or delete.retention.ms"
+                "topic {topic}: partitions and segment settings are fixed when the lab creates a topic; alter retention.ms, retention.bytes, cleanup.policy, delete.retention.ms or message.timestamp.type"
             )));
         }
         let old = std::mem::replace(&mut t.config, config);
@@ -311,6 +311,12 @@ impl Lab {
                 "delete.retention.ms {} → {}",
                 crate::clock::format_duration(old.delete_retention_ms),
                 crate::clock::format_duration(new.delete_retention_ms)
+            ));
+        }
+        if old.message_timestamp_type != new.message_timestamp_type {
+            changes.push(format!(
+                "message.timestamp.type {} → {} (for records appended from now on)",
+                old.message_timestamp_type, new.message_timestamp_type
             ));
         }
         let said = if changes.is_empty() {
@@ -464,7 +470,7 @@ impl Lab {
                 records.len()
             )));
         }
-        let log = self.client_partition(topic, partition)?;
+        let (log, stamp) = self.client_partition(topic, partition)?;
         let mut first = None;
         let mut rest = records;
         for &n in batches {
@@ -483,8 +489,8 @@ impl Lab {
                 })
                 .collect();
             let at = match sent.first().and_then(|r| r.batch_timestamp) {
-                Some(base) => log.append_whole_based(&batch, base, now),
-                None => log.append_whole(&batch, now),
+                Some(base) => log.append_whole_based(&batch, base, now, stamp),
+                None => log.append_whole(&batch, now, stamp),
             };
             first.get_or_insert(at);
         }
@@ -493,8 +499,8 @@ impl Lab {
     }
 
     /// [`Lab::send`] for record batches as a Kafka client encoded them: a durable log stores
-    /// them as they came, with the lab's time as their log append time, and no record is
-    /// decoded or copied on the way — the listener's Produce, and the `send … stored=` line
+    /// them as they came — with the producer's timestamps, or the lab's time as their log append
+    /// time on a `LogAppendTime` topic — and no record is decoded or copied on the way — the listener's Produce, and the `send … stored=` line
     /// that records it.
     pub fn send_encoded(
         &mut self,
@@ -510,9 +516,9 @@ impl Lab {
                 "send carries at least one record".into(),
             ));
         }
-        let log = self.client_partition(topic, partition)?;
+        let (log, stamp) = self.client_partition(topic, partition)?;
         let appended = log
-            .append_encoded(batches, now)
+            .append_encoded(batches, now, stamp)
             .map_err(LabError::InvalidArgument)?;
         // One event per segment the batches went to: the history keeps one line for each, and
         // its replay tells the same story.
@@ -530,11 +536,12 @@ impl Lab {
 
     /// The log a client may write to: an existing partition of a topic that is not one of
     /// Kafka's internal ones.
+    /// A partition real clients write to, and its topic's `message.timestamp.type`.
     fn client_partition(
         &mut self,
         topic: &str,
         partition: i32,
-    ) -> Result<&mut Box<dyn PartitionLog>, LabError> {
+    ) -> Result<(&mut Box<dyn PartitionLog>, TimestampType), LabError> {
         if crate::names::is_internal_topic(topic) {
             return Err(LabError::internal_topic(topic, ": clients cannot write to it"));
         }
@@ -547,7 +554,8 @@ impl Lab {
                 partitions: n_parts as usize,
             });
         }
-        Ok(&mut t.partitions[partition as usize])
+        let stamp = t.config.message_timestamp_type;
+        Ok((&mut t.partitions[partition as usize], stamp))
     }
 
     /// Tells the narrative about `n` records a client sent, from `first`; their offset range.

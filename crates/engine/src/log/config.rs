@@ -16,6 +16,18 @@ pub enum CleanupPolicy {
 
 spelled!(CleanupPolicy, "cleanup.policy", { Delete => "delete", Compact => "compact" });
 
+/// `message.timestamp.type`: whose time a record carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum TimestampType {
+    /// The producer's own timestamp, kept as it sent it (Kafka's default).
+    #[default]
+    CreateTime,
+    /// The broker's time when it appended the batch, stamped over the producer's.
+    LogAppendTime,
+}
+
+spelled!(TimestampType, "message.timestamp.type", { CreateTime => "CreateTime", LogAppendTime => "LogAppendTime" });
+
 /// Kafka's defaults: 7 days of retention by time, none by size, 1 GiB and 7-day segments.
 pub const DEFAULT_RETENTION_MS: Millis = 7 * 24 * 3_600_000;
 pub const DEFAULT_SEGMENT_BYTES: usize = 1 << 30;
@@ -38,6 +50,10 @@ pub struct TopicConfig {
     pub cleanup_policy: CleanupPolicy,
     /// `delete.retention.ms`: how long a tombstone outlives compaction on a compacted topic.
     pub delete_retention_ms: Millis,
+    /// `message.timestamp.type`: whether real clients' records keep their producer's timestamp
+    /// (a lab written before this setting stamped them all with the log append time).
+    #[serde(default)]
+    pub message_timestamp_type: TimestampType,
 }
 
 impl Default for TopicConfig {
@@ -51,6 +67,7 @@ impl Default for TopicConfig {
             segment_ms: DEFAULT_SEGMENT_MS,
             cleanup_policy: CleanupPolicy::Delete,
             delete_retention_ms: DEFAULT_DELETE_RETENTION_MS,
+            message_timestamp_type: TimestampType::CreateTime,
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use super::config::SegmentLimits;
 use super::segment::Segment;
-use super::{PartitionLog, SegmentInfo};
+use super::{PartitionLog, SegmentInfo, TimestampType};
 use crate::clock::Millis;
 use crate::record::{NewRecord, Offset, RecordRef};
 
@@ -105,16 +105,20 @@ impl PartitionLog for MemoryLog {
         self.push(record, now)
     }
 
-    fn append_whole(&mut self, records: &[NewRecord<'_>], now: Millis) -> Offset {
+    fn append_whole(&mut self, records: &[NewRecord<'_>], now: Millis, stamp: TimestampType) -> Offset {
         let first = self.log_end;
         let bytes = records.iter().map(data_bytes).sum();
         if self.should_roll_for(records.len(), bytes, now) {
             self.roll(now);
         }
-        // Stamped with its log append time, as a durable log stamps the batch: readers see
-        // `now`, whatever the producer's timestamps were.
+        // Stamped with its log append time as a durable log stamps the batch (readers see
+        // `now`), or with the producer's own timestamps.
         for r in records {
-            self.push(NewRecord { timestamp: now, ..*r }, now);
+            let timestamp = match stamp {
+                TimestampType::LogAppendTime => now,
+                TimestampType::CreateTime => r.timestamp,
+            };
+            self.push(NewRecord { timestamp, ..*r }, now);
         }
         first
     }

@@ -13,7 +13,7 @@ pub mod memory;
 pub mod partitioner;
 mod segment;
 
-pub use config::{CleanupPolicy, TopicConfig};
+pub use config::{CleanupPolicy, TimestampType, TopicConfig};
 
 use crate::clock::Millis;
 use crate::record::{NewRecord, Offset, RecordRef};
@@ -53,38 +53,49 @@ pub trait PartitionLog: Send {
     /// split between segments: the active segment rolls first when it holds records and the
     /// batch would take it past its limits (a fresh segment takes the whole batch, whatever its
     /// size) — Kafka rolls a segment between batches, never inside one. What a `send` line
-    /// appends, batch by batch.
-    fn append_whole(&mut self, records: &[NewRecord<'_>], now: Millis) -> Offset;
+    /// appends, batch by batch. With [`TimestampType::LogAppendTime`] the batch is stamped
+    /// with `now` over its records' timestamps, as a broker stamps it; with `CreateTime` the
+    /// records keep theirs.
+    fn append_whole(&mut self, records: &[NewRecord<'_>], now: Millis, stamp: TimestampType) -> Offset;
 
     /// [`PartitionLog::append_whole`] for a batch whose base timestamp its producer chose (not
     /// always its first record's): a log that keeps the wire format encodes the records'
     /// timestamps against it, so the batch takes the bytes it took when the producer sent it.
-    fn append_whole_based(&mut self, records: &[NewRecord<'_>], _base_timestamp: i64, now: Millis) -> Offset {
-        self.append_whole(records, now)
+    fn append_whole_based(
+        &mut self,
+        records: &[NewRecord<'_>],
+        _base_timestamp: i64,
+        now: Millis,
+        stamp: TimestampType,
+    ) -> Offset {
+        self.append_whole(records, now, stamp)
     }
 
     /// Appends record batches a producer encoded ([`ProducedBatches`]) and returns the first
-    /// offset they were given. They carry the log's time `now` as their log append time, as a
-    /// topic with `message.timestamp.type=LogAppendTime` stamps them. A log that keeps Kafka's
-    /// wire format stores the batches as they came — base offsets and the timestamp rewritten in
-    /// place — and never decodes a record; the default appends their records one by one.
-    /// Refuses (and appends nothing) when the batches are not what [`ProducedBatches`] promises.
+    /// offset they were given. With [`TimestampType::LogAppendTime`] they carry the log's time
+    /// `now` as their log append time; with `CreateTime` (Kafka's default) the producer's
+    /// timestamps stay. A log that keeps Kafka's wire format stores the batches as they came —
+    /// base offsets (and a log append time) rewritten in place — and never decodes a record;
+    /// the default appends their records one by one. Refuses (and appends nothing) when the
+    /// batches are not what [`ProducedBatches`] promises.
     fn append_encoded(
         &mut self,
         batches: &mut ProducedBatches,
         now: Millis,
+        stamp: TimestampType,
     ) -> Result<EncodedAppend, String> {
         let first = self.log_end_offset();
+        // Stamped in place as a durable log stamps them, so a copy of the batches kept for the
+        // history holds the bytes the log serves.
+        if stamp == TimestampType::LogAppendTime {
+            batches.stamp_log_append_time(now);
+        }
         batches.for_each_batch(&mut |records| {
-            let stamped: Vec<NewRecord<'_>> = records
+            let kept: Vec<NewRecord<'_>> = records
                 .iter()
-                .map(|r| NewRecord {
-                    timestamp: now,
-                    control: false,
-                    ..*r
-                })
+                .map(|r| NewRecord { control: false, ..*r })
                 .collect();
-            self.append_whole(&stamped, now);
+            self.append_whole(&kept, now, stamp);
         });
         Ok(EncodedAppend {
             first,

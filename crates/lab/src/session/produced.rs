@@ -83,12 +83,13 @@ impl ProducedStore {
         let mut lines = Vec::new();
         let (mut records, mut sizes) = (Vec::new(), Vec::new());
         for b in stored.batches() {
-            // The producer's timestamps, when they differ within the batch: a replay encodes
-            // the same deltas, so the batch takes the same bytes (and the segments roll where
-            // they rolled). Readers see the batch's log append time either way.
+            // The producer's timestamps: always for a CreateTime batch (readers see them), and
+            // for a LogAppendTime one when they differ within the batch — a replay encodes the
+            // same deltas, so the batch takes the same bytes (and the segments roll where they
+            // rolled), while readers see its log append time.
             let created: Vec<i64> = b.create_timestamps().collect();
             let base = b.header.base_timestamp;
-            let moved = created.iter().any(|&t| t != base);
+            let moved = !b.header.is_log_append_time() || created.iter().any(|&t| t != base);
             // A base that is not the first record's own timestamp (some clients take the
             // earliest) is written on that record.
             let based = created.first().is_some_and(|&t| t != base).then_some(base);

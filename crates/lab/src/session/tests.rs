@@ -218,8 +218,11 @@ fn client_batches_are_kept_by_reference_and_exported_as_records() {
         } else {
             SinkBackend::Memory
         };
-        let mut s =
-            Session::new(backend, "topic t segment.records=3 retention.ms=1h\ntick 1s\n").expect("lab");
+        let mut s = Session::new(
+            backend,
+            "topic t segment.records=3 retention.ms=1h message.timestamp.type=LogAppendTime\ntick 1s\n",
+        )
+        .expect("lab");
         s.apply_changes(vec![produced(&[&["a", "b"]])]).expect("first");
         // Segments hold 3 records: `c` fills the first, `d, e` go to the next.
         s.apply_changes(vec![produced(&[&["c"], &["d", "e"]])])
@@ -327,14 +330,14 @@ fn binary_client_records_export_and_replay_byte_for_byte() {
     let headers =
         offsetlab_records::headers::encode([(&b"trace"[..], Some(&[0xc3u8, 0x28][..]))].into_iter());
     let mut buf = Vec::new();
-    let records = [
+    let sent = [
         offsetlab_engine::record::NewRecord {
             headers: &headers,
             ..offsetlab_engine::record::NewRecord::new(1, Some(key), Some(value))
         },
         offsetlab_engine::record::NewRecord::new(1, Some(b"p-2"), None),
     ];
-    offsetlab_records::batch::encode_consecutive(&mut buf, 0, &records, -1);
+    offsetlab_records::batch::encode_consecutive(&mut buf, 0, &sent, -1);
     for durable_lab in [false, true] {
         let dir = tempfile::tempdir().expect("dir");
         let backend = if durable_lab {
@@ -360,7 +363,7 @@ fn binary_client_records_export_and_replay_byte_for_byte() {
         );
         let export = s.export();
         assert!(
-            export.contains(r#"records=[{"key":{"base64":"/wCc"},"value":{"base64":"AAAAACoCyAE="},"headers":[{"key":"trace","value":{"base64":"wyg="}}]},{"key":"p-2","value":null}]"#),
+            export.contains(r#"records=[{"key":{"base64":"/wCc"},"value":{"base64":"AAAAACoCyAE="},"timestamp":1,"headers":[{"key":"trace","value":{"base64":"wyg="}}]},{"key":"p-2","value":null,"timestamp":1}]"#),
             "{export}"
         );
         for into_durable in [false, true] {
@@ -372,6 +375,9 @@ fn binary_client_records_export_and_replay_byte_for_byte() {
             };
             let replayed = Session::new(backend, &export).expect("replays");
             assert_eq!(raw_records(&replayed), before, "{export}");
+            // A CreateTime topic (Kafka's default): the producer's timestamps, kept and replayed.
+            assert_eq!(records(&replayed), records(&s));
+            assert!(records(&s).iter().all(|r| r.1 == 1), "{:?}", records(&s));
             assert_eq!(replayed.export(), export);
         }
     }

@@ -1,5 +1,5 @@
 //! `alter-topic TOPIC [retention.ms=DUR|-1] [retention.bytes=N|-1] [cleanup.policy=delete|compact]
-//! [delete.retention.ms=DUR]`
+//! [delete.retention.ms=DUR] [message.timestamp.type=CreateTime|LogAppendTime]`
 //!
 //! Kafka's `IncrementalAlterConfigs` on a topic (what `kafka-configs.sh --alter --entity-type
 //! topics --add-config …` sends; the Kafka listener writes this line for it): the named settings
@@ -13,7 +13,7 @@ use crate::error::ParseError;
 use crate::token::{Args, Quoted};
 use crate::units::{count, duration_ms};
 use offsetlab_engine::clock::{format_duration, Millis};
-use offsetlab_engine::log::{CleanupPolicy, TopicConfig};
+use offsetlab_engine::log::{CleanupPolicy, TimestampType, TopicConfig};
 use offsetlab_engine::{Lab, LabError};
 use std::fmt;
 
@@ -25,6 +25,7 @@ pub struct AlterTopic {
     pub retention_bytes: Option<Option<u64>>,
     pub cleanup_policy: Option<CleanupPolicy>,
     pub delete_retention_ms: Option<Millis>,
+    pub message_timestamp_type: Option<TimestampType>,
 }
 
 impl AlterTopic {
@@ -35,10 +36,11 @@ impl AlterTopic {
             retention_bytes: args.parsed("retention.bytes", |v| forever_or(v, |v| count(v, u64::MAX)))?,
             cleanup_policy: args.parsed("cleanup.policy", |v| v.parse())?,
             delete_retention_ms: args.parsed("delete.retention.ms", duration_ms)?,
+            message_timestamp_type: args.parsed("message.timestamp.type", |v| v.parse())?,
         };
         if alter.is_empty() {
             return Err(ParseError::new(
-                "alter-topic: name a setting to change (retention.ms, retention.bytes, cleanup.policy, delete.retention.ms)",
+                "alter-topic: name a setting to change (retention.ms, retention.bytes, cleanup.policy, delete.retention.ms, message.timestamp.type)",
             ));
         }
         Ok(alter)
@@ -49,6 +51,7 @@ impl AlterTopic {
             && self.retention_bytes.is_none()
             && self.cleanup_policy.is_none()
             && self.delete_retention_ms.is_none()
+            && self.message_timestamp_type.is_none()
     }
 
     /// `config` with this line's settings applied.
@@ -65,6 +68,9 @@ impl AlterTopic {
         }
         if let Some(v) = self.delete_retention_ms {
             c.delete_retention_ms = v;
+        }
+        if let Some(v) = self.message_timestamp_type {
+            c.message_timestamp_type = v;
         }
         c
     }
@@ -89,6 +95,9 @@ impl fmt::Display for AlterTopic {
         }
         if let Some(v) = self.delete_retention_ms {
             write!(f, " delete.retention.ms={}", format_duration(v))?;
+        }
+        if let Some(v) = self.message_timestamp_type {
+            write!(f, " message.timestamp.type={v}")?;
         }
         Ok(())
     }

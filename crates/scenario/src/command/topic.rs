@@ -1,7 +1,10 @@
 //! `topic NAME [partitions=N] [retention.ms=DUR] [retention.bytes=N] [segment.records=N]
-//! [segment.bytes=N] [segment.ms=DUR] [cleanup.policy=delete|compact] [delete.retention.ms=DUR]`
+//! [segment.bytes=N] [segment.ms=DUR] [cleanup.policy=delete|compact] [delete.retention.ms=DUR]
+//! [message.timestamp.type=CreateTime|LogAppendTime]`
 //!
 //! Creates a topic. Retention settings are `-1` for "forever" as in Kafka.
+//! `message.timestamp.type` decides whether real clients' records keep their producer's
+//! timestamp (`CreateTime`, Kafka's default) or carry the lab's time of the append.
 
 use crate::error::ParseError;
 use crate::token::{Args, Quoted};
@@ -56,6 +59,9 @@ impl CreateTopic {
         if let Some(ms) = args.parsed("delete.retention.ms", duration_ms)? {
             config.delete_retention_ms = ms;
         }
+        if let Some(t) = args.parsed("message.timestamp.type", |v| v.parse())? {
+            config.message_timestamp_type = t;
+        }
         Ok(Self { name, config })
     }
 
@@ -103,6 +109,9 @@ impl fmt::Display for CreateTopic {
                 " delete.retention.ms={}",
                 format_duration(c.delete_retention_ms)
             )?;
+        }
+        if c.message_timestamp_type != d.message_timestamp_type {
+            write!(f, " message.timestamp.type={}", c.message_timestamp_type)?;
         }
         Ok(())
     }

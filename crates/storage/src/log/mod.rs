@@ -21,7 +21,7 @@ use crate::pool::FilePool;
 use crate::segment::{FileSegment, SegmentMeta};
 use offsetlab_engine::clock::Millis;
 use offsetlab_engine::log::config::SegmentLimits;
-use offsetlab_engine::log::{EncodedAppend, KeptBatches, PartitionLog, SegmentInfo};
+use offsetlab_engine::log::{EncodedAppend, KeptBatches, PartitionLog, SegmentInfo, TimestampType};
 use offsetlab_engine::record::{NewRecord, Offset, RecordRef};
 use offsetlab_records::batch::{self, BatchHeader};
 use offsetlab_records::ProducedBatches;
@@ -283,9 +283,12 @@ impl PartitionLog for FileLog {
         &mut self,
         batches: &mut ProducedBatches,
         now: Millis,
+        stamp: TimestampType,
     ) -> Result<EncodedAppend, String> {
         // Validated whole when they were built (the type says so): the headers are read once.
-        batches.stamp_log_append_time(now);
+        if stamp == TimestampType::LogAppendTime {
+            batches.stamp_log_append_time(now);
+        }
         let (bytes, headers) = batches.parts_mut();
         let (first, pieces) = match self.append_checked(bytes, headers, now) {
             Ok(appended) => appended,
@@ -315,22 +318,33 @@ impl PartitionLog for FileLog {
         Ok(EncodedAppend { first, kept })
     }
 
-    fn append_whole(&mut self, records: &[NewRecord<'_>], now: Millis) -> Offset {
+    fn append_whole(&mut self, records: &[NewRecord<'_>], now: Millis, stamp: TimestampType) -> Offset {
         match records.first() {
-            Some(first) => self.append_whole_based(records, first.timestamp, now),
+            Some(first) => self.append_whole_based(records, first.timestamp, now, stamp),
             None => self.log_end_offset_raw(),
         }
     }
 
-    fn append_whole_based(&mut self, records: &[NewRecord<'_>], base_timestamp: i64, now: Millis) -> Offset {
+    fn append_whole_based(
+        &mut self,
+        records: &[NewRecord<'_>],
+        base_timestamp: i64,
+        now: Millis,
+        stamp: TimestampType,
+    ) -> Offset {
         if records.is_empty() {
             return self.log_end_offset_raw();
         }
-        // One batch, stamped with its log append time as a broker stamps a client's: the same
-        // bytes, roll rule and timestamps whether the batch came from a client or a `send` line.
+        // One batch, stamped with its log append time as a broker stamps a client's (or with its
+        // producer's timestamps): the same bytes, roll rule and timestamps whether the batch came
+        // from a client or a `send` line.
         let mut buf = Vec::new();
         batch::encode_consecutive_based(&mut buf, 0, records, -1, base_timestamp);
-        let appended = batch::stamp_log_append_time(&mut buf, now)
+        let stamped = match stamp {
+            TimestampType::LogAppendTime => batch::stamp_log_append_time(&mut buf, now),
+            TimestampType::CreateTime => Ok(()),
+        };
+        let appended = stamped
             .and_then(|()| BatchHeader::parse(&buf))
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
             .and_then(|h| self.append_checked(&mut buf, &mut [h], now));
