@@ -227,7 +227,9 @@ async fn dispatch(
         RequestKind::DescribeConfigs(r) => {
             ResponseKind::DescribeConfigs(blocking(broker, move |b| describe_configs::handle(b, &r)).await?)
         }
-        RequestKind::FindCoordinator(_) => ResponseKind::FindCoordinator(find_coordinator::handle(broker)),
+        RequestKind::FindCoordinator(r) => {
+            ResponseKind::FindCoordinator(find_coordinator::handle(broker, &r, version))
+        }
         RequestKind::ListGroups(r) => {
             ResponseKind::ListGroups(blocking(broker, move |b| list_groups::handle(b, &r)).await?)
         }
@@ -243,7 +245,7 @@ async fn dispatch(
             ResponseKind::LeaveGroup(leave_group::handle(broker, r, version).await?)
         }
         RequestKind::OffsetFetch(r) => {
-            ResponseKind::OffsetFetch(blocking(broker, move |b| offset_fetch::handle(b, &r)).await?)
+            ResponseKind::OffsetFetch(blocking(broker, move |b| offset_fetch::handle(b, &r, version)).await?)
         }
         RequestKind::OffsetCommit(r) => {
             ResponseKind::OffsetCommit(blocking(broker, move |b| offset_commit::handle(b, &r)).await?)

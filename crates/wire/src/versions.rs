@@ -41,10 +41,10 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::OffsetDelete, 0, 0),
     // The lab's groups, read-only: where their coordinator is, who is in them, what they committed.
-    (ApiKey::FindCoordinator, 0, 3),
+    (ApiKey::FindCoordinator, 0, 5),
     (ApiKey::ListGroups, 0, 5),
     (ApiKey::DescribeGroups, 0, 5),
-    (ApiKey::OffsetFetch, 1, 7),
+    (ApiKey::OffsetFetch, 1, 8),
     // Commits: a member's (checked against its generation), or from outside a group (resets).
     (ApiKey::OffsetCommit, 2, 7),
     // Groups of real clients: the classic (eager) group protocol.

@@ -170,6 +170,7 @@ mod tests {
                 .with_topics(Some(vec![OffsetFetchRequestTopic::default()
                     .with_name(TopicName(name("orders")))
                     .with_partition_indexes(vec![0])])),
+            7,
         );
         r.topics[0].partitions[0].committed_offset
     }
