@@ -201,3 +201,39 @@ test('producer timestamps are kept (CreateTime), unless the topic says LogAppend
   });
   assert.equal(resources[0].configEntries[0].configValue, 'LogAppendTime');
 });
+
+test('a transaction its producer abandoned is aborted after transaction.timeout.ms of wall time', async () => {
+  await admin.createTopics({ topics: [{ topic: 'js-txn-out', numPartitions: 1 }] });
+  await produce('js-txn-out', [{ value: 'before' }]);
+  const abandoned = kafka.producer({ transactionalId: 'js-abandoned', idempotent: true, maxInFlightRequests: 1, transactionTimeout: 2000 });
+  await abandoned.connect();
+  const txn = await abandoned.transaction();
+  await txn.send({ topic: 'js-txn-out', messages: [{ value: 'in-txn' }] });
+  const opened = Date.now();
+  // The producer goes silent with its transaction open, as a killed one would.
+  await produce('js-txn-out', [{ value: 'after' }]);
+  const consumer = kafka.consumer({ groupId: 'js-txn-reader', sessionTimeout: 10_000, readUncommitted: false });
+  await consumer.connect();
+  await consumer.subscribe({ topic: 'js-txn-out', fromBeginning: true });
+  const seen = [];
+  let afterAt = 0;
+  await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`read_committed still stalled: ${JSON.stringify(seen)}`)), 20_000);
+    consumer
+      .run({
+        eachMessage: async ({ message }) => {
+          seen.push(message.value.toString());
+          if (message.value.toString() === 'after') {
+            afterAt = Date.now();
+            clearTimeout(timer);
+            resolve();
+          }
+        },
+      })
+      .catch(reject);
+  });
+  await consumer.disconnect();
+  await abandoned.disconnect().catch(() => {});
+  assert.deepEqual(seen, ['before', 'after'], 'the aborted record is never read');
+  assert.ok(afterAt - opened >= 1500, `held behind the open transaction until its timeout (${afterAt - opened} ms)`);
+});

@@ -48,6 +48,8 @@ pub(crate) struct Broker {
     pub(crate) advertised: SocketAddr,
     pub(crate) producers: Producers,
     pub(crate) coordinator: Coordinator,
+    /// `transaction.timeout.ms` kept on wall time for real clients' transactions.
+    pub(crate) txn_timeouts: crate::txn_timeouts::TxnTimeouts,
 }
 
 impl Broker {
@@ -58,6 +60,7 @@ impl Broker {
             advertised,
             producers: Producers::default(),
             coordinator: Coordinator::default(),
+            txn_timeouts: Default::default(),
         }
     }
 }

@@ -25,6 +25,7 @@ mod server;
 #[cfg(test)]
 mod testing;
 mod transaction_state;
+mod txn_timeouts;
 
 pub use broker::KafkaConfig;
 
@@ -42,7 +43,8 @@ pub async fn serve(listener: TcpListener, lab: LabHandle, config: KafkaConfig) {
     };
     let broker = Arc::new(Broker::new(lab, config, advertised));
     forget_members_of_the_last_run(&broker).await;
-    // Sessions and rebalance timeouts run on wall time: check them a few times a second.
+    // Sessions, rebalance timeouts and real clients' transaction timeouts run on wall time:
+    // check them a few times a second.
     {
         let broker = Arc::clone(&broker);
         tokio::spawn(async move {
@@ -52,8 +54,17 @@ pub async fn serve(listener: TcpListener, lab: LabHandle, config: KafkaConfig) {
                 let broker = Arc::clone(&broker);
                 let _ = tokio::task::spawn_blocking(move || {
                     let _settle = broker.coordinator.settle_lock();
-                    let settled = broker.coordinator.tick(std::time::Instant::now());
+                    let now = std::time::Instant::now();
+                    let settled = broker.coordinator.tick(now);
                     let _ = change::settle(&broker.lab, &broker.coordinator, settled);
+                    let s = broker.lab.lock();
+                    let due = broker.txn_timeouts.due(s.lab(), now);
+                    if due.is_empty() {
+                        drop(s);
+                    } else {
+                        // Refused when the transaction ended meanwhile: nothing to abort then.
+                        let _ = change::apply_commands(&broker.lab, s, due);
+                    }
                 })
                 .await;
             }

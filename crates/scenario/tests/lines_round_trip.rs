@@ -478,6 +478,13 @@ fn command() -> impl Strategy<Value = Command> {
                 commit,
             })
         }),
+        (nonempty_text(), producer()).prop_map(|(txn_id, (producer_id, epoch))| {
+            Command::TxnTimeout(TxnTimeout {
+                txn_id,
+                producer_id,
+                epoch,
+            })
+        }),
     ];
     let consumer_ops = prop_oneof![
         consumer_config().prop_map(|config| Command::Consumer(StartConsumer { config })),

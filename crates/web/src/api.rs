@@ -525,7 +525,7 @@ async fn get_meta() -> Response {
         "strategies": strategies,
         "sinks": sinks,
         "resets": ["earliest", "latest", "none"],
-        "commands": offsetlab_scenario::command::COMMANDS,
+        "commands": &offsetlab_scenario::command::COMMANDS[..],
         "lab_scenario": offsetlab_scenario::LAB_SCENARIO,
         "version": env!("CARGO_PKG_VERSION"),
     }))

@@ -468,19 +468,48 @@ impl Lab {
             .map(|(id, _)| id.clone())
             .collect();
         for id in due {
-            let timeout = self.producers.get(&id).map_or(0, |p| p.timeout_ms);
-            let markers = self.end_transaction(&id, ControlType::Abort);
-            if let Some(p) = self.producers.get_mut(&id) {
-                p.epoch = p.epoch.saturating_add(1);
-                p.fenced = Some(format!(
-                    "the coordinator aborted its transaction after transaction.timeout.ms ({}) and bumped the epoch",
-                    format_duration(timeout)
-                ));
-            }
-            self.say(
-                EventKind::Warning,
-                format!("transaction.timeout.ms ({}) passed: the transaction coordinator aborts {id}'s open transaction (ABORT marker(s) at {}) and bumps its epoch, so the producer that opened it is fenced", format_duration(timeout), markers.join(", ")),
-            );
+            self.abort_timed_out(&id, "");
         }
+    }
+
+    /// The coordinator's abort of `id`'s open transaction once its timeout passed: ABORT
+    /// markers, and the epoch bumped so the instance that opened it is fenced. `clock` says whose
+    /// time ran out (empty: the lab's).
+    fn abort_timed_out(&mut self, id: &str, clock: &str) {
+        let timeout = self.producers.get(id).map_or(0, |p| p.timeout_ms);
+        let markers = self.end_transaction(id, ControlType::Abort);
+        if let Some(p) = self.producers.get_mut(id) {
+            p.epoch = p.epoch.saturating_add(1);
+            p.fenced = Some(format!(
+                "the coordinator aborted its transaction after transaction.timeout.ms ({}) and bumped the epoch",
+                format_duration(timeout)
+            ));
+        }
+        self.say(
+            EventKind::Warning,
+            format!("transaction.timeout.ms ({}{clock}) passed: the transaction coordinator aborts {id}'s open transaction (ABORT marker(s) at {}) and bumps its epoch, so the producer that opened it is fenced", format_duration(timeout), markers.join(", ")),
+        );
+    }
+
+    /// A real client's transaction that stayed open past its `transaction.timeout.ms` of wall
+    /// time — its producer was killed, or hangs — aborted by the listener's transaction
+    /// coordinator, which keeps wall time for real clients as it does for their sessions. Refused
+    /// unless (`producer_id`, `epoch`) is the id's current producer with a transaction open.
+    pub fn external_txn_timeout(
+        &mut self,
+        txn_id: &str,
+        producer_id: i64,
+        epoch: i16,
+    ) -> Result<(), LabError> {
+        let open = self.producers.get(txn_id).is_some_and(|p| {
+            p.external && p.producer_id == producer_id && p.epoch == epoch && p.ongoing.is_some()
+        });
+        if !open {
+            return Err(LabError::InvalidArgument(format!(
+                "transactional.id {txn_id} has no open transaction at producer id {producer_id}, epoch {epoch}"
+            )));
+        }
+        self.abort_timed_out(txn_id, " of wall time");
+        Ok(())
     }
 }

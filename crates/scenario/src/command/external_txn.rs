@@ -9,7 +9,10 @@
 //! - `txn-offsets TXNID producer-id=P epoch=E group=G offsets=T:P=O[,…]` —
 //!   `sendOffsetsToTransaction()`;
 //! - `end-txn TXNID producer-id=P epoch=E commit|abort` — `commitTransaction()` /
-//!   `abortTransaction()`: the markers, and on commit the offsets.
+//!   `abortTransaction()`: the markers, and on commit the offsets;
+//! - `txn-timeout TXNID producer-id=P epoch=E` — the transaction stayed open past its
+//!   `transaction.timeout.ms` of wall time (its producer was killed or hangs): the coordinator
+//!   aborts it and bumps the epoch, fencing that producer.
 
 use super::external::{offsets_text, parse_offsets};
 use crate::error::ParseError;
@@ -227,6 +230,41 @@ impl fmt::Display for EndTxn {
             self.producer_id,
             self.epoch,
             if self.commit { "commit" } else { "abort" }
+        )
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxnTimeout {
+    pub txn_id: String,
+    pub producer_id: i64,
+    pub epoch: i16,
+}
+
+impl TxnTimeout {
+    pub fn parse(args: &mut Args) -> Result<Self, ParseError> {
+        let txn_id = txn_id(args)?;
+        let (producer_id, epoch) = producer(args, "txn-timeout")?;
+        Ok(Self {
+            txn_id,
+            producer_id,
+            epoch,
+        })
+    }
+
+    pub fn apply(&self, lab: &mut Lab) -> Result<(), LabError> {
+        lab.external_txn_timeout(&self.txn_id, self.producer_id, self.epoch)
+    }
+}
+
+impl fmt::Display for TxnTimeout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "txn-timeout {} producer-id={} epoch={}",
+            Quoted(&self.txn_id),
+            self.producer_id,
+            self.epoch
         )
     }
 }

@@ -71,7 +71,7 @@ pub use delete::{DeleteGroup, DeleteOffsets, DeleteTopic};
 pub use delete_records::DeleteRecords;
 pub use expect::{Expect, ExpectKey};
 pub use external::{CommitOffsets, Rebalance};
-pub use external_txn::{EndTxn, InitTxn, TxnOffsets, TxnSend};
+pub use external_txn::{EndTxn, InitTxn, TxnOffsets, TxnSend, TxnTimeout};
 pub use fault::Fault;
 pub use lifecycle::{Close, Crash, Restart};
 pub use poll::Poll;
@@ -104,6 +104,7 @@ pub enum Command {
     TxnSend(TxnSend),
     TxnOffsets(TxnOffsets),
     EndTxn(EndTxn),
+    TxnTimeout(TxnTimeout),
     Consumer(StartConsumer),
     Poll(Poll),
     Process(Process),
@@ -147,7 +148,7 @@ pub enum ApplyError {
 }
 
 /// The command names, in the order `docs/SCENARIOS.md` documents them.
-pub const COMMANDS: [&str; 32] = [
+pub const COMMANDS: [&str; 33] = [
     "topic",
     "produce",
     "send",
@@ -178,6 +179,7 @@ pub const COMMANDS: [&str; 32] = [
     "txn-send",
     "txn-offsets",
     "end-txn",
+    "txn-timeout",
     "fault",
     "expect",
 ];
@@ -200,6 +202,7 @@ impl Command {
             "txn-send" => Command::TxnSend(TxnSend::parse(&mut args)?),
             "txn-offsets" => Command::TxnOffsets(TxnOffsets::parse(&mut args)?),
             "end-txn" => Command::EndTxn(EndTxn::parse(&mut args)?),
+            "txn-timeout" => Command::TxnTimeout(TxnTimeout::parse(&mut args)?),
             "consumer" => Command::Consumer(StartConsumer::parse(&mut args)?),
             "poll" => Command::Poll(Poll::parse(&mut args)?),
             "process" => Command::Process(Process::parse(&mut args)?),
@@ -246,6 +249,7 @@ impl Command {
             Command::TxnSend(c) => c.apply(lab)?,
             Command::TxnOffsets(c) => c.apply(lab)?,
             Command::EndTxn(c) => c.apply(lab)?,
+            Command::TxnTimeout(c) => c.apply(lab)?,
             Command::Consumer(c) => c.apply(lab)?,
             Command::Poll(c) => c.apply(lab)?,
             Command::Process(c) => c.apply(lab)?,
@@ -304,6 +308,7 @@ impl fmt::Display for Command {
             Command::TxnSend(c) => c.fmt(f),
             Command::TxnOffsets(c) => c.fmt(f),
             Command::EndTxn(c) => c.fmt(f),
+            Command::TxnTimeout(c) => c.fmt(f),
             Command::Consumer(c) => c.fmt(f),
             Command::Poll(c) => c.fmt(f),
             Command::Process(c) => c.fmt(f),
