@@ -25,3 +25,5 @@ pub mod response;
 pub mod versions;
 
 pub use kafka_protocol;
+/// A topic id on the wire (KIP-516), as `kafka-protocol` carries it.
+pub use uuid::Uuid;

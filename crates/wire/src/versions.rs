@@ -9,9 +9,9 @@ use kafka_protocol::messages::{ApiKey, ApiVersionsResponse};
 pub const SERVED: &[(ApiKey, i16, i16)] = &[
     // v3 is the flexible one current clients start with; kcat (librdkafka 2.x) accepts it.
     (ApiKey::ApiVersions, 0, 4),
-    (ApiKey::Metadata, 0, 9),
+    (ApiKey::Metadata, 0, 12),
     (ApiKey::ListOffsets, 1, 9),
-    (ApiKey::Fetch, 4, 12),
+    (ApiKey::Fetch, 4, 17),
     // Record batches v2 only (librdkafka speaks them with Produce ≥ 3 and Fetch ≥ 4).
     (ApiKey::Produce, 3, 12),
     // Producer ids for idempotent producers (the default of current clients).
@@ -100,8 +100,8 @@ mod tests {
         }
         assert!(is_served(ApiKey::ApiVersions, 4));
         assert!(is_served(ApiKey::Produce, 12));
-        // Produce v13 and Fetch v13 name topics by id, which the lab does not give them yet.
+        // Produce v13 names topics by id (Kafka 4.1); Kafka 4.0 serves up to v12.
         assert!(!is_served(ApiKey::Produce, 13));
-        assert!(!is_served(ApiKey::Fetch, 13));
+        assert!(is_served(ApiKey::Fetch, 17) && is_served(ApiKey::Metadata, 12));
     }
 }

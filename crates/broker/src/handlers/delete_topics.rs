@@ -16,18 +16,43 @@ use offsetlab_scenario::command::{Command, DeleteTopic};
 use offsetlab_wire::error::*;
 use offsetlab_wire::kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use offsetlab_wire::kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse, TopicName};
+use offsetlab_wire::Uuid;
 
-/// DeleteTopics. Names only: the lab hands out no topic ids (its Metadata stops before v10), so
-/// a request by id is `UNKNOWN_TOPIC_ID`.
+/// DeleteTopics, by name or (v6, KIP-516) by topic id: an id the lab never gave out is
+/// `UNKNOWN_TOPIC_ID`.
 pub(crate) fn handle(broker: &Broker, r: &DeleteTopicsRequest) -> DeleteTopicsResponse {
     let (lab, producers) = (&broker.lab, &broker.producers);
-    // v0–v5 list names; v6 lists (name, id) pairs.
+    let s = lab.lock();
+    // v0–v5 list names; v6 lists (name, id) pairs, either of which may name the topic.
     let names: Vec<Option<TopicName>> = if r.topics.is_empty() {
         r.topic_names.iter().cloned().map(Some).collect()
     } else {
-        r.topics.iter().map(|t| t.name.clone()).collect()
+        r.topics
+            .iter()
+            .map(|t| {
+                t.name.clone().or_else(|| {
+                    s.lab()
+                        .topic_named_by_id(t.topic_id.as_bytes())
+                        .map(|n| TopicName(crate::str_bytes(n)))
+                })
+            })
+            .collect()
     };
-    let s = lab.lock();
+    // Each answer carries the topic's id (v6): the one asked by, or the named topic's.
+    let ids: Vec<Uuid> = names
+        .iter()
+        .enumerate()
+        .map(
+            |(i, name)| match r.topics.get(i).map(|t| t.topic_id).filter(|id| !id.is_nil()) {
+                Some(id) => id,
+                None => Uuid::from_bytes(
+                    name.as_ref()
+                        .and_then(|n| s.lab().topic_id_of(&n.0))
+                        .unwrap_or_default(),
+                ),
+            },
+        )
+        .collect();
     let mut commands = Vec::new();
     // Per name: the index of its line, or its error.
     let mut plan: Vec<Result<usize, (i16, String)>> = Vec::new();
@@ -35,7 +60,7 @@ pub(crate) fn handle(broker: &Broker, r: &DeleteTopicsRequest) -> DeleteTopicsRe
         let Some(name) = name else {
             plan.push(Err((
                 UNKNOWN_TOPIC_ID,
-                "the lab knows topics by name only".into(),
+                "the lab has no topic with this topic id".into(),
             )));
             continue;
         };
@@ -60,7 +85,8 @@ pub(crate) fn handle(broker: &Broker, r: &DeleteTopicsRequest) -> DeleteTopicsRe
         names
             .into_iter()
             .zip(plan)
-            .map(|(name, planned)| {
+            .zip(ids)
+            .map(|((name, planned), id)| {
                 let outcome = planned.and_then(|i| match &results[i] {
                     Ok(()) => Ok(()),
                     // The lab's own rule: its consumers' topics and open transactions stay.
@@ -74,7 +100,7 @@ pub(crate) fn handle(broker: &Broker, r: &DeleteTopicsRequest) -> DeleteTopicsRe
                     // starting afresh on a topic created again under the name.
                     producers.forget_topic(&n.0);
                 }
-                let base = DeletableTopicResult::default().with_name(name);
+                let base = DeletableTopicResult::default().with_name(name).with_topic_id(id);
                 match outcome {
                     Ok(()) => base.with_error_code(NONE),
                     Err((code, message)) => base

@@ -37,13 +37,24 @@ fn fetch(s: &Session, r: &FetchRequest) -> (FetchResponse, usize) {
         .topics
         .iter()
         .map(|t| {
-            let name = t.topic.0.to_string();
+            // From v13 a topic is named by its id (KIP-516); one the lab never gave out — or a
+            // deleted topic's, after a topic of the same name came back — is UNKNOWN_TOPIC_ID.
+            let by_id = t.topic.0.is_empty() && !t.topic_id.is_nil();
+            let resolved = if by_id {
+                lab.topic_named_by_id(t.topic_id.as_bytes()).map(str::to_string)
+            } else {
+                Some(t.topic.0.to_string())
+            };
+            let name = resolved.clone().unwrap_or_default();
             let partitions = t
                 .partitions
                 .iter()
                 .map(|p| {
                     let tp = TopicPartition::new(name.clone(), p.partition);
                     let base = PartitionData::default().with_partition_index(p.partition);
+                    if resolved.is_none() {
+                        return base.with_error_code(UNKNOWN_TOPIC_ID);
+                    }
                     let Ok((log, txns)) = lab.fetchable(&tp) else {
                         return base.with_error_code(UNKNOWN_TOPIC_OR_PARTITION);
                     };
@@ -96,6 +107,7 @@ fn fetch(s: &Session, r: &FetchRequest) -> (FetchResponse, usize) {
                 .collect();
             FetchableTopicResponse::default()
                 .with_topic(t.topic.clone())
+                .with_topic_id(t.topic_id)
                 .with_partitions(partitions)
         })
         .collect();
@@ -201,6 +213,37 @@ mod tests {
         assert!(bytes > 0);
         assert_eq!(got.last(), Some(&11));
         assert!(got.contains(&5), "the batch holding the fetch position: {got:?}");
+    }
+
+    /// Fetch v13+ names a topic by its id (KIP-516): the topic's records, and for an id the lab
+    /// never gave out — a deleted topic's, after one of the same name came back —
+    /// UNKNOWN_TOPIC_ID, never the new topic's log.
+    #[test]
+    fn a_topic_named_by_its_id_is_the_topic_that_had_it() {
+        let b = broker();
+        let apply = |lines: &[&str]| {
+            let lines: Vec<String> = lines.iter().map(ToString::to_string).collect();
+            b.lab.lock().apply_lines(&lines).expect("lines");
+        };
+        apply(&["topic clicks", "produce clicks count=5"]);
+        let id = b.lab.lock().lab().topic_id_of("clicks").expect("an id");
+        let by_id = |id: [u8; 16]| {
+            let mut r = request(0, 0);
+            r.topics[0].topic = TopicName(name(""));
+            r.topics[0].topic_id = offsetlab_wire::Uuid::from_bytes(id);
+            r
+        };
+        let (r, _) = fetch(&b.lab.lock(), &by_id(id));
+        let p = &r.responses[0].partitions[0];
+        assert_eq!((p.error_code, offsets(p).len()), (NONE, 5));
+        assert_eq!(r.responses[0].topic_id.as_bytes(), &id);
+        apply(&["delete-topic clicks", "topic clicks", "produce clicks count=3"]);
+        let (r, _) = fetch(&b.lab.lock(), &by_id(id));
+        assert_eq!(r.responses[0].partitions[0].error_code, UNKNOWN_TOPIC_ID);
+        let new = b.lab.lock().lab().topic_id_of("clicks").expect("an id");
+        assert_ne!(new, id, "a topic created again has a new id");
+        let (r, _) = fetch(&b.lab.lock(), &by_id(new));
+        assert_eq!(offsets(&r.responses[0].partitions[0]).len(), 3);
     }
 
     #[test]

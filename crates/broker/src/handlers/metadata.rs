@@ -9,6 +9,7 @@ use offsetlab_wire::kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
 use offsetlab_wire::kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, TopicName};
+use offsetlab_wire::Uuid;
 
 pub(crate) fn handle(broker: &Broker, r: &MetadataRequest, version: i16) -> MetadataResponse {
     // Before v4 a Metadata request always allowed creation; since, the client says.
@@ -33,16 +34,29 @@ pub(crate) fn handle(broker: &Broker, r: &MetadataRequest, version: i16) -> Meta
         names.push(CONSUMER_OFFSETS_TOPIC.to_string());
         names
     };
+    // From v10 a topic may be asked for by its id alone (KIP-516): an id the lab never gave out
+    // is UNKNOWN_TOPIC_ID.
+    let mut unknown_ids = Vec::new();
     let names: Vec<String> = match &r.topics {
         // Null (or, before v1, empty) means every topic.
         None => every(),
         Some(ts) if ts.is_empty() => every(),
         Some(ts) => ts
             .iter()
-            .filter_map(|t| t.name.as_ref().map(|n| n.0.to_string()))
+            .filter_map(|t| match &t.name {
+                Some(n) => Some(n.0.to_string()),
+                None => {
+                    let found = lab.topic_named_by_id(t.topic_id.as_bytes()).map(str::to_string);
+                    if found.is_none() {
+                        unknown_ids.push(t.topic_id);
+                    }
+                    found
+                }
+            })
             .collect(),
     };
-    let topics = names
+    let id_of = |name: &str| Uuid::from_bytes(lab.topic_id_of(name).unwrap_or_default());
+    let mut topics: Vec<MetadataResponseTopic> = names
         .iter()
         .map(|name| {
             match lab.topic(name).map(|t| t.partitions.len()).or_else(|e| {
@@ -54,6 +68,7 @@ pub(crate) fn handle(broker: &Broker, r: &MetadataRequest, version: i16) -> Meta
             }) {
                 Ok(partitions) => MetadataResponseTopic::default()
                     .with_name(Some(TopicName(str_bytes(name))))
+                    .with_topic_id(id_of(name))
                     .with_error_code(NONE)
                     .with_is_internal(name == CONSUMER_OFFSETS_TOPIC)
                     .with_partitions(
@@ -79,6 +94,11 @@ pub(crate) fn handle(broker: &Broker, r: &MetadataRequest, version: i16) -> Meta
             }
         })
         .collect();
+    topics.extend(unknown_ids.into_iter().map(|id| {
+        MetadataResponseTopic::default()
+            .with_topic_id(id)
+            .with_error_code(UNKNOWN_TOPIC_ID)
+    }));
     MetadataResponse::default()
         .with_brokers(vec![MetadataResponseBroker::default()
             .with_node_id(BrokerId(NODE))
@@ -120,6 +140,42 @@ mod tests {
             vec![NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION]
         );
         assert_eq!(r.topics[0].partitions[0].leader_id, BrokerId(NODE));
+    }
+
+    /// Metadata v10+ gives every topic its id and finds a topic by id alone; an unknown id is
+    /// UNKNOWN_TOPIC_ID.
+    #[test]
+    fn topics_have_ids_and_are_found_by_them() {
+        let b = broker();
+        let all = handle(&b, &MetadataRequest::default().with_topics(None), 12);
+        let orders = all
+            .topics
+            .iter()
+            .find(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == "orders"))
+            .expect("orders");
+        assert!(!orders.topic_id.is_nil());
+        let offsets = all
+            .topics
+            .iter()
+            .find(|t| t.is_internal)
+            .expect("__consumer_offsets");
+        assert!(!offsets.topic_id.is_nil() && offsets.topic_id != orders.topic_id);
+        let ask = |id: offsetlab_wire::Uuid| {
+            handle(
+                &b,
+                &MetadataRequest::default().with_topics(Some(vec![MetadataRequestTopic::default()
+                    .with_name(None)
+                    .with_topic_id(id)])),
+                12,
+            )
+        };
+        let found = ask(orders.topic_id);
+        assert_eq!(
+            found.topics[0].name.as_ref().map(|n| n.0.as_str()),
+            Some("orders")
+        );
+        let unknown = ask(offsetlab_wire::Uuid::from_bytes([7; 16]));
+        assert_eq!(unknown.topics[0].error_code, UNKNOWN_TOPIC_ID);
     }
 
     #[test]

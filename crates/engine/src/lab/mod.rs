@@ -42,6 +42,11 @@ use std::collections::{BTreeMap, HashMap};
 /// A topic: its config and one log per partition.
 pub struct Topic {
     pub name: String,
+    /// Its topic id (KIP-516): 128 bits that tell this topic from an earlier one of the same name
+    /// — a client that names topics by id (Fetch v13+) is never served a recreated topic's log.
+    /// Derived from the name and the lab's count of topics created, so a replay gives the same
+    /// ids.
+    pub id: [u8; 16],
     pub config: TopicConfig,
     pub partitions: Vec<Box<dyn PartitionLog>>,
     /// Orders created so far by `produce` without a key (`o-1`, `o-2`, …).
@@ -50,6 +55,11 @@ pub struct Topic {
     pub(crate) events_per_key: HashMap<String, u64>,
     /// Per partition: open and aborted transactions and the markers that ended them.
     pub txns: Vec<PartitionTxns>,
+}
+
+/// The topic id of `__consumer_offsets`, which the lab never creates or deletes.
+fn consumer_offsets_topic_id() -> [u8; 16] {
+    topics::topic_id(crate::offsets::CONSUMER_OFFSETS_TOPIC, 0)
 }
 
 /// A planned crash: the explorer's fault injection. The consumer crashes right after its
@@ -78,6 +88,8 @@ pub struct Lab {
     producers: BTreeMap<String, TransactionalProducer>,
     /// The next producer id InitProducerId hands out.
     next_producer_id: i64,
+    /// Topics created so far (what a topic id is derived from).
+    topics_created: u64,
 }
 
 /// Kafka's default `offsets.retention.minutes`: 7 days.
@@ -124,6 +136,7 @@ impl Lab {
             offsets_retention_ms: DEFAULT_OFFSETS_RETENTION_MS,
             producers: BTreeMap::new(),
             next_producer_id: 1000,
+            topics_created: 0,
         })
     }
 
@@ -157,6 +170,25 @@ impl Lab {
 
     pub fn topics(&self) -> &BTreeMap<String, Topic> {
         &self.topics
+    }
+
+    /// The name of the topic whose topic id is `id` (`__consumer_offsets` among them).
+    pub fn topic_named_by_id(&self, id: &[u8; 16]) -> Option<&str> {
+        if *id == consumer_offsets_topic_id() {
+            return Some(crate::offsets::CONSUMER_OFFSETS_TOPIC);
+        }
+        self.topics
+            .values()
+            .find(|t| &t.id == id)
+            .map(|t| t.name.as_str())
+    }
+
+    /// The topic id of `name` (`__consumer_offsets` among them).
+    pub fn topic_id_of(&self, name: &str) -> Option<[u8; 16]> {
+        if name == crate::offsets::CONSUMER_OFFSETS_TOPIC {
+            return Some(consumer_offsets_topic_id());
+        }
+        self.topics.get(name).map(|t| t.id)
     }
 
     pub fn topic(&self, name: &str) -> Result<&Topic, LabError> {

@@ -41,11 +41,17 @@ pub struct LabSnapshot {
     next_producer_id: i64,
     /// The log end of `__consumer_offsets` the lab had acknowledged.
     offsets_log_end: Offset,
+    /// Topics created so far (a snapshot of a lab before topic ids: the count of its topics).
+    #[serde(default)]
+    topics_created: Option<u64>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
 struct TopicSnapshot {
     name: String,
+    /// Its topic id; a snapshot from before topic ids derives one from the name.
+    #[serde(default)]
+    id: Option<[u8; 16]>,
     config: TopicConfig,
     orders_created: u64,
     events_per_key: HashMap<String, u64>,
@@ -112,6 +118,7 @@ impl Lab {
                 .values()
                 .map(|t| TopicSnapshot {
                     name: t.name.clone(),
+                    id: Some(t.id),
                     config: t.config.clone(),
                     orders_created: t.orders_created,
                     events_per_key: t.events_per_key.clone(),
@@ -148,6 +155,7 @@ impl Lab {
             offsets_retention_ms: self.offsets_retention_ms,
             producers: self.producers.clone(),
             next_producer_id: self.next_producer_id,
+            topics_created: Some(self.topics_created),
             offsets_log_end: self.offsets.log().log_end_offset(),
         }
     }
@@ -183,6 +191,7 @@ impl Lab {
             offsets_log.as_mut(),
             snapshot.offsets_log_end,
         );
+        let topics_created = snapshot.topics_created.unwrap_or(snapshot.topics.len() as u64);
         let topics = reopen_topics(snapshot.topics, store.as_mut(), &mut reconcile)?;
         let mut groups = BTreeMap::new();
         for g in snapshot.groups {
@@ -202,6 +211,7 @@ impl Lab {
             offsets_retention_ms: snapshot.offsets_retention_ms,
             producers: snapshot.producers,
             next_producer_id: snapshot.next_producer_id,
+            topics_created,
         };
         lab.say(
             crate::narrative::EventKind::Setup,
@@ -265,6 +275,7 @@ fn reopen_topics(
         topics.insert(
             t.name.clone(),
             Topic {
+                id: t.id.unwrap_or_else(|| super::topics::topic_id(&t.name, 0)),
                 name: t.name,
                 config: t.config,
                 partitions,

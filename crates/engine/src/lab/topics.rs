@@ -83,6 +83,30 @@ impl SentRecord {
     }
 }
 
+/// A topic id for the `created`-th topic the lab made, named `name`: two FNV-1a hashes of both,
+/// each finished with splitmix64's mix — unique enough for a lab, the same on every replay, and
+/// never Kafka's reserved ids (zero, and `AAAAAAAAAAAAAAAAAAAAAQ` for the metadata topic).
+pub(crate) fn topic_id(name: &str, created: u64) -> [u8; 16] {
+    let hash = |seed: u64| {
+        let mut h = seed;
+        for b in created.to_be_bytes().iter().chain(name.as_bytes()) {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        h ^ (h >> 31)
+    };
+    let (hi, lo) = (hash(0xcbf2_9ce4_8422_2325), hash(0x8422_2325_cbf2_9ce4));
+    let mut id = [0u8; 16];
+    id[..8].copy_from_slice(&hi.to_be_bytes());
+    id[8..].copy_from_slice(&lo.to_be_bytes());
+    if u128::from_be_bytes(id) <= 1 {
+        id[0] = 1;
+    }
+    id
+}
+
 /// The most records one `send` may carry (a Produce request's partition holds far fewer).
 pub const MAX_SEND_RECORDS: usize = 100_000;
 
@@ -176,10 +200,12 @@ impl Lab {
                 .map(|n| format!(", segments of {n} records"))
                 .unwrap_or_default()
         );
+        self.topics_created += 1;
         self.topics.insert(
             name.to_string(),
             Topic {
                 name: name.to_string(),
+                id: topic_id(name, self.topics_created),
                 config,
                 partitions,
                 orders_created: 0,
