@@ -15,13 +15,13 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     // Record batches v2 only (librdkafka speaks them with Produce ≥ 3 and Fetch ≥ 4).
     (ApiKey::Produce, 3, 12),
     // Producer ids for idempotent producers (the default of current clients).
-    (ApiKey::InitProducerId, 0, 4),
+    (ApiKey::InitProducerId, 0, 5),
     // Transactions of real producers (before KIP-890's server-side defence: EndTxn v5,
     // AddPartitionsToTxn v4+, which change the protocol's shape).
     (ApiKey::AddPartitionsToTxn, 0, 3),
-    (ApiKey::AddOffsetsToTxn, 0, 3),
-    (ApiKey::TxnOffsetCommit, 0, 3),
-    (ApiKey::EndTxn, 0, 3),
+    (ApiKey::AddOffsetsToTxn, 0, 4),
+    (ApiKey::TxnOffsetCommit, 0, 4),
+    (ApiKey::EndTxn, 0, 4),
     // Admin: topics created (mapped onto `topic` lines), records deleted, configs described.
     (ApiKey::CreateTopics, 2, 7),
     (ApiKey::CreatePartitions, 0, 3),
@@ -46,7 +46,7 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeGroups, 0, 5),
     (ApiKey::OffsetFetch, 1, 8),
     // Commits: a member's (checked against its generation), or from outside a group (resets).
-    (ApiKey::OffsetCommit, 2, 7),
+    (ApiKey::OffsetCommit, 2, 9),
     // Groups of real clients: the classic (eager) group protocol.
     (ApiKey::JoinGroup, 0, 9),
     (ApiKey::SyncGroup, 0, 5),
