@@ -199,6 +199,9 @@ async fn dispatch(
         RequestKind::IncrementalAlterConfigs(r) => ResponseKind::IncrementalAlterConfigs(
             blocking(broker, move |b| incremental_alter_configs::handle(b, &r)).await?,
         ),
+        RequestKind::DescribeTopicPartitions(r) => ResponseKind::DescribeTopicPartitions(
+            blocking(broker, move |b| describe_topic_partitions::handle(b, &r)).await?,
+        ),
         RequestKind::DescribeLogDirs(r) => {
             ResponseKind::DescribeLogDirs(blocking(broker, move |b| describe_log_dirs::handle(b, &r)).await?)
         }

@@ -32,6 +32,7 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     // What one broker answers truthfully: its one log directory, leaders already elected, nothing
     // reassigning, no authorizer (SECURITY_DISABLED), no SCRAM users.
     (ApiKey::DescribeLogDirs, 1, 4),
+    (ApiKey::DescribeTopicPartitions, 0, 0),
     (ApiKey::ElectLeaders, 0, 2),
     (ApiKey::ListPartitionReassignments, 0, 0),
     (ApiKey::DescribeAcls, 1, 3),

@@ -14,6 +14,7 @@ pub(crate) mod describe_acls;
 pub(crate) mod describe_configs;
 pub(crate) mod describe_groups;
 pub(crate) mod describe_log_dirs;
+pub(crate) mod describe_topic_partitions;
 pub(crate) mod describe_user_scram_credentials;
 pub(crate) mod elect_leaders;
 pub(crate) mod end_txn;
