@@ -91,6 +91,9 @@ impl Conn {
 #[derive(Debug, Serialize)]
 pub(crate) struct TopicInfo {
     pub(crate) topic: String,
+    /// Its topic id as Kafka prints one (URL-safe base64, no padding); none from a broker that
+    /// gives topics no id.
+    pub(crate) topic_id: Option<String>,
     pub(crate) error_code: i16,
     pub(crate) partitions: Vec<PartitionInfo>,
 }
@@ -118,13 +121,17 @@ pub(crate) fn describe(
                 .map(|t| MetadataRequestTopic::default().with_name(Some(TopicName(StrBytes::from_string(t)))))
                 .collect()
         }));
-    let version = conn.version(ApiKey::Metadata, 9)?;
+    let version = conn.version(ApiKey::Metadata, 12)?;
     let m = call!(conn, Metadata, version, request);
     let mut out: Vec<TopicInfo> = m
         .topics
         .iter()
         .map(|t| TopicInfo {
             topic: t.name.as_ref().map(|n| n.0.to_string()).unwrap_or_default(),
+            topic_id: (!t.topic_id.is_nil()).then(|| {
+                use base64::Engine as _;
+                base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(t.topic_id.as_bytes())
+            }),
             error_code: t.error_code,
             partitions: t
                 .partitions
@@ -240,8 +247,12 @@ pub fn run(bootstrap: &str, list: bool, topic: Option<String>, json: bool) -> u8
             continue;
         }
         let rf = t.partitions.first().map_or(0, |p| p.replicas.len());
+        let id = t
+            .topic_id
+            .as_ref()
+            .map_or(String::new(), |id| format!("\tTopicId: {id}"));
         println!(
-            "Topic: {}\tPartitionCount: {}\tReplicationFactor: {rf}",
+            "Topic: {}{id}\tPartitionCount: {}\tReplicationFactor: {rf}",
             t.topic,
             t.partitions.len()
         );

@@ -375,6 +375,8 @@ fn offsetlab_topics_describes_a_broker_over_the_protocol() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     let parts = v[0]["partitions"].as_array().expect("partitions");
     assert_eq!(parts.len(), 3);
+    // Its topic id, as Kafka prints one: 16 bytes in URL-safe base64 without padding.
+    assert_eq!(v[0]["topic_id"].as_str().map(str::len), Some(22), "{v}");
     let total: i64 = parts
         .iter()
         .map(|p| p["log_end_offset"].as_i64().unwrap_or(0))
