@@ -664,7 +664,7 @@ fn admin_requests_create_topics_and_delete_records_or_say_why_not() {
             &mut s,
             1,
             vec![
-                topic("a", 1, &[("min.insync.replicas", "2")]),
+                topic("a", 1, &[("compression.type", "gzip")]),
                 topic("b", 0, &[]),
                 topic("c", 2, &[])
             ],

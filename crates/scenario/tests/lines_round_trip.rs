@@ -165,6 +165,7 @@ fn topic_config() -> impl Strategy<Value = TopicConfig> {
         any::<bool>(),
         duration(),
         any::<bool>(),
+        1..=u32::MAX,
     )
         .prop_map(
             |(
@@ -177,6 +178,7 @@ fn topic_config() -> impl Strategy<Value = TopicConfig> {
                 compact,
                 delete_retention_ms,
                 log_append_time,
+                min_insync_replicas,
             )| {
                 TopicConfig {
                     partitions,
@@ -196,6 +198,7 @@ fn topic_config() -> impl Strategy<Value = TopicConfig> {
                     } else {
                         TimestampType::CreateTime
                     },
+                    min_insync_replicas,
                 }
             },
         )
@@ -551,12 +554,21 @@ fn command() -> impl Strategy<Value = Command> {
             proptest::option::of(any::<bool>()),
             proptest::option::of(duration()),
             proptest::option::of(any::<bool>()),
+            proptest::option::of(1..=u32::MAX),
         )
-            .prop_filter("a line names one setting at least", |(_, a, b, c, d, e)| {
-                a.is_some() || b.is_some() || c.is_some() || d.is_some() || e.is_some()
+            .prop_filter("a line names one setting at least", |(_, a, b, c, d, e, g)| {
+                a.is_some() || b.is_some() || c.is_some() || d.is_some() || e.is_some() || g.is_some()
             })
             .prop_map(
-                |(topic, retention_ms, retention_bytes, compact, delete_retention_ms, log_append)| {
+                |(
+                    topic,
+                    retention_ms,
+                    retention_bytes,
+                    compact,
+                    delete_retention_ms,
+                    log_append,
+                    min_insync_replicas,
+                )| {
                     Command::AlterTopic(AlterTopic {
                         topic,
                         retention_ms,
@@ -576,6 +588,7 @@ fn command() -> impl Strategy<Value = Command> {
                                 TimestampType::CreateTime
                             }
                         }),
+                        min_insync_replicas,
                     })
                 }
             ),

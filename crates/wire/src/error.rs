@@ -29,6 +29,7 @@ pub const INVALID_TXN_STATE: i16 = ResponseError::InvalidTxnState.code();
 pub const KAFKA_STORAGE_ERROR: i16 = ResponseError::KafkaStorageError.code();
 pub const MESSAGE_TOO_LARGE: i16 = ResponseError::MessageTooLarge.code();
 pub const MEMBER_ID_REQUIRED: i16 = ResponseError::MemberIdRequired.code();
+pub const NOT_ENOUGH_REPLICAS: i16 = ResponseError::NotEnoughReplicas.code();
 pub const NON_EMPTY_GROUP: i16 = ResponseError::NonEmptyGroup.code();
 pub const OFFSET_METADATA_TOO_LARGE: i16 = ResponseError::OffsetMetadataTooLarge.code();
 pub const OFFSET_OUT_OF_RANGE: i16 = ResponseError::OffsetOutOfRange.code();

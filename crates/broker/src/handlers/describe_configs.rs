@@ -36,7 +36,7 @@ const TYPE_LIST: i8 = 7;
 type Value = fn(&TopicConfig) -> String;
 
 /// The topic configs the lab models: name, type, value.
-const TOPIC_CONFIGS: [(&str, i8, Value); 7] = [
+const TOPIC_CONFIGS: [(&str, i8, Value); 8] = [
     ("cleanup.policy", TYPE_LIST, |c| c.cleanup_policy.to_string()),
     ("retention.ms", TYPE_LONG, |c| unlimited(c.retention_ms)),
     ("retention.bytes", TYPE_LONG, |c| {
@@ -49,6 +49,9 @@ const TOPIC_CONFIGS: [(&str, i8, Value); 7] = [
     }),
     ("message.timestamp.type", TYPE_STRING, |c| {
         c.message_timestamp_type.to_string()
+    }),
+    ("min.insync.replicas", TYPE_INT, |c| {
+        c.min_insync_replicas.to_string()
     }),
 ];
 

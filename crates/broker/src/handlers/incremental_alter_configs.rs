@@ -112,9 +112,10 @@ fn set(alter: &mut AlterTopic, c: &AlterableConfig) -> Result<(), Refusal> {
         "cleanup.policy" => alter.cleanup_policy = Some(parsed.cleanup_policy),
         "delete.retention.ms" => alter.delete_retention_ms = Some(parsed.delete_retention_ms),
         "message.timestamp.type" => alter.message_timestamp_type = Some(parsed.message_timestamp_type),
+        "min.insync.replicas" => alter.min_insync_replicas = Some(parsed.min_insync_replicas),
         _ => {
             return Err(invalid(
-                "not a config the lab models on a live topic (retention.ms, retention.bytes, cleanup.policy, delete.retention.ms, message.timestamp.type)".into(),
+                "not a config the lab models on a live topic (retention.ms, retention.bytes, cleanup.policy, delete.retention.ms, message.timestamp.type, min.insync.replicas)".into(),
             ))
         }
     }

@@ -57,6 +57,8 @@ pub(crate) struct Checked {
     checked: Vec<Vec<Result<Produced, Refusal>>>,
     txn_id: Option<String>,
     client_id: String,
+    /// `acks`: −1 (all) waits for `min.insync.replicas` replicas.
+    acks: i16,
 }
 
 /// The bytes of record batches a request carries: what its validation reads.
@@ -77,6 +79,7 @@ pub(crate) fn check(broker: &Broker, r: ProduceRequest, version: i16, client_id:
         message_max_bytes: broker.config.message_max_bytes,
     };
     let txn_id = r.transactional_id.as_ref().map(|t| String::from(t.as_str()));
+    let acks = r.acks;
     let mut topics = take_records(r);
     // Taken, not cloned: a batch whose bytes have one owner is appended in place.
     let checked = topics
@@ -93,6 +96,7 @@ pub(crate) fn check(broker: &Broker, r: ProduceRequest, version: i16, client_id:
         checked,
         txn_id,
         client_id: client_id.to_string(),
+        acks,
     }
 }
 
@@ -103,9 +107,11 @@ pub(crate) fn append(broker: &Broker, s: MutexGuard<'_, Session>, c: Checked) ->
         checked,
         txn_id,
         client_id,
+        acks,
     } = c;
     let now = s.lab().now();
     let mut plan = Plan::new(broker, &s, &topics, txn_id, &client_id);
+    plan.acks_all = acks == -1;
     let answers: Answers = topics
         .iter()
         .zip(checked)
@@ -159,6 +165,8 @@ struct Plan<'a> {
     planned: BTreeMap<(String, i32), i64>,
     /// Idempotent producers' batches in this request, noted once they are stored.
     appended: Vec<(ProducerRun, String, i32, i64)>,
+    /// `acks=all`: a topic wanting more in-sync replicas than the lab's one is refused.
+    acks_all: bool,
 }
 
 impl<'a> Plan<'a> {
@@ -188,6 +196,7 @@ impl<'a> Plan<'a> {
                 .collect(),
             planned: BTreeMap::new(),
             appended: Vec::new(),
+            acks_all: false,
         }
     }
 
@@ -232,6 +241,17 @@ impl<'a> Plan<'a> {
             return Err((
                 UNKNOWN_TOPIC_OR_PARTITION,
                 format!("{name} has no partition {index}"),
+            ));
+        }
+        let min_insync = self
+            .session
+            .lab()
+            .topic(name)
+            .map_or(1, |t| t.config.min_insync_replicas);
+        if self.acks_all && min_insync > 1 {
+            return Err((
+                NOT_ENOUGH_REPLICAS,
+                format!("{name}-{index} has 1 in-sync replica (the lab is one broker) and min.insync.replicas={min_insync}: acks=all cannot be met, nothing was appended"),
             ));
         }
         let produced = checked?;
@@ -382,6 +402,21 @@ mod tests {
     fn answer(r: &ProduceResponse) -> (i16, i64) {
         let p = &r.responses[0].partition_responses[0];
         (p.error_code, p.base_offset)
+    }
+
+    /// One broker is one replica: with `min.insync.replicas=2` an `acks=all` produce is
+    /// NOT_ENOUGH_REPLICAS and appends nothing, while `acks=1` is written — as on a one-broker
+    /// Kafka.
+    #[test]
+    fn acks_all_needs_min_insync_replicas_the_lab_has() {
+        let b = broker();
+        let lines = vec!["alter-topic orders min.insync.replicas=2".to_string()];
+        b.lab.lock().apply_lines(&lines).expect("alter");
+        let r = handle(&b, request("orders", batch(&[("k", "v")])), 9, "c");
+        assert_eq!(answer(&r).0, NOT_ENOUGH_REPLICAS);
+        assert_eq!(log_end(&b, "orders"), 12, "nothing was appended");
+        let r = handle(&b, request("orders", batch(&[("k", "v")])).with_acks(1), 9, "c");
+        assert_eq!(answer(&r), (NONE, 12));
     }
 
     #[test]

@@ -304,7 +304,7 @@ impl Lab {
         ) != (c.partitions, c.segment_records, c.segment_bytes, c.segment_ms)
         {
             return Err(LabError::InvalidArgument(format!(
-                "topic {topic}: partitions and segment settings are fixed when the lab creates a topic; alter retention.ms, retention.bytes, cleanup.policy, delete.retention.ms or message.timestamp.type"
+                "topic {topic}: partitions and segment settings are fixed when the lab creates a topic; alter retention.ms, retention.bytes, cleanup.policy, delete.retention.ms, message.timestamp.type or min.insync.replicas"
             )));
         }
         let old = std::mem::replace(&mut t.config, config);
@@ -337,6 +337,12 @@ impl Lab {
                 "delete.retention.ms {} → {}",
                 crate::clock::format_duration(old.delete_retention_ms),
                 crate::clock::format_duration(new.delete_retention_ms)
+            ));
+        }
+        if old.min_insync_replicas != new.min_insync_replicas {
+            changes.push(format!(
+                "min.insync.replicas {} → {}",
+                old.min_insync_replicas, new.min_insync_replicas
             ));
         }
         if old.message_timestamp_type != new.message_timestamp_type {

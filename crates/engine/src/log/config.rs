@@ -54,6 +54,15 @@ pub struct TopicConfig {
     /// (a lab written before this setting stamped them all with the log append time).
     #[serde(default)]
     pub message_timestamp_type: TimestampType,
+    /// `min.insync.replicas`: replicas that must have a batch before an `acks=all` produce is
+    /// acknowledged. The lab is one broker — every partition has one replica — so more than 1
+    /// makes every `acks=all` produce NOT_ENOUGH_REPLICAS, as on a one-broker Kafka.
+    #[serde(default = "one")]
+    pub min_insync_replicas: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 impl Default for TopicConfig {
@@ -68,6 +77,7 @@ impl Default for TopicConfig {
             cleanup_policy: CleanupPolicy::Delete,
             delete_retention_ms: DEFAULT_DELETE_RETENTION_MS,
             message_timestamp_type: TimestampType::CreateTime,
+            min_insync_replicas: 1,
         }
     }
 }

@@ -1,5 +1,5 @@
 //! `alter-topic TOPIC [retention.ms=DUR|-1] [retention.bytes=N|-1] [cleanup.policy=delete|compact]
-//! [delete.retention.ms=DUR] [message.timestamp.type=CreateTime|LogAppendTime]`
+//! [delete.retention.ms=DUR] [message.timestamp.type=CreateTime|LogAppendTime] [min.insync.replicas=N]`
 //!
 //! Kafka's `IncrementalAlterConfigs` on a topic (what `kafka-configs.sh --alter --entity-type
 //! topics --add-config …` sends; the Kafka listener writes this line for it): the named settings
@@ -26,6 +26,7 @@ pub struct AlterTopic {
     pub cleanup_policy: Option<CleanupPolicy>,
     pub delete_retention_ms: Option<Millis>,
     pub message_timestamp_type: Option<TimestampType>,
+    pub min_insync_replicas: Option<u32>,
 }
 
 impl AlterTopic {
@@ -37,10 +38,11 @@ impl AlterTopic {
             cleanup_policy: args.parsed("cleanup.policy", |v| v.parse())?,
             delete_retention_ms: args.parsed("delete.retention.ms", duration_ms)?,
             message_timestamp_type: args.parsed("message.timestamp.type", |v| v.parse())?,
+            min_insync_replicas: args.parsed("min.insync.replicas", super::topic::min_insync)?,
         };
         if alter.is_empty() {
             return Err(ParseError::new(
-                "alter-topic: name a setting to change (retention.ms, retention.bytes, cleanup.policy, delete.retention.ms, message.timestamp.type)",
+                "alter-topic: name a setting to change (retention.ms, retention.bytes, cleanup.policy, delete.retention.ms, message.timestamp.type, min.insync.replicas)",
             ));
         }
         Ok(alter)
@@ -52,6 +54,7 @@ impl AlterTopic {
             && self.cleanup_policy.is_none()
             && self.delete_retention_ms.is_none()
             && self.message_timestamp_type.is_none()
+            && self.min_insync_replicas.is_none()
     }
 
     /// `config` with this line's settings applied.
@@ -71,6 +74,9 @@ impl AlterTopic {
         }
         if let Some(v) = self.message_timestamp_type {
             c.message_timestamp_type = v;
+        }
+        if let Some(v) = self.min_insync_replicas {
+            c.min_insync_replicas = v;
         }
         c
     }
@@ -98,6 +104,9 @@ impl fmt::Display for AlterTopic {
         }
         if let Some(v) = self.message_timestamp_type {
             write!(f, " message.timestamp.type={v}")?;
+        }
+        if let Some(v) = self.min_insync_replicas {
+            write!(f, " min.insync.replicas={v}")?;
         }
         Ok(())
     }

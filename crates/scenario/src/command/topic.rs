@@ -1,6 +1,6 @@
 //! `topic NAME [partitions=N] [retention.ms=DUR] [retention.bytes=N] [segment.records=N]
 //! [segment.bytes=N] [segment.ms=DUR] [cleanup.policy=delete|compact] [delete.retention.ms=DUR]
-//! [message.timestamp.type=CreateTime|LogAppendTime]`
+//! [message.timestamp.type=CreateTime|LogAppendTime] [min.insync.replicas=N]`
 //!
 //! Creates a topic. Retention settings are `-1` for "forever" as in Kafka.
 //! `message.timestamp.type` decides whether real clients' records keep their producer's
@@ -62,12 +62,20 @@ impl CreateTopic {
         if let Some(t) = args.parsed("message.timestamp.type", |v| v.parse())? {
             config.message_timestamp_type = t;
         }
+        if let Some(n) = args.parsed("min.insync.replicas", min_insync)? {
+            config.min_insync_replicas = n;
+        }
         Ok(Self { name, config })
     }
 
     pub fn apply(&self, lab: &mut Lab) -> Result<(), LabError> {
         lab.create_topic(&self.name, self.config.clone())
     }
+}
+
+/// `min.insync.replicas`: at least 1, as Kafka requires.
+pub(crate) fn min_insync(v: &str) -> Result<u32, String> {
+    count(v, u32::MAX.into()).and_then(nonzero).map(|n| n as u32)
 }
 
 fn nonzero(n: u64) -> Result<u64, String> {
@@ -112,6 +120,9 @@ impl fmt::Display for CreateTopic {
         }
         if c.message_timestamp_type != d.message_timestamp_type {
             write!(f, " message.timestamp.type={}", c.message_timestamp_type)?;
+        }
+        if c.min_insync_replicas != d.min_insync_replicas {
+            write!(f, " min.insync.replicas={}", c.min_insync_replicas)?;
         }
         Ok(())
     }
