@@ -16,9 +16,10 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// An open transaction: its transactional id, producer id, epoch and when it began on the lab's
-/// clock (a new transaction of the same producer is another key).
-type Open = (String, i64, i16, i64);
+/// An open transaction: its transactional id, producer id, epoch, and how many transactions that
+/// producer had ended before it (the lab's clock may not move between two transactions, so their
+/// start on it cannot tell them apart; this count does).
+type Open = (String, i64, i16, u64);
 
 #[derive(Default)]
 pub(crate) struct TxnTimeouts {
@@ -35,10 +36,11 @@ impl TxnTimeouts {
             .values()
             .filter(|p| p.external)
             .filter_map(|p| {
-                let started = p.ongoing.as_ref()?.started_at;
+                p.ongoing.as_ref()?;
+                let ended = p.committed + p.aborted;
                 let timeout = Duration::from_millis(u64::try_from(p.timeout_ms).unwrap_or(0));
                 Some((
-                    (p.transactional_id.clone(), p.producer_id, p.epoch, started),
+                    (p.transactional_id.clone(), p.producer_id, p.epoch, ended),
                     timeout,
                 ))
             })
@@ -103,5 +105,34 @@ mod tests {
             "nothing open"
         );
         assert!(t.apply(&mut lab).is_err(), "the fenced epoch has nothing open");
+    }
+
+    /// A producer that commits a transaction and begins the next within the same lab instant (the
+    /// lab's clock does not move in `serve`) gets a fresh wall-clock count for each: a healthy
+    /// read-process-write loop is never aborted.
+    #[test]
+    fn each_transaction_of_a_busy_producer_counts_its_own_time() {
+        let mut lab = Lab::default();
+        lab.create_topic("out", Default::default()).expect("topic");
+        let (pid, epoch) = lab.external_init_transactions("loop", 2_000).expect("init");
+        let record = offsetlab_engine::lab::SentRecord {
+            value: Some("v".into()),
+            ..Default::default()
+        };
+        let out = TopicPartition::new("out", 0);
+        let timeouts = TxnTimeouts::default();
+        let t0 = Instant::now();
+        for i in 0..5u64 {
+            lab.external_txn_send("loop", pid, epoch, &out, std::slice::from_ref(&record))
+                .expect("send");
+            let now = t0 + Duration::from_millis(1_500 * i);
+            assert!(
+                timeouts.due(&lab, now).is_empty(),
+                "transaction {i} has just begun"
+            );
+            assert!(timeouts.due(&lab, now + Duration::from_millis(1_000)).is_empty());
+            lab.external_end_transaction("loop", pid, epoch, true)
+                .expect("commit");
+        }
     }
 }

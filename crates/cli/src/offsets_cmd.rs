@@ -9,6 +9,7 @@ use crate::exit;
 use crate::topics_cmd::{describe, Conn};
 use offsetlab_engine::offsets::schema::{self, RecordKey};
 use offsetlab_engine::offsets::CONSUMER_OFFSETS_TOPIC;
+use offsetlab_records::batch::BatchHeader;
 use offsetlab_wire::consumer_protocol;
 use offsetlab_wire::kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use offsetlab_wire::kafka_protocol::messages::{ApiKey, FetchRequest, TopicName};
@@ -119,16 +120,25 @@ fn fetch(conn: &mut Conn, partition: i32, from: i64, end: i64, out: &mut Vec<Raw
         "Fetch of {CONSUMER_OFFSETS_TOPIC}-{partition} at {from}: error code {}",
         p.error_code
     );
-    let Some(mut records) = p.records.clone().filter(|r| !r.is_empty()) else {
+    let Some(records) = p.records.clone().filter(|r| !r.is_empty()) else {
         return Ok(end);
     };
     let mut next = from;
-    while !records.is_empty() {
-        let set = RecordBatchDecoder::decode(&mut records).map_err(|e| {
+    let mut at = 0;
+    // Batch by batch: a broker may end a response with a partial batch (the next fetch reads it
+    // whole), and a compacted batch may hold no record at or past `from` — the position moves
+    // past each whole batch's last offset either way.
+    while let Some(header) = records.get(at..).and_then(|b| BatchHeader::parse(b).ok()) {
+        let Some(whole) = records.get(at..at + header.total_len) else {
+            break;
+        };
+        at += header.total_len;
+        next = next.max(header.last_offset() + 1);
+        let mut batch = records.slice_ref(whole);
+        let set = RecordBatchDecoder::decode(&mut batch).map_err(|e| {
             anyhow::anyhow!("cannot decode {CONSUMER_OFFSETS_TOPIC}-{partition}'s records: {e}")
         })?;
         for rec in set.records.iter().filter(|r| r.offset >= from && r.offset < end) {
-            next = next.max(rec.offset + 1);
             if !rec.control {
                 out.push(Raw {
                     partition,
@@ -146,7 +156,7 @@ fn fetch(conn: &mut Conn, partition: i32, from: i64, end: i64, out: &mut Vec<Raw
 fn as_json(r: &Raw, key: &RecordKey) -> Value {
     let (key, value) = match key {
         RecordKey::Offset(k) => (
-            json!({"type": schema::OFFSET_COMMIT_KEY, "data": {"group": k.group, "topic": k.topic, "partition": k.partition}}),
+            json!({"type": leading(r.key.as_deref()), "data": {"group": k.group, "topic": k.topic, "partition": k.partition}}),
             r.value.as_deref().map(|v| match schema::decode_offset_commit(v) {
                 Some(v) => json!({"version": v.version, "data": {
                     "offset": v.offset, "leaderEpoch": v.leader_epoch, "metadata": v.metadata,
@@ -156,9 +166,9 @@ fn as_json(r: &Raw, key: &RecordKey) -> Value {
             }),
         ),
         RecordKey::Group(g) => (
-            json!({"type": schema::GROUP_METADATA_KEY, "data": {"group": g}}),
+            json!({"type": leading(r.key.as_deref()), "data": {"group": g}}),
             r.value.as_deref().map(|v| match schema::decode_group_value(v) {
-                Some(g) => json!({"version": schema::GROUP_METADATA_VALUE_VERSION, "data": {
+                Some(g) => json!({"version": leading(Some(v)), "data": {
                     "protocolType": g.protocol_type, "generation": g.generation,
                     "protocol": g.protocol, "leader": g.leader,
                     "currentStateTimestamp": g.current_state_timestamp,
@@ -175,6 +185,15 @@ fn as_json(r: &Raw, key: &RecordKey) -> Value {
         ),
     };
     json!({"partition": r.partition, "offset": r.offset, "key": key, "value": value})
+}
+
+/// The `int16` a key's type or a value's version is: its first two bytes; `null` for the lab's
+/// former JSON records, which have none.
+fn leading(bytes: Option<&[u8]>) -> Value {
+    match bytes {
+        Some([a, b, ..]) if *a != b'[' && *a != b'{' => json!(i16::from_be_bytes([*a, *b])),
+        _ => Value::Null,
+    }
 }
 
 /// One line a person reads: the key as the lab writes it, then what the value says.

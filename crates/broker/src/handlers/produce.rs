@@ -6,7 +6,8 @@
 //! bound and rewritten uncompressed: the lab stores records uncompressed). Each partition's batches go to the session as
 //! they are ([`Change::Produced`]; a transaction's records as `txn-send` lines) and the whole
 //! request is one batch of changes, applied all-or-nothing under the session's lock: the log
-//! appends the batches in place, stamped with the lab's clock as their log append time, the
+//! appends the batches in place — with their producer's timestamps, or stamped with the lab's
+//! clock on a `message.timestamp.type=LogAppendTime` topic — the
 //! history names where the log keeps them (`send … stored=`), the export spells out exactly what
 //! the client wrote, and the page shows them at once.
 //!

@@ -40,8 +40,9 @@ pub struct SentRecord {
     #[serde(default)]
     pub value: Option<RecordBytes>,
     /// The producer's timestamp (`CreateTime`), when there is one to keep: the batch is
-    /// encoded with it, so a replay lays the records out exactly as the client did. Readers
-    /// see the batch's log append time either way; without it the record carries the lab's time.
+    /// encoded with it, so a replay lays the records out exactly as the client did. Readers see
+    /// it on a CreateTime topic and the lab's time of the append on a LogAppendTime one; without
+    /// it the record carries the lab's time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<i64>,
     /// The record's headers, in order.

@@ -117,6 +117,11 @@ pub struct GroupRecordValue {
 pub struct OffsetStore {
     log: Box<dyn PartitionLog>,
     view: BTreeMap<OffsetKey, OffsetAndMetadata>,
+    /// Keys the log still holds in the lab's former JSON form. Compaction keeps the latest record
+    /// per key *bytes*, so the first write of such a key in Kafka's schema also tombstones its
+    /// JSON form — otherwise, once a deletion's tombstone is compacted away, the old JSON value
+    /// would be the key's latest record again.
+    legacy: std::collections::BTreeSet<OffsetKey>,
 }
 
 impl OffsetStore {
@@ -136,6 +141,7 @@ impl OffsetStore {
         let mut store = Self {
             log,
             view: BTreeMap::new(),
+            legacy: std::collections::BTreeSet::new(),
         };
         store.rebuild_view();
         store
@@ -167,8 +173,17 @@ impl OffsetStore {
         )
     }
 
+    /// Retires the JSON form of `key`, if the log still holds one: a tombstone under those bytes.
+    fn retire_legacy(&mut self, key: &OffsetKey, now: Millis) {
+        if self.legacy.remove(key) {
+            let json = serde_json::to_vec(&(&key.group, &key.topic, key.partition)).unwrap_or_default();
+            self.log.append(NewRecord::new(now, Some(&json), None), now);
+        }
+    }
+
     /// Appends the commit record and updates the view.
     pub fn commit(&mut self, key: OffsetKey, value: OffsetAndMetadata, now: Millis) -> Offset {
+        self.retire_legacy(&key, now);
         let key_bytes = key.encode();
         let value_bytes = schema::offset_value(&value);
         let at = self
@@ -196,6 +211,7 @@ impl OffsetStore {
 
     /// Appends a tombstone for `key` (offset deletion or expiry).
     pub fn delete(&mut self, key: &OffsetKey, now: Millis) {
+        self.retire_legacy(key, now);
         let key_bytes = key.encode();
         self.log.append(NewRecord::new(now, Some(&key_bytes), None), now);
         self.view.remove(key);
@@ -231,7 +247,7 @@ impl OffsetStore {
     /// Forgets the in-memory view and replays the whole topic: the latest value per key wins,
     /// a tombstone removes the key. This is what a coordinator does when it takes over.
     pub fn rebuild_view(&mut self) {
-        self.view = replay(self.log.as_ref());
+        (self.view, self.legacy) = replay(self.log.as_ref());
     }
 
     pub fn view(&self) -> &BTreeMap<OffsetKey, OffsetAndMetadata> {
@@ -307,12 +323,27 @@ impl OffsetStore {
     }
 }
 
-fn replay(log: &dyn PartitionLog) -> BTreeMap<OffsetKey, OffsetAndMetadata> {
+/// The latest value per key, and the keys whose latest record under their JSON bytes is a value
+/// (the lab's former form, not yet retired).
+fn replay(
+    log: &dyn PartitionLog,
+) -> (
+    BTreeMap<OffsetKey, OffsetAndMetadata>,
+    std::collections::BTreeSet<OffsetKey>,
+) {
     let mut view = BTreeMap::new();
+    let mut legacy = std::collections::BTreeSet::new();
     log.read(Offset::MIN, usize::MAX, &mut |r| {
         let Some(key) = r.key.and_then(OffsetKey::decode) else {
             return;
         };
+        if r.key.and_then(|k| k.first()) == Some(&b'[') {
+            if r.value.is_some() {
+                legacy.insert(key.clone());
+            } else {
+                legacy.remove(&key);
+            }
+        }
         match r.value.and_then(schema::decode_offset_value) {
             Some(value) => {
                 view.insert(key, value);
@@ -322,7 +353,7 @@ fn replay(log: &dyn PartitionLog) -> BTreeMap<OffsetKey, OffsetAndMetadata> {
             }
         }
     });
-    view
+    (view, legacy)
 }
 
 #[cfg(test)]
@@ -376,6 +407,33 @@ mod tests {
         s.rebuild_view();
         assert_eq!(&before, s.view(), "compaction never changes what the topic means");
         assert!(s.fetch(&keys[2]).is_none());
+    }
+
+    /// A log written before the lab spoke Kafka's schema holds JSON keys. Deleting such an
+    /// offset also retires its JSON form, so once compaction drops the deletion's tombstone the
+    /// old value does not come back.
+    #[test]
+    fn a_deleted_offset_of_a_former_json_record_stays_deleted_after_compaction() {
+        let mut log = MemoryLog::new(OffsetStore::topic_config().segment_limits());
+        let json_key = br#"["g","orders",0]"#;
+        let json_value = br#"{"offset":4,"metadata":"","commit_timestamp":0}"#;
+        log.append(NewRecord::new(0, Some(json_key), Some(json_value)), 0);
+        let mut s = OffsetStore::new(Box::new(log));
+        let key = OffsetKey::new("g", &TopicPartition::new("orders", 0));
+        assert_eq!(
+            s.fetch(&key).map(|v| v.offset),
+            Some(4),
+            "the former record reads"
+        );
+        s.delete(&key, 1);
+        // Enough records to close the segments the tombstones are in.
+        let other = OffsetKey::new("h", &TopicPartition::new("orders", 0));
+        for i in 0..200 {
+            s.commit(other.clone(), value(i), 2);
+        }
+        s.compact(i64::MAX / 2);
+        s.rebuild_view();
+        assert!(s.fetch(&key).is_none(), "deleted stays deleted");
     }
 
     #[test]

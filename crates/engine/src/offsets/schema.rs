@@ -306,13 +306,18 @@ pub fn decode_group_value(bytes: &[u8]) -> Option<GroupMetadata> {
     let leader = r.nullable()?;
     let current_state_timestamp = if version >= 2 { r.i64()? } else { -1 };
     let count = r.i32()?;
+    // The fewest bytes a member of this version takes (every string and bytes field empty): a
+    // count beyond the bytes left is refused before anything is allocated for it.
+    let smallest = match version {
+        0 => 18,
+        1 | 2 => 22,
+        _ => 24,
+    };
+    if usize::try_from(count).unwrap_or(0).saturating_mul(smallest) > r.0.len() {
+        return None;
+    }
     let mut members = Vec::new();
     for _ in 0..count.max(0) {
-        // Each member takes at least 20 bytes: a count beyond the bytes left is refused
-        // before anything is allocated for it.
-        if r.0.len() < 20 {
-            return None;
-        }
         members.push(MemberMetadata {
             member_id: r.string()?,
             group_instance_id: if version >= 3 { r.nullable()? } else { None },
@@ -457,6 +462,11 @@ mod tests {
         let n = huge.len();
         huge[n - 4..].copy_from_slice(&i32::MAX.to_be_bytes());
         assert_eq!(decode_group_value(&huge), None);
+        // Version 0's smallest member: 18 bytes, every field empty.
+        let mut v0 = vec![0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 1];
+        v0.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        let g = decode_group_value(&v0).expect("a version 0 group with one empty member");
+        assert_eq!((g.generation, g.members.len()), (0, 1));
     }
 
     proptest! {
