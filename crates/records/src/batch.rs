@@ -175,8 +175,26 @@ impl BatchHeader {
 /// over the records again. The batch must be valid ([`Batch::parse`]): its stored CRC is the
 /// starting point.
 pub fn stamp_log_append_time(batch: &mut [u8], now: i64) -> Result<(), BatchError> {
-    const STAMPED: std::ops::Range<usize> = 21..43; // attributes … maxTimestamp
     let h = BatchHeader::parse(batch)?;
+    rewrite_time(batch, h, h.attributes | ATTR_LOG_APPEND_TIME, now)
+}
+
+/// Marks a batch `CreateTime` with `max_timestamp` as its `maxTimestamp` — what a broker's
+/// validator writes on a CreateTime topic, whatever the producer's header said — and updates the
+/// CRC for the changed bytes.
+pub fn set_create_time(batch: &mut [u8], max_timestamp: i64) -> Result<(), BatchError> {
+    let h = BatchHeader::parse(batch)?;
+    rewrite_time(batch, h, h.attributes & !ATTR_LOG_APPEND_TIME, max_timestamp)
+}
+
+/// The batch's attributes and `maxTimestamp` rewritten in place, the CRC shifted to match.
+fn rewrite_time(
+    batch: &mut [u8],
+    h: BatchHeader,
+    attributes: i16,
+    max_timestamp: i64,
+) -> Result<(), BatchError> {
+    const STAMPED: std::ops::Range<usize> = 21..43; // attributes … maxTimestamp
     if batch.len() < h.total_len {
         return Err(BatchError::Truncated {
             needed: h.total_len,
@@ -186,8 +204,8 @@ pub fn stamp_log_append_time(batch: &mut [u8], now: i64) -> Result<(), BatchErro
     let bytes = &mut batch[..h.total_len];
     let mut old = [0u8; 22];
     old.copy_from_slice(&bytes[STAMPED]);
-    bytes[21..23].copy_from_slice(&(h.attributes | ATTR_LOG_APPEND_TIME).to_be_bytes());
-    bytes[35..43].copy_from_slice(&now.to_be_bytes());
+    bytes[21..23].copy_from_slice(&attributes.to_be_bytes());
+    bytes[35..43].copy_from_slice(&max_timestamp.to_be_bytes());
     let after = (h.total_len - STAMPED.end) as u64;
     let crc = crate::crc_shift::crc32c_after_change(h.crc, &old, &bytes[STAMPED], after);
     bytes[17..21].copy_from_slice(&crc.to_be_bytes());
@@ -199,6 +217,9 @@ pub fn stamp_log_append_time(batch: &mut [u8], now: i64) -> Result<(), BatchErro
 pub struct Batch<'a> {
     pub header: BatchHeader,
     bytes: &'a [u8],
+    /// The largest of its records' own (create) timestamps, found by the validating walk; the
+    /// header's `maxTimestamp` for a batch not walked. −1 for a batch without records.
+    pub max_create_timestamp: i64,
 }
 
 impl<'a> Batch<'a> {
@@ -244,12 +265,17 @@ impl<'a> Batch<'a> {
         if header.count < 0 || header.last_offset_delta < 0 {
             return Err(BatchError::BadLength(i64::from(header.count)));
         }
-        let batch = Self { header, bytes };
+        let mut batch = Self {
+            header,
+            bytes,
+            max_create_timestamp: -1,
+        };
         let mut n = 0usize;
         let mut last_delta = -1i64;
+        let mut max_ts_delta: Option<i64> = None;
         let mut rest = &bytes[HEADER_LEN..];
         while !rest.is_empty() {
-            let (delta, _, key, value, headers) =
+            let (delta, ts_delta, key, value, headers) =
                 read_record(&mut rest).map_err(|what| BatchError::BadRecord { index: n, what })?;
             if i64::from(delta) <= last_delta || delta > header.last_offset_delta {
                 return Err(BatchError::BadRecord {
@@ -259,7 +285,11 @@ impl<'a> Batch<'a> {
             }
             visit(key, value, headers).map_err(|what| BatchError::Refused { index: n, what })?;
             last_delta = i64::from(delta);
+            max_ts_delta = Some(max_ts_delta.map_or(ts_delta, |m| m.max(ts_delta)));
             n += 1;
+        }
+        if let Some(d) = max_ts_delta {
+            batch.max_create_timestamp = header.base_timestamp.wrapping_add(d);
         }
         if n != header.count as usize {
             return Err(BatchError::BadRecord {
@@ -275,6 +305,7 @@ impl<'a> Batch<'a> {
         Self {
             header,
             bytes: &buf[..header.total_len.min(buf.len())],
+            max_create_timestamp: header.max_timestamp,
         }
     }
 

@@ -224,6 +224,11 @@ where
     // Once a batch came compressed, every batch is copied into a new buffer.
     let mut rewritten: Option<Vec<u8>> = None;
     let mut zstd = false;
+    // Batches whose header does not say what their records do (a `maxTimestamp` other than the
+    // largest record timestamp, or the LogAppendTime bit a producer has no business setting):
+    // where each starts in the kept bytes, and the timestamp it gets — as Kafka's validator
+    // rewrites them on a CreateTime topic (a LogAppendTime topic stamps over them anyway).
+    let mut retimed: Vec<(usize, usize, i64)> = Vec::new();
     let mut at = 0;
     while at < bytes.len() {
         let header = BatchHeader::parse(&bytes[at..]).map_err(ProduceError::Corrupt)?;
@@ -240,15 +245,26 @@ where
         rules.check(&header, at == 0)?;
         let one = &bytes[at..end];
         zstd |= Compression::from_attributes(header.attributes) == Some(Compression::Zstd);
+        let wrong_time = |b: &Batch<'_>| {
+            b.header.count > 0
+                && (b.header.is_log_append_time() || b.header.max_timestamp != b.max_create_timestamp)
+        };
         if header.is_compressed() {
             let out = rewritten.get_or_insert_with(|| bytes[..at].to_vec());
             let start = out.len();
             decompressed_into(out, &header, one)?;
             let plain = BatchHeader::parse(&out[start..]).map_err(ProduceError::Corrupt)?;
-            Batch::parse_with_header(plain, &out[start..], &mut *visit).map_err(refusal)?;
+            let b = Batch::parse_with_header(plain, &out[start..], &mut *visit).map_err(refusal)?;
+            if wrong_time(&b) {
+                retimed.push((headers.len(), start, b.max_create_timestamp));
+            }
             headers.push(plain);
         } else {
-            Batch::parse_with_header(header, one, &mut *visit).map_err(refusal)?;
+            let b = Batch::parse_with_header(header, one, &mut *visit).map_err(refusal)?;
+            let start = rewritten.as_ref().map_or(at, Vec::len);
+            if wrong_time(&b) {
+                retimed.push((headers.len(), start, b.max_create_timestamp));
+            }
             if let Some(out) = &mut rewritten {
                 out.extend_from_slice(one);
             }
@@ -260,10 +276,14 @@ where
         return Err(ProduceError::Framing("no records in the request"));
     }
     let compressed = rewritten.is_some();
-    let bytes = match rewritten {
+    let mut bytes = match rewritten {
         Some(v) => BytesMut::from(&v[..]),
         None => own(bytes),
     };
+    for (index, start, max) in retimed {
+        crate::batch::set_create_time(&mut bytes[start..], max).map_err(ProduceError::Corrupt)?;
+        headers[index] = BatchHeader::parse(&bytes[start..]).map_err(ProduceError::Corrupt)?;
+    }
     Ok(Validated {
         batches: ProducedBatches { bytes, headers },
         producer: rules.producer,
@@ -569,5 +589,42 @@ mod tests {
             })
         );
         assert!(validate_produce_within(Bytes::from(batch), size, &mut accept_all).is_ok());
+    }
+}
+
+#[cfg(test)]
+mod retime_tests {
+    use super::*;
+    use crate::batch::{encode_consecutive, stamp_log_append_time};
+
+    /// A producer's header is not taken on trust: a batch that claims the LogAppendTime bit, or a
+    /// `maxTimestamp` its records do not have, is kept as CreateTime with its records' largest
+    /// timestamp — as Kafka's validator rewrites it — and its CRC still holds.
+    #[test]
+    fn a_batch_header_says_what_its_records_do() {
+        let records = [
+            NewRecord::new(5_000, Some(b"k"), Some(b"a")),
+            NewRecord::new(9_000, Some(b"k"), Some(b"b")),
+            NewRecord::new(7_000, Some(b"k"), Some(b"c")),
+        ];
+        let mut honest = Vec::new();
+        encode_consecutive(&mut honest, 0, &records, -1);
+        let mut lying = honest.clone();
+        stamp_log_append_time(&mut lying, 1).expect("a producer that sets the bit itself");
+        let mut two = honest.clone();
+        two.extend_from_slice(&lying);
+        let v = validate_produce(Bytes::from(two), &mut |_, _, _| Ok(())).expect("valid");
+        for h in v.batches.batches().map(|b| b.header) {
+            assert!(!h.is_log_append_time());
+            assert_eq!(h.max_timestamp, 9_000);
+        }
+        let kept = v.batches.bytes().to_vec();
+        let first = Batch::parse(&kept).expect("the CRC holds");
+        assert_eq!(
+            &kept[..first.header.total_len],
+            &honest[..],
+            "an honest batch is kept as it came"
+        );
+        Batch::parse(&kept[first.header.total_len..]).expect("the rewritten batch's CRC holds");
     }
 }
