@@ -86,7 +86,12 @@ async fn forget_members_of_the_last_run(broker: &Arc<Broker>) {
                 .values()
                 .filter_map(|g| {
                     let e = g.external.as_ref().filter(|e| !e.members.is_empty())?;
-                    Some(coordinator::empty_group(&g.name, g.generation + 1, &e.protocol))
+                    Some(coordinator::empty_group(
+                        &g.name,
+                        g.generation + 1,
+                        &e.protocol_type,
+                        &e.protocol,
+                    ))
                 })
                 .collect()
         };

@@ -406,13 +406,15 @@ fn command() -> impl Strategy<Value = Command> {
         (
             nonempty_text(),
             0..=i32::MAX,
+            prop_oneof![Just("consumer".to_string()), text()],
             text(),
             proptest::collection::vec(member(), 0..3)
         )
             .prop_map(
-                |(group, generation, protocol, members)| Command::Rebalance(Rebalance {
+                |(group, generation, protocol_type, protocol, members)| Command::Rebalance(Rebalance {
                     group,
                     generation,
+                    protocol_type,
                     protocol,
                     members,
                 })

@@ -133,7 +133,12 @@ impl Group {
         self.generation += 1;
         if self.members.is_empty() {
             self.enter(GroupState::Empty);
-            return Some(empty_group(group, self.generation, &self.protocol));
+            return Some(empty_group(
+                group,
+                self.generation,
+                &self.protocol_type,
+                &self.protocol,
+            ));
         }
         if !self.members.contains_key(&self.leader) {
             self.leader = self.order.first().cloned().unwrap_or_default();
@@ -196,7 +201,12 @@ impl Group {
             self.deadline = None;
             self.generation += 1;
             self.enter(GroupState::Empty);
-            return Some(empty_group(group, self.generation, &self.protocol));
+            return Some(empty_group(
+                group,
+                self.generation,
+                &self.protocol_type,
+                &self.protocol,
+            ));
         }
         match self.state {
             GroupState::PreparingRebalance => {

@@ -55,11 +55,16 @@ fn millis(d: Duration) -> i32 {
     i32::try_from(d.as_millis()).unwrap_or(i32::MAX)
 }
 
-/// The rebalance that leaves a group of real clients Empty at `generation`.
-pub(crate) fn empty_group(group: &str, generation: i32, protocol: &str) -> Command {
+/// The rebalance that leaves a group of real clients (of `protocol_type`) Empty at `generation`.
+pub(crate) fn empty_group(group: &str, generation: i32, protocol_type: &str, protocol: &str) -> Command {
     Command::Rebalance(Rebalance {
         group: group.to_string(),
         generation,
+        protocol_type: if protocol_type.is_empty() {
+            "consumer".into()
+        } else {
+            protocol_type.to_string()
+        },
         protocol: if protocol.is_empty() {
             "range".into()
         } else {
@@ -331,6 +336,7 @@ impl Coordinator {
                     .collect();
                 let rebalance = Command::Rebalance(Rebalance {
                     group: group.clone(),
+                    protocol_type: g.protocol_type.clone(),
                     generation: g.generation,
                     protocol: g.protocol.clone(),
                     members,
@@ -469,7 +475,7 @@ impl Coordinator {
         let mut commands = Vec::new();
         for (name, g) in groups.iter_mut() {
             if std::mem::take(&mut g.unsettled) && g.state == GroupState::Empty {
-                commands.push(empty_group(name, g.generation, &g.protocol));
+                commands.push(empty_group(name, g.generation, &g.protocol_type, &g.protocol));
             }
             g.pending.retain(|_, lapses| now < *lapses);
             // A member waiting inside a JoinGroup is alive for the rebalance's sake.

@@ -142,7 +142,7 @@ fn what_the_lab_did_not_take_is_settled_again() {
     assert!(c.tick(later).is_empty(), "once taken, not again");
 
     // A group the lab knows from an earlier run: its line is kept until the lab takes it.
-    let before = empty_group("old", 7, "range");
+    let before = empty_group("old", 7, "consumer", "range");
     c.unsettled(std::slice::from_ref(&before), later);
     assert_eq!(c.tick(later), vec![before]);
 
@@ -155,6 +155,7 @@ fn what_the_lab_did_not_take_is_settled_again() {
     let missed = Command::Rebalance(Rebalance {
         group: "g".into(),
         generation: 3,
+        protocol_type: "consumer".into(),
         protocol: "range".into(),
         members: Vec::new(),
     });

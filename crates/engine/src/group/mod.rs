@@ -63,7 +63,14 @@ pub struct ExternalMember {
 pub struct ExternalMembership {
     /// The assignor the members agreed on (`range`, `cooperative-sticky`, …).
     pub protocol: String,
+    /// The group's protocol type: `consumer`, or another client's (`connect`, …).
+    #[serde(default = "consumer_type")]
+    pub protocol_type: String,
     pub members: Vec<ExternalMember>,
+}
+
+fn consumer_type() -> String {
+    "consumer".to_string()
 }
 
 /// A rebalance in progress: the coordinator waits until every member has rejoined. A live
@@ -156,11 +163,11 @@ impl Group {
 
     /// Its protocol type as ListGroups and DescribeGroups name it: `consumer`, or none for a
     /// group only offsets made ([`Group::offsets_only`]).
-    pub fn protocol_type(&self) -> &'static str {
-        if self.offsets_only() {
-            ""
-        } else {
-            "consumer"
+    pub fn protocol_type(&self) -> &str {
+        match &self.external {
+            Some(e) => &e.protocol_type,
+            None if self.offsets_only() => "",
+            None => "consumer",
         }
     }
 

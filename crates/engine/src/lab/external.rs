@@ -25,6 +25,19 @@ impl Lab {
         group: &str,
         generation: i32,
         protocol: &str,
+        members: Vec<ExternalMember>,
+    ) -> Result<(), LabError> {
+        self.external_rebalance_of(group, generation, "consumer", protocol, members)
+    }
+
+    /// [`Lab::external_rebalance`] of a group whose protocol type is `protocol_type` (`consumer`,
+    /// or another client's: Kafka Connect's `connect`, …).
+    pub fn external_rebalance_of(
+        &mut self,
+        group: &str,
+        generation: i32,
+        protocol_type: &str,
+        protocol: &str,
         mut members: Vec<ExternalMember>,
     ) -> Result<(), LabError> {
         crate::names::check_group_id(group)?;
@@ -110,6 +123,7 @@ impl Lab {
         };
         g.external = Some(ExternalMembership {
             protocol: protocol.to_string(),
+            protocol_type: protocol_type.to_string(),
             members,
         });
         self.say(EventKind::Group, text);

@@ -25,6 +25,24 @@ impl Lab {
                 .collect()
         };
         let (protocol, members): (String, Vec<MemberMetadata>) = match &g.external {
+            // Another client's protocol (Kafka Connect's, …): its members' bytes are not the
+            // consumer protocol's, and the lab does not keep them — written empty.
+            Some(e) if e.protocol_type != "consumer" => (
+                e.protocol.clone(),
+                e.members
+                    .iter()
+                    .map(|m| MemberMetadata {
+                        member_id: m.id.clone(),
+                        group_instance_id: m.instance_id.clone(),
+                        client_id: m.client_id.clone(),
+                        client_host: m.host.clone(),
+                        rebalance_timeout: m.rebalance_timeout_ms.unwrap_or(-1),
+                        session_timeout: m.session_timeout_ms.unwrap_or(-1),
+                        subscription: Vec::new(),
+                        assignment: Vec::new(),
+                    })
+                    .collect(),
+            ),
             Some(e) => (
                 e.protocol.clone(),
                 e.members
@@ -75,5 +93,64 @@ impl Lab {
             members,
         };
         self.offsets.write_group(group, &metadata, now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::group::ExternalMember;
+    use crate::offsets::schema;
+    use crate::Lab;
+
+    /// The group metadata record of each rebalance: a consumer group's members with their
+    /// subscription and assignment in the consumer protocol, another client's (Kafka Connect's)
+    /// with its protocol type and no made-up consumer bytes.
+    #[test]
+    fn each_rebalance_writes_the_groups_metadata_with_its_protocol_type() {
+        let mut lab = Lab::default();
+        lab.create_topic("orders", Default::default()).expect("topic");
+        let member = |id: &str| ExternalMember {
+            id: id.into(),
+            client_id: "c".into(),
+            host: "/127.0.0.1".into(),
+            ..ExternalMember::default()
+        };
+        let worker = ExternalMember {
+            partitions: vec![crate::record::TopicPartition::new("orders", 0)],
+            topics: vec!["orders".into()],
+            ..member("consumer-1")
+        };
+        lab.external_rebalance("readers", 1, "range", vec![worker])
+            .expect("rebalance");
+        lab.external_rebalance_of(
+            "connect-cluster",
+            1,
+            "connect",
+            "sessioned",
+            vec![member("worker-1")],
+        )
+        .expect("rebalance");
+        let mut groups = Vec::new();
+        lab.offsets().log().read(0, usize::MAX, &mut |r| {
+            if let (Some(schema::RecordKey::Group(g)), Some(v)) = (
+                r.key.and_then(schema::decode_key),
+                r.value.and_then(schema::decode_group_value),
+            ) {
+                groups.push((g, v));
+            }
+        });
+        let (name, readers) = &groups[0];
+        assert_eq!(
+            (name.as_str(), readers.protocol_type.as_str()),
+            ("readers", "consumer")
+        );
+        assert_eq!(schema::assigned(&readers.members[0].assignment).len(), 1);
+        let (name, connect) = &groups[1];
+        assert_eq!(
+            (name.as_str(), connect.protocol_type.as_str()),
+            ("connect-cluster", "connect")
+        );
+        assert_eq!(connect.protocol.as_deref(), Some("sessioned"));
+        assert!(connect.members[0].subscription.is_empty() && connect.members[0].assignment.is_empty());
     }
 }

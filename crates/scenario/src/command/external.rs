@@ -1,6 +1,7 @@
 //! What the Kafka listener's group coordinator reports about groups of real clients:
 //!
-//! `rebalance GROUP generation=G protocol=P members=JSON` — a rebalance completed: the new
+//! `rebalance GROUP generation=G [type=T] protocol=P members=JSON` — a rebalance completed (of a
+//! group of protocol type `T`, `consumer` when left out): the new
 //! generation and every member with its assignment. `members` is a JSON array of
 //! `{"id": …, "client": …, "host": …, "partitions": {"topic": [0, 1]}}`, each optionally with
 //! `"instance": …` (`group.instance.id`), `"topics": […]` (its subscription) and
@@ -116,6 +117,8 @@ pub(crate) fn parse_offsets(v: &str) -> Result<Vec<(TopicPartition, Offset)>, St
 pub struct Rebalance {
     pub group: String,
     pub generation: i32,
+    /// The group's protocol type (`type=`, written when it is not `consumer`).
+    pub protocol_type: String,
     pub protocol: String,
     pub members: Vec<ExternalMember>,
 }
@@ -128,6 +131,7 @@ impl Rebalance {
             .ok_or_else(|| ParseError::new("rebalance: missing generation=…"))?;
         // The assignor's name, as the members chose it (any string a client sends).
         let protocol = args.option("protocol").unwrap_or_else(|| "range".to_string());
+        let protocol_type = args.option("type").unwrap_or_else(|| "consumer".to_string());
         let members = args
             .parsed("members", |v| {
                 serde_json::from_str::<Vec<MemberJson>>(v).map_err(|e| {
@@ -140,13 +144,20 @@ impl Rebalance {
         Ok(Self {
             group,
             generation,
+            protocol_type,
             protocol,
             members: members.into_iter().map(ExternalMember::from).collect(),
         })
     }
 
     pub fn apply(&self, lab: &mut Lab) -> Result<(), LabError> {
-        lab.external_rebalance(&self.group, self.generation, &self.protocol, self.members.clone())
+        lab.external_rebalance_of(
+            &self.group,
+            self.generation,
+            &self.protocol_type,
+            &self.protocol,
+            self.members.clone(),
+        )
     }
 }
 
@@ -156,9 +167,16 @@ impl fmt::Display for Rebalance {
         let json = serde_json::to_string(&members).map_err(|_| fmt::Error)?;
         write!(
             f,
-            "rebalance {} generation={} protocol={} members={}",
+            "rebalance {} generation={}",
             Quoted(&self.group),
-            self.generation,
+            self.generation
+        )?;
+        if self.protocol_type != "consumer" {
+            write!(f, " type={}", Quoted(&self.protocol_type))?;
+        }
+        write!(
+            f,
+            " protocol={} members={}",
             Quoted(&self.protocol),
             QuotedJson(&json)
         )
