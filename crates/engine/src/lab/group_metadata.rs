@@ -25,11 +25,12 @@ impl Lab {
                 .collect()
         };
         let (protocol, members): (String, Vec<MemberMetadata>) = match &g.external {
-            // Another client's protocol (Kafka Connect's, …): its members' bytes are not the
-            // consumer protocol's, and the lab does not keep them — written empty.
-            Some(e) if e.protocol_type != "consumer" => (
-                e.protocol.clone(),
-                e.members
+            Some(e) => {
+                // Another client's protocol (Kafka Connect's, …): its members' bytes are not the
+                // consumer protocol's, and the lab does not keep them — written empty.
+                let consumer = e.protocol_type == "consumer";
+                let members = e
+                    .members
                     .iter()
                     .map(|m| MemberMetadata {
                         member_id: m.id.clone(),
@@ -38,27 +39,20 @@ impl Lab {
                         client_host: m.host.clone(),
                         rebalance_timeout: m.rebalance_timeout_ms.unwrap_or(-1),
                         session_timeout: m.session_timeout_ms.unwrap_or(-1),
-                        subscription: Vec::new(),
-                        assignment: Vec::new(),
+                        subscription: if consumer {
+                            schema::subscription(m.topics.iter().map(String::as_str))
+                        } else {
+                            Vec::new()
+                        },
+                        assignment: if consumer {
+                            schema::assignment(&m.partitions)
+                        } else {
+                            Vec::new()
+                        },
                     })
-                    .collect(),
-            ),
-            Some(e) => (
-                e.protocol.clone(),
-                e.members
-                    .iter()
-                    .map(|m| MemberMetadata {
-                        member_id: m.id.clone(),
-                        group_instance_id: m.instance_id.clone(),
-                        client_id: m.client_id.clone(),
-                        client_host: m.host.clone(),
-                        rebalance_timeout: m.rebalance_timeout_ms.unwrap_or(-1),
-                        session_timeout: m.session_timeout_ms.unwrap_or(-1),
-                        subscription: schema::subscription(m.topics.iter().map(String::as_str)),
-                        assignment: schema::assignment(&m.partitions),
-                    })
-                    .collect(),
-            ),
+                    .collect();
+                (e.protocol.clone(), members)
+            }
             None => (
                 if g.cooperative() {
                     "cooperative-sticky".to_string()
