@@ -160,21 +160,26 @@ fn produced(batches: &[&[&str]]) -> Change {
     }
 }
 
-/// (offset, timestamp, value) of every record of `t-0`.
-fn records(s: &Session) -> Vec<(i64, i64, String)> {
+/// Every record of `t-0`, as `each` makes it of the record.
+fn each_record<T>(s: &Session, each: impl Fn(offsetlab_engine::record::RecordRef<'_>) -> T) -> Vec<T> {
     let tp = offsetlab_engine::record::TopicPartition::new("t".to_string(), 0);
     let mut out = Vec::new();
     s.lab()
         .partition_log(&tp)
         .expect("t-0")
-        .read(0, usize::MAX, &mut |r| {
-            out.push((
-                r.offset,
-                r.timestamp,
-                String::from_utf8_lossy(r.value.unwrap_or_default()).into_owned(),
-            ))
-        });
+        .read(0, usize::MAX, &mut |r| out.push(each(r)));
     out
+}
+
+/// (offset, timestamp, value) of every record of `t-0`.
+fn records(s: &Session) -> Vec<(i64, i64, String)> {
+    each_record(s, |r| {
+        (
+            r.offset,
+            r.timestamp,
+            String::from_utf8_lossy(r.value.unwrap_or_default()).into_owned(),
+        )
+    })
 }
 
 /// Records per segment of `t-0`.
@@ -305,19 +310,13 @@ type RawRecord = (Option<Vec<u8>>, Option<Vec<u8>>, Vec<u8>);
 
 /// Every record of `t-0` as bytes.
 fn raw_records(s: &Session) -> Vec<RawRecord> {
-    let tp = offsetlab_engine::record::TopicPartition::new("t".to_string(), 0);
-    let mut out = Vec::new();
-    s.lab()
-        .partition_log(&tp)
-        .expect("t-0")
-        .read(0, usize::MAX, &mut |r| {
-            out.push((
-                r.key.map(<[u8]>::to_vec),
-                r.value.map(<[u8]>::to_vec),
-                r.headers.to_vec(),
-            ))
-        });
-    out
+    each_record(s, |r| {
+        (
+            r.key.map(<[u8]>::to_vec),
+            r.value.map(<[u8]>::to_vec),
+            r.headers.to_vec(),
+        )
+    })
 }
 
 /// Records that are not text — a key that is not UTF-8, an Avro value behind the Schema
