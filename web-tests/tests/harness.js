@@ -14,9 +14,12 @@ for (const [what, file] of [['the offsetlab binary (cargo build)', BIN], ["Debia
   if (!existsSync(file)) throw new Error(`browser tests need ${what}: ${file} is missing`);
 }
 
-/** Starts `offsetlab serve --ephemeral` on a free port. */
-export async function startLab() {
-  const child = spawn(BIN, ['serve', '--ephemeral', '--http', '127.0.0.1:0', '--kafka', 'off'], { stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * Starts `offsetlab serve --ephemeral` on a free port. Its clock is paused unless `clock` says
+ * `live`: the tests step time themselves, so every figure they check is exact.
+ */
+export async function startLab({ clock = 'paused' } = {}) {
+  const child = spawn(BIN, ['serve', '--ephemeral', '--http', '127.0.0.1:0', '--kafka', 'off', '--clock', clock], { stdio: ['ignore', 'pipe', 'pipe'] });
   const url = await new Promise((resolve, reject) => {
     let out = '';
     const timer = setTimeout(() => reject(new Error(`the lab did not start: ${out}`)), 15000);

@@ -347,6 +347,29 @@ test('a group that only has offsets, set from outside as an admin client sets th
   assert.deepEqual(page.errors, []);
 });
 
+test('the live clock: wall time on the page, paused and resumed with one button', async () => {
+  const live = await startLab({ clock: 'live' });
+  try {
+    const page = await openLab(browser, live.url);
+    assert.match(await page.textContent('#clock'), /^clock 20\d\d-\d\d-\d\dT\d\d:\d\d:\d\dZ · live$/);
+    assert.equal(await page.textContent('#clock-mode'), 'pause');
+    assert.match(await page.textContent('#clock-mode-why'), /reads wall time/);
+    await page.click('#clock-mode');
+    await page.waitForFunction(() => document.querySelector('#clock-mode').textContent === 'go live');
+    const paused = await page.textContent('#clock');
+    assert.doesNotMatch(paused, /live/);
+    await page.waitForTimeout(1200);
+    assert.equal(await page.textContent('#clock'), paused, 'a paused clock stands still');
+    assert.equal((await state(live.url)).clock_mode, 'paused');
+    await page.click('#clock-mode');
+    await page.waitForFunction(() => document.querySelector('#clock').textContent.endsWith('· live'));
+    assert.equal((await state(live.url)).clock_mode, 'live');
+    assert.deepEqual(page.errors, []);
+  } finally {
+    live.stop();
+  }
+});
+
 test('compaction of a keyed topic, before and after, with a tombstone', async () => {
   const page = await openLab(browser, lab.url);
   await resetLab(page);

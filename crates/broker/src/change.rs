@@ -84,6 +84,13 @@ pub(crate) fn save(lab: &LabHandle, mut s: MutexGuard<'_, Session>) -> Result<()
     }
 }
 
+/// A live clock brought to wall time before a change ([`Session::catch_up`]): a client's record
+/// is stamped, a commit timed and a member's session started at the instant they happen. One
+/// that cannot (a broken session) is left behind; the change that follows is refused for it.
+fn live_clock(s: &mut Session) {
+    let _ = s.catch_up(offsetlab_lab::session::wall_clock_ms());
+}
+
 /// Applies `changes` as one batch, all or none, and saves the lab.
 pub(crate) fn apply(
     lab: &LabHandle,
@@ -93,6 +100,7 @@ pub(crate) fn apply(
     if changes.is_empty() {
         return Ok(());
     }
+    live_clock(&mut s);
     s.apply_changes(changes)?;
     save(lab, s)
 }
@@ -147,6 +155,7 @@ pub(crate) fn apply_each(
     mut s: MutexGuard<'_, Session>,
     commands: Vec<Command>,
 ) -> Vec<Result<(), Failure>> {
+    live_clock(&mut s);
     // Each result, and for an applied command the history length that includes it.
     let mut results: Vec<(Result<(), Failure>, usize)> = Vec::with_capacity(commands.len());
     for c in commands {

@@ -297,6 +297,12 @@ struct ServeArgs {
     /// a request's headers must arrive within 10 s whatever this says
     #[arg(long, value_name = "DUR", default_value = "2m", value_parser = positive_duration)]
     http_idle_timeout: std::time::Duration,
+    /// How the lab's clock runs: `live` reads wall time, so every timer (sessions, transaction
+    /// timeouts, retention, offsets retention) fires on time and real clients' timestamps and
+    /// the lab's agree; `paused` moves only when stepped, as lessons and `run` do. Default: the
+    /// mode the lab had (a new lab starts live); loading a lesson or a scenario pauses it
+    #[arg(long, value_name = "live|paused")]
+    clock: Option<offsetlab_lab::session::ClockMode>,
 }
 
 /// A duration such as `500ms`, `30s` or `10m`, longer than zero.
@@ -335,6 +341,7 @@ fn serve(args: ServeArgs) -> u8 {
         flush: args.flush,
         kafka: args.kafka.0,
         reset_data: args.reset_data,
+        clock: args.clock,
         kafka_config: offsetlab_broker::KafkaConfig {
             auto_create_topics: args.auto_create_topics,
             max_request_bytes: args.kafka_max_request_bytes as usize,

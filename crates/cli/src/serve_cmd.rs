@@ -24,6 +24,8 @@ pub struct ServeConfig {
     pub reset_data: bool,
     /// The HTTP server's connection cap and timeouts.
     pub http_limits: offsetlab_web::http::HttpLimits,
+    /// How the lab's clock runs (`--clock`); `None` keeps the lab's own mode.
+    pub clock: Option<offsetlab_lab::session::ClockMode>,
 }
 
 /// Runs the lab — the page and the Kafka listener, both serving one [`LabHandle`] — until
@@ -52,7 +54,7 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         }
     };
     let started = std::time::Instant::now();
-    let opened = offsetlab_lab::open(&data_dir, config.flush, config.reset_data)?;
+    let opened = offsetlab_lab::open(&data_dir, config.flush, config.reset_data, config.clock)?;
     for path in &opened.removed {
         eprintln!("--reset-data: removed {}", path.display());
     }
@@ -61,7 +63,9 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         .map(|s| format!("{s}; restored in {:.0?}", started.elapsed()));
     let listener = tokio::net::TcpListener::bind(config.http).await?;
     let addr = listener.local_addr()?;
+    let clock = opened.session.clock_mode();
     let lab = LabHandle::new(opened.session);
+    tokio::spawn(live_clock(lab.clone()));
     let state = offsetlab_web::AppState::new(lab.clone(), addr, &config.public_hosts);
     if config.allow_remote && config.public_hosts.is_empty() {
         eprintln!(
@@ -89,7 +93,7 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let mut out = std::io::stdout();
     let _ = writeln!(
         out,
-        "offsetlab lab on http://{addr}  (data: {}, --flush {}){}{}\npress Ctrl-C to stop",
+        "offsetlab lab on http://{addr}  (data: {}, --flush {}, clock {clock}){}{}\npress Ctrl-C to stop",
         data_dir.display(),
         config.flush,
         restored
@@ -114,4 +118,29 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         .close()
         .map_err(|e| anyhow::anyhow!("closing the lab: {e}"))?;
     Ok(())
+}
+
+/// The live clock's ticker: four times a second, a live lab whose next timer is due by wall time
+/// catches up to it ([`LabHandle::catch_up_due_timers`]) — a session expiring, offsets retention,
+/// a segment retention deletes — so timers fire on time even while nobody acts. A paused lab, or
+/// one with nothing due, costs a lock and a comparison.
+async fn live_clock(lab: LabHandle) {
+    let mut every = tokio::time::interval(std::time::Duration::from_millis(250));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // Told once per cause, not four times a second.
+    let mut told: Option<String> = None;
+    loop {
+        every.tick().await;
+        let lab = lab.clone();
+        match tokio::task::spawn_blocking(move || lab.catch_up_due_timers()).await {
+            Ok(Err(e)) => {
+                let e = e.to_string();
+                if told.as_ref() != Some(&e) {
+                    eprintln!("warning: the live clock could not catch up: {e}");
+                    told = Some(e);
+                }
+            }
+            _ => told = None,
+        }
+    }
 }

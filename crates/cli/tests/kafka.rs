@@ -507,8 +507,9 @@ fn offsetlab_groups_resets_offsets_over_the_protocol() {
         (Some(7), Some(7))
     );
     // The seed's orders were all produced at the lab's first instant: the span is that instant.
-    assert_eq!(rows[0]["first_timestamp"].as_i64(), Some(1_767_225_600_000));
-    assert_eq!(rows[0]["last_timestamp"].as_i64(), Some(1_767_225_600_000));
+    let seeded = common::first_timestamp(&lab.addr, "orders");
+    assert_eq!(rows[0]["first_timestamp"].as_i64(), Some(seeded));
+    assert_eq!(rows[0]["last_timestamp"].as_i64(), Some(seeded));
     let text = String::from_utf8_lossy(&reset(&["--to-offset", "7"]).stdout).into_owned();
     assert!(
         text.contains("TIME-SPAN") && text.contains("2026-01-01T00:00:00Z … 2026-01-01T00:00:00Z (0s)"),

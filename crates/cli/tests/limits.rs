@@ -268,6 +268,8 @@ fn free_bytes(dir: &Path) -> u64 {
 fn a_full_disk_fails_the_request_and_the_lab_goes_on() {
     let fs = SmallFs::mount(24);
     let data = fs.dir.join("data").display().to_string();
+    // Paused: the hand-made batches carry timestamps of the lab's epoch, which a live clock's
+    // retention (7 days) would delete whole segments of — as Kafka deletes old-stamped records.
     let args = [
         "--data",
         data.as_str(),
@@ -275,6 +277,8 @@ fn a_full_disk_fails_the_request_and_the_lab_goes_on() {
         "127.0.0.1:0",
         "--kafka",
         "127.0.0.1:0",
+        "--clock",
+        "paused",
     ];
     let lab = serve(&args);
     let kafka = lab.kafka();

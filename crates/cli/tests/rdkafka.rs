@@ -160,12 +160,14 @@ fn librdkafka_resumes_exactly_at_the_offset_it_committed() {
 #[test]
 fn librdkafka_looks_offsets_up_by_time_and_lists_the_labs_groups() {
     let (lab, kafka) = with_kafka();
-    // The seed's twelve orders at the lab's first instant, three more five seconds later.
+    // The seed's twelve orders at the lab's first instant, three more five seconds later (a
+    // step ahead of the live clock: the clock never goes back).
+    let seeded = common::first_timestamp(&lab.addr, "orders");
     let body = serde_json::json!({ "lines": ["tick 5s", "produce orders count=3"] }).to_string();
     assert!(ok_json(&http(&lab.addr, "POST", "/api/actions", &body).expect("actions")).is_some());
     let c = consumer(&kafka, "lookup");
     let mut tpl = TopicPartitionList::new();
-    tpl.add_partition_offset("orders", 0, Offset::Offset(1_767_225_600_000 + 5_000))
+    tpl.add_partition_offset("orders", 0, Offset::Offset(seeded + 5_000))
         .expect("tpl");
     let found = c
         .offsets_for_times(tpl, Duration::from_secs(5))

@@ -64,13 +64,34 @@ pub fn format_duration(ms: Millis) -> String {
     format!("{ms}ms")
 }
 
-/// Formats a logical instant relative to the lab epoch: `t=4.25s`.
+/// Instants further than this from [`LAB_EPOCH_MS`] are written as dates: a lesson's `t=…`
+/// stays readable for weeks of ticks, a live lab on wall time reads `2026-12-01T17:09:34Z`.
+pub const DATED_AFTER_MS: Millis = 30 * 86_400_000;
+
+/// Formats an instant: relative to the lab epoch (`t=4.25s`) near it, where lessons and
+/// scenarios live; as an RFC 3339 date in UTC beyond [`DATED_AFTER_MS`] (a live lab's wall time).
 pub fn format_instant(at: Millis) -> String {
-    let ms = at - LAB_EPOCH_MS;
+    let ms = at.saturating_sub(LAB_EPOCH_MS);
+    if !(-DATED_AFTER_MS..=DATED_AFTER_MS).contains(&ms) {
+        return format_date(at);
+    }
     if ms % 1000 == 0 {
         format!("t={}s", ms / 1000)
     } else {
         format!("t={:.3}s", ms as f64 / 1000.0)
+    }
+}
+
+/// An instant as an RFC 3339 date in UTC, with milliseconds when it has any.
+pub fn format_date(at: Millis) -> String {
+    let Ok(ms) = u64::try_from(at) else {
+        return format!("{at}ms");
+    };
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms);
+    if ms % 1000 == 0 {
+        humantime::format_rfc3339_seconds(t).to_string()
+    } else {
+        humantime::format_rfc3339_millis(t).to_string()
     }
 }
 
@@ -93,5 +114,16 @@ mod tests {
         c.advance_to(LAB_EPOCH_MS + 5);
         assert_eq!(c.elapsed(), 10);
         assert_eq!(format_instant(c.now()), "t=0.010s");
+    }
+
+    #[test]
+    fn far_instants_are_dates() {
+        assert_eq!(format_instant(LAB_EPOCH_MS + DATED_AFTER_MS), "t=2592000s");
+        assert_eq!(
+            format_instant(LAB_EPOCH_MS + DATED_AFTER_MS + 1),
+            "2026-01-31T00:00:00.001Z"
+        );
+        assert_eq!(format_instant(1_796_144_974_000), "2026-12-01T17:09:34Z");
+        assert_eq!(format_instant(-5), "-5ms");
     }
 }

@@ -56,6 +56,36 @@ impl LabHandle {
         pending
     }
 
+    /// The session, locked, its live clock brought to wall time first: what every change locks
+    /// with, so a record, a commit or a join happens at the instant it happens. A clock that
+    /// cannot catch up (a broken session) is left behind; the change that follows says why.
+    pub fn lock_for_change(&self) -> MutexGuard<'_, Session> {
+        let mut s = self.lock();
+        let _ = s.catch_up(crate::session::wall_clock_ms());
+        s
+    }
+
+    /// The live clock's ticker: when a timer of a live lab is due by wall time, the clock
+    /// catches up (its `clock` line saved, every page told). `true` when it moved. Blocking:
+    /// call it from a blocking thread.
+    pub fn catch_up_due_timers(&self) -> Result<bool, LabError> {
+        let wall = crate::session::wall_clock_ms();
+        let mut s = self.lock();
+        if !s.timer_due(wall) {
+            return Ok(false);
+        }
+        s.catch_up(wall).map_err(|e| match e.cause {
+            Some(cause) => *cause,
+            None => LabError::InvalidArgument(e.error),
+        })?;
+        let pending = self.changed(&mut s)?;
+        drop(s);
+        if let Some(p) = pending {
+            p.complete()?;
+        }
+        Ok(true)
+    }
+
     /// The versions the lab reaches from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<u64> {
         self.changes.subscribe()

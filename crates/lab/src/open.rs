@@ -2,7 +2,9 @@
 //! built from a session file of before the durable log, or the seed. Never the seed over a lab
 //! that exists: a lab that cannot be restored stops the start and says what and where.
 
-use crate::session::{RestoreError, Session, SinkBackend};
+use crate::session::{
+    read_clock_mode, starting_at, wall_clock_ms, ClockMode, RestoreError, Session, SinkBackend, CLOCK_FILE,
+};
 use offsetlab_storage::FlushPolicy;
 use std::path::{Path, PathBuf};
 
@@ -61,7 +63,17 @@ pub struct Opened {
 
 /// Opens the lab in `data_dir` (created if missing). `reset` discards the lab there first —
 /// the one way to discard a lab that exists: asked for by name.
-pub fn open(data_dir: &Path, flush: FlushPolicy, reset: bool) -> Result<Opened, OpenError> {
+///
+/// `clock` is how the lab's clock runs from now on (`serve --clock`); without it a lab keeps
+/// the mode it had (`paused` for one from before the live clock: it was built on the logical
+/// clock, and going live would move it months ahead), and a new lab starts `live`, its seed
+/// built at wall time (`clock NOW` as its first line).
+pub fn open(
+    data_dir: &Path,
+    flush: FlushPolicy,
+    reset: bool,
+    clock: Option<ClockMode>,
+) -> Result<Opened, OpenError> {
     let mut removed = Vec::new();
     let io = |path: &Path| {
         let path = path.to_path_buf();
@@ -89,28 +101,47 @@ pub fn open(data_dir: &Path, flush: FlushPolicy, reset: bool) -> Result<Opened, 
             }
         }
     }
-    match Session::restore(&root, flush) {
-        Ok(Some((session, summary))) => Ok(Opened {
-            session,
-            restored: Some(summary),
-            removed,
-        }),
-        Ok(None) => Ok(Opened {
-            session: new_session(&root, flush, &session_file)?,
-            restored: None,
-            removed,
-        }),
-        Err(error) => Err(OpenError::Restore {
-            data_dir: data_dir.to_path_buf(),
-            error,
-        }),
-    }
+    let restore_error = |error| OpenError::Restore {
+        data_dir: data_dir.to_path_buf(),
+        error,
+    };
+    let kept = read_clock_mode(&root).map_err(restore_error)?;
+    let mut opened = match Session::restore(&root, flush).map_err(restore_error)? {
+        Some((session, summary)) => {
+            let mode = clock.or(kept).unwrap_or(ClockMode::Paused);
+            (session, Some(summary), mode)
+        }
+        None => {
+            // A session file from before the durable log is a lab built on the logical clock.
+            let fresh = if session_file.exists() {
+                ClockMode::Paused
+            } else {
+                ClockMode::Live
+            };
+            let mode = clock.or(kept).unwrap_or(fresh);
+            (new_session(&root, flush, &session_file, mode)?, None, mode)
+        }
+    };
+    opened.0.set_clock_mode(opened.2).map_err(|e| OpenError::Io {
+        path: root.join(CLOCK_FILE),
+        source: std::io::Error::other(e.to_string()),
+    })?;
+    Ok(Opened {
+        session: opened.0,
+        restored: opened.1,
+        removed,
+    })
 }
 
 /// The lab of a data directory that has none yet: a session file from before the durable log
 /// replayed, or the seed. A session file that does not replay stops the start — it is a user's
 /// lab, and the seed never takes its place.
-fn new_session(root: &Path, flush: FlushPolicy, session_file: &Path) -> Result<Session, OpenError> {
+fn new_session(
+    root: &Path,
+    flush: FlushPolicy,
+    session_file: &Path,
+    clock: ClockMode,
+) -> Result<Session, OpenError> {
     // Generations without `current` naming one: a first start interrupted before its switch —
     // or a `current` that was lost. Which one cannot be told from here, so nothing is removed
     // and nothing started over them.
@@ -144,5 +175,9 @@ fn new_session(root: &Path, flush: FlushPolicy, session_file: &Path) -> Result<S
             error: e.error,
         });
     }
-    Session::new(backend, offsetlab_scenario::LAB_SCENARIO).map_err(|e| OpenError::Seed(e.error))
+    let seed = match clock {
+        ClockMode::Live => starting_at(wall_clock_ms()) + offsetlab_scenario::LAB_SCENARIO,
+        ClockMode::Paused => offsetlab_scenario::LAB_SCENARIO.to_string(),
+    };
+    Session::new(backend, &seed).map_err(|e| OpenError::Seed(e.error))
 }

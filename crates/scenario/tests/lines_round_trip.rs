@@ -522,6 +522,7 @@ fn command() -> impl Strategy<Value = Command> {
     let admin = prop_oneof![
         (topic(), topic_config()).prop_map(|(name, config)| Command::Topic(CreateTopic { name, config })),
         duration().prop_map(|duration_ms| Command::Tick(Tick { duration_ms })),
+        instant().prop_map(|at_ms| Command::Clock(Clock { at_ms })),
         (
             text(),
             topic(),

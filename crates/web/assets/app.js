@@ -84,6 +84,32 @@ async function refresh() {
   if (res.ok) setState(res.data);
 }
 
+// A live clock reads wall time: the pill shows it moving between changes (the lab writes a
+// `clock` line when something happens or a timer falls due, not every second).
+function renderClock() {
+  if (!ui.state) return;
+  const live = ui.state.clock_mode === 'live';
+  const shown = live ? Math.max(Date.now(), ui.state.clock_ms) : ui.state.clock_ms;
+  $('#clock').textContent = `clock ${fmtT(live ? Math.floor(shown / 1000) * 1000 : shown)}${live ? ' · live' : ''}`;
+  const b = $('#clock-mode');
+  b.textContent = live ? 'pause' : 'go live';
+  b.dataset.mode = live ? 'paused' : 'live';
+  $('#clock-mode-why').textContent = live
+    ? 'the clock reads wall time: timers fire on time, a +1s step jumps ahead of it'
+    : 'paused: time moves only when you step it; going live moves it to now, firing every timer due on the way';
+}
+setInterval(() => { if (ui.state && ui.state.clock_mode === 'live') renderClock(); }, 1000);
+
+async function setClockMode(mode) {
+  const res = await request('POST', '/api/clock', { mode });
+  if (!res.ok) {
+    showAlert(`Refused: ${(res.data && res.data.error) || `error ${res.status}`}. Nothing changed.`);
+    return;
+  }
+  hideAlert();
+  setState(res.data);
+}
+
 function setState(s) {
   if (ui.state && s.version < ui.state.version) return;
   const previous = ui.state;
@@ -115,7 +141,14 @@ function hideAlert() { $('#alert').hidden = true; }
 
 // ───────────────────────────── helpers ─────────────────────────────
 
+// Beyond 30 days from the epoch an instant is a date (a live lab runs on wall time), as the
+// lab's narrative writes it.
+const DATED_AFTER_MS = 30 * 86400000;
 const fmtT = (ms) => {
+  if (Math.abs(ms - EPOCH_MS) > DATED_AFTER_MS) {
+    const d = new Date(ms).toISOString();
+    return ms % 1000 === 0 ? d.replace('.000Z', 'Z') : d;
+  }
   const s = (ms - EPOCH_MS) / 1000;
   return Number.isInteger(s) ? `t=${s}s` : `t=${s.toFixed(3)}s`;
 };
@@ -160,7 +193,7 @@ function render(previous) {
   renderConsumers();
   renderSelects();
   renderPlan();
-  $('#clock').textContent = `clock ${fmtT(ui.state.clock_ms)}`;
+  renderClock();
   const st = ui.state.storage;
   $('#storage').textContent = st && st.logs === 'disk'
     ? `logs on disk (segment files) · --flush ${st.flush}`
@@ -537,6 +570,7 @@ function setupForms() {
     const key = String(f.get('key') || '').trim();
     act([`produce ${q(f.get('topic'))} count=${q(f.get('count'))}` + (key ? ` key=${q(key)}` : '')]);
   });
+  $('#clock-mode').addEventListener('click', (e) => setClockMode(e.currentTarget.dataset.mode));
   $$('[data-tick]').forEach((b) => b.addEventListener('click', () => act([`tick ${q(b.dataset.tick)}`])));
   $('#tick-form').addEventListener('submit', (e) => { e.preventDefault(); const d = new FormData(e.target).get('d'); if (d) act([`tick ${q(d)}`]); });
   $('#consumer-form').addEventListener('submit', (e) => {

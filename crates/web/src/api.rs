@@ -16,7 +16,7 @@ use offsetlab_engine::strategy::CommitStrategy;
 use offsetlab_engine::txn::ControlType;
 use offsetlab_engine::LabError;
 use offsetlab_lab::clip::{clip, clip_row, shown_field, MAX_FIELD_BYTES};
-use offsetlab_lab::session::{ActionError, PendingSave, Session};
+use offsetlab_lab::session::{ActionError, ClockMode, PendingSave, Session};
 use offsetlab_lab::LabHandle;
 use offsetlab_scenario::explore::{self, Cell};
 use offsetlab_scenario::lessons::{self, LESSONS};
@@ -87,6 +87,17 @@ impl AppState {
             .map_err(|e| json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0))
     }
 
+    /// [`AppState::with_session`] for a change: a live clock is brought to wall time first.
+    async fn with_session_for_change<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Session) -> T + Send + 'static,
+    ) -> Result<T, Response> {
+        let lab = self.lab.clone();
+        tokio::task::spawn_blocking(move || f(&mut lab.lock_for_change()))
+            .await
+            .map_err(|e| json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0))
+    }
+
     /// After a change: save the lab for the next start (or prepare the save that must follow
     /// the fsync, under `--flush always`) and tell every tab. An error means the change is not
     /// durable and must not be acknowledged.
@@ -135,6 +146,7 @@ pub fn router(state: AppState) -> Router {
         .route("/style.css", get(assets::style_css))
         .route("/api/state", get(get_state))
         .route("/api/actions", post(post_actions))
+        .route("/api/clock", post(post_clock))
         .route("/api/records", get(get_records))
         .route("/api/record", get(get_record))
         .route("/api/sink-rows", get(get_sink_rows))
@@ -240,7 +252,7 @@ async fn post_actions(State(app): State<AppState>, ApiJson(actions): ApiJson<Act
     }
     let app2 = app.clone();
     let result = app
-        .with_session(move |s| match s.apply_lines(&actions.lines) {
+        .with_session_for_change(move |s| match s.apply_lines(&actions.lines) {
             Ok(applied) => {
                 let pending = app2.changed(s);
                 let response = match s.state() {
@@ -252,6 +264,42 @@ async fn post_actions(State(app): State<AppState>, ApiJson(actions): ApiJson<Act
                 (response, pending)
             }
             Err(e) => (action_error(&e), Ok(None)),
+        })
+        .await;
+    match result {
+        Ok((response, pending)) => app.sync(pending, response).await,
+        Err(e) => e,
+    }
+}
+
+#[derive(Deserialize)]
+struct ClockRequest {
+    mode: String,
+}
+
+/// `{"mode": "live"}` sets the clock to follow wall time — and brings it there at once, firing
+/// what falls due on the way — or `{"mode": "paused"}` stops it where it is.
+async fn post_clock(State(app): State<AppState>, ApiJson(req): ApiJson<ClockRequest>) -> Response {
+    let mode = match req.mode.parse::<ClockMode>() {
+        Ok(m) => m,
+        Err(e) => return json_error(StatusCode::BAD_REQUEST, &e, 0),
+    };
+    let app2 = app.clone();
+    let result = app
+        .with_session(move |s| {
+            if let Err(e) = s.set_clock_mode(mode) {
+                return (
+                    json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
+                    Ok(None),
+                );
+            }
+            match s.catch_up(offsetlab_lab::session::wall_clock_ms()) {
+                Ok(_) => {
+                    let pending = app2.changed(s);
+                    (state_response(s), pending)
+                }
+                Err(e) => (action_error(&e), Ok(None)),
+            }
         })
         .await;
     match result {

@@ -186,3 +186,13 @@ pub fn act_ok(lab: &Lab, lines: &[&str]) {
     let res = act(lab, lines);
     assert!(ok_json(&res).is_some(), "{res}");
 }
+
+/// The timestamp of `topic`-0's first record: where the seed's orders are on the lab's clock
+/// (wall time for a live lab, the lab's epoch for a paused one).
+#[allow(dead_code)] // not every test binary reads records
+pub fn first_timestamp(addr: &str, topic: &str) -> i64 {
+    let res = http(addr, "GET", &format!("/api/records?topic={topic}&limit=1"), "").expect("records");
+    ok_json(&res)
+        .and_then(|v| v["records"][0]["timestamp"].as_i64())
+        .unwrap_or_else(|| panic!("no first record of {topic}: {res}"))
+}

@@ -36,6 +36,83 @@ impl Lab {
                 format_instant(target)
             ),
         );
+        self.run_timers_until(target)
+    }
+
+    /// Moves the clock to the instant `at` — what the live clock of `serve` does when wall time
+    /// has moved on (a `clock` line) — firing every timer due on the way, as [`Lab::tick`]
+    /// does, without a narrative line of its own: each timer that fires says what it did.
+    /// Refused (nothing changes) when the clock already reads later: time never goes back.
+    pub fn advance_clock_to(&mut self, at: Millis) -> Result<(), LabError> {
+        if at < self.now() {
+            return Err(LabError::InvalidArgument(format!(
+                "the lab's clock already reads {}, later than {}: time never goes backwards",
+                format_instant(self.now()),
+                format_instant(at)
+            )));
+        }
+        self.run_timers_until(at)
+    }
+
+    /// The earliest instant at which time passing would change the lab — a timer that does
+    /// something, or a closed segment retention deletes — `now` when retention would already
+    /// delete one (by size). `None` while nothing is pending. A steady auto-commit timer (its
+    /// consumer has nothing new to commit, or it is fenced) changes nothing and is left out: a
+    /// live clock catches up when this instant comes, not at every firing.
+    pub fn next_deadline(&self) -> Option<Millis> {
+        let auto_commits = self
+            .consumers
+            .iter()
+            .filter(|(_, c)| {
+                c.state == ConsumerState::Running && c.config.strategy == CommitStrategy::AutoTimer
+            })
+            .filter(|(name, _)| self.timer_firing(name) == Firing::Writes)
+            .filter_map(|(_, c)| c.next_auto_commit)
+            .min();
+        [auto_commits, self.next_other_timer(), self.next_retention()]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// When [`Lab::enforce_retention`] next deletes a segment, as far as it can be known now:
+    /// the oldest closed segment of a `delete` topic goes once its largest timestamp is older
+    /// than `retention.ms`, at once when the partition is past `retention.bytes` or the segment
+    /// is empty.
+    fn next_retention(&self) -> Option<Millis> {
+        let now = self.now();
+        let mut next: Option<Millis> = None;
+        for topic in self.topics.values() {
+            if topic.config.cleanup_policy != crate::log::CleanupPolicy::Delete {
+                continue;
+            }
+            let (by_age, by_size) = (topic.config.retention_ms, topic.config.retention_bytes);
+            for log in &topic.partitions {
+                let segments = log.segments();
+                let total: u64 = segments.iter().map(|s| s.bytes as u64).sum();
+                let Some(oldest) = segments.iter().find(|s| !s.active) else {
+                    continue;
+                };
+                let due = if oldest.records == 0
+                    || by_size.is_some_and(|b| total.saturating_sub(oldest.bytes as u64) >= b)
+                {
+                    Some(now)
+                } else {
+                    by_age.and_then(|r| {
+                        oldest
+                            .max_timestamp
+                            .map(|t| t.saturating_add(r).saturating_add(1))
+                    })
+                };
+                next = [next, due].into_iter().flatten().min();
+            }
+        }
+        next
+    }
+
+    /// Fires the timers due up to `target` in time order, then moves the clock there and applies
+    /// retention.
+    fn run_timers_until(&mut self, target: Millis) -> Result<(), LabError> {
         while let Some(at) = self.next_timer().filter(|&t| t <= target) {
             if self.skip_steady_timer_commits(at, target) {
                 continue;

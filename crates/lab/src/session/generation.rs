@@ -157,7 +157,10 @@ pub(crate) fn forget_generation(dir: &Path) {
 impl Session {
     /// Replaces the session with the lab `source` builds. If any line fails, the current session
     /// stays as it was.
+    /// Loading pauses a live clock first: a lesson or a scenario runs on its own instants, and
+    /// would be jumped to wall time — months of timers — by the next change.
     pub fn load(&mut self, source: &str) -> Result<(), ActionError> {
+        self.set_clock_mode(ClockMode::Paused).map_err(|e| internal(&e))?;
         self.load_from(source, None)
     }
 

@@ -40,6 +40,7 @@ mod change;
 mod error;
 mod files;
 mod generation;
+mod live_clock;
 mod produced;
 mod restore;
 mod rollback;
@@ -55,6 +56,7 @@ pub use error::{storage_status, ActionError, RestoreError};
 use files::*;
 pub use generation::SinkBackend;
 use generation::*;
+pub use live_clock::{read_clock_mode, starting_at, wall_clock_ms, ClockMode, CLOCK_FILE};
 use produced::*;
 use restore::*;
 pub use save::PendingSave;
@@ -73,6 +75,8 @@ pub struct Session {
     version: u64,
     /// The durable lab's directory (durable backend only).
     generation: Option<Generation>,
+    /// Whether the clock follows wall time (`serve`'s live clock) or waits to be stepped.
+    clock: ClockMode,
 }
 
 impl Session {
@@ -95,6 +99,7 @@ impl Session {
             backend,
             version: 0,
             generation: None,
+            clock: ClockMode::Paused,
         };
         s.load_from(source, stored)?;
         Ok(s)

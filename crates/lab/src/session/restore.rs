@@ -156,6 +156,7 @@ impl Found {
                 flush,
             },
             version: 1,
+            clock: ClockMode::Paused,
             generation: Some(Generation {
                 number: self.number,
                 dir: dir.clone(),

@@ -25,6 +25,8 @@ pub struct State {
     pub consumer_offsets_group_records: Vec<offsetlab_engine::offsets::GroupRecord>,
     pub history_lines: usize,
     pub storage: StorageInfo,
+    /// `live` while the clock reads wall time (`serve`), `paused` while it waits to be stepped.
+    pub clock_mode: ClockMode,
 }
 
 /// Where the lab keeps its logs, shown on the page.
@@ -116,6 +118,7 @@ impl Session {
             consumer_offsets_records,
             consumer_offsets_group_records,
             history_lines: self.history.len(),
+            clock_mode: self.clock,
             storage: match &self.generation {
                 Some(g) => StorageInfo {
                     logs: "disk",

@@ -38,6 +38,7 @@ mod add_partitions;
 mod alter_offsets;
 mod alter_topic;
 mod broker;
+mod clock;
 mod commit;
 mod compact;
 mod consumer;
@@ -64,6 +65,7 @@ pub use add_partitions::AddPartitions;
 pub use alter_offsets::AlterOffsets;
 pub use alter_topic::AlterTopic;
 pub use broker::Broker;
+pub use clock::Clock;
 pub use commit::Commit;
 pub use compact::Compact;
 pub use consumer::StartConsumer;
@@ -111,6 +113,7 @@ pub enum Command {
     Commit(Commit),
     Abort(Abort),
     Tick(Tick),
+    Clock(Clock),
     Crash(Crash),
     Restart(Restart),
     Close(Close),
@@ -148,7 +151,7 @@ pub enum ApplyError {
 }
 
 /// The command names, in the order `docs/SCENARIOS.md` documents them.
-pub const COMMANDS: [&str; 33] = [
+pub const COMMANDS: [&str; 34] = [
     "topic",
     "produce",
     "send",
@@ -158,6 +161,7 @@ pub const COMMANDS: [&str; 33] = [
     "commit",
     "abort",
     "tick",
+    "clock",
     "crash",
     "restart",
     "close",
@@ -209,6 +213,7 @@ impl Command {
             "commit" => Command::Commit(Commit::parse(&mut args)?),
             "abort" => Command::Abort(Abort::parse(&mut args)?),
             "tick" => Command::Tick(Tick::parse(&mut args)?),
+            "clock" => Command::Clock(Clock::parse(&mut args)?),
             "crash" => Command::Crash(Crash::parse(&mut args)?),
             "restart" => Command::Restart(Restart::parse(&mut args)?),
             "close" => Command::Close(Close::parse(&mut args)?),
@@ -256,6 +261,7 @@ impl Command {
             Command::Commit(c) => c.apply(lab)?,
             Command::Abort(c) => c.apply(lab)?,
             Command::Tick(c) => c.apply(lab)?,
+            Command::Clock(c) => c.apply(lab)?,
             Command::Crash(c) => c.apply(lab)?,
             Command::Restart(c) => c.apply(lab)?,
             Command::Close(c) => c.apply(lab)?,
@@ -315,6 +321,7 @@ impl fmt::Display for Command {
             Command::Commit(c) => c.fmt(f),
             Command::Abort(c) => c.fmt(f),
             Command::Tick(c) => c.fmt(f),
+            Command::Clock(c) => c.fmt(f),
             Command::Crash(c) => c.fmt(f),
             Command::Restart(c) => c.fmt(f),
             Command::Close(c) => c.fmt(f),

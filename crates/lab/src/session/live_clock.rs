@@ -1,0 +1,131 @@
+//! The live clock of `serve`: the lab's clock *is* wall time while it runs.
+//!
+//! Real clients live on wall time: their records carry the producer's wall-clock timestamp, an
+//! offsets-for-times lookup "one hour ago" asks in wall time, a killed producer's
+//! `transaction.timeout.ms` and a group's `offsets.retention.minutes` run out in wall time.
+//! Following wall time's *rate* from the lab's epoch would leave the lab's clock months away
+//! from every such timestamp, so a live lab's clock reads wall time itself. It still moves only
+//! through lines of the history — a `clock INSTANT` line, written before a change and when a
+//! timer falls due ([`Session::timer_due`]) — so an export replays at the instants the lab lived
+//! through, and the engine stays a pure function of its lines. Between two such lines nothing
+//! in the lab depends on time, which is what lets the history grow with changes and due timers,
+//! not with every passing second.
+//!
+//! The session holds the mode and, for a durable lab, keeps it in [`CLOCK_FILE`] beside the
+//! generations, so a restart does not resume a paused lab (a lesson, an imported scenario) and
+//! jump it months ahead. Loading a scenario pauses the clock; the adapters read wall time
+//! ([`wall_clock_ms`]) and hand it in — nothing here reads a clock of its own.
+
+use super::*;
+use offsetlab_engine::clock::Millis;
+use offsetlab_scenario::command::Clock;
+
+/// The file, in the directory of generations, that says how the lab's clock runs: `live` or
+/// `paused`.
+pub const CLOCK_FILE: &str = "clock";
+
+/// How the lab's clock runs in `serve`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClockMode {
+    /// The clock reads wall time: every timer fires on time.
+    Live,
+    /// The clock moves only when someone steps it (`tick`), as in `run`, `explore` and lessons.
+    Paused,
+}
+
+impl ClockMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Live => "live",
+            Self::Paused => "paused",
+        }
+    }
+}
+
+impl std::fmt::Display for ClockMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for ClockMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "live" => Ok(Self::Live),
+            "paused" => Ok(Self::Paused),
+            other => Err(format!("'{other}' is not a clock mode (live or paused)")),
+        }
+    }
+}
+
+/// Wall time in epoch milliseconds, Kafka's unit (0 for a system clock set before 1970).
+pub fn wall_clock_ms() -> Millis {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| Millis::try_from(d.as_millis()).unwrap_or(Millis::MAX))
+}
+
+/// The mode kept in `root`'s [`CLOCK_FILE`]: `None` when there is none; an error naming the file
+/// when it cannot be read or says something else than a mode.
+pub fn read_clock_mode(root: &Path) -> Result<Option<ClockMode>, RestoreError> {
+    let path = root.join(CLOCK_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => text
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|e| RestoreError::new(&path, e)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(RestoreError::new(&path, e)),
+    }
+}
+
+/// The `clock` line that starts a lab at `at`: a live lab's seed begins there, before anything
+/// exists, so its records, commits and timers are on wall time from the first line.
+pub fn starting_at(at: Millis) -> String {
+    format!("{}\n", Command::Clock(Clock { at_ms: at }))
+}
+
+impl Session {
+    pub fn clock_mode(&self) -> ClockMode {
+        self.clock
+    }
+
+    /// Sets how the clock runs, kept in [`CLOCK_FILE`] for a durable lab. Going live does not
+    /// move the clock by itself: the next [`Session::catch_up`] does, firing what falls due.
+    pub fn set_clock_mode(&mut self, mode: ClockMode) -> Result<(), LabError> {
+        if let SinkBackend::Durable { root, flush } = &self.backend {
+            let sync = *flush != FlushPolicy::Never;
+            write_atomically(&root.join(CLOCK_FILE), format!("{mode}\n").as_bytes(), sync)
+                .map_err(storage)?;
+        }
+        if self.clock != mode {
+            self.clock = mode;
+            // Every open page learns of it: the mode is part of the state they show.
+            self.version += 1;
+        }
+        Ok(())
+    }
+
+    /// Brings a live lab's clock to `wall` with a `clock` line of its own (a batch by itself:
+    /// time passes whether or not the change that follows is taken). `false` when the clock is
+    /// paused or already there. The caller saves it with the change that follows, or by itself.
+    pub fn catch_up(&mut self, wall: Millis) -> Result<bool, ActionError> {
+        if self.clock != ClockMode::Live || wall <= self.lab.now() {
+            return Ok(false);
+        }
+        self.apply_changes(vec![Change::Command(Command::Clock(Clock { at_ms: wall }))])?;
+        Ok(true)
+    }
+
+    /// Whether a live lab has a timer due by `wall` — a session to expire, a commit to land,
+    /// retention to apply — so its clock must catch up now rather than at the next change.
+    pub fn timer_due(&self, wall: Millis) -> bool {
+        self.clock == ClockMode::Live
+            && wall > self.lab.now()
+            && self.lab.next_deadline().is_some_and(|d| d <= wall)
+    }
+}
