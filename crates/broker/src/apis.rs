@@ -174,7 +174,7 @@ async fn dispatch(
         RequestKind::ListOffsets(r) => {
             ResponseKind::ListOffsets(blocking(broker, move |b| list_offsets::handle(b, &r)).await?)
         }
-        RequestKind::Fetch(r) => ResponseKind::Fetch(fetch::handle(broker, r).await?),
+        RequestKind::Fetch(r) => ResponseKind::Fetch(fetch::handle(broker, r, version).await?),
         RequestKind::InitProducerId(r) => {
             ResponseKind::InitProducerId(blocking(broker, move |b| init_producer_id::handle(b, &r)).await?)
         }

@@ -12,8 +12,8 @@ pub(crate) type Refusal = (i16, String);
 
 /// The records of one partition's share of a Produce request.
 pub(crate) enum Records {
-    /// Uncompressed v2 batches as the client encoded them (compressed ones re-encoded
-    /// uncompressed): appended to the log as they are.
+    /// v2 batches as the client encoded them, compressed or not: appended to the log as they
+    /// are (or rewritten in the topic's `compression.type`, when that names a codec).
     Encoded(ProducedBatches),
     /// A transaction's records (`txn-send` lines), with the producer's id and epoch.
     Transactional {
@@ -98,16 +98,24 @@ pub(crate) fn sent_records(bytes: Bytes, rules: Rules) -> Result<Produced, Refus
     // A transaction's records become `txn-send` lines, with their producer's timestamps (kept on
     // a CreateTime topic; a LogAppendTime topic stamps the lab's time over them).
     let mut records = Vec::with_capacity(v.batches.records());
-    for r in v.batches.batches().flat_map(|b| b.records()) {
-        let headers = headers::decode(r.headers)
-            .ok_or_else(|| (INVALID_RECORD, "malformed record headers".to_string()))?;
-        records.push(SentRecord {
-            key: r.key.map(Into::into),
-            value: r.value.map(Into::into),
-            timestamp: Some(r.timestamp),
-            headers: headers.into_iter().map(SentHeader::from).collect(),
-            batch_timestamp: None,
-        });
+    let mut malformed = false;
+    v.batches.each_batch(&mut |b| {
+        for r in b.records() {
+            let Some(headers) = headers::decode(r.headers) else {
+                malformed = true;
+                return;
+            };
+            records.push(SentRecord {
+                key: r.key.map(Into::into),
+                value: r.value.map(Into::into),
+                timestamp: Some(r.timestamp),
+                headers: headers.into_iter().map(SentHeader::from).collect(),
+                batch_timestamp: None,
+            });
+        }
+    });
+    if malformed {
+        return Err((INVALID_RECORD, "malformed record headers".to_string()));
     }
     Ok(Produced {
         records: Records::Transactional {

@@ -55,8 +55,14 @@ pub enum BatchError {
     BadMagic(i8),
     #[error("CRC-32C mismatch: stored {stored:#010x}, computed {computed:#010x}")]
     BadCrc { stored: u32, computed: u32 },
-    #[error("compressed batches (codec {0}) are not stored by this log")]
+    /// A compressed batch handed to a reader that does not decompress
+    /// ([`Batch::parse_with_header`]; [`Batch::parse_any`] does), or a codec Kafka does not
+    /// define (5–7).
+    #[error("compressed batch (codec {0}) where only uncompressed ones are read")]
     Compressed(i16),
+    /// A compressed batch whose records do not decompress, or decompress past the bound.
+    #[error("{0}")]
+    Decompress(crate::compression::DecompressError),
     #[error("malformed record {index}: {what}")]
     BadRecord { index: usize, what: &'static str },
     /// A caller's rule for records ([`Batch::parse_visiting`]) refused record `index`.
@@ -216,7 +222,10 @@ fn rewrite_time(
 #[derive(Debug, Clone, Copy)]
 pub struct Batch<'a> {
     pub header: BatchHeader,
+    /// The batch as stored — compressed if it came so — header included.
     bytes: &'a [u8],
+    /// Its records, uncompressed: the bytes after the header, or what they decompress to.
+    records_bytes: &'a [u8],
     /// The largest of its records' own (create) timestamps, found by the validating walk; the
     /// header's `maxTimestamp` for a batch not walked. −1 for a batch without records.
     pub max_create_timestamp: i64,
@@ -243,7 +252,7 @@ impl<'a> Batch<'a> {
     pub fn parse_with_header(
         header: BatchHeader,
         buf: &'a [u8],
-        mut visit: impl FnMut(Option<&'a [u8]>, Option<&'a [u8]>, &'a [u8]) -> Result<(), &'static str>,
+        visit: impl FnMut(Option<&'a [u8]>, Option<&'a [u8]>, &'a [u8]) -> Result<(), &'static str>,
     ) -> Result<Self, BatchError> {
         if buf.len() < header.total_len {
             return Err(BatchError::Truncated {
@@ -262,18 +271,69 @@ impl<'a> Batch<'a> {
         if header.attributes & ATTR_COMPRESSION != 0 {
             return Err(BatchError::Compressed(header.attributes & ATTR_COMPRESSION));
         }
+        Self::walk(header, bytes, &bytes[HEADER_LEN..], visit)
+    }
+
+    /// [`Batch::parse_visiting`] for any batch, compressed ones too (the log keeps a producer's
+    /// compression, as Kafka does with `compression.type=producer`): the CRC is checked over the
+    /// bytes as stored, the records are decompressed into `scratch` — within
+    /// [`crate::compression::MAX_DECOMPRESSED`] — and walked there. The batch's header and
+    /// [`Batch::bytes`] stay the stored ones; [`Batch::records`] reads the decompressed records.
+    pub fn parse_any(
+        header: BatchHeader,
+        buf: &'a [u8],
+        scratch: &'a mut Vec<u8>,
+        visit: impl FnMut(Option<&'a [u8]>, Option<&'a [u8]>, &'a [u8]) -> Result<(), &'static str>,
+    ) -> Result<Self, BatchError> {
+        if !header.is_compressed() {
+            return Self::parse_with_header(header, buf, visit);
+        }
+        if buf.len() < header.total_len {
+            return Err(BatchError::Truncated {
+                needed: header.total_len,
+                available: buf.len(),
+            });
+        }
+        let bytes = &buf[..header.total_len];
+        let computed = crc32c::crc32c(&bytes[CRC_START..]);
+        if computed != header.crc {
+            return Err(BatchError::BadCrc {
+                stored: header.crc,
+                computed,
+            });
+        }
+        let codec = crate::compression::Compression::from_attributes(header.attributes)
+            .ok_or(BatchError::Compressed(header.attributes & ATTR_COMPRESSION))?;
+        *scratch = crate::compression::decompress_bounded(
+            &bytes[HEADER_LEN..],
+            codec,
+            crate::compression::MAX_DECOMPRESSED,
+        )
+        .map_err(BatchError::Decompress)?;
+        Self::walk(header, bytes, scratch, visit)
+    }
+
+    /// The validating walk over a batch's records (`records`, uncompressed), every record's
+    /// bounds and offsets checked and handed to `visit`.
+    fn walk(
+        header: BatchHeader,
+        bytes: &'a [u8],
+        records: &'a [u8],
+        mut visit: impl FnMut(Option<&'a [u8]>, Option<&'a [u8]>, &'a [u8]) -> Result<(), &'static str>,
+    ) -> Result<Self, BatchError> {
         if header.count < 0 || header.last_offset_delta < 0 {
             return Err(BatchError::BadLength(i64::from(header.count)));
         }
         let mut batch = Self {
             header,
             bytes,
+            records_bytes: records,
             max_create_timestamp: -1,
         };
         let mut n = 0usize;
         let mut last_delta = -1i64;
         let mut max_ts_delta: Option<i64> = None;
-        let mut rest = &bytes[HEADER_LEN..];
+        let mut rest = records;
         while !rest.is_empty() {
             let (delta, ts_delta, key, value, headers) =
                 read_record(&mut rest).map_err(|what| BatchError::BadRecord { index: n, what })?;
@@ -301,10 +361,19 @@ impl<'a> Batch<'a> {
     }
 
     /// A batch validated before (its header, the bytes it was parsed from): not checked again.
+    /// An uncompressed one: a compressed batch's records must come decompressed
+    /// ([`Batch::validated_with`]).
     pub(crate) fn validated(header: BatchHeader, buf: &'a [u8]) -> Self {
+        let bytes = &buf[..header.total_len.min(buf.len())];
+        Self::validated_with(header, bytes, bytes.get(HEADER_LEN..).unwrap_or_default())
+    }
+
+    /// A batch validated before, its records (uncompressed) in `records`.
+    pub(crate) fn validated_with(header: BatchHeader, bytes: &'a [u8], records: &'a [u8]) -> Self {
         Self {
             header,
-            bytes: &buf[..header.total_len.min(buf.len())],
+            bytes,
+            records_bytes: records,
             max_create_timestamp: header.max_timestamp,
         }
     }
@@ -343,7 +412,7 @@ impl<'a> Batch<'a> {
     /// Walks the records: (offset delta, timestamp delta, key, value), or the first malformation.
     fn raw_records(&self) -> RawRecords<'a> {
         RawRecords {
-            rest: &self.bytes[HEADER_LEN..],
+            rest: self.records_bytes,
             index: 0,
             failed: false,
         }

@@ -27,6 +27,7 @@ pub mod record_bytes;
 pub mod varint;
 
 pub use batch::{Batch, BatchError, BatchHeader};
+pub use compression::Compression;
 pub use produced::{
     validate_produce, validate_produce_within, ProduceError, ProducedBatches, ProducerRun, Validated,
 };

@@ -6,10 +6,11 @@
 //! One walk per batch, its header parsed once: the header's rules (numbered from 0, not a
 //! control batch, all transactional or none, one producer in sequence), the CRC, every record's
 //! bounds, and a caller's own rule for keys, values and headers (the listener takes any bytes). A
-//! compressed batch (gzip, snappy, lz4, zstd) is decompressed within [`MAX_DECOMPRESSED`] and
-//! rewritten uncompressed — its header with the codec bits cleared, its records byte for byte,
-//! a new CRC — so the log stores every batch uncompressed and a record keeps the timestamp delta
-//! and headers its producer encoded.
+//! compressed batch (gzip, snappy, lz4, zstd) is decompressed within [`MAX_DECOMPRESSED`] to be
+//! walked, and kept as it came: the log stores the producer's compression, as Kafka does under
+//! `compression.type=producer`. A topic that names a codec (or `uncompressed`) has its batches
+//! rewritten to it at the append ([`ProducedBatches::convert`]): records byte for byte, a new
+//! header length, codec bits and CRC.
 
 use crate::batch::{
     self, Batch, BatchError, BatchHeader, ATTR_COMPRESSION, CRC_START, HEADER_LEN, LOG_OVERHEAD,
@@ -95,9 +96,10 @@ impl ProducedBatches {
     pub fn check(bytes: &[u8]) -> Result<Vec<BatchHeader>, BatchError> {
         let mut headers = Vec::new();
         let mut at = 0;
+        let mut scratch = Vec::new();
         while at < bytes.len() {
             let header = BatchHeader::parse(&bytes[at..])?;
-            Batch::parse_with_header(header, &bytes[at..], |_, _, _| Ok(()))?;
+            Batch::parse_any(header, &bytes[at..], &mut scratch, |_, _, _| Ok(()))?;
             if !numbered_from_zero(&header) {
                 return Err(BatchError::BadRecord {
                     index: headers.len(),
@@ -142,20 +144,89 @@ impl ProducedBatches {
         &mut self.bytes
     }
 
-    /// The validated batches, in order (not checked again).
-    pub fn batches(&self) -> impl Iterator<Item = Batch<'_>> + '_ {
+    /// Each validated batch, in order, its records readable whatever its compression (a
+    /// compressed one is decompressed again, within [`MAX_DECOMPRESSED`]: validated, it cannot
+    /// fail).
+    pub fn each_batch(&self, visit: &mut dyn FnMut(Batch<'_>)) {
         let mut at = 0;
-        self.headers.iter().map(move |h| {
-            let b = Batch::validated(*h, &self.bytes[at..]);
+        for h in &self.headers {
+            let bytes = &self.bytes[at..(at + h.total_len).min(self.bytes.len())];
             at += h.total_len;
-            b
-        })
+            if !h.is_compressed() {
+                visit(Batch::validated(*h, bytes));
+                continue;
+            }
+            let Some(codec) = Compression::from_attributes(h.attributes) else {
+                continue;
+            };
+            if let Ok(records) = compression::decompress_bounded(
+                &bytes[HEADER_LEN.min(bytes.len())..],
+                codec,
+                MAX_DECOMPRESSED,
+            ) {
+                visit(Batch::validated_with(*h, bytes, &records));
+            }
+        }
+    }
+
+    /// The codec each batch is stored in, in order.
+    pub fn codecs(&self) -> impl Iterator<Item = Compression> + '_ {
+        self.headers
+            .iter()
+            .map(|h| Compression::from_attributes(h.attributes).unwrap_or(Compression::None))
+    }
+
+    /// Rewrites every batch whose codec is not `to` in `to`, as a broker does for a topic whose
+    /// `compression.type` names a codec (or `uncompressed`): its records byte for byte, the
+    /// header's length, codec bits and CRC new. Batches already in `to` are kept as they are.
+    pub fn convert(&mut self, to: Compression) {
+        if self.codecs().all(|c| c == to) {
+            return;
+        }
+        let mut out = Vec::with_capacity(self.bytes.len());
+        let mut headers = Vec::with_capacity(self.headers.len());
+        let mut at = 0;
+        for h in &self.headers {
+            let one = &self.bytes[at..at + h.total_len];
+            at += h.total_len;
+            let from = Compression::from_attributes(h.attributes).unwrap_or(Compression::None);
+            if from == to {
+                out.extend_from_slice(one);
+                headers.push(*h);
+                continue;
+            }
+            // Validated: the records decompress within the bound.
+            let Ok(records) = compression::decompress_bounded(&one[HEADER_LEN..], from, MAX_DECOMPRESSED)
+            else {
+                out.extend_from_slice(one);
+                headers.push(*h);
+                continue;
+            };
+            let start = out.len();
+            write_batch(
+                &mut out,
+                &one[..HEADER_LEN],
+                h.attributes,
+                &compression::compress(&records, to),
+                to,
+            );
+            match BatchHeader::parse(&out[start..]) {
+                Ok(rewritten) => headers.push(rewritten),
+                Err(_) => {
+                    out.truncate(start);
+                    out.extend_from_slice(one);
+                    headers.push(*h);
+                }
+            }
+        }
+        self.bytes = BytesMut::from(&out[..]);
+        self.headers = headers;
     }
 
     /// The records of each batch, in order (offsets and timestamps are the log's to assign),
     /// for a log that keeps records rather than batches.
     pub fn for_each_batch(&self, visit: &mut dyn FnMut(&[NewRecord<'_>])) {
-        for b in self.batches() {
+        self.each_batch(&mut |b| {
             let records: Vec<NewRecord<'_>> = b
                 .records()
                 .map(|r| NewRecord {
@@ -167,7 +238,7 @@ impl ProducedBatches {
                 })
                 .collect();
             visit(&records);
-        }
+        });
     }
 
     /// Stamps every batch with its log append time `now` (the timestamp-type attribute,
@@ -221,9 +292,8 @@ where
 {
     let mut rules = HeaderRules::default();
     let mut headers = Vec::new();
-    // Once a batch came compressed, every batch is copied into a new buffer.
-    let mut rewritten: Option<Vec<u8>> = None;
-    let mut zstd = false;
+    let mut scratch = Vec::new();
+    let (mut compressed, mut zstd) = (false, false);
     // Batches whose header does not say what their records do (a `maxTimestamp` other than the
     // largest record timestamp, or the LogAppendTime bit a producer has no business setting):
     // where each starts in the kept bytes, and the timestamp it gets — as Kafka's validator
@@ -249,37 +319,23 @@ where
             b.header.count > 0
                 && (b.header.is_log_append_time() || b.header.max_timestamp != b.max_create_timestamp)
         };
-        if header.is_compressed() {
-            let out = rewritten.get_or_insert_with(|| bytes[..at].to_vec());
-            let start = out.len();
-            decompressed_into(out, &header, one)?;
-            let plain = BatchHeader::parse(&out[start..]).map_err(ProduceError::Corrupt)?;
-            let b = Batch::parse_with_header(plain, &out[start..], &mut *visit).map_err(refusal)?;
-            if wrong_time(&b) {
-                retimed.push((headers.len(), start, b.max_create_timestamp));
-            }
-            headers.push(plain);
-        } else {
-            let b = Batch::parse_with_header(header, one, &mut *visit).map_err(refusal)?;
-            let start = rewritten.as_ref().map_or(at, Vec::len);
-            if wrong_time(&b) {
-                retimed.push((headers.len(), start, b.max_create_timestamp));
-            }
-            if let Some(out) = &mut rewritten {
-                out.extend_from_slice(one);
-            }
-            headers.push(header);
+        compressed |= header.is_compressed();
+        if header.is_compressed() && Compression::from_attributes(header.attributes).is_none() {
+            return Err(ProduceError::Corrupt(BatchError::Compressed(
+                header.attributes & ATTR_COMPRESSION,
+            )));
         }
+        let b = Batch::parse_any(header, one, &mut scratch, &mut *visit).map_err(refusal)?;
+        if wrong_time(&b) {
+            retimed.push((headers.len(), at, b.max_create_timestamp));
+        }
+        headers.push(header);
         at = end;
     }
     if at == 0 {
         return Err(ProduceError::Framing("no records in the request"));
     }
-    let compressed = rewritten.is_some();
-    let mut bytes = match rewritten {
-        Some(v) => BytesMut::from(&v[..]),
-        None => own(bytes),
-    };
+    let mut bytes = own(bytes);
     for (index, start, max) in retimed {
         crate::batch::set_create_time(&mut bytes[start..], max).map_err(ProduceError::Corrupt)?;
         headers[index] = BatchHeader::parse(&bytes[start..]).map_err(ProduceError::Corrupt)?;
@@ -298,6 +354,8 @@ where
 fn refusal(e: BatchError) -> ProduceError {
     match e {
         BatchError::Refused { what, .. } => ProduceError::InvalidRecord(what),
+        BatchError::Decompress(DecompressError::TooLarge { limit }) => ProduceError::TooLarge { limit },
+        BatchError::Decompress(e) => ProduceError::CorruptCompressed(e),
         e => ProduceError::Corrupt(e),
     }
 }
@@ -358,38 +416,42 @@ impl HeaderRules {
     }
 }
 
-/// Appends `batch` (compressed, its header `h`) to `out` uncompressed: the CRC checked over the
-/// compressed bytes, the records decompressed within the bound, the header copied with the codec
-/// bits cleared, a new length and a new CRC.
-fn decompressed_into(out: &mut Vec<u8>, h: &BatchHeader, batch: &[u8]) -> Result<(), ProduceError> {
-    let computed = crc32c::crc32c(&batch[CRC_START..]);
-    if computed != h.crc {
-        return Err(ProduceError::Corrupt(BatchError::BadCrc {
-            stored: h.crc,
-            computed,
-        }));
+/// `plain` (one uncompressed batch) with its records replaced by `compressed` — the same records
+/// as `codec` compressed them — its length, codec bits and CRC written for them: how a replay
+/// gives a batch the bytes its producer's compressor wrote. `None` when `compressed` does not
+/// decompress (within [`MAX_DECOMPRESSED`]) to exactly `plain`'s records.
+pub fn with_compressed_records(plain: &[u8], codec: Compression, compressed: &[u8]) -> Option<Vec<u8>> {
+    let header = BatchHeader::parse(plain).ok()?;
+    if header.is_compressed() || plain.len() != header.total_len {
+        return None;
     }
-    let codec = Compression::from_attributes(h.attributes).ok_or(ProduceError::Corrupt(
-        BatchError::Compressed(h.attributes & ATTR_COMPRESSION),
-    ))?;
-    let records = compression::decompress_bounded(&batch[HEADER_LEN..], codec, MAX_DECOMPRESSED).map_err(
-        |e| match e {
-            DecompressError::TooLarge { limit } => ProduceError::TooLarge { limit },
-            e => ProduceError::CorruptCompressed(e),
-        },
-    )?;
+    let records = compression::decompress_bounded(compressed, codec, MAX_DECOMPRESSED).ok()?;
+    if records != plain[HEADER_LEN..] {
+        return None;
+    }
+    let mut out = Vec::with_capacity(HEADER_LEN + compressed.len());
+    write_batch(
+        &mut out,
+        &plain[..HEADER_LEN],
+        header.attributes,
+        compressed,
+        codec,
+    );
+    Some(out)
+}
+
+/// Appends a batch to `out`: the 61-byte `header` given, its records `records` (already in
+/// `codec`), the length, codec bits and CRC written for them.
+fn write_batch(out: &mut Vec<u8>, header: &[u8], attributes: i16, records: &[u8], codec: Compression) {
     let start = out.len();
-    out.extend_from_slice(&batch[..HEADER_LEN]);
-    out.extend_from_slice(&records);
-    let length = out.len() - start - LOG_OVERHEAD;
-    let length = i32::try_from(length).map_err(|_| ProduceError::TooLarge {
-        limit: MAX_DECOMPRESSED,
-    })?;
+    out.extend_from_slice(header);
+    out.extend_from_slice(records);
+    let length = (out.len() - start - LOG_OVERHEAD) as i32;
     out[start + 8..start + 12].copy_from_slice(&length.to_be_bytes());
-    out[start + 21..start + 23].copy_from_slice(&(h.attributes & !ATTR_COMPRESSION).to_be_bytes());
+    let attributes = (attributes & !ATTR_COMPRESSION) | codec.attribute();
+    out[start + 21..start + 23].copy_from_slice(&attributes.to_be_bytes());
     let crc = crc32c::crc32c(&out[start + CRC_START..]);
     out[start + 17..start + 21].copy_from_slice(&crc.to_be_bytes());
-    Ok(())
 }
 
 #[cfg(test)]
@@ -431,45 +493,68 @@ mod tests {
     }
 
     fn fields(v: &ProducedBatches) -> Vec<(i64, Option<Vec<u8>>, Vec<u8>)> {
-        v.batches()
-            .flat_map(|b| {
+        let mut out = Vec::new();
+        v.each_batch(&mut |b| {
+            out.extend(
                 b.records()
-                    .map(|r| (r.timestamp, r.key.map(<[u8]>::to_vec), r.headers.to_vec()))
-                    .collect::<Vec<_>>()
-            })
-            .collect()
+                    .map(|r| (r.timestamp, r.key.map(<[u8]>::to_vec), r.headers.to_vec())),
+            );
+        });
+        out
     }
 
     fn accept_all(_: Option<&[u8]>, _: Option<&[u8]>, _: &[u8]) -> Result<(), &'static str> {
         Ok(())
     }
 
-    /// A compressed batch beside a plain one: both kept, the compressed one rewritten
-    /// uncompressed with every record's timestamp, key and headers as the producer wrote them.
+    /// A compressed batch beside a plain one: both kept as they came (the producer's
+    /// compression, as `compression.type=producer` keeps it), their records readable with every
+    /// timestamp, key and header as the producer wrote them; converted to `uncompressed`, the
+    /// compressed one is rewritten record for record, and to gzip the plain one is compressed.
     #[test]
-    fn a_compressed_batch_is_rewritten_uncompressed_record_for_record() {
+    fn a_compressed_batch_is_kept_and_converted_record_for_record() {
         let h = crate::headers::encode([(&b"trace"[..], Some(&b"t-1"[..]))].into_iter());
         let first = plain(&[record(1_000, b"a", b"1", &[]), record(1_007, b"b", b"2", &h)]);
         let second = plain(&[record(2_000, b"c", b"3", &h)]);
         let mut request = first.clone();
         request.extend_from_slice(&gzipped(&second));
-        let v = validate_produce(Bytes::from(request), &mut accept_all).expect("valid");
+        let v = validate_produce(Bytes::from(request.clone()), &mut accept_all).expect("valid");
         assert!(v.compressed && !v.transactional);
-        assert_eq!(v.batches.headers().len(), 2);
-        assert!(v.batches.headers().iter().all(|h| !h.is_compressed()));
+        assert_eq!(v.batches.bytes(), &request[..], "both batches, byte for byte");
+        assert_eq!(
+            v.batches.codecs().collect::<Vec<_>>(),
+            [Compression::None, Compression::Gzip]
+        );
+        let fields_sent = vec![
+            (1_000, Some(b"a".to_vec()), Vec::new()),
+            (1_007, Some(b"b".to_vec()), h.clone()),
+            (2_000, Some(b"c".to_vec()), h),
+        ];
+        assert_eq!(fields(&v.batches), fields_sent);
+        // What the validator kept validates again as it is.
+        let mut kept = ProducedBatches::validate(v.batches.into_bytes()).expect("valid again");
+        assert_eq!(fields(&kept), fields_sent);
+
+        let mut plain_too = ProducedBatches::validate(request.clone()).expect("valid");
+        plain_too.convert(Compression::None);
         let mut expected = first;
         expected.extend_from_slice(&second);
-        assert_eq!(v.batches.bytes(), &expected[..], "the plain batch, byte for byte");
         assert_eq!(
-            fields(&v.batches),
-            vec![
-                (1_000, Some(b"a".to_vec()), Vec::new()),
-                (1_007, Some(b"b".to_vec()), h.clone()),
-                (2_000, Some(b"c".to_vec()), h),
-            ]
+            plain_too.bytes(),
+            &expected[..],
+            "uncompressed, record for record"
         );
-        // What the validator built validates again as it is.
-        assert!(ProducedBatches::validate(v.batches.into_bytes()).is_ok());
+        for codec in [
+            Compression::Gzip,
+            Compression::Snappy,
+            Compression::Lz4,
+            Compression::Zstd,
+        ] {
+            kept.convert(codec);
+            assert!(kept.codecs().all(|c| c == codec), "{codec}");
+            let again = ProducedBatches::validate(kept.bytes().to_vec()).expect("valid after the rewrite");
+            assert_eq!(fields(&again), fields_sent, "{codec}");
+        }
     }
 
     #[test]
@@ -614,7 +699,7 @@ mod retime_tests {
         let mut two = honest.clone();
         two.extend_from_slice(&lying);
         let v = validate_produce(Bytes::from(two), &mut |_, _, _| Ok(())).expect("valid");
-        for h in v.batches.batches().map(|b| b.header) {
+        for h in v.batches.headers() {
             assert!(!h.is_log_append_time());
             assert_eq!(h.max_timestamp, 9_000);
         }

@@ -5,9 +5,9 @@
 
 use offsetlab_engine::consumer::{Assignor, ConsumerConfig};
 use offsetlab_engine::group::ExternalMember;
-use offsetlab_engine::lab::{ProduceSpec, ResetSpec, SentRecord};
+use offsetlab_engine::lab::{BatchPacking, ProduceSpec, ResetSpec, SentRecord};
 use offsetlab_engine::log::config::CleanupPolicy;
-use offsetlab_engine::log::{TimestampType, TopicConfig};
+use offsetlab_engine::log::{Compression, CompressionType, TimestampType, TopicConfig};
 use offsetlab_engine::record::RecordBytes;
 use offsetlab_engine::record::TopicPartition;
 use offsetlab_engine::sink::SinkKind;
@@ -166,6 +166,7 @@ fn topic_config() -> impl Strategy<Value = TopicConfig> {
         duration(),
         any::<bool>(),
         1..=u32::MAX,
+        compression_type(),
     )
         .prop_map(
             |(
@@ -179,6 +180,7 @@ fn topic_config() -> impl Strategy<Value = TopicConfig> {
                 delete_retention_ms,
                 log_append_time,
                 min_insync_replicas,
+                compression_type,
             )| {
                 TopicConfig {
                     partitions,
@@ -199,9 +201,18 @@ fn topic_config() -> impl Strategy<Value = TopicConfig> {
                         TimestampType::CreateTime
                     },
                     min_insync_replicas,
+                    compression_type,
                 }
             },
         )
+}
+
+fn compression_type() -> impl Strategy<Value = CompressionType> {
+    proptest::sample::select(CompressionType::ALL.to_vec())
+}
+
+fn codec() -> impl Strategy<Value = Compression> {
+    proptest::sample::select(Compression::ALL.to_vec())
 }
 
 fn consumer_config() -> BoxedStrategy<ConsumerConfig> {
@@ -366,8 +377,18 @@ fn command() -> impl Strategy<Value = Command> {
                 },
             })
         });
-    let send = (text(), partition(), records(), any::<bool>(), text()).prop_map(
-        |(topic, partition, records, split, client)| {
+    let send = (
+        text(),
+        partition(),
+        records(),
+        any::<bool>(),
+        text(),
+        codec(),
+        proptest::option::of(proptest::collection::vec(any::<u8>(), 0..64)),
+    )
+        .prop_map(|(topic, partition, records, split, client, codec, compressed)| {
+            // Compressed bytes go with a codec, on a line of one batch.
+            let compressed = compressed.filter(|_| codec != Compression::None && !split);
             let batches = if split && records.len() > 1 {
                 vec![1, records.len() - 1]
             } else {
@@ -379,9 +400,9 @@ fn command() -> impl Strategy<Value = Command> {
                 records,
                 batches,
                 client,
+                packing: BatchPacking { codec, compressed },
             })
-        },
-    );
+        });
     let stored = (
         text(),
         partition(),
@@ -558,9 +579,16 @@ fn command() -> impl Strategy<Value = Command> {
             proptest::option::of(duration()),
             proptest::option::of(any::<bool>()),
             proptest::option::of(1..=u32::MAX),
+            proptest::option::of(compression_type()),
         )
-            .prop_filter("a line names one setting at least", |(_, a, b, c, d, e, g)| {
-                a.is_some() || b.is_some() || c.is_some() || d.is_some() || e.is_some() || g.is_some()
+            .prop_filter("a line names one setting at least", |(_, a, b, c, d, e, g, h)| {
+                a.is_some()
+                    || b.is_some()
+                    || c.is_some()
+                    || d.is_some()
+                    || e.is_some()
+                    || g.is_some()
+                    || h.is_some()
             })
             .prop_map(
                 |(
@@ -571,6 +599,7 @@ fn command() -> impl Strategy<Value = Command> {
                     delete_retention_ms,
                     log_append,
                     min_insync_replicas,
+                    compression_type,
                 )| {
                     Command::AlterTopic(AlterTopic {
                         topic,
@@ -592,6 +621,7 @@ fn command() -> impl Strategy<Value = Command> {
                             }
                         }),
                         min_insync_replicas,
+                        compression_type,
                     })
                 }
             ),

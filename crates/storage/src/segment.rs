@@ -55,6 +55,8 @@ pub struct BatchCursor {
     /// Index in `buf` of the next batch.
     next: usize,
     chunk: usize,
+    /// The records of the last batch handed out, decompressed, when it is stored compressed.
+    plain: Vec<u8>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -74,6 +76,7 @@ impl BatchCursor {
             buf_pos: from,
             next: 0,
             chunk: chunk.max(HEADER_LEN),
+            plain: Vec::new(),
         }
     }
 
@@ -113,12 +116,15 @@ impl BatchCursor {
         self.fill(header.total_len)?;
         let start = self.next;
         self.next += header.total_len;
-        // The header read once: the batch is validated against it.
-        let batch =
-            Batch::parse_with_header(header, &self.buf[start..start + header.total_len], |_, _, _| {
-                Ok(())
-            })
-            .map_err(|error| CursorError::Batch { position, error })?;
+        // The header read once: the batch is validated against it. A batch its producer
+        // compressed is stored so; its records are read from their decompressed copy.
+        let batch = Batch::parse_any(
+            header,
+            &self.buf[start..start + header.total_len],
+            &mut self.plain,
+            |_, _, _| Ok(()),
+        )
+        .map_err(|error| CursorError::Batch { position, error })?;
         Ok(Some((position, batch)))
     }
 

@@ -61,13 +61,14 @@ pub(crate) fn set_config(c: &mut TopicConfig, name: &str, value: &str) -> Result
         "segment.ms" => c.segment_ms = duration(positive(long()?)?)?,
         "delete.retention.ms" => c.delete_retention_ms = duration(long()?.max(0))?,
         "message.timestamp.type" => c.message_timestamp_type = value.parse()?,
+        "compression.type" => c.compression_type = value.parse()?,
         "min.insync.replicas" => c.min_insync_replicas = match long()? {
             v if (1..=i64::from(u32::MAX)).contains(&v) => v as u32,
             _ => return Err("min.insync.replicas must be at least 1".into()),
         },
         other => {
             return Err(format!(
-                "the lab does not model '{other}' (it knows cleanup.policy, retention.ms, retention.bytes, segment.bytes, segment.ms, delete.retention.ms, message.timestamp.type, min.insync.replicas)"
+                "the lab does not model '{other}' (it knows cleanup.policy, retention.ms, retention.bytes, segment.bytes, segment.ms, delete.retention.ms, message.timestamp.type, compression.type, min.insync.replicas)"
             ))
         }
     }
@@ -215,7 +216,7 @@ mod tests {
                 topic("new", 3, &[("retention.ms", "3600000")]),
                 topic("orders", 1, &[]),
                 topic("zero", 0, &[]),
-                topic("x", 1, &[("compression.type", "gzip")]),
+                topic("x", 1, &[("compression.type", "brotli")]),
                 topic("long", 1, &[("segment.ms", "9223372036854775807")]),
                 topic("new", 1, &[]),
             ],

@@ -36,7 +36,7 @@ const TYPE_LIST: i8 = 7;
 type Value = fn(&TopicConfig) -> String;
 
 /// The topic configs the lab models: name, type, value.
-const TOPIC_CONFIGS: [(&str, i8, Value); 8] = [
+const TOPIC_CONFIGS: [(&str, i8, Value); 9] = [
     ("cleanup.policy", TYPE_LIST, |c| c.cleanup_policy.to_string()),
     ("retention.ms", TYPE_LONG, |c| unlimited(c.retention_ms)),
     ("retention.bytes", TYPE_LONG, |c| {
@@ -52,6 +52,9 @@ const TOPIC_CONFIGS: [(&str, i8, Value); 8] = [
     }),
     ("min.insync.replicas", TYPE_INT, |c| {
         c.min_insync_replicas.to_string()
+    }),
+    ("compression.type", TYPE_STRING, |c| {
+        c.compression_type.to_string()
     }),
 ];
 
@@ -281,10 +284,16 @@ mod tests {
     #[test]
     fn a_topic_describes_its_own_configs_apart_from_kafkas_defaults() {
         let b = broker();
-        let lines = vec!["topic audit cleanup.policy=compact".to_string()];
+        let lines = vec!["topic audit cleanup.policy=compact compression.type=zstd".to_string()];
         b.lab.lock().apply_lines(&lines).expect("topic");
         let audit = describe(&b, RESOURCE_TOPIC, "audit", None);
         assert_eq!(value(&audit, "cleanup.policy"), Some(("compact", SOURCE_TOPIC)));
+        assert_eq!(value(&audit, "compression.type"), Some(("zstd", SOURCE_TOPIC)));
+        let orders = describe(&b, RESOURCE_TOPIC, "orders", None);
+        assert_eq!(
+            value(&orders, "compression.type"),
+            Some(("producer", SOURCE_DEFAULT))
+        );
         assert_eq!(value(&audit, "retention.ms"), Some(("604800000", SOURCE_DEFAULT)));
         assert_eq!(
             describe(&b, RESOURCE_TOPIC, "nothing", None).error_code,

@@ -20,8 +20,29 @@ const MAX_FETCH_WAIT: Duration = Duration::from_millis(500);
 /// Records a fetch hands out per partition at most.
 const MAX_FETCH_RECORDS: usize = 5_000;
 
+/// Fetch v10 is the first a client that reads zstd sends (KIP-110): an older fetch of a zstd
+/// batch is answered UNSUPPORTED_COMPRESSION_TYPE, as Kafka answers it.
+const FIRST_ZSTD_FETCH: i16 = 10;
+
+/// Whether any batch in `bytes` (back to back) is compressed with zstd.
+fn holds_zstd(bytes: &[u8]) -> bool {
+    let mut at = 0;
+    while let Some(h) = bytes
+        .get(at..)
+        .and_then(|b| offsetlab_records::BatchHeader::parse(b).ok())
+    {
+        if offsetlab_records::Compression::from_attributes(h.attributes)
+            == Some(offsetlab_records::Compression::Zstd)
+        {
+            return true;
+        }
+        at += h.total_len;
+    }
+    false
+}
+
 /// The fetch response and how many bytes of record batches it carries.
-fn fetch(s: &Session, r: &FetchRequest) -> (FetchResponse, usize) {
+fn fetch(s: &Session, r: &FetchRequest, version: i16) -> (FetchResponse, usize) {
     let lab = s.lab();
     let level = isolation(r.isolation_level);
     let mut total = 0;
@@ -96,6 +117,9 @@ fn fetch(s: &Session, r: &FetchRequest) -> (FetchResponse, usize) {
                             .read_batches(p.fetch_offset, upper, budget, &mut raw)
                             .is_some()
                         {
+                            if version < FIRST_ZSTD_FETCH && holds_zstd(&raw) {
+                                return base.with_error_code(UNSUPPORTED_COMPRESSION_TYPE);
+                            }
                             total += raw.len();
                             return base.with_records(Some(Bytes::from(raw)));
                         }
@@ -152,13 +176,13 @@ fn encoded(
 /// Fetch: answered once `min.bytes` of record batches are ready (control batches count: they
 /// move a read_committed client past a transaction's end), or after `max.wait.ms` — capped at
 /// [`MAX_FETCH_WAIT`] — with what there is then.
-pub(crate) async fn handle(broker: &Arc<Broker>, r: FetchRequest) -> Option<FetchResponse> {
+pub(crate) async fn handle(broker: &Arc<Broker>, r: FetchRequest, version: i16) -> Option<FetchResponse> {
     let wait = Duration::from_millis(u64::try_from(r.max_wait_ms).unwrap_or(0)).min(MAX_FETCH_WAIT);
     let min_bytes = usize::try_from(r.min_bytes).unwrap_or(1).max(1);
     let r = Arc::new(r);
     let look = |r: &Arc<FetchRequest>| {
         let (lab, r) = (broker.lab.clone(), Arc::clone(r));
-        tokio::task::spawn_blocking(move || fetch(&lab.lock(), &r))
+        tokio::task::spawn_blocking(move || fetch(&lab.lock(), &r, version))
     };
     let (first, bytes) = look(&r).await.ok()?;
     if bytes >= min_bytes || wait.is_zero() {
@@ -203,7 +227,7 @@ mod tests {
     #[test]
     fn records_from_the_fetch_position_with_the_partitions_offsets() {
         let b = broker();
-        let (r, bytes) = fetch(&b.lab.lock(), &request(5, 0));
+        let (r, bytes) = fetch(&b.lab.lock(), &request(5, 0), 11);
         let p = &r.responses[0].partitions[0];
         assert_eq!(
             (p.error_code, p.high_watermark, p.log_start_offset),
@@ -233,27 +257,27 @@ mod tests {
             r.topics[0].topic_id = offsetlab_wire::Uuid::from_bytes(id);
             r
         };
-        let (r, _) = fetch(&b.lab.lock(), &by_id(id));
+        let (r, _) = fetch(&b.lab.lock(), &by_id(id), 11);
         let p = &r.responses[0].partitions[0];
         assert_eq!((p.error_code, offsets(p).len()), (NONE, 5));
         assert_eq!(r.responses[0].topic_id.as_bytes(), &id);
         apply(&["delete-topic clicks", "topic clicks", "produce clicks count=3"]);
-        let (r, _) = fetch(&b.lab.lock(), &by_id(id));
+        let (r, _) = fetch(&b.lab.lock(), &by_id(id), 11);
         assert_eq!(r.responses[0].partitions[0].error_code, UNKNOWN_TOPIC_ID);
         let new = b.lab.lock().lab().topic_id_of("clicks").expect("an id");
         assert_ne!(new, id, "a topic created again has a new id");
-        let (r, _) = fetch(&b.lab.lock(), &by_id(new));
+        let (r, _) = fetch(&b.lab.lock(), &by_id(new), 11);
         assert_eq!(offsets(&r.responses[0].partitions[0]).len(), 3);
     }
 
     #[test]
     fn an_unknown_partition_and_a_position_past_the_end_are_errors() {
         let b = broker();
-        let (r, _) = fetch(&b.lab.lock(), &request(99, 0));
+        let (r, _) = fetch(&b.lab.lock(), &request(99, 0), 11);
         assert_eq!(r.responses[0].partitions[0].error_code, OFFSET_OUT_OF_RANGE);
         let mut unknown = request(0, 0);
         unknown.topics[0].topic = TopicName(name("nope"));
-        let (r, _) = fetch(&b.lab.lock(), &unknown);
+        let (r, _) = fetch(&b.lab.lock(), &unknown, 11);
         assert_eq!(
             r.responses[0].partitions[0].error_code,
             UNKNOWN_TOPIC_OR_PARTITION

@@ -3,7 +3,8 @@
 //! A Produce request's batches are checked whole before anything changes, by the produce
 //! validator of `offsetlab_records` (each header read once; CRC-32C, every record's bounds,
 //! offsets numbered from 0; a compressed batch — gzip, snappy, lz4, zstd — decompressed within a
-//! bound and rewritten uncompressed: the lab stores records uncompressed). Each partition's batches go to the session as
+//! bound to be walked, and kept compressed as it came, unless the topic's `compression.type`
+//! names a codec to rewrite it in). Each partition's batches go to the session as
 //! they are ([`Change::Produced`]; a transaction's records as `txn-send` lines) and the whole
 //! request is one batch of changes, applied all-or-nothing under the session's lock: the log
 //! appends the batches in place — with their producer's timestamps, or stamped with the lab's

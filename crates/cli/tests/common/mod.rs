@@ -196,3 +196,55 @@ pub fn first_timestamp(addr: &str, topic: &str) -> i64 {
         .and_then(|v| v["records"][0]["timestamp"].as_i64())
         .unwrap_or_else(|| panic!("no first record of {topic}: {res}"))
 }
+
+/// Partition 0 of `topic` as a Fetch (v11) hands it out: the stored batches, byte for byte.
+#[allow(dead_code)] // not every test binary fetches
+pub fn fetched(kafka: &str, topic: &str) -> Vec<u8> {
+    let (code, bytes) = fetch_at(kafka, topic, 11);
+    assert_eq!(code, 0, "fetch of {topic}");
+    bytes
+}
+
+/// A Fetch of `version` for partition 0 of `topic` from offset 0: its error code and batches.
+#[allow(dead_code)]
+pub fn fetch_at(kafka: &str, topic: &str, version: i16) -> (i16, Vec<u8>) {
+    use offsetlab_wire::kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    use offsetlab_wire::kafka_protocol::messages::{
+        ApiKey, FetchRequest, RequestKind, ResponseKind, TopicName,
+    };
+    use offsetlab_wire::kafka_protocol::protocol::StrBytes;
+    let mut s = TcpStream::connect(kafka).expect("connect");
+    let request = FetchRequest::default()
+        .with_max_wait_ms(0)
+        .with_min_bytes(1)
+        .with_max_bytes(i32::MAX)
+        .with_topics(vec![FetchTopic::default()
+            .with_topic(TopicName(StrBytes::from_string(topic.to_string())))
+            .with_partitions(vec![FetchPartition::default()
+                .with_partition(0)
+                .with_fetch_offset(0)
+                .with_partition_max_bytes(i32::MAX)])]);
+    let ResponseKind::Fetch(response) = call(&mut s, ApiKey::Fetch, version, 1, &RequestKind::Fetch(request))
+    else {
+        panic!("not a Fetch response");
+    };
+    let p = &response.responses[0].partitions[0];
+    (
+        p.error_code,
+        p.records.as_ref().map(|b| b.to_vec()).unwrap_or_default(),
+    )
+}
+
+/// The codec of each batch in `bytes` (as a Fetch carries them).
+#[allow(dead_code)]
+pub fn codecs(bytes: &[u8]) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let h = offsetlab_records::BatchHeader::parse(&bytes[at..]).expect("a batch");
+        let codec = offsetlab_records::Compression::from_attributes(h.attributes).expect("a codec");
+        out.push(codec.name());
+        at += h.total_len;
+    }
+    out
+}

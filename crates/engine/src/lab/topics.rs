@@ -3,11 +3,11 @@
 use super::{Lab, Topic};
 use crate::error::LabError;
 use crate::log::partitioner::partition_for_key;
-use crate::log::{EncodedAppend, PartitionLog, TimestampType, TopicConfig};
+use crate::log::{BatchShape, EncodedAppend, PartitionLog, TimestampType, TopicConfig};
 use crate::narrative::EventKind;
 use crate::order;
 use crate::record::{NewRecord, Offset, RecordBytes};
-use offsetlab_records::ProducedBatches;
+use offsetlab_records::{Compression, ProducedBatches};
 use std::collections::{BTreeMap, HashMap};
 
 /// The largest number of records one `produce` may write (a guard against typos, not a limit of
@@ -305,7 +305,7 @@ impl Lab {
         ) != (c.partitions, c.segment_records, c.segment_bytes, c.segment_ms)
         {
             return Err(LabError::InvalidArgument(format!(
-                "topic {topic}: partitions and segment settings are fixed when the lab creates a topic; alter retention.ms, retention.bytes, cleanup.policy, delete.retention.ms, message.timestamp.type or min.insync.replicas"
+                "topic {topic}: partitions and segment settings are fixed when the lab creates a topic; alter retention.ms, retention.bytes, cleanup.policy, delete.retention.ms, message.timestamp.type, compression.type or min.insync.replicas"
             )));
         }
         let old = std::mem::replace(&mut t.config, config);
@@ -350,6 +350,12 @@ impl Lab {
             changes.push(format!(
                 "message.timestamp.type {} → {} (for records appended from now on)",
                 old.message_timestamp_type, new.message_timestamp_type
+            ));
+        }
+        if old.compression_type != new.compression_type {
+            changes.push(format!(
+                "compression.type {} → {} (for batches appended from now on)",
+                old.compression_type, new.compression_type
             ));
         }
         let said = if changes.is_empty() {
@@ -476,18 +482,29 @@ impl Lab {
         records: &[SentRecord],
         client: &str,
     ) -> Result<(Offset, Offset), LabError> {
-        self.send_batches(topic, partition, records, &[records.len()], client)
+        self.send_batches(
+            topic,
+            partition,
+            records,
+            &[records.len()],
+            &BatchPacking::default(),
+            client,
+        )
     }
 
     /// [`Lab::send`] of records that came as several producer batches, of `batches` records
-    /// each, in order: each is appended whole (a segment rolls between batches, never inside
-    /// one), so a replayed session lays its segments out as the client's batches did.
+    /// each, in order, compressed as `packing` says: each is appended whole (a segment rolls
+    /// between batches, never inside one) and compressed as it came — with the producer's own
+    /// compressed bytes when the line carries them (one batch), checked to decompress to the
+    /// records — or in the topic's `compression.type` when that names a codec, so a replayed
+    /// session lays its segments out as the client's batches did, byte for byte.
     pub fn send_batches(
         &mut self,
         topic: &str,
         partition: i32,
         records: &[SentRecord],
         batches: &[usize],
+        packing: &BatchPacking,
         client: &str,
     ) -> Result<(Offset, Offset), LabError> {
         let now = self.clock.now();
@@ -503,7 +520,17 @@ impl Lab {
                 records.len()
             )));
         }
-        let (log, stamp) = self.client_partition(topic, partition)?;
+        if packing.compressed.is_some() && (batches.len() != 1 || packing.codec == Compression::None) {
+            return Err(LabError::InvalidArgument(
+                "send: compressed records come with compression=CODEC, for one batch".into(),
+            ));
+        }
+        let (log, stamp, compression) = self.client_partition(topic, partition)?;
+        // A topic that names a codec has every batch in it (the producer's bytes are not kept).
+        let (codec, compressed) = match compression.codec() {
+            Some(c) if c != packing.codec => (c, None),
+            _ => (packing.codec, packing.compressed.as_deref()),
+        };
         let mut first = None;
         let mut rest = records;
         for &n in batches {
@@ -521,10 +548,15 @@ impl Lab {
                     headers,
                 })
                 .collect();
-            let at = match sent.first().and_then(|r| r.batch_timestamp) {
-                Some(base) => log.append_whole_based(&batch, base, now, stamp),
-                None => log.append_whole(&batch, now, stamp),
+            let shape = BatchShape {
+                base_timestamp: sent.first().and_then(|r| r.batch_timestamp),
+                codec,
+                compressed,
             };
+            if let Some(bytes) = compressed {
+                check_compressed(&batch, &shape, bytes)?;
+            }
+            let at = log.append_shaped(&batch, &shape, now, stamp);
             first.get_or_insert(at);
         }
         let first = first.unwrap_or_default();
@@ -549,7 +581,11 @@ impl Lab {
                 "send carries at least one record".into(),
             ));
         }
-        let (log, stamp) = self.client_partition(topic, partition)?;
+        let (log, stamp, compression) = self.client_partition(topic, partition)?;
+        // A topic that names a codec has every batch rewritten in it, as Kafka's broker does.
+        if let Some(codec) = compression.codec() {
+            batches.convert(codec);
+        }
         let appended = log
             .append_encoded(batches, now, stamp)
             .map_err(LabError::InvalidArgument)?;
@@ -569,12 +605,20 @@ impl Lab {
 
     /// The log a client may write to: an existing partition of a topic that is not one of
     /// Kafka's internal ones.
-    /// A partition real clients write to, and its topic's `message.timestamp.type`.
+    /// A partition real clients write to, and its topic's `message.timestamp.type` and
+    /// `compression.type`.
     fn client_partition(
         &mut self,
         topic: &str,
         partition: i32,
-    ) -> Result<(&mut Box<dyn PartitionLog>, TimestampType), LabError> {
+    ) -> Result<
+        (
+            &mut Box<dyn PartitionLog>,
+            TimestampType,
+            crate::log::CompressionType,
+        ),
+        LabError,
+    > {
         if crate::names::is_internal_topic(topic) {
             return Err(LabError::internal_topic(topic, ": clients cannot write to it"));
         }
@@ -587,8 +631,8 @@ impl Lab {
                 partitions: n_parts as usize,
             });
         }
-        let stamp = t.config.message_timestamp_type;
-        Ok((&mut t.partitions[partition as usize], stamp))
+        let (stamp, compression) = (t.config.message_timestamp_type, t.config.compression_type);
+        Ok((&mut t.partitions[partition as usize], stamp, compression))
     }
 
     /// Tells the narrative about `n` records a client sent, from `first`; their offset range.
@@ -613,5 +657,31 @@ impl Lab {
             ),
         );
         (first, last)
+    }
+}
+
+/// How a `send` line's batches were compressed: the codec, and — for a line of one batch — the
+/// compressed records as the producer's compressor wrote them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BatchPacking {
+    pub codec: Compression,
+    pub compressed: Option<Vec<u8>>,
+}
+
+/// Refuses compressed bytes that are not the line's records: they must decompress to exactly
+/// the records as the log encodes them, or the log would serve other records than the lab shows.
+fn check_compressed(records: &[NewRecord<'_>], shape: &BatchShape<'_>, bytes: &[u8]) -> Result<(), LabError> {
+    let mut plain = Vec::new();
+    let base = shape
+        .base_timestamp
+        .or_else(|| records.first().map(|r| r.timestamp))
+        .unwrap_or_default();
+    offsetlab_records::batch::encode_consecutive_based(&mut plain, 0, records, -1, base);
+    match offsetlab_records::produced::with_compressed_records(&plain, shape.codec, bytes) {
+        Some(_) => Ok(()),
+        None => Err(LabError::InvalidArgument(format!(
+            "send: compressed= does not {} decompress to the records the line spells out",
+            shape.codec
+        ))),
     }
 }

@@ -28,6 +28,44 @@ pub enum TimestampType {
 
 spelled!(TimestampType, "message.timestamp.type", { CreateTime => "CreateTime", LogAppendTime => "LogAppendTime" });
 
+/// `compression.type`: the codec the log keeps a topic's batches in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum CompressionType {
+    /// Each batch as its producer compressed it (Kafka's default).
+    #[default]
+    Producer,
+    Uncompressed,
+    Gzip,
+    Snappy,
+    Lz4,
+    Zstd,
+}
+
+spelled!(CompressionType, "compression.type", {
+    Producer => "producer",
+    Uncompressed => "uncompressed",
+    Gzip => "gzip",
+    Snappy => "snappy",
+    Lz4 => "lz4",
+    Zstd => "zstd",
+});
+
+impl CompressionType {
+    /// The codec every batch is rewritten in; `None` keeps the producer's.
+    pub fn codec(self) -> Option<offsetlab_records::Compression> {
+        use offsetlab_records::Compression as C;
+        Some(match self {
+            Self::Producer => return None,
+            Self::Uncompressed => C::None,
+            Self::Gzip => C::Gzip,
+            Self::Snappy => C::Snappy,
+            Self::Lz4 => C::Lz4,
+            Self::Zstd => C::Zstd,
+        })
+    }
+}
+
 /// Kafka's defaults: 7 days of retention by time, none by size, 1 GiB and 7-day segments.
 pub const DEFAULT_RETENTION_MS: Millis = 7 * 24 * 3_600_000;
 pub const DEFAULT_SEGMENT_BYTES: usize = 1 << 30;
@@ -59,6 +97,10 @@ pub struct TopicConfig {
     /// makes every `acks=all` produce NOT_ENOUGH_REPLICAS, as on a one-broker Kafka.
     #[serde(default = "one")]
     pub min_insync_replicas: u32,
+    /// `compression.type`: real clients' batches kept in their producer's codec, or rewritten in
+    /// the one named here. (The lab's own `produce` writes its orders uncompressed.)
+    #[serde(default)]
+    pub compression_type: CompressionType,
 }
 
 fn one() -> u32 {
@@ -78,6 +120,7 @@ impl Default for TopicConfig {
             delete_retention_ms: DEFAULT_DELETE_RETENTION_MS,
             message_timestamp_type: TimestampType::CreateTime,
             min_insync_replicas: 1,
+            compression_type: CompressionType::Producer,
         }
     }
 }

@@ -13,10 +13,11 @@ pub mod memory;
 pub mod partitioner;
 mod segment;
 
-pub use config::{CleanupPolicy, TimestampType, TopicConfig};
+pub use config::{CleanupPolicy, CompressionType, TimestampType, TopicConfig};
 
 use crate::clock::Millis;
 use crate::record::{NewRecord, Offset, RecordRef};
+pub use offsetlab_records::Compression;
 use offsetlab_records::ProducedBatches;
 use serde::{Deserialize, Serialize};
 
@@ -58,13 +59,14 @@ pub trait PartitionLog: Send {
     /// records keep theirs.
     fn append_whole(&mut self, records: &[NewRecord<'_>], now: Millis, stamp: TimestampType) -> Offset;
 
-    /// [`PartitionLog::append_whole`] for a batch whose base timestamp its producer chose (not
-    /// always its first record's): a log that keeps the wire format encodes the records'
-    /// timestamps against it, so the batch takes the bytes it took when the producer sent it.
-    fn append_whole_based(
+    /// [`PartitionLog::append_whole`] for a batch its producer shaped ([`BatchShape`]): a log
+    /// that keeps the wire format encodes the records' timestamps against the producer's base
+    /// and compresses them as it did — its very bytes when the shape has them — so the batch
+    /// takes the bytes it had when the producer sent it (a replayed `send` line).
+    fn append_shaped(
         &mut self,
         records: &[NewRecord<'_>],
-        _base_timestamp: i64,
+        _shape: &BatchShape<'_>,
         now: Millis,
         stamp: TimestampType,
     ) -> Offset {
@@ -169,6 +171,19 @@ pub trait PartitionLog: Send {
     fn close(&mut self) -> Result<(), String> {
         Ok(())
     }
+}
+
+/// How a producer shaped a batch: what a replayed `send` line tells the log so the batch takes
+/// the bytes it had ([`PartitionLog::append_shaped`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BatchShape<'a> {
+    /// The base timestamp the producer chose (some take the earliest record's, not the first's).
+    pub base_timestamp: Option<i64>,
+    /// The codec it compressed the records with.
+    pub codec: Compression,
+    /// The compressed records as its compressor wrote them (the bytes after the batch header),
+    /// checked to decompress to the records ([`Lab::send_batches`](crate::Lab::send_batches)).
+    pub compressed: Option<&'a [u8]>,
 }
 
 /// Where [`PartitionLog::append_encoded`] put a client's batches.

@@ -1,6 +1,8 @@
 //! Where the record batches real clients produced stay readable, and the export that spells them out.
 
 use super::*;
+use offsetlab_engine::lab::BatchPacking;
+use offsetlab_engine::log::Compression;
 
 /// Where the record batches real clients produced stay readable for the history: a
 /// `send … stored=FILE:AT+LEN` line names `LEN` bytes of `FILE` from `AT`. The listener appends a
@@ -82,7 +84,10 @@ impl ProducedStore {
         let stored = self.batches(line)?;
         let mut lines = Vec::new();
         let (mut records, mut sizes) = (Vec::new(), Vec::new());
-        for b in stored.batches() {
+        // One line per run of batches in one codec: a line says how its batches were compressed.
+        let mut codec = None;
+        stored.each_batch(&mut |b| {
+            let this = Compression::from_attributes(b.header.attributes).unwrap_or(Compression::None);
             // The producer's timestamps: always for a CreateTime batch (readers see them), and
             // for a LogAppendTime one when they differ within the batch — a replay encodes the
             // same deltas, so the batch takes the same bytes (and the segments roll where they
@@ -109,33 +114,74 @@ impl ProducedStore {
                         .collect(),
                 })
                 .collect();
+            if (codec.is_some_and(|c| c != this) || this != Compression::None) && !records.is_empty() {
+                let packing = BatchPacking {
+                    codec: codec.unwrap_or(Compression::None),
+                    compressed: None,
+                };
+                lines.push(spelled_send(
+                    line,
+                    std::mem::take(&mut records),
+                    std::mem::take(&mut sizes),
+                    packing,
+                ));
+            }
+            codec = Some(this);
+            // A compressed batch is a line of its own, with its compressor's very bytes: the
+            // replay stores them as they are.
+            if this != Compression::None && batch.len() <= MAX_SEND_RECORDS {
+                let packing = BatchPacking {
+                    codec: this,
+                    compressed: b
+                        .bytes()
+                        .get(offsetlab_records::batch::HEADER_LEN..)
+                        .map(<[u8]>::to_vec),
+                };
+                lines.push(spelled_send(line, batch, vec![], packing));
+                return;
+            }
             for chunk in batch.chunks(MAX_SEND_RECORDS) {
                 if records.len() + chunk.len() > MAX_SEND_RECORDS {
+                    let packing = BatchPacking {
+                        codec: this,
+                        compressed: None,
+                    };
                     lines.push(spelled_send(
                         line,
                         std::mem::take(&mut records),
                         std::mem::take(&mut sizes),
+                        packing,
                     ));
                 }
                 records.extend_from_slice(chunk);
                 sizes.push(chunk.len());
             }
-        }
+        });
         if !records.is_empty() {
-            lines.push(spelled_send(line, records, sizes));
+            let packing = BatchPacking {
+                codec: codec.unwrap_or(Compression::None),
+                compressed: None,
+            };
+            lines.push(spelled_send(line, records, sizes, packing));
         }
         Ok(lines)
     }
 }
 
 /// A `send … records=` line for (part of) a stored line.
-pub(crate) fn spelled_send(line: &SendStored, records: Vec<SentRecord>, batches: Vec<usize>) -> Command {
+pub(crate) fn spelled_send(
+    line: &SendStored,
+    records: Vec<SentRecord>,
+    batches: Vec<usize>,
+    packing: BatchPacking,
+) -> Command {
     Command::Send(Send {
         topic: line.topic.clone(),
         partition: line.partition,
         batches: if batches.len() > 1 { batches } else { Vec::new() },
         records,
         client: line.client.clone(),
+        packing,
     })
 }
 

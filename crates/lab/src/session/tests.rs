@@ -579,3 +579,57 @@ fn real_clients_groups_open_no_sink_until_the_lab_uses_one() {
         "its rows survive a restart"
     );
 }
+
+/// A `send` line's compressed bytes are the producer's: kept verbatim only when they decompress
+/// to exactly the records the line spells out; anything else is refused and changes nothing.
+#[test]
+fn compressed_bytes_that_are_not_the_lines_records_are_refused() {
+    use base64::Engine;
+    let mut s = session();
+    s.apply_lines(&lines(&["topic zipped"])).expect("topic");
+    let before = state_json(&s);
+    let records = r#"records=[{"key":"k","value":"v","timestamp":1767225600000}]"#;
+    // Bytes that are lz4 of something else.
+    let other =
+        offsetlab_records::compression::compress(b"not these records", offsetlab_records::Compression::Lz4);
+    let b64 = base64::engine::general_purpose::STANDARD.encode(other);
+    let err = s
+        .apply_lines(&lines(&[&format!(
+            "send zipped partition=0 compression=lz4 compressed='{b64}' {records}"
+        )]))
+        .expect_err("not the records");
+    assert_eq!(err.status, 422, "{err:?}");
+    assert!(err.error.contains("does not lz4 decompress"), "{}", err.error);
+    assert_eq!(state_json(&s), before, "nothing changed");
+    // Compressed bytes without a codec, or for two batches: a malformed line.
+    for line in [
+        format!("send zipped partition=0 compressed='{b64}' {records}"),
+        format!(
+            "send zipped partition=0 batches=1,1 compression=lz4 compressed='{b64}' records=[{{\"key\":\"a\",\"value\":\"1\"}},{{\"key\":\"b\",\"value\":\"2\"}}]"
+        ),
+    ] {
+        let err = s.apply_lines(&lines(&[&line])).expect_err("malformed");
+        assert_eq!(err.status, 400, "{line}: {err:?}");
+    }
+    // The records' own lz4 bytes: taken.
+    let mut plain = Vec::new();
+    offsetlab_records::batch::encode_consecutive(
+        &mut plain,
+        0,
+        &[offsetlab_records::NewRecord::new(
+            1_767_225_600_000,
+            Some(b"k"),
+            Some(b"v"),
+        )],
+        -1,
+    );
+    let own = offsetlab_records::compression::compress(
+        &plain[offsetlab_records::batch::HEADER_LEN..],
+        offsetlab_records::Compression::Lz4,
+    );
+    let b64 = base64::engine::general_purpose::STANDARD.encode(own);
+    s.apply_lines(&lines(&[&format!(
+        "send zipped partition=0 compression=lz4 compressed='{b64}' {records}"
+    )]))
+    .expect("its own records");
+}

@@ -1,5 +1,6 @@
 //! `alter-topic TOPIC [retention.ms=DUR|-1] [retention.bytes=N|-1] [cleanup.policy=delete|compact]
-//! [delete.retention.ms=DUR] [message.timestamp.type=CreateTime|LogAppendTime] [min.insync.replicas=N]`
+//! [delete.retention.ms=DUR] [message.timestamp.type=CreateTime|LogAppendTime] [min.insync.replicas=N]
+//! [compression.type=producer|uncompressed|gzip|snappy|lz4|zstd]`
 //!
 //! Kafka's `IncrementalAlterConfigs` on a topic (what `kafka-configs.sh --alter --entity-type
 //! topics --add-config …` sends; the Kafka listener writes this line for it): the named settings
@@ -13,7 +14,7 @@ use crate::error::ParseError;
 use crate::token::{Args, Quoted};
 use crate::units::{count, duration_ms};
 use offsetlab_engine::clock::{format_duration, Millis};
-use offsetlab_engine::log::{CleanupPolicy, TimestampType, TopicConfig};
+use offsetlab_engine::log::{CleanupPolicy, CompressionType, TimestampType, TopicConfig};
 use offsetlab_engine::{Lab, LabError};
 use std::fmt;
 
@@ -27,6 +28,7 @@ pub struct AlterTopic {
     pub delete_retention_ms: Option<Millis>,
     pub message_timestamp_type: Option<TimestampType>,
     pub min_insync_replicas: Option<u32>,
+    pub compression_type: Option<CompressionType>,
 }
 
 impl AlterTopic {
@@ -39,10 +41,11 @@ impl AlterTopic {
             delete_retention_ms: args.parsed("delete.retention.ms", duration_ms)?,
             message_timestamp_type: args.parsed("message.timestamp.type", |v| v.parse())?,
             min_insync_replicas: args.parsed("min.insync.replicas", super::topic::min_insync)?,
+            compression_type: args.parsed("compression.type", |v| v.parse())?,
         };
         if alter.is_empty() {
             return Err(ParseError::new(
-                "alter-topic: name a setting to change (retention.ms, retention.bytes, cleanup.policy, delete.retention.ms, message.timestamp.type, min.insync.replicas)",
+                "alter-topic: name a setting to change (retention.ms, retention.bytes, cleanup.policy, delete.retention.ms, message.timestamp.type, min.insync.replicas, compression.type)",
             ));
         }
         Ok(alter)
@@ -55,6 +58,7 @@ impl AlterTopic {
             && self.delete_retention_ms.is_none()
             && self.message_timestamp_type.is_none()
             && self.min_insync_replicas.is_none()
+            && self.compression_type.is_none()
     }
 
     /// `config` with this line's settings applied.
@@ -77,6 +81,9 @@ impl AlterTopic {
         }
         if let Some(v) = self.min_insync_replicas {
             c.min_insync_replicas = v;
+        }
+        if let Some(v) = self.compression_type {
+            c.compression_type = v;
         }
         c
     }
@@ -107,6 +114,9 @@ impl fmt::Display for AlterTopic {
         }
         if let Some(v) = self.min_insync_replicas {
             write!(f, " min.insync.replicas={v}")?;
+        }
+        if let Some(v) = self.compression_type {
+            write!(f, " compression.type={v}")?;
         }
         Ok(())
     }

@@ -1,4 +1,4 @@
-//! `send TOPIC partition=P [batches=N,N,…] records=JSON [client=ID]`
+//! `send TOPIC partition=P [batches=N,N,…] [compression=CODEC [compressed=BASE64]] records=JSON [client=ID]`
 //! (and `send TOPIC partition=P stored=FILE:AT+LEN count=N`, [`super::SendStored`])
 //!
 //! What a Kafka client produced through the listener: records with their own keys and values,
@@ -7,13 +7,17 @@
 //! one. The lab's history keeps a client's batches as `send … stored=` lines; its export spells
 //! them out as these lines, one per stored line, so an exported session replays exactly what the
 //! client wrote. `records` is a JSON array of `{"key": …, "value": …}` objects whose fields are
-//! strings or `null`.
+//! strings or `null`. `compression` (gzip, snappy, lz4, zstd) is the codec the client's batches
+//! came in, and `compressed` — for a line of one batch — the compressed records as the client's
+//! compressor wrote them (base64): a replay stores exactly those bytes, after checking that they
+//! decompress to the records the line spells out; without it the lab's compressor writes them.
 
 use super::SendStored;
 use crate::error::ParseError;
 use crate::token::{Args, Quoted};
 use crate::units::count;
-use offsetlab_engine::lab::{SentRecord, MAX_SEND_RECORDS};
+use offsetlab_engine::lab::{BatchPacking, SentRecord, MAX_SEND_RECORDS};
+use offsetlab_engine::log::Compression;
 use offsetlab_engine::record::RecordBytes;
 use offsetlab_engine::{Lab, LabError};
 use std::fmt;
@@ -27,6 +31,8 @@ pub struct Send {
     pub batches: Vec<usize>,
     /// The producing client's `client.id`, for the narrative.
     pub client: String,
+    /// The codec its batches came in, and a single batch's compressed records.
+    pub packing: BatchPacking,
 }
 
 impl Send {
@@ -51,6 +57,20 @@ impl Send {
                     .collect::<Result<Vec<usize>, _>>()
             })?
             .unwrap_or_default();
+        let codec = args
+            .parsed("compression", |v| v.parse::<Compression>())?
+            .unwrap_or(Compression::None);
+        let compressed = args.parsed("compressed", |v| {
+            use base64::Engine;
+            base64::engine::general_purpose::STANDARD
+                .decode(v)
+                .map_err(|e| format!("not base64 ({e})"))
+        })?;
+        if compressed.is_some() && (codec == Compression::None || batches.len() > 1) {
+            return Err(ParseError::new(
+                "send: compressed=… goes with compression=CODEC, on a line of one batch",
+            ));
+        }
         let records = args
             .parsed("records", |v| {
                 serde_json::from_str::<Vec<SentRecord>>(v)
@@ -76,6 +96,7 @@ impl Send {
             batches: if batches.len() > 1 { batches } else { Vec::new() },
             records,
             client,
+            packing: BatchPacking { codec, compressed },
         }))
     }
 
@@ -86,8 +107,15 @@ impl Send {
         } else {
             &self.batches
         };
-        lab.send_batches(&self.topic, self.partition, &self.records, batches, &self.client)
-            .map(|_| ())
+        lab.send_batches(
+            &self.topic,
+            self.partition,
+            &self.records,
+            batches,
+            &self.packing,
+            &self.client,
+        )
+        .map(|_| ())
     }
 }
 
@@ -103,6 +131,17 @@ impl fmt::Display for Send {
         if self.batches.len() > 1 {
             let sizes: Vec<String> = self.batches.iter().map(usize::to_string).collect();
             write!(f, " batches={}", sizes.join(","))?;
+        }
+        if self.packing.codec != Compression::None {
+            write!(f, " compression={}", self.packing.codec)?;
+        }
+        if let Some(c) = &self.packing.compressed {
+            use base64::Engine;
+            write!(
+                f,
+                " compressed={}",
+                Quoted(&base64::engine::general_purpose::STANDARD.encode(c))
+            )?;
         }
         f.write_str(" records=")?;
         write_records(f, &self.records)
@@ -177,6 +216,7 @@ mod tests {
             client: "c".into(),
             records,
             batches: Vec::new(),
+            packing: BatchPacking::default(),
         }
     }
 

@@ -1,6 +1,7 @@
 //! `topic NAME [partitions=N] [retention.ms=DUR] [retention.bytes=N] [segment.records=N]
 //! [segment.bytes=N] [segment.ms=DUR] [cleanup.policy=delete|compact] [delete.retention.ms=DUR]
-//! [message.timestamp.type=CreateTime|LogAppendTime] [min.insync.replicas=N]`
+//! [message.timestamp.type=CreateTime|LogAppendTime] [min.insync.replicas=N]
+//! [compression.type=producer|uncompressed|gzip|snappy|lz4|zstd]`
 //!
 //! Creates a topic. Retention settings are `-1` for "forever" as in Kafka.
 //! `message.timestamp.type` decides whether real clients' records keep their producer's
@@ -65,6 +66,9 @@ impl CreateTopic {
         if let Some(n) = args.parsed("min.insync.replicas", min_insync)? {
             config.min_insync_replicas = n;
         }
+        if let Some(c) = args.parsed("compression.type", |v| v.parse())? {
+            config.compression_type = c;
+        }
         Ok(Self { name, config })
     }
 
@@ -123,6 +127,9 @@ impl fmt::Display for CreateTopic {
         }
         if c.min_insync_replicas != d.min_insync_replicas {
             write!(f, " min.insync.replicas={}", c.min_insync_replicas)?;
+        }
+        if c.compression_type != d.compression_type {
+            write!(f, " compression.type={}", c.compression_type)?;
         }
         Ok(())
     }

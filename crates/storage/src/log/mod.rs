@@ -21,10 +21,12 @@ use crate::pool::FilePool;
 use crate::segment::{FileSegment, SegmentMeta};
 use offsetlab_engine::clock::Millis;
 use offsetlab_engine::log::config::SegmentLimits;
-use offsetlab_engine::log::{EncodedAppend, KeptBatches, PartitionLog, SegmentInfo, TimestampType};
+use offsetlab_engine::log::{
+    BatchShape, EncodedAppend, KeptBatches, PartitionLog, SegmentInfo, TimestampType,
+};
 use offsetlab_engine::record::{NewRecord, Offset, RecordRef};
 use offsetlab_records::batch::{self, BatchHeader};
-use offsetlab_records::ProducedBatches;
+use offsetlab_records::{Compression, ProducedBatches};
 use serde::{Deserialize, Serialize};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -319,31 +321,46 @@ impl PartitionLog for FileLog {
     }
 
     fn append_whole(&mut self, records: &[NewRecord<'_>], now: Millis, stamp: TimestampType) -> Offset {
-        match records.first() {
-            Some(first) => self.append_whole_based(records, first.timestamp, now, stamp),
-            None => self.log_end_offset_raw(),
-        }
+        self.append_shaped(records, &BatchShape::default(), now, stamp)
     }
 
-    fn append_whole_based(
+    fn append_shaped(
         &mut self,
         records: &[NewRecord<'_>],
-        base_timestamp: i64,
+        shape: &BatchShape<'_>,
         now: Millis,
         stamp: TimestampType,
     ) -> Offset {
-        if records.is_empty() {
+        let Some(first) = records.first() else {
             return self.log_end_offset_raw();
-        }
+        };
         // One batch, stamped with its log append time as a broker stamps a client's (or with its
-        // producer's timestamps): the same bytes, roll rule and timestamps whether the batch came
-        // from a client or a `send` line.
+        // producer's timestamps) and compressed as the client compressed it — with its very
+        // bytes when the shape has them: the same bytes, roll rule and timestamps whether the
+        // batch came from a client or a `send` line.
         let mut buf = Vec::new();
-        batch::encode_consecutive_based(&mut buf, 0, records, -1, base_timestamp);
+        let base = shape.base_timestamp.unwrap_or(first.timestamp);
+        batch::encode_consecutive_based(&mut buf, 0, records, -1, base);
         let stamped = match stamp {
             TimestampType::LogAppendTime => batch::stamp_log_append_time(&mut buf, now),
             TimestampType::CreateTime => Ok(()),
         };
+        if shape.codec != Compression::None && stamped.is_ok() {
+            // The engine checked the bytes decompress to these records; another codec's output
+            // (a topic that names one) is the lab's compressor's.
+            let kept = shape
+                .compressed
+                .and_then(|c| offsetlab_records::produced::with_compressed_records(&buf, shape.codec, c));
+            match kept {
+                Some(b) => buf = b,
+                None => {
+                    if let Ok(mut one) = ProducedBatches::validate(buf.clone()) {
+                        one.convert(shape.codec);
+                        buf = one.into_bytes();
+                    }
+                }
+            }
+        }
         let appended = stamped
             .and_then(|()| BatchHeader::parse(&buf))
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
