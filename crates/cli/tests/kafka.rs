@@ -975,6 +975,64 @@ fn commit_outside(s: &mut TcpStream, group: &str, topic: &str, offset: i64) -> i
     r.topics[0].partitions[0].error_code
 }
 
+/// A committed offset keeps the leader epoch its committer sent (KIP-320) beside its metadata:
+/// OffsetFetch hands both back, after a restart too (they are in `__consumer_offsets`), and the
+/// export writes them.
+#[test]
+fn a_commits_leader_epoch_and_metadata_read_back() {
+    use offsetlab_wire::kafka_protocol::messages::offset_commit_request::{
+        OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+    };
+    use offsetlab_wire::kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
+    use offsetlab_wire::kafka_protocol::messages::{
+        GroupId, OffsetCommitRequest, OffsetFetchRequest, TopicName,
+    };
+    use offsetlab_wire::kafka_protocol::protocol::StrBytes;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().display().to_string();
+    let args = ["--data", &data, "--http", "127.0.0.1:0", "--kafka", "127.0.0.1:0"];
+    let lab = serve(&args);
+    let mut s = TcpStream::connect(lab.kafka()).expect("connect");
+    let request = OffsetCommitRequest::default()
+        .with_group_id(GroupId(StrBytes::from_static_str("epochs")))
+        .with_generation_id_or_member_epoch(-1)
+        .with_topics(vec![OffsetCommitRequestTopic::default()
+            .with_name(TopicName(StrBytes::from_static_str("orders")))
+            .with_partitions(vec![OffsetCommitRequestPartition::default()
+                .with_partition_index(0)
+                .with_committed_offset(7)
+                .with_committed_leader_epoch(5)
+                .with_committed_metadata(Some(StrBytes::from_static_str("host-a")))])]);
+    let r = ask!(&mut s, OffsetCommit, 9, 1, request);
+    assert_eq!(r.topics[0].partitions[0].error_code, 0);
+    let read = |s: &mut TcpStream| {
+        let request = OffsetFetchRequest::default()
+            .with_group_id(GroupId(StrBytes::from_static_str("epochs")))
+            .with_topics(Some(vec![OffsetFetchRequestTopic::default()
+                .with_name(TopicName(StrBytes::from_static_str("orders")))
+                .with_partition_indexes(vec![0])]));
+        let r = ask!(s, OffsetFetch, 7, 2, request);
+        let p = &r.topics[0].partitions[0];
+        (
+            p.committed_offset,
+            p.committed_leader_epoch,
+            p.metadata.as_ref().map(|m| m.to_string()),
+        )
+    };
+    assert_eq!(read(&mut s), (7, 5, Some("host-a".to_string())));
+    let export = http(&lab.addr, "GET", "/api/scenario", "").expect("export");
+    assert!(export.contains("leader-epochs=orders:0=5"), "{export}");
+    drop(s);
+    drop(lab); // kill -9
+    let lab = serve(&args);
+    let mut s = TcpStream::connect(lab.kafka()).expect("connect");
+    assert_eq!(
+        read(&mut s),
+        (7, 5, Some("host-a".to_string())),
+        "after a restart"
+    );
+}
+
 /// What a client sends is a value, never text for a line: a topic name that would read as more
 /// of a `reset-offsets` line is an unknown topic and resets nothing, and group ids no plain word
 /// could hold commit, read back and survive a restart.

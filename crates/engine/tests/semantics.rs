@@ -1477,8 +1477,15 @@ fn a_group_of_real_clients_commits_through_its_membership() {
     lab.external_rebalance("copy", 1, "range", vec![member("rdkafka-1", vec![tp()])])
         .expect("rebalance");
     assert_eq!(lab.group("copy").expect("group").state().to_string(), "Stable");
-    lab.external_commit("copy", "rdkafka-1", 1, &[(tp(), 8)], &Default::default())
-        .expect("commit");
+    lab.external_commit(
+        "copy",
+        "rdkafka-1",
+        1,
+        &[(tp(), 8)],
+        &Default::default(),
+        &Default::default(),
+    )
+    .expect("commit");
     let view = figures(&lab, "copy");
     assert_eq!(
         (view.generation, view.members.clone()),
@@ -1496,7 +1503,14 @@ fn a_group_of_real_clients_commits_through_its_membership() {
     )
     .expect("rebalance");
     let err = lab
-        .external_commit("copy", "rdkafka-1", 1, &[(tp(), 12)], &Default::default())
+        .external_commit(
+            "copy",
+            "rdkafka-1",
+            1,
+            &[(tp(), 12)],
+            &Default::default(),
+            &Default::default(),
+        )
         .expect_err("stale");
     assert!(
         matches!(
@@ -1511,7 +1525,14 @@ fn a_group_of_real_clients_commits_through_its_membership() {
     );
     assert!(err.to_string().contains("ILLEGAL_GENERATION"), "{err}");
     let err = lab
-        .external_commit("copy", "ghost", 2, &[(tp(), 12)], &Default::default())
+        .external_commit(
+            "copy",
+            "ghost",
+            2,
+            &[(tp(), 12)],
+            &Default::default(),
+            &Default::default(),
+        )
         .expect_err("unknown");
     assert!(matches!(err, LabError::UnknownMember { .. }), "{err}");
     assert!(err.to_string().contains("UNKNOWN_MEMBER_ID"), "{err}");
@@ -1638,6 +1659,7 @@ fn deletions_follow_the_coordinators_rules() {
         1,
         &[(tp(), 8), (scratch.clone(), 0)],
         &Default::default(),
+        &Default::default(),
     )
     .expect("commit");
 
@@ -1702,8 +1724,15 @@ fn deletions_follow_the_coordinators_rules() {
         vec![member(vec![tp(), TopicPartition::new("gone".to_string(), 0)])],
     )
     .expect("rebalance");
-    lab.external_commit("stale", "rdkafka-1", 1, &[(tp(), 3)], &Default::default())
-        .expect("commit");
+    lab.external_commit(
+        "stale",
+        "rdkafka-1",
+        1,
+        &[(tp(), 3)],
+        &Default::default(),
+        &Default::default(),
+    )
+    .expect("commit");
 
     // Topics: a lab consumer's topic stays; another goes with the offsets groups had for it.
     lab.add_consumer(consumer(
@@ -1723,6 +1752,7 @@ fn deletions_follow_the_coordinators_rules() {
         "rdkafka-1",
         1,
         &[(scratch.clone(), 0)],
+        &Default::default(),
         &Default::default(),
     )
     .expect("commit");
@@ -1916,7 +1946,7 @@ fn binary_keys_stay_distinct_in_the_sink() {
 fn offsets_altered_from_outside_are_stored_as_given() {
     let mut lab = lab_with_orders(6);
     let none = std::collections::BTreeMap::new();
-    lab.alter_offsets("tools", &[(tp(), -2)], &none)
+    lab.alter_offsets("tools", &[(tp(), -2)], &none, &Default::default())
         .expect("stored as given");
     assert_eq!(committed(&lab, "tools"), Some(-2));
     let view = lab.group_view("tools").expect("an offsets-only group is a group");
@@ -1947,7 +1977,7 @@ fn offsets_altered_from_outside_are_stored_as_given() {
     lab.process("t1", None).expect("process");
     assert_eq!(committed(&lab, "tools"), Some(6));
     lab.close("t1").expect("close");
-    lab.alter_offsets("tools", &[(tp(), 100)], &none)
+    lab.alter_offsets("tools", &[(tp(), 100)], &none, &Default::default())
         .expect("past the log end, as given");
     assert_eq!(committed(&lab, "tools"), Some(100));
     lab.restart("t1").expect("restart");
@@ -1961,7 +1991,7 @@ fn offsets_altered_from_outside_are_stored_as_given() {
     );
     // While the group has a member, nobody outside it may move its offsets.
     let err = lab
-        .alter_offsets("tools", &[(tp(), 0)], &none)
+        .alter_offsets("tools", &[(tp(), 0)], &none, &Default::default())
         .expect_err("refused");
     assert!(
         matches!(err, offsetlab_engine::LabError::GroupActive { .. }),

@@ -207,6 +207,14 @@ fn topic_config() -> impl Strategy<Value = TopicConfig> {
         )
 }
 
+fn leader_epochs() -> impl Strategy<Value = std::collections::BTreeMap<TopicPartition, i32>> {
+    proptest::collection::btree_map(
+        (topic(), partition()).prop_map(|(t, p)| TopicPartition::new(t, p)),
+        prop_oneof![0..=5i32, Just(i32::MAX)],
+        0..3,
+    )
+}
+
 fn compression_type() -> impl Strategy<Value = CompressionType> {
     proptest::sample::select(CompressionType::ALL.to_vec())
 }
@@ -449,15 +457,17 @@ fn command() -> impl Strategy<Value = Command> {
                 (topic(), partition()).prop_map(|(t, p)| TopicPartition::new(t, p)),
                 text(),
                 0..3
-            )
+            ),
+            leader_epochs(),
         )
-            .prop_map(|(group, member, generation, offsets, metadata)| {
+            .prop_map(|(group, member, generation, offsets, metadata, leader_epochs)| {
                 Command::CommitOffsets(CommitOffsets {
                     group,
                     member,
                     generation,
                     offsets,
                     metadata,
+                    leader_epochs,
                 })
             }),
         (
@@ -467,13 +477,15 @@ fn command() -> impl Strategy<Value = Command> {
                 (topic(), partition()).prop_map(|(t, p)| TopicPartition::new(t, p)),
                 text(),
                 0..3
-            )
+            ),
+            leader_epochs(),
         )
-            .prop_map(|(group, offsets, metadata)| {
+            .prop_map(|(group, offsets, metadata, leader_epochs)| {
                 Command::AlterOffsets(AlterOffsets {
                     group,
                     offsets,
                     metadata,
+                    leader_epochs,
                 })
             }),
         (nonempty_text(), positive_duration())

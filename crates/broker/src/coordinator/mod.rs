@@ -432,6 +432,7 @@ impl Coordinator {
         generation: i32,
         offsets: Vec<(TopicPartition, i64)>,
         metadata: std::collections::BTreeMap<TopicPartition, String>,
+        leader_epochs: std::collections::BTreeMap<TopicPartition, i32>,
     ) -> Command {
         Command::CommitOffsets(CommitOffsets {
             group: group.to_string(),
@@ -439,6 +440,7 @@ impl Coordinator {
             generation,
             offsets,
             metadata,
+            leader_epochs,
         })
     }
 

@@ -51,12 +51,14 @@ pub(crate) fn handle(broker: &Broker, r: &OffsetCommitRequest) -> OffsetCommitRe
             r.generation_id_or_member_epoch,
             sorted.stored,
             sorted.metadata,
+            sorted.leader_epochs,
         )]
     } else {
         vec![Command::AlterOffsets(AlterOffsets {
             group: group.clone(),
             offsets: sorted.stored,
             metadata: sorted.metadata,
+            leader_epochs: sorted.leader_epochs,
         })]
     };
     let outcome = change::apply_commands(lab, s, commands);
@@ -84,6 +86,8 @@ struct Sorted {
     too_large: BTreeSet<(String, i32)>,
     /// The metadata strings sent with stored offsets (a member's commit keeps them).
     metadata: BTreeMap<TopicPartition, String>,
+    /// The leader epochs sent with stored offsets (v6+, KIP-320), for those that sent one.
+    leader_epochs: BTreeMap<TopicPartition, i32>,
 }
 
 impl Sorted {
@@ -93,6 +97,7 @@ impl Sorted {
             unknown: BTreeSet::new(),
             too_large: BTreeSet::new(),
             metadata: BTreeMap::new(),
+            leader_epochs: BTreeMap::new(),
         };
         for t in &r.topics {
             for p in &t.partitions {
@@ -105,6 +110,9 @@ impl Sorted {
                 } else {
                     if let Some(m) = p.committed_metadata.as_ref().filter(|m| !m.is_empty()) {
                         sorted.metadata.insert(tp.clone(), m.to_string());
+                    }
+                    if p.committed_leader_epoch >= 0 {
+                        sorted.leader_epochs.insert(tp.clone(), p.committed_leader_epoch);
                     }
                     sorted.stored.push((tp, p.committed_offset));
                 }

@@ -12,9 +12,9 @@ use offsetlab_wire::kafka_protocol::messages::TopicName;
 use offsetlab_wire::kafka_protocol::messages::{OffsetFetchRequest, OffsetFetchResponse};
 use std::collections::BTreeMap;
 
-/// One partition's answer: its index, the committed offset (−1 when never committed) and the
-/// metadata committed with it.
-type Committed = (i32, i64, String);
+/// One partition's answer: its index, the committed offset (−1 when never committed), the leader
+/// epoch committed with it (−1 for none) and its metadata.
+type Committed = (i32, i64, i32, String);
 
 /// `group`'s committed offsets for `topics` (every partition it committed, when `None`), by topic.
 fn committed(
@@ -22,10 +22,13 @@ fn committed(
     group: &str,
     topics: Option<Vec<(String, Vec<i32>)>>,
 ) -> Vec<(String, Vec<Committed>)> {
-    let held: BTreeMap<(String, i32), (i64, String)> = lab
+    let held: BTreeMap<(String, i32), (i64, i32, String)> = lab
         .offsets()
         .group_offsets(group)
-        .map(|(k, v)| ((k.topic.clone(), k.partition), (v.offset, v.metadata.clone())))
+        .map(|(k, v)| {
+            let value = (v.offset, v.leader_epoch, v.metadata.clone());
+            ((k.topic.clone(), k.partition), value)
+        })
         .collect();
     let wanted = topics.unwrap_or_else(|| {
         let mut by_topic: BTreeMap<String, Vec<i32>> = BTreeMap::new();
@@ -40,8 +43,8 @@ fn committed(
             let answers = partitions
                 .into_iter()
                 .map(|p| match held.get(&(topic.clone(), p)) {
-                    Some((offset, metadata)) => (p, *offset, metadata.clone()),
-                    None => (p, -1, String::new()),
+                    Some((offset, epoch, metadata)) => (p, *offset, *epoch, metadata.clone()),
+                    None => (p, -1, -1, String::new()),
                 })
                 .collect();
             (topic, answers)
@@ -70,10 +73,11 @@ pub(crate) fn handle(broker: &Broker, r: &OffsetFetchRequest, version: i16) -> O
                             .with_partitions(
                                 partitions
                                     .into_iter()
-                                    .map(|(p, offset, metadata)| {
+                                    .map(|(p, offset, epoch, metadata)| {
                                         OffsetFetchResponsePartitions::default()
                                             .with_partition_index(p)
                                             .with_committed_offset(offset)
+                                            .with_committed_leader_epoch(epoch)
                                             .with_metadata(Some(str_bytes(&metadata)))
                                     })
                                     .collect(),
@@ -100,10 +104,11 @@ pub(crate) fn handle(broker: &Broker, r: &OffsetFetchRequest, version: i16) -> O
                 .with_partitions(
                     partitions
                         .into_iter()
-                        .map(|(p, offset, metadata)| {
+                        .map(|(p, offset, epoch, metadata)| {
                             OffsetFetchResponsePartition::default()
                                 .with_partition_index(p)
                                 .with_committed_offset(offset)
+                                .with_committed_leader_epoch(epoch)
                                 .with_metadata(Some(str_bytes(&metadata)))
                         })
                         .collect(),

@@ -251,6 +251,7 @@ impl Lab {
                 key.clone(),
                 OffsetAndMetadata {
                     offset: *o,
+                    leader_epoch: -1,
                     metadata: format!("{member} {strategy}"),
                     commit_timestamp: now,
                 },

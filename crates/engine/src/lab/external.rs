@@ -141,6 +141,7 @@ impl Lab {
         generation: i32,
         offsets: &[(TopicPartition, Offset)],
         metadata: &std::collections::BTreeMap<TopicPartition, String>,
+        leader_epochs: &std::collections::BTreeMap<TopicPartition, i32>,
     ) -> Result<(), LabError> {
         let g = self
             .groups
@@ -188,7 +189,9 @@ impl Lab {
         let now = self.clock.now();
         for (tp, offset) in offsets {
             let metadata = metadata.get(tp).cloned().unwrap_or_default();
-            self.offsets.commit_offset_with(group, tp, *offset, metadata, now);
+            let epoch = leader_epochs.get(tp).copied().unwrap_or(-1);
+            self.offsets
+                .commit_offset_with(group, tp, *offset, epoch, metadata, now);
         }
         let what: Vec<String> = offsets.iter().map(|(tp, o)| format!("{tp} → {o}")).collect();
         self.say(

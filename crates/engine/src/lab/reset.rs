@@ -109,7 +109,7 @@ impl Lab {
         };
         self.narrate_plan(&plan);
         if execute {
-            self.apply_plan(&plan, &|_| RESET_METADATA.to_string())?;
+            self.apply_plan(&plan, &|_| RESET_METADATA.to_string(), &|_| -1)?;
         }
         Ok(plan)
     }
@@ -125,6 +125,7 @@ impl Lab {
         group: &str,
         offsets: &[(TopicPartition, Offset)],
         metadata: &BTreeMap<TopicPartition, String>,
+        leader_epochs: &BTreeMap<TopicPartition, i32>,
     ) -> Result<ResetPlan, LabError> {
         crate::names::check_group_id(group)?;
         if offsets.is_empty() {
@@ -170,7 +171,11 @@ impl Lab {
             }
             self.say(EventKind::Seek, text);
         }
-        self.apply_plan(&plan, &|tp| metadata.get(tp).cloned().unwrap_or_default())?;
+        self.apply_plan(
+            &plan,
+            &|tp| metadata.get(tp).cloned().unwrap_or_default(),
+            &|tp| leader_epochs.get(tp).copied().unwrap_or(-1),
+        )?;
         Ok(plan)
     }
 
@@ -309,6 +314,7 @@ impl Lab {
         &mut self,
         plan: &ResetPlan,
         metadata: &dyn Fn(&TopicPartition) -> String,
+        leader_epoch: &dyn Fn(&TopicPartition) -> i32,
     ) -> Result<(), LabError> {
         let now = self.now();
         for r in &plan.rows {
@@ -318,6 +324,7 @@ impl Lab {
                 OffsetKey::new(&plan.group, &tp),
                 OffsetAndMetadata {
                     offset: r.target,
+                    leader_epoch: leader_epoch(&tp),
                     metadata: metadata(&tp),
                     commit_timestamp: now,
                 },

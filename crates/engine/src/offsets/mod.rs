@@ -75,15 +75,26 @@ impl OffsetKey {
     }
 }
 
-/// The value of a committed offset: Kafka's `OffsetCommitValue` (its leader epoch is always
-/// −1 here: one broker, a leader that never changes).
+/// The value of a committed offset: Kafka's `OffsetCommitValue`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OffsetAndMetadata {
     /// The next offset to read: last processed + 1.
     pub offset: Offset,
+    /// The leader epoch of the last record consumed, as the committer sent it (KIP-320); −1
+    /// when it sent none — the lab's own consumers, which have one leader that never changes.
+    #[serde(default = "no_epoch", skip_serializing_if = "is_no_epoch")]
+    pub leader_epoch: i32,
     /// Free text; the lab records who committed and why (`c1#2 manual-batch`).
     pub metadata: String,
     pub commit_timestamp: Millis,
+}
+
+fn no_epoch() -> i32 {
+    -1
+}
+
+fn is_no_epoch(e: &i32) -> bool {
+    *e < 0
 }
 
 /// One raw record of `__consumer_offsets`, decoded for display.
@@ -150,15 +161,16 @@ impl OffsetStore {
     /// Commits `offset` for `group` on `tp` at `now`, without metadata (what the lab's own
     /// consumers and real clients' commits carry here).
     pub fn commit_offset(&mut self, group: &str, tp: &TopicPartition, offset: Offset, now: Millis) -> Offset {
-        self.commit_offset_with(group, tp, offset, String::new(), now)
+        self.commit_offset_with(group, tp, offset, -1, String::new(), now)
     }
 
-    /// [`OffsetStore::commit_offset`] with the metadata string a client sent.
+    /// [`OffsetStore::commit_offset`] with the leader epoch and metadata string a client sent.
     pub fn commit_offset_with(
         &mut self,
         group: &str,
         tp: &TopicPartition,
         offset: Offset,
+        leader_epoch: i32,
         metadata: String,
         now: Millis,
     ) -> Offset {
@@ -166,6 +178,7 @@ impl OffsetStore {
             OffsetKey::new(group, tp),
             OffsetAndMetadata {
                 offset,
+                leader_epoch,
                 metadata,
                 commit_timestamp: now,
             },
@@ -370,6 +383,7 @@ mod tests {
     fn value(offset: Offset) -> OffsetAndMetadata {
         OffsetAndMetadata {
             offset,
+            leader_epoch: -1,
             metadata: String::new(),
             commit_timestamp: 0,
         }

@@ -172,13 +172,12 @@ pub fn offset_key(key: &OffsetKey) -> Vec<u8> {
     w.0
 }
 
-/// An offset commit value in Kafka's schema (version 3; leader epoch −1: the lab has one
-/// leader that never changes).
+/// An offset commit value in Kafka's schema (version 3, with the committer's leader epoch).
 pub fn offset_value(value: &OffsetAndMetadata) -> Vec<u8> {
     let mut w = Writer(Vec::with_capacity(24 + value.metadata.len()));
     w.i16(OFFSET_COMMIT_VALUE_VERSION)
         .i64(value.offset)
-        .i32(-1)
+        .i32(value.leader_epoch)
         .string(&value.metadata)
         .i64(value.commit_timestamp);
     w.0
@@ -258,7 +257,7 @@ pub fn decode_offset_commit(bytes: &[u8]) -> Option<OffsetCommitValue> {
         return Some(OffsetCommitValue {
             version: None,
             offset: v.offset,
-            leader_epoch: -1,
+            leader_epoch: v.leader_epoch,
             metadata: v.metadata,
             commit_timestamp: v.commit_timestamp,
             expire_timestamp: None,
@@ -288,6 +287,7 @@ pub fn decode_offset_commit(bytes: &[u8]) -> Option<OffsetCommitValue> {
 pub fn decode_offset_value(bytes: &[u8]) -> Option<OffsetAndMetadata> {
     decode_offset_commit(bytes).map(|v| OffsetAndMetadata {
         offset: v.offset,
+        leader_epoch: v.leader_epoch,
         metadata: v.metadata,
         commit_timestamp: v.commit_timestamp,
     })
@@ -415,6 +415,7 @@ mod tests {
         assert_eq!(offset_key(&key), [0, 1, 0, 1, b'g', 0, 1, b't', 0, 0, 0, 3]);
         let value = OffsetAndMetadata {
             offset: 4,
+            leader_epoch: -1,
             metadata: "m".into(),
             commit_timestamp: 258,
         };
@@ -473,10 +474,10 @@ mod tests {
         #[test]
         fn offset_records_read_back_as_written(
             group in ".{0,40}", topic in "[a-z._-]{1,20}", partition in 0..10_000i32,
-            offset in any::<i64>(), metadata in ".{0,40}", ts in any::<i64>(),
+            offset in any::<i64>(), metadata in ".{0,40}", ts in any::<i64>(), leader_epoch in -1..=i32::MAX,
         ) {
             let key = OffsetKey { group, topic, partition };
-            let value = OffsetAndMetadata { offset, metadata, commit_timestamp: ts };
+            let value = OffsetAndMetadata { offset, leader_epoch, metadata, commit_timestamp: ts };
             prop_assert_eq!(decode_key(&offset_key(&key)), Some(RecordKey::Offset(key)));
             prop_assert_eq!(decode_offset_value(&offset_value(&value)), Some(value));
         }

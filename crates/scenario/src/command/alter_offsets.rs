@@ -1,4 +1,4 @@
-//! `alter-offsets GROUP offsets=T:P=O[,T:P=O…] [metadata=JSON]`
+//! `alter-offsets GROUP offsets=T:P=O[,T:P=O…] [metadata=JSON] [leader-epochs=T:P=E,…]`
 //!
 //! Offsets committed from outside the group: an admin client's `alterConsumerGroupOffsets` (or
 //! kafkajs's `setOffsets` and `resetOffsets`) sends an OffsetCommit with no member id and
@@ -8,9 +8,12 @@
 //! latest) is no position: the group's consumers take it for no committed offset and
 //! `auto.offset.reset` decides; one outside the log is met by OFFSET_OUT_OF_RANGE on the next
 //! fetch. Refused while the group has members. `metadata` is what the client sent with the
-//! offsets (`{"orders:0": "…"}`), handed back by OffsetFetch.
+//! offsets (`{"orders:0": "…"}`), and `leader-epochs` the leader epochs it sent (KIP-320), both
+//! handed back by OffsetFetch.
 
-use super::external::{offsets_text, parse_metadata, parse_offsets, write_metadata};
+use super::external::{
+    offsets_text, parse_leader_epochs, parse_metadata, parse_offsets, write_leader_epochs, write_metadata,
+};
 use crate::error::ParseError;
 use crate::token::{Args, Quoted};
 use offsetlab_engine::record::{Offset, TopicPartition};
@@ -24,6 +27,8 @@ pub struct AlterOffsets {
     pub offsets: Vec<(TopicPartition, Offset)>,
     /// The metadata strings sent with the offsets, for the partitions that sent any.
     pub metadata: BTreeMap<TopicPartition, String>,
+    /// The leader epochs sent with the offsets, for the partitions that sent one.
+    pub leader_epochs: BTreeMap<TopicPartition, i32>,
 }
 
 impl AlterOffsets {
@@ -33,15 +38,19 @@ impl AlterOffsets {
             .parsed("offsets", parse_offsets)?
             .ok_or_else(|| ParseError::new("alter-offsets: missing offsets=T:P=O,…"))?;
         let metadata = args.parsed("metadata", parse_metadata)?.unwrap_or_default();
+        let leader_epochs = args
+            .parsed("leader-epochs", parse_leader_epochs)?
+            .unwrap_or_default();
         Ok(Self {
             group,
             offsets,
             metadata,
+            leader_epochs,
         })
     }
 
     pub fn apply(&self, lab: &mut Lab) -> Result<(), LabError> {
-        lab.alter_offsets(&self.group, &self.offsets, &self.metadata)
+        lab.alter_offsets(&self.group, &self.offsets, &self.metadata, &self.leader_epochs)
             .map(|_| ())
     }
 }
@@ -54,6 +63,7 @@ impl fmt::Display for AlterOffsets {
             Quoted(&self.group),
             offsets_text(&self.offsets)
         )?;
-        write_metadata(f, &self.metadata)
+        write_metadata(f, &self.metadata)?;
+        write_leader_epochs(f, &self.leader_epochs)
     }
 }

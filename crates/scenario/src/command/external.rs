@@ -94,6 +94,33 @@ pub(crate) fn offsets_text(offsets: &[(TopicPartition, Offset)]) -> String {
     offsets.join(",")
 }
 
+/// `leader-epochs=T:P=E,…`: the leader epoch a client sent with a partition's committed offset
+/// (OffsetCommit's `committed_leader_epoch`, KIP-320), for those that sent one (≥ 0).
+pub(crate) fn parse_leader_epochs(v: &str) -> Result<BTreeMap<TopicPartition, i32>, String> {
+    parse_offsets(v)?
+        .into_iter()
+        .map(|(tp, e)| match i32::try_from(e) {
+            Ok(e) if e >= 0 => Ok((tp, e)),
+            _ => Err(format!("{tp}: a leader epoch is 0 to {}", i32::MAX)),
+        })
+        .collect()
+}
+
+/// ` leader-epochs=…` as [`parse_leader_epochs`] reads it; nothing when there is none.
+pub(crate) fn write_leader_epochs(
+    f: &mut fmt::Formatter<'_>,
+    epochs: &BTreeMap<TopicPartition, i32>,
+) -> fmt::Result {
+    if epochs.is_empty() {
+        return Ok(());
+    }
+    let as_offsets: Vec<(TopicPartition, Offset)> = epochs
+        .iter()
+        .map(|(tp, e)| (tp.clone(), Offset::from(*e)))
+        .collect();
+    write!(f, " leader-epochs={}", offsets_text(&as_offsets))
+}
+
 pub(crate) fn parse_offsets(v: &str) -> Result<Vec<(TopicPartition, Offset)>, String> {
     v.split(',')
         .map(|entry| {
@@ -192,6 +219,9 @@ pub struct CommitOffsets {
     /// The metadata a client sent with a partition's offset (OffsetCommit's
     /// `committed_metadata`), for those that sent any: OffsetFetch hands it back.
     pub metadata: BTreeMap<TopicPartition, String>,
+    /// The leader epochs sent with the offsets (`committed_leader_epoch`), for those that sent
+    /// one: OffsetFetch hands them back.
+    pub leader_epochs: BTreeMap<TopicPartition, i32>,
 }
 
 impl CommitOffsets {
@@ -208,12 +238,16 @@ impl CommitOffsets {
             .parsed("offsets", parse_offsets)?
             .ok_or_else(|| ParseError::new("commit-offsets: missing offsets=T:P=O,…"))?;
         let metadata = args.parsed("metadata", parse_metadata)?.unwrap_or_default();
+        let leader_epochs = args
+            .parsed("leader-epochs", parse_leader_epochs)?
+            .unwrap_or_default();
         Ok(Self {
             group,
             member,
             generation,
             offsets,
             metadata,
+            leader_epochs,
         })
     }
 
@@ -224,6 +258,7 @@ impl CommitOffsets {
             self.generation,
             &self.offsets,
             &self.metadata,
+            &self.leader_epochs,
         )
     }
 }
@@ -238,7 +273,8 @@ impl fmt::Display for CommitOffsets {
             self.generation,
             offsets_text(&self.offsets)
         )?;
-        write_metadata(f, &self.metadata)
+        write_metadata(f, &self.metadata)?;
+        write_leader_epochs(f, &self.leader_epochs)
     }
 }
 
