@@ -46,7 +46,7 @@ pub(crate) struct Produced {
 pub(crate) struct Rules {
     /// The Produce request's version: zstd needs v7.
     pub version: i16,
-    /// `message.max.bytes`.
+    /// The topic's `max.message.bytes` (the broker's `message.max.bytes` by default).
     pub message_max_bytes: usize,
 }
 
@@ -54,8 +54,7 @@ pub(crate) struct Rules {
 /// ([`offsetlab_records::validate_produce`]); nothing is kept if one is bad. Keys, values and
 /// headers are any bytes, as Kafka takes them: the walk checks their bounds, never their
 /// content. Batches outside a transaction — what producers send by default — are kept as they
-/// came (a compressed one rewritten uncompressed): no record is decoded into a value or copied
-/// on its own.
+/// came, compressed or not: no record is decoded into a value or copied on its own.
 pub(crate) fn sent_records(bytes: Bytes, rules: Rules) -> Result<Produced, Refusal> {
     let mut rule = |_: Option<&[u8]>, _: Option<&[u8]>, _: &[u8]| Ok(());
     let v = validate_produce_within(bytes, rules.message_max_bytes, &mut rule).map_err(|e| {

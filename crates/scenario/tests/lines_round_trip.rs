@@ -167,6 +167,7 @@ fn topic_config() -> impl Strategy<Value = TopicConfig> {
         any::<bool>(),
         1..=u32::MAX,
         compression_type(),
+        prop_oneof![Just(1_048_588usize), 61..=(i32::MAX as usize)],
     )
         .prop_map(
             |(
@@ -181,6 +182,7 @@ fn topic_config() -> impl Strategy<Value = TopicConfig> {
                 log_append_time,
                 min_insync_replicas,
                 compression_type,
+                max_message_bytes,
             )| {
                 TopicConfig {
                     partitions,
@@ -202,6 +204,7 @@ fn topic_config() -> impl Strategy<Value = TopicConfig> {
                     },
                     min_insync_replicas,
                     compression_type,
+                    max_message_bytes,
                 }
             },
         )
@@ -592,16 +595,21 @@ fn command() -> impl Strategy<Value = Command> {
             proptest::option::of(any::<bool>()),
             proptest::option::of(1..=u32::MAX),
             proptest::option::of(compression_type()),
+            proptest::option::of(61..=(i32::MAX as usize)),
         )
-            .prop_filter("a line names one setting at least", |(_, a, b, c, d, e, g, h)| {
-                a.is_some()
-                    || b.is_some()
-                    || c.is_some()
-                    || d.is_some()
-                    || e.is_some()
-                    || g.is_some()
-                    || h.is_some()
-            })
+            .prop_filter(
+                "a line names one setting at least",
+                |(_, a, b, c, d, e, g, h, i)| {
+                    a.is_some()
+                        || b.is_some()
+                        || c.is_some()
+                        || d.is_some()
+                        || e.is_some()
+                        || g.is_some()
+                        || h.is_some()
+                        || i.is_some()
+                }
+            )
             .prop_map(
                 |(
                     topic,
@@ -612,6 +620,7 @@ fn command() -> impl Strategy<Value = Command> {
                     log_append,
                     min_insync_replicas,
                     compression_type,
+                    max_message_bytes,
                 )| {
                     Command::AlterTopic(AlterTopic {
                         topic,
@@ -634,6 +643,7 @@ fn command() -> impl Strategy<Value = Command> {
                         }),
                         min_insync_replicas,
                         compression_type,
+                        max_message_bytes,
                     })
                 }
             ),

@@ -62,13 +62,16 @@ pub(crate) fn set_config(c: &mut TopicConfig, name: &str, value: &str) -> Result
         "delete.retention.ms" => c.delete_retention_ms = duration(long()?.max(0))?,
         "message.timestamp.type" => c.message_timestamp_type = value.parse()?,
         "compression.type" => c.compression_type = value.parse()?,
+        "max.message.bytes" => {
+            c.max_message_bytes = offsetlab_scenario::command::topic_max_message_bytes(value)?
+        }
         "min.insync.replicas" => c.min_insync_replicas = match long()? {
             v if (1..=i64::from(u32::MAX)).contains(&v) => v as u32,
             _ => return Err("min.insync.replicas must be at least 1".into()),
         },
         other => {
             return Err(format!(
-                "the lab does not model '{other}' (it knows cleanup.policy, retention.ms, retention.bytes, segment.bytes, segment.ms, delete.retention.ms, message.timestamp.type, compression.type, min.insync.replicas)"
+                "the lab does not model '{other}' (it knows cleanup.policy, retention.ms, retention.bytes, segment.bytes, segment.ms, delete.retention.ms, message.timestamp.type, compression.type, max.message.bytes, min.insync.replicas)"
             ))
         }
     }

@@ -36,7 +36,7 @@ const TYPE_LIST: i8 = 7;
 type Value = fn(&TopicConfig) -> String;
 
 /// The topic configs the lab models: name, type, value.
-const TOPIC_CONFIGS: [(&str, i8, Value); 9] = [
+const TOPIC_CONFIGS: [(&str, i8, Value); 10] = [
     ("cleanup.policy", TYPE_LIST, |c| c.cleanup_policy.to_string()),
     ("retention.ms", TYPE_LONG, |c| unlimited(c.retention_ms)),
     ("retention.bytes", TYPE_LONG, |c| {
@@ -56,6 +56,7 @@ const TOPIC_CONFIGS: [(&str, i8, Value); 9] = [
     ("compression.type", TYPE_STRING, |c| {
         c.compression_type.to_string()
     }),
+    ("max.message.bytes", TYPE_INT, |c| c.max_message_bytes.to_string()),
 ];
 
 /// A limit that may be off: Kafka writes none as `-1`.

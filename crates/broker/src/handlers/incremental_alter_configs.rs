@@ -114,9 +114,10 @@ fn set(alter: &mut AlterTopic, c: &AlterableConfig) -> Result<(), Refusal> {
         "message.timestamp.type" => alter.message_timestamp_type = Some(parsed.message_timestamp_type),
         "min.insync.replicas" => alter.min_insync_replicas = Some(parsed.min_insync_replicas),
         "compression.type" => alter.compression_type = Some(parsed.compression_type),
+        "max.message.bytes" => alter.max_message_bytes = Some(parsed.max_message_bytes),
         _ => {
             return Err(invalid(
-                "not a config the lab models on a live topic (retention.ms, retention.bytes, cleanup.policy, delete.retention.ms, message.timestamp.type, compression.type, min.insync.replicas)".into(),
+                "not a config the lab models on a live topic (retention.ms, retention.bytes, cleanup.policy, delete.retention.ms, message.timestamp.type, compression.type, max.message.bytes, min.insync.replicas)".into(),
             ))
         }
     }

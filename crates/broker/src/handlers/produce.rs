@@ -76,17 +76,31 @@ pub(crate) fn records_bytes(r: &ProduceRequest) -> usize {
 /// request handler checks them before the partition's lock: the page and other clients wait
 /// only for the append.
 pub(crate) fn check(broker: &Broker, r: ProduceRequest, version: i16, client_id: &str) -> Checked {
-    let rules = Rules {
-        version,
-        message_max_bytes: broker.config.message_max_bytes,
-    };
     let txn_id = r.transactional_id.as_ref().map(|t| String::from(t.as_str()));
     let acks = r.acks;
     let mut topics = take_records(r);
+    // Each topic's `max.message.bytes` (the broker's `message.max.bytes` for one it does not have
+    // yet), read in one short look at the lab: the walk itself runs without its lock.
+    let limits: Vec<usize> = {
+        let s = broker.lab.lock();
+        topics
+            .iter()
+            .map(|(name, _)| {
+                s.lab()
+                    .topic(name)
+                    .map_or(broker.config.message_max_bytes, |t| t.config.max_message_bytes)
+            })
+            .collect()
+    };
     // Taken, not cloned: a batch whose bytes have one owner is appended in place.
     let checked = topics
         .iter_mut()
-        .map(|(_, parts)| {
+        .zip(limits)
+        .map(|((_, parts), message_max_bytes)| {
+            let rules = Rules {
+                version,
+                message_max_bytes,
+            };
             parts
                 .iter_mut()
                 .map(|(_, records)| sent_records(records.take().unwrap_or_default(), rules))
@@ -536,6 +550,29 @@ mod tests {
         assert_eq!(
             answer(&handle(&b, request("orders", batch(&[("o-1", &fits)])), 9, "c")).0,
             NONE
+        );
+    }
+
+    /// A topic's `max.message.bytes` overrides the broker's `message.max.bytes`, both ways.
+    #[test]
+    fn a_topics_max_message_bytes_bounds_its_batches() {
+        let b = broker();
+        let lines = vec![
+            "topic small max.message.bytes=200".to_string(),
+            "topic large max.message.bytes=3000000".to_string(),
+        ];
+        b.lab.lock().apply_lines(&lines).expect("topics");
+        let r = handle(&b, request("small", batch(&[("o-1", &"v".repeat(300))])), 9, "c");
+        assert_eq!(answer(&r), (MESSAGE_TOO_LARGE, -1));
+        assert_eq!(log_end(&b, "small"), 0, "nothing stored");
+        let r = handle(&b, request("small", batch(&[("o-1", "v")])), 9, "c");
+        assert_eq!(answer(&r), (NONE, 0));
+        let two_megabytes = "v".repeat(2_000_000);
+        let r = handle(&b, request("large", batch(&[("o-1", &two_megabytes)])), 9, "c");
+        assert_eq!(
+            answer(&r),
+            (NONE, 0),
+            "past message.max.bytes, within the topic's own"
         );
     }
 

@@ -305,7 +305,7 @@ impl Lab {
         ) != (c.partitions, c.segment_records, c.segment_bytes, c.segment_ms)
         {
             return Err(LabError::InvalidArgument(format!(
-                "topic {topic}: partitions and segment settings are fixed when the lab creates a topic; alter retention.ms, retention.bytes, cleanup.policy, delete.retention.ms, message.timestamp.type, compression.type or min.insync.replicas"
+                "topic {topic}: partitions and segment settings are fixed when the lab creates a topic; alter retention.ms, retention.bytes, cleanup.policy, delete.retention.ms, message.timestamp.type, compression.type, max.message.bytes or min.insync.replicas"
             )));
         }
         let old = std::mem::replace(&mut t.config, config);
@@ -350,6 +350,12 @@ impl Lab {
             changes.push(format!(
                 "message.timestamp.type {} → {} (for records appended from now on)",
                 old.message_timestamp_type, new.message_timestamp_type
+            ));
+        }
+        if old.max_message_bytes != new.max_message_bytes {
+            changes.push(format!(
+                "max.message.bytes {} → {}",
+                old.max_message_bytes, new.max_message_bytes
             ));
         }
         if old.compression_type != new.compression_type {

@@ -72,6 +72,9 @@ pub const DEFAULT_SEGMENT_BYTES: usize = 1 << 30;
 pub const DEFAULT_SEGMENT_MS: Millis = 7 * 24 * 3_600_000;
 /// `delete.retention.ms`: a day.
 pub const DEFAULT_DELETE_RETENTION_MS: Millis = 24 * 3_600_000;
+/// `max.message.bytes`: 1 MiB and the 12 bytes of a batch's log overhead (Kafka's default, the
+/// broker's `message.max.bytes`).
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 1_048_588;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TopicConfig {
@@ -101,6 +104,14 @@ pub struct TopicConfig {
     /// the one named here. (The lab's own `produce` writes its orders uncompressed.)
     #[serde(default)]
     pub compression_type: CompressionType,
+    /// `max.message.bytes`: the largest record batch a client may produce to the topic, as it is
+    /// written (compressed); a larger one is MESSAGE_TOO_LARGE.
+    #[serde(default = "default_max_message_bytes")]
+    pub max_message_bytes: usize,
+}
+
+fn default_max_message_bytes() -> usize {
+    DEFAULT_MAX_MESSAGE_BYTES
 }
 
 fn one() -> u32 {
@@ -121,6 +132,7 @@ impl Default for TopicConfig {
             message_timestamp_type: TimestampType::CreateTime,
             min_insync_replicas: 1,
             compression_type: CompressionType::Producer,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
         }
     }
 }

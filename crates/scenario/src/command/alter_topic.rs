@@ -1,6 +1,6 @@
 //! `alter-topic TOPIC [retention.ms=DUR|-1] [retention.bytes=N|-1] [cleanup.policy=delete|compact]
 //! [delete.retention.ms=DUR] [message.timestamp.type=CreateTime|LogAppendTime] [min.insync.replicas=N]
-//! [compression.type=producer|uncompressed|gzip|snappy|lz4|zstd]`
+//! [compression.type=producer|uncompressed|gzip|snappy|lz4|zstd] [max.message.bytes=N]`
 //!
 //! Kafka's `IncrementalAlterConfigs` on a topic (what `kafka-configs.sh --alter --entity-type
 //! topics --add-config …` sends; the Kafka listener writes this line for it): the named settings
@@ -29,6 +29,7 @@ pub struct AlterTopic {
     pub message_timestamp_type: Option<TimestampType>,
     pub min_insync_replicas: Option<u32>,
     pub compression_type: Option<CompressionType>,
+    pub max_message_bytes: Option<usize>,
 }
 
 impl AlterTopic {
@@ -42,10 +43,11 @@ impl AlterTopic {
             message_timestamp_type: args.parsed("message.timestamp.type", |v| v.parse())?,
             min_insync_replicas: args.parsed("min.insync.replicas", super::topic::min_insync)?,
             compression_type: args.parsed("compression.type", |v| v.parse())?,
+            max_message_bytes: args.parsed("max.message.bytes", super::topic::max_message_bytes)?,
         };
         if alter.is_empty() {
             return Err(ParseError::new(
-                "alter-topic: name a setting to change (retention.ms, retention.bytes, cleanup.policy, delete.retention.ms, message.timestamp.type, min.insync.replicas, compression.type)",
+                "alter-topic: name a setting to change (retention.ms, retention.bytes, cleanup.policy, delete.retention.ms, message.timestamp.type, min.insync.replicas, compression.type, max.message.bytes)",
             ));
         }
         Ok(alter)
@@ -59,6 +61,7 @@ impl AlterTopic {
             && self.message_timestamp_type.is_none()
             && self.min_insync_replicas.is_none()
             && self.compression_type.is_none()
+            && self.max_message_bytes.is_none()
     }
 
     /// `config` with this line's settings applied.
@@ -84,6 +87,9 @@ impl AlterTopic {
         }
         if let Some(v) = self.compression_type {
             c.compression_type = v;
+        }
+        if let Some(v) = self.max_message_bytes {
+            c.max_message_bytes = v;
         }
         c
     }
@@ -117,6 +123,9 @@ impl fmt::Display for AlterTopic {
         }
         if let Some(v) = self.compression_type {
             write!(f, " compression.type={v}")?;
+        }
+        if let Some(v) = self.max_message_bytes {
+            write!(f, " max.message.bytes={v}")?;
         }
         Ok(())
     }

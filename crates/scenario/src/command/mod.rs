@@ -85,7 +85,7 @@ pub use seek::{Seek, SeekTo};
 pub use send::Send;
 pub use send_stored::SendStored;
 pub use tick::Tick;
-pub use topic::CreateTopic;
+pub use topic::{max_message_bytes as topic_max_message_bytes, CreateTopic};
 
 use crate::error::ParseError;
 use crate::token::{tokenize, Args};

@@ -1,7 +1,7 @@
 //! `topic NAME [partitions=N] [retention.ms=DUR] [retention.bytes=N] [segment.records=N]
 //! [segment.bytes=N] [segment.ms=DUR] [cleanup.policy=delete|compact] [delete.retention.ms=DUR]
 //! [message.timestamp.type=CreateTime|LogAppendTime] [min.insync.replicas=N]
-//! [compression.type=producer|uncompressed|gzip|snappy|lz4|zstd]`
+//! [compression.type=producer|uncompressed|gzip|snappy|lz4|zstd] [max.message.bytes=N]`
 //!
 //! Creates a topic. Retention settings are `-1` for "forever" as in Kafka.
 //! `message.timestamp.type` decides whether real clients' records keep their producer's
@@ -69,6 +69,9 @@ impl CreateTopic {
         if let Some(c) = args.parsed("compression.type", |v| v.parse())? {
             config.compression_type = c;
         }
+        if let Some(n) = args.parsed("max.message.bytes", max_message_bytes)? {
+            config.max_message_bytes = n;
+        }
         Ok(Self { name, config })
     }
 
@@ -78,6 +81,14 @@ impl CreateTopic {
 }
 
 /// `min.insync.replicas`: at least 1, as Kafka requires.
+/// `max.message.bytes`: at least a batch header (61 bytes), at most `i32::MAX` as in Kafka.
+pub fn max_message_bytes(v: &str) -> Result<usize, String> {
+    match count(v, i32::MAX as u64)? {
+        n if n >= 61 => Ok(n as usize),
+        _ => Err("max.message.bytes holds a batch header at least (61 bytes)".into()),
+    }
+}
+
 pub(crate) fn min_insync(v: &str) -> Result<u32, String> {
     count(v, u32::MAX.into()).and_then(nonzero).map(|n| n as u32)
 }
@@ -130,6 +141,9 @@ impl fmt::Display for CreateTopic {
         }
         if c.compression_type != d.compression_type {
             write!(f, " compression.type={}", c.compression_type)?;
+        }
+        if c.max_message_bytes != d.max_message_bytes {
+            write!(f, " max.message.bytes={}", c.max_message_bytes)?;
         }
         Ok(())
     }
