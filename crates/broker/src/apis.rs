@@ -59,9 +59,12 @@ async fn produce_on_worker(
     }
     let checked = produce::check(broker, r, version, &client_id);
     if let Some(s) = broker.lab.try_lock().filter(|s| !s.saves_wait_for_disk()) {
-        return Some(produce::append(broker, s, checked));
+        return Some(produce::append(broker, broker.lab.caught_up(s), checked));
     }
-    blocking(broker, move |b| produce::append(b, b.lab.lock(), checked)).await
+    blocking(broker, move |b| {
+        produce::append(b, b.lab.lock_for_change(), checked)
+    })
+    .await
 }
 
 /// Whether the frame's header names an API the lab knows in a version it does not serve.

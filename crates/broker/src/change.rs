@@ -66,6 +66,7 @@ pub(crate) fn code(e: &LabError) -> i16 {
         LabError::IllegalGeneration { .. } => ILLEGAL_GENERATION,
         LabError::RebalanceInProgress { .. } => REBALANCE_IN_PROGRESS,
         LabError::InvalidPartitions(_) => INVALID_PARTITIONS,
+        LabError::MessageTooLarge { .. } => MESSAGE_TOO_LARGE,
         LabError::Storage(_) => KAFKA_STORAGE_ERROR,
         _ => UNKNOWN_SERVER_ERROR,
     }
@@ -84,11 +85,13 @@ pub(crate) fn save(lab: &LabHandle, mut s: MutexGuard<'_, Session>) -> Result<()
     }
 }
 
-/// A live clock brought to wall time before a change ([`Session::catch_up`]): a client's record
-/// is stamped, a commit timed and a member's session started at the instant they happen. One
-/// that cannot (a broken session) is left behind; the change that follows is refused for it.
+/// A live clock brought to wall time before a change ([`Session::catch_up_if_stale`]) — unless
+/// the handler locked with [`LabHandle::lock_for_change`] and planned the change at that
+/// instant: a client's record is stamped, a commit timed and a member's session started at the
+/// instant they happen. One that cannot (a broken session) is left behind; the change that
+/// follows is refused for it.
 fn live_clock(s: &mut Session) {
-    let _ = s.catch_up(offsetlab_lab::session::wall_clock_ms());
+    let _ = s.catch_up_if_stale(offsetlab_lab::session::wall_clock_ms());
 }
 
 /// Applies `changes` as one batch, all or none, and saves the lab.

@@ -122,8 +122,9 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
 
 /// The live clock's ticker: four times a second, a live lab whose next timer is due by wall time
 /// catches up to it ([`LabHandle::catch_up_due_timers`]) — a session expiring, offsets retention,
-/// a segment retention deletes — so timers fire on time even while nobody acts. A paused lab, or
-/// one with nothing due, costs a lock and a comparison.
+/// a segment retention deletes — so timers fire on time even while nobody acts. A paused lab
+/// costs a lock and a comparison; a live one with nothing due, the same once its next deadline
+/// is known (computed again only after a change).
 async fn live_clock(lab: LabHandle) {
     let mut every = tokio::time::interval(std::time::Duration::from_millis(250));
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

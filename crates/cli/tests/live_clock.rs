@@ -2,6 +2,7 @@
 //! nobody acts, Kafka clients' records and the lab's on one clock, pausing and going live again,
 //! and the mode kept across a restart.
 
+#[macro_use]
 mod common;
 
 use common::{act, act_ok, http, ok_json, serve, Lab};
@@ -91,12 +92,22 @@ fn a_new_lab_runs_on_wall_time_and_its_timers_fire_while_nobody_acts() {
     let t = records["records"][0]["timestamp"].as_i64().expect("timestamp");
     assert!(t >= ahead && t <= wall_ms(), "{t} is the produce's instant");
 
-    // A bad line is refused and changes nothing but the clock: time passed anyway.
-    let lines_before = state(&lab)["history_lines"].as_u64().expect("lines");
+    // A bad line is refused and changes nothing but the clock — time passed anyway: at most a
+    // `clock` line, and the figures as they were.
+    // (A consumer's "next auto-commit in" is relative to the clock, which moved.)
+    let figures = |s: serde_json::Value| (s["groups"].clone(), s["topics"].clone());
+    let before = state(&lab);
+    let lines_before = before["history_lines"].as_u64().expect("lines");
     let res = act(&lab, &["poll nobody"]);
     assert!(res.starts_with("HTTP/1.1 422"), "{res}");
-    let lines_after = state(&lab)["history_lines"].as_u64().expect("lines");
+    let after = state(&lab);
+    let lines_after = after["history_lines"].as_u64().expect("lines");
     assert!(lines_after <= lines_before + 1, "{lines_before} → {lines_after}");
+    assert_eq!(figures(after), figures(before));
+    assert!(
+        !export(&lab).contains("nobody"),
+        "the refused line is not in the history"
+    );
 }
 
 #[test]
@@ -158,6 +169,14 @@ fn pausing_loading_and_going_live_again_and_a_restart_keeps_the_mode() {
         export(&lab).contains("\nclock 20"),
         "the jump is a line of the history"
     );
+
+    // The page's reset keeps a live lab live, its seed built at now.
+    let before = wall_ms();
+    let res = http(&lab.addr, "POST", "/api/reset", "").expect("reset");
+    assert!(res.starts_with("HTTP/1.1 200"), "{res}");
+    assert_eq!(state(&lab)["clock_mode"], "live");
+    let seeded = common::first_timestamp(&lab.addr, "orders");
+    assert!(seeded >= before && seeded <= wall_ms(), "{seeded}");
 
     // `--clock paused` at start overrides what the lab kept.
     drop(lab);
@@ -237,7 +256,71 @@ fn a_log_append_time_topic_stamps_wall_time() {
     );
     let stamps: Vec<i64> = out.lines().map(|l| l.parse().expect("a timestamp")).collect();
     assert_eq!(stamps.len(), 2, "{out}");
-    for t in stamps {
-        assert!(t >= before && t <= after, "{t} not in {before}..{after}");
+    for t in &stamps {
+        assert!(*t >= before && *t <= after, "{t} not in {before}..{after}");
     }
+
+    // The Produce answer's log_append_time is the time the batch was stamped with: the live
+    // clock moves before the listener plans the answer.
+    std::thread::sleep(Duration::from_millis(50));
+    let (answered, base) = produce_one(&kafka, "stamped");
+    assert_eq!(base, 2);
+    let out = kcat(
+        &[
+            "-b", &kafka, "-C", "-t", "stamped", "-p", "0", "-o", "2", "-e", "-q", "-f", "%T\\n",
+        ],
+        "",
+    );
+    let stamped: i64 = out.trim().parse().expect("a timestamp");
+    assert_eq!(answered, stamped, "the answer says the stamp");
+    assert!(stamped > stamps[1], "stamped at its own instant");
+}
+
+/// One record produced over a plain socket (Produce v7, acks=1): the answer's log_append_time
+/// and base offset.
+fn produce_one(kafka: &str, topic: &str) -> (i64, i64) {
+    use offsetlab_wire::kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    use offsetlab_wire::kafka_protocol::messages::{ProduceRequest, TopicName};
+    use offsetlab_wire::kafka_protocol::protocol::StrBytes;
+    use offsetlab_wire::kafka_protocol::records::{
+        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+    };
+    let record = Record {
+        transactional: false,
+        control: false,
+        delete_horizon: false,
+        partition_leader_epoch: -1,
+        producer_id: -1,
+        producer_epoch: -1,
+        timestamp_type: TimestampType::Creation,
+        offset: 0,
+        sequence: 0,
+        timestamp: 1_000,
+        key: None,
+        value: Some(bytes::Bytes::from_static(b"three")),
+        headers: Default::default(),
+    };
+    let mut batch = bytes::BytesMut::new();
+    RecordBatchEncoder::encode(
+        &mut batch,
+        &[record],
+        &RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        },
+    )
+    .expect("encode");
+    let request = ProduceRequest::default()
+        .with_acks(1)
+        .with_timeout_ms(5_000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(0)
+                .with_records(Some(batch.freeze()))])]);
+    let mut s = std::net::TcpStream::connect(kafka).expect("connect");
+    let r = ask!(&mut s, Produce, 7, 1, request);
+    let p = &r.responses[0].partition_responses[0];
+    assert_eq!(p.error_code, 0);
+    (p.log_append_time_ms, p.base_offset)
 }

@@ -82,9 +82,14 @@ pub fn format_instant(at: Millis) -> String {
     }
 }
 
-/// An instant as an RFC 3339 date in UTC, with milliseconds when it has any.
+/// 10000-01-01T00:00:00Z: RFC 3339 writes four-digit years, so instants from here on (a lab
+/// ticked past them by hand) are written in milliseconds.
+pub const LAST_DATED_MS: Millis = 253_402_300_800_000;
+
+/// An instant as an RFC 3339 date in UTC, with milliseconds when it has any (as epoch
+/// milliseconds before 1970 and from the year 10000 on, which no date spells).
 pub fn format_date(at: Millis) -> String {
-    let Ok(ms) = u64::try_from(at) else {
+    let Some(ms) = u64::try_from(at).ok().filter(|_| at < LAST_DATED_MS) else {
         return format!("{at}ms");
     };
     let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms);
@@ -125,5 +130,8 @@ mod tests {
         );
         assert_eq!(format_instant(1_796_144_974_000), "2026-12-01T17:09:34Z");
         assert_eq!(format_instant(-5), "-5ms");
+        assert_eq!(format_instant(LAST_DATED_MS - 1_000), "9999-12-31T23:59:59Z");
+        assert_eq!(format_instant(LAST_DATED_MS), "253402300800000ms");
+        assert_eq!(format_instant(Millis::MAX), format!("{}ms", Millis::MAX));
     }
 }

@@ -20,6 +20,14 @@ pub enum LabError {
     /// Kafka's `INVALID_PARTITIONS`: a partition count a topic cannot have or cannot go to.
     #[error("{0}")]
     InvalidPartitions(String),
+    /// Kafka's MESSAGE_TOO_LARGE: a batch larger, as the log would write it, than the topic's
+    /// `max.message.bytes`.
+    #[error("a record batch of {size} bytes is larger than max.message.bytes ({limit}) of topic '{topic}'")]
+    MessageTooLarge {
+        topic: String,
+        size: usize,
+        limit: usize,
+    },
     #[error("consumer '{name}' is {state}: {hint}")]
     WrongState {
         name: String,

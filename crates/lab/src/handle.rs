@@ -60,8 +60,17 @@ impl LabHandle {
     /// with, so a record, a commit or a join happens at the instant it happens. A clock that
     /// cannot catch up (a broken session) is left behind; the change that follows says why.
     pub fn lock_for_change(&self) -> MutexGuard<'_, Session> {
-        let mut s = self.lock();
-        let _ = s.catch_up(crate::session::wall_clock_ms());
+        self.caught_up(self.lock())
+    }
+
+    /// A session locked otherwise ([`LabHandle::try_lock`]) made ready for a change, as
+    /// [`LabHandle::lock_for_change`] makes it.
+    pub fn caught_up<'a>(&self, mut s: MutexGuard<'a, Session>) -> MutexGuard<'a, Session> {
+        if let Ok(true) = s.catch_up(crate::session::wall_clock_ms()) {
+            // Saved with the change that follows (or the next one, if it is refused); the pages
+            // learn the clock moved now.
+            let _ = self.changes.send(s.version());
+        }
         s
     }
 

@@ -105,7 +105,12 @@ pub fn open(
         data_dir: data_dir.to_path_buf(),
         error,
     };
-    let kept = read_clock_mode(&root).map_err(restore_error)?;
+    // The mode the lab kept, unless `--clock` says which: a file that does not read stops the
+    // start then (it is the lab's), but not when the flag replaces it.
+    let kept = match clock {
+        Some(_) => None,
+        None => read_clock_mode(&root).map_err(restore_error)?,
+    };
     let mut opened = match Session::restore(&root, flush).map_err(restore_error)? {
         Some((session, summary)) => {
             let mode = clock.or(kept).unwrap_or(ClockMode::Paused);

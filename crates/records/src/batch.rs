@@ -35,7 +35,8 @@ pub const HEADER_LEN: usize = 61;
 /// Bytes before `batchLength` counts: baseOffset and batchLength itself.
 pub const LOG_OVERHEAD: usize = 12;
 pub const MAGIC: i8 = 2;
-pub(crate) const CRC_START: usize = 21;
+/// Where the bytes the CRC-32C covers begin (attributes on).
+pub const CRC_START: usize = 21;
 /// Bits 0–2: the compression codec ([`crate::compression::Compression`]).
 pub const ATTR_COMPRESSION: i16 = 0b111;
 /// The timestamp type: set, the batch's `maxTimestamp` is every record's timestamp — the log

@@ -41,13 +41,13 @@ pub struct ProducerRun {
 /// What a partition's share of a Produce request holds, validated.
 #[derive(Debug)]
 pub struct Validated {
-    /// Every batch, uncompressed.
+    /// Every batch, as it came (compressed or not; a retimed header rewritten).
     pub batches: ProducedBatches,
     /// The idempotent producer's sequence run, when the batches carry one.
     pub producer: Option<ProducerRun>,
     /// Written inside a transaction (every batch's transactional bit).
     pub transactional: bool,
-    /// At least one batch came compressed (and was rewritten).
+    /// At least one batch came compressed.
     pub compressed: bool,
     /// At least one batch came compressed with zstd (which Produce v7 introduced, KIP-110).
     pub zstd: bool,

@@ -44,6 +44,9 @@ pub fn file_name(base: Offset, ext: &str) -> String {
     format!("{base:020}.{ext}")
 }
 
+/// A batch as stored: its file position, header and bytes ([`BatchCursor::next_stored`]).
+pub type Stored<'a> = (u64, BatchHeader, &'a [u8]);
+
 /// Reads batches from a file sequentially, in large chunks, handing out each batch's bytes.
 pub struct BatchCursor {
     file: Arc<File>,
@@ -126,6 +129,39 @@ impl BatchCursor {
         )
         .map_err(|error| CursorError::Batch { position, error })?;
         Ok(Some((position, batch)))
+    }
+
+    /// The next batch as stored, for a reader that hands out bytes (a fetch) rather than records:
+    /// an uncompressed batch validated whole as [`BatchCursor::next_batch`] validates it, a
+    /// compressed one by its header and CRC only — its records are not inflated (up to 64 MiB a
+    /// batch) for a reader that never looks at them.
+    pub fn next_stored(&mut self) -> Result<Option<Stored<'_>>, CursorError> {
+        let position = self.position();
+        if position >= self.end {
+            return Ok(None);
+        }
+        self.fill(HEADER_LEN)?;
+        let header = BatchHeader::parse(&self.buf[self.next..])
+            .map_err(|error| CursorError::Batch { position, error })?;
+        if !header.is_compressed() {
+            return Ok(self.next_batch()?.map(|(p, b)| (p, b.header, b.bytes())));
+        }
+        self.fits(position, header.total_len)?;
+        self.fill(header.total_len)?;
+        let start = self.next;
+        self.next += header.total_len;
+        let bytes = &self.buf[start..start + header.total_len];
+        let computed = crc32c::crc32c(&bytes[offsetlab_records::batch::CRC_START..]);
+        if computed != header.crc {
+            return Err(CursorError::Batch {
+                position,
+                error: BatchError::BadCrc {
+                    stored: header.crc,
+                    computed,
+                },
+            });
+        }
+        Ok(Some((position, header, bytes)))
     }
 
     /// `len` bytes from `position` lie before the end of what the cursor may read.

@@ -623,7 +623,8 @@ function setupForms() {
   $('#reset-lab').addEventListener('click', async () => {
     if (!confirmReplace('Resetting')) return;
     ui.lesson = null;
-    const res = await request('POST', '/api/scenario', ui.meta.lab_scenario, true);
+    // The seed in the clock's mode: a live lab starts over at now and stays live.
+    const res = await request('POST', '/api/reset');
     if (res.ok) { ui.windowFrom = null; setState(res.data); showAlert('Back to the seed lab.', true); }
   });
   $('#import-button').addEventListener('click', () => $('#import').click());

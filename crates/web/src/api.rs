@@ -147,6 +147,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/state", get(get_state))
         .route("/api/actions", post(post_actions))
         .route("/api/clock", post(post_clock))
+        .route("/api/reset", post(post_reset))
         .route("/api/records", get(get_records))
         .route("/api/record", get(get_record))
         .route("/api/sink-rows", get(get_sink_rows))
@@ -272,6 +273,26 @@ async fn post_actions(State(app): State<AppState>, ApiJson(actions): ApiJson<Act
     }
 }
 
+/// Back to the seed lab, in the clock's mode (a live lab's seed is built at now).
+async fn post_reset(State(app): State<AppState>) -> Response {
+    let app2 = app.clone();
+    let result = app
+        .with_session(
+            move |s| match s.reset_to_seed(offsetlab_lab::session::wall_clock_ms()) {
+                Ok(()) => {
+                    let pending = app2.changed(s);
+                    (state_response(s), pending)
+                }
+                Err(e) => (action_error(&e), Ok(None)),
+            },
+        )
+        .await;
+    match result {
+        Ok((response, pending)) => app.sync(pending, response).await,
+        Err(e) => e,
+    }
+}
+
 #[derive(Deserialize)]
 struct ClockRequest {
     mode: String,
@@ -287,6 +308,12 @@ async fn post_clock(State(app): State<AppState>, ApiJson(req): ApiJson<ClockRequ
     let app2 = app.clone();
     let result = app
         .with_session(move |s| {
+            // Paused where wall time is now, not at the last line: what the page showed.
+            if mode == ClockMode::Paused {
+                if let Err(e) = s.catch_up(offsetlab_lab::session::wall_clock_ms()) {
+                    return (action_error(&e), Ok(None));
+                }
+            }
             if let Err(e) = s.set_clock_mode(mode) {
                 return (
                     json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),

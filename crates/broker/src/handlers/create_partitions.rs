@@ -17,7 +17,7 @@ use offsetlab_wire::kafka_protocol::messages::{CreatePartitionsRequest, CreatePa
 type Planned = Result<AddPartitions, Refusal>;
 
 pub(crate) fn handle(broker: &Broker, r: &CreatePartitionsRequest) -> CreatePartitionsResponse {
-    let s = broker.lab.lock();
+    let s = broker.lab.lock_for_change();
     let planned: Vec<Planned> = r
         .topics
         .iter()

@@ -81,7 +81,7 @@ pub(crate) fn set_config(c: &mut TopicConfig, name: &str, value: &str) -> Result
 /// CreateTopics: each valid new topic becomes a `topic` command; one batch for the request.
 pub(crate) fn handle(broker: &Broker, r: &CreateTopicsRequest) -> CreateTopicsResponse {
     let lab = &broker.lab;
-    let s = lab.lock();
+    let s = lab.lock_for_change();
     let mut commands = Vec::new();
     let mut seen = BTreeSet::new();
     let mut results: Vec<(CreatableTopicResult, bool)> = r

@@ -23,7 +23,7 @@ pub(crate) fn handle(broker: &Broker, r: &DeleteGroupsRequest) -> DeleteGroupsRe
     let (lab, coordinator) = (&broker.lab, &broker.coordinator);
     // The coordinator's decisions and the lab's lines stay in one order.
     let _settle = coordinator.settle_lock();
-    let s = lab.lock();
+    let s = lab.lock_for_change();
     let mut commands = Vec::new();
     let mut plan: Vec<Result<Option<usize>, i16>> = Vec::new();
     for g in &r.groups_names {

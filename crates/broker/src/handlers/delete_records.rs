@@ -14,7 +14,7 @@ use offsetlab_wire::kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecor
 /// watermark, as in Kafka); the answer is the new log start offset.
 pub(crate) fn handle(broker: &Broker, r: &DeleteRecordsRequest) -> DeleteRecordsResponse {
     let lab = &broker.lab;
-    let s = lab.lock();
+    let s = lab.lock_for_change();
     let mut commands = Vec::new();
     let answers: Vec<Vec<(i32, Result<i64, i16>)>> = r
         .topics

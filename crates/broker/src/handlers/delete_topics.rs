@@ -22,7 +22,7 @@ use offsetlab_wire::Uuid;
 /// `UNKNOWN_TOPIC_ID`.
 pub(crate) fn handle(broker: &Broker, r: &DeleteTopicsRequest) -> DeleteTopicsResponse {
     let (lab, producers) = (&broker.lab, &broker.producers);
-    let s = lab.lock();
+    let s = lab.lock_for_change();
     // v0–v5 list names; v6 lists (name, id) pairs, either of which may name the topic.
     let names: Vec<Option<TopicName>> = if r.topics.is_empty() {
         r.topic_names.iter().cloned().map(Some).collect()

@@ -11,7 +11,7 @@ use offsetlab_wire::kafka_protocol::messages::{EndTxnRequest, EndTxnResponse};
 pub(crate) fn handle(broker: &Broker, r: &EndTxnRequest) -> EndTxnResponse {
     let lab = &broker.lab;
     let txn_id = String::from(r.transactional_id.as_str());
-    let s = lab.lock();
+    let s = lab.lock_for_change();
     let code = match current(&s, &txn_id, r.producer_id.0, r.producer_epoch) {
         Err(code) => code,
         Ok(()) => {

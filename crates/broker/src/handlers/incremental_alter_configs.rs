@@ -25,7 +25,7 @@ const OP_SET: i8 = 0;
 const OP_DELETE: i8 = 1;
 
 pub(crate) fn handle(broker: &Broker, r: &IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse {
-    let s = broker.lab.lock();
+    let s = broker.lab.lock_for_change();
     let planned: Vec<Result<AlterTopic, Refusal>> = r
         .resources
         .iter()

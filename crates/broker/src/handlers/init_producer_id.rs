@@ -48,7 +48,7 @@ pub(crate) fn handle(broker: &Broker, r: &InitProducerIdRequest) -> InitProducer
         txn_id: txn_id.to_string(),
         timeout_ms: i64::from(r.transaction_timeout_ms),
     });
-    let mut s = lab.lock();
+    let mut s = lab.lock_for_change();
     if let Err(e) = s.apply_changes(vec![Change::Command(init)]) {
         return refuse(match change::Failure::from(e) {
             change::Failure::Refused(_) => INVALID_TXN_STATE,

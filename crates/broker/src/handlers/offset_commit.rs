@@ -34,7 +34,7 @@ pub(crate) fn handle(broker: &Broker, r: &OffsetCommitRequest) -> OffsetCommitRe
             return respond(r, &|_, _| code);
         }
     }
-    let s = lab.lock();
+    let s = lab.lock_for_change();
     if !member_commit
         && (s.lab().group(&group).is_ok_and(|g| g.has_members()) || coordinator.has_members(&group))
     {

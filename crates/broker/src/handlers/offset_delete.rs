@@ -20,7 +20,7 @@ type PartitionCode = (i32, i16);
 pub(crate) fn handle(broker: &Broker, r: &OffsetDeleteRequest) -> OffsetDeleteResponse {
     let (lab, coordinator) = (&broker.lab, &broker.coordinator);
     let _settle = coordinator.settle_lock();
-    let s = lab.lock();
+    let s = lab.lock_for_change();
     let group = r.group_id.0.to_string();
     if group.is_empty() {
         return OffsetDeleteResponse::default().with_error_code(INVALID_GROUP_ID);

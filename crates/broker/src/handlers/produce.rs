@@ -50,7 +50,7 @@ type Answers = Vec<Vec<Result<(i64, i64, bool), Refusal>>>;
 /// record was given.
 pub(crate) fn handle(broker: &Broker, r: ProduceRequest, version: i16, client_id: &str) -> ProduceResponse {
     let checked = check(broker, r, version, client_id);
-    append(broker, broker.lab.lock(), checked)
+    append(broker, broker.lab.lock_for_change(), checked)
 }
 
 /// A Produce request's batches, validated, waiting for the lab's lock.
@@ -551,6 +551,20 @@ mod tests {
             answer(&handle(&b, request("orders", batch(&[("o-1", &fits)])), 9, "c")).0,
             NONE
         );
+    }
+
+    /// A batch rewritten in the topic's `compression.type` is checked against its
+    /// `max.message.bytes` as it would be written: small compressed, too large uncompressed.
+    #[test]
+    fn a_batch_too_large_once_rewritten_is_message_too_large() {
+        let b = broker();
+        let lines = vec!["topic plain compression.type=uncompressed max.message.bytes=500".to_string()];
+        b.lab.lock().apply_lines(&lines).expect("topic");
+        let packed = zstd(&batch(&[("o-1", &"v".repeat(2_000))]));
+        assert!(packed.len() < 500, "{} bytes compressed", packed.len());
+        let r = handle(&b, request("plain", packed), 9, "c");
+        assert_eq!(answer(&r), (MESSAGE_TOO_LARGE, -1));
+        assert_eq!(log_end(&b, "plain"), 0, "nothing stored");
     }
 
     /// A topic's `max.message.bytes` overrides the broker's `message.max.bytes`, both ways.

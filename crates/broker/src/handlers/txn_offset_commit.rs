@@ -29,7 +29,7 @@ pub(crate) fn handle(broker: &Broker, r: &TxnOffsetCommitRequest) -> TxnOffsetCo
             })
         })
         .collect();
-    let s = lab.lock();
+    let s = lab.lock_for_change();
     let mut code = current(&s, &txn_id, r.producer_id.0, r.producer_epoch)
         .err()
         .unwrap_or(NONE);

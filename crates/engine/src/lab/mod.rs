@@ -24,7 +24,10 @@ mod view;
 pub use consume::SeekTarget;
 pub use reset::{ResetPlan, ResetRow, ResetSpec};
 pub use snapshot::{LabSnapshot, SNAPSHOT_VERSION};
-pub use topics::{BatchPacking, ProduceSpec, SentHeader, SentRecord, MAX_PARTITIONS, MAX_SEND_RECORDS};
+pub use topics::{
+    compressed_records_match, BatchPacking, ProduceSpec, SentHeader, SentRecord, MAX_PARTITIONS,
+    MAX_SEND_RECORDS,
+};
 pub use view::{GroupView, LabView, PartitionView, SinkView, TopicView};
 
 use crate::clock::{Clock, Millis};

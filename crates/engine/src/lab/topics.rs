@@ -531,7 +531,7 @@ impl Lab {
                 "send: compressed records come with compression=CODEC, for one batch".into(),
             ));
         }
-        let (log, stamp, compression) = self.client_partition(topic, partition)?;
+        let (log, stamp, compression, _) = self.client_partition(topic, partition)?;
         // A topic that names a codec has every batch in it (the producer's bytes are not kept).
         let (codec, compressed) = match compression.codec() {
             Some(c) if c != packing.codec => (c, None),
@@ -554,14 +554,16 @@ impl Lab {
                     headers,
                 })
                 .collect();
+            let base_timestamp = sent.first().and_then(|r| r.batch_timestamp);
+            // The line's bytes are its records, whichever codec the topic stores them in.
+            if let Some(bytes) = packing.compressed.as_deref() {
+                check_compressed(&batch, base_timestamp, packing.codec, bytes)?;
+            }
             let shape = BatchShape {
-                base_timestamp: sent.first().and_then(|r| r.batch_timestamp),
+                base_timestamp,
                 codec,
                 compressed,
             };
-            if let Some(bytes) = compressed {
-                check_compressed(&batch, &shape, bytes)?;
-            }
             let at = log.append_shaped(&batch, &shape, now, stamp);
             first.get_or_insert(at);
         }
@@ -587,10 +589,19 @@ impl Lab {
                 "send carries at least one record".into(),
             ));
         }
-        let (log, stamp, compression) = self.client_partition(topic, partition)?;
-        // A topic that names a codec has every batch rewritten in it, as Kafka's broker does.
+        let (log, stamp, compression, max_message_bytes) = self.client_partition(topic, partition)?;
+        // A topic that names a codec has every batch rewritten in it, as Kafka's broker does —
+        // and checks the batch it would write against `max.message.bytes` (the listener checked
+        // the batch as sent).
         if let Some(codec) = compression.codec() {
             batches.convert(codec);
+            if let Some(h) = batches.headers().iter().find(|h| h.total_len > max_message_bytes) {
+                return Err(LabError::MessageTooLarge {
+                    topic: topic.to_string(),
+                    size: h.total_len,
+                    limit: max_message_bytes,
+                });
+            }
         }
         let appended = log
             .append_encoded(batches, now, stamp)
@@ -613,18 +624,7 @@ impl Lab {
     /// Kafka's internal ones.
     /// A partition real clients write to, and its topic's `message.timestamp.type` and
     /// `compression.type`.
-    fn client_partition(
-        &mut self,
-        topic: &str,
-        partition: i32,
-    ) -> Result<
-        (
-            &mut Box<dyn PartitionLog>,
-            TimestampType,
-            crate::log::CompressionType,
-        ),
-        LabError,
-    > {
+    fn client_partition(&mut self, topic: &str, partition: i32) -> Result<ClientPartition<'_>, LabError> {
         if crate::names::is_internal_topic(topic) {
             return Err(LabError::internal_topic(topic, ": clients cannot write to it"));
         }
@@ -637,8 +637,9 @@ impl Lab {
                 partitions: n_parts as usize,
             });
         }
-        let (stamp, compression) = (t.config.message_timestamp_type, t.config.compression_type);
-        Ok((&mut t.partitions[partition as usize], stamp, compression))
+        let c = &t.config;
+        let (stamp, compression, max) = (c.message_timestamp_type, c.compression_type, c.max_message_bytes);
+        Ok((&mut t.partitions[partition as usize], stamp, compression, max))
     }
 
     /// Tells the narrative about `n` records a client sent, from `first`; their offset range.
@@ -674,20 +675,46 @@ pub struct BatchPacking {
     pub compressed: Option<Vec<u8>>,
 }
 
+/// A partition real clients write to, with its topic's `message.timestamp.type`,
+/// `compression.type` and `max.message.bytes`.
+type ClientPartition<'a> = (
+    &'a mut Box<dyn PartitionLog>,
+    TimestampType,
+    crate::log::CompressionType,
+    usize,
+);
+
 /// Refuses compressed bytes that are not the line's records: they must decompress to exactly
 /// the records as the log encodes them, or the log would serve other records than the lab shows.
-fn check_compressed(records: &[NewRecord<'_>], shape: &BatchShape<'_>, bytes: &[u8]) -> Result<(), LabError> {
+fn check_compressed(
+    records: &[NewRecord<'_>],
+    base_timestamp: Option<i64>,
+    codec: Compression,
+    bytes: &[u8],
+) -> Result<(), LabError> {
+    if compressed_records_match(records, base_timestamp, codec, bytes) {
+        Ok(())
+    } else {
+        Err(LabError::InvalidArgument(format!(
+            "send: compressed= does not {codec} decompress to the records the line spells out"
+        )))
+    }
+}
+
+/// Whether `bytes` — a batch's records as `codec` compressed them — decompress to exactly
+/// `records` as the log encodes them (against `base_timestamp`, or the first record's). What an
+/// export checks before it writes a compressed batch's bytes on its `send` line, and a replay
+/// before it stores them.
+pub fn compressed_records_match(
+    records: &[NewRecord<'_>],
+    base_timestamp: Option<i64>,
+    codec: Compression,
+    bytes: &[u8],
+) -> bool {
     let mut plain = Vec::new();
-    let base = shape
-        .base_timestamp
+    let base = base_timestamp
         .or_else(|| records.first().map(|r| r.timestamp))
         .unwrap_or_default();
     offsetlab_records::batch::encode_consecutive_based(&mut plain, 0, records, -1, base);
-    match offsetlab_records::produced::with_compressed_records(&plain, shape.codec, bytes) {
-        Some(_) => Ok(()),
-        None => Err(LabError::InvalidArgument(format!(
-            "send: compressed= does not {} decompress to the records the line spells out",
-            shape.codec
-        ))),
-    }
+    offsetlab_records::produced::with_compressed_records(&plain, codec, bytes).is_some()
 }

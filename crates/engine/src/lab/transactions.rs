@@ -451,9 +451,13 @@ impl Lab {
     }
 
     /// The earliest `transaction.timeout.ms` deadline of an open transaction.
+    /// Only the lab's own producers: a real client's `transaction.timeout.ms` runs on wall time
+    /// in the listener's coordinator (`txn-timeout` lines), whether the lab's clock is live or
+    /// paused — a paused lab going live must not abort every real transaction open across the jump.
     pub(crate) fn next_transaction_timeout(&self) -> Option<Millis> {
         self.producers
             .values()
+            .filter(|p| !p.external)
             .filter_map(TransactionalProducer::expires_at)
             .min()
     }
@@ -464,7 +468,7 @@ impl Lab {
         let due: Vec<String> = self
             .producers
             .iter()
-            .filter(|(_, p)| p.expires_at().is_some_and(|t| t <= now))
+            .filter(|(_, p)| !p.external && p.expires_at().is_some_and(|t| t <= now))
             .map(|(id, _)| id.clone())
             .collect();
         for id in due {

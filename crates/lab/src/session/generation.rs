@@ -157,11 +157,12 @@ pub(crate) fn forget_generation(dir: &Path) {
 impl Session {
     /// Replaces the session with the lab `source` builds. If any line fails, the current session
     /// stays as it was.
-    /// Loading pauses a live clock first: a lesson or a scenario runs on its own instants, and
-    /// would be jumped to wall time — months of timers — by the next change.
+    /// Loading pauses a live clock: a lesson or a scenario runs on its own instants, and would
+    /// be jumped to wall time — months of timers — by the next change. A source that does not
+    /// load changes nothing, the clock's mode included.
     pub fn load(&mut self, source: &str) -> Result<(), ActionError> {
-        self.set_clock_mode(ClockMode::Paused).map_err(|e| internal(&e))?;
-        self.load_from(source, None)
+        self.load_from(source, None)?;
+        self.set_clock_mode(ClockMode::Paused).map_err(|e| internal(&e))
     }
 
     /// [`Session::load`], resolving `send … stored=` lines from `stored`.

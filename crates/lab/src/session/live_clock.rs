@@ -115,17 +115,55 @@ impl Session {
     /// paused or already there. The caller saves it with the change that follows, or by itself.
     pub fn catch_up(&mut self, wall: Millis) -> Result<bool, ActionError> {
         if self.clock != ClockMode::Live || wall <= self.lab.now() {
+            self.caught_up_at = Some(self.version);
+            return Ok(false);
+        }
+        // Past the year 9999 no date can be written: the clock stays (a lab that far out was
+        // stepped there by hand, and is ahead of wall time anyway).
+        if wall >= offsetlab_engine::clock::LAST_DATED_MS {
             return Ok(false);
         }
         self.apply_changes(vec![Change::Command(Command::Clock(Clock { at_ms: wall }))])?;
+        self.caught_up_at = Some(self.version);
         Ok(true)
+    }
+
+    /// [`Session::catch_up`], unless the clock was brought to wall time at this very version —
+    /// a handler that locked for a change and planned it at that instant: the change happens
+    /// there, with no second `clock` line.
+    pub fn catch_up_if_stale(&mut self, wall: Millis) -> Result<bool, ActionError> {
+        if self.caught_up_at == Some(self.version) {
+            return Ok(false);
+        }
+        self.catch_up(wall)
+    }
+
+    /// Back to the seed lab, in the clock's mode: a live lab's seed is built at `wall` and the
+    /// clock stays live (the page's "reset"); a paused one starts at the lab's epoch, as the
+    /// lessons do. A seed that does not build changes nothing.
+    pub fn reset_to_seed(&mut self, wall: Millis) -> Result<(), ActionError> {
+        let source = match self.clock {
+            ClockMode::Live => starting_at(wall) + offsetlab_scenario::LAB_SCENARIO,
+            ClockMode::Paused => offsetlab_scenario::LAB_SCENARIO.to_string(),
+        };
+        self.load_from(&source, None)
     }
 
     /// Whether a live lab has a timer due by `wall` — a session to expire, a commit to land,
     /// retention to apply — so its clock must catch up now rather than at the next change.
     pub fn timer_due(&self, wall: Millis) -> bool {
-        self.clock == ClockMode::Live
-            && wall > self.lab.now()
-            && self.lab.next_deadline().is_some_and(|d| d <= wall)
+        if self.clock != ClockMode::Live || wall <= self.lab.now() {
+            return false;
+        }
+        let key = (self.version, self.history.len(), self.lab.now());
+        let deadline = match self.deadline.get() {
+            Some((k, d)) if k == key => d,
+            _ => {
+                let d = self.lab.next_deadline();
+                self.deadline.set(Some((key, d)));
+                d
+            }
+        };
+        deadline.is_some_and(|d| d <= wall)
     }
 }

@@ -77,7 +77,17 @@ pub struct Session {
     generation: Option<Generation>,
     /// Whether the clock follows wall time (`serve`'s live clock) or waits to be stepped.
     clock: ClockMode,
+    /// The version at which the live clock was last brought to wall time: a change applied at
+    /// that same version (under the same lock) happens at that instant, and needs no second
+    /// `clock` line ([`Session::catch_up_if_stale`]).
+    caught_up_at: Option<u64>,
+    /// [`Lab::next_deadline`] as last computed, keyed by what it depends on (the version, the
+    /// history's length, the clock): the live clock's ticker asks four times a second.
+    deadline: std::cell::Cell<Option<(DeadlineKey, Option<offsetlab_engine::clock::Millis>)>>,
 }
+
+/// What [`Lab::next_deadline`] is a function of, as far as a session can tell.
+type DeadlineKey = (u64, usize, offsetlab_engine::clock::Millis);
 
 impl Session {
     /// A session built by running `source` (which must succeed).
@@ -100,6 +110,8 @@ impl Session {
             version: 0,
             generation: None,
             clock: ClockMode::Paused,
+            caught_up_at: None,
+            deadline: std::cell::Cell::new(None),
         };
         s.load_from(source, stored)?;
         Ok(s)

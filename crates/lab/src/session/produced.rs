@@ -127,15 +127,31 @@ impl ProducedStore {
                 ));
             }
             codec = Some(this);
-            // A compressed batch is a line of its own, with its compressor's very bytes: the
-            // replay stores them as they are.
+            // A compressed batch is a line of its own, with its compressor's very bytes — when
+            // they are what the line's records encode to (a record the lab spells differently,
+            // such as a malformed header, leaves the bytes to the lab's compressor): the replay
+            // stores them as they are.
             if this != Compression::None && batch.len() <= MAX_SEND_RECORDS {
+                let bytes = b
+                    .bytes()
+                    .get(offsetlab_records::batch::HEADER_LEN..)
+                    .unwrap_or_default();
+                let headers: Vec<Vec<u8>> = batch.iter().map(SentRecord::encoded_headers).collect();
+                let records: Vec<offsetlab_records::NewRecord<'_>> = batch
+                    .iter()
+                    .zip(&headers)
+                    .map(|(r, h)| offsetlab_records::NewRecord {
+                        control: false,
+                        timestamp: r.timestamp.unwrap_or(base),
+                        key: r.key.as_deref(),
+                        value: r.value.as_deref(),
+                        headers: h,
+                    })
+                    .collect();
+                let kept = offsetlab_engine::lab::compressed_records_match(&records, based, this, bytes);
                 let packing = BatchPacking {
                     codec: this,
-                    compressed: b
-                        .bytes()
-                        .get(offsetlab_records::batch::HEADER_LEN..)
-                        .map(<[u8]>::to_vec),
+                    compressed: kept.then(|| bytes.to_vec()),
                 };
                 lines.push(spelled_send(line, batch, vec![], packing));
                 return;

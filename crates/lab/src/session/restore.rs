@@ -157,6 +157,8 @@ impl Found {
             },
             version: 1,
             clock: ClockMode::Paused,
+            caught_up_at: None,
+            deadline: std::cell::Cell::new(None),
             generation: Some(Generation {
                 number: self.number,
                 dir: dir.clone(),

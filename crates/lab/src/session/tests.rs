@@ -601,6 +601,17 @@ fn compressed_bytes_that_are_not_the_lines_records_are_refused() {
     assert_eq!(err.status, 422, "{err:?}");
     assert!(err.error.contains("does not lz4 decompress"), "{}", err.error);
     assert_eq!(state_json(&s), before, "nothing changed");
+    // Checked also where the topic stores another codec (the bytes would be dropped unseen).
+    s.apply_lines(&lines(&["topic packed compression.type=zstd"]))
+        .expect("topic");
+    let before = state_json(&s);
+    let err = s
+        .apply_lines(&lines(&[&format!(
+            "send packed partition=0 compression=lz4 compressed='{b64}' {records}"
+        )]))
+        .expect_err("not the records");
+    assert_eq!(err.status, 422, "{err:?}");
+    assert_eq!(state_json(&s), before, "nothing changed");
     // Compressed bytes without a codec, or for two batches: a malformed line.
     for line in [
         format!("send zipped partition=0 compressed='{b64}' {records}"),
@@ -632,4 +643,55 @@ fn compressed_bytes_that_are_not_the_lines_records_are_refused() {
         "send zipped partition=0 compression=lz4 compressed='{b64}' {records}"
     )]))
     .expect("its own records");
+}
+
+/// An export writes a compressed batch's own bytes only when the line's records encode to them:
+/// a record the lab spells differently (here a producer's non-zero record attributes byte, which
+/// the v2 format leaves unused) goes out without them, and the export still imports — the lab's
+/// compressor writes the batch then, with the same records.
+#[test]
+fn a_compressed_batch_the_lab_spells_differently_exports_without_its_bytes() {
+    use offsetlab_records::batch::{encode_consecutive, HEADER_LEN};
+    use offsetlab_records::compression::{compress, Compression};
+    let dir = tempfile::tempdir().expect("dir");
+    let mut s = Session::new(durable(dir.path()), "topic t\n").expect("lab");
+    let mut plain = Vec::new();
+    let value = "v".repeat(200);
+    encode_consecutive(
+        &mut plain,
+        0,
+        &[offsetlab_records::NewRecord::new(
+            1_767_225_600_000,
+            Some(b"k"),
+            Some(value.as_bytes()),
+        )],
+        -1,
+    );
+    // The record's attributes byte, after its length varint (two bytes for ~210).
+    let mut records = plain[HEADER_LEN..].to_vec();
+    records[2] = 1;
+    let packed = compress(&records, Compression::Gzip);
+    let mut batch = plain[..HEADER_LEN].to_vec();
+    batch.extend_from_slice(&packed);
+    let length = (batch.len() - 12) as i32;
+    batch[8..12].copy_from_slice(&length.to_be_bytes());
+    let attributes = i16::from_be_bytes([batch[21], batch[22]]) | 1;
+    batch[21..23].copy_from_slice(&attributes.to_be_bytes());
+    let crc = crc32c::crc32c(&batch[21..]);
+    batch[17..21].copy_from_slice(&crc.to_be_bytes());
+    let batches = offsetlab_records::ProducedBatches::validate(batch).expect("a valid batch");
+    s.apply_changes(vec![Change::Produced {
+        topic: "t".into(),
+        partition: 0,
+        client: "odd".into(),
+        batches,
+    }])
+    .expect("produced");
+    let export = s.export();
+    assert!(export.contains("compression=gzip"), "{export}");
+    assert!(!export.contains("compressed="), "{export}");
+    let mut again = Session::new(SinkBackend::Memory, "").expect("empty");
+    again.load(&export).expect("the export imports");
+    let values = |s: &Session| each_record(s, |r| r.value.map(<[u8]>::to_vec));
+    assert_eq!(values(&again), values(&s));
 }

@@ -1,7 +1,7 @@
 //! `clock INSTANT`
 //!
-//! Moves the lab's clock to an instant (an RFC 3339 date, or `t=…` as a duration after the lab's
-//! epoch), firing every timer due on the way, as `tick` does. It is the line the live clock of
+//! Moves the lab's clock to an instant (an RFC 3339 date, or a duration after the lab's epoch:
+//! `90s` is `t=90s`), firing every timer due on the way, as `tick` does. It is the line the live clock of
 //! `serve` writes when wall time has moved on — before a change, and when a timer falls due — so
 //! an export replays at the instants the lab lived through. An instant earlier than the lab's
 //! clock is refused: time never goes backwards.

@@ -406,17 +406,16 @@ impl PartitionLog for FileLog {
                 return (out.len() > start).then_some(records);
             };
             loop {
-                match cursor.next_batch() {
-                    Ok(Some((_, b))) => {
-                        let h = b.header;
+                match cursor.next_stored() {
+                    Ok(Some((_, h, bytes))) => {
                         if h.last_offset() < from {
                             continue;
                         }
-                        let full = out.len() > start && out.len() - start + b.bytes().len() > max_bytes;
+                        let full = out.len() > start && out.len() - start + bytes.len() > max_bytes;
                         if h.last_offset() >= upper || full {
                             return (out.len() > start).then_some(records);
                         }
-                        out.extend_from_slice(b.bytes());
+                        out.extend_from_slice(bytes);
                         if !h.is_control() {
                             records +=
                                 usize::try_from(h.last_offset() - h.base_offset.max(from) + 1).unwrap_or(0);
