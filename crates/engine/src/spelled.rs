@@ -60,7 +60,7 @@ mod tests {
         }
         assert_eq!(
             "Delete".parse::<CleanupPolicy>(),
-            Err("unknown cleanup.policy 'Delete' (expected delete or compact)".to_string())
+            Err("unknown cleanup.policy 'Delete' (expected delete, compact or compact,delete)".to_string())
         );
     }
 }

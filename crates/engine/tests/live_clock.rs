@@ -93,3 +93,40 @@ fn the_clock_never_goes_back() {
     assert!(err.to_string().contains("never goes backwards"), "{err}");
     assert_eq!(figures(&lab), before, "refused: nothing changed");
 }
+
+/// `cleanup.policy=compact,delete` (Kafka Streams' windowed changelogs): the cleaner keeps the
+/// latest record per key, and retention still deletes whole old segments.
+#[test]
+fn compact_and_delete_both_apply() {
+    use offsetlab_engine::log::CleanupPolicy;
+    assert_eq!(
+        CleanupPolicy::from_list("delete, compact"),
+        Ok(CleanupPolicy::CompactDelete)
+    );
+    assert_eq!(CleanupPolicy::from_list("compact"), Ok(CleanupPolicy::Compact));
+    assert!(CleanupPolicy::from_list("compact,shred").is_err());
+    let mut lab = Lab::default();
+    let config = TopicConfig {
+        segment_records: Some(2),
+        retention_ms: Some(DAY),
+        cleanup_policy: CleanupPolicy::CompactDelete,
+        ..TopicConfig::default()
+    };
+    lab.create_topic("windows", config).expect("topic");
+    let spec = ProduceSpec {
+        count: 6,
+        key: Some("k".into()),
+        ..ProduceSpec::default()
+    };
+    lab.produce("windows", &spec).expect("produce");
+    assert!(
+        lab.compact_topic("windows").expect("compacts") > 0,
+        "superseded records go"
+    );
+    lab.tick(2 * DAY).expect("tick");
+    let view = figures(&lab);
+    let start = view["topics"][0]["partitions"][0]["log_start_offset"]
+        .as_i64()
+        .expect("start");
+    assert!(start >= 4, "retention deleted the old closed segments: {view}");
+}

@@ -162,7 +162,7 @@ fn topic_config() -> impl Strategy<Value = TopicConfig> {
         proptest::option::of(1..=u32::MAX as usize),
         1..=(1usize << 30),
         positive_duration(),
-        any::<bool>(),
+        0..3usize,
         duration(),
         any::<bool>(),
         1..=u32::MAX,
@@ -191,11 +191,7 @@ fn topic_config() -> impl Strategy<Value = TopicConfig> {
                     segment_records,
                     segment_bytes,
                     segment_ms,
-                    cleanup_policy: if compact {
-                        CleanupPolicy::Compact
-                    } else {
-                        CleanupPolicy::Delete
-                    },
+                    cleanup_policy: CleanupPolicy::ALL[compact],
                     delete_retention_ms,
                     message_timestamp_type: if log_append_time {
                         TimestampType::LogAppendTime
@@ -590,7 +586,7 @@ fn command() -> impl Strategy<Value = Command> {
             text(),
             proptest::option::of(proptest::option::of(positive_duration())),
             proptest::option::of(proptest::option::of(0..u64::MAX)),
-            proptest::option::of(any::<bool>()),
+            proptest::option::of(0..3usize),
             proptest::option::of(duration()),
             proptest::option::of(any::<bool>()),
             proptest::option::of(1..=u32::MAX),
@@ -626,13 +622,7 @@ fn command() -> impl Strategy<Value = Command> {
                         topic,
                         retention_ms,
                         retention_bytes,
-                        cleanup_policy: compact.map(|c| {
-                            if c {
-                                CleanupPolicy::Compact
-                            } else {
-                                CleanupPolicy::Delete
-                            }
-                        }),
+                        cleanup_policy: compact.map(|c| CleanupPolicy::ALL[c]),
                         delete_retention_ms,
                         message_timestamp_type: log_append.map(|l| {
                             if l {

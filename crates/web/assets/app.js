@@ -339,7 +339,7 @@ async function renderLog() {
   }
   $('#log-title').textContent = `Partition ${ui.tp} log`;
   const topicInfo = ui.state.topics.find((t) => t.name === log.topic);
-  $('#compact-topic').hidden = !topicInfo || topicInfo.cleanup_policy !== 'compact';
+  $('#compact-topic').hidden = !topicInfo || !topicInfo.cleanup_policy.includes('compact');
   const key = ui.group ? `('${ui.group}', '${log.topic}', ${log.partition})` : null;
   const latest = key && ui.state.consumer_offsets.latest.find((e) => e.key === key);
   $('#offsets-key').replaceChildren(
@@ -390,7 +390,7 @@ async function renderLog() {
   const ghosts = [];
   for (let o = Math.max(0, start - 3); from <= start && o < start; o++) {
     const lostHere = p && inRanges(p.lost_ranges, o);
-    const why = topicInfo && topicInfo.cleanup_policy === 'compact' ? 'removed by compaction' : 'deleted by retention';
+    const why = topicInfo && topicInfo.cleanup_policy.includes('compact') ? 'removed by compaction' : 'deleted by retention';
     ghosts.push(slot(o === start - 1 ? [h('span', { class: 'mk m-start' }, 'deleted')] : [],
       h('div', { class: `rec gone${lostHere ? ' lost' : ''}`, title: `offset ${o}: ${why}${lostHere ? ' before this group read it (lost)' : ''}` },
         lostHere ? h('span', { class: 'badge' }, '✗') : null, h('span', { class: 'off' }, o), h('span', { class: 'key' }, 'gone')),

@@ -46,7 +46,7 @@ pub(crate) fn set_config(c: &mut TopicConfig, name: &str, value: &str) -> Result
         }
     };
     match name {
-        "cleanup.policy" => c.cleanup_policy = value.parse::<CleanupPolicy>()?,
+        "cleanup.policy" => c.cleanup_policy = CleanupPolicy::from_list(value)?,
         "retention.ms" => c.retention_ms = match long()? {
             -1 => None,
             v if v >= 0 => Some(duration(v)?),

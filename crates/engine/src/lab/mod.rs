@@ -375,7 +375,7 @@ impl Lab {
         }
         let now = self.now();
         let topic = self.topic_mut(name)?;
-        if topic.config.cleanup_policy != crate::log::CleanupPolicy::Compact {
+        if !topic.config.cleanup_policy.compacts() {
             return Err(LabError::InvalidArgument(format!(
                 "topic '{name}' has cleanup.policy=delete: only compacted topics (and __consumer_offsets) are compacted"
             )));

@@ -83,7 +83,7 @@ impl Lab {
         let now = self.now();
         let mut next: Option<Millis> = None;
         for topic in self.topics.values() {
-            if topic.config.cleanup_policy != crate::log::CleanupPolicy::Delete {
+            if !topic.config.cleanup_policy.deletes() {
                 continue;
             }
             let (by_age, by_size) = (topic.config.retention_ms, topic.config.retention_bytes);
@@ -133,7 +133,7 @@ impl Lab {
         let now = self.now();
         let mut notes = Vec::new();
         for topic in self.topics.values_mut() {
-            if topic.config.cleanup_policy != crate::log::CleanupPolicy::Delete {
+            if !topic.config.cleanup_policy.deletes() {
                 continue;
             }
             let (by_age, by_size) = (topic.config.retention_ms, topic.config.retention_bytes);

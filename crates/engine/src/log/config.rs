@@ -12,9 +12,38 @@ pub enum CleanupPolicy {
     Delete,
     /// Keep the latest record per key (the policy of `__consumer_offsets`).
     Compact,
+    /// Both: compaction keeps the latest record per key, and retention deletes whole old
+    /// segments (Kafka Streams' windowed changelogs).
+    #[serde(rename = "compact,delete")]
+    CompactDelete,
 }
 
-spelled!(CleanupPolicy, "cleanup.policy", { Delete => "delete", Compact => "compact" });
+spelled!(CleanupPolicy, "cleanup.policy", { Delete => "delete", Compact => "compact", CompactDelete => "compact,delete" });
+
+impl CleanupPolicy {
+    /// Retention deletes whole old segments (`delete` is in the list).
+    pub fn deletes(self) -> bool {
+        matches!(self, Self::Delete | Self::CompactDelete)
+    }
+
+    /// The cleaner keeps the latest record per key (`compact` is in the list).
+    pub fn compacts(self) -> bool {
+        matches!(self, Self::Compact | Self::CompactDelete)
+    }
+
+    /// The policy a Kafka config value lists — `compact,delete` in either order, with spaces
+    /// around the commas as Kafka's list parser allows.
+    pub fn from_list(v: &str) -> Result<Self, String> {
+        let mut names: Vec<&str> = v.split(',').map(str::trim).filter(|n| !n.is_empty()).collect();
+        names.sort_unstable();
+        names.dedup();
+        match names.as_slice() {
+            ["compact", "delete"] => Ok(Self::CompactDelete),
+            [one] => one.parse(),
+            _ => v.parse(),
+        }
+    }
+}
 
 /// `message.timestamp.type`: whose time a record carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]

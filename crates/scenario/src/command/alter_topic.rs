@@ -38,7 +38,7 @@ impl AlterTopic {
             topic: args.word("topic")?,
             retention_ms: args.parsed("retention.ms", |v| forever_or(v, duration_ms))?,
             retention_bytes: args.parsed("retention.bytes", |v| forever_or(v, |v| count(v, u64::MAX)))?,
-            cleanup_policy: args.parsed("cleanup.policy", |v| v.parse())?,
+            cleanup_policy: args.parsed("cleanup.policy", CleanupPolicy::from_list)?,
             delete_retention_ms: args.parsed("delete.retention.ms", duration_ms)?,
             message_timestamp_type: args.parsed("message.timestamp.type", |v| v.parse())?,
             min_insync_replicas: args.parsed("min.insync.replicas", super::topic::min_insync)?,

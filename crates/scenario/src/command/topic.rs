@@ -54,7 +54,7 @@ impl CreateTopic {
         })? {
             config.segment_ms = n;
         }
-        if let Some(p) = args.parsed("cleanup.policy", |v| v.parse())? {
+        if let Some(p) = args.parsed("cleanup.policy", offsetlab_engine::log::CleanupPolicy::from_list)? {
             config.cleanup_policy = p;
         }
         if let Some(ms) = args.parsed("delete.retention.ms", duration_ms)? {
