@@ -182,6 +182,7 @@ function render(previous) {
   // The controls are rebuilt on every change: put the keyboard focus back where it was.
   const active = document.activeElement;
   const focusKey = active && active.dataset ? (active.dataset.line || active.dataset.focus) : null;
+  window.__group = ui.group; // the group on screen, for tests
   renderGroupTabs();
   renderCards(previous);
   renderPartitionSelect();
@@ -191,6 +192,7 @@ function render(previous) {
   renderConsumerOffsets();
   renderTransactions();
   renderConsumers();
+  renderExperiment();
   renderSelects();
   renderPlan();
   renderClock();
@@ -526,6 +528,90 @@ function consumerCard(c) {
     h('div', { class: 'seek-row' }, seekSel, seekVal, h('button', { class: 'btn small', disabled: !running, onclick: doSeek }, 'Seek')));
 }
 
+// ───────────────────────────── the experiment ─────────────────────────────
+// The seed's own story, one click each: the commit mode and the sink are two toggles, "crash
+// mid-batch" and "rewind to earliest" one button each. A group's sink is fixed, so each
+// (commit, sink) pair is a consumer of its own group; every press is ordinary scenario lines.
+
+const EXP_TOPIC = 'orders';
+const EXP_SINKS = ['append', 'upsert', 'transactional'];
+
+/** The consumer the experiment drives for (strategy, sink), and its group. */
+function expNames(strategy, sink) {
+  if (strategy === 'auto-timer' && sink === 'append') return { consumer: 'c1', group: 'analytics-prod' };
+  return { consumer: `${strategy}-${sink}`, group: `${EXP_TOPIC}-${strategy}-${sink}` };
+}
+
+/** The experiment's consumer in the group on screen (the seed's c1 before any toggle). */
+function expConsumer() {
+  if (!ui.state) return null;
+  const cs = ui.state.consumers.filter((c) => c.topic === EXP_TOPIC);
+  return cs.find((c) => c.group === ui.group) || cs.find((c) => c.name === 'c1') || null;
+}
+
+function renderExperiment() {
+  if (!ui.meta || !ui.state) return;
+  const c = expConsumer();
+  const cur = c ? { strategy: c.strategy, sink: c.sink } : { strategy: 'auto-timer', sink: 'append' };
+  const chip = (label, pressed, onclick, title) => h('button', { class: 'chip', type: 'button', 'aria-pressed': String(pressed), title, onclick }, label);
+  $('#exp-commit').replaceChildren(...ui.meta.strategies.map((s) =>
+    chip(s.name, s.name === cur.strategy, () => expSwitch(s.name, cur.sink), s.explanation)));
+  $('#exp-sink').replaceChildren(...ui.meta.sinks.filter((k) => EXP_SINKS.includes(k.name)).map((k) =>
+    chip(k.name, k.name === cur.sink, () => expSwitch(cur.strategy, k.name), k.explanation)));
+  $('#exp-who').textContent = c
+    ? `${c.name} in group ${c.group} (${c.state.state})`
+    : `no consumer of ${EXP_TOPIC} yet: pick a commit mode and a sink`;
+}
+
+/** Switches the experiment to (strategy, sink): the consumer on screen closes, the pair's own starts. */
+async function expSwitch(strategy, sink) {
+  const { consumer, group } = expNames(strategy, sink);
+  const lines = [];
+  const cur = expConsumer();
+  if (cur && cur.name !== consumer && cur.state.state === 'running') lines.push(`close ${q(cur.name)}`);
+  const target = ui.state.consumers.find((c) => c.name === consumer);
+  if (!target) {
+    lines.push(`consumer ${q(consumer)} group=${q(group)} topic=${EXP_TOPIC} commit=${strategy} sink=${sink} max-poll=4 reset=earliest`);
+  } else if (target.state.state !== 'running') {
+    lines.push(`restart ${q(consumer)}`);
+  }
+  if (lines.length && !(await act(lines))) return;
+  ui.group = group;
+  ui.windowFrom = null;
+  render();
+}
+
+/** Poll a batch, process one record of it, crash (after the auto-commit timer fired, for
+ *  auto-timer), wait out the session, restart and read the batch that comes back. */
+async function expCrash() {
+  const c = expConsumer();
+  if (!c) { showAlert('Pick a commit mode and a sink first.'); return; }
+  const n = q(c.name);
+  const lines = [];
+  if (c.state.state !== 'running') lines.push(`restart ${n}`);
+  lines.push(`poll ${n}`, `process ${n}`);
+  if (c.strategy === 'auto-timer') lines.push(`tick ${fmtDur(c.auto_commit_interval_ms)}`);
+  lines.push(`crash ${n}`, 'tick 45s', `restart ${n}`);
+  if (!(await act(lines))) return;
+  // What the restarted process reads back: the batch after the committed offset.
+  await act([`poll ${n}`, `process ${n} count=all`], { silent: true });
+}
+
+/** Seek to the first offset and read the whole log again, batch by batch. */
+async function expRewind() {
+  const c = expConsumer();
+  if (!c) { showAlert('Pick a commit mode and a sink first.'); return; }
+  const n = q(c.name);
+  const t = ui.state.topics.find((x) => x.name === EXP_TOPIC);
+  const p = t && t.partitions[0];
+  const batches = p ? Math.min(250, Math.ceil((p.log_end_offset - p.log_start_offset) / Math.max(1, c.max_poll_records))) : 0;
+  const lines = [];
+  if (c.state.state !== 'running') lines.push(`restart ${n}`);
+  lines.push(`seek ${n} to=earliest`);
+  for (let i = 0; i < batches; i++) lines.push(`poll ${n}`, `process ${n} count=all`);
+  await act(lines);
+}
+
 function renderConsumers() {
   const box = $('#consumers');
   const cs = ui.state.consumers;
@@ -571,6 +657,8 @@ function setupForms() {
     act([`produce ${q(f.get('topic'))} count=${q(f.get('count'))}` + (key ? ` key=${q(key)}` : '')]);
   });
   $('#clock-mode').addEventListener('click', (e) => setClockMode(e.currentTarget.dataset.mode));
+  $('#exp-crash').addEventListener('click', expCrash);
+  $('#exp-rewind').addEventListener('click', expRewind);
   $$('[data-tick]').forEach((b) => b.addEventListener('click', () => act([`tick ${q(b.dataset.tick)}`])));
   $('#tick-form').addEventListener('submit', (e) => { e.preventDefault(); const d = new FormData(e.target).get('d'); if (d) act([`tick ${q(d)}`]); });
   $('#consumer-form').addEventListener('submit', (e) => {
