@@ -136,6 +136,11 @@ test("the seed's experiment with the toggles alone: auto + append loses, manual 
   g = await group();
   assert.ok(g.sink.rows > rowsBefore, 'more rows');
   assert.ok(g.sink.rows > g.sink.distinct_keys, 'append: copies of the same orders');
+  // Every press was scenario lines: the export replays to the same groups.
+  const dir = mkdtempSync(path.join(tmpdir(), 'offsetlab-experiment-'));
+  const file = path.join(dir, 'experiment.scn');
+  writeFileSync(file, await (await fetch(`${lab.url}/api/scenario`)).text());
+  assert.deepEqual(runScenario(file).groups, (await state(lab.url)).groups);
   assert.deepEqual(page.errors, []);
 });
 
