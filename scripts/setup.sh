@@ -35,7 +35,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-if [ ! -d web-tests/node_modules/playwright-core ]; then
+if [ ! -d web-tests/node_modules/playwright-core ] || [ ! -d web-tests/node_modules/axe-core ]; then
   echo "== setup: npm ci (web-tests/package-lock.json)"
   (cd web-tests && npm ci --no-audit --no-fund)
 fi

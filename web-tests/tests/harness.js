@@ -10,7 +10,10 @@ export const repo = path.resolve(here, '..', '..');
 export const BIN = process.env.OFFSETLAB_BIN || path.join(repo, 'target', 'debug', 'offsetlab');
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 
-for (const [what, file] of [['the offsetlab binary (cargo build)', BIN], ["Debian's chromium (apt-get install chromium)", CHROMIUM]]) {
+/** axe-core's browser build (npm, locked in package-lock.json): the accessibility rules. */
+export const AXE = path.join(repo, 'web-tests', 'node_modules', 'axe-core', 'axe.min.js');
+
+for (const [what, file] of [['the offsetlab binary (cargo build)', BIN], ["Debian's chromium (apt-get install chromium)", CHROMIUM], ['axe-core (cd web-tests && npm ci)', AXE]]) {
   if (!existsSync(file)) throw new Error(`browser tests need ${what}: ${file} is missing`);
 }
 

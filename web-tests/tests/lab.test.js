@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { startLab, launch, openLab, state, runScenario, press, typeLine, card } from './harness.js';
+import { startLab, launch, openLab, state, runScenario, press, typeLine, card, AXE } from './harness.js';
 
 let lab, browser;
 before(async () => { lab = await startLab(); browser = await launch(); });
@@ -443,6 +443,71 @@ test('compaction of a keyed topic, before and after, with a tombstone', async ()
   await page.waitForFunction(() => document.querySelectorAll('#log-strip .rec:not(.leo):not(.gone)').length === 2);
   const offsets = await page.$$eval('#log-strip .rec:not(.leo):not(.gone) .off', (els) => els.map((e) => e.textContent));
   assert.deepEqual(offsets, ['1', '4'], 'offsets are kept: compaction leaves gaps');
+  assert.deepEqual(page.errors, []);
+});
+
+/** axe-core's WCAG 2 A and AA rules on the page as it is: the violations, each with where. */
+async function wcagViolations(page) {
+  if (!(await page.evaluate(() => typeof window.axe !== 'undefined'))) {
+    await page.addScriptTag({ path: AXE });
+  }
+  return page.evaluate(async () => {
+    const r = await window.axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa'] } });
+    return r.violations.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).slice(0, 5).join(', ')}`);
+  });
+}
+
+test('every tab passes WCAG 2 A and AA (axe-core), in the states a class goes through, at desktop and phone width', async () => {
+  for (const viewport of [{ width: 1280, height: 900 }, { width: 390, height: 844 }]) {
+    const page = await openLab(browser, lab.url, viewport);
+    await resetLab(page);
+    const where = `${viewport.width}px`;
+    assert.deepEqual(await wcagViolations(page), [], `${where}: the seed lab`);
+    // Lost and duplicated records, a crashed consumer's card, superseded commits, a long narrative.
+    const before = await page.evaluate(() => window.__version || 0);
+    await page.click('#exp-crash');
+    await page.waitForFunction((b) => (window.__version || 0) > b + 1, before);
+    await page.click('#exp-commit .chip:has-text("manual-batch")');
+    await page.waitForSelector('#exp-who:has-text("manual-batch-append")');
+    await page.click('#exp-crash');
+    await page.waitForFunction(() => Number(document.querySelector('#fig-dup').textContent) > 0);
+    await typeLine(page, 'init-txn tx-a11y timeout=60s');
+    await page.waitForSelector('#txn-panel:not([hidden])');
+    assert.deepEqual(await wcagViolations(page), [], `${where}: after crashes, with a transactional producer`);
+    for (const view of ['lessons', 'explorer', 'learn']) {
+      await page.click(`#tab-${view}`);
+      if (view === 'explorer') await page.waitForSelector('table.matrix td button', { timeout: 60000 });
+      assert.deepEqual(await wcagViolations(page), [], `${where}: the ${view} tab`);
+    }
+    // A lesson under way: its panel over the lab.
+    await page.click('#tab-lessons');
+    await page.click('.lesson-list li:has-text("Lesson 1") button:has-text("Start")');
+    await page.waitForSelector('#lesson-panel:not([hidden])');
+    assert.deepEqual(await wcagViolations(page), [], `${where}: a lesson's panel`);
+    assert.deepEqual(page.errors, []);
+    await page.context().close();
+  }
+});
+
+test('the experiment can be driven from the keyboard alone', async () => {
+  const page = await openLab(browser, lab.url);
+  await resetLab(page);
+  // Tab order reaches the toggles and the buttons; Enter and Space press them.
+  await page.focus('#exp-commit .chip:has-text("manual-batch")');
+  let before = await page.evaluate(() => window.__version);
+  await page.keyboard.press('Enter');
+  await page.waitForFunction((b) => window.__version > b, before);
+  await page.waitForSelector('#exp-who:has-text("manual-batch-append")');
+  await page.focus('#exp-crash');
+  before = await page.evaluate(() => window.__version);
+  await page.keyboard.press(' ');
+  await page.waitForFunction((b) => window.__version > b + 1, before);
+  assert.ok(Number(await card(page, 'fig-dup')) > 0, 'crashed mid-batch: a redelivery');
+  // The scrollable regions take the focus, so a keyboard can scroll them.
+  for (const id of ['#narrative', 'section[aria-labelledby="co-title"] .table-wrap']) {
+    await page.focus(id);
+    assert.ok(await page.evaluate((sel) => document.activeElement === document.querySelector(sel), id), id);
+  }
   assert.deepEqual(page.errors, []);
 });
 

@@ -333,7 +333,7 @@ async function renderLog() {
   const strip = $('#log-strip');
   const p = partitionView();
   if (!log) {
-    strip.replaceChildren(h('p', { class: 'muted' }, 'No topic yet.'));
+    strip.replaceChildren(h('p', { class: 'muted', role: 'listitem' }, 'No topic yet.'));
     $('#log-title').textContent = 'Partition log';
     $('#offsets-key').replaceChildren();
     $('#log-range').textContent = '';
@@ -907,7 +907,7 @@ function renderLessonPanel() {
   const total = lesson.steps.length;
   const head = h('div', { class: 'row' }, h('h2', {}, `Lesson ${lesson.number}: ${lesson.title}`),
     h('button', { class: 'btn small', onclick: () => { ui.lesson = null; renderLessonPanel(); } }, 'Leave lesson'));
-  const progress = h('div', { class: 'progress', role: 'progressbar', 'aria-valuemin': 0, 'aria-valuemax': total, 'aria-valuenow': run.step }, h('span', { style: `width:${(100 * run.step) / total}%` }));
+  const progress = h('div', { class: 'progress', role: 'progressbar', 'aria-label': 'Lesson progress', 'aria-valuemin': 0, 'aria-valuemax': total, 'aria-valuenow': run.step, 'aria-valuetext': `step ${run.step} of ${total}` }, h('span', { style: `width:${(100 * run.step) / total}%` }));
   if (run.step >= total) {
     const done = JSON.parse(localStorage.getItem('offsetlab.done') || '[]');
     if (!done.includes(lesson.number)) { done.push(lesson.number); localStorage.setItem('offsetlab.done', JSON.stringify(done)); }
