@@ -29,17 +29,22 @@ impl LabHandle {
     /// The session, locked. A thread that panicked holding the lock left the session as the
     /// engine leaves it after any refusal — unchanged or whole — so the lock is taken anyway.
     pub fn lock(&self) -> MutexGuard<'_, Session> {
-        lock(&self.session)
+        let mut s = lock(&self.session);
+        // A catch-up counts for the hold that made it only (`Session::catch_up_if_stale`).
+        s.new_hold();
+        s
     }
 
     /// The session, if no one holds it now (a lock whose holder panicked is taken, as
     /// [`LabHandle::lock`] takes it).
     pub fn try_lock(&self) -> Option<MutexGuard<'_, Session>> {
-        match self.session.try_lock() {
-            Ok(s) => Some(s),
-            Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
-            Err(std::sync::TryLockError::WouldBlock) => None,
-        }
+        let mut s = match self.session.try_lock() {
+            Ok(s) => s,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        s.new_hold();
+        Some(s)
     }
 
     /// The session itself, for work moved to a blocking thread.

@@ -536,10 +536,21 @@ function consumerCard(c) {
 const EXP_TOPIC = 'orders';
 const EXP_SINKS = ['append', 'upsert', 'transactional'];
 
-/** The consumer the experiment drives for (strategy, sink), and its group. */
-function expNames(strategy, sink) {
-  if (strategy === 'auto-timer' && sink === 'append') return { consumer: 'c1', group: 'analytics-prod' };
-  return { consumer: `${strategy}-${sink}`, group: `${EXP_TOPIC}-${strategy}-${sink}` };
+/** The consumer the experiment drives for (strategy, sink): one of `orders` with that commit
+ *  mode and sink if there is one (the seed's c1 for auto-timer + append), else a new name and
+ *  group that nothing else uses. */
+function expTarget(strategy, sink) {
+  const cs = ui.state.consumers.filter((c) => c.topic === EXP_TOPIC && c.strategy === strategy && c.sink === sink);
+  const found = cs.find((c) => c.state.state === 'running') || cs[0];
+  if (found) return { consumer: found.name, group: found.group, existing: found };
+  const taken = (n) => ui.state.consumers.some((c) => c.name === n) || Boolean(ui.state.groups[n]);
+  let consumer = `${strategy}-${sink}`;
+  let group = `${EXP_TOPIC}-${strategy}-${sink}`;
+  for (let i = 2; taken(consumer) || taken(group); i++) {
+    consumer = `${strategy}-${sink}-${i}`;
+    group = `${EXP_TOPIC}-${strategy}-${sink}-${i}`;
+  }
+  return { consumer, group, existing: null };
 }
 
 /** The experiment's consumer in the group on screen (the seed's c1 before any toggle). */
@@ -553,63 +564,109 @@ function renderExperiment() {
   if (!ui.meta || !ui.state) return;
   const c = expConsumer();
   const cur = c ? { strategy: c.strategy, sink: c.sink } : { strategy: 'auto-timer', sink: 'append' };
-  const chip = (label, pressed, onclick, title) => h('button', { class: 'chip', type: 'button', 'aria-pressed': String(pressed), title, onclick }, label);
+  const chip = (label, pressed, focus, onclick, title) =>
+    h('button', { class: 'chip', type: 'button', 'aria-pressed': String(pressed), 'data-focus': focus, title, onclick }, label);
   $('#exp-commit').replaceChildren(...ui.meta.strategies.map((s) =>
-    chip(s.name, s.name === cur.strategy, () => expSwitch(s.name, cur.sink), s.explanation)));
+    chip(s.name, s.name === cur.strategy, `exp-commit:${s.name}`, () => expSwitch(s.name, cur.sink), s.explanation)));
   $('#exp-sink').replaceChildren(...ui.meta.sinks.filter((k) => EXP_SINKS.includes(k.name)).map((k) =>
-    chip(k.name, k.name === cur.sink, () => expSwitch(cur.strategy, k.name), k.explanation)));
-  $('#exp-who').textContent = c
+    chip(k.name, k.name === cur.sink, `exp-sink:${k.name}`, () => expSwitch(cur.strategy, k.name), k.explanation)));
+  const who = c
     ? `${c.name} in group ${c.group} (${c.state.state})`
     : `no consumer of ${EXP_TOPIC} yet: pick a commit mode and a sink`;
+  // A live region: written only when it says something new.
+  if ($('#exp-who').textContent !== who) $('#exp-who').textContent = who;
 }
 
 /** Switches the experiment to (strategy, sink): the consumer on screen closes, the pair's own starts. */
 async function expSwitch(strategy, sink) {
-  const { consumer, group } = expNames(strategy, sink);
+  const target = expTarget(strategy, sink);
   const lines = [];
   const cur = expConsumer();
-  if (cur && cur.name !== consumer && cur.state.state === 'running') lines.push(`close ${q(cur.name)}`);
-  const target = ui.state.consumers.find((c) => c.name === consumer);
-  if (!target) {
-    lines.push(`consumer ${q(consumer)} group=${q(group)} topic=${EXP_TOPIC} commit=${strategy} sink=${sink} max-poll=4 reset=earliest`);
-  } else if (target.state.state !== 'running') {
-    lines.push(`restart ${q(consumer)}`);
+  if (cur && cur.name !== target.consumer && cur.state.state === 'running') lines.push(`close ${q(cur.name)}`);
+  if (!target.existing) {
+    lines.push(`consumer ${q(target.consumer)} group=${q(target.group)} topic=${EXP_TOPIC} commit=${strategy} sink=${sink} max-poll=4 reset=earliest`);
+  } else if (target.existing.state.state === 'crashed') {
+    lines.push('tick 45s', `restart ${q(target.consumer)}`);
+  } else if (target.existing.state.state !== 'running') {
+    lines.push(`restart ${q(target.consumer)}`);
   }
   if (lines.length && !(await act(lines))) return;
-  ui.group = group;
+  ui.group = target.group;
   ui.windowFrom = null;
   render();
 }
 
+/** The lines that make `c` a running member reading: a crashed one waits out its session (the
+ *  group keeps a dead member until then), a closed one starts again. */
+function expRunning(c) {
+  const n = q(c.name);
+  if (c.state.state === 'crashed') return ['tick 45s', `restart ${n}`];
+  if (c.state.state !== 'running') return [`restart ${n}`];
+  return [];
+}
+
+/** Whether `c` has read its partition to the log end. */
+function expCaughtUp(c) {
+  const t = ui.state.topics.find((x) => x.name === EXP_TOPIC);
+  return c.assignment.length > 0 && c.assignment.every((a) => {
+    const p = t && t.partitions.find((x) => x.partition === a.partition);
+    return p && a.position >= p.log_end_offset;
+  });
+}
+
+/** Runs one of the experiment's buttons, the panel busy (its buttons off) until it is done:
+ *  a run is several requests, and a second press in between would interleave with them. */
+async function expBusy(run) {
+  const panel = $('.experiment');
+  if (panel.getAttribute('aria-busy') === 'true') return;
+  panel.setAttribute('aria-busy', 'true');
+  for (const b of ['#exp-crash', '#exp-rewind']) $(b).disabled = true;
+  try {
+    await run();
+  } finally {
+    panel.removeAttribute('aria-busy');
+    for (const b of ['#exp-crash', '#exp-rewind']) $(b).disabled = false;
+  }
+}
+
 /** Poll a batch, process one record of it, crash (after the auto-commit timer fired, for
- *  auto-timer), wait out the session, restart and read the batch that comes back. */
+ *  auto-timer), wait out the session, restart and read the batch that comes back. The crash is
+ *  a stepped story: a live clock is paused for it (its ticks would run ahead of wall time). */
 async function expCrash() {
   const c = expConsumer();
   if (!c) { showAlert('Pick a commit mode and a sink first.'); return; }
   const n = q(c.name);
-  const lines = [];
-  if (c.state.state !== 'running') lines.push(`restart ${n}`);
+  let paused = false;
+  if (ui.state.clock_mode === 'live') {
+    const res = await request('POST', '/api/clock', { mode: 'paused' });
+    if (!res.ok) { showAlert(`Refused: ${(res.data && res.data.error) || res.status}. Nothing changed.`); return; }
+    setState(res.data);
+    paused = true;
+  }
+  const lines = [...expRunning(c)];
+  // Something to read: a caught-up consumer gets a batch's worth of new orders first.
+  if (expCaughtUp(c)) lines.push(`produce ${EXP_TOPIC} count=${c.max_poll_records}`);
   lines.push(`poll ${n}`, `process ${n}`);
   if (c.strategy === 'auto-timer') lines.push(`tick ${fmtDur(c.auto_commit_interval_ms)}`);
   lines.push(`crash ${n}`, 'tick 45s', `restart ${n}`);
   if (!(await act(lines))) return;
   // What the restarted process reads back: the batch after the committed offset.
   await act([`poll ${n}`, `process ${n} count=all`], { silent: true });
+  if (paused) showAlert('The clock was paused to step through the crash: press “go live” to follow wall time again.', true);
 }
 
-/** Seek to the first offset and read the whole log again, batch by batch. */
+/** Seek to the first offset and read the whole log again, one poll and its processing at a
+ *  time until the consumer is at the log end (at most 1,000 polls). */
 async function expRewind() {
   const c = expConsumer();
   if (!c) { showAlert('Pick a commit mode and a sink first.'); return; }
   const n = q(c.name);
-  const t = ui.state.topics.find((x) => x.name === EXP_TOPIC);
-  const p = t && t.partitions[0];
-  const batches = p ? Math.min(250, Math.ceil((p.log_end_offset - p.log_start_offset) / Math.max(1, c.max_poll_records))) : 0;
-  const lines = [];
-  if (c.state.state !== 'running') lines.push(`restart ${n}`);
-  lines.push(`seek ${n} to=earliest`);
-  for (let i = 0; i < batches; i++) lines.push(`poll ${n}`, `process ${n} count=all`);
-  await act(lines);
+  if (!(await act([...expRunning(c), `seek ${n} to=earliest`]))) return;
+  for (let i = 0; i < 1000; i++) {
+    const now = ui.state.consumers.find((x) => x.name === c.name);
+    if (!now || expCaughtUp(now)) return;
+    if (!(await act([`poll ${n}`, `process ${n} count=all`], { silent: true }))) return;
+  }
 }
 
 function renderConsumers() {
@@ -657,8 +714,8 @@ function setupForms() {
     act([`produce ${q(f.get('topic'))} count=${q(f.get('count'))}` + (key ? ` key=${q(key)}` : '')]);
   });
   $('#clock-mode').addEventListener('click', (e) => setClockMode(e.currentTarget.dataset.mode));
-  $('#exp-crash').addEventListener('click', expCrash);
-  $('#exp-rewind').addEventListener('click', expRewind);
+  $('#exp-crash').addEventListener('click', () => expBusy(expCrash));
+  $('#exp-rewind').addEventListener('click', () => expBusy(expRewind));
   $$('[data-tick]').forEach((b) => b.addEventListener('click', () => act([`tick ${q(b.dataset.tick)}`])));
   $('#tick-form').addEventListener('submit', (e) => { e.preventDefault(); const d = new FormData(e.target).get('d'); if (d) act([`tick ${q(d)}`]); });
   $('#consumer-form').addEventListener('submit', (e) => {

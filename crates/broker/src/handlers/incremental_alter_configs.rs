@@ -3,7 +3,7 @@
 //! change, one `alter-topic` line per topic, each applied by itself. SET takes Kafka's raw value
 //! (milliseconds, bytes, `-1` for none); DELETE goes back to Kafka's default. What the lab fixes
 //! at creation (partitions, segment settings), a config it does not model, APPEND or SUBTRACT
-//! (a topic has one cleanup.policy here) and the broker's own configs are refused, nothing
+//! (SET the whole list instead) and the broker's own configs are refused, nothing
 //! changed.
 
 use crate::broker::Broker;
@@ -90,7 +90,8 @@ fn set(alter: &mut AlterTopic, c: &AlterableConfig) -> Result<(), Refusal> {
         OP_DELETE => "",
         _ => {
             return Err(invalid(
-                "APPEND and SUBTRACT: a topic has one cleanup.policy in the lab".into(),
+                "APPEND and SUBTRACT are not served: SET the whole list (cleanup.policy=compact,delete)"
+                    .into(),
             ))
         }
     };

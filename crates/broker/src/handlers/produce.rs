@@ -270,7 +270,24 @@ impl<'a> Plan<'a> {
                 format!("{name}-{index} has 1 in-sync replica (the lab is one broker) and min.insync.replicas={min_insync}: acks=all cannot be met, nothing was appended"),
             ));
         }
-        let produced = checked?;
+        let mut produced = checked?;
+        // A topic that names a codec has the batches rewritten in it, and the rewritten batch
+        // meets `max.message.bytes` — refused here, for this partition only, as Kafka answers.
+        if let (Records::Encoded(batches), Ok(t)) = (&mut produced.records, self.session.lab().topic(name)) {
+            if let Some(codec) = t.config.compression_type.codec() {
+                batches.convert(codec);
+                let limit = t.config.max_message_bytes;
+                if let Some(h) = batches.headers().iter().find(|h| h.total_len > limit) {
+                    return Err((
+                        MESSAGE_TOO_LARGE,
+                        format!(
+                            "{name}-{index}: a batch of {} bytes once written in {codec} is larger than max.message.bytes ({limit})",
+                            h.total_len
+                        ),
+                    ));
+                }
+            }
+        }
         let verdict = match produced.producer {
             Some(producer) => self
                 .broker

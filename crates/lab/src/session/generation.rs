@@ -162,7 +162,13 @@ impl Session {
     /// load changes nothing, the clock's mode included.
     pub fn load(&mut self, source: &str) -> Result<(), ActionError> {
         self.load_from(source, None)?;
-        self.set_clock_mode(ClockMode::Paused).map_err(|e| internal(&e))
+        self.set_clock_mode(ClockMode::Paused).map_err(|e| {
+            // Paused here whatever the disk says: the loaded lab never jumps to wall time.
+            self.pause_in_memory();
+            internal(&format!(
+                "the lab was loaded, paused, but its clock's mode could not be saved: {e}"
+            ))
+        })
     }
 
     /// [`Session::load`], resolving `send … stored=` lines from `stored`.

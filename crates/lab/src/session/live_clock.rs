@@ -110,6 +110,14 @@ impl Session {
         Ok(())
     }
 
+    /// Pauses the clock without writing [`CLOCK_FILE`] (when writing it failed).
+    pub(crate) fn pause_in_memory(&mut self) {
+        if self.clock != ClockMode::Paused {
+            self.clock = ClockMode::Paused;
+            self.version += 1;
+        }
+    }
+
     /// Brings a live lab's clock to `wall` with a `clock` line of its own (a batch by itself:
     /// time passes whether or not the change that follows is taken). `false` when the clock is
     /// paused or already there. The caller saves it with the change that follows, or by itself.
@@ -128,9 +136,15 @@ impl Session {
         Ok(true)
     }
 
-    /// [`Session::catch_up`], unless the clock was brought to wall time at this very version —
-    /// a handler that locked for a change and planned it at that instant: the change happens
-    /// there, with no second `clock` line.
+    /// A new hold of the session's lock begins ([`crate::LabHandle::lock`]): a catch-up made
+    /// under an earlier hold no longer stands for now.
+    pub fn new_hold(&mut self) {
+        self.caught_up_at = None;
+    }
+
+    /// [`Session::catch_up`], unless the clock was brought to wall time under this same hold of
+    /// the lock, at this very version — a handler that locked for a change and planned it at that
+    /// instant: the change happens there, with no second `clock` line.
     pub fn catch_up_if_stale(&mut self, wall: Millis) -> Result<bool, ActionError> {
         if self.caught_up_at == Some(self.version) {
             return Ok(false);
