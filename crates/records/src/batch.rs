@@ -219,6 +219,23 @@ fn rewrite_time(
     Ok(())
 }
 
+/// The batch at the front of `buf` — `header.total_len` bytes, all there — with its CRC-32C
+/// checked over the bytes as stored (compressed or not).
+pub fn checked_bytes<'a>(header: &BatchHeader, buf: &'a [u8]) -> Result<&'a [u8], BatchError> {
+    let bytes = buf.get(..header.total_len).ok_or(BatchError::Truncated {
+        needed: header.total_len,
+        available: buf.len(),
+    })?;
+    let computed = crc32c::crc32c(&bytes[CRC_START..]);
+    if computed != header.crc {
+        return Err(BatchError::BadCrc {
+            stored: header.crc,
+            computed,
+        });
+    }
+    Ok(bytes)
+}
+
 /// A validated batch, borrowing its bytes.
 #[derive(Debug, Clone, Copy)]
 pub struct Batch<'a> {
@@ -255,20 +272,7 @@ impl<'a> Batch<'a> {
         buf: &'a [u8],
         visit: impl FnMut(Option<&'a [u8]>, Option<&'a [u8]>, &'a [u8]) -> Result<(), &'static str>,
     ) -> Result<Self, BatchError> {
-        if buf.len() < header.total_len {
-            return Err(BatchError::Truncated {
-                needed: header.total_len,
-                available: buf.len(),
-            });
-        }
-        let bytes = &buf[..header.total_len];
-        let computed = crc32c::crc32c(&bytes[CRC_START..]);
-        if computed != header.crc {
-            return Err(BatchError::BadCrc {
-                stored: header.crc,
-                computed,
-            });
-        }
+        let bytes = checked_bytes(&header, buf)?;
         if header.attributes & ATTR_COMPRESSION != 0 {
             return Err(BatchError::Compressed(header.attributes & ATTR_COMPRESSION));
         }
@@ -289,20 +293,7 @@ impl<'a> Batch<'a> {
         if !header.is_compressed() {
             return Self::parse_with_header(header, buf, visit);
         }
-        if buf.len() < header.total_len {
-            return Err(BatchError::Truncated {
-                needed: header.total_len,
-                available: buf.len(),
-            });
-        }
-        let bytes = &buf[..header.total_len];
-        let computed = crc32c::crc32c(&bytes[CRC_START..]);
-        if computed != header.crc {
-            return Err(BatchError::BadCrc {
-                stored: header.crc,
-                computed,
-            });
-        }
+        let bytes = checked_bytes(&header, buf)?;
         let codec = crate::compression::Compression::from_attributes(header.attributes)
             .ok_or(BatchError::Compressed(header.attributes & ATTR_COMPRESSION))?;
         *scratch = crate::compression::decompress_bounded(

@@ -150,17 +150,8 @@ impl BatchCursor {
         self.fill(header.total_len)?;
         let start = self.next;
         self.next += header.total_len;
-        let bytes = &self.buf[start..start + header.total_len];
-        let computed = crc32c::crc32c(&bytes[offsetlab_records::batch::CRC_START..]);
-        if computed != header.crc {
-            return Err(CursorError::Batch {
-                position,
-                error: BatchError::BadCrc {
-                    stored: header.crc,
-                    computed,
-                },
-            });
-        }
+        let bytes = offsetlab_records::batch::checked_bytes(&header, &self.buf[start..])
+            .map_err(|error| CursorError::Batch { position, error })?;
         Ok(Some((position, header, bytes)))
     }
 

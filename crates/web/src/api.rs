@@ -98,6 +98,29 @@ impl AppState {
             .map_err(|e| json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0))
     }
 
+    /// Runs `change` on the session; when it succeeds, saves the lab, tells every page and
+    /// answers with the new state (after the fsync, under `--flush always`); otherwise answers
+    /// with its error, nothing saved.
+    async fn changing(
+        &self,
+        change: impl FnOnce(&mut Session) -> Result<(), ActionError> + Send + 'static,
+    ) -> Response {
+        let app = self.clone();
+        let result = self
+            .with_session(move |s| match change(s) {
+                Ok(()) => {
+                    let pending = app.changed(s);
+                    (state_response(s), pending)
+                }
+                Err(e) => (action_error(&e), Ok(None)),
+            })
+            .await;
+        match result {
+            Ok((response, pending)) => self.sync(pending, response).await,
+            Err(e) => e,
+        }
+    }
+
     /// After a change: save the lab for the next start (or prepare the save that must follow
     /// the fsync, under `--flush always`) and tell every tab. An error means the change is not
     /// durable and must not be acknowledged.
@@ -275,22 +298,8 @@ async fn post_actions(State(app): State<AppState>, ApiJson(actions): ApiJson<Act
 
 /// Back to the seed lab, in the clock's mode (a live lab's seed is built at now).
 async fn post_reset(State(app): State<AppState>) -> Response {
-    let app2 = app.clone();
-    let result = app
-        .with_session(
-            move |s| match s.reset_to_seed(offsetlab_lab::session::wall_clock_ms()) {
-                Ok(()) => {
-                    let pending = app2.changed(s);
-                    (state_response(s), pending)
-                }
-                Err(e) => (action_error(&e), Ok(None)),
-            },
-        )
-        .await;
-    match result {
-        Ok((response, pending)) => app.sync(pending, response).await,
-        Err(e) => e,
-    }
+    app.changing(|s| s.reset_to_seed(offsetlab_lab::session::wall_clock_ms()))
+        .await
 }
 
 #[derive(Deserialize)]
@@ -305,34 +314,22 @@ async fn post_clock(State(app): State<AppState>, ApiJson(req): ApiJson<ClockRequ
         Ok(m) => m,
         Err(e) => return json_error(StatusCode::BAD_REQUEST, &e, 0),
     };
-    let app2 = app.clone();
-    let result = app
-        .with_session(move |s| {
-            // Paused where wall time is now, not at the last line: what the page showed.
-            if mode == ClockMode::Paused {
-                if let Err(e) = s.catch_up(offsetlab_lab::session::wall_clock_ms()) {
-                    return (action_error(&e), Ok(None));
-                }
-            }
-            if let Err(e) = s.set_clock_mode(mode) {
-                return (
-                    json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
-                    Ok(None),
-                );
-            }
-            match s.catch_up(offsetlab_lab::session::wall_clock_ms()) {
-                Ok(_) => {
-                    let pending = app2.changed(s);
-                    (state_response(s), pending)
-                }
-                Err(e) => (action_error(&e), Ok(None)),
-            }
-        })
-        .await;
-    match result {
-        Ok((response, pending)) => app.sync(pending, response).await,
-        Err(e) => e,
-    }
+    app.changing(move |s| {
+        let wall = offsetlab_lab::session::wall_clock_ms();
+        // Paused where wall time is now, not at the last line: what the page showed.
+        if mode == ClockMode::Paused {
+            s.catch_up(wall)?;
+        }
+        s.set_clock_mode(mode).map_err(|e| ActionError {
+            status: 500,
+            error: format!("the clock's mode could not be saved: {e}"),
+            line: 0,
+            text: String::new(),
+            cause: Some(Box::new(e)),
+        })?;
+        s.catch_up(wall).map(|_| ())
+    })
+    .await
 }
 
 #[derive(Deserialize)]
@@ -563,20 +560,7 @@ async fn post_scenario(
 
 /// Replaces the session with the lab `source` builds and answers with the new state.
 async fn load(app: AppState, source: String) -> Response {
-    let app2 = app.clone();
-    let result = app
-        .with_session(move |s| match s.load(&source) {
-            Ok(()) => {
-                let pending = app2.changed(s);
-                (state_response(s), pending)
-            }
-            Err(e) => (action_error(&e), Ok(None)),
-        })
-        .await;
-    match result {
-        Ok((response, pending)) => app.sync(pending, response).await,
-        Err(e) => e,
-    }
+    app.changing(move |s| s.load(&source)).await
 }
 
 async fn get_meta() -> Response {
