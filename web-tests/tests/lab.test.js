@@ -500,6 +500,13 @@ test('every tab passes WCAG 2 A and AA (axe-core), in the states a class goes th
     await page.click('.lesson-list li:has-text("Lesson 1") button:has-text("Start")');
     await page.waitForSelector('#lesson-panel:not([hidden])');
     assert.deepEqual(await wcagViolations(page), [], `${where}: a lesson's panel`);
+    // On to its first question: the answer fields are labelled, the panel still reads.
+    for (let i = 0; i < 40 && !(await page.$('#lesson-panel input')); i++) {
+      await page.click('#lesson-panel button.primary');
+      await page.waitForTimeout(100);
+    }
+    assert.ok(await page.$('#lesson-panel input'), 'a question step');
+    assert.deepEqual(await wcagViolations(page), [], `${where}: a lesson's question`);
     assert.deepEqual(page.errors, []);
     await page.context().close();
   }
