@@ -25,8 +25,7 @@ pub use consume::SeekTarget;
 pub use reset::{ResetPlan, ResetRow, ResetSpec};
 pub use snapshot::{LabSnapshot, SNAPSHOT_VERSION};
 pub use topics::{
-    compressed_records_match, BatchPacking, ProduceSpec, SentHeader, SentRecord, MAX_PARTITIONS,
-    MAX_SEND_RECORDS,
+    sent_batch_matches, BatchPacking, ProduceSpec, SentHeader, SentRecord, MAX_PARTITIONS, MAX_SEND_RECORDS,
 };
 pub use view::{GroupView, LabView, PartitionView, SinkView, TopicView};
 

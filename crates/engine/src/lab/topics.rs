@@ -1,6 +1,7 @@
 //! Creating topics, producing order events, and appending what Kafka clients send.
 
 use super::{Lab, Topic};
+use crate::clock::Millis;
 use crate::error::LabError;
 use crate::log::partitioner::partition_for_key;
 use crate::log::{BatchShape, EncodedAppend, PartitionLog, TimestampType, TopicConfig};
@@ -543,17 +544,7 @@ impl Lab {
             let (sent, after) = rest.split_at(n);
             rest = after;
             let headers: Vec<Vec<u8>> = sent.iter().map(SentRecord::encoded_headers).collect();
-            let batch: Vec<NewRecord<'_>> = sent
-                .iter()
-                .zip(&headers)
-                .map(|(r, headers)| NewRecord {
-                    control: false,
-                    timestamp: r.timestamp.unwrap_or(now),
-                    key: r.key.as_deref(),
-                    value: r.value.as_deref(),
-                    headers,
-                })
-                .collect();
+            let batch = as_new_records(sent, &headers, now);
             let base_timestamp = sent.first().and_then(|r| r.batch_timestamp);
             // The line's bytes are its records, whichever codec the topic stores them in.
             if let Some(bytes) = packing.compressed.as_deref() {
@@ -675,6 +666,16 @@ pub struct BatchPacking {
     pub compressed: Option<Vec<u8>>,
 }
 
+impl BatchPacking {
+    /// Batches in `codec`, the lab's compressor writing them.
+    pub fn in_codec(codec: Compression) -> Self {
+        Self {
+            codec,
+            compressed: None,
+        }
+    }
+}
+
 /// A partition real clients write to, with its topic's `message.timestamp.type`,
 /// `compression.type` and `max.message.bytes`.
 type ClientPartition<'a> = (
@@ -701,11 +702,39 @@ fn check_compressed(
     }
 }
 
+/// The records of a `send` line's batch as the log appends them (`headers` is each record's
+/// encoded headers): a record without its own timestamp carries `now`.
+fn as_new_records<'a>(sent: &'a [SentRecord], headers: &'a [Vec<u8>], now: Millis) -> Vec<NewRecord<'a>> {
+    sent.iter()
+        .zip(headers)
+        .map(|(r, headers)| NewRecord {
+            control: false,
+            timestamp: r.timestamp.unwrap_or(now),
+            key: r.key.as_deref(),
+            value: r.value.as_deref(),
+            headers,
+        })
+        .collect()
+}
+
+/// [`compressed_records_match`] for a `send` line's batch, its records taking `now` where they
+/// carry no timestamp, as its replay would append them: what an export checks before it writes
+/// a compressed batch's bytes on the line.
+pub fn sent_batch_matches(
+    sent: &[SentRecord],
+    base_timestamp: Option<i64>,
+    codec: Compression,
+    bytes: &[u8],
+    now: Millis,
+) -> bool {
+    let headers: Vec<Vec<u8>> = sent.iter().map(SentRecord::encoded_headers).collect();
+    compressed_records_match(&as_new_records(sent, &headers, now), base_timestamp, codec, bytes)
+}
+
 /// Whether `bytes` — a batch's records as `codec` compressed them — decompress to exactly
-/// `records` as the log encodes them (against `base_timestamp`, or the first record's). What an
-/// export checks before it writes a compressed batch's bytes on its `send` line, and a replay
-/// before it stores them.
-pub fn compressed_records_match(
+/// `records` as the log encodes them (against `base_timestamp`, or the first record's). What a
+/// replay checks before it stores them.
+fn compressed_records_match(
     records: &[NewRecord<'_>],
     base_timestamp: Option<i64>,
     codec: Compression,

@@ -181,3 +181,29 @@ impl Session {
         deadline.is_some_and(|d| d <= wall)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `set_clock_mode` writes into the clock file reads back as the same mode; anything
+    /// else is an error naming the words it takes.
+    #[test]
+    fn a_clock_mode_reads_back_as_written() {
+        let dir = tempfile::tempdir().expect("dir");
+        for mode in [ClockMode::Live, ClockMode::Paused] {
+            write_atomically(
+                &dir.path().join(CLOCK_FILE),
+                format!("{mode}\n").as_bytes(),
+                false,
+            )
+            .expect("write");
+            assert_eq!(read_clock_mode(dir.path()), Ok(Some(mode)));
+        }
+        std::fs::write(dir.path().join(CLOCK_FILE), "fast\n").expect("write");
+        let err = read_clock_mode(dir.path()).expect_err("not a mode");
+        assert!(err.problem.contains("live or paused"), "{err}");
+        std::fs::remove_file(dir.path().join(CLOCK_FILE)).expect("rm");
+        assert_eq!(read_clock_mode(dir.path()), Ok(None));
+    }
+}

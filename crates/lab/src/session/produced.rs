@@ -115,10 +115,7 @@ impl ProducedStore {
                 })
                 .collect();
             if (codec.is_some_and(|c| c != this) || this != Compression::None) && !records.is_empty() {
-                let packing = BatchPacking {
-                    codec: codec.unwrap_or(Compression::None),
-                    compressed: None,
-                };
+                let packing = BatchPacking::in_codec(codec.unwrap_or(Compression::None));
                 lines.push(spelled_send(
                     line,
                     std::mem::take(&mut records),
@@ -136,19 +133,7 @@ impl ProducedStore {
                     .bytes()
                     .get(offsetlab_records::batch::HEADER_LEN..)
                     .unwrap_or_default();
-                let headers: Vec<Vec<u8>> = batch.iter().map(SentRecord::encoded_headers).collect();
-                let records: Vec<offsetlab_records::NewRecord<'_>> = batch
-                    .iter()
-                    .zip(&headers)
-                    .map(|(r, h)| offsetlab_records::NewRecord {
-                        control: false,
-                        timestamp: r.timestamp.unwrap_or(base),
-                        key: r.key.as_deref(),
-                        value: r.value.as_deref(),
-                        headers: h,
-                    })
-                    .collect();
-                let kept = offsetlab_engine::lab::compressed_records_match(&records, based, this, bytes);
+                let kept = offsetlab_engine::lab::sent_batch_matches(&batch, based, this, bytes, base);
                 let packing = BatchPacking {
                     codec: this,
                     compressed: kept.then(|| bytes.to_vec()),
@@ -158,15 +143,11 @@ impl ProducedStore {
             }
             for chunk in batch.chunks(MAX_SEND_RECORDS) {
                 if records.len() + chunk.len() > MAX_SEND_RECORDS {
-                    let packing = BatchPacking {
-                        codec: this,
-                        compressed: None,
-                    };
                     lines.push(spelled_send(
                         line,
                         std::mem::take(&mut records),
                         std::mem::take(&mut sizes),
-                        packing,
+                        BatchPacking::in_codec(this),
                     ));
                 }
                 records.extend_from_slice(chunk);
@@ -174,10 +155,7 @@ impl ProducedStore {
             }
         });
         if !records.is_empty() {
-            let packing = BatchPacking {
-                codec: codec.unwrap_or(Compression::None),
-                compressed: None,
-            };
+            let packing = BatchPacking::in_codec(codec.unwrap_or(Compression::None));
             lines.push(spelled_send(line, records, sizes, packing));
         }
         Ok(lines)
