@@ -502,8 +502,11 @@ test('every tab passes WCAG 2 A and AA (axe-core), in the states a class goes th
     assert.deepEqual(await wcagViolations(page), [], `${where}: a lesson's panel`);
     // On to its first question: the answer fields are labelled, the panel still reads.
     for (let i = 0; i < 40 && !(await page.$('#lesson-panel input')); i++) {
-      await page.click('#lesson-panel button.primary');
-      await page.waitForTimeout(100);
+      // Pressed in the page (the panel is drawn again on every state), then the step's action
+      // awaited.
+      const before = await page.evaluate(() => window.__version || 0);
+      await page.evaluate(() => document.querySelector('#lesson-panel button.primary')?.click());
+      await page.waitForFunction((b) => (window.__version || 0) > b || document.querySelector('#lesson-panel input'), before);
     }
     assert.ok(await page.$('#lesson-panel input'), 'a question step');
     assert.deepEqual(await wcagViolations(page), [], `${where}: a lesson's question`);
