@@ -268,9 +268,12 @@ struct ServeArgs {
     #[arg(long, value_name = "POLICY", default_value = "never")]
     flush: offsetlab_storage::FlushPolicy,
     /// Where real Kafka clients connect (kcat, librdkafka, kafka-python …), or `off`. They
-    /// can produce into the lab, consume its logs, and see and reset its consumer groups
-    #[arg(long, value_name = "ADDR|off", default_value = "127.0.0.1:9092")]
-    kafka: KafkaAddr,
+    /// can produce into the lab, consume its logs, and see and reset its consumer groups.
+    /// Default: 127.0.0.1:9092, and off with --workshop (a Kafka connection carries no
+    /// learner's cookie, so it could only reach one lab: with --workshop --kafka ADDR it serves
+    /// the instructor's own lab, shown on the instructor's page)
+    #[arg(long, value_name = "ADDR|off")]
+    kafka: Option<KafkaAddr>,
     /// Create a topic when a client first produces to it or asks for its metadata, with one
     /// partition — Kafka's auto.create.topics.enable (true by default, as in Kafka)
     #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
@@ -303,6 +306,55 @@ struct ServeArgs {
     /// mode the lab had (a new lab starts live); loading a lesson or a scenario pauses it
     #[arg(long, value_name = "live|paused")]
     clock: Option<offsetlab_lab::session::ClockMode>,
+    #[command(flatten)]
+    workshop: WorkshopArgs,
+}
+
+/// `offsetlab serve --workshop`: a lab per learner.
+#[derive(clap::Args, Debug)]
+#[command(next_help_heading = "Workshop")]
+struct WorkshopArgs {
+    /// Serve a classroom: every browser that opens the page joins with a name and gets a lab
+    /// of its own (an unguessable id in a cookie), isolated from every other; the instructor
+    /// watches the room at /instructor with the token printed at start
+    #[arg(long)]
+    workshop: bool,
+    /// The most learners the room takes; a join past it is refused
+    #[arg(long, value_name = "N", default_value_t = 100, requires = "workshop", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    max_learners: u32,
+    /// Read the instructor's token (16 to 256 printable characters) from FILE instead of
+    /// making a new one at every start
+    #[arg(long, value_name = "FILE", requires = "workshop")]
+    instructor_token_file: Option<PathBuf>,
+    /// A learner's lab unused this long is written to disk and dropped from memory (it comes
+    /// back, as it was, on their next request)
+    #[arg(long, value_name = "DUR", default_value = "2m", value_parser = positive_duration, requires = "workshop")]
+    evict_after: std::time::Duration,
+    /// The most learner labs kept in memory at once; past it the least recently used idle one
+    /// is evicted
+    #[arg(long, value_name = "N", default_value_t = 256, requires = "workshop", value_parser = clap::value_parser!(u32).range(1..))]
+    max_resident: u32,
+    /// Requests a second one learner may make (bursts of three times that are let through)
+    #[arg(long, value_name = "N", default_value_t = 20, requires = "workshop", value_parser = clap::value_parser!(u32).range(1..))]
+    learner_rate: u32,
+    /// Records one learner's lab may hold, all partitions together
+    #[arg(long, value_name = "N", default_value_t = 100_000, requires = "workshop")]
+    cap_records: u64,
+    /// Topics one learner's lab may hold
+    #[arg(long, value_name = "N", default_value_t = 20, requires = "workshop")]
+    cap_topics: usize,
+    /// Partitions one learner's lab may hold, all topics together
+    #[arg(long, value_name = "N", default_value_t = 100, requires = "workshop")]
+    cap_partitions: u64,
+    /// Consumers one learner's lab may start
+    #[arg(long, value_name = "N", default_value_t = 20, requires = "workshop")]
+    cap_consumers: usize,
+    /// Lines one learner's lab history may hold: what bounds every other kind of work
+    #[arg(long, value_name = "N", default_value_t = 20_000, requires = "workshop")]
+    cap_history_lines: usize,
+    /// The largest request body a learner may send (a scenario import), in bytes
+    #[arg(long, value_name = "BYTES", default_value_t = 256 << 10, requires = "workshop", value_parser = clap::value_parser!(u64).range(1024..=(64 << 20)))]
+    cap_request_bytes: u64,
 }
 
 /// A duration such as `500ms`, `30s` or `10m`, longer than zero.
@@ -339,7 +391,29 @@ fn serve(args: ServeArgs) -> u8 {
         allow_remote: args.allow_remote,
         public_hosts: args.public_host,
         flush: args.flush,
-        kafka: args.kafka.0,
+        kafka: match args.kafka {
+            Some(k) => k.0,
+            None if args.workshop.workshop => None,
+            None => Some(std::net::SocketAddr::from(([127, 0, 0, 1], 9092))),
+        },
+        workshop: args.workshop.workshop.then(|| serve_cmd::WorkshopOptions {
+            max_learners: args.workshop.max_learners as usize,
+            instructor_token_file: args.workshop.instructor_token_file,
+            evict_after: args.workshop.evict_after,
+            max_resident: args.workshop.max_resident as usize,
+            rate: offsetlab_web::workshop::RateLimit {
+                per_second: f64::from(args.workshop.learner_rate),
+                burst: 3.0 * f64::from(args.workshop.learner_rate),
+            },
+            caps: offsetlab_lab::caps::Caps {
+                records: args.workshop.cap_records,
+                topics: args.workshop.cap_topics,
+                partitions: args.workshop.cap_partitions,
+                consumers: args.workshop.cap_consumers,
+                history_lines: args.workshop.cap_history_lines,
+            },
+            max_request_bytes: usize::try_from(args.workshop.cap_request_bytes).unwrap_or(256 << 10),
+        }),
         reset_data: args.reset_data,
         clock: args.clock,
         kafka_config: offsetlab_broker::KafkaConfig {

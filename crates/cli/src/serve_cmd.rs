@@ -26,11 +26,24 @@ pub struct ServeConfig {
     pub http_limits: offsetlab_web::http::HttpLimits,
     /// How the lab's clock runs (`--clock`); `None` keeps the lab's own mode.
     pub clock: Option<offsetlab_lab::session::ClockMode>,
+    /// A lab per learner (`--workshop`), bounded so.
+    pub workshop: Option<WorkshopOptions>,
+}
+
+/// `serve --workshop`'s bounds.
+pub struct WorkshopOptions {
+    pub max_learners: usize,
+    pub instructor_token_file: Option<PathBuf>,
+    pub evict_after: std::time::Duration,
+    pub max_resident: usize,
+    pub rate: offsetlab_web::workshop::RateLimit,
+    pub caps: offsetlab_lab::caps::Caps,
+    pub max_request_bytes: usize,
 }
 
 /// Runs the lab — the page and the Kafka listener, both serving one [`LabHandle`] — until
 /// Ctrl-C, then closes it cleanly.
-pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
+pub async fn serve(mut config: ServeConfig) -> anyhow::Result<()> {
     if let Some(k) = config
         .kafka
         .filter(|k| !k.ip().is_loopback() && !config.allow_remote)
@@ -53,6 +66,9 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
             temp.path().to_path_buf()
         }
     };
+    if let Some(w) = config.workshop.take() {
+        return serve_workshop(config, w, data_dir).await;
+    }
     let started = std::time::Instant::now();
     let opened = offsetlab_lab::open(&data_dir, config.flush, config.reset_data, config.clock)?;
     for path in &opened.removed {
@@ -67,28 +83,8 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let lab = LabHandle::new(opened.session);
     tokio::spawn(live_clock(lab.clone()));
     let state = offsetlab_web::AppState::new(lab.clone(), addr, &config.public_hosts);
-    if config.allow_remote && config.public_hosts.is_empty() {
-        eprintln!(
-            "note: --allow-remote without --public-host: the lab answers only requests whose Host is one of {}; add --public-host NAME for the name (or address) people use to reach it",
-            state.hosts().join(", ")
-        );
-    }
-    let kafka = match config.kafka {
-        Some(addr) => match tokio::net::TcpListener::bind(addr).await {
-            Ok(l) => {
-                let bound = l.local_addr().ok();
-                tokio::spawn(offsetlab_broker::serve(l, lab.clone(), config.kafka_config));
-                bound
-            }
-            Err(e) => {
-                eprintln!(
-                    "warning: the Kafka listener cannot listen on {addr} ({e}); the lab runs without it"
-                );
-                None
-            }
-        },
-        None => None,
-    };
+    remote_note(&config, state.hosts());
+    let kafka = start_kafka(&config, &lab).await;
     // Write errors are ignored: a lab whose stdout was closed keeps serving.
     let mut out = std::io::stdout();
     let _ = writeln!(
@@ -118,6 +114,154 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         .close()
         .map_err(|e| anyhow::anyhow!("closing the lab: {e}"))?;
     Ok(())
+}
+
+/// The note `--allow-remote` without `--public-host` deserves.
+fn remote_note(config: &ServeConfig, hosts: &[String]) {
+    if config.allow_remote && config.public_hosts.is_empty() {
+        eprintln!(
+            "note: --allow-remote without --public-host: the lab answers only requests whose Host is one of {}; add --public-host NAME for the name (or address) people use to reach it",
+            hosts.join(", ")
+        );
+    }
+}
+
+/// The Kafka listener on `lab`, if `--kafka` asks for one; where it listens.
+async fn start_kafka(config: &ServeConfig, lab: &LabHandle) -> Option<SocketAddr> {
+    let addr = config.kafka?;
+    match tokio::net::TcpListener::bind(addr).await {
+        Ok(l) => {
+            let bound = l.local_addr().ok();
+            tokio::spawn(offsetlab_broker::serve(
+                l,
+                lab.clone(),
+                config.kafka_config.clone(),
+            ));
+            bound
+        }
+        Err(e) => {
+            eprintln!("warning: the Kafka listener cannot listen on {addr} ({e}); the lab runs without it");
+            None
+        }
+    }
+}
+
+/// `serve --workshop`: a room of learner labs under `DATA/workshop`, the instructor's page, and
+/// — with `--kafka` — the data directory's own lab served to Kafka clients as the instructor's.
+async fn serve_workshop(
+    config: ServeConfig,
+    options: WorkshopOptions,
+    data_dir: PathBuf,
+) -> anyhow::Result<()> {
+    use offsetlab_web::workshop::{Room, Token, Workshop, WorkshopConfig};
+    let room_dir = data_dir.join("workshop");
+    if config.reset_data {
+        match std::fs::remove_dir_all(&room_dir) {
+            Ok(()) => eprintln!("--reset-data: removed {}", room_dir.display()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => anyhow::bail!("--reset-data: cannot remove {}: {e}", room_dir.display()),
+        }
+    }
+    let token = match &options.instructor_token_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| anyhow::anyhow!("--instructor-token-file {}: {e}", path.display()))?;
+            Token::parse(&text)
+                .map_err(|e| anyhow::anyhow!("--instructor-token-file {}: {e}", path.display()))?
+        }
+        None => Token::random()
+            .map_err(|e| anyhow::anyhow!("no random source for the instructor's token: {e}"))?,
+    };
+    let room = Room::open(WorkshopConfig {
+        flush: config.flush,
+        clock: config.clock,
+        max_learners: options.max_learners,
+        caps: options.caps,
+        max_request_bytes: options.max_request_bytes,
+        evict_after: options.evict_after,
+        max_resident: options.max_resident,
+        rate: options.rate,
+        ..WorkshopConfig::new(room_dir.clone())
+    })?;
+    let demo = match config.kafka {
+        Some(_) => {
+            let opened = offsetlab_lab::open(&data_dir, config.flush, config.reset_data, config.clock)?;
+            Some(LabHandle::new(opened.session))
+        }
+        None => None,
+    };
+    let listener = tokio::net::TcpListener::bind(config.http).await?;
+    let addr = listener.local_addr()?;
+    let learners = room.len();
+    let workshop = std::sync::Arc::new(Workshop { room, token, demo });
+    let state =
+        offsetlab_web::AppState::workshop(std::sync::Arc::clone(&workshop), addr, &config.public_hosts);
+    remote_note(&config, state.hosts());
+    let kafka = match &workshop.demo {
+        Some(lab) => {
+            tokio::spawn(live_clock(lab.clone()));
+            start_kafka(&config, lab).await
+        }
+        None => None,
+    };
+    tokio::spawn(room_keeper(std::sync::Arc::clone(&workshop)));
+    let mut out = std::io::stdout();
+    let token_line = match &options.instructor_token_file {
+        Some(path) => format!(
+            "instructor: http://{addr}/instructor  (token in {})",
+            path.display()
+        ),
+        None => format!(
+            "instructor: http://{addr}/instructor#token={}",
+            workshop.token.as_str()
+        ),
+    };
+    let _ = writeln!(
+        out,
+        "offsetlab workshop on http://{addr}  (data: {}, {learners} learners of at most {}, --flush {})\n{token_line}{}\npress Ctrl-C to stop",
+        room_dir.display(),
+        options.max_learners,
+        config.flush,
+        kafka
+            .map(|k| format!("\nKafka listener on {k}, serving the instructor's lab (try: kcat -b {k} -L)"))
+            .unwrap_or_default()
+    );
+    let _ = out.flush();
+    offsetlab_web::http::serve(
+        listener,
+        offsetlab_web::router(state),
+        config.http_limits,
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        },
+    )
+    .await?;
+    let closing = std::sync::Arc::clone(&workshop);
+    tokio::task::spawn_blocking(move || closing.room.close_all()).await?;
+    if let Some(lab) = &workshop.demo {
+        lab.lock()
+            .close()
+            .map_err(|e| anyhow::anyhow!("closing the instructor's lab: {e}"))?;
+    }
+    Ok(())
+}
+
+/// A workshop's housekeeping: four times a second the live clocks of the labs in memory catch
+/// up where a timer is due; every two seconds idle labs are evicted.
+async fn room_keeper(workshop: std::sync::Arc<offsetlab_web::workshop::Workshop>) {
+    let mut every = tokio::time::interval(std::time::Duration::from_millis(250));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    for n in 0u64.. {
+        every.tick().await;
+        let w = std::sync::Arc::clone(&workshop);
+        let _ = tokio::task::spawn_blocking(move || {
+            w.room.catch_up_due_timers();
+            if n % 8 == 0 {
+                w.room.evict_idle();
+            }
+        })
+        .await;
+    }
 }
 
 /// The live clock's ticker: four times a second, a live lab whose next timer is due by wall time

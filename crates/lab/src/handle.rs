@@ -20,10 +20,24 @@ pub struct LabHandle {
 impl LabHandle {
     pub fn new(session: Session) -> Self {
         let (changes, _) = broadcast::channel(64);
+        Self::with_changes(session, changes)
+    }
+
+    /// A handle whose change notifications go to `changes`: a channel that outlives the handle,
+    /// so pages listening to a lab that is dropped from memory and opened again (a workshop's
+    /// idle learner) keep listening to the same channel.
+    pub fn with_changes(session: Session, changes: broadcast::Sender<u64>) -> Self {
         Self {
             session: Arc::new(Mutex::new(session)),
             changes,
         }
+    }
+
+    /// Whether another clone of this handle exists (a request in flight holds one). A holder
+    /// that alone can create clones — a workshop's room, under its learner's lock — may drop the
+    /// lab when this is `false`: nobody is using it, and nobody can start to.
+    pub fn is_shared(&self) -> bool {
+        Arc::strong_count(&self.session) > 1
     }
 
     /// The session, locked. A thread that panicked holding the lock left the session as the

@@ -10,8 +10,10 @@
 //! - [`handle`]: [`LabHandle`], the locked session and its change notifications, shared by
 //!   both front ends.
 //! - [`connections`]: how many connections a listener holds, and which one makes room.
+//! - [`caps`]: what one lab of a server that keeps many may grow to.
 //! - [`clip`]: cutting client-sized values down to what a response carries.
 
+pub mod caps;
 pub mod clip;
 pub mod connections;
 pub mod handle;

@@ -43,6 +43,8 @@ const ui = {
   records: [],
   lesson: null,        // { lesson, step, answered: {} }
   lastPlan: null,
+  workshop: null,      // in workshop mode: { learner: { number, name }, caps }
+  reported: null,      // the progress last reported to the workshop
 };
 
 // ───────────────────────────── talking to the lab ─────────────────────────────
@@ -129,6 +131,65 @@ function listen() {
     const { version } = JSON.parse(ev.data);
     if (!ui.state || version > ui.state.version) refresh();
   });
+  es.addEventListener('push', () => applyPush());
+}
+
+// ───────────────────────────── workshop mode ─────────────────────────────
+
+/** In a workshop, a browser first joins with a name: the server answers with the cookie that is its lab. */
+async function joinWorkshop() {
+  const box = $('#join'), main = $('#main');
+  box.hidden = false; main.hidden = true;
+  $('#join-name').focus();
+  await new Promise((resolve) => {
+    $('#join-form').addEventListener('submit', async (e) => {
+      e.preventDefault();
+      const res = await request('POST', '/api/workshop/join', { name: $('#join-name').value });
+      if (!res.ok) { $('#join-error').textContent = (res.data && res.data.error) || `error ${res.status}`; return; }
+      ui.workshop.learner = res.data;
+      resolve();
+    });
+  });
+  box.hidden = true; main.hidden = false;
+}
+
+function showLearnerBadge() {
+  const b = $('#learner-badge');
+  const l = ui.workshop.learner;
+  b.textContent = `workshop · ${l.name} (#${l.number})`;
+  b.hidden = false;
+}
+
+/** Tells the instructor which lesson step this page is on (only when it changed). */
+function reportProgress() {
+  if (!ui.workshop) return;
+  const run = ui.lesson;
+  const body = run ? { lesson: run.lesson.number, step: Math.min(run.step, run.lesson.steps.length), steps: run.lesson.steps.length } : { lesson: null };
+  const key = JSON.stringify(body);
+  if (key === ui.reported) return;
+  ui.reported = key;
+  request('POST', '/api/workshop/progress', body);
+}
+
+/** What the instructor pushed to everyone and this learner has not applied yet: a lesson to start, or a scenario. */
+async function applyPush() {
+  if (!ui.workshop) return;
+  const me = await request('GET', '/api/workshop/me');
+  const p = me.ok && me.data && me.data.push;
+  if (!p) return;
+  if (p.lesson) {
+    if (!ui.lessons.length) await loadLessons();
+    await startLesson(p.lesson, { pushed: true });
+    showAlert(`Your instructor started lesson ${p.lesson} for everyone.`, true);
+  } else if (typeof p.scenario === 'string') {
+    const res = await request('POST', '/api/scenario', p.scenario, true);
+    if (!res.ok) { showAlert(`Your instructor's scenario was refused: ${(res.data && res.data.error) || res.status}.`); return; }
+    ui.lesson = null; ui.windowFrom = null; ui.lastPlan = null;
+    setState(res.data);
+    showView('lab');
+    showAlert('Your instructor loaded a scenario for everyone.', true);
+  }
+  await request('POST', '/api/workshop/push-applied', { seq: p.seq });
 }
 
 function showAlert(text, ok = false) {
@@ -917,9 +978,9 @@ function confirmReplace(what) {
   return window.confirm(`${what} replaces the current lab (${actions} actions) in every open tab. Use Export first to keep it. Continue?`);
 }
 
-async function startLesson(number) {
+async function startLesson(number, { pushed = false } = {}) {
   const lesson = ui.lessons.find((l) => l.number === number);
-  if (!lesson || !confirmReplace(`Starting lesson ${number}`)) return;
+  if (!lesson || (!pushed && !confirmReplace(`Starting lesson ${number}`))) return;
   const res = await request('POST', '/api/scenario', '', true);
   if (!res.ok) return;
   ui.lesson = { lesson, step: 0, answered: {}, note: null };
@@ -957,6 +1018,7 @@ function focusStep() {
 function renderLessonPanel() {
   const panel = $('#lesson-panel');
   $$('.btn.hl').forEach((b) => b.classList.remove('hl'));
+  reportProgress();
   const run = ui.lesson;
   if (!run) { panel.hidden = true; return; }
   panel.hidden = false;
@@ -1037,6 +1099,7 @@ function renderLearn() {
       const answer = h('div', { class: 'answer', hidden: true });
       const choose = (j) => {
         const right = j === q.correct;
+        if (ui.workshop) request('POST', '/api/workshop/quiz', { question: i, choice: j });
         answer.hidden = false;
         answer.className = `answer ${right ? 'right' : 'wrong'}`;
         answer.replaceChildren(h('strong', {}, right ? '✔ Right. ' : '✗ Not quite. '), q.explanation, ' ', runLink(q.run));
@@ -1064,9 +1127,16 @@ async function main() {
   $('#sink-select').replaceChildren(...ui.meta.sinks.map((s) => h('option', { value: s.name, selected: s.name === 'upsert' }, s.name)));
   updateHints();
   $('#free-play').addEventListener('click', () => { $('#reset-lab').click(); showView('lab'); });
+  const me = await request('GET', '/api/workshop/me');
+  if (me.ok && me.data && me.data.workshop) {
+    ui.workshop = me.data;
+    if (!ui.workshop.learner) await joinWorkshop();
+    showLearnerBadge();
+  }
   await refresh();
   listen();
-  loadLessons();
+  await loadLessons();
+  applyPush();
   renderLearn();
   const view = location.hash.replace('#', '');
   if (['lab', 'lessons', 'explorer', 'learn'].includes(view)) showView(view);

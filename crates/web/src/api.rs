@@ -2,6 +2,7 @@
 
 use crate::assets;
 use crate::guard;
+use crate::workshop::{Learner, Workshop};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{DefaultBodyLimit, Query, State};
 use axum::http::{header, StatusCode};
@@ -16,7 +17,7 @@ use offsetlab_engine::strategy::CommitStrategy;
 use offsetlab_engine::txn::ControlType;
 use offsetlab_engine::LabError;
 use offsetlab_lab::clip::{clip, clip_row, shown_field, MAX_FIELD_BYTES};
-use offsetlab_lab::session::{ActionError, ClockMode, PendingSave, Session};
+use offsetlab_lab::session::{ActionError, ClockMode, PendingSave, Session, State as LabState};
 use offsetlab_lab::LabHandle;
 use offsetlab_scenario::explore::{self, Cell};
 use offsetlab_scenario::lessons::{self, LESSONS};
@@ -33,7 +34,7 @@ pub const MAX_PAGE: usize = 1000;
 
 #[derive(Clone)]
 pub struct AppState {
-    lab: LabHandle,
+    labs: Labs,
     /// The `Host` headers the lab answers: its loopback names, and the public names it was
     /// given (`--public-host`). Any other is refused: a page whose name was made to resolve to
     /// the lab (DNS rebinding) sends its own name.
@@ -45,6 +46,15 @@ impl AppState {
     /// `public_hosts`: further names the lab answers to (`--public-host`), each `NAME` (on the
     /// lab's port) or `NAME:PORT`.
     pub fn new(lab: LabHandle, addr: SocketAddr, public_hosts: &[String]) -> Self {
+        Self::serving(Labs::One(lab), addr, public_hosts)
+    }
+
+    /// A workshop's server: every request's lab is its learner's ([`crate::workshop`]).
+    pub fn workshop(workshop: Arc<Workshop>, addr: SocketAddr, public_hosts: &[String]) -> Self {
+        Self::serving(Labs::Workshop(workshop), addr, public_hosts)
+    }
+
+    fn serving(labs: Labs, addr: SocketAddr, public_hosts: &[String]) -> Self {
         let port = addr.port();
         let mut hosts = vec![
             format!("127.0.0.1:{port}"),
@@ -60,7 +70,7 @@ impl AppState {
             hosts.push(if has_port { h } else { format!("{h}:{port}") });
         }
         Self {
-            lab,
+            labs,
             hosts: Arc::new(hosts),
             matrix: Arc::new(OnceLock::new()),
         }
@@ -76,6 +86,79 @@ impl AppState {
         &self.hosts
     }
 
+    /// The workshop this server runs, if it runs one.
+    pub fn workshop_of(&self) -> Option<&Arc<Workshop>> {
+        match &self.labs {
+            Labs::One(_) => None,
+            Labs::Workshop(w) => Some(w),
+        }
+    }
+
+    /// The one lab the page shows, shared with the Kafka listener (`None` in workshop mode,
+    /// where every learner has their own).
+    pub fn lab(&self) -> Option<&LabHandle> {
+        match &self.labs {
+            Labs::One(lab) => Some(lab),
+            Labs::Workshop(_) => None,
+        }
+    }
+
+    /// The largest request body accepted.
+    fn max_body_bytes(&self) -> usize {
+        match &self.labs {
+            Labs::One(_) => crate::MAX_BODY_BYTES,
+            Labs::Workshop(w) => w.room.config().max_request_bytes,
+        }
+    }
+}
+
+/// Which labs a server serves: one (the page's and the Kafka listener's), or a workshop's.
+#[derive(Clone)]
+enum Labs {
+    One(LabHandle),
+    Workshop(Arc<Workshop>),
+}
+
+/// The lab a request is about: the server's one lab, or — in workshop mode — the lab of the
+/// learner whose cookie the request carries. Resolved before a handler runs; a request without
+/// a learner's id, or with one that is not this room's, is refused here with nothing touched.
+#[derive(Clone)]
+pub(crate) struct Scope {
+    lab: LabHandle,
+    learner: Option<Arc<Learner>>,
+}
+
+impl axum::extract::FromRequestParts<AppState> for Scope {
+    type Rejection = Response;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        app: &AppState,
+    ) -> Result<Self, Response> {
+        let workshop = match &app.labs {
+            Labs::One(lab) => {
+                return Ok(Scope {
+                    lab: lab.clone(),
+                    learner: None,
+                })
+            }
+            Labs::Workshop(w) => Arc::clone(w),
+        };
+        let learner = crate::workshop::routes::learner_of(&parts.headers, &workshop)?;
+        let room_learner = Arc::clone(&learner);
+        let opened = tokio::task::spawn_blocking(move || workshop.room.lab(&room_learner)).await;
+        match opened {
+            Ok(Ok(lab)) => Ok(Scope {
+                lab,
+                learner: Some(learner),
+            }),
+            Ok(Err(e)) => Err(json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0)),
+            Err(e) => Err(json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0)),
+        }
+    }
+}
+
+impl Scope {
     /// Runs `f` on the session on a blocking thread (SQLite writes, big produces).
     async fn with_session<T: Send + 'static>(
         &self,
@@ -103,14 +186,19 @@ impl AppState {
     /// with its error, nothing saved.
     async fn changing(
         &self,
+        what: impl Into<String>,
         change: impl FnOnce(&mut Session) -> Result<(), ActionError> + Send + 'static,
     ) -> Response {
-        let app = self.clone();
+        let scope = self.clone();
+        let what = what.into();
         let result = self
             .with_session(move |s| match change(s) {
                 Ok(()) => {
-                    let pending = app.changed(s);
-                    (state_response(s), pending)
+                    let pending = scope.changed(s);
+                    (
+                        scope.answer(s, &what, |state| Json(state).into_response()),
+                        pending,
+                    )
                 }
                 Err(e) => (action_error(&e), Ok(None)),
             })
@@ -121,17 +209,36 @@ impl AppState {
         }
     }
 
+    /// The answer to a change that succeeded: the lab's new state, shaped by `respond`. In a
+    /// workshop the learner's figures and `what` they did are noted for the instructor.
+    fn answer(&self, s: &Session, what: &str, respond: impl FnOnce(&LabState) -> Response) -> Response {
+        let state = match s.state() {
+            Ok(state) => state,
+            Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
+        };
+        if let Some(learner) = &self.learner {
+            let figures = crate::workshop::learner::GroupFigures::of(&state);
+            let what = clip(what, 200);
+            if let Err(e) = learner.update(|a| {
+                a.figures = figures;
+                a.last_action = Some(what.into_owned());
+                a.last_action_ms = Some(offsetlab_lab::session::wall_clock_ms());
+            }) {
+                eprintln!(
+                    "warning: learner {}'s activity was not saved: {e}",
+                    learner.number
+                );
+            }
+        }
+        respond(&state)
+    }
+
     /// After a change: save the lab for the next start (or prepare the save that must follow
     /// the fsync, under `--flush always`) and tell every tab. An error means the change is not
     /// durable and must not be acknowledged.
     /// A save that fails took the change back (the session went back to its last save).
     pub(crate) fn changed(&self, session: &mut Session) -> Result<Option<PendingSave>, LabError> {
         self.lab.changed(session)
-    }
-
-    /// The lab the page shows, shared with the Kafka listener.
-    pub fn lab(&self) -> &LabHandle {
-        &self.lab
     }
 
     /// `--flush always`: the change is acknowledged once its appends are on disk and the lab's
@@ -181,12 +288,13 @@ pub fn router(state: AppState) -> Router {
         .route("/api/explore", get(get_explore))
         .route("/api/explore/replay", post(post_explore_replay))
         .route("/api/events", get(get_events))
+        .merge(crate::workshop::routes::routes())
         .fallback(|| async { json_error(StatusCode::NOT_FOUND, "no such endpoint", 0) })
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             guard::same_origin,
         ))
-        .layer(DefaultBodyLimit::max(crate::MAX_BODY_BYTES))
+        .layer(DefaultBodyLimit::max(state.max_body_bytes()))
         .layer(axum::middleware::from_fn(guard::answer_like_an_api))
         .with_state(state)
 }
@@ -199,7 +307,7 @@ pub fn json_error(status: StatusCode, error: &str, line: usize) -> Response {
 }
 
 /// `Query<T>` whose rejection is the API's JSON error.
-struct ApiQuery<T>(T);
+pub(crate) struct ApiQuery<T>(pub T);
 
 impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequestParts<S> for ApiQuery<T> {
     type Rejection = Response;
@@ -213,7 +321,7 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequestP
 }
 
 /// `Json<T>` whose rejection is the API's JSON error (with 413 for an oversized body).
-struct ApiJson<T>(T);
+pub(crate) struct ApiJson<T>(pub T);
 
 impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequest<S> for ApiJson<T> {
     type Rejection = Response;
@@ -252,15 +360,16 @@ fn action_error(e: &ActionError) -> Response {
 /// The most of a refused line (or its error) an error response repeats.
 const MAX_ERROR_BYTES: usize = 500;
 
-fn state_response(session: &Session) -> Response {
+pub(crate) fn state_response(session: &Session) -> Response {
     match session.state() {
         Ok(state) => Json(state).into_response(),
         Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
     }
 }
 
-async fn get_state(State(app): State<AppState>) -> Response {
-    app.with_session(|s| state_response(s))
+async fn get_state(scope: Scope) -> Response {
+    scope
+        .with_session(|s| state_response(s))
         .await
         .unwrap_or_else(|e| e)
 }
@@ -270,35 +379,40 @@ struct Actions {
     lines: Vec<String>,
 }
 
-async fn post_actions(State(app): State<AppState>, ApiJson(actions): ApiJson<Actions>) -> Response {
+async fn post_actions(scope: Scope, ApiJson(actions): ApiJson<Actions>) -> Response {
     if actions.lines.len() > 1000 {
         return json_error(StatusCode::BAD_REQUEST, "at most 1000 lines per request", 0);
     }
-    let app2 = app.clone();
-    let result = app
+    let what = match actions.lines.as_slice() {
+        [] => String::new(),
+        [one] => one.clone(),
+        [first, rest @ ..] => format!("{first} (and {} more lines)", rest.len()),
+    };
+    let scope2 = scope.clone();
+    let result = scope
         .with_session_for_change(move |s| match s.apply_lines(&actions.lines) {
             Ok(applied) => {
-                let pending = app2.changed(s);
-                let response = match s.state() {
-                    Ok(state) => {
-                        Json(serde_json::json!({ "applied": applied, "state": state })).into_response()
-                    }
-                    Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
-                };
+                let pending = scope2.changed(s);
+                let response = scope2.answer(s, &what, |state| {
+                    Json(serde_json::json!({ "applied": applied, "state": state })).into_response()
+                });
                 (response, pending)
             }
             Err(e) => (action_error(&e), Ok(None)),
         })
         .await;
     match result {
-        Ok((response, pending)) => app.sync(pending, response).await,
+        Ok((response, pending)) => scope.sync(pending, response).await,
         Err(e) => e,
     }
 }
 
 /// Back to the seed lab, in the clock's mode (a live lab's seed is built at now).
-async fn post_reset(State(app): State<AppState>) -> Response {
-    app.changing(|s| s.reset_to_seed(offsetlab_lab::session::wall_clock_ms()))
+async fn post_reset(scope: Scope) -> Response {
+    scope
+        .changing("reset the lab to the seed", |s| {
+            s.reset_to_seed(offsetlab_lab::session::wall_clock_ms())
+        })
         .await
 }
 
@@ -309,27 +423,28 @@ struct ClockRequest {
 
 /// `{"mode": "live"}` sets the clock to follow wall time — and brings it there at once, firing
 /// what falls due on the way — or `{"mode": "paused"}` stops it where it is.
-async fn post_clock(State(app): State<AppState>, ApiJson(req): ApiJson<ClockRequest>) -> Response {
+async fn post_clock(scope: Scope, ApiJson(req): ApiJson<ClockRequest>) -> Response {
     let mode = match req.mode.parse::<ClockMode>() {
         Ok(m) => m,
         Err(e) => return json_error(StatusCode::BAD_REQUEST, &e, 0),
     };
-    app.changing(move |s| {
-        let wall = offsetlab_lab::session::wall_clock_ms();
-        // Paused where wall time is now, not at the last line: what the page showed.
-        if mode == ClockMode::Paused {
-            s.catch_up(wall)?;
-        }
-        s.set_clock_mode(mode).map_err(|e| ActionError {
-            status: 500,
-            error: format!("the clock's mode could not be saved: {e}"),
-            line: 0,
-            text: String::new(),
-            cause: Some(Box::new(e)),
-        })?;
-        s.catch_up(wall).map(|_| ())
-    })
-    .await
+    scope
+        .changing(format!("set the clock {mode}"), move |s| {
+            let wall = offsetlab_lab::session::wall_clock_ms();
+            // Paused where wall time is now, not at the last line: what the page showed.
+            if mode == ClockMode::Paused {
+                s.catch_up(wall)?;
+            }
+            s.set_clock_mode(mode).map_err(|e| ActionError {
+                status: 500,
+                error: format!("the clock's mode could not be saved: {e}"),
+                line: 0,
+                text: String::new(),
+                cause: Some(Box::new(e)),
+            })?;
+            s.catch_up(wall).map(|_| ())
+        })
+        .await
 }
 
 #[derive(Deserialize)]
@@ -372,64 +487,65 @@ struct RecordJson {
     txn: Option<&'static str>,
 }
 
-async fn get_records(State(app): State<AppState>, ApiQuery(q): ApiQuery<RecordsQuery>) -> Response {
-    app.with_session(move |s| {
-        let tp = TopicPartition::new(q.topic.clone(), q.partition);
-        let log = match s.lab().partition_log(&tp) {
-            Ok(l) => l,
-            Err(e) => return json_error(StatusCode::NOT_FOUND, &e.to_string(), 0),
-        };
-        let txns = match s.lab().partition_txns(&tp) {
-            Ok(t) => t,
-            Err(e) => return json_error(StatusCode::NOT_FOUND, &e.to_string(), 0),
-        };
-        let limit = q.limit.unwrap_or(100).min(MAX_PAGE);
-        let from = q.from.unwrap_or(log.log_start_offset());
-        let mut records = Vec::with_capacity(limit);
-        log.read(from, limit, &mut |r| {
-            let control = r
-                .control
-                .then(|| txns.marker(r.offset).map_or("CONTROL", ControlType::name));
-            let txn = if txns.is_aborted(r.offset) {
-                Some("aborted")
-            } else if txns.is_open(r.offset) {
-                Some("open")
-            } else {
-                None
+async fn get_records(scope: Scope, ApiQuery(q): ApiQuery<RecordsQuery>) -> Response {
+    scope
+        .with_session(move |s| {
+            let tp = TopicPartition::new(q.topic.clone(), q.partition);
+            let log = match s.lab().partition_log(&tp) {
+                Ok(l) => l,
+                Err(e) => return json_error(StatusCode::NOT_FOUND, &e.to_string(), 0),
             };
-            let key = (!r.control).then_some(r.key).flatten();
-            let value = (!r.control).then_some(r.value).flatten();
-            let k = key.map(|k| shown_field(k, MAX_FIELD_BYTES));
-            let v = value.map(|v| shown_field(v, MAX_FIELD_BYTES));
-            records.push(RecordJson {
-                offset: r.offset,
-                timestamp: r.timestamp,
-                key_form: k.as_ref().and_then(|k| k.form),
-                value_form: v.as_ref().and_then(|v| v.form),
-                key_schema_id: k.as_ref().and_then(|k| k.schema_id),
-                value_schema_id: v.as_ref().and_then(|v| v.schema_id),
-                key_bytes: key.filter(|_| k.as_ref().is_some_and(|k| k.cut)).map(<[u8]>::len),
-                value_bytes: value
-                    .filter(|_| v.as_ref().is_some_and(|v| v.cut))
-                    .map(<[u8]>::len),
-                key: k.map(|k| k.text),
-                value: v.map(|v| v.text),
-                control,
-                txn,
-            })
-        });
-        Json(serde_json::json!({
-            "topic": q.topic,
-            "partition": q.partition,
-            "log_start_offset": log.log_start_offset(),
-            "log_end_offset": log.log_end_offset(),
-            "last_stable_offset": txns.last_stable_offset(log.log_end_offset()),
-            "records": records,
-        }))
-        .into_response()
-    })
-    .await
-    .unwrap_or_else(|e| e)
+            let txns = match s.lab().partition_txns(&tp) {
+                Ok(t) => t,
+                Err(e) => return json_error(StatusCode::NOT_FOUND, &e.to_string(), 0),
+            };
+            let limit = q.limit.unwrap_or(100).min(MAX_PAGE);
+            let from = q.from.unwrap_or(log.log_start_offset());
+            let mut records = Vec::with_capacity(limit);
+            log.read(from, limit, &mut |r| {
+                let control = r
+                    .control
+                    .then(|| txns.marker(r.offset).map_or("CONTROL", ControlType::name));
+                let txn = if txns.is_aborted(r.offset) {
+                    Some("aborted")
+                } else if txns.is_open(r.offset) {
+                    Some("open")
+                } else {
+                    None
+                };
+                let key = (!r.control).then_some(r.key).flatten();
+                let value = (!r.control).then_some(r.value).flatten();
+                let k = key.map(|k| shown_field(k, MAX_FIELD_BYTES));
+                let v = value.map(|v| shown_field(v, MAX_FIELD_BYTES));
+                records.push(RecordJson {
+                    offset: r.offset,
+                    timestamp: r.timestamp,
+                    key_form: k.as_ref().and_then(|k| k.form),
+                    value_form: v.as_ref().and_then(|v| v.form),
+                    key_schema_id: k.as_ref().and_then(|k| k.schema_id),
+                    value_schema_id: v.as_ref().and_then(|v| v.schema_id),
+                    key_bytes: key.filter(|_| k.as_ref().is_some_and(|k| k.cut)).map(<[u8]>::len),
+                    value_bytes: value
+                        .filter(|_| v.as_ref().is_some_and(|v| v.cut))
+                        .map(<[u8]>::len),
+                    key: k.map(|k| k.text),
+                    value: v.map(|v| v.text),
+                    control,
+                    txn,
+                })
+            });
+            Json(serde_json::json!({
+                "topic": q.topic,
+                "partition": q.partition,
+                "log_start_offset": log.log_start_offset(),
+                "log_end_offset": log.log_end_offset(),
+                "last_stable_offset": txns.last_stable_offset(log.log_end_offset()),
+                "records": records,
+            }))
+            .into_response()
+        })
+        .await
+        .unwrap_or_else(|e| e)
 }
 
 #[derive(Deserialize)]
@@ -441,38 +557,39 @@ struct RecordQuery {
 }
 
 /// One record, whole: its key and value however large (the window cuts them).
-async fn get_record(State(app): State<AppState>, ApiQuery(q): ApiQuery<RecordQuery>) -> Response {
-    app.with_session(move |s| {
-        let tp = TopicPartition::new(q.topic.clone(), q.partition);
-        let log = match s.lab().partition_log(&tp) {
-            Ok(l) => l,
-            Err(e) => return json_error(StatusCode::NOT_FOUND, &e.to_string(), 0),
-        };
-        let mut found = None;
-        log.read(q.offset, 1, &mut |r| {
-            if r.offset == q.offset && !r.control {
-                found = Some(serde_json::json!({
-                    "topic": q.topic,
-                    "partition": q.partition,
-                    "offset": r.offset,
-                    "timestamp": r.timestamp,
-                    // Byte for byte: a string when UTF-8, {"base64": …} otherwise.
-                    "key": r.key.map(RecordBytes::from),
-                    "value": r.value.map(RecordBytes::from),
-                }));
+async fn get_record(scope: Scope, ApiQuery(q): ApiQuery<RecordQuery>) -> Response {
+    scope
+        .with_session(move |s| {
+            let tp = TopicPartition::new(q.topic.clone(), q.partition);
+            let log = match s.lab().partition_log(&tp) {
+                Ok(l) => l,
+                Err(e) => return json_error(StatusCode::NOT_FOUND, &e.to_string(), 0),
+            };
+            let mut found = None;
+            log.read(q.offset, 1, &mut |r| {
+                if r.offset == q.offset && !r.control {
+                    found = Some(serde_json::json!({
+                        "topic": q.topic,
+                        "partition": q.partition,
+                        "offset": r.offset,
+                        "timestamp": r.timestamp,
+                        // Byte for byte: a string when UTF-8, {"base64": …} otherwise.
+                        "key": r.key.map(RecordBytes::from),
+                        "value": r.value.map(RecordBytes::from),
+                    }));
+                }
+            });
+            match found {
+                Some(record) => Json(record).into_response(),
+                None => json_error(
+                    StatusCode::NOT_FOUND,
+                    &format!("{} holds no record at offset {}", tp, q.offset),
+                    0,
+                ),
             }
-        });
-        match found {
-            Some(record) => Json(record).into_response(),
-            None => json_error(
-                StatusCode::NOT_FOUND,
-                &format!("{} holds no record at offset {}", tp, q.offset),
-                0,
-            ),
-        }
-    })
-    .await
-    .unwrap_or_else(|e| e)
+        })
+        .await
+        .unwrap_or_else(|e| e)
 }
 
 #[derive(Deserialize)]
@@ -482,28 +599,29 @@ struct SinkRowsQuery {
     limit: Option<usize>,
 }
 
-async fn get_sink_rows(State(app): State<AppState>, ApiQuery(q): ApiQuery<SinkRowsQuery>) -> Response {
-    app.with_session(move |s| {
-        let g = match s.lab().group(&q.group) {
-            Ok(g) => g,
-            Err(e) => return json_error(StatusCode::NOT_FOUND, &e.to_string(), 0),
-        };
-        let result = g.sink.stats().and_then(|stats| {
-            g.sink
-                .rows(q.from.unwrap_or(0), q.limit.unwrap_or(100).min(MAX_PAGE))
-                .map(|rows| (stats, rows))
-        });
-        match result {
-            Ok((stats, rows)) => {
-                let rows: Vec<SinkRow> = rows.into_iter().map(clip_row).collect();
-                Json(serde_json::json!({ "group": q.group, "total": stats.rows, "rows": rows }))
-                    .into_response()
+async fn get_sink_rows(scope: Scope, ApiQuery(q): ApiQuery<SinkRowsQuery>) -> Response {
+    scope
+        .with_session(move |s| {
+            let g = match s.lab().group(&q.group) {
+                Ok(g) => g,
+                Err(e) => return json_error(StatusCode::NOT_FOUND, &e.to_string(), 0),
+            };
+            let result = g.sink.stats().and_then(|stats| {
+                g.sink
+                    .rows(q.from.unwrap_or(0), q.limit.unwrap_or(100).min(MAX_PAGE))
+                    .map(|rows| (stats, rows))
+            });
+            match result {
+                Ok((stats, rows)) => {
+                    let rows: Vec<SinkRow> = rows.into_iter().map(clip_row).collect();
+                    Json(serde_json::json!({ "group": q.group, "total": stats.rows, "rows": rows }))
+                        .into_response()
+                }
+                Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
             }
-            Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
-        }
-    })
-    .await
-    .unwrap_or_else(|e| e)
+        })
+        .await
+        .unwrap_or_else(|e| e)
 }
 
 #[derive(Deserialize)]
@@ -512,55 +630,62 @@ struct PageQuery {
     limit: Option<usize>,
 }
 
-async fn get_consumer_offsets(State(app): State<AppState>, ApiQuery(q): ApiQuery<PageQuery>) -> Response {
-    app.with_session(move |s| {
-        let offsets = s.lab().offsets();
-        let records: Vec<OffsetRecord> =
-            offsets.records(q.from.unwrap_or(0), q.limit.unwrap_or(100).min(MAX_PAGE));
-        Json(serde_json::json!({
-            "log_start_offset": offsets.log().log_start_offset(),
-            "log_end_offset": offsets.log().log_end_offset(),
-            "segments": offsets.log().segments(),
-            "records": records,
-        }))
-        .into_response()
-    })
-    .await
-    .unwrap_or_else(|e| e)
+async fn get_consumer_offsets(scope: Scope, ApiQuery(q): ApiQuery<PageQuery>) -> Response {
+    scope
+        .with_session(move |s| {
+            let offsets = s.lab().offsets();
+            let records: Vec<OffsetRecord> =
+                offsets.records(q.from.unwrap_or(0), q.limit.unwrap_or(100).min(MAX_PAGE));
+            Json(serde_json::json!({
+                "log_start_offset": offsets.log().log_start_offset(),
+                "log_end_offset": offsets.log().log_end_offset(),
+                "segments": offsets.log().segments(),
+                "records": records,
+            }))
+            .into_response()
+        })
+        .await
+        .unwrap_or_else(|e| e)
 }
 
-async fn get_scenario(State(app): State<AppState>) -> Response {
-    app.with_session(|s| {
-        (
-            [
-                (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
-                (
-                    header::CONTENT_DISPOSITION,
-                    "attachment; filename=\"offsetlab-session.scn\"",
-                ),
-            ],
-            s.export(),
-        )
-            .into_response()
-    })
-    .await
-    .unwrap_or_else(|e| e)
+async fn get_scenario(scope: Scope) -> Response {
+    scope
+        .with_session(|s| {
+            (
+                [
+                    (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+                    (
+                        header::CONTENT_DISPOSITION,
+                        "attachment; filename=\"offsetlab-session.scn\"",
+                    ),
+                ],
+                s.export(),
+            )
+                .into_response()
+        })
+        .await
+        .unwrap_or_else(|e| e)
 }
 
 async fn post_scenario(
-    State(app): State<AppState>,
+    scope: Scope,
     body: Result<String, axum::extract::rejection::StringRejection>,
 ) -> Response {
     let body = match body {
         Ok(b) => b,
         Err(e) => return json_error(e.status(), &e.body_text(), 0),
     };
-    load(app, body).await
+    let what = if body.trim().is_empty() {
+        "started an empty lab (a lesson)".to_string()
+    } else {
+        format!("loaded a scenario of {} lines", body.lines().count())
+    };
+    load(scope, what, body).await
 }
 
 /// Replaces the session with the lab `source` builds and answers with the new state.
-async fn load(app: AppState, source: String) -> Response {
-    app.changing(move |s| s.load(&source)).await
+async fn load(scope: Scope, what: String, source: String) -> Response {
+    scope.changing(what, move |s| s.load(&source)).await
 }
 
 async fn get_meta() -> Response {
@@ -640,7 +765,7 @@ struct ReplayRequest {
     crash_point: Option<u64>,
 }
 
-async fn post_explore_replay(State(app): State<AppState>, ApiJson(req): ApiJson<ReplayRequest>) -> Response {
+async fn post_explore_replay(scope: Scope, ApiJson(req): ApiJson<ReplayRequest>) -> Response {
     let (strategy, sink) = match (
         req.strategy.parse::<CommitStrategy>(),
         req.sink.parse::<SinkKind>(),
@@ -652,6 +777,7 @@ async fn post_explore_replay(State(app): State<AppState>, ApiJson(req): ApiJson<
         Ok(s) => s,
         Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &e, 0),
     };
+    let names = (req.strategy.clone(), req.sink.clone());
     let prepared = tokio::task::spawn_blocking(move || {
         let point = match req.crash_point {
             Some(p) => p,
@@ -669,16 +795,46 @@ async fn post_explore_replay(State(app): State<AppState>, ApiJson(req): ApiJson<
         Ok(Err(e)) => return json_error(StatusCode::UNPROCESSABLE_ENTITY, &e, 0),
         Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
     };
-    load(app, text).await
+    load(
+        scope,
+        format!("replayed the explorer's {} × {} crash", names.0, names.1),
+        text,
+    )
+    .await
 }
 
-async fn get_events(State(app): State<AppState>) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
-    let stream = BroadcastStream::new(app.lab.subscribe()).filter_map(|v| {
-        v.ok().map(|version| {
-            Ok(SseEvent::default()
-                .event("state")
-                .data(format!("{{\"version\":{version}}}")))
+/// The versions the lab reaches, as `state` events; in a workshop also the instructor's
+/// pushes, as `push` events (the page then asks `/api/workshop/me` what to apply).
+async fn get_events(State(app): State<AppState>, headers: axum::http::HeaderMap) -> Response {
+    let versions = |rx| {
+        BroadcastStream::new(rx).filter_map(|v: Result<u64, _>| {
+            v.ok().map(|version| {
+                Ok::<_, Infallible>(
+                    SseEvent::default()
+                        .event("state")
+                        .data(format!("{{\"version\":{version}}}")),
+                )
+            })
         })
-    });
-    Sse::new(stream).keep_alive(KeepAlive::default())
+    };
+    let stream: std::pin::Pin<Box<dyn Stream<Item = Result<SseEvent, Infallible>> + Send>> = match &app.labs {
+        Labs::One(lab) => Box::pin(versions(lab.subscribe())),
+        Labs::Workshop(w) => {
+            let learner = match crate::workshop::routes::learner_of(&headers, w) {
+                Ok(l) => l,
+                Err(e) => return e,
+            };
+            let pushes = BroadcastStream::new(w.room.subscribe_pushes()).filter_map(|p| {
+                p.ok().map(|seq| {
+                    Ok::<_, Infallible>(
+                        SseEvent::default()
+                            .event("push")
+                            .data(format!("{{\"seq\":{seq}}}")),
+                    )
+                })
+            });
+            Box::pin(versions(learner.changes.subscribe()).merge(pushes))
+        }
+    };
+    Sse::new(stream).keep_alive(KeepAlive::default()).into_response()
 }

@@ -33,3 +33,14 @@ pub async fn content_js() -> impl IntoResponse {
 pub async fn style_css() -> impl IntoResponse {
     asset("text/css; charset=utf-8", STYLE_CSS)
 }
+
+pub const INSTRUCTOR_HTML: &str = include_str!("../assets/instructor.html");
+pub const INSTRUCTOR_JS: &str = include_str!("../assets/instructor.js");
+
+pub async fn instructor() -> impl IntoResponse {
+    asset("text/html; charset=utf-8", INSTRUCTOR_HTML)
+}
+
+pub async fn instructor_js() -> impl IntoResponse {
+    asset("text/javascript; charset=utf-8", INSTRUCTOR_JS)
+}

@@ -10,6 +10,7 @@ mod api;
 mod assets;
 mod guard;
 pub mod http;
+pub mod workshop;
 
 pub use api::{router, AppState, MAX_PAGE};
 

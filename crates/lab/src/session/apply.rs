@@ -167,6 +167,7 @@ impl Session {
                 cause: None,
             });
         }
+        self.admit(&commands)?;
         let applied = commands.len();
         let mark = self.lab.narrative().len();
         let mut batch = Batch {

@@ -185,6 +185,7 @@ impl Session {
             text: e.text().unwrap_or_default().to_string(),
             cause: None,
         })?;
+        self.admit_script(&script)?;
         let (mut lab, generation, mut produced) = self.fresh_lab().map_err(|e| internal(&e))?;
         let mut history = Vec::new();
         for line in &script.lines {

@@ -84,6 +84,9 @@ pub struct Session {
     /// [`Lab::next_deadline`] as last computed, keyed by what it depends on (the version, the
     /// history's length, the clock): the live clock's ticker asks four times a second.
     deadline: std::cell::Cell<Option<(DeadlineKey, Option<offsetlab_engine::clock::Millis>)>>,
+    /// What the lab may grow to (a workshop's learner lab); `None` bounds only what the engine
+    /// itself bounds.
+    caps: Option<crate::caps::Caps>,
 }
 
 /// What [`Lab::next_deadline`] is a function of, as far as a session can tell.
@@ -112,6 +115,7 @@ impl Session {
             clock: ClockMode::Paused,
             caught_up_at: None,
             deadline: std::cell::Cell::new(None),
+            caps: None,
         };
         s.load_from(source, stored)?;
         Ok(s)
@@ -144,5 +148,63 @@ impl Session {
 
     pub fn lab(&self) -> &Lab {
         &self.lab
+    }
+
+    /// Bounds what every change from now on may grow the lab to ([`crate::caps`]): a change
+    /// that would pass a cap is refused whole, before it runs.
+    pub fn set_caps(&mut self, caps: Option<crate::caps::Caps>) {
+        self.caps = caps;
+    }
+
+    pub fn caps(&self) -> Option<crate::caps::Caps> {
+        self.caps
+    }
+
+    /// Refuses, before anything runs, a batch that would take the lab past a cap.
+    fn admit(&self, changes: &[(usize, Change)]) -> Result<(), ActionError> {
+        let Some(caps) = &self.caps else {
+            return Ok(());
+        };
+        let growth = changes.iter().map(|(_, c)| match c {
+            Change::Command(c) => crate::caps::Growth::Command(c),
+            Change::Produced { batches, .. } => crate::caps::Growth::Records(batches.records() as u64),
+        });
+        caps.admit_changes(&self.lab, self.history.len(), growth)
+            .map_err(|e| cap_refusal(&e, changes.get(e.line.saturating_sub(1)).map(|(n, c)| (*n, c))))
+    }
+
+    /// Refuses, before anything runs, a lab to load that would pass a cap.
+    fn admit_script(&self, script: &Script) -> Result<(), ActionError> {
+        match &self.caps {
+            Some(caps) => caps.admit_script(script).map_err(|e| {
+                let text = script
+                    .lines
+                    .iter()
+                    .find(|l| l.number == e.line)
+                    .map(|l| l.text.clone())
+                    .unwrap_or_default();
+                ActionError {
+                    status: CAP_STATUS,
+                    error: e.to_string(),
+                    line: e.line,
+                    text,
+                    cause: None,
+                }
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The status of a change refused by a cap: the server forbids it, whatever the lab says.
+pub const CAP_STATUS: u16 = 403;
+
+fn cap_refusal(e: &crate::caps::CapExceeded, change: Option<(usize, &Change)>) -> ActionError {
+    ActionError {
+        status: CAP_STATUS,
+        error: e.to_string(),
+        line: change.map_or(e.line, |(n, _)| n),
+        text: change.map(|(_, c)| c.to_string()).unwrap_or_default(),
+        cause: None,
     }
 }

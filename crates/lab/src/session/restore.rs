@@ -159,6 +159,7 @@ impl Found {
             clock: ClockMode::Paused,
             caught_up_at: None,
             deadline: std::cell::Cell::new(None),
+            caps: None,
             generation: Some(Generation {
                 number: self.number,
                 dir: dir.clone(),

@@ -1,0 +1,72 @@
+//! Workshop mode (`serve --workshop`): one server, a lab per learner, and the instructor's view
+//! of the room.
+//!
+//! - [`secret`]: learner ids and the instructor's token (128 random bits, compared in constant
+//!   time).
+//! - [`learner`]: one learner — name, number, their lab in memory or on disk, what the
+//!   instructor sees of them.
+//! - [`room`]: every learner, labs opened on demand and evicted when idle, pushes.
+//! - [`rate`]: a learner's request rate.
+//! - [`routes`]: the endpoints: joining, a learner's progress and quiz answers, the
+//!   instructor's API.
+//!
+//! Every endpoint of the lab itself (`/api/state`, `/api/actions`, …) is the same in workshop
+//! mode: the cookie picks *which* lab it serves ([`crate::api`]'s `Scope`), before anything
+//! else runs.
+
+pub mod learner;
+pub mod rate;
+pub mod room;
+pub(crate) mod routes;
+pub mod secret;
+
+pub use learner::Learner;
+pub use rate::RateLimit;
+pub use room::{Push, Room, RoomError, WorkshopConfig};
+pub use secret::{Secret, Token};
+
+/// The cookie that carries a learner's id.
+pub const LEARNER_COOKIE: &str = "offsetlab_learner";
+
+/// A workshop: its room, the instructor's token, and the instructor's own lab when the Kafka
+/// listener serves one.
+pub struct Workshop {
+    pub room: Room,
+    pub token: Token,
+    /// The data directory's own lab, served to Kafka clients (`--kafka` with `--workshop`):
+    /// the instructor's page shows it beside the learners'.
+    pub demo: Option<offsetlab_lab::LabHandle>,
+}
+
+/// The value of cookie `name` in a request's `Cookie` headers, if it has one.
+pub(crate) fn cookie<'a>(headers: &'a axum::http::HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(axum::http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.trim())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::{header, HeaderMap, HeaderValue};
+
+    #[test]
+    fn the_cookie_is_found_among_others() {
+        let mut h = HeaderMap::new();
+        h.append(
+            header::COOKIE,
+            HeaderValue::from_static("a=1; offsetlab_learnerx=no"),
+        );
+        h.append(
+            header::COOKIE,
+            HeaderValue::from_static("b=2;offsetlab_learner=abc ; c=3"),
+        );
+        assert_eq!(cookie(&h, LEARNER_COOKIE), Some("abc"));
+        assert_eq!(cookie(&h, "d"), None);
+    }
+}

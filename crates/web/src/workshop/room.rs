@@ -1,0 +1,372 @@
+//! The room: every learner of a workshop, their labs opened on demand and dropped from memory
+//! when idle, and what the instructor pushed to everyone.
+//!
+//! Layout on disk, under the data directory:
+//!
+//! ```text
+//! workshop/
+//!   push.json                the instructor's last push (a lesson or a scenario)
+//!   learners/<id>/           one per learner, named by their secret id
+//!     learner.json           name, number, progress, quiz answers, figures
+//!     lab/                   their lab, exactly as `serve` keeps one (generations, logs, sinks)
+//! ```
+//!
+//! A learner's lab is one [`LabHandle`] with its own lock: no request of one learner waits for
+//! another's. Evicting an idle lab is [`offsetlab_lab::Session::close`] (logs synced, the
+//! snapshot written, marked clean) and dropping it; the next request opens it again through the
+//! restore path a restart takes. A lab is evicted only when no request holds it — checked under
+//! the learner's lock, the only place a request can get it from.
+
+use super::learner::{read_activity, write_activity, Activity, Learner};
+use super::rate::RateLimit;
+use super::secret::Secret;
+use offsetlab_lab::caps::Caps;
+use offsetlab_lab::session::ClockMode;
+use offsetlab_lab::LabHandle;
+use offsetlab_storage::FlushPolicy;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::broadcast;
+
+/// How a workshop runs (`serve --workshop` and its flags).
+#[derive(Debug, Clone)]
+pub struct WorkshopConfig {
+    /// The data directory's `workshop/` directory.
+    pub dir: PathBuf,
+    pub flush: FlushPolicy,
+    /// How new learner labs' clocks run (`--clock`); `None`: as a new lab of `serve` does.
+    pub clock: Option<ClockMode>,
+    pub max_learners: usize,
+    pub caps: Caps,
+    /// The largest request body a learner may send.
+    pub max_request_bytes: usize,
+    /// A lab unused this long is written to disk and dropped from memory.
+    pub evict_after: Duration,
+    /// At most this many labs in memory at once; past it the least recently used idle one goes.
+    pub max_resident: usize,
+    pub rate: RateLimit,
+}
+
+impl WorkshopConfig {
+    pub fn new(dir: PathBuf) -> Self {
+        Self {
+            dir,
+            flush: FlushPolicy::Never,
+            clock: None,
+            max_learners: 100,
+            caps: Caps::default(),
+            max_request_bytes: 256 << 10,
+            evict_after: Duration::from_secs(120),
+            max_resident: 256,
+            rate: RateLimit::default(),
+        }
+    }
+}
+
+/// What the instructor pushed to every learner: a lesson to start, or a scenario to load.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Push {
+    /// 1, 2, …: a page applies each push once (it tells the server the last one it applied).
+    pub seq: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lesson: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<String>,
+    pub at_ms: i64,
+}
+
+/// Why a learner could not join, or their lab could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum RoomError {
+    #[error(
+        "the room is full: it has {0} learners, the most this workshop takes (the server's --max-learners)"
+    )]
+    Full(usize),
+    #[error("{0}")]
+    BadName(String),
+    #[error("your lab could not be opened, and nothing was replaced: {0}")]
+    Open(String),
+    #[error("{0}")]
+    Io(String),
+}
+
+#[derive(Default)]
+struct Learners {
+    by_id: HashMap<Secret, Arc<Learner>>,
+    by_number: BTreeMap<u32, Arc<Learner>>,
+}
+
+pub struct Room {
+    config: WorkshopConfig,
+    learners: Mutex<Learners>,
+    /// Joins are one at a time: the room-full check and the new learner's number hold.
+    joining: Mutex<()>,
+    push: Mutex<Option<Push>>,
+    /// Every push, to every open page.
+    pushes: broadcast::Sender<u64>,
+}
+
+const LEARNERS_DIR: &str = "learners";
+const PUSH_FILE: &str = "push.json";
+
+impl Room {
+    /// The room in `config.dir`, with every learner it had (their labs stay on disk until they
+    /// are next used). A learner's file that does not read stops the start, naming it: a
+    /// learner's work is never dropped to make the room open.
+    pub fn open(config: WorkshopConfig) -> Result<Self, RoomError> {
+        let io = |e: std::io::Error, p: &std::path::Path| RoomError::Io(format!("{}: {e}", p.display()));
+        let learners_dir = config.dir.join(LEARNERS_DIR);
+        std::fs::create_dir_all(&learners_dir).map_err(|e| io(e, &learners_dir))?;
+        let mut learners = Learners::default();
+        for entry in std::fs::read_dir(&learners_dir).map_err(|e| io(e, &learners_dir))? {
+            let entry = entry.map_err(|e| io(e, &learners_dir))?;
+            let name = entry.file_name();
+            let Some(id) = name.to_str().and_then(Secret::parse) else {
+                // Not a learner's directory (a `.tmp` file of an interrupted write, say).
+                continue;
+            };
+            let dir = entry.path();
+            if !dir.join(super::learner::LEARNER_FILE).exists() {
+                // A join interrupted before its learner existed: no one has this id's cookie.
+                continue;
+            }
+            let activity = read_activity(&dir).map_err(|e| {
+                RoomError::Io(format!(
+                    "{e}\nThe workshop will not start without this learner; fix or remove that directory."
+                ))
+            })?;
+            let learner = Arc::new(Learner::new(id.clone(), dir, activity, config.rate));
+            if learners
+                .by_number
+                .insert(learner.number, Arc::clone(&learner))
+                .is_some()
+            {
+                return Err(RoomError::Io(format!(
+                    "two learners in {} have number {}",
+                    learners_dir.display(),
+                    learner.number
+                )));
+            }
+            learners.by_id.insert(id, learner);
+        }
+        let push_path = config.dir.join(PUSH_FILE);
+        let push = match std::fs::read(&push_path) {
+            Ok(bytes) => Some(
+                serde_json::from_slice(&bytes)
+                    .map_err(|e| RoomError::Io(format!("{}: {e}", push_path.display())))?,
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(io(e, &push_path)),
+        };
+        let (pushes, _) = broadcast::channel(16);
+        Ok(Self {
+            config,
+            learners: Mutex::new(learners),
+            joining: Mutex::new(()),
+            push: Mutex::new(push),
+            pushes,
+        })
+    }
+
+    pub fn config(&self) -> &WorkshopConfig {
+        &self.config
+    }
+
+    /// The learner whose cookie this is, if it is one.
+    pub fn find(&self, id: &str) -> Option<Arc<Learner>> {
+        let id = Secret::parse(id)?;
+        offsetlab_lab::lock(&self.learners).by_id.get(&id).cloned()
+    }
+
+    pub fn by_number(&self, number: u32) -> Option<Arc<Learner>> {
+        offsetlab_lab::lock(&self.learners)
+            .by_number
+            .get(&number)
+            .cloned()
+    }
+
+    /// Every learner, by number.
+    pub fn learners(&self) -> Vec<Arc<Learner>> {
+        offsetlab_lab::lock(&self.learners)
+            .by_number
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    pub fn len(&self) -> usize {
+        offsetlab_lab::lock(&self.learners).by_id.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A new learner named `name`, their lab created (the seed lab). Blocking.
+    pub fn join(&self, name: &str) -> Result<Arc<Learner>, RoomError> {
+        let name = super::learner::checked_name(name).map_err(RoomError::BadName)?;
+        let _one_at_a_time = offsetlab_lab::lock(&self.joining);
+        let (count, number) = {
+            let l = offsetlab_lab::lock(&self.learners);
+            (l.by_id.len(), l.by_number.keys().next_back().map_or(1, |n| n + 1))
+        };
+        if count >= self.config.max_learners {
+            return Err(RoomError::Full(count));
+        }
+        let id = Secret::random().map_err(|e| RoomError::Io(format!("no random source: {e}")))?;
+        let dir = self.config.dir.join(LEARNERS_DIR).join(id.as_str());
+        let activity = Activity {
+            number,
+            name,
+            joined_ms: offsetlab_lab::session::wall_clock_ms(),
+            ..Activity::default()
+        };
+        let learner = Arc::new(Learner::new(
+            id.clone(),
+            dir.clone(),
+            activity.clone(),
+            self.config.rate,
+        ));
+        // The lab first, the learner's file last: a join cut short leaves no learner.
+        let lab = self.open_lab(&learner)?;
+        write_activity(&dir, &activity).map_err(|e| RoomError::Io(format!("{}: {e}", dir.display())))?;
+        offsetlab_lab::lock(&learner.resident).lab = Some(lab);
+        let mut l = offsetlab_lab::lock(&self.learners);
+        l.by_number.insert(number, Arc::clone(&learner));
+        l.by_id.insert(id, Arc::clone(&learner));
+        Ok(learner)
+    }
+
+    fn open_lab(&self, learner: &Learner) -> Result<LabHandle, RoomError> {
+        let opened = offsetlab_lab::open(&learner.dir, self.config.flush, false, self.config.clock)
+            .map_err(|e| RoomError::Open(e.to_string()))?;
+        let mut session = opened.session;
+        session.set_caps(Some(self.config.caps));
+        Ok(LabHandle::with_changes(session, learner.changes.clone()))
+    }
+
+    /// The learner's lab, opened from disk if it was evicted. Blocking (a restore reads files).
+    pub fn lab(&self, learner: &Learner) -> Result<LabHandle, RoomError> {
+        let mut r = offsetlab_lab::lock(&learner.resident);
+        r.last_used = Instant::now();
+        if let Some(lab) = &r.lab {
+            return Ok(lab.clone());
+        }
+        let lab = self.open_lab(learner)?;
+        r.lab = Some(lab.clone());
+        Ok(lab)
+    }
+
+    /// Takes one request's token from the learner's bucket; `Err` with how long to wait.
+    pub fn admit_request(&self, learner: &Learner) -> Result<(), Duration> {
+        offsetlab_lab::lock(&learner.bucket).take(self.config.rate, Instant::now())
+    }
+
+    /// Labs idle longer than `evict_after` written to disk and dropped from memory, then — past
+    /// `max_resident` — the least recently used idle ones. Returns how many went. Blocking.
+    pub fn evict_idle(&self) -> usize {
+        self.evict(self.config.evict_after, self.config.max_resident)
+    }
+
+    /// Every lab nobody is using written to disk and dropped (a bench's idle room; shutdown).
+    pub fn evict_all(&self) -> usize {
+        self.evict(Duration::ZERO, 0)
+    }
+
+    fn evict(&self, idle_for: Duration, keep: usize) -> usize {
+        let now = Instant::now();
+        let learners = self.learners();
+        let mut resident: Vec<(Instant, &Arc<Learner>)> = learners
+            .iter()
+            .filter_map(|l| {
+                let r = offsetlab_lab::lock(&l.resident);
+                r.lab.as_ref().map(|_| (r.last_used, l))
+            })
+            .collect();
+        resident.sort_by_key(|(used, _)| *used);
+        let over = resident.len().saturating_sub(keep);
+        let mut gone = 0;
+        for (i, (_, learner)) in resident.iter().enumerate() {
+            let mut r = offsetlab_lab::lock(&learner.resident);
+            let idle = now.saturating_duration_since(r.last_used) >= idle_for;
+            let must = i < over && now.saturating_duration_since(r.last_used) >= Duration::from_secs(1);
+            let free = r.lab.as_ref().is_some_and(|l| !l.is_shared());
+            if !(free && (idle || must)) {
+                continue;
+            }
+            // Closed under the learner's lock: a request that comes meanwhile waits, then
+            // opens the lab from what the close wrote — never from files being written.
+            if let Some(lab) = r.lab.take() {
+                if let Err(e) = lab.lock().close() {
+                    // The next open recovers from the files, as after a crash.
+                    eprintln!(
+                        "warning: learner {}'s lab did not close cleanly: {e}",
+                        learner.number
+                    );
+                }
+                gone += 1;
+            }
+        }
+        gone
+    }
+
+    /// The live clocks of the labs in memory brought to wall time where a timer is due. Blocking.
+    pub fn catch_up_due_timers(&self) {
+        for learner in self.learners() {
+            let lab = offsetlab_lab::lock(&learner.resident).lab.clone();
+            if let Some(lab) = lab {
+                let _ = lab.catch_up_due_timers();
+            }
+        }
+    }
+
+    /// How many labs are in memory now.
+    pub fn resident(&self) -> usize {
+        self.learners().iter().filter(|l| l.is_resident()).count()
+    }
+
+    pub fn push(&self) -> Option<Push> {
+        offsetlab_lab::lock(&self.push).clone()
+    }
+
+    /// Sends `push` (its `seq` assigned here) to every learner; saved, so pages opened later —
+    /// or after a restart — apply it too.
+    pub fn send_push(&self, lesson: Option<u32>, scenario: Option<String>) -> Result<Push, RoomError> {
+        let mut slot = offsetlab_lab::lock(&self.push);
+        let push = Push {
+            seq: slot.as_ref().map_or(1, |p| p.seq + 1),
+            lesson,
+            scenario,
+            at_ms: offsetlab_lab::session::wall_clock_ms(),
+        };
+        let bytes = serde_json::to_vec(&push).map_err(|e| RoomError::Io(e.to_string()))?;
+        let path = self.config.dir.join(PUSH_FILE);
+        offsetlab_storage::write_atomically(&path, &bytes, true)
+            .map_err(|e| RoomError::Io(format!("{}: {e}", path.display())))?;
+        *slot = Some(push.clone());
+        let _ = self.pushes.send(push.seq);
+        Ok(push)
+    }
+
+    pub fn subscribe_pushes(&self) -> broadcast::Receiver<u64> {
+        self.pushes.subscribe()
+    }
+
+    /// Every lab closed cleanly (the server stopping). Labs still in use are closed as they are.
+    pub fn close_all(&self) {
+        for learner in self.learners() {
+            let mut r = offsetlab_lab::lock(&learner.resident);
+            if let Some(lab) = r.lab.take() {
+                if let Err(e) = lab.lock().close() {
+                    eprintln!(
+                        "warning: learner {}'s lab did not close cleanly: {e}",
+                        learner.number
+                    );
+                }
+            }
+        }
+    }
+}
