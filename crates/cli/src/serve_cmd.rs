@@ -132,11 +132,7 @@ async fn start_kafka(config: &ServeConfig, lab: &LabHandle) -> Option<SocketAddr
     match tokio::net::TcpListener::bind(addr).await {
         Ok(l) => {
             let bound = l.local_addr().ok();
-            tokio::spawn(offsetlab_broker::serve(
-                l,
-                lab.clone(),
-                config.kafka_config.clone(),
-            ));
+            tokio::spawn(offsetlab_broker::serve(l, lab.clone(), config.kafka_config));
             bound
         }
         Err(e) => {

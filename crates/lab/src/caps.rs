@@ -168,11 +168,7 @@ impl Caps {
         history_lines: usize,
         commands: impl IntoIterator<Item = &'a Command>,
     ) -> Result<(), CapExceeded> {
-        self.admit_changes(
-            lab,
-            history_lines,
-            commands.into_iter().map(|c| Growth::Command(c)),
-        )
+        self.admit_changes(lab, history_lines, commands.into_iter().map(Growth::Command))
     }
 
     /// [`Caps::admit`] for a batch of [`crate::Change`]s: a client's produced batches count their
@@ -265,7 +261,7 @@ mod tests {
                 2,
                 &commands(&["produce orders count=2", "produce orders count=4"]),
             )
-            .unwrap_err();
+            .expect_err("refused");
         assert_eq!((e.cap, e.limit, e.would_be, e.line), ("records", 15, 16, 2));
         assert!(e.to_string().contains("records cap"), "{e}");
     }
@@ -279,11 +275,13 @@ mod tests {
             consumers: 1,
             ..Caps::default()
         };
-        let e = caps.admit(&lab, 2, &commands(&["topic t2"])).unwrap_err();
+        let e = caps
+            .admit(&lab, 2, &commands(&["topic t2"]))
+            .expect_err("refused");
         assert_eq!(e.cap, "topics");
         let e = caps
             .admit(&lab, 2, &commands(&["add-partitions orders count=5"]))
-            .unwrap_err();
+            .expect_err("refused");
         assert_eq!((e.cap, e.would_be), ("partitions", 5));
         assert!(caps
             .admit(&lab, 2, &commands(&["add-partitions orders count=4"]))
@@ -292,7 +290,7 @@ mod tests {
             "consumer a group=g topic=orders",
             "consumer b group=g topic=orders",
         ]);
-        assert_eq!(caps.admit(&lab, 2, &two).unwrap_err().cap, "consumers");
+        assert_eq!(caps.admit(&lab, 2, &two).expect_err("refused").cap, "consumers");
     }
 
     #[test]
@@ -305,7 +303,7 @@ mod tests {
         assert!(caps.admit(&lab, 2, &commands(&["tick 1s"])).is_ok());
         assert_eq!(
             caps.admit(&lab, 2, &commands(&["produce orders count=1"]))
-                .unwrap_err()
+                .expect_err("refused")
                 .cap,
             "records"
         );
@@ -320,12 +318,15 @@ mod tests {
         };
         let ok =
             Script::parse("topic orders\nproduce orders count=100\nexpect topic=orders log-end-offset=100\n")
-                .unwrap();
+                .expect("ok");
         assert!(caps.admit_script(&ok).is_ok());
-        let big = Script::parse("topic orders\nproduce orders count=101\n").unwrap();
-        let e = caps.admit_script(&big).unwrap_err();
+        let big = Script::parse("topic orders\nproduce orders count=101\n").expect("ok");
+        let e = caps.admit_script(&big).expect_err("refused");
         assert_eq!((e.cap, e.line), ("records", 2));
-        let long = Script::parse("topic orders\ntick 1s\ntick 1s\ntick 1s\n").unwrap();
-        assert_eq!(caps.admit_script(&long).unwrap_err().cap, "history-lines");
+        let long = Script::parse("topic orders\ntick 1s\ntick 1s\ntick 1s\n").expect("ok");
+        assert_eq!(
+            caps.admit_script(&long).expect_err("refused").cap,
+            "history-lines"
+        );
     }
 }

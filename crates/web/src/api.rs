@@ -144,7 +144,8 @@ impl axum::extract::FromRequestParts<AppState> for Scope {
             }
             Labs::Workshop(w) => Arc::clone(w),
         };
-        let learner = crate::workshop::routes::learner_of(&parts.headers, &workshop)?;
+        let learner = crate::workshop::routes::learner_of(&parts.headers, &workshop)
+            .map_err(IntoResponse::into_response)?;
         let room_learner = Arc::clone(&learner);
         let opened = tokio::task::spawn_blocking(move || workshop.room.lab(&room_learner)).await;
         match opened {
@@ -822,7 +823,7 @@ async fn get_events(State(app): State<AppState>, headers: axum::http::HeaderMap)
         Labs::Workshop(w) => {
             let learner = match crate::workshop::routes::learner_of(&headers, w) {
                 Ok(l) => l,
-                Err(e) => return e,
+                Err(e) => return e.into_response(),
             };
             let pushes = BroadcastStream::new(w.room.subscribe_pushes()).filter_map(|p| {
                 p.ok().map(|seq| {

@@ -188,18 +188,18 @@ mod tests {
     #[test]
     fn names_are_kept_as_typed_within_bounds() {
         assert_eq!(
-            checked_name("  Ada \"<b>\" #1 ünïcödé ").unwrap(),
+            checked_name("  Ada \"<b>\" #1 ünïcödé ").expect("ok"),
             "Ada \"<b>\" #1 ünïcödé"
         );
         assert!(checked_name("   ").is_err());
         assert!(checked_name("a\u{7}b").is_err());
-        assert_eq!(checked_name(&"é".repeat(64)).unwrap().chars().count(), 64);
+        assert_eq!(checked_name(&"é".repeat(64)).expect("ok").chars().count(), 64);
         assert!(checked_name(&"é".repeat(65)).is_err());
     }
 
     #[test]
     fn activity_reads_back_as_written() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().expect("ok");
         let a = Activity {
             number: 7,
             name: "Zoë \"quotes\" # and spaces".into(),
@@ -215,11 +215,11 @@ mod tests {
             quiz: BTreeMap::from([(0, 1), (3, 0)]),
             push_applied: 2,
         };
-        write_activity(dir.path(), &a).unwrap();
-        let back = read_activity(dir.path()).unwrap();
+        write_activity(dir.path(), &a).expect("ok");
+        let back = read_activity(dir.path()).expect("ok");
         assert_eq!(
-            serde_json::to_value(&back).unwrap(),
-            serde_json::to_value(&a).unwrap()
+            serde_json::to_value(&back).expect("ok"),
+            serde_json::to_value(&a).expect("ok")
         );
     }
 }

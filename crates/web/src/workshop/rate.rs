@@ -62,7 +62,7 @@ mod tests {
         let t0 = Instant::now();
         let mut b = Bucket::full(limit, t0);
         assert!((0..3).all(|_| b.take(limit, t0).is_ok()));
-        let wait = b.take(limit, t0).unwrap_err();
+        let wait = b.take(limit, t0).expect_err("refused");
         assert!(
             wait <= Duration::from_millis(100) && wait > Duration::ZERO,
             "{wait:?}"

@@ -36,57 +36,87 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/api/instructor/push", post(post_push))
 }
 
-fn not_a_workshop() -> Response {
-    json_error(
-        StatusCode::NOT_FOUND,
-        "this server runs no workshop (start it with `offsetlab serve --workshop`)",
-        0,
-    )
+/// Why a workshop request was refused before it reached a lab: answered as the API's JSON error.
+#[derive(Debug)]
+pub(crate) enum Refusal {
+    /// The server runs no workshop.
+    NoWorkshop,
+    /// No learner's id, or one that is not this room's (`"join": true`: the page shows its
+    /// join form).
+    MustJoin(&'static str),
+    /// Past the learner's rate: try again after this long.
+    TooFast {
+        per_second: f64,
+        wait: std::time::Duration,
+    },
+    /// The instructor's token is missing or wrong.
+    NotInstructor,
 }
 
-fn workshop(app: &AppState) -> Result<Arc<Workshop>, Response> {
-    app.workshop_of().cloned().ok_or_else(not_a_workshop)
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        match self {
+            Refusal::NoWorkshop => json_error(
+                StatusCode::NOT_FOUND,
+                "this server runs no workshop (start it with `offsetlab serve --workshop`)",
+                0,
+            ),
+            Refusal::MustJoin(why) => (
+                StatusCode::UNAUTHORIZED,
+                Json(serde_json::json!({ "error": why, "line": 0, "join": true })),
+            )
+                .into_response(),
+            Refusal::TooFast { per_second, wait } => {
+                let mut r = json_error(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    &format!(
+                        "too many requests: a learner may make {per_second} a second (the server's --learner-rate); try again in {} ms",
+                        wait.as_millis().max(1)
+                    ),
+                    0,
+                );
+                let secs = wait.as_secs().max(1).to_string();
+                if let Ok(v) = HeaderValue::from_str(&secs) {
+                    r.headers_mut().insert(header::RETRY_AFTER, v);
+                }
+                r
+            }
+            Refusal::NotInstructor => {
+                let mut r = json_error(
+                    StatusCode::UNAUTHORIZED,
+                    "the instructor's token is missing or wrong (the server printed it when it started, or read it from --instructor-token-file)",
+                    0,
+                );
+                r.headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+                r
+            }
+        }
+    }
 }
 
-/// `401` with `"join": true`: the page shows its join form.
-fn must_join(why: &str) -> Response {
-    (
-        StatusCode::UNAUTHORIZED,
-        Json(serde_json::json!({ "error": why, "line": 0, "join": true })),
-    )
-        .into_response()
+fn workshop(app: &AppState) -> Result<Arc<Workshop>, Refusal> {
+    app.workshop_of().cloned().ok_or(Refusal::NoWorkshop)
 }
 
 /// The learner whose cookie the request carries, their request counted against their rate.
 /// No cookie, an id that is not 128 bits of hex, or one this room does not have: `401` — a
 /// forged id opens nobody's lab.
-pub(crate) fn learner_of(headers: &HeaderMap, w: &Workshop) -> Result<Arc<Learner>, Response> {
+pub(crate) fn learner_of(headers: &HeaderMap, w: &Workshop) -> Result<Arc<Learner>, Refusal> {
     let Some(id) = cookie(headers, LEARNER_COOKIE) else {
-        return Err(must_join(
+        return Err(Refusal::MustJoin(
             "join the workshop first: this browser has no lab here yet",
         ));
     };
     let Some(learner) = w.room.find(id) else {
-        return Err(must_join(
+        return Err(Refusal::MustJoin(
             "this browser's learner id is not one of this workshop's (a forged id, or a lab from another server): join again",
         ));
     };
-    if let Err(wait) = w.room.admit_request(&learner) {
-        let mut r = json_error(
-            StatusCode::TOO_MANY_REQUESTS,
-            &format!(
-                "too many requests: a learner may make {} a second (the server's --learner-rate); try again in {} ms",
-                w.room.config().rate.per_second,
-                wait.as_millis().max(1)
-            ),
-            0,
-        );
-        let secs = wait.as_secs().max(1).to_string();
-        if let Ok(v) = HeaderValue::from_str(&secs) {
-            r.headers_mut().insert(header::RETRY_AFTER, v);
-        }
-        return Err(r);
-    }
+    w.room.admit_request(&learner).map_err(|wait| Refusal::TooFast {
+        per_second: w.room.config().rate.per_second,
+        wait,
+    })?;
     Ok(learner)
 }
 
@@ -136,7 +166,7 @@ async fn post_join(
 ) -> Response {
     let w = match workshop(&app) {
         Ok(w) => w,
-        Err(e) => return e,
+        Err(e) => return e.into_response(),
     };
     if let Some(l) = cookie(&headers, LEARNER_COOKIE).and_then(|id| w.room.find(id)) {
         return Json(learner_json(&l)).into_response();
@@ -172,13 +202,9 @@ fn on_learner(
     headers: &HeaderMap,
     f: impl FnOnce(&Learner) -> Result<(), String>,
 ) -> Response {
-    let w = match workshop(app) {
-        Ok(w) => w,
-        Err(e) => return e,
-    };
-    let learner = match learner_of(headers, &w) {
+    let learner = match workshop(app).and_then(|w| learner_of(headers, &w)) {
         Ok(l) => l,
-        Err(e) => return e,
+        Err(e) => return e.into_response(),
     };
     match f(&learner) {
         Ok(()) => Json(serde_json::json!({ "ok": true })).into_response(),
@@ -281,7 +307,7 @@ async fn post_push_applied(
 // ───────────────────────────── the instructor ─────────────────────────────
 
 /// The workshop, if the request carries the instructor's token.
-fn instructor(app: &AppState, headers: &HeaderMap) -> Result<Arc<Workshop>, Response> {
+fn instructor(app: &AppState, headers: &HeaderMap) -> Result<Arc<Workshop>, Refusal> {
     let w = workshop(app)?;
     let offered = headers
         .get(header::AUTHORIZATION)
@@ -289,14 +315,7 @@ fn instructor(app: &AppState, headers: &HeaderMap) -> Result<Arc<Workshop>, Resp
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or("");
     if !w.token.matches(offered.trim()) {
-        let mut r = json_error(
-            StatusCode::UNAUTHORIZED,
-            "the instructor's token is missing or wrong (the server printed it when it started, or read it from --instructor-token-file)",
-            0,
-        );
-        r.headers_mut()
-            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-        return Err(r);
+        return Err(Refusal::NotInstructor);
     }
     Ok(w)
 }
@@ -306,7 +325,7 @@ fn instructor(app: &AppState, headers: &HeaderMap) -> Result<Arc<Workshop>, Resp
 async fn get_room(State(app): State<AppState>, headers: HeaderMap) -> Response {
     let w = match instructor(&app, &headers) {
         Ok(w) => w,
-        Err(e) => return e,
+        Err(e) => return e.into_response(),
     };
     let mut tallies: std::collections::BTreeMap<u32, std::collections::BTreeMap<u32, u32>> =
         Default::default();
@@ -375,7 +394,7 @@ async fn read_learner<T: Send + 'static>(
     number: u32,
     f: impl FnOnce(&offsetlab_lab::Session) -> T + Send + 'static,
 ) -> Result<T, Response> {
-    let w = instructor(app, headers)?;
+    let w = instructor(app, headers).map_err(IntoResponse::into_response)?;
     let lab = learner_lab(&w, number).await?;
     tokio::task::spawn_blocking(move || f(&lab.lock()))
         .await
@@ -422,7 +441,7 @@ async fn post_push(
 ) -> Response {
     let w = match instructor(&app, &headers) {
         Ok(w) => w,
-        Err(e) => return e,
+        Err(e) => return e.into_response(),
     };
     match (&p.lesson, &p.scenario) {
         (Some(n), None) => {

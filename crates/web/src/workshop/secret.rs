@@ -101,10 +101,10 @@ mod tests {
 
     #[test]
     fn a_secret_is_128_bits_of_hex_and_reads_back() {
-        let s = Secret::random().unwrap();
+        let s = Secret::random().expect("ok");
         assert_eq!(s.as_str().len(), 32);
         assert_eq!(Secret::parse(s.as_str()), Some(s.clone()));
-        assert_ne!(Secret::random().unwrap(), s);
+        assert_ne!(Secret::random().expect("ok"), s);
         assert_eq!(format!("{s:?}"), "Secret(…)");
     }
 
@@ -124,7 +124,7 @@ mod tests {
 
     #[test]
     fn tokens_compare_whole() {
-        let t = Token::parse("  correct-horse-battery-staple \n").unwrap();
+        let t = Token::parse("  correct-horse-battery-staple \n").expect("ok");
         assert!(t.matches("correct-horse-battery-staple"));
         assert!(!t.matches("correct-horse-battery-stapl"));
         assert!(!t.matches("correct-horse-battery-staplf"));

@@ -1,0 +1,576 @@
+//! Workshop mode over a real socket: learners as browsers are (a cookie each), the instructor
+//! with and without the token, and what a learner could try against another's lab.
+
+use offsetlab_web::workshop::{RateLimit, Room, Token, Workshop, WorkshopConfig};
+use offsetlab_web::{router, AppState};
+use serde_json::Value;
+use std::sync::Arc;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+const TOKEN: &str = "an-instructors-token-for-tests";
+
+struct Server {
+    addr: std::net::SocketAddr,
+    workshop: Arc<Workshop>,
+    _dir: tempfile::TempDir,
+}
+
+async fn start(tune: impl FnOnce(&mut WorkshopConfig)) -> Server {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = WorkshopConfig::new(dir.path().join("workshop"));
+    config.clock = Some(offsetlab_lab::session::ClockMode::Paused);
+    tune(&mut config);
+    let room = Room::open(config).expect("room");
+    let workshop = Arc::new(Workshop {
+        room,
+        token: Token::parse(TOKEN).expect("token"),
+        demo: None,
+    });
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let state = AppState::workshop(Arc::clone(&workshop), addr, &[]);
+    tokio::spawn(async move {
+        let _ = offsetlab_web::http::serve(
+            listener,
+            router(state),
+            offsetlab_web::http::HttpLimits::default(),
+            std::future::pending(),
+        )
+        .await;
+    });
+    Server {
+        addr,
+        workshop,
+        _dir: dir,
+    }
+}
+
+struct Answer {
+    status: u16,
+    head: String,
+    body: String,
+}
+
+impl Answer {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or(Value::Null)
+    }
+}
+
+/// One request; `who` is extra header lines (a cookie, a token).
+async fn send(addr: std::net::SocketAddr, method: &str, path: &str, body: Option<&str>, who: &str) -> Answer {
+    let body = body.unwrap_or("");
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{who}Connection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let mut s = TcpStream::connect(addr).await.expect("connect");
+    s.write_all(request.as_bytes()).await.expect("write");
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out).await;
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    // A chunked body (the server streams some): good enough to take the JSON between the sizes.
+    let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+        body.lines()
+            .filter(|l| !l.is_empty() && u64::from_str_radix(l.trim(), 16).is_err())
+            .collect::<Vec<_>>()
+            .join("")
+    } else {
+        body.to_string()
+    };
+    Answer {
+        status: head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0),
+        head: head.to_string(),
+        body,
+    }
+}
+
+/// Joins as `name`; the cookie header line to send as that learner.
+async fn join(addr: std::net::SocketAddr, name: &str) -> String {
+    let a = send(
+        addr,
+        "POST",
+        "/api/workshop/join",
+        Some(&serde_json::json!({ "name": name }).to_string()),
+        "",
+    )
+    .await;
+    assert_eq!(a.status, 201, "{}", a.body);
+    let cookie = a
+        .head
+        .lines()
+        .find_map(|l| l.strip_prefix("set-cookie: "))
+        .expect("a cookie");
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    let pair = cookie.split(';').next().expect("pair");
+    let id = pair.split_once('=').expect("id").1;
+    assert_eq!(id.len(), 32, "128 bits of hex: {id}");
+    format!("Cookie: {pair}\r\n")
+}
+
+async fn act(addr: std::net::SocketAddr, who: &str, lines: &[&str]) -> Answer {
+    send(
+        addr,
+        "POST",
+        "/api/actions",
+        Some(&serde_json::json!({ "lines": lines }).to_string()),
+        who,
+    )
+    .await
+}
+
+async fn state(addr: std::net::SocketAddr, who: &str) -> Value {
+    let a = send(addr, "GET", "/api/state", None, who).await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    a.json()
+}
+
+fn instructor() -> String {
+    format!("Authorization: Bearer {TOKEN}\r\n")
+}
+
+fn lost(state: &Value) -> u64 {
+    state["groups"]["analytics-prod"]["audit"]["lost"]
+        .as_u64()
+        .expect("lost")
+}
+
+#[tokio::test]
+async fn two_learners_have_separate_labs_and_neither_can_reach_the_others() {
+    let s = start(|_| {}).await;
+    let ada = join(s.addr, "Ada").await;
+    let bob = join(s.addr, "Bob").await;
+    assert_ne!(ada, bob);
+    // Ada crashes her consumer after the auto-commit timer committed a polled batch.
+    for lines in [&["poll c1"][..], &["tick 5s"], &["crash c1"]] {
+        assert_eq!(act(s.addr, &ada, lines).await.status, 200);
+    }
+    let ada_state = state(s.addr, &ada).await;
+    assert!(lost(&ada_state) > 0, "{}", ada_state["groups"]);
+    let bob_before = state(s.addr, &bob).await;
+    assert_eq!(lost(&bob_before), 0);
+    assert_eq!(
+        bob_before["history_lines"].as_u64(),
+        Some(4),
+        "Bob's lab is still the seed"
+    );
+
+    // No cookie, a forged id, a malformed one, a cookie that names another's number: refused,
+    // nothing changed anywhere.
+    let forged = format!("Cookie: offsetlab_learner={}\r\n", "0".repeat(32));
+    let malformed = "Cookie: offsetlab_learner=../../etc\r\n".to_string();
+    for who in ["", forged.as_str(), malformed.as_str()] {
+        let a = act(s.addr, who, &["crash c1"]).await;
+        assert_eq!(a.status, 401, "{}", a.body);
+        assert_eq!(a.json()["join"], true);
+        assert_eq!(send(s.addr, "GET", "/api/state", None, who).await.status, 401);
+    }
+    // A learner asking for another learner's lab through the instructor's API: refused.
+    for path in [
+        "/api/instructor/learners/2/state",
+        "/api/instructor/learners/2/scenario",
+        "/api/instructor/room",
+    ] {
+        let a = send(s.addr, "GET", path, None, &ada).await;
+        assert_eq!(a.status, 401, "{path}: {}", a.body);
+    }
+    let bob_after = state(s.addr, &bob).await;
+    assert_eq!(bob_after["version"], bob_before["version"]);
+    assert_eq!(bob_after["groups"], bob_before["groups"]);
+    assert_eq!(state(s.addr, &ada).await["version"], ada_state["version"]);
+    // Each export is its own lab's.
+    let export = send(s.addr, "GET", "/api/scenario", None, &ada).await;
+    assert!(export.body.contains("crash c1"), "{}", export.body);
+    assert!(!send(s.addr, "GET", "/api/scenario", None, &bob)
+        .await
+        .body
+        .contains("crash c1"));
+}
+
+#[tokio::test]
+async fn a_full_room_refuses_a_join_and_changes_nothing() {
+    let s = start(|c| c.max_learners = 2).await;
+    let ada = join(s.addr, "Ada").await;
+    join(s.addr, "Bob").await;
+    let a = send(s.addr, "POST", "/api/workshop/join", Some(r#"{"name":"Cy"}"#), "").await;
+    assert_eq!(a.status, 503, "{}", a.body);
+    assert!(
+        a.json()["error"].as_str().unwrap_or("").contains("room is full"),
+        "{}",
+        a.body
+    );
+    assert!(!a.head.to_ascii_lowercase().contains("set-cookie"));
+    assert_eq!(s.workshop.room.len(), 2);
+    // Joining again from a browser that joined keeps its lab.
+    let again = send(
+        s.addr,
+        "POST",
+        "/api/workshop/join",
+        Some(r#"{"name":"Ada 2"}"#),
+        &ada,
+    )
+    .await;
+    assert_eq!((again.status, again.json()["number"].as_u64()), (200, Some(1)));
+    // A bad name: refused, nobody added.
+    let s2 = start(|_| {}).await;
+    for name in ["", "   ", "a\u{7}b", &"x".repeat(65)] {
+        let a = send(
+            s2.addr,
+            "POST",
+            "/api/workshop/join",
+            Some(&serde_json::json!({ "name": name }).to_string()),
+            "",
+        )
+        .await;
+        assert_eq!(a.status, 400, "{name:?}: {}", a.body);
+    }
+    assert!(s2.workshop.room.is_empty());
+}
+
+#[tokio::test]
+async fn a_cap_refuses_the_change_naming_it_and_nothing_changes() {
+    let s = start(|c| {
+        c.caps.records = 100;
+        c.caps.consumers = 2;
+        c.max_request_bytes = 4096;
+    })
+    .await;
+    let ada = join(s.addr, "Ada").await;
+    let before = state(s.addr, &ada).await;
+    let a = act(
+        s.addr,
+        &ada,
+        &["produce orders count=10", "produce orders count=80"],
+    )
+    .await;
+    assert_eq!(a.status, 403, "{}", a.body);
+    let e = a.json();
+    assert!(e["error"].as_str().unwrap_or("").contains("records cap"), "{e}");
+    assert_eq!(e["line"], 2);
+    let a = act(
+        s.addr,
+        &ada,
+        &[
+            "consumer c2 group=g topic=orders",
+            "consumer c3 group=g topic=orders",
+        ],
+    )
+    .await;
+    assert_eq!(a.status, 403);
+    assert!(a.body.contains("consumers cap"), "{}", a.body);
+    // An import too large for the lab, and a request body past the learner's limit.
+    let big = "topic t\nproduce t count=101\n";
+    let a = send(s.addr, "POST", "/api/scenario", Some(big), &ada).await;
+    assert_eq!(a.status, 403, "{}", a.body);
+    let huge = format!("# {}\n", "x".repeat(5000));
+    assert_eq!(
+        send(s.addr, "POST", "/api/scenario", Some(&huge), &ada)
+            .await
+            .status,
+        413
+    );
+    let after = state(s.addr, &ada).await;
+    assert_eq!(after["version"], before["version"]);
+    assert_eq!(after["topics"], before["topics"]);
+    // Within the caps all is well.
+    assert_eq!(act(s.addr, &ada, &["produce orders count=88"]).await.status, 200);
+}
+
+#[tokio::test]
+async fn the_instructor_sees_every_learner_their_step_and_the_quiz_tallies() {
+    let s = start(|_| {}).await;
+    let ada = join(s.addr, "Ada <script>alert(1)</script>").await;
+    let bob = join(s.addr, "Bob").await;
+    let steps = offsetlab_scenario::lessons::steps(&offsetlab_scenario::lessons::LESSONS[1]).len();
+    let number = offsetlab_scenario::lessons::LESSONS[1].number();
+    let report = serde_json::json!({ "lesson": number, "step": 2, "steps": steps }).to_string();
+    assert_eq!(
+        send(s.addr, "POST", "/api/workshop/progress", Some(&report), &ada)
+            .await
+            .status,
+        200
+    );
+    // A step the lesson does not have, a lesson that does not exist: refused.
+    let bad = serde_json::json!({ "lesson": number, "step": steps + 1, "steps": steps }).to_string();
+    assert_eq!(
+        send(s.addr, "POST", "/api/workshop/progress", Some(&bad), &ada)
+            .await
+            .status,
+        400
+    );
+    assert_eq!(
+        send(
+            s.addr,
+            "POST",
+            "/api/workshop/progress",
+            Some(r#"{"lesson":999}"#),
+            &ada
+        )
+        .await
+        .status,
+        400
+    );
+    for (who, choice) in [(&ada, 0), (&bob, 1)] {
+        let q = serde_json::json!({ "question": 1, "choice": choice }).to_string();
+        assert_eq!(
+            send(s.addr, "POST", "/api/workshop/quiz", Some(&q), who)
+                .await
+                .status,
+            200
+        );
+    }
+    assert_eq!(
+        send(
+            s.addr,
+            "POST",
+            "/api/workshop/quiz",
+            Some(r#"{"question":1,"choice":99}"#),
+            &bob
+        )
+        .await
+        .status,
+        400
+    );
+    assert_eq!(act(s.addr, &bob, &["poll c1"]).await.status, 200);
+
+    for wrong in [
+        "",
+        "Authorization: Bearer nope\r\n",
+        "Authorization: Bearer an-instructors-token-for-test\r\n",
+    ] {
+        let a = send(s.addr, "GET", "/api/instructor/room", None, wrong).await;
+        assert_eq!(a.status, 401, "{}", a.body);
+    }
+    let room = send(s.addr, "GET", "/api/instructor/room", None, &instructor()).await;
+    assert_eq!(room.status, 200, "{}", room.body);
+    let room = room.json();
+    let learners = room["learners"].as_array().expect("learners");
+    assert_eq!(learners.len(), 2);
+    assert_eq!(
+        learners[0]["name"], "Ada <script>alert(1)</script>",
+        "kept as typed; the page shows it as text"
+    );
+    assert_eq!(learners[0]["progress"]["step"], 2);
+    assert_eq!(learners[1]["last_action"], "poll c1");
+    assert_eq!(learners[1]["figures"][0]["group"], "analytics-prod");
+    assert_eq!(room["quiz"]["1"]["0"], 1);
+    assert_eq!(room["quiz"]["1"]["1"], 1);
+    assert!(
+        !room.to_string().contains(&ada[26..58]),
+        "the instructor never sees a learner's id"
+    );
+    // The instructor reads a learner's lab without changing it.
+    let a = send(
+        s.addr,
+        "GET",
+        "/api/instructor/learners/2/state",
+        None,
+        &instructor(),
+    )
+    .await;
+    assert_eq!(a.status, 200);
+    assert_eq!(a.json()["version"], state(s.addr, &bob).await["version"]);
+    assert_eq!(
+        send(
+            s.addr,
+            "GET",
+            "/api/instructor/learners/9/state",
+            None,
+            &instructor()
+        )
+        .await
+        .status,
+        404
+    );
+}
+
+#[tokio::test]
+async fn a_push_reaches_every_learner_once() {
+    let s = start(|c| c.caps.records = 50).await;
+    let ada = join(s.addr, "Ada").await;
+    let bob = join(s.addr, "Bob").await;
+    let a = send(
+        s.addr,
+        "POST",
+        "/api/instructor/push",
+        Some(r#"{"lesson":2}"#),
+        &instructor(),
+    )
+    .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    let seq = a.json()["seq"].as_u64().expect("seq");
+    for who in [&ada, &bob] {
+        let me = send(s.addr, "GET", "/api/workshop/me", None, who).await.json();
+        assert_eq!(me["push"]["lesson"], 2, "{me}");
+    }
+    let applied = serde_json::json!({ "seq": seq }).to_string();
+    assert_eq!(
+        send(s.addr, "POST", "/api/workshop/push-applied", Some(&applied), &ada)
+            .await
+            .status,
+        200
+    );
+    assert!(send(s.addr, "GET", "/api/workshop/me", None, &ada).await.json()["push"].is_null());
+    assert_eq!(
+        send(s.addr, "GET", "/api/workshop/me", None, &bob).await.json()["push"]["seq"],
+        seq
+    );
+    // Refused pushes: a learner, a lesson that does not exist, a scenario that does not parse
+    // or that would pass the caps, two things at once.
+    assert_eq!(
+        send(
+            s.addr,
+            "POST",
+            "/api/instructor/push",
+            Some(r#"{"lesson":2}"#),
+            &ada
+        )
+        .await
+        .status,
+        401
+    );
+    for (body, status) in [
+        (r#"{"lesson":99}"#, 400),
+        (r#"{"scenario":"topic orders\nfrobnicate"}"#, 400),
+        (r#"{"scenario":"topic orders\nproduce orders count=51"}"#, 403),
+        (r#"{"lesson":1,"scenario":"topic t"}"#, 400),
+    ] {
+        let a = send(s.addr, "POST", "/api/instructor/push", Some(body), &instructor()).await;
+        assert_eq!(a.status, status, "{body}: {}", a.body);
+    }
+    assert_eq!(s.workshop.room.push().map(|p| p.seq), Some(seq));
+}
+
+#[tokio::test]
+async fn an_evicted_lab_comes_back_as_it_was() {
+    let s = start(|_| {}).await;
+    let ada = join(s.addr, "Ada").await;
+    for lines in [&["poll c1"][..], &["process c1 count=2"], &["tick 5s"]] {
+        assert_eq!(act(s.addr, &ada, lines).await.status, 200);
+    }
+    let before = state(s.addr, &ada).await;
+    assert_eq!(s.workshop.room.resident(), 1);
+    let room = Arc::clone(&s.workshop);
+    assert_eq!(
+        tokio::task::spawn_blocking(move || room.room.evict_all())
+            .await
+            .expect("evict"),
+        1
+    );
+    assert_eq!(s.workshop.room.resident(), 0);
+    let after = state(s.addr, &ada).await;
+    assert_eq!(s.workshop.room.resident(), 1);
+    for key in [
+        "groups",
+        "topics",
+        "consumers",
+        "history_lines",
+        "clock_ms",
+        "sink_rows",
+    ] {
+        assert_eq!(after[key], before[key], "{key}");
+    }
+    // And it goes on from there.
+    assert_eq!(act(s.addr, &ada, &["commit c1"]).await.status, 200);
+}
+
+#[tokio::test]
+async fn a_restarted_server_has_every_learner_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = WorkshopConfig::new(dir.path().join("workshop"));
+    let room = Room::open(config.clone()).expect("room");
+    let ada = room.join("Zoë \"#1\"").expect("join");
+    room.join("Bob").expect("join");
+    let lines = {
+        let lab = room.lab(&ada).expect("lab");
+        let mut s = lab.lock();
+        s.apply_lines(&["poll c1".to_string()]).expect("poll");
+        lab.changed(&mut s).expect("saved");
+        s.history_len()
+    };
+    room.close_all();
+    let id = ada.id.as_str().to_string();
+    drop(room);
+    let room = Room::open(config.clone()).expect("reopened");
+    assert_eq!(room.len(), 2);
+    let back = room.find(&id).expect("the same id");
+    assert_eq!((back.number, back.name()), (1, "Zoë \"#1\"".to_string()));
+    let lab = room.lab(&back).expect("lab");
+    assert_eq!(lab.lock().history_len(), lines);
+    room.close_all();
+    drop(room);
+    // A learner's file that does not read stops the room, naming it: never dropped.
+    std::fs::write(back.dir.join("learner.json"), b"{ not json").expect("write");
+    let e = Room::open(config).err().expect("refused").to_string();
+    assert!(e.contains("learner.json"), "{e}");
+}
+
+#[tokio::test]
+async fn a_learner_past_their_rate_gets_429_and_others_do_not() {
+    let s = start(|c| {
+        c.rate = RateLimit {
+            per_second: 1.0,
+            burst: 3.0,
+        }
+    })
+    .await;
+    let ada = join(s.addr, "Ada").await;
+    let bob = join(s.addr, "Bob").await;
+    let mut statuses = Vec::new();
+    for _ in 0..5 {
+        statuses.push(send(s.addr, "GET", "/api/state", None, &ada).await.status);
+    }
+    assert_eq!(&statuses[..3], &[200, 200, 200]);
+    let refused = send(s.addr, "GET", "/api/state", None, &ada).await;
+    assert_eq!(refused.status, 429, "{statuses:?}");
+    assert!(refused.head.to_ascii_lowercase().contains("retry-after"));
+    assert!(refused.body.contains("too many requests"));
+    assert_eq!(send(s.addr, "GET", "/api/state", None, &bob).await.status, 200);
+}
+
+#[tokio::test]
+async fn a_server_without_a_workshop_says_so() {
+    let session = offsetlab_lab::Session::new(
+        offsetlab_lab::SinkBackend::Memory,
+        offsetlab_scenario::LAB_SCENARIO,
+    )
+    .expect("seed");
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let state = AppState::new(offsetlab_lab::LabHandle::new(session), addr, &[]);
+    tokio::spawn(async move {
+        let _ = offsetlab_web::http::serve(
+            listener,
+            router(state),
+            offsetlab_web::http::HttpLimits::default(),
+            std::future::pending(),
+        )
+        .await;
+    });
+    assert_eq!(
+        send(addr, "GET", "/api/workshop/me", None, "").await.json()["workshop"],
+        false
+    );
+    assert_eq!(
+        send(addr, "POST", "/api/workshop/join", Some(r#"{"name":"x"}"#), "")
+            .await
+            .status,
+        404
+    );
+    assert_eq!(
+        send(addr, "GET", "/api/instructor/room", None, &instructor())
+            .await
+            .status,
+        404
+    );
+    assert_eq!(send(addr, "GET", "/api/state", None, "").await.status, 200);
+}
