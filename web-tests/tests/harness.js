@@ -37,6 +37,52 @@ export async function startLab({ clock = 'paused' } = {}) {
   return { url, stop: () => child.kill('SIGTERM') };
 }
 
+/**
+ * Starts `offsetlab serve --workshop --ephemeral` on a free port, clocks paused; resolves with
+ * its address and the instructor's token it printed.
+ */
+export async function startWorkshop(extra = []) {
+  const child = spawn(BIN, ['serve', '--workshop', '--ephemeral', '--http', '127.0.0.1:0', '--clock', 'paused', ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const started = await new Promise((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error(`the workshop did not start: ${out}`)), 15000);
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(/workshop on (http:\/\/[\d.:]+)[\s\S]*#token=([0-9a-f]{32})/);
+      if (m) { clearTimeout(timer); resolve({ url: m[1], token: m[2] }); }
+    });
+    child.stderr.on('data', (d) => { out += d; });
+    child.on('exit', (code) => reject(new Error(`the workshop exited (${code}): ${out}`)));
+  });
+  return { ...started, stop: () => child.kill('SIGTERM') };
+}
+
+/** A new browser (its own cookies) joining the workshop at `url` as `name`; the lab's page once it shows the lab. */
+export async function joinAs(browser, url, name, viewport = { width: 1280, height: 800 }) {
+  const context = await browser.newContext({ viewport });
+  const page = await context.newPage();
+  page.errors = [];
+  page.on('pageerror', (e) => page.errors.push(e.message));
+  page.on('dialog', (d) => d.accept());
+  await page.goto(url);
+  await page.waitForSelector('#join:not([hidden])');
+  await page.fill('#join-name', name);
+  await page.click('#join-form button[type="submit"]');
+  await page.waitForSelector('#consumers .consumer');
+  return page;
+}
+
+/** axe-core's WCAG 2 A and AA rules on the page as it is: the violations, each with where. */
+export async function wcagViolations(page) {
+  if (!(await page.evaluate(() => typeof window.axe !== 'undefined'))) {
+    await page.addScriptTag({ path: AXE });
+  }
+  return page.evaluate(async () => {
+    const r = await window.axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa'] } });
+    return r.violations.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).slice(0, 5).join(', ')}`);
+  });
+}
+
 export async function launch() {
   return chromium.launch({
     executablePath: CHROMIUM,

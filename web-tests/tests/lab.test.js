@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { startLab, launch, openLab, state, runScenario, press, typeLine, card, AXE } from './harness.js';
+import { startLab, launch, openLab, state, runScenario, press, typeLine, card, wcagViolations } from './harness.js';
 
 let lab, browser;
 before(async () => { lab = await startLab(); browser = await launch(); });
@@ -455,17 +455,6 @@ test('compaction of a keyed topic, before and after, with a tombstone', async ()
   assert.deepEqual(offsets, ['1', '4'], 'offsets are kept: compaction leaves gaps');
   assert.deepEqual(page.errors, []);
 });
-
-/** axe-core's WCAG 2 A and AA rules on the page as it is: the violations, each with where. */
-async function wcagViolations(page) {
-  if (!(await page.evaluate(() => typeof window.axe !== 'undefined'))) {
-    await page.addScriptTag({ path: AXE });
-  }
-  return page.evaluate(async () => {
-    const r = await window.axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa'] } });
-    return r.violations.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).slice(0, 5).join(', ')}`);
-  });
-}
 
 test('every tab passes WCAG 2 A and AA (axe-core), in the states a class goes through, at desktop and phone width', async () => {
   for (const viewport of [{ width: 1280, height: 900 }, { width: 390, height: 844 }]) {

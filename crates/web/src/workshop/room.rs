@@ -232,6 +232,15 @@ impl Room {
         ));
         // The lab first, the learner's file last: a join cut short leaves no learner.
         let lab = self.open_lab(&learner)?;
+        // The instructor sees a new learner's figures (the seed's) before they do anything.
+        let activity = match lab.lock().state() {
+            Ok(state) => Activity {
+                figures: super::learner::GroupFigures::of(&state),
+                ..activity
+            },
+            Err(_) => activity,
+        };
+        learner.update(|a| a.figures = activity.figures.clone()).ok();
         write_activity(&dir, &activity).map_err(|e| RoomError::Io(format!("{}: {e}", dir.display())))?;
         offsetlab_lab::lock(&learner.resident).lab = Some(lab);
         let mut l = offsetlab_lab::lock(&self.learners);
