@@ -55,7 +55,7 @@ struct Figures {
     sqlite_rebuild_rows_s: f64,
 }
 
-fn bar(len: u64, what: &str, quiet: bool) -> ProgressBar {
+pub(crate) fn bar(len: u64, what: &str, quiet: bool) -> ProgressBar {
     if quiet {
         return ProgressBar::hidden();
     }
@@ -73,7 +73,7 @@ fn limits() -> SegmentLimits {
     TopicConfig::default().segment_limits()
 }
 
-fn rss_mb() -> f64 {
+pub(crate) fn rss_mb() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {

@@ -25,6 +25,7 @@ macro_rules! call {
 
 mod bench_cmd;
 mod bench_lab;
+mod bench_workshop;
 mod explore_cmd;
 mod groups_cmd;
 mod lessons_cmd;
@@ -210,6 +211,24 @@ enum BenchCmd {
     /// auto-commit timer while state requests wait for the lab, and 100 saved actions on a lab
     /// with 20,000 narrative events against a fresh one
     Lab {
+        /// Print the figures as JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// A workshop on this machine: the memory of a room of idle learners (with their labs in
+    /// memory and evicted) and the time to bring an evicted lab back; then a class of learners
+    /// replaying lessons through the HTTP API at once, live updates open — every action's
+    /// latency. Exits 1 if any action failed
+    Workshop {
+        /// Learners replaying a lesson at once
+        #[arg(long, default_value_t = 200)]
+        learners: usize,
+        /// Learners in the idle room whose memory is measured
+        #[arg(long, default_value_t = 1000)]
+        idle: usize,
+        /// How often each learner acts
+        #[arg(long, value_name = "DUR", default_value = "500ms", value_parser = positive_duration)]
+        pace: std::time::Duration,
         /// Print the figures as JSON
         #[arg(long)]
         json: bool,
@@ -510,6 +529,15 @@ fn main() -> ExitCode {
         Some(Cmd::Bench {
             what: BenchCmd::Lab { json },
         }) => bench_lab::run(json),
+        Some(Cmd::Bench {
+            what:
+                BenchCmd::Workshop {
+                    learners,
+                    idle,
+                    pace,
+                    json,
+                },
+        }) => bench_workshop::run(learners, idle, pace, json),
         Some(Cmd::Groups {
             bootstrap_server,
             list: _,
