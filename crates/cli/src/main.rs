@@ -349,10 +349,11 @@ struct WorkshopArgs {
     /// back, as it was, on their next request)
     #[arg(long, value_name = "DUR", default_value = "2m", value_parser = positive_duration, requires = "workshop")]
     evict_after: std::time::Duration,
-    /// The most learner labs kept in memory at once; past it the least recently used idle one
-    /// is evicted
-    #[arg(long, value_name = "N", default_value_t = 256, requires = "workshop", value_parser = clap::value_parser!(u32).range(1..))]
-    max_resident: u32,
+    /// The most learner labs kept in memory (and holding files open) at once; past it the
+    /// least recently used idle one is evicted. Default: one per 32 file descriptors the
+    /// process may open, at least 16, at most 256
+    #[arg(long, value_name = "N", requires = "workshop", value_parser = clap::value_parser!(u32).range(1..))]
+    max_resident: Option<u32>,
     /// Requests a second one learner may make (bursts of three times that are let through)
     #[arg(long, value_name = "N", default_value_t = 20, requires = "workshop", value_parser = clap::value_parser!(u32).range(1..))]
     learner_rate: u32,
@@ -419,7 +420,13 @@ fn serve(args: ServeArgs) -> u8 {
             max_learners: args.workshop.max_learners as usize,
             instructor_token_file: args.workshop.instructor_token_file,
             evict_after: args.workshop.evict_after,
-            max_resident: args.workshop.max_resident as usize,
+            max_resident: args.workshop.max_resident.map_or_else(
+                || {
+                    let fds = offsetlab_storage::descriptor_limit().unwrap_or(1024);
+                    usize::try_from(fds / 32).unwrap_or(256).clamp(16, 256)
+                },
+                |n| n as usize,
+            ),
             rate: offsetlab_web::workshop::RateLimit {
                 per_second: f64::from(args.workshop.learner_rate),
                 burst: 3.0 * f64::from(args.workshop.learner_rate),

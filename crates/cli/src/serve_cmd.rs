@@ -214,7 +214,7 @@ async fn serve_workshop(
     };
     let _ = writeln!(
         out,
-        "offsetlab workshop on http://{addr}  (data: {}, {learners} learners of at most {}, --flush {})\n{token_line}{}\npress Ctrl-C to stop",
+        "offsetlab workshop on http://{addr}  (data: {}, {learners} of at most {} learners joined, --flush {})\n{token_line}{}\npress Ctrl-C to stop",
         room_dir.display(),
         options.max_learners,
         config.flush,
