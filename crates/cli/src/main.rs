@@ -360,6 +360,13 @@ struct WorkshopArgs {
     /// Records one learner's lab may hold, all partitions together
     #[arg(long, value_name = "N", default_value_t = 100_000, requires = "workshop")]
     cap_records: u64,
+    /// Bytes of record batches one learner's lab may hold, all partitions together
+    #[arg(long, value_name = "BYTES", default_value_t = 64 << 20, requires = "workshop")]
+    cap_bytes: u64,
+    /// Records one learner's lab may apply to its sinks, all groups together (every rewind
+    /// writes again)
+    #[arg(long, value_name = "N", default_value_t = 500_000, requires = "workshop")]
+    cap_sink_writes: u64,
     /// Topics one learner's lab may hold
     #[arg(long, value_name = "N", default_value_t = 20, requires = "workshop")]
     cap_topics: usize,
@@ -433,6 +440,8 @@ fn serve(args: ServeArgs) -> u8 {
             },
             caps: offsetlab_lab::caps::Caps {
                 records: args.workshop.cap_records,
+                bytes: args.workshop.cap_bytes,
+                sink_writes: args.workshop.cap_sink_writes,
                 topics: args.workshop.cap_topics,
                 partitions: args.workshop.cap_partitions,
                 consumers: args.workshop.cap_consumers,

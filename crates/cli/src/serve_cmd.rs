@@ -182,7 +182,10 @@ async fn serve_workshop(
     let demo = match config.kafka {
         Some(_) => {
             let opened = offsetlab_lab::open(&data_dir, config.flush, config.reset_data, config.clock)?;
-            Some(LabHandle::new(opened.session))
+            let mut session = opened.session;
+            // Anyone who reaches the Kafka port can grow it: the learners' caps hold for it too.
+            session.set_caps(Some(options.caps));
+            Some(LabHandle::new(session))
         }
         None => None,
     };
@@ -249,6 +252,9 @@ async fn room_keeper(workshop: std::sync::Arc<offsetlab_web::workshop::Workshop>
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     for n in 0u64.. {
         every.tick().await;
+        if workshop.room.is_closing() {
+            return;
+        }
         let w = std::sync::Arc::clone(&workshop);
         let _ = tokio::task::spawn_blocking(move || {
             w.room.catch_up_due_timers();

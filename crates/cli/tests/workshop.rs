@@ -51,19 +51,42 @@ fn a_workshop_prints_the_instructors_url_and_runs_no_kafka_listener_unless_asked
     }
     let _ = child.kill();
     let _ = child.wait();
-    assert!(banner.contains("offsetlab workshop on http://127.0.0.1:"), "{banner}");
+    assert!(
+        banner.contains("offsetlab workshop on http://127.0.0.1:"),
+        "{banner}"
+    );
     assert!(banner.contains("0 of at most 100 learners joined"), "{banner}");
     assert_eq!(token_of(&banner).len(), 32, "a 128-bit token: {banner}");
-    assert!(!banner.contains("Kafka listener"), "off in workshop mode: {banner}");
+    assert!(
+        !banner.contains("Kafka listener"),
+        "off in workshop mode: {banner}"
+    );
 
     // With --kafka, the listener serves the instructor's own lab, which the room shows as 0.
-    let lab = serve(&["--workshop", "--ephemeral", "--http", "127.0.0.1:0", "--kafka", "127.0.0.1:0"]);
-    assert!(lab.banner.contains("serving the instructor's lab"), "{}", lab.banner);
+    let lab = serve(&[
+        "--workshop",
+        "--ephemeral",
+        "--http",
+        "127.0.0.1:0",
+        "--kafka",
+        "127.0.0.1:0",
+    ]);
+    assert!(
+        lab.banner.contains("serving the instructor's lab"),
+        "{}",
+        lab.banner
+    );
     let auth = format!("Authorization: Bearer {}\r\n", token_of(&lab.banner));
     let room = http(&lab.addr, "GET", "/api/instructor/room", "", &auth);
-    assert!(room.starts_with("HTTP/1.1 200") && room.contains("\"demo\":true"), "{room}");
+    assert!(
+        room.starts_with("HTTP/1.1 200") && room.contains("\"demo\":true"),
+        "{room}"
+    );
     let own = http(&lab.addr, "GET", "/api/instructor/learners/0/state", "", &auth);
-    assert!(own.starts_with("HTTP/1.1 200") && own.contains("analytics-prod"), "{own}");
+    assert!(
+        own.starts_with("HTTP/1.1 200") && own.contains("analytics-prod"),
+        "{own}"
+    );
     // The page's lab endpoints are the learners': without joining, refused.
     assert!(http(&lab.addr, "GET", "/api/state", "", "").starts_with("HTTP/1.1 401"));
 }
@@ -75,20 +98,57 @@ fn an_instructor_token_file_is_the_token_and_a_bad_one_stops_the_start() {
     std::fs::write(&file, "  our-class-token-2026-12 \n").expect("write");
     let path = file.display().to_string();
     let data = dir.path().join("data").display().to_string();
-    let lab = serve(&["--workshop", "--data", &data, "--http", "127.0.0.1:0", "--instructor-token-file", &path]);
-    assert!(!lab.banner.contains("#token="), "a token from a file is not printed: {}", lab.banner);
+    let lab = serve(&[
+        "--workshop",
+        "--data",
+        &data,
+        "--http",
+        "127.0.0.1:0",
+        "--instructor-token-file",
+        &path,
+    ]);
+    assert!(
+        !lab.banner.contains("#token="),
+        "a token from a file is not printed: {}",
+        lab.banner
+    );
     assert!(lab.banner.contains(&path), "{}", lab.banner);
-    let room = http(&lab.addr, "GET", "/api/instructor/room", "", "Authorization: Bearer our-class-token-2026-12\r\n");
+    let room = http(
+        &lab.addr,
+        "GET",
+        "/api/instructor/room",
+        "",
+        "Authorization: Bearer our-class-token-2026-12\r\n",
+    );
     assert!(room.starts_with("HTTP/1.1 200"), "{room}");
     drop(lab);
 
     std::fs::write(&file, "short").expect("write");
-    let out = offsetlab(&["serve", "--workshop", "--data", &data, "--http", "127.0.0.1:0", "--instructor-token-file", &path]);
+    let out = offsetlab(&[
+        "serve",
+        "--workshop",
+        "--data",
+        &data,
+        "--http",
+        "127.0.0.1:0",
+        "--instructor-token-file",
+        &path,
+    ]);
     assert_eq!(out.status.code(), Some(3));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("--instructor-token-file") && err.contains("16 to 256"), "{err}");
+    assert!(
+        err.contains("--instructor-token-file") && err.contains("16 to 256"),
+        "{err}"
+    );
     let missing = dir.path().join("nope").display().to_string();
-    let out = offsetlab(&["serve", "--workshop", "--data", &data, "--instructor-token-file", &missing]);
+    let out = offsetlab(&[
+        "serve",
+        "--workshop",
+        "--data",
+        &data,
+        "--instructor-token-file",
+        &missing,
+    ]);
     assert_eq!(out.status.code(), Some(3));
 }
 
@@ -106,7 +166,15 @@ fn workshop_flags_need_the_workshop_and_a_remote_room_needs_allow_remote() {
 fn learners_come_back_after_the_server_restarts() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().display().to_string();
-    let args = ["--workshop", "--data", &data, "--http", "127.0.0.1:0", "--clock", "paused"];
+    let args = [
+        "--workshop",
+        "--data",
+        &data,
+        "--http",
+        "127.0.0.1:0",
+        "--clock",
+        "paused",
+    ];
     let lab = serve(&args);
     let joined = http(&lab.addr, "POST", "/api/workshop/join", r#"{"name":"Ada"}"#, "");
     let cookie = joined
@@ -116,12 +184,25 @@ fn learners_come_back_after_the_server_restarts() {
         .expect("a cookie")
         .to_string();
     let who = format!("Cookie: {cookie}\r\n");
-    let polled = http(&lab.addr, "POST", "/api/actions", r#"{"lines":["poll c1"]}"#, &who);
+    let polled = http(
+        &lab.addr,
+        "POST",
+        "/api/actions",
+        r#"{"lines":["poll c1"]}"#,
+        &who,
+    );
     assert!(polled.starts_with("HTTP/1.1 200"), "{polled}");
     // kill -9: nothing closed cleanly.
     drop(lab);
     let lab = serve(&args);
-    assert!(lab.banner.contains("1 of at most 100 learners joined"), "{}", lab.banner);
+    assert!(
+        lab.banner.contains("1 of at most 100 learners joined"),
+        "{}",
+        lab.banner
+    );
     let state = http(&lab.addr, "GET", "/api/scenario", "", &who);
-    assert!(state.starts_with("HTTP/1.1 200") && state.contains("poll c1"), "{state}");
+    assert!(
+        state.starts_with("HTTP/1.1 200") && state.contains("poll c1"),
+        "{state}"
+    );
 }

@@ -1,12 +1,19 @@
 //! What one lab may hold, for a server that keeps many of them (`serve --workshop`).
 //!
 //! A learner controls what their lab grows to; the server must not run out of memory, disk or
-//! time because one of thirty produced ten million records. Every change is checked *before*
-//! it runs: each line's growth (records a `produce` appends, a topic and its partitions, a
-//! consumer, a history line) is added to what the lab holds now, and a batch that would pass a
-//! cap is refused whole, naming the cap, with nothing applied — no work done and no undo needed.
-//! The bound is conservative (a line that would fail anyway still counts), which is the side a
-//! bound must err on.
+//! time because one of thirty produced ten million records. Every change is checked twice:
+//!
+//! - *before* it runs, each line's growth — the records and bytes a `produce` or `send` appends,
+//!   a topic and its partitions, a consumer, the sink writes a `process` can make (at most the
+//!   records its consumer holds in flight, each also a record of a `kafka-tx` output), a
+//!   history line — is added to what the lab holds now, and a batch that would pass a cap is
+//!   refused whole, naming the cap, with nothing applied and no work done;
+//! - *after* it ran, what the lab holds is measured again — transaction markers, a consumer's
+//!   output and anything else a line appends on its own are in it — and a batch that passed a
+//!   cap anyway is undone (the history replayed without it) and refused the same way.
+//!
+//! The work one line can make is bounded by what the lab holds (a poll hands out at most the
+//! log, a process at most what was polled), so the caps bound the work too.
 
 use offsetlab_engine::Lab;
 use offsetlab_scenario::command::Command;
@@ -18,6 +25,11 @@ use std::fmt;
 pub struct Caps {
     /// Records appended to all partitions together (transaction markers included).
     pub records: u64,
+    /// Bytes of record batches kept in all partitions together.
+    pub bytes: u64,
+    /// Records applied to the groups' sinks, all groups together (each rewind writes again):
+    /// what the sinks' databases and the audit grow with.
+    pub sink_writes: u64,
     pub topics: usize,
     /// Partitions of all topics together.
     pub partitions: u64,
@@ -34,6 +46,8 @@ impl Default for Caps {
     fn default() -> Self {
         Self {
             records: 100_000,
+            bytes: 64 << 20,
+            sink_writes: 500_000,
             topics: 20,
             partitions: 100,
             consumers: 20,
@@ -46,6 +60,8 @@ impl Default for Caps {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
     pub records: u64,
+    pub bytes: u64,
+    pub sink_writes: u64,
     pub topics: usize,
     pub partitions: u64,
     pub consumers: usize,
@@ -53,8 +69,9 @@ pub struct Usage {
 }
 
 impl Usage {
-    /// What `lab`, built by `history_lines` lines, holds now.
-    pub fn of(lab: &Lab, history_lines: usize) -> Self {
+    /// What `lab`, built by `history_lines` lines, holds now — all but its bytes, which take a
+    /// walk over every segment: what is measured after each line of a batch (`bytes` is 0).
+    pub fn counted(lab: &Lab, history_lines: usize) -> Self {
         let mut usage = Usage {
             topics: lab.topics().len(),
             consumers: lab.consumers().len(),
@@ -67,17 +84,80 @@ impl Usage {
                 usage.records += u64::try_from(log.log_end_offset()).unwrap_or(0);
             }
         }
+        usage.sink_writes = lab
+            .groups()
+            .values()
+            .map(|g| g.audit.deliveries().len() as u64)
+            .sum();
+        usage
+    }
+
+    /// What `lab`, built by `history_lines` lines, holds now.
+    pub fn of(lab: &Lab, history_lines: usize) -> Self {
+        let mut usage = Usage {
+            topics: lab.topics().len(),
+            consumers: lab.consumers().len(),
+            history_lines,
+            ..Usage::default()
+        };
+        for topic in lab.topics().values() {
+            usage.partitions += topic.partitions.len() as u64;
+            for log in &topic.partitions {
+                usage.records += u64::try_from(log.log_end_offset()).unwrap_or(0);
+                usage.bytes += log.segments().iter().map(|s| s.bytes as u64).sum::<u64>();
+            }
+        }
+        usage.sink_writes = lab
+            .groups()
+            .values()
+            .map(|g| g.audit.deliveries().len() as u64)
+            .sum();
         usage
     }
 
     /// `self` after `command` runs, at most.
     fn grown_by(mut self, command: &Command, lab: &Lab) -> Self {
         self.history_lines += 1;
+        // A record's bytes in a batch beyond its key and value, at most (varints, attributes,
+        // the batch header shared out), and a generated order event's value, at most.
+        const RECORD_OVERHEAD: u64 = 80;
+        const ORDER_EVENT_BYTES: u64 = 256;
         match command {
-            Command::Produce(p) => self.records += p.spec.count,
-            Command::Send(s) => self.records += s.records.len() as u64,
-            Command::SendStored(s) => self.records += s.count as u64,
-            Command::TxnSend(s) => self.records += s.records.len() as u64,
+            Command::Produce(p) => {
+                self.records += p.spec.count;
+                let key = p.spec.key.as_ref().map_or(16, |k| k.len() as u64);
+                let value = p
+                    .spec
+                    .value
+                    .as_ref()
+                    .map_or(ORDER_EVENT_BYTES, |v| v.len() as u64);
+                self.bytes = self
+                    .bytes
+                    .saturating_add(p.spec.count.saturating_mul(key + value + RECORD_OVERHEAD));
+            }
+            // A line's text is at least its records' bytes (base64 only grows them).
+            Command::Send(s) => {
+                self.records += s.records.len() as u64;
+                self.bytes += command.to_string().len() as u64 + RECORD_OVERHEAD * s.records.len() as u64;
+            }
+            Command::SendStored(s) => {
+                self.records += s.count as u64;
+                self.bytes += s.len;
+            }
+            Command::TxnSend(s) => {
+                self.records += s.records.len() as u64;
+                self.bytes += command.to_string().len() as u64 + RECORD_OVERHEAD * s.records.len() as u64;
+            }
+            Command::Process(p) => {
+                if let Some(c) = lab.consumers().get(&p.consumer) {
+                    let n = p.count.unwrap_or(usize::MAX).min(c.in_flight.len()) as u64;
+                    self.sink_writes += n;
+                    if c.config.output.is_some() {
+                        self.records += n;
+                        self.bytes += n * (RECORD_OVERHEAD + ORDER_EVENT_BYTES);
+                    }
+                }
+            }
             // A commit or abort writes one marker per partition of the transaction: bounded by
             // the partitions, counted as one each.
             Command::EndTxn(_) | Command::TxnTimeout(_) => self.records += self.partitions,
@@ -102,8 +182,8 @@ impl Usage {
 /// One change of a batch, as far as the caps are concerned.
 pub(crate) enum Growth<'a> {
     Command(&'a Command),
-    /// A client's produced batches: this many records.
-    Records(u64),
+    /// A client's produced batches: this many records, this many bytes.
+    Records(u64, u64),
 }
 
 /// A change refused because the lab would pass a cap.
@@ -139,6 +219,8 @@ impl Caps {
     fn check(&self, usage: &Usage, line: usize) -> Result<(), CapExceeded> {
         let checks = [
             ("records", self.records, usage.records),
+            ("bytes", self.bytes, usage.bytes),
+            ("sink-writes", self.sink_writes, usage.sink_writes),
             ("topics", self.topics as u64, usage.topics as u64),
             ("partitions", self.partitions, usage.partitions),
             ("consumers", self.consumers as u64, usage.consumers as u64),
@@ -181,19 +263,14 @@ impl Caps {
     ) -> Result<(), CapExceeded> {
         let start = Usage::of(lab, history_lines);
         // A cap already passed is raised to where the lab is, for this check.
-        let raised = Caps {
-            records: self.records.max(start.records),
-            topics: self.topics.max(start.topics),
-            partitions: self.partitions.max(start.partitions),
-            consumers: self.consumers.max(start.consumers),
-            history_lines: self.history_lines.max(start.history_lines),
-        };
+        let raised = self.raised_to(&start);
         let mut usage = start;
         for (i, change) in changes.into_iter().enumerate() {
             usage = match change {
                 Growth::Command(c) => usage.grown_by(c, lab),
-                Growth::Records(n) => Usage {
+                Growth::Records(n, bytes) => Usage {
                     records: usage.records + n,
+                    bytes: usage.bytes + bytes,
                     history_lines: usage.history_lines + 1,
                     ..usage
                 },
@@ -201,6 +278,48 @@ impl Caps {
             raised.check(&usage, i + 1)?;
         }
         Ok(())
+    }
+
+    /// After a batch ran on a lab that held `before`: whether the lab, built by
+    /// `history_lines` lines, is still within every cap (those it was over already, raised to
+    /// where it was). `line` names the batch's last line in the refusal.
+    pub fn still_within(
+        &self,
+        before: &Usage,
+        lab: &Lab,
+        history_lines: usize,
+        line: usize,
+    ) -> Result<(), CapExceeded> {
+        self.raised_to(before).check(&Usage::of(lab, history_lines), line)
+    }
+
+    /// [`Caps::still_within`] without the bytes (what [`Usage::counted`] measures): cheap
+    /// enough to ask after every line.
+    pub fn still_within_counted(
+        &self,
+        before: &Usage,
+        lab: &Lab,
+        history_lines: usize,
+        line: usize,
+    ) -> Result<(), CapExceeded> {
+        let usage = Usage {
+            bytes: before.bytes,
+            ..Usage::counted(lab, history_lines)
+        };
+        self.raised_to(before).check(&usage, line)
+    }
+
+    /// These caps, each raised to what `usage` holds already.
+    fn raised_to(&self, usage: &Usage) -> Caps {
+        Caps {
+            records: self.records.max(usage.records),
+            bytes: self.bytes.max(usage.bytes),
+            sink_writes: self.sink_writes.max(usage.sink_writes),
+            topics: self.topics.max(usage.topics),
+            partitions: self.partitions.max(usage.partitions),
+            consumers: self.consumers.max(usage.consumers),
+            history_lines: self.history_lines.max(usage.history_lines),
+        }
     }
 
     /// Whether the lab `script` builds from nothing stays within every cap (an import, a

@@ -97,8 +97,20 @@ impl LabHandle {
     /// catches up (its `clock` line saved, every page told). `true` when it moved. Blocking:
     /// call it from a blocking thread.
     pub fn catch_up_due_timers(&self) -> Result<bool, LabError> {
+        self.catch_up_locked(self.lock())
+    }
+
+    /// [`LabHandle::catch_up_due_timers`] unless someone holds the lab now (`Ok(false)`): a
+    /// ticker serving many labs never waits behind one of them.
+    pub fn catch_up_due_timers_if_free(&self) -> Result<bool, LabError> {
+        match self.try_lock() {
+            Some(s) => self.catch_up_locked(s),
+            None => Ok(false),
+        }
+    }
+
+    fn catch_up_locked(&self, mut s: MutexGuard<'_, Session>) -> Result<bool, LabError> {
         let wall = crate::session::wall_clock_ms();
-        let mut s = self.lock();
         if !s.timer_due(wall) {
             return Ok(false);
         }

@@ -59,6 +59,11 @@ async function request(method, path, body, raw = false) {
   const text = await res.text();
   let data = null;
   try { data = text ? JSON.parse(text) : null; } catch { data = text; }
+  // In a workshop, a lab this browser no longer has (a new server, an expired cookie): join again.
+  if (res.status === 401 && data && data.join && ui.workshop && ui.workshop.learner && !ui.rejoining) {
+    ui.rejoining = true;
+    location.reload();
+  }
   return { ok: res.ok, status: res.status, data };
 }
 
@@ -125,8 +130,15 @@ function setState(s) {
 function listen() {
   const conn = $('#conn');
   const es = new EventSource('/api/events');
-  es.addEventListener('open', () => { conn.textContent = 'live'; });
-  es.addEventListener('error', () => { conn.textContent = 'reconnecting…'; });
+  let lost = false;
+  es.addEventListener('open', () => {
+    conn.textContent = 'live';
+    // Back after the server restarted: its lab counts versions from 1 again, so the next
+    // state is taken whatever its number.
+    if (lost && ui.state) { ui.state.version = -1; refresh(); }
+    lost = false;
+  });
+  es.addEventListener('error', () => { conn.textContent = 'reconnecting…'; lost = true; });
   es.addEventListener('state', (ev) => {
     const { version } = JSON.parse(ev.data);
     if (!ui.state || version > ui.state.version) refresh();
@@ -144,7 +156,11 @@ async function joinWorkshop() {
   await new Promise((resolve) => {
     $('#join-form').addEventListener('submit', async (e) => {
       e.preventDefault();
+      const button = $('#join-form button[type="submit"]');
+      if (button.disabled) return;
+      button.disabled = true; // one join per press: a double click is not two learners
       const res = await request('POST', '/api/workshop/join', { name: $('#join-name').value });
+      button.disabled = false;
       if (!res.ok) { $('#join-error').textContent = (res.data && res.data.error) || `error ${res.status}`; return; }
       ui.workshop.learner = res.data;
       resolve();
@@ -171,25 +187,36 @@ function reportProgress() {
   request('POST', '/api/workshop/progress', body);
 }
 
-/** What the instructor pushed to everyone and this learner has not applied yet: a lesson to start, or a scenario. */
+/**
+ * What the instructor pushed to everyone and this learner has not applied yet: a lesson to
+ * start, or a scenario. The push is claimed from the server first, so two tabs (or a push event
+ * racing the page's start) apply it once.
+ */
 async function applyPush() {
-  if (!ui.workshop) return;
-  const me = await request('GET', '/api/workshop/me');
-  const p = me.ok && me.data && me.data.push;
-  if (!p) return;
-  if (p.lesson) {
-    if (!ui.lessons.length) await loadLessons();
-    await startLesson(p.lesson, { pushed: true });
-    showAlert(`Your instructor started lesson ${p.lesson} for everyone.`, true);
-  } else if (typeof p.scenario === 'string') {
-    const res = await request('POST', '/api/scenario', p.scenario, true);
-    if (!res.ok) { showAlert(`Your instructor's scenario was refused: ${(res.data && res.data.error) || res.status}.`); return; }
-    ui.lesson = null; ui.windowFrom = null; ui.lastPlan = null;
-    setState(res.data);
-    showView('lab');
-    showAlert('Your instructor loaded a scenario for everyone.', true);
+  if (!ui.workshop || ui.applyingPush) return;
+  ui.applyingPush = true;
+  try {
+    const me = await request('GET', '/api/workshop/me');
+    const p = me.ok && me.data && me.data.push;
+    if (!p) return;
+    const claim = await request('POST', '/api/workshop/push-claim', { seq: p.seq });
+    if (!claim.ok || !claim.data.claimed) return;
+    if (p.lesson) {
+      if (!ui.lessons.length) await loadLessons();
+      const started = await startLesson(p.lesson, { pushed: true });
+      if (started) showAlert(`Your instructor started lesson ${p.lesson} for everyone.`, true);
+      else showAlert(`Your instructor started lesson ${p.lesson} for everyone, but it could not be loaded here: start it from the Lessons tab.`);
+    } else if (typeof p.scenario === 'string') {
+      const res = await request('POST', '/api/scenario', p.scenario, true);
+      if (!res.ok) { showAlert(`Your instructor's scenario could not be loaded here: ${(res.data && res.data.error) || res.status}.`); return; }
+      ui.lesson = null; ui.windowFrom = null; ui.lastPlan = null;
+      setState(res.data);
+      showView('lab');
+      showAlert('Your instructor loaded a scenario for everyone.', true);
+    }
+  } finally {
+    ui.applyingPush = false;
   }
-  await request('POST', '/api/workshop/push-applied', { seq: p.seq });
 }
 
 function showAlert(text, ok = false) {
@@ -978,11 +1005,12 @@ function confirmReplace(what) {
   return window.confirm(`${what} replaces the current lab (${actions} actions) in every open tab. Use Export first to keep it. Continue?`);
 }
 
+/** Starts a lesson in an empty lab; `true` once it is on screen. */
 async function startLesson(number, { pushed = false } = {}) {
   const lesson = ui.lessons.find((l) => l.number === number);
-  if (!lesson || (!pushed && !confirmReplace(`Starting lesson ${number}`))) return;
+  if (!lesson || (!pushed && !confirmReplace(`Starting lesson ${number}`))) return false;
   const res = await request('POST', '/api/scenario', '', true);
-  if (!res.ok) return;
+  if (!res.ok) { showAlert(`The lesson could not start: ${(res.data && res.data.error) || `error ${res.status}`}.`); return false; }
   ui.lesson = { lesson, step: 0, answered: {}, note: null };
   focusStep();
   ui.windowFrom = null; ui.lastPlan = null;
@@ -990,6 +1018,7 @@ async function startLesson(number, { pushed = false } = {}) {
   showView('lab');
   hideAlert();
   $('#lesson-panel').scrollIntoView({ block: 'start' });
+  return true;
 }
 
 function lessonObserve(lines) {

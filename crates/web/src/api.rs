@@ -196,8 +196,9 @@ impl Scope {
             .with_session(move |s| match change(s) {
                 Ok(()) => {
                     let pending = scope.changed(s);
+                    let what = pending.is_ok().then_some(what.as_str());
                     (
-                        scope.answer(s, &what, |state| Json(state).into_response()),
+                        scope.answer(s, what, |state| Json(state).into_response()),
                         pending,
                     )
                 }
@@ -211,13 +212,19 @@ impl Scope {
     }
 
     /// The answer to a change that succeeded: the lab's new state, shaped by `respond`. In a
-    /// workshop the learner's figures and `what` they did are noted for the instructor.
-    fn answer(&self, s: &Session, what: &str, respond: impl FnOnce(&LabState) -> Response) -> Response {
+    /// workshop the learner's figures and `what` they did are noted for the instructor — once
+    /// the change is saved (`what` is `None` when the save failed and took it back).
+    fn answer(
+        &self,
+        s: &Session,
+        what: Option<&str>,
+        respond: impl FnOnce(&LabState) -> Response,
+    ) -> Response {
         let state = match s.state() {
             Ok(state) => state,
             Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
         };
-        if let Some(learner) = &self.learner {
+        if let (Some(learner), Some(what)) = (&self.learner, what) {
             let figures = crate::workshop::learner::GroupFigures::of(&state);
             let what = clip(what, 200);
             if let Err(e) = learner.update(|a| {
@@ -394,7 +401,8 @@ async fn post_actions(scope: Scope, ApiJson(actions): ApiJson<Actions>) -> Respo
         .with_session_for_change(move |s| match s.apply_lines(&actions.lines) {
             Ok(applied) => {
                 let pending = scope2.changed(s);
-                let response = scope2.answer(s, &what, |state| {
+                let what = pending.is_ok().then_some(what.as_str());
+                let response = scope2.answer(s, what, |state| {
                     Json(serde_json::json!({ "applied": applied, "state": state })).into_response()
                 });
                 (response, pending)
@@ -825,6 +833,17 @@ async fn get_events(State(app): State<AppState>, headers: axum::http::HeaderMap)
                 Ok(l) => l,
                 Err(e) => return e.into_response(),
             };
+            // A learner's tabs, not a script's thousand streams: each holds a connection.
+            let Some(guard) = learner.open_stream(crate::workshop::MAX_STREAMS_PER_LEARNER) else {
+                return json_error(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    &format!(
+                        "too many live-update streams: a learner may have {} open (close a tab)",
+                        crate::workshop::MAX_STREAMS_PER_LEARNER
+                    ),
+                    0,
+                );
+            };
             let pushes = BroadcastStream::new(w.room.subscribe_pushes()).filter_map(|p| {
                 p.ok().map(|seq| {
                     Ok::<_, Infallible>(
@@ -834,7 +853,12 @@ async fn get_events(State(app): State<AppState>, headers: axum::http::HeaderMap)
                     )
                 })
             });
-            Box::pin(versions(learner.changes.subscribe()).merge(pushes))
+            let stream = versions(learner.changes.subscribe()).merge(pushes);
+            // The guard lives as long as the stream: dropped with it when the tab goes.
+            Box::pin(stream.map(move |e| {
+                let _open = &guard;
+                e
+            }))
         }
     };
     Sse::new(stream).keep_alive(KeepAlive::default()).into_response()

@@ -412,13 +412,26 @@ async fn a_push_reaches_every_learner_once() {
         let me = send(s.addr, "GET", "/api/workshop/me", None, who).await.json();
         assert_eq!(me["push"]["lesson"], 2, "{me}");
     }
-    let applied = serde_json::json!({ "seq": seq }).to_string();
+    // Claimed once: a second tab (or a second ask) does not apply it again.
+    let claim = serde_json::json!({ "seq": seq }).to_string();
+    let first = send(s.addr, "POST", "/api/workshop/push-claim", Some(&claim), &ada).await;
     assert_eq!(
-        send(s.addr, "POST", "/api/workshop/push-applied", Some(&applied), &ada)
-            .await
-            .status,
-        200
+        (first.status, first.json()["claimed"].as_bool()),
+        (200, Some(true)),
+        "{}",
+        first.body
     );
+    let again = send(s.addr, "POST", "/api/workshop/push-claim", Some(&claim), &ada).await;
+    assert_eq!(again.json()["claimed"], false);
+    let none = send(
+        s.addr,
+        "POST",
+        "/api/workshop/push-claim",
+        Some(r#"{"seq":99}"#),
+        &ada,
+    )
+    .await;
+    assert_eq!(none.status, 400);
     assert!(send(s.addr, "GET", "/api/workshop/me", None, &ada).await.json()["push"].is_null());
     assert_eq!(
         send(s.addr, "GET", "/api/workshop/me", None, &bob).await.json()["push"]["seq"],
@@ -443,6 +456,12 @@ async fn a_push_reaches_every_learner_once() {
         (r#"{"scenario":"topic orders\nfrobnicate"}"#, 400),
         (r#"{"scenario":"topic orders\nproduce orders count=51"}"#, 403),
         (r#"{"lesson":1,"scenario":"topic t"}"#, 400),
+        // Parses, fits the caps, and fails when it runs: refused for the instructor, not pushed.
+        (r#"{"scenario":"topic orders\npoll nosuch"}"#, 422),
+        (
+            r#"{"scenario":"topic orders\nproduce orders count=3\nexpect topic=orders log-end-offset=4"}"#,
+            422,
+        ),
     ] {
         let a = send(s.addr, "POST", "/api/instructor/push", Some(body), &instructor()).await;
         assert_eq!(a.status, status, "{body}: {}", a.body);
@@ -457,6 +476,9 @@ async fn an_evicted_lab_comes_back_as_it_was() {
     for lines in [&["poll c1"][..], &["process c1 count=2"], &["tick 5s"]] {
         assert_eq!(act(s.addr, &ada, lines).await.status, 200);
     }
+    // The learner chose a live clock; the server's --clock (paused here) is for new labs only.
+    let live = send(s.addr, "POST", "/api/clock", Some(r#"{"mode":"live"}"#), &ada).await;
+    assert_eq!(live.status, 200, "{}", live.body);
     let before = state(s.addr, &ada).await;
     assert_eq!(s.workshop.room.resident(), 1);
     let room = Arc::clone(&s.workshop);
@@ -474,11 +496,18 @@ async fn an_evicted_lab_comes_back_as_it_was() {
         "topics",
         "consumers",
         "history_lines",
-        "clock_ms",
         "sink_rows",
+        "clock_mode",
     ] {
         assert_eq!(after[key], before[key], "{key}");
     }
+    // Newer than what the learner's page last saw, or the page would ignore it.
+    assert!(
+        after["version"].as_u64() > before["version"].as_u64(),
+        "{} after {}",
+        after["version"],
+        before["version"]
+    );
     // And it goes on from there.
     assert_eq!(act(s.addr, &ada, &["commit c1"]).await.status, 200);
 }
@@ -573,4 +602,137 @@ async fn a_server_without_a_workshop_says_so() {
         404
     );
     assert_eq!(send(addr, "GET", "/api/state", None, "").await.status, 200);
+}
+
+#[tokio::test]
+async fn the_instructor_never_holds_a_learners_id() {
+    let s = start(|_| {}).await;
+    let ada = join(s.addr, "Ada").await;
+    let id = ada.trim_end().rsplit('=').next().expect("id").to_string();
+    assert_eq!(id.len(), 32);
+    // Her own state may say where her lab lives; the instructor's answers never do.
+    assert!(send(s.addr, "GET", "/api/state", None, &ada)
+        .await
+        .body
+        .contains(&id));
+    for path in [
+        "/api/instructor/room",
+        "/api/instructor/learners/1/state",
+        "/api/instructor/learners/1/scenario",
+    ] {
+        let a = send(s.addr, "GET", path, None, &instructor()).await;
+        assert_eq!(a.status, 200, "{path}");
+        assert!(!a.body.contains(&id), "{path} holds the id");
+    }
+}
+
+#[tokio::test]
+async fn what_a_line_appends_on_its_own_is_capped_too_and_the_batch_undone() {
+    // 12 orders; 7 processed is 7 outputs, within 19 records — but the commit's marker is the
+    // 20th, which no line says beforehand: the batch is undone once it ran.
+    let s = start(|c| c.caps.records = 19).await;
+    let ada = join(s.addr, "Ada").await;
+    // A kafka-tx consumer copies what it processes into its output topic, with markers.
+    let setup = [
+        "topic out",
+        "consumer tx group=g topic=orders sink=kafka-tx output=out commit=manual-batch reset=earliest max-poll=12",
+        "poll tx",
+    ];
+    assert_eq!(act(s.addr, &ada, &setup).await.status, 200);
+    let before = state(s.addr, &ada).await;
+    let a = act(s.addr, &ada, &["process tx count=7", "commit tx"]).await;
+    assert_eq!(a.status, 403, "{}", a.body);
+    assert!(a.body.contains("records cap"), "{}", a.body);
+    let after = state(s.addr, &ada).await;
+    assert_eq!(
+        after["topics"], before["topics"],
+        "undone: the output topic is as it was"
+    );
+    assert_eq!(after["history_lines"], before["history_lines"]);
+
+    // Rewinding and reading again writes the sink again: capped.
+    let s = start(|c| c.caps.sink_writes = 20).await;
+    let bob = join(s.addr, "Bob").await;
+    let round = [
+        "poll c1",
+        "process c1 count=all",
+        "poll c1",
+        "process c1 count=all",
+        "poll c1",
+        "process c1 count=all",
+    ];
+    assert_eq!(act(s.addr, &bob, &round).await.status, 200);
+    let seek = ["seek c1 to=earliest"];
+    assert_eq!(
+        act(s.addr, &bob, &seek).await.status,
+        200,
+        "{}",
+        act(s.addr, &bob, &seek).await.body
+    );
+    let a = act(s.addr, &bob, &round).await;
+    assert_eq!(a.status, 403, "{}", a.body);
+    assert!(a.body.contains("sink-writes cap"), "{}", a.body);
+}
+
+#[tokio::test]
+async fn big_values_are_capped_by_bytes() {
+    let s = start(|c| c.caps.bytes = 1 << 20).await;
+    let ada = join(s.addr, "Ada").await;
+    // A value is JSON text; on the line, a quoted string.
+    let json = serde_json::to_string(&"v".repeat(10_000)).expect("json");
+    let value = serde_json::to_string(&json).expect("quoted");
+    let line = format!("produce orders count=200 value={value}");
+    let a = act(s.addr, &ada, &[&line]).await;
+    assert_eq!(a.status, 403, "{}", &a.body[..a.body.len().min(300)]);
+    assert!(a.body.contains("bytes cap"));
+    let line = format!("produce orders count=20 value={value}");
+    assert_eq!(act(s.addr, &ada, &[&line]).await.status, 200);
+}
+
+#[tokio::test]
+async fn labs_in_memory_stay_within_max_resident() {
+    let s = start(|c| c.max_resident = 1).await;
+    let ada = join(s.addr, "Ada").await;
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    let bob = join(s.addr, "Bob").await;
+    assert_eq!(
+        s.workshop.room.resident(),
+        1,
+        "Ada's idle lab made room for Bob's"
+    );
+    assert_eq!(act(s.addr, &ada, &["poll c1"]).await.status, 200);
+    assert_eq!(s.workshop.room.resident(), 1);
+    assert_eq!(act(s.addr, &bob, &["poll c1"]).await.status, 200);
+    assert_eq!(s.workshop.room.resident(), 1);
+    assert_eq!(
+        state(s.addr, &ada).await["history_lines"],
+        state(s.addr, &bob).await["history_lines"]
+    );
+}
+
+#[tokio::test]
+async fn a_learners_event_streams_are_bounded() {
+    let s = start(|_| {}).await;
+    let ada = join(s.addr, "Ada").await;
+    let mut open = Vec::new();
+    for _ in 0..offsetlab_web::workshop::MAX_STREAMS_PER_LEARNER {
+        let mut c = TcpStream::connect(s.addr).await.expect("connect");
+        let req = format!("GET /api/events HTTP/1.1\r\nHost: {}\r\n{ada}\r\n", s.addr);
+        c.write_all(req.as_bytes()).await.expect("write");
+        let mut head = [0u8; 12];
+        c.read_exact(&mut head).await.expect("head");
+        assert_eq!(&head, b"HTTP/1.1 200");
+        open.push(c);
+    }
+    let ninth = send(s.addr, "GET", "/api/events", None, &ada).await;
+    assert_eq!(ninth.status, 429, "{}", ninth.body);
+    // Another learner's streams are their own.
+    let bob = join(s.addr, "Bob").await;
+    let mut c = TcpStream::connect(s.addr).await.expect("connect");
+    let req = format!("GET /api/events HTTP/1.1\r\nHost: {}\r\n{bob}\r\n", s.addr);
+    c.write_all(req.as_bytes()).await.expect("write");
+    let mut head = [0u8; 12];
+    c.read_exact(&mut head).await.expect("head");
+    assert_eq!(&head, b"HTTP/1.1 200");
+    drop(open);
 }

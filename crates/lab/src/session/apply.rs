@@ -168,6 +168,9 @@ impl Session {
             });
         }
         self.admit(&commands)?;
+        let before = self
+            .caps
+            .map(|_| crate::caps::Usage::of(&self.lab, self.history.len()));
         let applied = commands.len();
         let mark = self.lab.narrative().len();
         let mut batch = Batch {
@@ -175,7 +178,9 @@ impl Session {
             kept_before: None,
             reset_plans: Vec::new(),
         };
+        let last = commands.last().map_or(0, |(line, _)| *line);
         for (n, (line, change)) in commands.into_iter().enumerate() {
+            let text = before.is_some().then(|| change.to_string());
             match change {
                 Change::Command(c) => self.apply_command(&mut batch, n, line, c)?,
                 Change::Produced {
@@ -184,6 +189,18 @@ impl Session {
                     client,
                     mut batches,
                 } => self.apply_produced(&batch, n, line, (&topic, partition, &client), &mut batches)?,
+            }
+            // What a line appended on its own (markers, a consumer's output) is measured too.
+            if let (Some(caps), Some(before)) = (self.caps, &before) {
+                let within = caps.still_within_counted(before, &self.lab, self.history.len(), line);
+                if let Err(e) = within {
+                    return Err(self.refuse_past_cap(&batch, &e, line, text.unwrap_or_default()));
+                }
+            }
+        }
+        if let (Some(caps), Some(before)) = (self.caps, &before) {
+            if let Err(e) = caps.still_within(before, &self.lab, self.history.len(), last) {
+                return Err(self.refuse_past_cap(&batch, &e, last, String::new()));
             }
         }
         self.version += 1;
@@ -194,6 +211,26 @@ impl Session {
             events: self.lab.narrative().since(mark).to_vec(),
             reset_plans: batch.reset_plans,
         })
+    }
+
+    /// A batch that took the lab past a cap as it ran: undone, and refused naming the cap.
+    fn refuse_past_cap(
+        &mut self,
+        batch: &Batch,
+        e: &crate::caps::CapExceeded,
+        line: usize,
+        text: String,
+    ) -> ActionError {
+        if let Err(undo) = self.undo_to(batch.history_mark) {
+            return undo;
+        }
+        ActionError {
+            status: CAP_STATUS,
+            error: e.to_string(),
+            line,
+            text,
+            cause: None,
+        }
     }
 
     /// A client's batches appended, their `send … stored=` lines in the history.

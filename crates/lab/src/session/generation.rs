@@ -188,8 +188,32 @@ impl Session {
         self.admit_script(&script)?;
         let (mut lab, generation, mut produced) = self.fresh_lab().map_err(|e| internal(&e))?;
         let mut history = Vec::new();
-        for line in &script.lines {
-            if let Err(e) = replay(&mut lab, &mut produced, &mut history, &line.command, stored) {
+        let nothing = crate::caps::Usage::default();
+        for (i, line) in script.lines.iter().enumerate() {
+            let replayed =
+                replay(&mut lab, &mut produced, &mut history, &line.command, stored).map_err(|e| {
+                    let error = match &e {
+                        ApplyError::Lab(e) => e.to_string(),
+                        ApplyError::Expectation(f) => format!("expectation failed: {f}"),
+                    };
+                    let cause = match e {
+                        ApplyError::Lab(e) => Some(Box::new(e)),
+                        ApplyError::Expectation(_) => None,
+                    };
+                    (422, error, cause)
+                });
+            // What the lab holds as it is built, against the caps (its bytes once it is built).
+            let replayed = replayed.and_then(|()| {
+                match self.caps {
+                    Some(caps) if i + 1 == script.lines.len() => {
+                        caps.still_within(&nothing, &lab, history.len(), line.number)
+                    }
+                    Some(caps) => caps.still_within_counted(&nothing, &lab, history.len(), line.number),
+                    None => Ok(()),
+                }
+                .map_err(|e| (CAP_STATUS, e.to_string(), None))
+            });
+            if let Err((status, error, cause)) = replayed {
                 drop(lab);
                 if let Some(g) = generation {
                     forget_generation(&g.dir);
@@ -198,17 +222,11 @@ impl Session {
                     self.rebuild(self.history.len()).map_err(|e| internal(&e))?;
                 }
                 return Err(ActionError {
-                    status: 422,
-                    error: match &e {
-                        ApplyError::Lab(e) => e.to_string(),
-                        ApplyError::Expectation(f) => format!("expectation failed: {f}"),
-                    },
+                    status,
+                    error,
                     line: line.number,
                     text: line.text.clone(),
-                    cause: match e {
-                        ApplyError::Lab(e) => Some(Box::new(e)),
-                        ApplyError::Expectation(_) => None,
-                    },
+                    cause,
                 });
             }
         }

@@ -130,6 +130,14 @@ impl Session {
         self.version
     }
 
+    /// Moves the version past `seen`: a lab opened again (a workshop's evicted lab, restored at
+    /// version 1) must not look older to the pages that saw it before, or they would ignore it.
+    pub fn advance_version_past(&mut self, seen: u64) {
+        if self.version <= seen {
+            self.version = seen + 1;
+        }
+    }
+
     /// Whether saving a change waits for the disk (an fsync, under `--flush interval` or
     /// `always`): a caller that must not block — an async worker — leaves such a change to a
     /// blocking thread. A lab in memory, or one under `--flush never`, writes into the page
@@ -167,7 +175,9 @@ impl Session {
         };
         let growth = changes.iter().map(|(_, c)| match c {
             Change::Command(c) => crate::caps::Growth::Command(c),
-            Change::Produced { batches, .. } => crate::caps::Growth::Records(batches.records() as u64),
+            Change::Produced { batches, .. } => {
+                crate::caps::Growth::Records(batches.records() as u64, batches.bytes().len() as u64)
+            }
         });
         caps.admit_changes(&self.lab, self.history.len(), growth)
             .map_err(|e| cap_refusal(&e, changes.get(e.line.saturating_sub(1)).map(|(n, c)| (*n, c))))

@@ -12,6 +12,7 @@ use offsetlab_lab::LabHandle;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 use tokio::sync::broadcast;
@@ -33,8 +34,11 @@ pub fn checked_name(name: &str) -> Result<String, String> {
     if name.chars().count() > MAX_NAME_CHARS {
         return Err(format!("a name has at most {MAX_NAME_CHARS} characters"));
     }
-    if name.chars().any(char::is_control) {
-        return Err("a name cannot hold control characters".into());
+    // Control characters, and the ones that reorder the text around them (bidirectional
+    // embeddings, overrides, isolates), would garble the instructor's table.
+    let garbles = |c: char| c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+    if name.chars().any(garbles) {
+        return Err("a name cannot hold control or text-direction characters".into());
     }
     Ok(name.to_string())
 }
@@ -119,6 +123,13 @@ pub struct Learner {
     /// Every change of their lab, to their open pages: outlives the lab's eviction.
     pub changes: broadcast::Sender<u64>,
     pub(super) resident: Mutex<Resident>,
+    /// Whether the lab is in memory, readable without waiting for a restore or a close.
+    pub(super) in_memory: AtomicBool,
+    /// The last version of the lab its pages saw before it was evicted: an opened lab starts
+    /// past it (`Session::advance_version_past`), so open pages do not take it for an old one.
+    pub(super) seen_version: AtomicU64,
+    /// Event streams open now (`/api/events`), bounded per learner.
+    pub(super) streams: AtomicUsize,
     pub(super) activity: Mutex<Activity>,
     pub(super) bucket: Mutex<Bucket>,
 }
@@ -142,6 +153,9 @@ impl Learner {
                 lab: None,
                 last_used: now,
             }),
+            in_memory: AtomicBool::new(false),
+            seen_version: AtomicU64::new(0),
+            streams: AtomicUsize::new(0),
             activity: Mutex::new(activity),
             bucket: Mutex::new(Bucket::full(rate, now)),
         }
@@ -164,7 +178,26 @@ impl Learner {
     }
 
     pub fn is_resident(&self) -> bool {
-        offsetlab_lab::lock(&self.resident).lab.is_some()
+        self.in_memory.load(Ordering::SeqCst)
+    }
+
+    /// One more event stream of this learner's, unless `max` are open: the guard closes it.
+    pub fn open_stream(self: &std::sync::Arc<Self>, max: usize) -> Option<StreamGuard> {
+        let open = self.streams.fetch_add(1, Ordering::SeqCst);
+        if open >= max {
+            self.streams.fetch_sub(1, Ordering::SeqCst);
+            return None;
+        }
+        Some(StreamGuard(std::sync::Arc::clone(self)))
+    }
+}
+
+/// An open event stream of a learner's; dropped when the stream ends.
+pub struct StreamGuard(std::sync::Arc<Learner>);
+
+impl Drop for StreamGuard {
+    fn drop(&mut self) {
+        self.0.streams.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -193,6 +226,7 @@ mod tests {
         );
         assert!(checked_name("   ").is_err());
         assert!(checked_name("a\u{7}b").is_err());
+        assert!(checked_name("evil\u{202E}txt.exe").is_err());
         assert_eq!(checked_name(&"é".repeat(64)).expect("ok").chars().count(), 64);
         assert!(checked_name(&"é".repeat(65)).is_err());
     }

@@ -17,7 +17,7 @@
 //! restore path a restart takes. A lab is evicted only when no request holds it — checked under
 //! the learner's lock, the only place a request can get it from.
 
-use super::learner::{read_activity, write_activity, Activity, Learner};
+use super::learner::{read_activity, write_activity, Activity, Learner, Resident};
 use super::rate::RateLimit;
 use super::secret::Secret;
 use offsetlab_lab::caps::Caps;
@@ -27,6 +27,7 @@ use offsetlab_storage::FlushPolicy;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::broadcast;
@@ -91,6 +92,21 @@ pub enum RoomError {
     Open(String),
     #[error("{0}")]
     Io(String),
+    #[error("the server holds {0} labs in memory, the most it keeps (--max-resident), and every one is in use: try again in a moment")]
+    Busy(usize),
+    #[error("the workshop is stopping")]
+    Closing,
+}
+
+impl RoomError {
+    /// The HTTP status that answers it.
+    pub fn status(&self) -> u16 {
+        match self {
+            RoomError::Full(_) | RoomError::Busy(_) | RoomError::Closing => 503,
+            RoomError::BadName(_) => 400,
+            RoomError::Open(_) | RoomError::Io(_) => 500,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -107,6 +123,8 @@ pub struct Room {
     push: Mutex<Option<Push>>,
     /// Every push, to every open page.
     pushes: broadcast::Sender<u64>,
+    /// Set once the server stops: no lab is opened again.
+    closing: AtomicBool,
 }
 
 const LEARNERS_DIR: &str = "learners";
@@ -168,6 +186,7 @@ impl Room {
             joining: Mutex::new(()),
             push: Mutex::new(push),
             pushes,
+            closing: AtomicBool::new(false),
         })
     }
 
@@ -230,8 +249,10 @@ impl Room {
             activity.clone(),
             self.config.rate,
         ));
-        // The lab first, the learner's file last: a join cut short leaves no learner.
-        let lab = self.open_lab(&learner)?;
+        // The lab first, the learner's file last: a join cut short leaves no learner (its
+        // directory has no `learner.json`, and no browser has its id).
+        self.make_room_for_one(None)?;
+        let lab = self.open_lab(&learner, self.config.clock)?;
         // The instructor sees a new learner's figures (the seed's) before they do anything.
         let activity = match lab.lock().state() {
             Ok(state) => Activity {
@@ -240,20 +261,43 @@ impl Room {
             },
             Err(_) => activity,
         };
-        learner.update(|a| a.figures = activity.figures.clone()).ok();
-        write_activity(&dir, &activity).map_err(|e| RoomError::Io(format!("{}: {e}", dir.display())))?;
-        offsetlab_lab::lock(&learner.resident).lab = Some(lab);
+        if let Err(e) = write_activity(&dir, &activity) {
+            if let Err(close) = lab.lock().close() {
+                eprintln!("warning: the lab of a join that failed did not close cleanly: {close}");
+            }
+            return Err(RoomError::Io(format!(
+                "{}: {e}",
+                dir.join(super::learner::LEARNER_FILE).display()
+            )));
+        }
+        *offsetlab_lab::lock(&learner.activity) = activity;
+        {
+            let mut r = offsetlab_lab::lock(&learner.resident);
+            r.lab = Some(lab);
+            learner.in_memory.store(true, Ordering::SeqCst);
+        }
         let mut l = offsetlab_lab::lock(&self.learners);
         l.by_number.insert(number, Arc::clone(&learner));
         l.by_id.insert(id, Arc::clone(&learner));
         Ok(learner)
     }
 
-    fn open_lab(&self, learner: &Learner) -> Result<LabHandle, RoomError> {
-        let opened = offsetlab_lab::open(&learner.dir, self.config.flush, false, self.config.clock)
-            .map_err(|e| RoomError::Open(e.to_string()))?;
+    /// A learner's lab opened from their directory. `clock` is how a *new* lab's clock runs
+    /// (a join); a lab opened again keeps the mode it had (`None`).
+    fn open_lab(&self, learner: &Learner, clock: Option<ClockMode>) -> Result<LabHandle, RoomError> {
+        if self.is_closing() {
+            return Err(RoomError::Closing);
+        }
+        let opened = offsetlab_lab::open(&learner.dir, self.config.flush, false, clock).map_err(|e| {
+            // An error names files; the learner's id in their path is no one else's to read.
+            RoomError::Open(
+                e.to_string()
+                    .replace(learner.id.as_str(), &format!("<learner {}>", learner.number)),
+            )
+        })?;
         let mut session = opened.session;
         session.set_caps(Some(self.config.caps));
+        session.advance_version_past(learner.seen_version.load(Ordering::SeqCst));
         Ok(LabHandle::with_changes(session, learner.changes.clone()))
     }
 
@@ -264,9 +308,64 @@ impl Room {
         if let Some(lab) = &r.lab {
             return Ok(lab.clone());
         }
-        let lab = self.open_lab(learner)?;
+        self.make_room_for_one(Some(learner.number))?;
+        let lab = self.open_lab(learner, None)?;
         r.lab = Some(lab.clone());
+        learner.in_memory.store(true, Ordering::SeqCst);
         Ok(lab)
+    }
+
+    /// Below `max_resident` labs in memory, or made so by evicting the least recently used lab
+    /// nobody is using (never `except`'s, whose lock the caller holds). Other learners' locks
+    /// are only tried, never waited for: two restores never wait for each other. Blocking.
+    fn make_room_for_one(&self, except: Option<u32>) -> Result<(), RoomError> {
+        let learners = self.learners();
+        let resident: Vec<&Arc<Learner>> = learners.iter().filter(|l| l.is_resident()).collect();
+        if resident.len() < self.config.max_resident {
+            return Ok(());
+        }
+        let mut candidates: Vec<(Instant, &Arc<Learner>)> = resident
+            .iter()
+            .filter(|l| Some(l.number) != except)
+            .filter_map(|l| l.resident.try_lock().ok().map(|r| (r.last_used, *l)))
+            .collect();
+        candidates.sort_by_key(|(used, _)| *used);
+        let mut freed = 0;
+        for (_, learner) in candidates {
+            let Ok(mut r) = learner.resident.try_lock() else {
+                continue;
+            };
+            if self.evict_locked(learner, &mut r) {
+                freed += 1;
+                if resident.len() - freed < self.config.max_resident {
+                    return Ok(());
+                }
+            }
+        }
+        Err(RoomError::Busy(resident.len()))
+    }
+
+    /// Closes and drops `learner`'s lab if nobody holds it; `true` when it went. Closed under
+    /// the learner's lock: a request that comes meanwhile waits, then opens the lab from what
+    /// the close wrote — never from files being written.
+    fn evict_locked(&self, learner: &Learner, r: &mut Resident) -> bool {
+        if r.lab.as_ref().is_none_or(LabHandle::is_shared) {
+            return false;
+        }
+        let Some(lab) = r.lab.take() else {
+            return false;
+        };
+        learner.in_memory.store(false, Ordering::SeqCst);
+        let mut s = lab.lock();
+        learner.seen_version.fetch_max(s.version(), Ordering::SeqCst);
+        if let Err(e) = s.close() {
+            // The next open recovers from the files, as after a crash.
+            eprintln!(
+                "warning: learner {}'s lab did not close cleanly: {e}",
+                learner.number
+            );
+        }
+        true
     }
 
     /// Takes one request's token from the learner's bucket; `Err` with how long to wait.
@@ -290,44 +389,36 @@ impl Room {
         let learners = self.learners();
         let mut resident: Vec<(Instant, &Arc<Learner>)> = learners
             .iter()
-            .filter_map(|l| {
-                let r = offsetlab_lab::lock(&l.resident);
-                r.lab.as_ref().map(|_| (r.last_used, l))
-            })
+            .filter(|l| l.is_resident())
+            .filter_map(|l| l.resident.try_lock().ok().map(|r| (r.last_used, l)))
             .collect();
         resident.sort_by_key(|(used, _)| *used);
         let over = resident.len().saturating_sub(keep);
         let mut gone = 0;
         for (i, (_, learner)) in resident.iter().enumerate() {
-            let mut r = offsetlab_lab::lock(&learner.resident);
-            let idle = now.saturating_duration_since(r.last_used) >= idle_for;
-            let must = i < over && now.saturating_duration_since(r.last_used) >= Duration::from_secs(1);
-            let free = r.lab.as_ref().is_some_and(|l| !l.is_shared());
-            if !(free && (idle || must)) {
+            // A lab being opened or used right now is skipped, not waited for.
+            let Ok(mut r) = learner.resident.try_lock() else {
                 continue;
-            }
-            // Closed under the learner's lock: a request that comes meanwhile waits, then
-            // opens the lab from what the close wrote — never from files being written.
-            if let Some(lab) = r.lab.take() {
-                if let Err(e) = lab.lock().close() {
-                    // The next open recovers from the files, as after a crash.
-                    eprintln!(
-                        "warning: learner {}'s lab did not close cleanly: {e}",
-                        learner.number
-                    );
-                }
+            };
+            let unused = now.saturating_duration_since(r.last_used);
+            let must = i < over && unused >= idle_for.min(Duration::from_secs(1));
+            if (unused >= idle_for || must) && self.evict_locked(learner, &mut r) {
                 gone += 1;
             }
         }
         gone
     }
 
-    /// The live clocks of the labs in memory brought to wall time where a timer is due. Blocking.
+    /// The live clocks of the labs in memory brought to wall time where a timer is due; a lab
+    /// someone holds now is left for the next tick. Blocking.
     pub fn catch_up_due_timers(&self) {
         for learner in self.learners() {
-            let lab = offsetlab_lab::lock(&learner.resident).lab.clone();
+            let lab = match learner.resident.try_lock() {
+                Ok(r) => r.lab.clone(),
+                Err(_) => None,
+            };
             if let Some(lab) = lab {
-                let _ = lab.catch_up_due_timers();
+                let _ = lab.catch_up_due_timers_if_free();
             }
         }
     }
@@ -364,11 +455,14 @@ impl Room {
         self.pushes.subscribe()
     }
 
-    /// Every lab closed cleanly (the server stopping). Labs still in use are closed as they are.
+    /// Every lab closed cleanly (the server stopping); none is opened again after. A lab still
+    /// in use is closed once its request lets go of it.
     pub fn close_all(&self) {
+        self.closing.store(true, Ordering::SeqCst);
         for learner in self.learners() {
             let mut r = offsetlab_lab::lock(&learner.resident);
             if let Some(lab) = r.lab.take() {
+                learner.in_memory.store(false, Ordering::SeqCst);
                 if let Err(e) = lab.lock().close() {
                     eprintln!(
                         "warning: learner {}'s lab did not close cleanly: {e}",
@@ -377,5 +471,9 @@ impl Room {
                 }
             }
         }
+    }
+
+    pub fn is_closing(&self) -> bool {
+        self.closing.load(Ordering::SeqCst)
     }
 }

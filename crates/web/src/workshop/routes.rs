@@ -7,7 +7,7 @@
 
 use super::learner::{Progress, MAX_QUIZ_OPTIONS, MAX_QUIZ_QUESTIONS};
 use super::{cookie, Learner, RoomError, Workshop, LEARNER_COOKIE};
-use crate::api::{json_error, state_response, ApiJson, AppState};
+use crate::api::{json_error, ApiJson, AppState};
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -24,7 +24,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/api/workshop/join", post(post_join))
         .route("/api/workshop/progress", post(post_progress))
         .route("/api/workshop/quiz", post(post_quiz))
-        .route("/api/workshop/push-applied", post(post_push_applied))
+        .route("/api/workshop/push-claim", post(post_push_claim))
         .route("/instructor", get(crate::assets::instructor))
         .route("/instructor.js", get(crate::assets::instructor_js))
         .route("/api/instructor/room", get(get_room))
@@ -120,6 +120,14 @@ pub(crate) fn learner_of(headers: &HeaderMap, w: &Workshop) -> Result<Arc<Learne
     Ok(learner)
 }
 
+pub(crate) fn room_error(e: &RoomError) -> Response {
+    json_error(
+        StatusCode::from_u16(e.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+        &e.to_string(),
+        0,
+    )
+}
+
 fn learner_json(l: &Learner) -> serde_json::Value {
     serde_json::json!({ "number": l.number, "name": l.name() })
 }
@@ -175,14 +183,7 @@ async fn post_join(
     let joined = tokio::task::spawn_blocking(move || room.room.join(&join.name)).await;
     let learner = match joined {
         Ok(Ok(l)) => l,
-        Ok(Err(e)) => {
-            let status = match &e {
-                RoomError::Full(_) => StatusCode::SERVICE_UNAVAILABLE,
-                RoomError::BadName(_) => StatusCode::BAD_REQUEST,
-                RoomError::Open(_) | RoomError::Io(_) => StatusCode::INTERNAL_SERVER_ERROR,
-            };
-            return json_error(status, &e.to_string(), 0);
-        }
+        Ok(Err(e)) => return room_error(&e),
         Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
     };
     let cookie = format!(
@@ -200,20 +201,26 @@ async fn post_join(
 fn on_learner(
     app: &AppState,
     headers: &HeaderMap,
-    f: impl FnOnce(&Learner) -> Result<(), String>,
+    f: impl FnOnce(&Learner) -> Result<serde_json::Value, (StatusCode, String)>,
 ) -> Response {
     let learner = match workshop(app).and_then(|w| learner_of(headers, &w)) {
         Ok(l) => l,
         Err(e) => return e.into_response(),
     };
     match f(&learner) {
-        Ok(()) => Json(serde_json::json!({ "ok": true })).into_response(),
-        Err(e) => json_error(StatusCode::BAD_REQUEST, &e, 0),
+        Ok(answer) => Json(answer).into_response(),
+        Err((status, e)) => json_error(status, &e, 0),
     }
 }
 
-fn saved(r: std::io::Result<()>) -> Result<(), String> {
-    r.map_err(|e| format!("not saved: {e}"))
+/// A learner's file written, or the server's `500` saying why not.
+fn saved(r: std::io::Result<()>) -> Result<serde_json::Value, (StatusCode, String)> {
+    r.map(|()| serde_json::json!({ "ok": true }))
+        .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, format!("not saved: {e}")))
+}
+
+fn bad(e: String) -> (StatusCode, String) {
+    (StatusCode::BAD_REQUEST, e)
 }
 
 #[derive(Deserialize)]
@@ -239,13 +246,13 @@ async fn post_progress(
                 let lesson = LESSONS
                     .iter()
                     .find(|x| x.number() == n)
-                    .ok_or_else(|| format!("there is no lesson {n}"))?;
+                    .ok_or_else(|| bad(format!("there is no lesson {n}")))?;
                 let steps = offsetlab_scenario::lessons::steps(lesson).len() as u32;
                 if p.steps != steps || p.step > steps {
-                    return Err(format!(
+                    return Err(bad(format!(
                         "lesson {n} has {steps} steps: step {} of {} is not one of them",
                         p.step, p.steps
-                    ));
+                    )));
                 }
                 Some(Progress {
                     lesson: n,
@@ -272,11 +279,11 @@ async fn post_quiz(
 ) -> Response {
     on_learner(&app, &headers, |l| {
         if q.question >= MAX_QUIZ_QUESTIONS || q.choice >= MAX_QUIZ_OPTIONS {
-            return Err(format!(
+            return Err(bad(format!(
                 "no such quiz answer: questions are 0 to {}, options 0 to {}",
                 MAX_QUIZ_QUESTIONS - 1,
                 MAX_QUIZ_OPTIONS - 1
-            ));
+            )));
         }
         saved(l.update(|a| {
             a.quiz.insert(q.question, q.choice);
@@ -285,22 +292,33 @@ async fn post_quiz(
 }
 
 #[derive(Deserialize)]
-struct PushApplied {
+struct PushClaim {
     seq: u64,
 }
 
-/// The learner's page applied the instructor's push `seq`: it is not offered again.
-async fn post_push_applied(
+/// The learner's page is about to apply the instructor's push `seq`: `{"claimed": true}` the
+/// first time it is asked, `false` after — so two tabs, or a page that asked twice, apply it
+/// once. Claimed before it is applied: a page that then fails to apply it says so, and the
+/// learner starts the lesson themselves.
+async fn post_push_claim(
     State(app): State<AppState>,
     headers: HeaderMap,
-    ApiJson(p): ApiJson<PushApplied>,
+    ApiJson(p): ApiJson<PushClaim>,
 ) -> Response {
     let latest = app.workshop_of().and_then(|w| w.room.push()).map_or(0, |p| p.seq);
     on_learner(&app, &headers, |l| {
-        if p.seq > latest {
-            return Err(format!("there is no push {} (the latest is {latest})", p.seq));
+        if p.seq == 0 || p.seq > latest {
+            return Err(bad(format!(
+                "there is no push {} (the latest is {latest})",
+                p.seq
+            )));
         }
-        saved(l.update(|a| a.push_applied = a.push_applied.max(p.seq)))
+        let mut claimed = false;
+        saved(l.update(|a| {
+            claimed = a.push_applied < p.seq;
+            a.push_applied = a.push_applied.max(p.seq);
+        }))?;
+        Ok(serde_json::json!({ "claimed": claimed }))
     })
 }
 
@@ -383,22 +401,32 @@ async fn learner_lab(w: &Arc<Workshop>, number: u32) -> Result<LabHandle, Respon
     let room = Arc::clone(w);
     match tokio::task::spawn_blocking(move || room.room.lab(&learner)).await {
         Ok(Ok(lab)) => Ok(lab),
-        Ok(Err(e)) => Err(json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0)),
+        Ok(Err(e)) => Err(room_error(&e)),
         Err(e) => Err(json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0)),
     }
 }
 
+/// Reads learner `number`'s lab with `f`, which is handed a function that takes the
+/// learner's id out of a text (a narrative line names where a sink's files are, and the path
+/// holds the id): the instructor never holds an id, so never acts as a learner.
 async fn read_learner<T: Send + 'static>(
     app: &AppState,
     headers: &HeaderMap,
     number: u32,
-    f: impl FnOnce(&offsetlab_lab::Session) -> T + Send + 'static,
+    f: impl FnOnce(&offsetlab_lab::Session, &dyn Fn(String) -> String) -> T + Send + 'static,
 ) -> Result<T, Response> {
     let w = instructor(app, headers).map_err(IntoResponse::into_response)?;
     let lab = learner_lab(&w, number).await?;
-    tokio::task::spawn_blocking(move || f(&lab.lock()))
-        .await
-        .map_err(|e| json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0))
+    let id = w.room.by_number(number).map(|l| l.id.as_str().to_string());
+    tokio::task::spawn_blocking(move || {
+        let hide = |text: String| match &id {
+            Some(id) => text.replace(id.as_str(), &format!("<learner {number}>")),
+            None => text,
+        };
+        f(&lab.lock(), &hide)
+    })
+    .await
+    .map_err(|e| json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0))
 }
 
 /// A learner's lab as their page sees it (`/api/state`'s shape), read-only.
@@ -407,9 +435,18 @@ async fn get_learner_state(
     headers: HeaderMap,
     Path(number): Path<u32>,
 ) -> Response {
-    read_learner(&app, &headers, number, state_response)
-        .await
-        .unwrap_or_else(|e| e)
+    read_learner(&app, &headers, number, |s, hide| match s.state() {
+        Ok(mut state) => {
+            state.storage.dir = None;
+            match serde_json::to_string(&state) {
+                Ok(json) => ([(header::CONTENT_TYPE, "application/json")], hide(json)).into_response(),
+                Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
+            }
+        }
+        Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
+    })
+    .await
+    .unwrap_or_else(|e| e)
 }
 
 /// A learner's lab as a scenario (what Export gives them).
@@ -418,8 +455,12 @@ async fn get_learner_scenario(
     headers: HeaderMap,
     Path(number): Path<u32>,
 ) -> Response {
-    read_learner(&app, &headers, number, |s| {
-        ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], s.export()).into_response()
+    read_learner(&app, &headers, number, |s, hide| {
+        (
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            hide(s.export()),
+        )
+            .into_response()
     })
     .await
     .unwrap_or_else(|e| e)
@@ -456,6 +497,28 @@ async fn post_push(
             };
             if let Err(e) = w.room.config().caps.admit_script(&script) {
                 return json_error(StatusCode::FORBIDDEN, &e.to_string(), e.line);
+            }
+            // Replayed once here, in memory, with the learners' caps: a scenario that fails
+            // (a line the lab refuses, an expectation that does not hold) fails for the
+            // instructor, not for every learner.
+            let (caps, text) = (w.room.config().caps, text.clone());
+            let tried = tokio::task::spawn_blocking(move || {
+                let mut s = offsetlab_lab::Session::new(offsetlab_lab::SinkBackend::Memory, "")?;
+                s.set_caps(Some(caps));
+                s.load(&text)
+            })
+            .await;
+            match tried {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY);
+                    return json_error(
+                        status,
+                        &format!("this scenario does not run: {}", e.error),
+                        e.line,
+                    );
+                }
+                Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
             }
         }
         _ => {
