@@ -736,3 +736,41 @@ async fn a_learners_event_streams_are_bounded() {
     assert_eq!(&head, b"HTTP/1.1 200");
     drop(open);
 }
+
+#[tokio::test]
+async fn what_the_page_does_works_in_a_learners_lab() {
+    let s = start(|_| {}).await;
+    let ada = join(s.addr, "Ada").await;
+    let bob = join(s.addr, "Bob").await;
+    // The explorer's worst crash of a cell, loaded as her lab.
+    let a = send(
+        s.addr,
+        "POST",
+        "/api/explore/replay",
+        Some(r#"{"strategy":"auto-timer","sink":"append"}"#),
+        &ada,
+    )
+    .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    let lost = a.json()["groups"]
+        .as_object()
+        .and_then(|g| g.values().next())
+        .and_then(|g| g["audit"]["lost"].as_u64());
+    assert!(lost > Some(0), "{}", a.body);
+    // Her export, imported into Bob's lab, is the same lab; hers is untouched by his.
+    let export = send(s.addr, "GET", "/api/scenario", None, &ada).await.body;
+    let imported = send(s.addr, "POST", "/api/scenario", Some(&export), &bob).await;
+    assert_eq!(imported.status, 200, "{}", imported.body);
+    let (hers, his) = (state(s.addr, &ada).await, state(s.addr, &bob).await);
+    assert_eq!(hers["groups"], his["groups"]);
+    // A lesson starts in an empty lab and its steps run.
+    assert_eq!(
+        send(s.addr, "POST", "/api/scenario", Some(""), &bob).await.status,
+        200
+    );
+    for step in offsetlab_scenario::lessons::steps(&offsetlab_scenario::lessons::LESSONS[0]) {
+        let a = act(s.addr, &bob, &[&step.line]).await;
+        assert_eq!(a.status, 200, "{}: {}", step.line, a.body);
+    }
+    assert_eq!(state(s.addr, &ada).await["version"], hers["version"]);
+}
