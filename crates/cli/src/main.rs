@@ -367,6 +367,9 @@ struct WorkshopArgs {
     /// writes again)
     #[arg(long, value_name = "N", default_value_t = 500_000, requires = "workshop")]
     cap_sink_writes: u64,
+    /// Consumer groups one learner's lab may hold (a consumer's, an offset reset's, …)
+    #[arg(long, value_name = "N", default_value_t = 20, requires = "workshop")]
+    cap_groups: usize,
     /// Topics one learner's lab may hold
     #[arg(long, value_name = "N", default_value_t = 20, requires = "workshop")]
     cap_topics: usize,
@@ -445,6 +448,7 @@ fn serve(args: ServeArgs) -> u8 {
                 topics: args.workshop.cap_topics,
                 partitions: args.workshop.cap_partitions,
                 consumers: args.workshop.cap_consumers,
+                groups: args.workshop.cap_groups,
                 history_lines: args.workshop.cap_history_lines,
             },
             max_request_bytes: usize::try_from(args.workshop.cap_request_bytes).unwrap_or(256 << 10),
@@ -465,9 +469,22 @@ fn serve(args: ServeArgs) -> u8 {
             ..offsetlab_broker::KafkaConfig::default()
         },
         http_limits: offsetlab_web::http::HttpLimits {
-            max_connections: args
-                .http_max_connections
-                .map_or_else(offsetlab_web::http::default_max_connections, |n| n as usize),
+            max_connections: args.http_max_connections.map_or_else(
+                || {
+                    let default = offsetlab_web::http::default_max_connections();
+                    if args.workshop.workshop {
+                        // Every learner's page holds its event stream and a connection or two for
+                        // requests: room for all of them, within half the descriptors.
+                        let room = 4 * args.workshop.max_learners as usize + 64;
+                        let fds = offsetlab_storage::descriptor_limit().unwrap_or(1024);
+                        room.max(default)
+                            .min(usize::try_from(fds / 2).unwrap_or(default).max(default))
+                    } else {
+                        default
+                    }
+                },
+                |n| n as usize,
+            ),
             idle_timeout: args.http_idle_timeout,
             ..offsetlab_web::http::HttpLimits::default()
         },

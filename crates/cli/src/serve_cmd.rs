@@ -183,8 +183,12 @@ async fn serve_workshop(
         Some(_) => {
             let opened = offsetlab_lab::open(&data_dir, config.flush, config.reset_data, config.clock)?;
             let mut session = opened.session;
-            // Anyone who reaches the Kafka port can grow it: the learners' caps hold for it too.
-            session.set_caps(Some(options.caps));
+            // Anyone who reaches the Kafka port can grow it: the learners' caps hold for it too,
+            // but its history's length (real clients commit every few seconds, each a line).
+            session.set_caps(Some(offsetlab_lab::caps::Caps {
+                history_lines: usize::MAX,
+                ..options.caps
+            }));
             Some(LabHandle::new(session))
         }
         None => None,

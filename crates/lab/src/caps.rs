@@ -35,6 +35,8 @@ pub struct Caps {
     pub partitions: u64,
     /// Consumers started (each restart of one is the same consumer).
     pub consumers: usize,
+    /// Consumer groups, however made: a consumer's, an offset reset's, an outside client's.
+    pub groups: usize,
     /// Lines in the lab's history: what bounds the work every other line can make (a poll, a
     /// rewind, a tick) and the time a restore takes.
     pub history_lines: usize,
@@ -51,6 +53,7 @@ impl Default for Caps {
             topics: 20,
             partitions: 100,
             consumers: 20,
+            groups: 20,
             history_lines: 20_000,
         }
     }
@@ -59,9 +62,15 @@ impl Default for Caps {
 /// What a lab holds, in the units [`Caps`] bounds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
+    /// Records in every partition, `__consumer_offsets` included.
     pub records: u64,
+    /// Bytes of record batches, and of the history and narrative the lab keeps as text.
     pub bytes: u64,
     pub sink_writes: u64,
+    /// Records handed to consumers and not yet processed, all consumers together: each is a
+    /// copy in memory (and in the lab's snapshot). Capped by [`Caps::records`].
+    pub in_flight: u64,
+    pub groups: usize,
     pub topics: usize,
     pub partitions: u64,
     pub consumers: usize,
@@ -89,35 +98,42 @@ impl Usage {
             .values()
             .map(|g| g.audit.deliveries().len() as u64)
             .sum();
+        usage.records += u64::try_from(lab.offsets().log().log_end_offset()).unwrap_or(0);
+        usage.in_flight = lab.consumers().values().map(|c| c.in_flight.len() as u64).sum();
+        usage.groups = lab.groups().len();
         usage
     }
 
-    /// What `lab`, built by `history_lines` lines, holds now.
+    /// What `lab`, built by `history_lines` lines, holds now (its bytes those of its record
+    /// batches: the session adds the text it keeps).
     pub fn of(lab: &Lab, history_lines: usize) -> Self {
-        let mut usage = Usage {
-            topics: lab.topics().len(),
-            consumers: lab.consumers().len(),
-            history_lines,
-            ..Usage::default()
-        };
+        let mut usage = Usage::counted(lab, history_lines);
         for topic in lab.topics().values() {
-            usage.partitions += topic.partitions.len() as u64;
             for log in &topic.partitions {
-                usage.records += u64::try_from(log.log_end_offset()).unwrap_or(0);
                 usage.bytes += log.segments().iter().map(|s| s.bytes as u64).sum::<u64>();
             }
         }
-        usage.sink_writes = lab
-            .groups()
-            .values()
-            .map(|g| g.audit.deliveries().len() as u64)
-            .sum();
+        usage.bytes += lab
+            .offsets()
+            .log()
+            .segments()
+            .iter()
+            .map(|s| s.bytes as u64)
+            .sum::<u64>();
         usage
     }
 
     /// `self` after `command` runs, at most.
     fn grown_by(mut self, command: &Command, lab: &Lab) -> Self {
+        // A `clock` line (the live clock catching up) is never refused for the history's
+        // length: a lab at its cap must still follow wall time.
+        if matches!(command, Command::Clock(_)) {
+            return self;
+        }
         self.history_lines += 1;
+        // The line itself, kept as text in the history.
+        self.bytes += command.to_string().len() as u64 + 1;
+        let new_group = |g: &str| usize::from(!lab.groups().contains_key(g));
         // A record's bytes in a batch beyond its key and value, at most (varints, attributes,
         // the batch header shared out), and a generated order event's value, at most.
         const RECORD_OVERHEAD: u64 = 80;
@@ -172,7 +188,28 @@ impl Usage {
                     .map_or(0, |t| t.partitions.len() as u64);
                 self.partitions += u64::try_from(a.count).unwrap_or(0).saturating_sub(now);
             }
-            Command::Consumer(c) if !lab.consumers().contains_key(&c.config.name) => self.consumers += 1,
+            Command::Consumer(c) => {
+                if !lab.consumers().contains_key(&c.config.name) {
+                    self.consumers += 1;
+                }
+                self.groups += new_group(&c.config.group);
+            }
+            Command::Poll(p) => {
+                if let Some(c) = lab.consumers().get(&p.consumer) {
+                    self.in_flight += (c.config.max_poll_records as u64).min(self.records);
+                }
+            }
+            Command::Rebalance(r) => self.groups += new_group(&r.group),
+            Command::CommitOffsets(c) => {
+                self.groups += new_group(&c.group);
+                self.records += c.offsets.len() as u64;
+            }
+            Command::TxnOffsets(t) => {
+                self.groups += new_group(&t.group);
+                self.records += t.offsets.len() as u64;
+            }
+            Command::ResetOffsets(r) => self.groups += new_group(&r.group),
+            Command::AlterOffsets(a) => self.groups += new_group(&a.group),
             _ => {}
         }
         self
@@ -200,14 +237,26 @@ pub struct CapExceeded {
 
 impl fmt::Display for CapExceeded {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.cap == "compactions" {
+            return write!(
+                f,
+                "refused: a workshop lab takes one compact or delete-records line per request (this one has {}); send them one at a time. Nothing changed",
+                self.would_be
+            );
+        }
+        // In-flight records are bounded by the records cap: a poll hands out copies of them.
+        let flag = if self.cap == "in-flight" {
+            "records"
+        } else {
+            self.cap
+        };
         write!(
             f,
-            "refused by the workshop's {} cap: this would make {} {} in your lab, and a lab here holds at most {} (the server's --cap-{}). Nothing changed; Reset the lab or load a lesson to start again",
+            "refused by the workshop's {} cap: this would make {} {} in your lab, and a lab here holds at most {} (the server's --cap-{flag}). Nothing changed; Reset the lab or load a lesson to start again",
             self.cap,
             self.would_be,
             self.cap.replace('-', " "),
             self.limit,
-            self.cap
         )
     }
 }
@@ -219,6 +268,8 @@ impl Caps {
     fn check(&self, usage: &Usage, line: usize) -> Result<(), CapExceeded> {
         let checks = [
             ("records", self.records, usage.records),
+            ("in-flight", self.records, usage.in_flight),
+            ("groups", self.groups as u64, usage.groups as u64),
             ("bytes", self.bytes, usage.bytes),
             ("sink-writes", self.sink_writes, usage.sink_writes),
             ("topics", self.topics as u64, usage.topics as u64),
@@ -250,7 +301,11 @@ impl Caps {
         history_lines: usize,
         commands: impl IntoIterator<Item = &'a Command>,
     ) -> Result<(), CapExceeded> {
-        self.admit_changes(lab, history_lines, commands.into_iter().map(Growth::Command))
+        self.admit_changes(
+            lab,
+            Usage::of(lab, history_lines),
+            commands.into_iter().map(Growth::Command),
+        )
     }
 
     /// [`Caps::admit`] for a batch of [`crate::Change`]s: a client's produced batches count their
@@ -258,14 +313,27 @@ impl Caps {
     pub(crate) fn admit_changes<'a>(
         &self,
         lab: &Lab,
-        history_lines: usize,
+        start: Usage,
         changes: impl IntoIterator<Item = Growth<'a>>,
     ) -> Result<(), CapExceeded> {
-        let start = Usage::of(lab, history_lines);
         // A cap already passed is raised to where the lab is, for this check.
         let raised = self.raised_to(&start);
         let mut usage = start;
+        let mut barriers = 0;
         for (i, change) in changes.into_iter().enumerate() {
+            // Each compaction or DeleteRecords saves the lab first and rewrites logs: one per
+            // request, so no request is a thousand rewrites.
+            if let Growth::Command(Command::Compact(_) | Command::DeleteRecords(_)) = change {
+                barriers += 1;
+                if barriers > 1 {
+                    return Err(CapExceeded {
+                        cap: "compactions",
+                        limit: 1,
+                        would_be: barriers,
+                        line: i + 1,
+                    });
+                }
+            }
             usage = match change {
                 Growth::Command(c) => usage.grown_by(c, lab),
                 Growth::Records(n, bytes) => Usage {
@@ -280,33 +348,16 @@ impl Caps {
         Ok(())
     }
 
-    /// After a batch ran on a lab that held `before`: whether the lab, built by
-    /// `history_lines` lines, is still within every cap (those it was over already, raised to
-    /// where it was). `line` names the batch's last line in the refusal.
-    pub fn still_within(
-        &self,
-        before: &Usage,
-        lab: &Lab,
-        history_lines: usize,
-        line: usize,
-    ) -> Result<(), CapExceeded> {
-        self.raised_to(before).check(&Usage::of(lab, history_lines), line)
-    }
-
-    /// [`Caps::still_within`] without the bytes (what [`Usage::counted`] measures): cheap
-    /// enough to ask after every line.
-    pub fn still_within_counted(
-        &self,
-        before: &Usage,
-        lab: &Lab,
-        history_lines: usize,
-        line: usize,
-    ) -> Result<(), CapExceeded> {
-        let usage = Usage {
-            bytes: before.bytes,
-            ..Usage::counted(lab, history_lines)
+    /// After a line or a batch ran on a lab that held `before`: whether what it holds now,
+    /// `after`, is still within every cap (those it was over already, raised to where it was).
+    /// The history's length is not judged here: the check before is exact for it, and a
+    /// `clock` line is never refused for it.
+    pub fn still_within(&self, before: &Usage, after: Usage, line: usize) -> Result<(), CapExceeded> {
+        let after = Usage {
+            history_lines: before.history_lines,
+            ..after
         };
-        self.raised_to(before).check(&usage, line)
+        self.raised_to(before).check(&after, line)
     }
 
     /// These caps, each raised to what `usage` holds already.
@@ -318,6 +369,7 @@ impl Caps {
             topics: self.topics.max(usage.topics),
             partitions: self.partitions.max(usage.partitions),
             consumers: self.consumers.max(usage.consumers),
+            groups: self.groups.max(usage.groups),
             history_lines: self.history_lines.max(usage.history_lines),
         }
     }

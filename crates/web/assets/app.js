@@ -127,7 +127,7 @@ function setState(s) {
   render(previous);
 }
 
-function listen() {
+function listen(retryIn = 1000) {
   const conn = $('#conn');
   const es = new EventSource('/api/events');
   let lost = false;
@@ -138,7 +138,15 @@ function listen() {
     if (lost && ui.state) { ui.state.version = -1; refresh(); }
     lost = false;
   });
-  es.addEventListener('error', () => { conn.textContent = 'reconnecting…'; lost = true; });
+  es.addEventListener('error', () => {
+    conn.textContent = 'reconnecting…';
+    lost = true;
+    // An answer that is not a stream (a 429, a server going away) closes it for good: open a
+    // new one after a while, waiting longer each time.
+    if (es.readyState === EventSource.CLOSED) {
+      setTimeout(() => { if (ui.state) ui.state.version = -1; listen(Math.min(retryIn * 2, 30000)); refresh(); }, retryIn);
+    }
+  });
   es.addEventListener('state', (ev) => {
     const { version } = JSON.parse(ev.data);
     if (!ui.state || version > ui.state.version) refresh();
@@ -193,8 +201,11 @@ function reportProgress() {
  * racing the page's start) apply it once.
  */
 async function applyPush() {
-  if (!ui.workshop || ui.applyingPush) return;
+  if (!ui.workshop) return;
+  // A push that arrives while one is applied is looked for again once it is done.
+  if (ui.applyingPush) { ui.pushPending = true; return; }
   ui.applyingPush = true;
+  ui.pushPending = false;
   try {
     const me = await request('GET', '/api/workshop/me');
     const p = me.ok && me.data && me.data.push;
@@ -216,6 +227,7 @@ async function applyPush() {
     }
   } finally {
     ui.applyingPush = false;
+    if (ui.pushPending) applyPush();
   }
 }
 

@@ -112,6 +112,12 @@ impl AppState {
     }
 }
 
+/// What the instructor's page is to show of a learner's change.
+struct Note {
+    figures: Vec<crate::workshop::learner::GroupFigures>,
+    what: String,
+}
+
 /// Which labs a server serves: one (the page's and the Kafka listener's), or a workshop's.
 #[derive(Clone)]
 enum Labs {
@@ -153,7 +159,7 @@ impl axum::extract::FromRequestParts<AppState> for Scope {
                 lab,
                 learner: Some(learner),
             }),
-            Ok(Err(e)) => Err(json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0)),
+            Ok(Err(e)) => Err(crate::workshop::routes::room_error(&e)),
             Err(e) => Err(json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0)),
         }
     }
@@ -196,40 +202,50 @@ impl Scope {
             .with_session(move |s| match change(s) {
                 Ok(()) => {
                     let pending = scope.changed(s);
-                    let what = pending.is_ok().then_some(what.as_str());
-                    (
-                        scope.answer(s, what, |state| Json(state).into_response()),
-                        pending,
-                    )
+                    let (response, note) = scope.answer(s, &what, |state| Json(state).into_response());
+                    (response, pending, note)
                 }
-                Err(e) => (action_error(&e), Ok(None)),
+                Err(e) => (action_error(&e), Ok(None), None),
             })
             .await;
         match result {
-            Ok((response, pending)) => self.sync(pending, response).await,
+            Ok((response, pending, note)) => self.noted(self.sync(pending, response).await, note),
             Err(e) => e,
         }
     }
 
-    /// The answer to a change that succeeded: the lab's new state, shaped by `respond`. In a
-    /// workshop the learner's figures and `what` they did are noted for the instructor — once
-    /// the change is saved (`what` is `None` when the save failed and took it back).
+    /// The answer to a change that succeeded: the lab's new state, shaped by `respond`, and —
+    /// in a workshop — what the instructor is to see of it (the learner's figures and `what`
+    /// they did), noted by [`Scope::noted`] once the change is durable.
     fn answer(
         &self,
         s: &Session,
-        what: Option<&str>,
+        what: &str,
         respond: impl FnOnce(&LabState) -> Response,
-    ) -> Response {
+    ) -> (Response, Option<Note>) {
         let state = match s.state() {
             Ok(state) => state,
-            Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
+            Err(e) => {
+                return (
+                    json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
+                    None,
+                )
+            }
         };
-        if let (Some(learner), Some(what)) = (&self.learner, what) {
-            let figures = crate::workshop::learner::GroupFigures::of(&state);
-            let what = clip(what, 200);
+        let note = self.learner.as_ref().map(|_| Note {
+            figures: crate::workshop::learner::GroupFigures::of(&state),
+            what: clip(what, 200).into_owned(),
+        });
+        (respond(&state), note)
+    }
+
+    /// `response`, after noting what the instructor sees of the change — only when the change
+    /// was acknowledged (saved, and synced under `--flush always`).
+    fn noted(&self, response: Response, note: Option<Note>) -> Response {
+        if let (Some(learner), Some(note), true) = (&self.learner, note, response.status().is_success()) {
             if let Err(e) = learner.update(|a| {
-                a.figures = figures;
-                a.last_action = Some(what.into_owned());
+                a.figures = note.figures;
+                a.last_action = Some(note.what);
                 a.last_action_ms = Some(offsetlab_lab::session::wall_clock_ms());
             }) {
                 eprintln!(
@@ -238,7 +254,7 @@ impl Scope {
                 );
             }
         }
-        respond(&state)
+        response
     }
 
     /// After a change: save the lab for the next start (or prepare the save that must follow
@@ -388,8 +404,15 @@ struct Actions {
 }
 
 async fn post_actions(scope: Scope, ApiJson(actions): ApiJson<Actions>) -> Response {
-    if actions.lines.len() > 1000 {
-        return json_error(StatusCode::BAD_REQUEST, "at most 1000 lines per request", 0);
+    // A learner's request does at most a hundred lines of work: each can be as costly as the
+    // lab is large, and the rate limit counts requests.
+    let most = if scope.learner.is_some() { 100 } else { 1000 };
+    if actions.lines.len() > most {
+        return json_error(
+            StatusCode::BAD_REQUEST,
+            &format!("at most {most} lines per request"),
+            0,
+        );
     }
     let what = match actions.lines.as_slice() {
         [] => String::new(),
@@ -401,17 +424,16 @@ async fn post_actions(scope: Scope, ApiJson(actions): ApiJson<Actions>) -> Respo
         .with_session_for_change(move |s| match s.apply_lines(&actions.lines) {
             Ok(applied) => {
                 let pending = scope2.changed(s);
-                let what = pending.is_ok().then_some(what.as_str());
-                let response = scope2.answer(s, what, |state| {
+                let (response, note) = scope2.answer(s, &what, |state| {
                     Json(serde_json::json!({ "applied": applied, "state": state })).into_response()
                 });
-                (response, pending)
+                (response, pending, note)
             }
-            Err(e) => (action_error(&e), Ok(None)),
+            Err(e) => (action_error(&e), Ok(None), None),
         })
         .await;
     match result {
-        Ok((response, pending)) => scope.sync(pending, response).await,
+        Ok((response, pending, note)) => scope.noted(scope.sync(pending, response).await, note),
         Err(e) => e,
     }
 }

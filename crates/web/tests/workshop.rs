@@ -281,8 +281,9 @@ async fn a_cap_refuses_the_change_naming_it_and_nothing_changes() {
     let after = state(s.addr, &ada).await;
     assert_eq!(after["version"], before["version"]);
     assert_eq!(after["topics"], before["topics"]);
-    // Within the caps all is well.
-    assert_eq!(act(s.addr, &ada, &["produce orders count=88"]).await.status, 200);
+    // Within the caps all is well (`__consumer_offsets` counts too: the seed's reset and
+    // group records).
+    assert_eq!(act(s.addr, &ada, &["produce orders count=80"]).await.status, 200);
 }
 
 #[tokio::test]
@@ -773,4 +774,87 @@ async fn what_the_page_does_works_in_a_learners_lab() {
         assert_eq!(a.status, 200, "{}: {}", step.line, a.body);
     }
     assert_eq!(state(s.addr, &ada).await["version"], hers["version"]);
+}
+
+#[tokio::test]
+async fn polls_groups_compactions_and_long_requests_are_bounded() {
+    let s = start(|c| {
+        c.caps.records = 30;
+        c.caps.groups = 2;
+    })
+    .await;
+    let ada = join(s.addr, "Ada").await;
+    // Each poll after a rewind hands out copies of the log again: in flight, capped by records.
+    let setup = ["consumer big group=g2 topic=orders max-poll=1000 reset=earliest"];
+    assert_eq!(act(s.addr, &ada, &setup).await.status, 200);
+    let again = [
+        "poll big",
+        "seek big to=earliest",
+        "poll big",
+        "seek big to=earliest",
+        "poll big",
+    ];
+    let a = act(s.addr, &ada, &again).await;
+    assert_eq!(a.status, 403, "{}", a.body);
+    assert!(
+        a.body.contains("in-flight cap") && a.body.contains("--cap-records"),
+        "{}",
+        a.body
+    );
+    // A third group, however it is made.
+    let a = act(
+        s.addr,
+        &ada,
+        &["reset-offsets g3 topic=orders to-earliest execute"],
+    )
+    .await;
+    assert_eq!(a.status, 403, "{}", a.body);
+    assert!(a.body.contains("groups cap"), "{}", a.body);
+    // One compaction per request.
+    let two = ["compact orders", "compact orders"];
+    let a = act(s.addr, &ada, &two).await;
+    assert_eq!(a.status, 403, "{}", a.body);
+    assert!(
+        a.body.contains("one compact or delete-records line per request"),
+        "{}",
+        a.body
+    );
+    // At most a hundred lines.
+    let many: Vec<&str> = std::iter::repeat_n("tick 1ms", 101).collect();
+    let a = act(s.addr, &ada, &many).await;
+    assert_eq!(a.status, 400, "{}", a.body);
+    assert!(a.body.contains("at most 100 lines"));
+}
+
+#[tokio::test]
+async fn a_lab_at_its_history_cap_still_follows_its_clock_and_a_closed_room_opens_nothing() {
+    let s = start(|c| c.caps.history_lines = 6).await;
+    let ada = join(s.addr, "Ada").await;
+    let live = send(s.addr, "POST", "/api/clock", Some(r#"{"mode":"live"}"#), &ada).await;
+    assert_eq!(live.status, 200, "{}", live.body);
+    let mut last = 200;
+    for _ in 0..4 {
+        last = act(s.addr, &ada, &["tick 1ms"]).await.status;
+    }
+    assert_eq!(last, 403, "the history cap is reached");
+    // The clock's own lines are not refused for the history's length.
+    let paused = send(s.addr, "POST", "/api/clock", Some(r#"{"mode":"paused"}"#), &ada).await;
+    assert_eq!(paused.status, 200, "{}", paused.body);
+    assert_eq!(paused.json()["clock_mode"], "paused");
+
+    let room = Arc::clone(&s.workshop);
+    tokio::task::spawn_blocking(move || room.room.close_all())
+        .await
+        .expect("close");
+    let a = act(s.addr, &ada, &["tick 1ms"]).await;
+    assert_eq!(a.status, 503, "{}", a.body);
+    let joined = send(
+        s.addr,
+        "POST",
+        "/api/workshop/join",
+        Some(r#"{"name":"late"}"#),
+        "",
+    )
+    .await;
+    assert_eq!(joined.status, 503, "{}", joined.body);
 }

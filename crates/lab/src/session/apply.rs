@@ -168,9 +168,7 @@ impl Session {
             });
         }
         self.admit(&commands)?;
-        let before = self
-            .caps
-            .map(|_| crate::caps::Usage::of(&self.lab, self.history.len()));
+        let before = self.caps.map(|_| self.usage());
         let applied = commands.len();
         let mark = self.lab.narrative().len();
         let mut batch = Batch {
@@ -192,14 +190,17 @@ impl Session {
             }
             // What a line appended on its own (markers, a consumer's output) is measured too.
             if let (Some(caps), Some(before)) = (self.caps, &before) {
-                let within = caps.still_within_counted(before, &self.lab, self.history.len(), line);
-                if let Err(e) = within {
+                let now = crate::caps::Usage {
+                    bytes: before.bytes,
+                    ..crate::caps::Usage::counted(&self.lab, self.history.len())
+                };
+                if let Err(e) = caps.still_within(before, now, line) {
                     return Err(self.refuse_past_cap(&batch, &e, line, text.unwrap_or_default()));
                 }
             }
         }
         if let (Some(caps), Some(before)) = (self.caps, &before) {
-            if let Err(e) = caps.still_within(before, &self.lab, self.history.len(), last) {
+            if let Err(e) = caps.still_within(before, self.usage(), last) {
                 return Err(self.refuse_past_cap(&batch, &e, last, String::new()));
             }
         }

@@ -206,9 +206,13 @@ impl Session {
             let replayed = replayed.and_then(|()| {
                 match self.caps {
                     Some(caps) if i + 1 == script.lines.len() => {
-                        caps.still_within(&nothing, &lab, history.len(), line.number)
+                        let built = crate::caps::Usage::of(&lab, history.len());
+                        caps.still_within(&nothing, built, line.number)
                     }
-                    Some(caps) => caps.still_within_counted(&nothing, &lab, history.len(), line.number),
+                    Some(caps) => {
+                        let built = crate::caps::Usage::counted(&lab, history.len());
+                        caps.still_within(&nothing, built, line.number)
+                    }
                     None => Ok(()),
                 }
                 .map_err(|e| (CAP_STATUS, e.to_string(), None))

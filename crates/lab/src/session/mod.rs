@@ -179,8 +179,23 @@ impl Session {
                 crate::caps::Growth::Records(batches.records() as u64, batches.bytes().len() as u64)
             }
         });
-        caps.admit_changes(&self.lab, self.history.len(), growth)
+        caps.admit_changes(&self.lab, self.usage(), growth)
             .map_err(|e| cap_refusal(&e, changes.get(e.line.saturating_sub(1)).map(|(n, c)| (*n, c))))
+    }
+
+    /// What the lab holds, as the caps count it: its records, logs and sinks, and the history
+    /// and narrative it keeps as text.
+    pub(crate) fn usage(&self) -> crate::caps::Usage {
+        let mut usage = crate::caps::Usage::of(&self.lab, self.history.len());
+        usage.bytes += self.text_bytes();
+        usage
+    }
+
+    /// The bytes of the history and narrative files (as of the last save; 0 in memory).
+    fn text_bytes(&self) -> u64 {
+        self.generation.as_ref().map_or(0, |g| {
+            offsetlab_storage::lock(&g.history).bytes + offsetlab_storage::lock(&g.narrative).bytes
+        })
     }
 
     /// Refuses, before anything runs, a lab to load that would pass a cap.

@@ -202,6 +202,10 @@ impl Session {
         }
         self.lab.close_logs()?;
         self.persist()?;
-        FileStore::mark_clean(&g.dir.join("logs")).map_err(storage)
+        FileStore::mark_clean(&g.dir.join("logs")).map_err(storage)?;
+        // Closed means closed: a request that still held the session (a server stopping with a
+        // request in flight) changes nothing the clean marker would then belie.
+        self.broken = Some("the lab was closed (the server is stopping, or the lab was put away)".into());
+        Ok(())
     }
 }

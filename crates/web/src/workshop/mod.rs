@@ -27,7 +27,7 @@ pub use secret::{Secret, Token};
 
 /// Event streams (`/api/events`, one per open tab) a learner may hold at once. A closed tab's
 /// stream is let go at its next keep-alive (15 s), so there is room for reloads.
-pub const MAX_STREAMS_PER_LEARNER: usize = 16;
+pub const MAX_STREAMS_PER_LEARNER: usize = 6;
 
 /// The cookie that carries a learner's id.
 pub const LEARNER_COOKIE: &str = "offsetlab_learner";

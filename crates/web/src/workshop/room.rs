@@ -120,6 +120,9 @@ pub struct Room {
     learners: Mutex<Learners>,
     /// Joins are one at a time: the room-full check and the new learner's number hold.
     joining: Mutex<()>,
+    /// Labs are opened one at a time, so the count of labs in memory is checked and grown as
+    /// one step (`--max-resident` holds when a whole class reconnects at once).
+    opening: Mutex<()>,
     push: Mutex<Option<Push>>,
     /// Every push, to every open page.
     pushes: broadcast::Sender<u64>,
@@ -184,6 +187,7 @@ impl Room {
             config,
             learners: Mutex::new(learners),
             joining: Mutex::new(()),
+            opening: Mutex::new(()),
             push: Mutex::new(push),
             pushes,
             closing: AtomicBool::new(false),
@@ -251,8 +255,13 @@ impl Room {
         ));
         // The lab first, the learner's file last: a join cut short leaves no learner (its
         // directory has no `learner.json`, and no browser has its id).
-        self.make_room_for_one(None)?;
-        let lab = self.open_lab(&learner, self.config.clock)?;
+        let lab = {
+            let _one_at_a_time = offsetlab_lab::lock(&self.opening);
+            self.make_room_for_one(None)?;
+            let lab = self.open_lab(&learner, self.config.clock)?;
+            learner.in_memory.store(true, Ordering::SeqCst);
+            lab
+        };
         // The instructor sees a new learner's figures (the seed's) before they do anything.
         let activity = match lab.lock().state() {
             Ok(state) => Activity {
@@ -271,12 +280,16 @@ impl Room {
             )));
         }
         *offsetlab_lab::lock(&learner.activity) = activity;
-        {
-            let mut r = offsetlab_lab::lock(&learner.resident);
-            r.lab = Some(lab);
-            learner.in_memory.store(true, Ordering::SeqCst);
-        }
+        offsetlab_lab::lock(&learner.resident).lab = Some(lab);
         let mut l = offsetlab_lab::lock(&self.learners);
+        if self.is_closing() {
+            // The room closed while this learner joined: their lab is closed here, not left open.
+            drop(l);
+            if let Some(lab) = offsetlab_lab::lock(&learner.resident).lab.take() {
+                let _ = lab.lock().close();
+            }
+            return Err(RoomError::Closing);
+        }
         l.by_number.insert(number, Arc::clone(&learner));
         l.by_id.insert(id, Arc::clone(&learner));
         Ok(learner)
@@ -308,6 +321,7 @@ impl Room {
         if let Some(lab) = &r.lab {
             return Ok(lab.clone());
         }
+        let _one_at_a_time = offsetlab_lab::lock(&self.opening);
         self.make_room_for_one(Some(learner.number))?;
         let lab = self.open_lab(learner, None)?;
         r.lab = Some(lab.clone());
@@ -458,7 +472,12 @@ impl Room {
     /// Every lab closed cleanly (the server stopping); none is opened again after. A lab still
     /// in use is closed once its request lets go of it.
     pub fn close_all(&self) {
-        self.closing.store(true, Ordering::SeqCst);
+        // Set under the room's lock: a join either is in the room by now, and is closed below,
+        // or sees it and closes its own lab.
+        {
+            let _room = offsetlab_lab::lock(&self.learners);
+            self.closing.store(true, Ordering::SeqCst);
+        }
         for learner in self.learners() {
             let mut r = offsetlab_lab::lock(&learner.resident);
             if let Some(lab) = r.lab.take() {

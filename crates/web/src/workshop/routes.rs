@@ -443,7 +443,8 @@ async fn get_learner_state(
                 Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
             }
         }
-        Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
+        // A sink's error names its file, whose path holds the learner's id.
+        Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, &hide(e.to_string()), 0),
     })
     .await
     .unwrap_or_else(|e| e)
