@@ -100,20 +100,24 @@ pub async fn serve(mut config: ServeConfig) -> anyhow::Result<()> {
             .unwrap_or_default()
     );
     let _ = out.flush();
-    offsetlab_web::http::serve(
-        listener,
-        offsetlab_web::router(state),
-        config.http_limits,
-        async {
-            let _ = tokio::signal::ctrl_c().await;
-        },
-    )
-    .await?;
+    serve_until_ctrl_c(listener, state, config.http_limits).await?;
     // A clean stop: logs synced and snapshotted, so the next start reads no record data.
     lab.lock()
         .close()
         .map_err(|e| anyhow::anyhow!("closing the lab: {e}"))?;
     Ok(())
+}
+
+/// The page and its API on `listener` until Ctrl-C.
+async fn serve_until_ctrl_c(
+    listener: tokio::net::TcpListener,
+    state: offsetlab_web::AppState,
+    limits: offsetlab_web::http::HttpLimits,
+) -> std::io::Result<()> {
+    offsetlab_web::http::serve(listener, offsetlab_web::router(state), limits, async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+    .await
 }
 
 /// The note `--allow-remote` without `--public-host` deserves.
@@ -230,15 +234,7 @@ async fn serve_workshop(
             .unwrap_or_default()
     );
     let _ = out.flush();
-    offsetlab_web::http::serve(
-        listener,
-        offsetlab_web::router(state),
-        config.http_limits,
-        async {
-            let _ = tokio::signal::ctrl_c().await;
-        },
-    )
-    .await?;
+    serve_until_ctrl_c(listener, state, config.http_limits).await?;
     let closing = std::sync::Arc::clone(&workshop);
     tokio::task::spawn_blocking(move || closing.room.close_all()).await?;
     if let Some(lab) = &workshop.demo {

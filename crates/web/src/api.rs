@@ -171,19 +171,24 @@ impl Scope {
         &self,
         f: impl FnOnce(&mut Session) -> T + Send + 'static,
     ) -> Result<T, Response> {
-        let lab = self.lab.clone();
-        tokio::task::spawn_blocking(move || f(&mut lab.lock()))
-            .await
-            .map_err(|e| json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0))
+        self.on_session(LabHandle::lock, f).await
     }
 
-    /// [`AppState::with_session`] for a change: a live clock is brought to wall time first.
+    /// [`Scope::with_session`] for a change: a live clock is brought to wall time first.
     async fn with_session_for_change<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Session) -> T + Send + 'static,
     ) -> Result<T, Response> {
+        self.on_session(LabHandle::lock_for_change, f).await
+    }
+
+    async fn on_session<T: Send + 'static>(
+        &self,
+        lock: for<'a> fn(&'a LabHandle) -> std::sync::MutexGuard<'a, Session>,
+        f: impl FnOnce(&mut Session) -> T + Send + 'static,
+    ) -> Result<T, Response> {
         let lab = self.lab.clone();
-        tokio::task::spawn_blocking(move || f(&mut lab.lock_for_change()))
+        tokio::task::spawn_blocking(move || f(&mut lock(&lab)))
             .await
             .map_err(|e| json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0))
     }
