@@ -187,6 +187,15 @@ enum Cmd {
     },
     /// A 30-second tour in the terminal: the seed lab, crashed at the wrong instant
     Tour,
+    /// A consumer agent: one real Kafka consumer (librdkafka) driven over stdin/stdout, one
+    /// JSON message per line (offsetlab-cluster's protocol). Started by offsetlab itself, in a
+    /// process of its own so that a crash can be SIGKILL
+    #[command(hide = true)]
+    Agent {
+        /// The consumer, as offsetlab-cluster's `ConsumerSettings` in JSON
+        #[arg(long, value_name = "JSON")]
+        settings: String,
+    },
     /// Print the seed scenario (a starting point for your own)
     Seed,
 }
@@ -498,6 +507,26 @@ fn serve(args: ServeArgs) -> u8 {
     }
 }
 
+/// `offsetlab agent`: exit 0 once closed, 2 for settings that do not read, 3 when the client
+/// or the pipe fails.
+fn agent(settings: &str) -> u8 {
+    let settings: offsetlab_cluster::ConsumerSettings = match serde_json::from_str(settings) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: --settings: {e}");
+            return exit::INVALID_SCENARIO;
+        }
+    };
+    let stdin = std::io::stdin();
+    match offsetlab_cluster::agent::run(&settings, stdin.lock(), std::io::stdout()) {
+        Ok(()) => exit::OK,
+        Err(e) => {
+            eprintln!("error: {e}");
+            exit::IO_ERROR
+        }
+    }
+}
+
 /// Where `offsetlab groups --reset-offsets` moves each partition: one of these.
 #[derive(clap::Args, Debug)]
 struct ResetTo {
@@ -556,6 +585,7 @@ fn main() -> ExitCode {
     let code = match cli.command {
         None => serve(ServeArgs::default()),
         Some(Cmd::Serve(args)) => serve(args),
+        Some(Cmd::Agent { settings }) => agent(&settings),
         Some(Cmd::Bench {
             what: BenchCmd::Storage { records, dir, json },
         }) => bench_cmd::storage(records, dir, json),

@@ -1,0 +1,197 @@
+//! `offsetlab agent` — a real consumer (librdkafka) in its own process — against the lab's
+//! Kafka listener: what a crash is when it is a real one.
+
+#[macro_use]
+mod common;
+
+use common::{http, ok_json, serve, Lab};
+use offsetlab_cluster::{ConsumerSettings, Reply, Request};
+use offsetlab_engine::strategy::CommitStrategy;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Agent {
+    child: Child,
+    to: ChildStdin,
+    from: BufReader<ChildStdout>,
+}
+
+impl Agent {
+    fn start(settings: &ConsumerSettings) -> Self {
+        let json = serde_json::to_string(settings).expect("settings");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_offsetlab"))
+            .args(["agent", "--settings", &json])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn the agent");
+        let to = child.stdin.take().expect("stdin");
+        let from = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut agent = Agent { child, to, from };
+        assert!(matches!(agent.reply(), Reply::Ready { .. }));
+        agent
+    }
+
+    fn reply(&mut self) -> Reply {
+        let mut line = String::new();
+        self.from.read_line(&mut line).expect("a reply");
+        offsetlab_cluster::protocol::decode(line.trim()).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+    }
+
+    fn ask(&mut self, request: &Request) -> Reply {
+        writeln!(self.to, "{}", offsetlab_cluster::protocol::encode(request)).expect("ask");
+        self.to.flush().expect("flush");
+        self.reply()
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn settings(kafka: &str, group: &str, strategy: CommitStrategy) -> ConsumerSettings {
+    ConsumerSettings {
+        bootstrap_servers: kafka.to_string(),
+        group: group.to_string(),
+        topic: "orders".into(),
+        client_id: format!("{group}-c1"),
+        strategy,
+        auto_commit_interval_ms: 1000,
+        reset: "earliest".into(),
+        session_timeout_ms: Some(6000),
+        max_poll_interval_ms: None,
+        isolation: None,
+        instance_id: None,
+        assignor: None,
+        extra: Vec::new(),
+    }
+}
+
+fn group(lab: &Lab, name: &str) -> serde_json::Value {
+    let s = ok_json(&http(&lab.addr, "GET", "/api/state", "").expect("state")).expect("200");
+    s["groups"][name].clone()
+}
+
+/// Waits up to `limit` for `done` to hold of the group.
+fn wait_for(
+    lab: &Lab,
+    name: &str,
+    limit: Duration,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> (serde_json::Value, Duration) {
+    let start = Instant::now();
+    loop {
+        let g = group(lab, name);
+        if done(&g) || start.elapsed() > limit {
+            return (g, start.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn polled(reply: Reply) -> Vec<i64> {
+    match reply {
+        Reply::Records { records } => records.iter().map(|r| r.offset).collect(),
+        other => panic!("not records: {other:?}"),
+    }
+}
+
+#[test]
+fn a_crash_is_real_no_leave_group_the_member_stays_until_its_session_times_out_and_the_timer_commit_is_what_is_left(
+) {
+    let lab = serve(&[
+        "--ephemeral",
+        "--http",
+        "127.0.0.1:0",
+        "--kafka",
+        "127.0.0.1:0",
+        "--clock",
+        "live",
+    ]);
+    let kafka = lab.kafka();
+    let mut agent = Agent::start(&settings(&kafka, "crash-g", CommitStrategy::AutoTimer));
+    let got = polled(agent.ask(&Request::Poll {
+        max: 4,
+        timeout_ms: 20_000,
+    }));
+    assert_eq!(got, vec![0, 1, 2, 3], "a batch of four");
+    // librdkafka's timer commits what poll handed over (nothing was processed).
+    let (g, _) = wait_for(&lab, "crash-g", Duration::from_secs(10), |g| {
+        g["committed"]["orders-0"] == 4
+    });
+    assert_eq!(g["committed"]["orders-0"], 4, "{g}");
+    assert_eq!(g["members"].as_array().map(Vec::len), Some(1));
+
+    // kill -9: no close(), no LeaveGroup, no final commit.
+    agent.child.kill().expect("SIGKILL");
+    let _ = agent.child.wait();
+    let killed = Instant::now();
+    std::thread::sleep(Duration::from_millis(1500));
+    let g = group(&lab, "crash-g");
+    assert_eq!(
+        g["members"].as_array().map(Vec::len),
+        Some(1),
+        "still a member after the kill: {g}"
+    );
+    // Until its session.timeout.ms (6 s) runs out on the coordinator.
+    let (g, _) = wait_for(&lab, "crash-g", Duration::from_secs(20), |g| {
+        g["members"].as_array().is_some_and(Vec::is_empty)
+    });
+    let gone_after = killed.elapsed();
+    assert!(g["members"].as_array().is_some_and(Vec::is_empty), "{g}");
+    assert!(
+        gone_after >= Duration::from_secs(5),
+        "not before its session timed out: {gone_after:?}"
+    );
+    assert_eq!(
+        g["committed"]["orders-0"], 4,
+        "the timer's last commit is what is committed: {g}"
+    );
+
+    // A clean close() is the contrast: it leaves at once.
+    let mut agent = Agent::start(&settings(&kafka, "close-g", CommitStrategy::ManualBatch));
+    assert_eq!(
+        polled(agent.ask(&Request::Poll {
+            max: 4,
+            timeout_ms: 20_000,
+        })),
+        vec![0, 1, 2, 3]
+    );
+    assert!(matches!(agent.ask(&Request::Commit), Reply::Committed { .. }));
+    let closing = Instant::now();
+    assert_eq!(agent.ask(&Request::Close), Reply::Closed);
+    let (g, _) = wait_for(&lab, "close-g", Duration::from_secs(5), |g| {
+        g["members"].as_array().is_some_and(Vec::is_empty)
+    });
+    assert!(g["members"].as_array().is_some_and(Vec::is_empty), "{g}");
+    assert!(
+        closing.elapsed() < Duration::from_secs(5),
+        "LeaveGroup, not a session timeout"
+    );
+    assert_eq!(g["committed"]["orders-0"], 4);
+}
+
+#[test]
+fn an_agent_answers_a_bad_line_and_goes_on_and_bad_settings_are_exit_2() {
+    let lab = serve(&["--ephemeral", "--http", "127.0.0.1:0", "--kafka", "127.0.0.1:0"]);
+    let mut agent = Agent::start(&settings(&lab.kafka(), "bad-g", CommitStrategy::ManualRecord));
+    writeln!(agent.to, "{{\"op\":\"frobnicate\"}}").expect("write");
+    agent.to.flush().expect("flush");
+    assert!(matches!(agent.reply(), Reply::Failed { .. }));
+    let committed = agent.ask(&Request::CommitOffsets {
+        offsets: vec![offsetlab_cluster::PartitionOffset {
+            topic: "orders".into(),
+            partition: 0,
+            offset: 2,
+        }],
+    });
+    assert!(matches!(committed, Reply::Committed { .. }), "{committed:?}");
+    assert_eq!(group(&lab, "bad-g")["committed"]["orders-0"], 2);
+    let out = common::offsetlab(&["agent", "--settings", "{not json"]);
+    assert_eq!(out.status.code(), Some(2));
+}

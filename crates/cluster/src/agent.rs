@@ -1,0 +1,199 @@
+//! A consumer agent: one real Kafka consumer (librdkafka) in a process of its own, doing what
+//! the runner's [`Request`]s say and telling it every record it hands to the application.
+//!
+//! It is a process so that a crash is one: `SIGKILL` ends it with no LeaveGroup, no final
+//! commit, and the client's auto-commit timer dies with it — what happens to a consumer killed
+//! in production, which no in-process simulation of a client can be trusted to reproduce.
+
+use crate::protocol::{decode, encode, Delivered, PartitionOffset, Reply, Request};
+use crate::settings::ConsumerSettings;
+use offsetlab_engine::strategy::CommitStrategy;
+use offsetlab_records::RecordBytes;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::message::Message;
+use rdkafka::{Offset, TopicPartitionList};
+use std::io::{BufRead, Write};
+use std::time::{Duration, Instant};
+
+/// Why an agent stopped before it was told to close.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error("the consumer could not be created: {0}")]
+    Client(#[from] rdkafka::error::KafkaError),
+    #[error("the runner's pipe: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Runs the agent until [`Request::Close`] or the end of `input` (the runner went away: the
+/// consumer is closed as `close()` closes it).
+pub fn run(
+    settings: &ConsumerSettings,
+    input: impl BufRead,
+    mut output: impl Write,
+) -> Result<(), AgentError> {
+    let mut config = ClientConfig::new();
+    for (k, v) in settings.properties() {
+        config.set(k, v);
+    }
+    let consumer: BaseConsumer = config.create()?;
+    consumer.subscribe(&[settings.topic.as_str()])?;
+    let mut agent = Agent {
+        consumer,
+        strategy: settings.strategy,
+        interval: Duration::from_millis(u64::try_from(settings.auto_commit_interval_ms).unwrap_or(5000)),
+        last_auto_commit: Instant::now(),
+    };
+    say(
+        &mut output,
+        &Reply::Ready {
+            client_id: settings.client_id.clone(),
+        },
+    )?;
+    for line in input.lines() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let reply = match decode::<Request>(&line) {
+            Ok(Request::Close) => {
+                // Dropping a BaseConsumer is `close()`: the final auto-commit and LeaveGroup.
+                drop(agent);
+                return say(&mut output, &Reply::Closed);
+            }
+            Ok(request) => agent.handle(request),
+            Err(e) => Reply::Failed {
+                message: e.to_string(),
+            },
+        };
+        say(&mut output, &reply)?;
+    }
+    Ok(())
+}
+
+fn say(output: &mut impl Write, reply: &Reply) -> Result<(), AgentError> {
+    writeln!(output, "{}", encode(reply))?;
+    output.flush()?;
+    Ok(())
+}
+
+struct Agent {
+    consumer: BaseConsumer,
+    strategy: CommitStrategy,
+    interval: Duration,
+    last_auto_commit: Instant,
+}
+
+impl Agent {
+    fn handle(&mut self, request: Request) -> Reply {
+        let result = match request {
+            Request::Poll { max, timeout_ms } => self.poll(max, Duration::from_millis(timeout_ms)),
+            // The positions poll reached, as the Java client's `commitSync()` commits them
+            // (librdkafka's own "commit the consumer's state" commits *stored* offsets, which
+            // only auto-timer stores).
+            Request::Commit => self.positions().and_then(|tpl| {
+                self.consumer
+                    .commit(&tpl, CommitMode::Sync)
+                    .map(|()| Reply::Committed {
+                        offsets: offsets(&tpl),
+                    })
+            }),
+            Request::CommitOffsets { offsets: wanted } => {
+                let mut tpl = TopicPartitionList::new();
+                let added = wanted.iter().try_for_each(|o| {
+                    tpl.add_partition_offset(&o.topic, o.partition, Offset::Offset(o.offset))
+                });
+                added
+                    .and_then(|()| self.consumer.commit(&tpl, CommitMode::Sync))
+                    .map(|()| Reply::Committed { offsets: wanted })
+            }
+            Request::CommitAsync => self
+                .positions()
+                .and_then(|tpl| self.consumer.commit(&tpl, CommitMode::Async))
+                .map(|()| Reply::CommitSent),
+            Request::Committed { timeout_ms } => self
+                .consumer
+                .committed(Duration::from_millis(timeout_ms))
+                .map(|tpl| Reply::Committed {
+                    offsets: offsets(&tpl),
+                }),
+            Request::Close => Ok(Reply::Closed),
+        };
+        result.unwrap_or_else(|e| Reply::Failed {
+            message: e.to_string(),
+        })
+    }
+
+    /// One `poll()` of the scenario: the first record waited for up to `timeout`, then what is
+    /// already fetched, up to `max`.
+    fn poll(&mut self, max: usize, timeout: Duration) -> rdkafka::error::KafkaResult<Reply> {
+        // The Java client's auto-commit, emulated: inside poll, once the interval passed, the
+        // positions the earlier polls reached are committed before anything new is fetched.
+        if self.strategy == CommitStrategy::AutoPoll && self.last_auto_commit.elapsed() >= self.interval {
+            if let Ok(tpl) = self.positions() {
+                self.consumer.commit(&tpl, CommitMode::Sync)?;
+            }
+            self.last_auto_commit = Instant::now();
+        }
+        let deadline = Instant::now() + timeout;
+        let mut records = Vec::new();
+        while records.len() < max {
+            let wait = if records.is_empty() {
+                deadline.saturating_duration_since(Instant::now())
+            } else {
+                Duration::ZERO
+            };
+            match self.consumer.poll(wait) {
+                Some(Ok(m)) => records.push(Delivered {
+                    topic: m.topic().to_string(),
+                    partition: m.partition(),
+                    offset: m.offset(),
+                    key: m.key().map(|k| RecordBytes::new(k.to_vec())),
+                    value: m.payload().map(|v| RecordBytes::new(v.to_vec())),
+                }),
+                // Nothing more fetched, an end-of-partition event or a transient error: not a
+                // record. Before the first one, wait on until the deadline.
+                Some(Err(_)) | None => {
+                    if !records.is_empty() || Instant::now() >= deadline {
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(Reply::Records { records })
+    }
+}
+
+impl Agent {
+    /// The partitions poll has reached a position in, at those positions (a partition not read
+    /// from yet has none, and is not committed).
+    fn positions(&self) -> rdkafka::error::KafkaResult<TopicPartitionList> {
+        let reached = self.consumer.position()?;
+        let mut tpl = TopicPartitionList::new();
+        for e in reached.elements() {
+            if let Offset::Offset(o) = e.offset() {
+                tpl.add_partition_offset(e.topic(), e.partition(), Offset::Offset(o))?;
+            }
+        }
+        if tpl.count() == 0 {
+            return Err(rdkafka::error::KafkaError::ConsumerCommit(
+                rdkafka::types::RDKafkaErrorCode::NoOffset,
+            ));
+        }
+        Ok(tpl)
+    }
+}
+
+fn offsets(tpl: &TopicPartitionList) -> Vec<PartitionOffset> {
+    tpl.elements()
+        .iter()
+        .filter_map(|e| match e.offset() {
+            Offset::Offset(o) => Some(PartitionOffset {
+                topic: e.topic().to_string(),
+                partition: e.partition(),
+                offset: o,
+            }),
+            _ => None,
+        })
+        .collect()
+}

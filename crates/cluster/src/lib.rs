@@ -1,0 +1,16 @@
+//! # offsetlab-cluster
+//!
+//! The lab's experiments on a real Kafka cluster (issue 14, in progress). What exists:
+//!
+//! - [`settings`]: a scenario's consumer as librdkafka properties — the strategy table.
+//! - [`protocol`]: the typed messages between the runner and a consumer agent, one JSON line
+//!   each.
+//! - [`agent`]: a real consumer in a process of its own (`offsetlab agent`), so that `crash`
+//!   can be `SIGKILL`.
+
+pub mod agent;
+pub mod protocol;
+pub mod settings;
+
+pub use protocol::{Delivered, PartitionOffset, Reply, Request};
+pub use settings::ConsumerSettings;

@@ -1,0 +1,150 @@
+//! A consumer of the scenario language as a real client is configured: the one place that
+//! says which librdkafka properties each commit strategy is (`docs/CLUSTER.md` prints it).
+//!
+//! | strategy         | librdkafka                                                     | commits                          |
+//! |------------------|----------------------------------------------------------------|----------------------------------|
+//! | `auto-timer`     | `enable.auto.commit=true`, `enable.auto.offset.store=true`     | the client's timer, every interval, what poll handed over |
+//! | `auto-poll`      | `enable.auto.commit=false` (emulated)                          | the agent, inside a poll once the interval passed, what *earlier* polls returned (the Java client's rule) |
+//! | `manual-batch`   | `enable.auto.commit=false`, `enable.auto.offset.store=false`   | `commitSync()` after the batch   |
+//! | `manual-record`  | the same                                                       | `commitSync(offset + 1)` per record |
+//! | `manual-async`   | the same                                                       | `commitAsync()` after the batch  |
+//! | `before-process` | the same                                                       | `commitSync()` right after poll  |
+
+use offsetlab_engine::strategy::CommitStrategy;
+use serde::{Deserialize, Serialize};
+
+/// Everything an agent needs to be the consumer a scenario line describes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConsumerSettings {
+    pub bootstrap_servers: String,
+    pub group: String,
+    pub topic: String,
+    /// `client.id`: the consumer's name in the scenario.
+    pub client_id: String,
+    pub strategy: CommitStrategy,
+    pub auto_commit_interval_ms: i64,
+    /// `auto.offset.reset`: `earliest`, `latest` or `none` (librdkafka's `error`).
+    pub reset: String,
+    pub session_timeout_ms: Option<i64>,
+    pub max_poll_interval_ms: Option<i64>,
+    /// `read_committed` or `read_uncommitted`.
+    pub isolation: Option<String>,
+    pub instance_id: Option<String>,
+    /// `range`, `roundrobin` or `cooperative-sticky`.
+    pub assignor: Option<String>,
+    /// `-X key=value` and `--command-config` properties (SASL, TLS, …), applied last.
+    pub extra: Vec<(String, String)>,
+}
+
+impl ConsumerSettings {
+    /// The librdkafka properties of this consumer, in the order they are set.
+    pub fn properties(&self) -> Vec<(String, String)> {
+        let mut p: Vec<(String, String)> = vec![
+            ("bootstrap.servers".into(), self.bootstrap_servers.clone()),
+            ("group.id".into(), self.group.clone()),
+            ("client.id".into(), self.client_id.clone()),
+            (
+                "auto.offset.reset".into(),
+                match self.reset.as_str() {
+                    "none" => "error".to_string(),
+                    other => other.to_string(),
+                },
+            ),
+        ];
+        let auto = self.strategy == CommitStrategy::AutoTimer;
+        p.push(("enable.auto.commit".into(), auto.to_string()));
+        p.push(("enable.auto.offset.store".into(), auto.to_string()));
+        if auto {
+            p.push((
+                "auto.commit.interval.ms".into(),
+                self.auto_commit_interval_ms.to_string(),
+            ));
+        }
+        let optional = [
+            (
+                "session.timeout.ms",
+                self.session_timeout_ms.map(|v| v.to_string()),
+            ),
+            (
+                "max.poll.interval.ms",
+                self.max_poll_interval_ms.map(|v| v.to_string()),
+            ),
+            ("isolation.level", self.isolation.clone()),
+            ("group.instance.id", self.instance_id.clone()),
+            ("partition.assignment.strategy", self.assignor.clone()),
+        ];
+        for (k, v) in optional {
+            if let Some(v) = v {
+                p.push((k.to_string(), v));
+            }
+        }
+        p.extend(self.extra.iter().cloned());
+        p
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(strategy: CommitStrategy) -> ConsumerSettings {
+        ConsumerSettings {
+            bootstrap_servers: "127.0.0.1:9092".into(),
+            group: "g".into(),
+            topic: "orders".into(),
+            client_id: "c1".into(),
+            strategy,
+            auto_commit_interval_ms: 5000,
+            reset: "none".into(),
+            session_timeout_ms: Some(6000),
+            max_poll_interval_ms: None,
+            isolation: None,
+            instance_id: None,
+            assignor: Some("range".into()),
+            extra: vec![("security.protocol".into(), "plaintext".into())],
+        }
+    }
+
+    fn get<'a>(p: &'a [(String, String)], k: &str) -> Option<&'a str> {
+        p.iter().rev().find(|(key, _)| key == k).map(|(_, v)| v.as_str())
+    }
+
+    #[test]
+    fn only_auto_timer_lets_the_client_commit() {
+        for s in CommitStrategy::ALL {
+            let p = settings(s).properties();
+            let auto = s == CommitStrategy::AutoTimer;
+            assert_eq!(
+                get(&p, "enable.auto.commit"),
+                Some(if auto { "true" } else { "false" }),
+                "{s:?}"
+            );
+            assert_eq!(
+                get(&p, "enable.auto.offset.store"),
+                Some(if auto { "true" } else { "false" })
+            );
+            assert_eq!(get(&p, "auto.commit.interval.ms").is_some(), auto);
+        }
+    }
+
+    #[test]
+    fn the_scenarios_settings_are_the_clients_and_extras_come_last() {
+        let p = settings(CommitStrategy::ManualBatch).properties();
+        assert_eq!(
+            get(&p, "auto.offset.reset"),
+            Some("error"),
+            "librdkafka's name for none"
+        );
+        assert_eq!(get(&p, "session.timeout.ms"), Some("6000"));
+        assert_eq!(get(&p, "partition.assignment.strategy"), Some("range"));
+        assert_eq!(get(&p, "max.poll.interval.ms"), None);
+        assert_eq!(p.last().map(|(k, _)| k.as_str()), Some("security.protocol"));
+    }
+
+    #[test]
+    fn settings_cross_to_the_agent_as_they_are() {
+        let s = settings(CommitStrategy::ManualAsync);
+        let json = serde_json::to_string(&s).expect("json");
+        assert_eq!(serde_json::from_str::<ConsumerSettings>(&json).ok(), Some(s));
+    }
+}
