@@ -7,8 +7,11 @@
 //!   each.
 //! - [`agent`]: a real consumer in a process of its own (`offsetlab agent`), so that `crash`
 //!   can be `SIGKILL`.
+//! - [`preflight`]: which lines of a scenario can run on a cluster, decided before anything
+//!   runs.
 
 pub mod agent;
+pub mod preflight;
 pub mod protocol;
 pub mod settings;
 
