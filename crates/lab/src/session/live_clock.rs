@@ -166,7 +166,9 @@ impl Session {
     /// Whether a live lab has a timer due by `wall` — a session to expire, a commit to land,
     /// retention to apply — so its clock must catch up now rather than at the next change.
     pub fn timer_due(&self, wall: Millis) -> bool {
-        if self.clock != ClockMode::Live || wall <= self.lab.now() {
+        // A session that refuses every change (closed, or broken by the disk) has no timer to
+        // fire: the ticker leaves it alone rather than fail four times a second.
+        if self.clock != ClockMode::Live || wall <= self.lab.now() || self.broken.is_some() {
             return false;
         }
         let key = (self.version, self.history.len(), self.lab.now());

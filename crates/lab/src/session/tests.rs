@@ -695,3 +695,28 @@ fn a_compressed_batch_the_lab_spells_differently_exports_without_its_bytes() {
     let values = |s: &Session| each_record(s, |r| r.value.map(<[u8]>::to_vec));
     assert_eq!(values(&again), values(&s));
 }
+
+/// A closed lab stays closed: a request that still held it changes nothing the clean marker
+/// would belie, and its live clock has no timer left to fire.
+#[test]
+fn a_closed_session_refuses_changes_and_fires_no_timer() {
+    let dir = tempfile::tempdir().expect("dir");
+    let seed = format!(
+        "{}{}",
+        starting_at(1_800_000_000_000),
+        offsetlab_scenario::LAB_SCENARIO
+    );
+    let mut s = Session::new(durable(dir.path()), &seed).expect("seed");
+    s.set_clock_mode(ClockMode::Live).expect("live");
+    s.apply_lines(&lines(&["poll c1"])).expect("poll");
+    s.save().expect("saved");
+    let later = s.lab().now() + 10 * 60_000;
+    assert!(
+        s.timer_due(later),
+        "the poll interval and the auto-commit are due"
+    );
+    s.close().expect("closed");
+    assert!(!s.timer_due(later));
+    let e = s.apply_lines(&lines(&["poll c1"])).expect_err("refused");
+    assert!(e.error.contains("closed"), "{}", e.error);
+}
