@@ -131,6 +131,7 @@ async fn start(dir: &std::path::Path, max: usize) -> anyhow::Result<(SocketAddr,
     // A class's pages, not the bench's pace, are what the rate limit is for.
     config.rate.per_second = 1000.0;
     config.rate.burst = 1000.0;
+    config.join_rate = config.rate;
     let room = Room::open(config)?;
     let workshop = Arc::new(Workshop {
         room,

@@ -858,3 +858,20 @@ async fn a_lab_at_its_history_cap_still_follows_its_clock_and_a_closed_room_open
     .await;
     assert_eq!(joined.status, 503, "{}", joined.body);
 }
+
+#[tokio::test]
+async fn joins_faster_than_a_class_arrives_are_refused() {
+    let s = start(|c| {
+        c.join_rate = RateLimit {
+            per_second: 0.5,
+            burst: 2.0,
+        }
+    })
+    .await;
+    join(s.addr, "Ada").await;
+    join(s.addr, "Bob").await;
+    let a = send(s.addr, "POST", "/api/workshop/join", Some(r#"{"name":"Cy"}"#), "").await;
+    assert_eq!(a.status, 429, "{}", a.body);
+    assert!(a.body.contains("joining at once"), "{}", a.body);
+    assert_eq!(s.workshop.room.len(), 2, "nobody added");
+}

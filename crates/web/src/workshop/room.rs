@@ -49,6 +49,8 @@ pub struct WorkshopConfig {
     /// At most this many labs in memory at once; past it the least recently used idle one goes.
     pub max_resident: usize,
     pub rate: RateLimit,
+    /// How fast learners may join, the whole room together.
+    pub join_rate: RateLimit,
 }
 
 impl WorkshopConfig {
@@ -63,6 +65,7 @@ impl WorkshopConfig {
             evict_after: Duration::from_secs(120),
             max_resident: 256,
             rate: RateLimit::default(),
+            join_rate: JOIN_RATE,
         }
     }
 }
@@ -96,6 +99,8 @@ pub enum RoomError {
     Busy(usize),
     #[error("the workshop is stopping")]
     Closing,
+    #[error("too many learners are joining at once: try again in {0} ms")]
+    JoinsTooFast(u128),
 }
 
 impl RoomError {
@@ -103,6 +108,7 @@ impl RoomError {
     pub fn status(&self) -> u16 {
         match self {
             RoomError::Full(_) | RoomError::Busy(_) | RoomError::Closing => 503,
+            RoomError::JoinsTooFast(_) => 429,
             RoomError::BadName(_) => 400,
             RoomError::Open(_) | RoomError::Io(_) => 500,
         }
@@ -120,6 +126,9 @@ pub struct Room {
     learners: Mutex<Learners>,
     /// Joins are one at a time: the room-full check and the new learner's number hold.
     joining: Mutex<()>,
+    /// Joins of the whole room: a script creating learners as fast as it can fills the room
+    /// no faster than a class arriving would ([`JOIN_RATE`]).
+    joins: Mutex<super::rate::Bucket>,
     /// Labs are opened one at a time, so the count of labs in memory is checked and grown as
     /// one step (`--max-resident` holds when a whole class reconnects at once).
     opening: Mutex<()>,
@@ -131,6 +140,13 @@ pub struct Room {
 }
 
 const LEARNERS_DIR: &str = "learners";
+
+/// How fast learners may join by default, the whole room together: a class of a hundred at
+/// once (the burst), then twenty a second.
+pub const JOIN_RATE: RateLimit = RateLimit {
+    per_second: 20.0,
+    burst: 100.0,
+};
 const PUSH_FILE: &str = "push.json";
 
 impl Room {
@@ -183,10 +199,12 @@ impl Room {
             Err(e) => return Err(io(e, &push_path)),
         };
         let (pushes, _) = broadcast::channel(16);
+        let join_rate = config.join_rate;
         Ok(Self {
             config,
             learners: Mutex::new(learners),
             joining: Mutex::new(()),
+            joins: Mutex::new(super::rate::Bucket::full(join_rate, Instant::now())),
             opening: Mutex::new(()),
             push: Mutex::new(push),
             pushes,
@@ -231,6 +249,9 @@ impl Room {
     /// A new learner named `name`, their lab created (the seed lab). Blocking.
     pub fn join(&self, name: &str) -> Result<Arc<Learner>, RoomError> {
         let name = super::learner::checked_name(name).map_err(RoomError::BadName)?;
+        offsetlab_lab::lock(&self.joins)
+            .take(self.config.join_rate, Instant::now())
+            .map_err(|wait| RoomError::JoinsTooFast(wait.as_millis().max(1)))?;
         let _one_at_a_time = offsetlab_lab::lock(&self.joining);
         let (count, number) = {
             let l = offsetlab_lab::lock(&self.learners);
