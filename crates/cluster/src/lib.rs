@@ -7,10 +7,12 @@
 //!   each.
 //! - [`agent`]: a real consumer in a process of its own (`offsetlab agent`), so that `crash`
 //!   can be `SIGKILL`.
+//! - [`names`]: the run's prefix, on every topic and group that crosses to the cluster.
 //! - [`preflight`]: which lines of a scenario can run on a cluster, decided before anything
 //!   runs.
 
 pub mod agent;
+pub mod names;
 pub mod preflight;
 pub mod protocol;
 pub mod settings;
