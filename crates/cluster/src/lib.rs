@@ -7,10 +7,13 @@
 //!   each.
 //! - [`agent`]: a real consumer in a process of its own (`offsetlab agent`), so that `crash`
 //!   can be `SIGKILL`.
+//! - [`admin`]: reaching the cluster, creating the run's topics (never one that exists),
+//!   deleting what the run created.
 //! - [`names`]: the run's prefix, on every topic and group that crosses to the cluster.
 //! - [`preflight`]: which lines of a scenario can run on a cluster, decided before anything
 //!   runs.
 
+pub mod admin;
 pub mod agent;
 pub mod names;
 pub mod preflight;

@@ -1,0 +1,179 @@
+//! What a run does to the cluster itself: check it can be reached, create the run's topics —
+//! never one that exists —, and delete, at the end, only what the run created.
+//!
+//! rdkafka's admin calls are futures driven by librdkafka's own threads; a current-thread
+//! runtime waits for each.
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::types::RDKafkaErrorCode;
+use std::time::Duration;
+
+/// Why the cluster did not do what a run needs. Each says what and where, in one line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClusterError {
+    #[error("cannot reach the cluster at {bootstrap}: {why}")]
+    Unreachable { bootstrap: String, why: String },
+    #[error("topic {0:?} exists on the cluster: a run creates its own topics and never writes to one it did not create (choose another --prefix)")]
+    TopicExists(String),
+    #[error("the cluster refused {what}: {why}")]
+    Refused { what: String, why: String },
+}
+
+impl ClusterError {
+    /// The exit code a command answers it with: 3 when the cluster could not be reached, 2
+    /// when what the run asked for cannot be done.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            ClusterError::Unreachable { .. } => 3,
+            ClusterError::TopicExists(_) | ClusterError::Refused { .. } => 2,
+        }
+    }
+}
+
+/// A run's admin connection to the cluster.
+pub struct Cluster {
+    admin: AdminClient<DefaultClientContext>,
+    bootstrap: String,
+    wait: tokio::runtime::Runtime,
+    timeout: Duration,
+}
+
+impl Cluster {
+    /// Connects, and asks the cluster for its metadata: a bootstrap server that does not answer
+    /// within `timeout` (or refuses the client's credentials) is [`ClusterError::Unreachable`].
+    pub fn connect(
+        bootstrap: &str,
+        extra: &[(String, String)],
+        timeout: Duration,
+    ) -> Result<Self, ClusterError> {
+        let unreachable = |why: String| ClusterError::Unreachable {
+            bootstrap: bootstrap.to_string(),
+            why,
+        };
+        let mut config = ClientConfig::new();
+        config.set("bootstrap.servers", bootstrap);
+        for (k, v) in extra {
+            config.set(k, v);
+        }
+        let admin: AdminClient<DefaultClientContext> =
+            config.create().map_err(|e| unreachable(e.to_string()))?;
+        admin
+            .inner()
+            .fetch_metadata(None, timeout)
+            .map_err(|e| unreachable(e.to_string()))?;
+        let wait = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| unreachable(format!("no runtime: {e}")))?;
+        Ok(Self {
+            admin,
+            bootstrap: bootstrap.to_string(),
+            wait,
+            timeout,
+        })
+    }
+
+    pub fn bootstrap(&self) -> &str {
+        &self.bootstrap
+    }
+
+    fn options(&self) -> AdminOptions {
+        AdminOptions::new().operation_timeout(Some(self.timeout))
+    }
+
+    /// Whether `topic` exists on the cluster. Asked of every topic's metadata, never of the one
+    /// topic's: a broker with `auto.create.topics.enable` creates a topic a client asks about by
+    /// name, and a run must not create what it then refuses as existing.
+    pub fn topic_exists(&self, topic: &str) -> Result<bool, ClusterError> {
+        let metadata = self
+            .admin
+            .inner()
+            .fetch_metadata(None, self.timeout)
+            .map_err(|e| ClusterError::Refused {
+                what: format!("the metadata of {topic:?}"),
+                why: e.to_string(),
+            })?;
+        Ok(metadata
+            .topics()
+            .iter()
+            .any(|t| t.name() == topic && t.error().is_none() && !t.partitions().is_empty()))
+    }
+
+    /// Creates `topic` with `partitions` and `configs`; one that exists already is refused,
+    /// untouched.
+    pub fn create_topic(
+        &self,
+        topic: &str,
+        partitions: i32,
+        configs: &[(String, String)],
+    ) -> Result<(), ClusterError> {
+        if self.topic_exists(topic)? {
+            return Err(ClusterError::TopicExists(topic.to_string()));
+        }
+        let mut new = NewTopic::new(topic, partitions, TopicReplication::Fixed(-1));
+        for (k, v) in configs {
+            new = new.set(k, v);
+        }
+        let results = self
+            .wait
+            .block_on(self.admin.create_topics([&new], &self.options()))
+            .map_err(|e| ClusterError::Refused {
+                what: format!("creating {topic:?}"),
+                why: e.to_string(),
+            })?;
+        match results.into_iter().next() {
+            Some(Ok(_)) => Ok(()),
+            Some(Err((_, RDKafkaErrorCode::TopicAlreadyExists))) => {
+                Err(ClusterError::TopicExists(topic.to_string()))
+            }
+            Some(Err((_, code))) => Err(ClusterError::Refused {
+                what: format!("creating {topic:?}"),
+                why: code.to_string(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Deletes the run's topics and groups (what it created, and nothing else): each failure
+    /// named, none stopping the others.
+    pub fn delete(&self, topics: &[String], groups: &[String]) -> Vec<ClusterError> {
+        let mut failed = Vec::new();
+        let opts = self.options();
+        if !topics.is_empty() {
+            let names: Vec<&str> = topics.iter().map(String::as_str).collect();
+            match self.wait.block_on(self.admin.delete_topics(&names, &opts)) {
+                Ok(results) => failed.extend(results.into_iter().filter_map(Result::err).map(|(t, code)| {
+                    ClusterError::Refused {
+                        what: format!("deleting topic {t:?}"),
+                        why: code.to_string(),
+                    }
+                })),
+                Err(e) => failed.push(ClusterError::Refused {
+                    what: "deleting the run's topics".into(),
+                    why: e.to_string(),
+                }),
+            }
+        }
+        if !groups.is_empty() {
+            let names: Vec<&str> = groups.iter().map(String::as_str).collect();
+            match self.wait.block_on(self.admin.delete_groups(&names, &opts)) {
+                Ok(results) => failed.extend(results.into_iter().filter_map(Result::err).filter_map(
+                    |(g, code)| {
+                        // A group no consumer ever committed in does not exist to delete.
+                        (code != RDKafkaErrorCode::GroupIdNotFound).then(|| ClusterError::Refused {
+                            what: format!("deleting group {g:?}"),
+                            why: code.to_string(),
+                        })
+                    },
+                )),
+                Err(e) => failed.push(ClusterError::Refused {
+                    what: "deleting the run's groups".into(),
+                    why: e.to_string(),
+                }),
+            }
+        }
+        failed
+    }
+}
