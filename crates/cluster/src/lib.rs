@@ -10,6 +10,7 @@
 //! - [`admin`]: reaching the cluster, creating the run's topics (never one that exists),
 //!   deleting what the run created.
 //! - [`names`]: the run's prefix, on every topic and group that crosses to the cluster.
+//! - [`produce`]: the model's records sent to the cluster at the model's offsets.
 //! - [`preflight`]: which lines of a scenario can run on a cluster, decided before anything
 //!   runs.
 
@@ -17,6 +18,7 @@ pub mod admin;
 pub mod agent;
 pub mod names;
 pub mod preflight;
+pub mod produce;
 pub mod protocol;
 pub mod settings;
 

@@ -1,0 +1,153 @@
+//! The model's records sent to the cluster as the model appended them: the same keys, values
+//! and timestamps to the same partitions, in the same order, so a topic the run created holds
+//! them at the same offsets as the model's log — which is what lets the model's log stand in
+//! for the cluster's in the audit.
+//!
+//! An idempotent producer with one request in flight per connection keeps the order through
+//! retries; each partition's records are flushed before the next line runs.
+
+use crate::admin::ClusterError;
+use offsetlab_engine::record::TopicPartition;
+use offsetlab_engine::Lab;
+use rdkafka::client::ClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::message::Message;
+use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// What became of each record sent: librdkafka reports a failed delivery only here.
+#[derive(Default)]
+struct Deliveries {
+    failed: Mutex<Vec<String>>,
+    /// The offsets the cluster gave, per partition, in order.
+    offsets: Mutex<Vec<(i32, i64)>>,
+}
+
+impl ClientContext for Deliveries {}
+
+impl ProducerContext for Deliveries {
+    type DeliveryOpaque = ();
+
+    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
+        match result {
+            Ok(m) => lock(&self.offsets).push((m.partition(), m.offset())),
+            Err((e, _)) => lock(&self.failed).push(e.to_string()),
+        }
+    }
+}
+
+/// A lock whose holder panicked is taken anyway (the lists are only appended to).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A record of the model's log, to be sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelRecord {
+    pub offset: i64,
+    pub timestamp: i64,
+    pub key: Option<Vec<u8>>,
+    pub value: Option<Vec<u8>>,
+}
+
+/// The model's records of `tp` from offset `from` on (transaction markers left out: only a
+/// transactional producer writes them).
+pub fn model_records(
+    lab: &Lab,
+    tp: &TopicPartition,
+    from: i64,
+) -> Result<Vec<ModelRecord>, offsetlab_engine::LabError> {
+    let log = lab.partition_log(tp)?;
+    let mut out = Vec::new();
+    let end = log.log_end_offset();
+    let mut at = from;
+    while at < end {
+        let before = out.len();
+        let visited = log.read(at, 10_000, &mut |r| {
+            if !r.control {
+                out.push(ModelRecord {
+                    offset: r.offset,
+                    timestamp: r.timestamp,
+                    key: r.key.map(<[u8]>::to_vec),
+                    value: r.value.map(<[u8]>::to_vec),
+                });
+            }
+            at = r.offset + 1;
+        });
+        if visited == 0 && out.len() == before {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// The run's producer.
+pub struct Sender {
+    producer: ThreadedProducer<Deliveries>,
+    timeout: Duration,
+}
+
+impl Sender {
+    pub fn new(bootstrap: &str, extra: &[(String, String)], timeout: Duration) -> Result<Self, ClusterError> {
+        let mut config = ClientConfig::new();
+        config
+            .set("bootstrap.servers", bootstrap)
+            .set("enable.idempotence", "true")
+            .set("max.in.flight.requests.per.connection", "1")
+            .set("linger.ms", "0");
+        for (k, v) in extra {
+            config.set(k, v);
+        }
+        let producer =
+            config
+                .create_with_context(Deliveries::default())
+                .map_err(|e| ClusterError::Unreachable {
+                    bootstrap: bootstrap.to_string(),
+                    why: e.to_string(),
+                })?;
+        Ok(Self { producer, timeout })
+    }
+
+    /// Sends `records` to partition `partition` of `topic` (the cluster's name) and waits until
+    /// the cluster has them all.
+    pub fn send(&self, topic: &str, partition: i32, records: &[ModelRecord]) -> Result<(), ClusterError> {
+        let refused = |why: String| ClusterError::Refused {
+            what: format!("records for {topic}-{partition}"),
+            why,
+        };
+        for r in records {
+            let mut record: BaseRecord<'_, [u8], [u8]> =
+                BaseRecord::to(topic).partition(partition).timestamp(r.timestamp);
+            if let Some(k) = &r.key {
+                record = record.key(k.as_slice());
+            }
+            if let Some(v) = &r.value {
+                record = record.payload(v.as_slice());
+            }
+            self.producer
+                .send(record)
+                .map_err(|(e, _)| refused(e.to_string()))?;
+        }
+        self.producer
+            .flush(self.timeout)
+            .map_err(|e| refused(e.to_string()))?;
+        let context = self.producer.context();
+        if let Some(first) = lock(&context.failed).drain(..).next() {
+            return Err(refused(first));
+        }
+        // At the model's offsets, or the audit would compare other records.
+        let got: Vec<i64> = lock(&context.offsets)
+            .drain(..)
+            .filter(|(p, _)| *p == partition)
+            .map(|(_, o)| o)
+            .collect();
+        let wanted: Vec<i64> = records.iter().map(|r| r.offset).collect();
+        if got != wanted {
+            return Err(refused(format!(
+                "the cluster put them at offsets {got:?}, not the model's {wanted:?} (was the topic written to by another client?)"
+            )));
+        }
+        Ok(())
+    }
+}
