@@ -10,7 +10,10 @@
 //! | `manual-async`   | the same                                                       | `commitAsync()` after the batch  |
 //! | `before-process` | the same                                                       | `commitSync()` right after poll  |
 
-use offsetlab_engine::strategy::CommitStrategy;
+use crate::names::Prefix;
+use offsetlab_engine::consumer::{Assignor, ConsumerConfig};
+use offsetlab_engine::strategy::{AutoOffsetReset, CommitStrategy};
+use offsetlab_engine::txn::IsolationLevel;
 use serde::{Deserialize, Serialize};
 
 /// Everything an agent needs to be the consumer a scenario line describes.
@@ -37,6 +40,50 @@ pub struct ConsumerSettings {
 }
 
 impl ConsumerSettings {
+    /// The consumer a scenario's `consumer` line describes, as a run starts it on the cluster:
+    /// its group and topic with the run's prefix, every setting the line gave. The isolation
+    /// level is always set: the lab's default is the Java client's (`read_uncommitted`),
+    /// librdkafka's is `read_committed`.
+    pub fn for_consumer(
+        config: &ConsumerConfig,
+        bootstrap: &str,
+        prefix: &Prefix,
+        extra: &[(String, String)],
+    ) -> Self {
+        Self {
+            bootstrap_servers: bootstrap.to_string(),
+            group: prefix.on_cluster(&config.group),
+            topic: prefix.on_cluster(&config.topic),
+            client_id: config.name.clone(),
+            strategy: config.strategy,
+            auto_commit_interval_ms: config.auto_commit_interval_ms,
+            reset: match config.auto_offset_reset {
+                AutoOffsetReset::Earliest => "earliest",
+                AutoOffsetReset::Latest => "latest",
+                AutoOffsetReset::None => "none",
+            }
+            .to_string(),
+            session_timeout_ms: Some(config.session_timeout_ms),
+            max_poll_interval_ms: Some(config.max_poll_interval_ms),
+            isolation: Some(
+                match config.isolation {
+                    IsolationLevel::ReadUncommitted => "read_uncommitted",
+                    IsolationLevel::ReadCommitted => "read_committed",
+                }
+                .to_string(),
+            ),
+            instance_id: config.group_instance_id.clone(),
+            assignor: Some(
+                match config.assignor {
+                    Assignor::Range => "range",
+                    Assignor::CooperativeSticky => "cooperative-sticky",
+                }
+                .to_string(),
+            ),
+            extra: extra.to_vec(),
+        }
+    }
+
     /// The librdkafka properties of this consumer, in the order they are set.
     pub fn properties(&self) -> Vec<(String, String)> {
         let mut p: Vec<(String, String)> = vec![
@@ -139,6 +186,40 @@ mod tests {
         assert_eq!(get(&p, "partition.assignment.strategy"), Some("range"));
         assert_eq!(get(&p, "max.poll.interval.ms"), None);
         assert_eq!(p.last().map(|(k, _)| k.as_str()), Some("security.protocol"));
+    }
+
+    #[test]
+    fn a_scenario_consumer_is_started_with_its_settings_and_the_runs_names() {
+        let line = offsetlab_scenario::command::Command::parse(
+            "consumer c1 group=analytics topic=orders commit=manual-async reset=earliest session-timeout=6s isolation=read_committed assignor=cooperative-sticky",
+        );
+        let Ok(Some(offsetlab_scenario::command::Command::Consumer(c))) = line else {
+            panic!("{line:?}");
+        };
+        let prefix = Prefix::for_run(1);
+        let s = ConsumerSettings::for_consumer(&c.config, "b:9092", &prefix, &[]);
+        assert_eq!(
+            (s.group.as_str(), s.topic.as_str()),
+            ("offsetlab-00000001-analytics", "offsetlab-00000001-orders")
+        );
+        assert_eq!(s.client_id, "c1");
+        assert_eq!(s.strategy, CommitStrategy::ManualAsync);
+        let p = s.properties();
+        assert_eq!(get(&p, "auto.offset.reset"), Some("earliest"));
+        assert_eq!(get(&p, "session.timeout.ms"), Some("6000"));
+        assert_eq!(get(&p, "isolation.level"), Some("read_committed"));
+        assert_eq!(
+            get(&p, "partition.assignment.strategy"),
+            Some("cooperative-sticky")
+        );
+        // The lab's default isolation is the Java client's, said out loud to librdkafka.
+        let Ok(Some(offsetlab_scenario::command::Command::Consumer(d))) =
+            offsetlab_scenario::command::Command::parse("consumer c2 group=g topic=orders")
+        else {
+            panic!("parses");
+        };
+        let p = ConsumerSettings::for_consumer(&d.config, "b:9092", &prefix, &[]).properties();
+        assert_eq!(get(&p, "isolation.level"), Some("read_uncommitted"));
     }
 
     #[test]
