@@ -174,14 +174,8 @@ impl Scope {
         self.on_session(LabHandle::lock, f).await
     }
 
-    /// [`Scope::with_session`] for a change: a live clock is brought to wall time first.
-    async fn with_session_for_change<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&mut Session) -> T + Send + 'static,
-    ) -> Result<T, Response> {
-        self.on_session(LabHandle::lock_for_change, f).await
-    }
-
+    /// Runs `f` on the session locked by `lock` (`LabHandle::lock_for_change` brings a live
+    /// clock to wall time first), on a blocking thread.
     async fn on_session<T: Send + 'static>(
         &self,
         lock: for<'a> fn(&'a LabHandle) -> std::sync::MutexGuard<'a, Session>,
@@ -201,13 +195,29 @@ impl Scope {
         what: impl Into<String>,
         change: impl FnOnce(&mut Session) -> Result<(), ActionError> + Send + 'static,
     ) -> Response {
+        self.change(what.into(), LabHandle::lock, change, |(), state| {
+            Json(state).into_response()
+        })
+        .await
+    }
+
+    /// Runs `change` on the session locked by `lock`; when it succeeds, saves the lab, tells
+    /// every page, notes it for the instructor and answers with `respond(its result, the new
+    /// state)` (after the fsync, under `--flush always`); otherwise answers with its error,
+    /// nothing saved.
+    async fn change<T: 'static>(
+        &self,
+        what: String,
+        lock: for<'a> fn(&'a LabHandle) -> std::sync::MutexGuard<'a, Session>,
+        change: impl FnOnce(&mut Session) -> Result<T, ActionError> + Send + 'static,
+        respond: impl FnOnce(T, &LabState) -> Response + Send + 'static,
+    ) -> Response {
         let scope = self.clone();
-        let what = what.into();
         let result = self
-            .with_session(move |s| match change(s) {
-                Ok(()) => {
+            .on_session(lock, move |s| match change(s) {
+                Ok(done) => {
                     let pending = scope.changed(s);
-                    let (response, note) = scope.answer(s, &what, |state| Json(state).into_response());
+                    let (response, note) = scope.answer(s, &what, |state| respond(done, state));
                     (response, pending, note)
                 }
                 Err(e) => (action_error(&e), Ok(None), None),
@@ -424,23 +434,14 @@ async fn post_actions(scope: Scope, ApiJson(actions): ApiJson<Actions>) -> Respo
         [one] => one.clone(),
         [first, rest @ ..] => format!("{first} (and {} more lines)", rest.len()),
     };
-    let scope2 = scope.clone();
-    let result = scope
-        .with_session_for_change(move |s| match s.apply_lines(&actions.lines) {
-            Ok(applied) => {
-                let pending = scope2.changed(s);
-                let (response, note) = scope2.answer(s, &what, |state| {
-                    Json(serde_json::json!({ "applied": applied, "state": state })).into_response()
-                });
-                (response, pending, note)
-            }
-            Err(e) => (action_error(&e), Ok(None), None),
-        })
-        .await;
-    match result {
-        Ok((response, pending, note)) => scope.noted(scope.sync(pending, response).await, note),
-        Err(e) => e,
-    }
+    scope
+        .change(
+            what,
+            LabHandle::lock_for_change,
+            move |s| s.apply_lines(&actions.lines),
+            |applied, state| Json(serde_json::json!({ "applied": applied, "state": state })).into_response(),
+        )
+        .await
 }
 
 /// Back to the seed lab, in the clock's mode (a live lab's seed is built at now).
