@@ -26,6 +26,7 @@ macro_rules! call {
 mod bench_cmd;
 mod bench_lab;
 mod bench_workshop;
+mod cluster_cmd;
 mod explore_cmd;
 mod groups_cmd;
 mod lessons_cmd;
@@ -85,6 +86,8 @@ enum Cmd {
         /// Print only the final figures (and errors)
         #[arg(long, short)]
         quiet: bool,
+        #[command(flatten)]
+        cluster: cluster_cmd::ClusterArgs,
     },
     /// List the lessons, or run one by number or name
     Lessons {
@@ -652,7 +655,11 @@ fn main() -> ExitCode {
             json,
             sqlite,
             quiet,
-        }) => run_cmd::run_file(&file, json, sqlite.as_deref(), quiet),
+            cluster,
+        }) => match cluster.bootstrap_server.clone() {
+            Some(bootstrap) => cluster_cmd::run(&file, &cluster, &bootstrap, json, quiet, sqlite.as_deref()),
+            None => run_cmd::run_file(&file, json, sqlite.as_deref(), quiet),
+        },
         Some(Cmd::Lessons { lesson: None, json }) => lessons_cmd::list(json),
         Some(Cmd::Lessons {
             lesson: Some(l),

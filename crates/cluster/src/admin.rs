@@ -101,6 +101,22 @@ impl Cluster {
             .any(|t| t.name() == topic && t.error().is_none() && !t.partitions().is_empty()))
     }
 
+    /// Whether a consumer group of that name is known to the cluster (any state but `Dead`).
+    pub fn group_exists(&self, group: &str) -> Result<bool, ClusterError> {
+        let list = self
+            .admin
+            .inner()
+            .fetch_group_list(Some(group), self.timeout)
+            .map_err(|e| ClusterError::Refused {
+                what: format!("the state of group {group:?}"),
+                why: e.to_string(),
+            })?;
+        Ok(list
+            .groups()
+            .iter()
+            .any(|g| g.name() == group && !matches!(g.state(), "Dead" | "")))
+    }
+
     /// Creates `topic` with `partitions` and `configs`; one that exists already is refused,
     /// untouched.
     pub fn create_topic(

@@ -7,12 +7,12 @@
 
 use crate::protocol::{decode, encode, Delivered, PartitionOffset, Reply, Request};
 use crate::settings::ConsumerSettings;
-use offsetlab_engine::strategy::CommitStrategy;
 use offsetlab_records::RecordBytes;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
+use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 use std::time::{Duration, Instant};
 
@@ -40,9 +40,7 @@ pub fn run(
     consumer.subscribe(&[settings.topic.as_str()])?;
     let mut agent = Agent {
         consumer,
-        strategy: settings.strategy,
-        interval: Duration::from_millis(u64::try_from(settings.auto_commit_interval_ms).unwrap_or(5000)),
-        last_auto_commit: Instant::now(),
+        reached: BTreeMap::new(),
     };
     say(
         &mut output,
@@ -79,9 +77,8 @@ fn say(output: &mut impl Write, reply: &Reply) -> Result<(), AgentError> {
 
 struct Agent {
     consumer: BaseConsumer,
-    strategy: CommitStrategy,
-    interval: Duration,
-    last_auto_commit: Instant,
+    /// Per partition, the offset after the last record this process handed out.
+    reached: BTreeMap<(String, i32), i64>,
 }
 
 impl Agent {
@@ -124,45 +121,84 @@ impl Agent {
         })
     }
 
-    /// One `poll()` of the scenario: the first record waited for up to `timeout`, then what is
-    /// already fetched, up to `max`.
+    /// One `poll()` of the scenario: the first record waited for up to `timeout`, then records
+    /// until `max` or until the consumer caught up with what the partitions hold (as far as its
+    /// last fetch told it). With nothing to read, it answers once the consumer has held its
+    /// partitions for [`SETTLE`] and nothing came — long enough for the client's own offset
+    /// lookup (`auto.offset.reset`) to be done, so what is produced afterwards is read.
     fn poll(&mut self, max: usize, timeout: Duration) -> rdkafka::error::KafkaResult<Reply> {
-        // The Java client's auto-commit, emulated: inside poll, once the interval passed, the
-        // positions the earlier polls reached are committed before anything new is fetched.
-        if self.strategy == CommitStrategy::AutoPoll && self.last_auto_commit.elapsed() >= self.interval {
-            if let Ok(tpl) = self.positions() {
-                self.consumer.commit(&tpl, CommitMode::Sync)?;
-            }
-            self.last_auto_commit = Instant::now();
-        }
         let deadline = Instant::now() + timeout;
+        let mut assigned_since: Option<Instant> = None;
         let mut records = Vec::new();
         while records.len() < max {
             let wait = if records.is_empty() {
-                deadline.saturating_duration_since(Instant::now())
+                deadline.saturating_duration_since(Instant::now()).min(STEP)
             } else {
-                Duration::ZERO
+                STEP
             };
             match self.consumer.poll(wait) {
-                Some(Ok(m)) => records.push(Delivered {
-                    topic: m.topic().to_string(),
-                    partition: m.partition(),
-                    offset: m.offset(),
-                    key: m.key().map(|k| RecordBytes::new(k.to_vec())),
-                    value: m.payload().map(|v| RecordBytes::new(v.to_vec())),
-                }),
-                // Nothing more fetched, an end-of-partition event or a transient error: not a
-                // record. Before the first one, wait on until the deadline.
+                Some(Ok(m)) => {
+                    self.reached.insert((m.topic().to_string(), m.partition()), m.offset() + 1);
+                    records.push(Delivered {
+                        topic: m.topic().to_string(),
+                        partition: m.partition(),
+                        offset: m.offset(),
+                        key: m.key().map(|k| RecordBytes::new(k.to_vec())),
+                        value: m.payload().map(|v| RecordBytes::new(v.to_vec())),
+                    });
+                }
+                // Nothing fetched in this step, an end-of-partition event or a transient error:
+                // not a record.
                 Some(Err(_)) | None => {
-                    if !records.is_empty() || Instant::now() >= deadline {
+                    if !records.is_empty() {
+                        if self.caught_up() {
+                            break;
+                        }
+                        continue;
+                    }
+                    if Instant::now() >= deadline {
                         break;
                     }
+                    let holds = self.consumer.assignment().is_ok_and(|a| a.count() > 0);
+                    match (holds, assigned_since) {
+                        (false, _) => assigned_since = None,
+                        (true, None) => assigned_since = Some(Instant::now()),
+                        (true, Some(since)) if since.elapsed() >= SETTLE && self.caught_up() => break,
+                        (true, Some(_)) => {}
+                    }
                 }
+            }
+            if !records.is_empty() && Instant::now() >= deadline {
+                break;
             }
         }
         Ok(Reply::Records { records })
     }
+
+    /// Whether this process has read every assigned partition up to its high watermark (asked
+    /// of the partition's leader). A partition not read from yet counts as caught up: this is
+    /// only asked of it once the consumer has held it for [`SETTLE`] and nothing came.
+    fn caught_up(&self) -> bool {
+        let Ok(assignment) = self.consumer.assignment() else {
+            return false;
+        };
+        assignment.elements().iter().all(|e| {
+            let Ok((_, high)) = self.consumer.fetch_watermarks(e.topic(), e.partition(), WATERMARKS) else {
+                return false;
+            };
+            self.reached
+                .get(&(e.topic().to_string(), e.partition()))
+                .is_none_or(|&reached| reached >= high)
+        })
+    }
 }
+
+/// How long one step of a poll waits for the client's queue.
+const STEP: Duration = Duration::from_millis(50);
+/// How long a consumer that holds its partitions and found nothing waits before saying so.
+const SETTLE: Duration = Duration::from_millis(1000);
+/// How long asking for a partition's watermarks may take.
+const WATERMARKS: Duration = Duration::from_secs(2);
 
 impl Agent {
     /// The partitions poll has reached a position in, at those positions (a partition not read

@@ -20,6 +20,7 @@ pub mod names;
 pub mod preflight;
 pub mod produce;
 pub mod protocol;
+pub mod run;
 pub mod settings;
 
 pub use protocol::{Delivered, PartitionOffset, Reply, Request};

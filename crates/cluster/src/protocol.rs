@@ -21,8 +21,10 @@ use serde::{Deserialize, Serialize};
 #[serde(tag = "op", rename_all = "kebab-case")]
 pub enum Request {
     /// `poll()`: waits up to `timeout_ms` for a first record (a group's first join takes a few
-    /// seconds), then takes what is already fetched, up to `max` records — one batch, as
-    /// `max.poll.records` bounds a Java client's.
+    /// seconds), then takes records until `max` — one batch, as `max.poll.records` bounds a
+    /// Java client's — or until the consumer has caught up with the partition's end. With
+    /// nothing to read it answers once the consumer has held its partitions a moment and
+    /// nothing came.
     Poll { max: usize, timeout_ms: u64 },
     /// `commitSync()` of the positions poll reached.
     Commit,

@@ -1,0 +1,220 @@
+//! `offsetlab run FILE --bootstrap-server …`: a scenario on a real Kafka cluster, its real
+//! consumers in processes of their own, the model's figures beside the cluster's with
+//! `--compare`.
+
+use crate::exit;
+use offsetlab_cluster::names::Prefix;
+use offsetlab_cluster::run::figures::{self, GroupFigures};
+use offsetlab_cluster::run::{self as cluster_run, ClusterRun, RunError, RunOptions};
+use offsetlab_scenario::Script;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How a command reaches a real cluster: `--bootstrap-server`, `-X`, `--command-config`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ClusterArgs {
+    /// Run against a real Kafka cluster (or any Kafka-compatible broker) instead of the model,
+    /// e.g. 127.0.0.1:9092. Every consumer is a real librdkafka client in its own process;
+    /// `crash` is SIGKILL, `tick D` waits D. See docs/CLUSTER.md
+    #[arg(long, value_name = "HOST:PORT")]
+    pub bootstrap_server: Option<String>,
+    /// A librdkafka property for every client of the run (SASL, TLS, …), as kcat takes it;
+    /// repeatable: -X security.protocol=SASL_SSL -X sasl.mechanism=PLAIN
+    #[arg(short = 'X', value_name = "KEY=VALUE", requires = "bootstrap_server")]
+    pub property: Vec<String>,
+    /// A file of librdkafka properties, one `key=value` per line (`#` comments), as Kafka's
+    /// tools take --command-config; -X properties are applied after it
+    #[arg(long, value_name = "FILE", requires = "bootstrap_server")]
+    pub command_config: Option<PathBuf>,
+    /// The prefix of every topic and group the run creates (default: offsetlab-<run id>-)
+    #[arg(long, requires = "bootstrap_server")]
+    pub prefix: Option<String>,
+    /// Leave the run's topics and groups on the cluster when it ends
+    #[arg(long, requires = "bootstrap_server")]
+    pub keep: bool,
+    /// Also run the scenario on the model and print both sets of figures side by side; exit
+    /// code 1 when any figure differs
+    #[arg(long, requires = "bootstrap_server")]
+    pub compare: bool,
+}
+
+impl ClusterArgs {
+    /// The client properties: the command-config file's, then -X's. An error names the line.
+    pub fn properties(&self) -> Result<Vec<(String, String)>, String> {
+        let mut out = Vec::new();
+        if let Some(file) = &self.command_config {
+            let text = std::fs::read_to_string(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+            for (i, line) in text.lines().enumerate() {
+                let line = line.trim();
+                if line.is_empty() || line.starts_with('#') {
+                    continue;
+                }
+                out.push(property(line).map_err(|e| format!("{}:{}: {e}", file.display(), i + 1))?);
+            }
+        }
+        for p in &self.property {
+            out.push(property(p).map_err(|e| format!("-X {p}: {e}"))?);
+        }
+        Ok(out)
+    }
+
+    fn prefix(&self) -> Result<Prefix, String> {
+        match &self.prefix {
+            Some(p) => Prefix::new(p).map_err(|e| e.to_string()),
+            None => Ok(Prefix::for_run(run_id())),
+        }
+    }
+}
+
+fn property(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
+        _ => Err("expected key=value".to_string()),
+    }
+}
+
+/// A run id that two runs started a moment apart do not share.
+fn run_id() -> u32 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos() ^ (d.as_secs() as u32));
+    nanos ^ std::process::id().rotate_left(16)
+}
+
+/// Runs `file` on the cluster `args` names.
+pub fn run(file: &Path, args: &ClusterArgs, bootstrap: &str, json: bool, quiet: bool, sqlite: Option<&Path>) -> u8 {
+    let origin = file.display().to_string();
+    let source = match std::fs::read_to_string(file) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: cannot read {origin}: {e}");
+            return exit::IO_ERROR;
+        }
+    };
+    let script = match Script::parse(&source) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {origin}:{}: {}", e.line(), e.reason());
+            return exit::INVALID_SCENARIO;
+        }
+    };
+    let (extra, prefix) = match (args.properties(), args.prefix()) {
+        (Ok(x), Ok(p)) => (x, p),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("error: {e}");
+            return exit::INVALID_SCENARIO;
+        }
+    };
+    let scratch = tempfile::tempdir();
+    let sink_dir = match (sqlite, &scratch) {
+        (Some(d), _) => d.to_path_buf(),
+        (None, Ok(t)) => t.path().to_path_buf(),
+        (None, Err(e)) => {
+            eprintln!("error: no directory for the sinks: {e}");
+            return exit::IO_ERROR;
+        }
+    };
+    let agent_program = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: cannot find the offsetlab binary to start consumer agents: {e}");
+            return exit::IO_ERROR;
+        }
+    };
+    let opts = RunOptions {
+        bootstrap: bootstrap.to_string(),
+        extra,
+        prefix,
+        keep: args.keep,
+        agent_program,
+        sink_dir,
+        timeout: Duration::from_secs(10),
+        progress: !json && !quiet,
+    };
+    let verbose = !json && !quiet;
+    if verbose {
+        println!(
+            "{origin} on the cluster at {bootstrap}, every topic and group prefixed {}: the scenario's ticks take {:.1} s of wall time, plus the cluster's own pace.",
+            opts.prefix.as_str(),
+            cluster_run::ticks(&script).as_secs_f64()
+        );
+    }
+    let mut run = match ClusterRun::prepare(&script, opts) {
+        Ok(r) => r,
+        Err(e) => return failed(&origin, &e, json),
+    };
+    let result = run.run(&script, &mut |line, step| {
+        if verbose {
+            println!("$ {}", line.text);
+            println!("  cluster: {}", step.did);
+        }
+    });
+    let figures = result.and_then(|()| run.figures());
+    let model = figures::model(&run);
+    let cleanup = run.finish();
+    for c in &cleanup {
+        eprintln!("warning: cleaning up: {c}");
+    }
+    let real = match figures {
+        Ok(f) => f,
+        Err(e) => return failed(&origin, &e, json),
+    };
+    let differences = if args.compare {
+        figures::differences(&model, &real)
+    } else {
+        Vec::new()
+    };
+    if json {
+        let out = serde_json::json!({
+            "file": origin,
+            "cluster": real,
+            "model": if args.compare { serde_json::to_value(&model).unwrap_or_default() } else { serde_json::Value::Null },
+            "differences": differences,
+        });
+        println!("{out:#}");
+    } else {
+        println!();
+        print_figures(&real, args.compare.then_some(model.as_slice()));
+        for d in &differences {
+            println!("DIFFERS  {d}");
+        }
+        if args.compare && differences.is_empty() {
+            println!("\nThe cluster's figures equal the model's.");
+        }
+    }
+    if differences.is_empty() {
+        exit::OK
+    } else {
+        exit::EXPECTATION_FAILED
+    }
+}
+
+fn failed(origin: &str, e: &RunError, json: bool) -> u8 {
+    for line in e.to_string().lines() {
+        eprintln!("error: {origin}: {line}");
+    }
+    if json {
+        println!("{}", serde_json::json!({ "error": e.to_string(), "file": origin }));
+    }
+    e.exit_code()
+}
+
+fn print_figures(real: &[GroupFigures], model: Option<&[GroupFigures]>) {
+    let mut rows = Vec::new();
+    for g in real {
+        let m = model.and_then(|m| m.iter().find(|x| x.group == g.group)).map(GroupFigures::named);
+        for (i, (name, value)) in g.named().into_iter().enumerate() {
+            let mut row = vec![g.group.clone(), name, value];
+            if let Some(m) = &m {
+                row.push(m.get(i).map_or("-".to_string(), |(_, v)| v.clone()));
+            }
+            rows.push(row);
+        }
+    }
+    let header: &[&str] = if model.is_some() {
+        &["GROUP", "FIGURE", "CLUSTER", "MODEL"]
+    } else {
+        &["GROUP", "FIGURE", "CLUSTER"]
+    };
+    crate::output::figures_table(header, &rows);
+}

@@ -1,0 +1,144 @@
+//! One consumer agent as the runner sees it: a child process (`offsetlab agent`) spoken to
+//! over its stdin and stdout, one typed message per line.
+//!
+//! Every answer is waited for with a deadline (a reader thread hands the lines over), so an
+//! agent that hangs fails its request instead of the run; [`AgentProcess::kill`] is `SIGKILL`.
+
+use crate::protocol::{decode, encode, Reply, Request};
+use crate::settings::ConsumerSettings;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+/// Why an agent did not answer as the protocol says.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("consumer {consumer}'s agent process: {why}")]
+pub struct AgentError {
+    pub consumer: String,
+    pub why: String,
+}
+
+pub struct AgentProcess {
+    consumer: String,
+    child: Child,
+    to: ChildStdin,
+    replies: Receiver<String>,
+    /// When the process was started and when it said it was ready: the client (and its
+    /// auto-commit timer) was created between the two.
+    pub started: Instant,
+    pub ready: Instant,
+}
+
+impl AgentProcess {
+    /// Starts `program agent --settings JSON` and waits (up to `timeout`) for its `ready`.
+    pub fn start(
+        program: &Path,
+        name: &str,
+        settings: &ConsumerSettings,
+        timeout: Duration,
+    ) -> Result<Self, AgentError> {
+        let fail = |why: String| AgentError {
+            consumer: name.to_string(),
+            why,
+        };
+        let json = serde_json::to_string(settings).map_err(|e| fail(e.to_string()))?;
+        let started = Instant::now();
+        let mut child = Command::new(program)
+            .args(["agent", "--settings", &json])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| fail(format!("cannot start {}: {e}", program.display())))?;
+        let (to, from) = match (child.stdin.take(), child.stdout.take()) {
+            (Some(to), Some(from)) => (to, from),
+            _ => return Err(fail("no pipes to the process".into())),
+        };
+        let (tx, replies) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(from).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut agent = Self {
+            consumer: name.to_string(),
+            child,
+            to,
+            replies,
+            started,
+            ready: started,
+        };
+        match agent.reply(timeout)? {
+            Reply::Ready { .. } => {
+                agent.ready = Instant::now();
+                Ok(agent)
+            }
+            Reply::Failed { message } => Err(fail(message)),
+            other => Err(fail(format!("answered {other:?} before it was ready"))),
+        }
+    }
+
+    fn fail(&self, why: impl Into<String>) -> AgentError {
+        AgentError {
+            consumer: self.consumer.clone(),
+            why: why.into(),
+        }
+    }
+
+    fn reply(&mut self, timeout: Duration) -> Result<Reply, AgentError> {
+        match self.replies.recv_timeout(timeout) {
+            Ok(line) => decode(&line).map_err(|e| self.fail(e.to_string())),
+            Err(RecvTimeoutError::Timeout) => Err(self.fail(format!("no answer within {timeout:?}"))),
+            Err(RecvTimeoutError::Disconnected) => {
+                let status = self.child.try_wait().ok().flatten();
+                Err(self.fail(match status {
+                    Some(s) => format!("it exited ({s}); run `offsetlab agent` by hand to see why"),
+                    None => "it closed its output".to_string(),
+                }))
+            }
+        }
+    }
+
+    /// Sends `request` and waits up to `timeout` for its answer. A `failed` answer is an error
+    /// naming the client's complaint.
+    pub fn ask(&mut self, request: &Request, timeout: Duration) -> Result<Reply, AgentError> {
+        writeln!(self.to, "{}", encode(request))
+            .and_then(|()| self.to.flush())
+            .map_err(|e| self.fail(format!("cannot write to it: {e}")))?;
+        match self.reply(timeout)? {
+            Reply::Failed { message } => Err(self.fail(message)),
+            reply => Ok(reply),
+        }
+    }
+
+    /// `SIGKILL`: no LeaveGroup, no final commit; the client's timer dies with the process.
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// `close()`, then waits for the process to end.
+    pub fn close(mut self, timeout: Duration) -> Result<(), AgentError> {
+        let answer = self.ask(&Request::Close, timeout);
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        answer.map(|_| ())
+    }
+}
+
+impl Drop for AgentProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

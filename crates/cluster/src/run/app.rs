@@ -1,0 +1,508 @@
+//! The consumer application of a run, outside the agents: what each real consumer was handed
+//! and has not processed yet, the group's SQLite sink and its audit, and the commits each
+//! strategy makes — the same decisions the model's application makes, taken on what the real
+//! cluster handed out.
+//!
+//! The agent is only the Kafka client. Processing (a sink write), the strategy's commits and
+//! the audit live here, so a `SIGKILL` of the agent ends exactly what a crash ends: the
+//! client, its timer, its unprocessed records.
+
+use super::agent_process::{AgentError, AgentProcess};
+use super::clock::TimerPhase;
+use crate::protocol::{Delivered, PartitionOffset, Reply, Request};
+use crate::settings::ConsumerSettings;
+use offsetlab_engine::audit::{Delivery, DeliveryReason, GroupAudit};
+use offsetlab_engine::consumer::ConsumerConfig;
+use offsetlab_engine::record::TopicPartition;
+use offsetlab_engine::sink::{Sink, SinkError, SinkWrite};
+use offsetlab_engine::strategy::CommitStrategy;
+use std::collections::{BTreeMap, VecDeque};
+use std::path::Path;
+use std::time::Duration;
+
+/// How long a poll waits for a first record: a group's first join, or a restarted consumer
+/// waiting out its dead incarnation's session.
+pub const POLL_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long any other request to an agent may take.
+pub const ASK_TIMEOUT: Duration = Duration::from_secs(30);
+
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error(transparent)]
+    Agent(#[from] AgentError),
+    #[error("the sink of group {group:?}: {error}")]
+    Sink { group: String, error: SinkError },
+    #[error("{0}")]
+    Other(String),
+}
+
+/// A record handed to the application and not processed yet.
+#[derive(Debug, Clone)]
+struct InFlight {
+    record: Delivered,
+    last_of_batch: bool,
+}
+
+/// A scenario consumer running (or not) on the cluster.
+pub struct RealConsumer {
+    pub config: ConsumerConfig,
+    /// Its topic's name on the cluster.
+    cluster_topic: String,
+    agent: Option<AgentProcess>,
+    pub incarnation: u32,
+    pub state: &'static str,
+    in_flight: VecDeque<InFlight>,
+    /// Per partition: what a record read again from this incarnation's start is (why the
+    /// partition came to it).
+    repeat: BTreeMap<i32, DeliveryReason>,
+    /// Per partition, the next offset after what poll handed out / what was processed.
+    positions: BTreeMap<i32, i64>,
+    processed: BTreeMap<i32, i64>,
+    /// auto-poll: when the Java client's next commit inside `poll()` is due (model time).
+    next_poll_commit: Option<i64>,
+    pub timer: Option<TimerPhase>,
+    effects: u64,
+    /// Crash right after this effect (the `fault` line).
+    fault_at: Option<u64>,
+}
+
+impl RealConsumer {
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    pub fn position(&self, partition: i32) -> Option<i64> {
+        self.positions.get(&partition).copied()
+    }
+
+    pub fn effects(&self) -> u64 {
+        self.effects
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.agent.is_some()
+    }
+}
+
+/// A scenario group's application state.
+pub struct RealGroup {
+    /// Opened when the group's first consumer starts (an admin's reset may come before).
+    pub sink: Option<Box<dyn Sink>>,
+    pub audit: GroupAudit,
+    /// Why each partition last changed hands, and from whom.
+    handoffs: BTreeMap<i32, (DeliveryReason, Option<String>)>,
+    /// The last offsets the application (or an admin's reset) committed, per partition.
+    committed: BTreeMap<i32, i64>,
+}
+
+impl RealGroup {
+    pub fn new(sink: Option<Box<dyn Sink>>) -> Self {
+        Self {
+            sink,
+            audit: GroupAudit::default(),
+            handoffs: BTreeMap::new(),
+            committed: BTreeMap::new(),
+        }
+    }
+
+    /// An admin's reset landed: what the group reads again is a deliberate replay, and what it
+    /// jumps over forward is skipped on purpose.
+    pub fn reset(&mut self, topic: &str, rows: &[(i32, Option<i64>, i64)], log: (i64, i64)) {
+        for &(p, current, target) in rows {
+            self.handoffs.insert(p, (DeliveryReason::Replay, None));
+            self.committed.insert(p, target);
+            if (log.0..=log.1).contains(&target) {
+                if let Some(c) = current {
+                    let tp = TopicPartition::new(topic, p);
+                    self.audit.mark_skipped(&tp, c.clamp(log.0, log.1), target);
+                }
+            }
+        }
+    }
+}
+
+/// Whether the consumer was killed by its fault plan during an action.
+pub type Crashed = bool;
+
+/// The application of every consumer of a run.
+pub struct Application {
+    pub consumers: BTreeMap<String, RealConsumer>,
+    pub groups: BTreeMap<String, RealGroup>,
+}
+
+impl Application {
+    pub fn new() -> Self {
+        Self {
+            consumers: BTreeMap::new(),
+            groups: BTreeMap::new(),
+        }
+    }
+
+    fn consumer(&mut self, name: &str) -> Result<&mut RealConsumer, AppError> {
+        self.consumers
+            .get_mut(name)
+            .ok_or_else(|| AppError::Other(format!("no consumer {name:?} on the cluster")))
+    }
+
+    /// Starts (or restarts) `config`'s consumer as a new agent process, at model time `now`.
+    pub fn start(
+        &mut self,
+        config: &ConsumerConfig,
+        settings: &ConsumerSettings,
+        program: &Path,
+        partitions: i32,
+        now: i64,
+        sink: impl FnOnce() -> Result<Box<dyn Sink>, SinkError>,
+    ) -> Result<(), AppError> {
+        let g = self
+            .groups
+            .entry(config.group.clone())
+            .or_insert_with(|| RealGroup::new(None));
+        if g.sink.is_none() {
+            g.sink = Some(sink().map_err(|error| AppError::Sink {
+                group: config.group.clone(),
+                error,
+            })?);
+        }
+        let incarnation = self.consumers.get(&config.name).map_or(1, |c| c.incarnation + 1);
+        let group = self.groups.get(&config.group);
+        let repeat = (0..partitions)
+            .map(|p| {
+                let reason = match group.and_then(|g| g.handoffs.get(&p)) {
+                    Some((DeliveryReason::RestartRedelivery, Some(from))) if from != &config.name => {
+                        DeliveryReason::RebalanceRedelivery
+                    }
+                    Some((reason, _)) => *reason,
+                    None => DeliveryReason::RestartRedelivery,
+                };
+                (p, reason)
+            })
+            .collect();
+        let agent = AgentProcess::start(program, &config.name, settings, ASK_TIMEOUT)?;
+        let timer = (config.strategy == CommitStrategy::AutoTimer).then_some(TimerPhase {
+            low: agent.started,
+            high: agent.ready,
+            interval_ms: config.auto_commit_interval_ms,
+            model_origin: now,
+            fires_seen: 0,
+        });
+        let fault_at = self.consumers.get(&config.name).and_then(|c| c.fault_at);
+        self.consumers.insert(
+            config.name.clone(),
+            RealConsumer {
+                config: config.clone(),
+                cluster_topic: settings.topic.clone(),
+                agent: Some(agent),
+                incarnation,
+                state: "running",
+                in_flight: VecDeque::new(),
+                repeat,
+                positions: BTreeMap::new(),
+                processed: BTreeMap::new(),
+                next_poll_commit: (config.strategy == CommitStrategy::AutoPoll)
+                    .then(|| now.saturating_add(config.auto_commit_interval_ms)),
+                timer,
+                effects: 0,
+                fault_at,
+            },
+        );
+        Ok(())
+    }
+
+    /// `fault NAME after=N`: the consumer dies right after its N-th effect from now.
+    pub fn arm_fault(&mut self, name: &str, after: u64) -> Result<(), AppError> {
+        let c = self.consumer(name)?;
+        c.fault_at = Some(c.effects + after);
+        Ok(())
+    }
+
+    /// Counts one effect; kills the consumer if its fault plan says so.
+    fn effect(&mut self, name: &str) -> Result<Crashed, AppError> {
+        let c = self.consumer(name)?;
+        c.effects += 1;
+        if c.fault_at == Some(c.effects) {
+            c.fault_at = None;
+            self.crash(name)?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// `kill -9`.
+    pub fn crash(&mut self, name: &str) -> Result<(), AppError> {
+        let c = self.consumer(name)?;
+        if let Some(agent) = c.agent.take() {
+            agent.kill();
+        }
+        c.state = "crashed";
+        c.in_flight.clear();
+        c.timer = None;
+        let (group, from) = (c.config.group.clone(), c.config.name.clone());
+        let partitions: Vec<i32> = c.repeat.keys().copied().collect();
+        if let Some(g) = self.groups.get_mut(&group) {
+            for p in partitions {
+                g.handoffs
+                    .insert(p, (DeliveryReason::CrashRedelivery, Some(from.clone())));
+            }
+        }
+        Ok(())
+    }
+
+    /// `close()`: the client's own final commit (auto-commit) and its LeaveGroup.
+    pub fn close(&mut self, name: &str) -> Result<(), AppError> {
+        let c = self.consumer(name)?;
+        let agent = c.agent.take();
+        c.state = "closed";
+        c.in_flight.clear();
+        c.timer = None;
+        let (group, from) = (c.config.group.clone(), c.config.name.clone());
+        let partitions: Vec<i32> = c.repeat.keys().copied().collect();
+        let stored = c.positions.clone();
+        let auto = c.config.strategy == CommitStrategy::AutoTimer;
+        if let Some(g) = self.groups.get_mut(&group) {
+            for p in partitions {
+                g.handoffs
+                    .insert(p, (DeliveryReason::RestartRedelivery, Some(from.clone())));
+            }
+            if auto {
+                g.committed.extend(stored);
+            }
+        }
+        if let Some(agent) = agent {
+            agent.close(ASK_TIMEOUT)?;
+        }
+        Ok(())
+    }
+
+    /// A real auto-commit timer's fire has landed: an effect when it committed anything new
+    /// (librdkafka commits only stored offsets that changed).
+    pub fn timer_fired(&mut self, name: &str) -> Result<Crashed, AppError> {
+        let c = self.consumer(name)?;
+        if let Some(t) = c.timer.as_mut() {
+            t.fires_seen += 1;
+        }
+        let stored = c.positions.clone();
+        let group = c.config.group.clone();
+        let Some(g) = self.groups.get_mut(&group) else {
+            return Ok(false);
+        };
+        let changed = stored.iter().any(|(p, o)| g.committed.get(p) != Some(o));
+        if !changed {
+            return Ok(false);
+        }
+        g.committed.extend(stored);
+        self.effect(name)
+    }
+
+    fn agent(&mut self, name: &str) -> Result<&mut AgentProcess, AppError> {
+        self.consumer(name)?
+            .agent
+            .as_mut()
+            .ok_or_else(|| AppError::Other(format!("consumer {name} is not running")))
+    }
+
+    /// Commits `offsets` (scenario partition → next offset) synchronously; with `only_changes`,
+    /// what the group holds already is left out. An effect when anything was committed.
+    fn commit(&mut self, name: &str, offsets: BTreeMap<i32, i64>, only_changes: bool) -> Result<Crashed, AppError> {
+        let c = self.consumer(name)?;
+        let (group, topic) = (c.config.group.clone(), c.cluster_topic.clone());
+        let held = self.groups.get(&group).map(|g| g.committed.clone()).unwrap_or_default();
+        let wanted: BTreeMap<i32, i64> = offsets
+            .into_iter()
+            .filter(|(p, o)| !only_changes || held.get(p) != Some(o))
+            .collect();
+        if wanted.is_empty() {
+            return Ok(false);
+        }
+        let request = Request::CommitOffsets {
+            offsets: wanted
+                .iter()
+                .map(|(&partition, &offset)| PartitionOffset {
+                    topic: topic.clone(),
+                    partition,
+                    offset,
+                })
+                .collect(),
+        };
+        self.agent(name)?.ask(&request, ASK_TIMEOUT)?;
+        if let Some(g) = self.groups.get_mut(&group) {
+            g.committed.extend(wanted);
+        }
+        self.effect(name)
+    }
+
+    /// `commit NAME`: an explicit commitSync() of the positions (the stored offsets, for
+    /// auto-timer: the same here, since it stores on hand-over).
+    pub fn commit_now(&mut self, name: &str) -> Result<Crashed, AppError> {
+        let positions = self.consumer(name)?.positions.clone();
+        self.commit(name, positions, false)
+    }
+
+    /// `poll NAME` at model time `now`: how many records the cluster handed over.
+    pub fn poll(&mut self, name: &str, now: i64) -> Result<(usize, Crashed), AppError> {
+        let c = self.consumer(name)?;
+        let strategy = c.config.strategy;
+        let max = c.config.max_poll_records;
+        if let Some(due) = c.next_poll_commit.filter(|&d| now >= d) {
+            // The Java client's auto-commit runs first in poll(): what earlier polls returned.
+            c.next_poll_commit = Some(now.saturating_add(c.config.auto_commit_interval_ms));
+            let _ = due;
+            let positions = c.positions.clone();
+            if self.commit(name, positions, true)? {
+                return Ok((0, true));
+            }
+        }
+        let reply = self.agent(name)?.ask(
+            &Request::Poll {
+                max,
+                timeout_ms: u64::try_from(POLL_TIMEOUT.as_millis()).unwrap_or(30_000),
+            },
+            POLL_TIMEOUT + ASK_TIMEOUT,
+        )?;
+        let Reply::Records { records } = reply else {
+            return Err(AppError::Other(format!("{name}'s poll answered {reply:?}")));
+        };
+        let n = records.len();
+        let c = self.consumer(name)?;
+        let (group, topic) = (c.config.group.clone(), c.config.topic.clone());
+        for r in &records {
+            c.positions.insert(r.partition, r.offset + 1);
+        }
+        if let Some(g) = self.groups.get_mut(&group) {
+            for r in &records {
+                g.audit.note_start(&TopicPartition::new(topic.clone(), r.partition), r.offset);
+            }
+        }
+        let c = self.consumer(name)?;
+        let last = records.len().saturating_sub(1);
+        c.in_flight.extend(records.into_iter().enumerate().map(|(i, record)| InFlight {
+            record,
+            last_of_batch: i == last,
+        }));
+        if self.effect(name)? {
+            return Ok((n, true));
+        }
+        if strategy == CommitStrategy::BeforeProcess && n > 0 {
+            let positions = self.consumer(name)?.positions.clone();
+            if self.commit(name, positions, true)? {
+                return Ok((n, true));
+            }
+        }
+        Ok((n, false))
+    }
+
+    /// `process NAME [count=N]` at model time `now`: each record written to the group's sink and
+    /// audited, with the strategy's commit after it. How many were processed.
+    pub fn process(&mut self, name: &str, count: Option<usize>, now: i64) -> Result<(usize, Crashed), AppError> {
+        let c = self.consumer(name)?;
+        let n = count.unwrap_or(usize::MAX).min(c.in_flight.len());
+        let mut done = 0;
+        while done < n {
+            let c = self.consumer(name)?;
+            let Some(item) = c.in_flight.pop_front() else {
+                break;
+            };
+            let cfg = c.config.clone();
+            let incarnation = c.incarnation;
+            let r = &item.record;
+            let repeat = c
+                .repeat
+                .get(&r.partition)
+                .copied()
+                .unwrap_or(DeliveryReason::RestartRedelivery);
+            c.processed.insert(r.partition, r.offset + 1);
+            let tp = TopicPartition::new(cfg.topic.clone(), r.partition);
+            let g = self
+                .groups
+                .get_mut(&cfg.group)
+                .ok_or_else(|| AppError::Other(format!("no group {:?}", cfg.group)))?;
+            let reason = g.audit.classify(&tp, r.offset, repeat);
+            let key = r.key.as_ref().map_or(&[][..], |k| k.as_bytes());
+            let value = r.value.as_ref().map_or(&[][..], |v| v.as_bytes());
+            let sink = g
+                .sink
+                .as_mut()
+                .ok_or_else(|| AppError::Other(format!("group {:?} has no sink", cfg.group)))?;
+            sink.apply(&SinkWrite {
+                    tp: &tp,
+                    offset: r.offset,
+                    key,
+                    value,
+                    consumer: &cfg.name,
+                    incarnation,
+                    generation: 0,
+                    reason,
+                    at: now,
+                })
+                .map_err(|error| AppError::Sink {
+                    group: cfg.group.clone(),
+                    error,
+                })?;
+            g.audit.record(Delivery {
+                at: now,
+                tp: tp.clone(),
+                offset: r.offset,
+                key: String::from_utf8_lossy(key).into_owned(),
+                consumer: cfg.name.clone(),
+                incarnation,
+                reason,
+            });
+            done += 1;
+            if self.effect(name)? {
+                return Ok((done, true));
+            }
+            let crashed = match cfg.strategy {
+                CommitStrategy::ManualRecord => {
+                    self.commit(name, BTreeMap::from([(r.partition, r.offset + 1)]), false)?
+                }
+                CommitStrategy::ManualBatch if item.last_of_batch => {
+                    let processed = self.consumer(name)?.processed.clone();
+                    self.commit(name, processed, false)?
+                }
+                CommitStrategy::ManualAsync if item.last_of_batch => {
+                    self.agent(name)?.ask(&Request::CommitAsync, ASK_TIMEOUT)?;
+                    self.effect(name)?
+                }
+                _ => false,
+            };
+            if crashed {
+                return Ok((done, true));
+            }
+        }
+        Ok((done, false))
+    }
+}
+
+impl Application {
+    /// `reset-offsets … execute` landed for `group` (before or after its consumers started).
+    pub fn reset_group(&mut self, group: &str, topic: &str, rows: &[(i32, Option<i64>, i64)], log: (i64, i64)) {
+        self.groups
+            .entry(group.to_string())
+            .or_insert_with(|| RealGroup::new(None))
+            .reset(topic, rows, log);
+    }
+
+    /// Where a running consumer of `group` will deliver `tp` from next (its lowest record in
+    /// flight, or its position): records below the committed offset it is about to deliver
+    /// are not lost.
+    pub fn live_next(&self, group: &str, tp: &TopicPartition) -> Option<i64> {
+        self.consumers
+            .values()
+            .filter(|c| c.is_running() && c.config.group == group && c.config.topic == tp.topic)
+            .find_map(|c| {
+                let in_flight = c
+                    .in_flight
+                    .iter()
+                    .filter(|f| f.record.partition == tp.partition)
+                    .map(|f| f.record.offset)
+                    .min();
+                [c.position(tp.partition), in_flight].into_iter().flatten().min()
+            })
+    }
+}
+
+impl Default for Application {
+    fn default() -> Self {
+        Self::new()
+    }
+}

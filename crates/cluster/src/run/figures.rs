@@ -1,0 +1,288 @@
+//! The figures of a run, read from the cluster: committed offsets from the group coordinator
+//! (OffsetFetch), log start and end from the partition leader (ListOffsets), and the audit of
+//! what the real consumers handed to the application — one definition with the model's
+//! (DESIGN.md, "Audit"), computed by the engine's own [`GroupAudit`](offsetlab_engine::audit::GroupAudit).
+//!
+//! Which partitions a group's figures cover is the model's answer (the group's view), so both
+//! sets of figures name the same things and can be compared one by one.
+
+use super::{ClusterRun, LineFailure};
+use offsetlab_engine::audit::{AuditFigures, Progress};
+use offsetlab_engine::record::TopicPartition;
+use offsetlab_engine::Lab;
+use offsetlab_scenario::command::{Expect, ExpectKey};
+use serde::Serialize;
+use std::collections::BTreeSet;
+
+/// One partition of a group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PartitionFigures {
+    pub topic: String,
+    pub partition: i32,
+    pub committed: Option<i64>,
+    pub log_start_offset: i64,
+    pub log_end_offset: i64,
+    pub lag: Option<i64>,
+    pub audit: AuditFigures,
+}
+
+/// A group's figures.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GroupFigures {
+    pub group: String,
+    pub sink_rows: u64,
+    pub distinct_keys: u64,
+    pub duplicate_rows: u64,
+    pub partitions: Vec<PartitionFigures>,
+}
+
+impl GroupFigures {
+    fn sum(&self, f: impl Fn(&AuditFigures) -> u64) -> u64 {
+        self.partitions.iter().map(|p| f(&p.audit)).sum()
+    }
+
+    /// Every figure by name (a partition's as `committed[orders-0]`), in a fixed order.
+    pub fn named(&self) -> Vec<(String, String)> {
+        let opt = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
+        let mut out = Vec::new();
+        for p in &self.partitions {
+            let tp = format!("{}-{}", p.topic, p.partition);
+            out.push((format!("committed[{tp}]"), opt(p.committed)));
+            out.push((format!("log-end-offset[{tp}]"), p.log_end_offset.to_string()));
+            out.push((format!("lag[{tp}]"), opt(p.lag)));
+        }
+        let totals = [
+            ("lost", self.sum(|a| a.lost)),
+            ("duplicates", self.sum(|a| a.duplicates)),
+            ("redeliveries", self.sum(|a| a.redeliveries)),
+            ("crash-redeliveries", self.sum(|a| a.crash_redeliveries)),
+            ("replays", self.sum(|a| a.replays)),
+            ("skipped", self.sum(|a| a.skipped)),
+            ("deliveries", self.sum(|a| a.deliveries)),
+            ("sink-rows", self.sink_rows),
+            ("distinct-keys", self.distinct_keys),
+            ("duplicate-rows", self.duplicate_rows),
+        ];
+        out.extend(totals.map(|(k, v)| (k.to_string(), v.to_string())));
+        out
+    }
+}
+
+/// The expect keys a run can check on a cluster.
+pub fn on_cluster(key: ExpectKey) -> bool {
+    !matches!(
+        key,
+        ExpectKey::Position | ExpectKey::Generation | ExpectKey::AbortedRead | ExpectKey::LastStableOffset
+    )
+}
+
+/// The groups whose figures a run reports: those its consumers read with.
+fn reported(run: &ClusterRun) -> Vec<String> {
+    run.app.groups.keys().cloned().collect()
+}
+
+/// The model's figures of the groups the run reports.
+pub fn model(run: &ClusterRun) -> Vec<GroupFigures> {
+    reported(run)
+        .iter()
+        .filter_map(|g| model_group(&run.model.lab, g))
+        .collect()
+}
+
+fn model_group(lab: &Lab, group: &str) -> Option<GroupFigures> {
+    let view = lab.group_view(group).ok()?;
+    Some(GroupFigures {
+        group: group.to_string(),
+        sink_rows: view.sink.rows,
+        distinct_keys: view.sink.distinct_keys,
+        duplicate_rows: view.sink.duplicate_rows,
+        partitions: view
+            .partitions
+            .iter()
+            .map(|p| PartitionFigures {
+                topic: p.topic.clone(),
+                partition: p.partition,
+                committed: p.committed.or(p.kafka_committed),
+                log_start_offset: p.log_start_offset,
+                log_end_offset: p.log_end_offset,
+                lag: p.lag,
+                audit: p.audit,
+            })
+            .collect(),
+    })
+}
+
+/// The cluster's figures of the groups the run reports.
+pub(crate) fn real(run: &mut ClusterRun) -> Result<Vec<GroupFigures>, LineFailure> {
+    reported(run).iter().map(|g| real_group(run, g)).collect()
+}
+
+fn real_group(run: &mut ClusterRun, group: &str) -> Result<GroupFigures, LineFailure> {
+    let parts: Vec<TopicPartition> = run
+        .model
+        .lab
+        .group_view(group)
+        .map(|v| {
+            v.partitions
+                .iter()
+                .map(|p| TopicPartition::new(p.topic.clone(), p.partition))
+                .collect()
+        })
+        .unwrap_or_default();
+    let on_cluster = run.prefix().on_cluster(group);
+    let topics: BTreeSet<String> = parts.iter().map(|tp| tp.topic.clone()).collect();
+    let mut partitions = Vec::new();
+    for topic in topics {
+        let cluster_topic = run.prefix().on_cluster(&topic);
+        let ps: Vec<i32> = parts.iter().filter(|tp| tp.topic == topic).map(|tp| tp.partition).collect();
+        let committed = run.inspector().committed(&on_cluster, &cluster_topic, &ps)?;
+        for &p in &ps {
+            let (low, high) = run.inspector().watermarks(&on_cluster, &cluster_topic, p)?;
+            let committed = committed.get(&p).copied().flatten();
+            let tp = TopicPartition::new(topic.clone(), p);
+            let live_next = run.app.live_next(group, &tp);
+            let kept = committed.filter(|&o| o >= 0);
+            let resume = match (kept, live_next) {
+                (Some(c), Some(l)) => Some(c.min(l)),
+                (c, _) => c,
+            };
+            let hidden = BTreeSet::new();
+            let audit = match (run.app.groups.get(group), run.model.lab.partition_log(&tp)) {
+                (Some(g), Ok(log)) => g.audit.figures(
+                    &tp,
+                    Progress {
+                        resume,
+                        log,
+                        hidden: &hidden,
+                    },
+                ),
+                _ => AuditFigures::default(),
+            };
+            partitions.push(PartitionFigures {
+                topic: topic.clone(),
+                partition: p,
+                committed,
+                log_start_offset: low,
+                log_end_offset: high,
+                lag: kept.map(|c| high - c),
+                audit,
+            });
+        }
+    }
+    let stats = run
+        .app
+        .groups
+        .get(group)
+        .and_then(|g| g.sink.as_ref())
+        .map(|s| s.stats())
+        .transpose()
+        .map_err(|e| LineFailure::Other(e.to_string()))?
+        .unwrap_or_default();
+    Ok(GroupFigures {
+        group: group.to_string(),
+        sink_rows: stats.rows,
+        distinct_keys: stats.distinct_keys,
+        duplicate_rows: stats.duplicate_rows,
+        partitions,
+    })
+}
+
+/// Each figure that differs between the model and the cluster, named: `group g: lost: model
+/// 3, cluster 2`.
+pub fn differences(model: &[GroupFigures], real: &[GroupFigures]) -> Vec<String> {
+    let mut out = Vec::new();
+    for r in real {
+        let Some(m) = model.iter().find(|m| m.group == r.group) else {
+            out.push(format!("group {}: the model has no such group", r.group));
+            continue;
+        };
+        let (mn, rn) = (m.named(), r.named());
+        for ((name, mv), (_, rv)) in mn.iter().zip(rn.iter()) {
+            if mv != rv {
+                out.push(format!("group {}: {name}: model {mv}, cluster {rv}", r.group));
+            }
+        }
+        if mn.len() != rn.len() {
+            out.push(format!("group {}: the model and the cluster report different partitions", r.group));
+        }
+    }
+    out
+}
+
+/// The failures of an `expect` line against the cluster's figures (empty: it holds).
+pub(crate) fn check(e: &Expect, run: &mut ClusterRun) -> Result<Vec<String>, LineFailure> {
+    let mut failures = Vec::new();
+    for (key, expected) in &e.checks {
+        let actual = actual(e, *key, run)?;
+        if &actual != expected {
+            failures.push(format!("{} expected {expected}, got {actual}", key.name()));
+        }
+    }
+    Ok(failures)
+}
+
+fn only<I: IntoIterator<Item = String>>(names: I, what: &str) -> Result<String, LineFailure> {
+    let names: Vec<String> = names.into_iter().collect();
+    match names.as_slice() {
+        [one] => Ok(one.clone()),
+        _ => Err(LineFailure::Other(format!("expect: name the {what} (the scenario has {})", names.len()))),
+    }
+}
+
+fn actual(e: &Expect, key: ExpectKey, run: &mut ClusterRun) -> Result<String, LineFailure> {
+    let opt = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
+    if matches!(key, ExpectKey::State | ExpectKey::InFlight) {
+        let name = match &e.consumer {
+            Some(c) => c.clone(),
+            None => only(run.model.lab.consumers().keys().cloned(), "consumer")?,
+        };
+        let c = run
+            .app
+            .consumers
+            .get(&name)
+            .ok_or_else(|| LineFailure::Other(format!("no consumer {name} on the cluster")))?;
+        return Ok(match key {
+            ExpectKey::State => c.state.to_string(),
+            _ => c.in_flight().to_string(),
+        });
+    }
+    let group = match &e.group {
+        Some(g) => g.clone(),
+        None => only(run.model.lab.groups().keys().cloned(), "group")?,
+    };
+    let figures = real_group(run, &group)?;
+    let parts: Vec<&PartitionFigures> = figures
+        .partitions
+        .iter()
+        .filter(|p| e.topic.as_ref().is_none_or(|t| &p.topic == t))
+        .filter(|p| e.partition.is_none_or(|want| p.partition == want))
+        .collect();
+    if parts.is_empty() {
+        return Err(LineFailure::Other(format!("group '{group}' reads no such topic-partition")));
+    }
+    let single = || match parts.as_slice() {
+        [one] => Ok(*one),
+        _ => Err(LineFailure::Other("expect: several partitions: add partition=P".into())),
+    };
+    let sum = |f: &dyn Fn(&AuditFigures) -> u64| parts.iter().map(|p| f(&p.audit)).sum::<u64>().to_string();
+    Ok(match key {
+        ExpectKey::SinkRows => figures.sink_rows.to_string(),
+        ExpectKey::DistinctKeys => figures.distinct_keys.to_string(),
+        ExpectKey::DuplicateRows => figures.duplicate_rows.to_string(),
+        ExpectKey::Lost => sum(&|a| a.lost),
+        ExpectKey::Duplicates => sum(&|a| a.duplicates),
+        ExpectKey::Redeliveries => sum(&|a| a.redeliveries),
+        ExpectKey::CrashRedeliveries => sum(&|a| a.crash_redeliveries),
+        ExpectKey::Replays => sum(&|a| a.replays),
+        ExpectKey::Skipped => sum(&|a| a.skipped),
+        ExpectKey::Deliveries => sum(&|a| a.deliveries),
+        ExpectKey::Lag => {
+            let lags: Option<Vec<i64>> = parts.iter().map(|p| p.lag).collect();
+            opt(lags.map(|l| l.iter().sum()))
+        }
+        ExpectKey::Committed => opt(single()?.committed),
+        ExpectKey::LogEndOffset => single()?.log_end_offset.to_string(),
+        ExpectKey::LogStartOffset => single()?.log_start_offset.to_string(),
+        other => return Err(LineFailure::Other(format!("expect {} is not checked on a cluster", other.name()))),
+    })
+}

@@ -1,0 +1,575 @@
+//! A scenario run on a real Kafka cluster, with the model beside it.
+//!
+//! The model ([`offsetlab_scenario::Runner`] on an in-memory lab) applies every line first:
+//! it refuses what the lab would refuse, gives the records to produce (so the cluster's log
+//! holds the model's records at the model's offsets — checked on every delivery), and its log
+//! stands in for the cluster's in the audit. Then the line runs for real:
+//!
+//! | line | on the cluster |
+//! |---|---|
+//! | `topic` | created with the run's prefix; one that exists is refused before anything runs |
+//! | `produce` | the model's new records, sent by an idempotent producer |
+//! | `consumer`, `restart` | a new `offsetlab agent` process: a real librdkafka consumer |
+//! | `poll`, `process`, `commit` | the agent polls and commits; the runner's [`app`] processes into the group's SQLite sink and audits |
+//! | `crash` | `SIGKILL` of the agent |
+//! | `close` | the client's `close()` |
+//! | `tick D` | D of wall time passes before the next line ([`clock`]) |
+//! | `reset-offsets … execute` | the group's offsets committed from outside the group |
+//! | `fault NAME after=N` | the agent is killed right after its N-th effect |
+//! | `expect` | checked against the cluster's figures ([`figures`]) |
+//!
+//! Nothing it did not create is touched: topics and groups carry the run's prefix, produce
+//! only goes to topics the run created, and [`ClusterRun::finish`] deletes what it created.
+
+pub mod agent_process;
+pub mod app;
+pub mod clock;
+pub mod figures;
+pub mod inspect;
+
+use crate::admin::{Cluster, ClusterError};
+use crate::names::{NameError, Prefix};
+use crate::preflight::{self, Unrunnable};
+use crate::produce::{model_records, Sender};
+use crate::settings::ConsumerSettings;
+use app::{AppError, Application};
+use clock::{Misaligned, WallClock};
+use figures::GroupFigures;
+use inspect::Inspector;
+use offsetlab_engine::lab::ResetSpec;
+use offsetlab_engine::record::TopicPartition;
+use offsetlab_engine::sink::{SinkFactory, SinkKind};
+use offsetlab_engine::Lab;
+use offsetlab_scenario::command::{Command, ResetOffsets};
+use offsetlab_scenario::script::Line;
+use offsetlab_scenario::{Runner, ScenarioError, Script};
+use offsetlab_sqlite::SqliteSinks;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// How a run reaches its cluster and what it names things there.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub bootstrap: String,
+    /// librdkafka properties for every client of the run (`-X`, `--command-config`).
+    pub extra: Vec<(String, String)>,
+    pub prefix: Prefix,
+    /// Leave the run's topics and groups on the cluster.
+    pub keep: bool,
+    /// The `offsetlab` binary, started as `offsetlab agent` for each consumer incarnation.
+    pub agent_program: PathBuf,
+    /// Where the groups' SQLite sinks are written.
+    pub sink_dir: PathBuf,
+    /// How long one request to the cluster may take.
+    pub timeout: Duration,
+    /// Say on stderr when the run waits for wall time.
+    pub progress: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    Unrunnable(Vec<Unrunnable>),
+    #[error(transparent)]
+    Names(#[from] NameError),
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    /// The model refused the line (or its expect failed): the scenario itself is wrong.
+    #[error("{0}")]
+    Model(ScenarioError),
+    #[error("line {line}: `{text}`: on the cluster: {why}")]
+    Line { line: usize, text: String, why: String },
+    #[error("line {line}: expectation failed on the cluster: {failures}\n    {text}")]
+    Expectation { line: usize, text: String, failures: String },
+}
+
+impl RunError {
+    /// 1: an expect line did not hold; 2: the scenario cannot run (or the cluster refused what
+    /// it asked); 3: the cluster, an agent or a file could not be reached.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            RunError::Expectation { .. } | RunError::Model(ScenarioError::Expectation { .. }) => 1,
+            RunError::Unrunnable(_) | RunError::Names(_) | RunError::Model(_) => 2,
+            RunError::Cluster(e) => e.exit_code(),
+            RunError::Line { .. } => 3,
+        }
+    }
+}
+
+/// What one line did on the cluster, for the caller to print.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    pub did: String,
+}
+
+pub struct ClusterRun {
+    opts: RunOptions,
+    cluster: Cluster,
+    sender: Option<Sender>,
+    inspector: Inspector,
+    sinks: SqliteSinks,
+    /// The model, a line ahead of the cluster.
+    pub model: Runner,
+    pub app: Application,
+    clock: WallClock,
+    /// Topics the run created (cluster names), and every group it used.
+    created: Vec<String>,
+    groups: BTreeSet<String>,
+}
+
+/// Every line that cannot run on a cluster (with why), before anything is created.
+pub fn check(script: &Script, prefix: &Prefix) -> Result<(), RunError> {
+    let mut refused = preflight::check(script);
+    refused.extend(script.lines.iter().filter_map(|l| {
+        not_yet(&l.command).map(|why| Unrunnable {
+            line: l.number,
+            text: l.text.clone(),
+            why,
+        })
+    }));
+    refused.sort_by_key(|u| u.line);
+    if !refused.is_empty() {
+        return Err(RunError::Unrunnable(refused));
+    }
+    prefix.check(script)?;
+    Ok(())
+}
+
+/// Lines a cluster could run that this runner does not run yet: said, never approximated.
+fn not_yet(command: &Command) -> Option<String> {
+    let later = |what: &str| Some(format!("{what} is not run on a cluster yet (it runs on the model: drop --bootstrap-server)"));
+    match command {
+        Command::Consumer(c) if matches!(c.config.sink, SinkKind::Transactional | SinkKind::KafkaTx) => {
+            later(&format!("sink={}", c.config.sink.name()))
+        }
+        Command::Seek(_) => later("seek"),
+        Command::Abort(_) => later("abort"),
+        Command::AlterOffsets(_) => later("alter-offsets"),
+        Command::AlterTopic(_) => later("alter-topic"),
+        Command::AddPartitions(_) => later("add-partitions"),
+        Command::DeleteRecords(_) => later("delete-records"),
+        Command::DeleteTopic(_) | Command::DeleteGroup(_) | Command::DeleteOffsets(_) => later("deleting"),
+        Command::ResetOffsets(r) if matches!(r.spec, ResetSpec::ToDatetime(_) | ResetSpec::ByDuration(_) | ResetSpec::ToCurrent) => {
+            later("reset-offsets by time or to-current")
+        }
+        Command::Expect(e) => e
+            .checks
+            .iter()
+            .find(|(k, _)| !figures::on_cluster(*k))
+            .and_then(|(k, _)| later(&format!("expect {}", k.name()))),
+        _ => None,
+    }
+}
+
+/// The wall time a script's ticks add up to.
+pub fn ticks(script: &Script) -> Duration {
+    let ms: i64 = script
+        .lines
+        .iter()
+        .filter_map(|l| match &l.command {
+            Command::Tick(t) => Some(t.duration_ms.max(0)),
+            _ => None,
+        })
+        .sum();
+    Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+}
+
+impl ClusterRun {
+    /// Checks the script, reaches the cluster, and refuses a run whose topics or groups exist
+    /// there already — all before anything is created.
+    pub fn prepare(script: &Script, opts: RunOptions) -> Result<Self, RunError> {
+        check(script, &opts.prefix)?;
+        let cluster = Cluster::connect(&opts.bootstrap, &opts.extra, opts.timeout)?;
+        for line in &script.lines {
+            if let Command::Topic(t) = &line.command {
+                let name = opts.prefix.on_cluster(&t.name);
+                if cluster.topic_exists(&name)? {
+                    return Err(ClusterError::TopicExists(name).into());
+                }
+            }
+        }
+        for group in script_groups(script) {
+            let name = opts.prefix.on_cluster(&group);
+            if cluster.group_exists(&name)? {
+                return Err(ClusterError::Refused {
+                    what: format!("group {name:?}"),
+                    why: "it exists on the cluster: a run uses only groups of its own (choose another --prefix)".into(),
+                }
+                .into());
+            }
+        }
+        let sinks = SqliteSinks::new(&opts.sink_dir).map_err(|e| RunError::Line {
+            line: 0,
+            text: String::new(),
+            why: format!("the sinks' directory {}: {e}", opts.sink_dir.display()),
+        })?;
+        Ok(Self {
+            inspector: Inspector::new(&opts.bootstrap, &opts.extra, opts.timeout),
+            cluster,
+            sender: None,
+            sinks,
+            model: Runner::new(Lab::default()),
+            app: Application::new(),
+            clock: WallClock::starting_now(0),
+            created: Vec::new(),
+            groups: BTreeSet::new(),
+            opts,
+        })
+    }
+
+    pub fn prefix(&self) -> &Prefix {
+        &self.opts.prefix
+    }
+
+    /// Runs every line: the model first, then the cluster. Stops at the first error.
+    pub fn run(&mut self, script: &Script, on_line: &mut dyn FnMut(&Line, &Step)) -> Result<(), RunError> {
+        self.clock = WallClock::starting_now(self.model.lab.now());
+        for line in &script.lines {
+            self.step(line, on_line)?;
+        }
+        // The script's last ticks pass too.
+        let end = self.model.lab.now();
+        self.wait_until(end, None)
+    }
+
+    /// Runs one line (the model first, then the cluster).
+    pub fn step(&mut self, line: &Line, on_line: &mut dyn FnMut(&Line, &Step)) -> Result<(), RunError> {
+        let t = self.model.lab.now();
+        self.wait_until(t, Some(line))?;
+        let before = self.log_ends(line);
+        self.model.apply(line).map_err(RunError::Model)?;
+        let did = self.real(line, t, &before).map_err(|e| self.line_error(line, e))?;
+        on_line(line, &Step { did });
+        Ok(())
+    }
+
+    fn line_error(&self, line: &Line, e: LineFailure) -> RunError {
+        match e {
+            LineFailure::Cluster(c) => RunError::Cluster(c),
+            LineFailure::Expectation(failures) => RunError::Expectation {
+                line: line.number,
+                text: line.text.clone(),
+                failures,
+            },
+            LineFailure::Other(why) => RunError::Line {
+                line: line.number,
+                text: line.text.clone(),
+                why,
+            },
+        }
+    }
+
+    /// Waits until the line at model time `t` may run, counting the real auto-commit timers'
+    /// fires on the way (each an effect, which a fault plan may end in a crash).
+    fn wait_until(&mut self, t: i64, line: Option<&Line>) -> Result<(), RunError> {
+        let mut said = false;
+        loop {
+            let now = Instant::now();
+            let timers: Vec<(String, clock::TimerPhase)> = self
+                .app
+                .consumers
+                .iter()
+                .filter_map(|(n, c)| c.timer.map(|t| (n.clone(), t)))
+                .collect();
+            let at = self
+                .clock
+                .schedule(t, now, timers.iter().map(|(n, t)| (n.as_str(), t)))
+                .map_err(|Misaligned { consumer, late_by }| RunError::Line {
+                    line: line.map_or(0, |l| l.number),
+                    text: line.map_or(String::new(), |l| l.text.clone()),
+                    why: format!(
+                        "this line runs {late_by:?} too late for {consumer}'s auto-commit timer (the cluster took longer than the scenario's clock allows; give the consumer a longer interval)"
+                    ),
+                })?;
+            let next_fire = timers
+                .iter()
+                .map(|(n, tp)| (tp.landed(tp.fires_seen + 1), n))
+                .filter(|(when, _)| *when <= at)
+                .min();
+            let until = next_fire.as_ref().map_or(at, |(when, _)| *when);
+            if self.opts.progress && !said && until.saturating_duration_since(now) >= Duration::from_secs(1) {
+                eprintln!(
+                    "  … {:.1} s of wall time (the scenario's clock is the cluster's)",
+                    at.saturating_duration_since(now).as_secs_f64()
+                );
+                said = true;
+            }
+            std::thread::sleep(until.saturating_duration_since(Instant::now()));
+            match next_fire {
+                Some((_, name)) => {
+                    let name = name.clone();
+                    self.app.timer_fired(&name).map_err(|e| RunError::Line {
+                        line: line.map_or(0, |l| l.number),
+                        text: line.map_or(String::new(), |l| l.text.clone()),
+                        why: e.to_string(),
+                    })?;
+                }
+                None => {
+                    self.clock.ran(t, at);
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// Per partition of a `produce` line's topic, the model's log end before the line.
+    fn log_ends(&self, line: &Line) -> BTreeMap<i32, i64> {
+        let Command::Produce(p) = &line.command else {
+            return BTreeMap::new();
+        };
+        let lab = &self.model.lab;
+        let count = lab.topic(&p.topic).map_or(0, |t| t.partitions.len() as i32);
+        (0..count)
+            .filter_map(|i| {
+                lab.partition_log(&TopicPartition::new(p.topic.clone(), i))
+                    .ok()
+                    .map(|log| (i, log.log_end_offset()))
+            })
+            .collect()
+    }
+
+    fn partitions(&self, topic: &str) -> i32 {
+        self.model.lab.topic(topic).map_or(0, |t| t.partitions.len() as i32)
+    }
+
+    /// The line, for real.
+    fn real(&mut self, line: &Line, t: i64, before: &BTreeMap<i32, i64>) -> Result<String, LineFailure> {
+        let prefix = self.opts.prefix.clone();
+        Ok(match &line.command {
+            Command::Topic(topic) => {
+                let name = prefix.on_cluster(&topic.name);
+                let partitions = self.partitions(&topic.name);
+                self.cluster.create_topic(&name, partitions, &[])?;
+                self.created.push(name.clone());
+                format!("created topic {name} ({partitions} partition(s))")
+            }
+            Command::Produce(p) => {
+                let name = prefix.on_cluster(&p.topic);
+                if !self.created.contains(&name) {
+                    return Err(LineFailure::Other(format!(
+                        "topic {} was not created by this run: a run writes only to topics it created",
+                        p.topic
+                    )));
+                }
+                if self.sender.is_none() {
+                    self.sender = Some(Sender::new(&self.opts.bootstrap, &self.opts.extra, self.opts.timeout)?);
+                }
+                let mut sent = 0;
+                for (&partition, &from) in before {
+                    let tp = TopicPartition::new(p.topic.clone(), partition);
+                    let records = model_records(&self.model.lab, &tp, from).map_err(|e| LineFailure::Other(e.to_string()))?;
+                    if let Some(sender) = &self.sender {
+                        sender.send(&name, partition, &records)?;
+                    }
+                    sent += records.len();
+                }
+                format!("{sent} record(s) on {name}, at the model's offsets")
+            }
+            Command::Consumer(c) => self.start(&c.config.name, t, Some(&c.config))?,
+            Command::Restart(r) => self.start(&r.consumer, t, None)?,
+            Command::Poll(p) => {
+                let (n, crashed) = self.app.poll(&p.consumer, t)?;
+                format!("the cluster handed {n} record(s) to {}{}", p.consumer, crash_note(crashed))
+            }
+            Command::Process(p) => {
+                let (n, crashed) = self.app.process(&p.consumer, p.count, t)?;
+                format!("{n} record(s) written to the sink{}", crash_note(crashed))
+            }
+            Command::Commit(c) => {
+                let crashed = self.app.commit_now(&c.consumer)?;
+                format!("commitSync(){}", crash_note(crashed))
+            }
+            Command::Crash(c) => {
+                self.app.crash(&c.consumer)?;
+                format!("SIGKILL of {}'s process", c.consumer)
+            }
+            Command::Close(c) => {
+                self.app.close(&c.consumer)?;
+                format!("{} closed (LeaveGroup sent)", c.consumer)
+            }
+            Command::Fault(f) => {
+                self.app.arm_fault(&f.consumer, f.after)?;
+                format!("{} will be killed right after its next {} effect(s)", f.consumer, f.after)
+            }
+            Command::Tick(tick) => format!("{} ms of wall time before the next line", tick.duration_ms),
+            Command::ResetOffsets(r) => self.reset(r)?,
+            Command::Expect(e) => {
+                let failures = figures::check(e, self)?;
+                if !failures.is_empty() {
+                    return Err(LineFailure::Expectation(failures.join("; ")));
+                }
+                "holds on the cluster".to_string()
+            }
+            other => {
+                return Err(LineFailure::Other(format!(
+                    "{} does not run on a cluster",
+                    other.to_string().split_whitespace().next().unwrap_or("this line")
+                )))
+            }
+        })
+    }
+
+    fn start(&mut self, name: &str, t: i64, config: Option<&offsetlab_engine::consumer::ConsumerConfig>) -> Result<String, LineFailure> {
+        let config = match config {
+            Some(c) => c.clone(),
+            None => self
+                .app
+                .consumers
+                .get(name)
+                .map(|c| c.config.clone())
+                .ok_or_else(|| LineFailure::Other(format!("no consumer {name}")))?,
+        };
+        let settings = ConsumerSettings::for_consumer(&config, &self.opts.bootstrap, &self.opts.prefix, &self.opts.extra);
+        let partitions = self.partitions(&config.topic);
+        self.groups.insert(settings.group.clone());
+        let sinks = &mut self.sinks;
+        let (group, kind) = (config.group.clone(), config.sink);
+        self.app
+            .start(&config, &settings, &self.opts.agent_program, partitions, t, || sinks.open(&group, kind))?;
+        Ok(format!(
+            "{name} started: a librdkafka consumer in its own process, in group {}",
+            settings.group
+        ))
+    }
+
+    /// `reset-offsets … [execute]`: planned against the cluster's own offsets; with `execute`,
+    /// committed from outside the group (the model has checked the group has no members).
+    fn reset(&mut self, r: &ResetOffsets) -> Result<String, LineFailure> {
+        let group = self.opts.prefix.on_cluster(&r.group);
+        let topic = self.opts.prefix.on_cluster(&r.topic);
+        self.groups.insert(group.clone());
+        let chosen: Vec<i32> = match &r.partitions {
+            Some(ps) => ps.clone(),
+            None => (0..self.partitions(&r.topic)).collect(),
+        };
+        let current = self.inspector.committed(&group, &topic, &chosen)?;
+        let mut rows = Vec::new();
+        let mut log = (0, 0);
+        for &p in &chosen {
+            let (low, high) = self.inspector.watermarks(&group, &topic, p)?;
+            log = (low, high);
+            let now = current.get(&p).copied().flatten();
+            let target = match r.spec {
+                ResetSpec::ToEarliest => low,
+                ResetSpec::ToLatest => high,
+                ResetSpec::ToOffset(o) => o.clamp(low, high),
+                ResetSpec::ShiftBy(d) => match now {
+                    Some(c) => c.saturating_add(d).clamp(low, high),
+                    None => return Err(LineFailure::Other(format!("--shift-by needs a committed offset; group {group} has none for {topic}-{p}"))),
+                },
+                ResetSpec::ToCurrent | ResetSpec::ToDatetime(_) | ResetSpec::ByDuration(_) => {
+                    return Err(LineFailure::Other("this reset is not run on a cluster yet".into()))
+                }
+            };
+            rows.push((p, now, target));
+        }
+        let text: Vec<String> = rows
+            .iter()
+            .map(|(p, now, target)| format!("{topic}-{p}: {} → {target}", now.map_or("-".into(), |o| o.to_string())))
+            .collect();
+        if !r.execute {
+            return Ok(format!("dry run: {}", text.join(", ")));
+        }
+        let offsets: Vec<(i32, i64)> = rows.iter().map(|&(p, _, target)| (p, target)).collect();
+        self.inspector.commit(&group, &topic, &offsets)?;
+        self.app.reset_group(&r.group, &r.topic, &rows, log);
+        Ok(format!("committed from outside the group: {}", text.join(", ")))
+    }
+
+    /// The cluster's figures of every group the run used, beside nothing: see
+    /// [`figures::compare`] for the model's next to them.
+    pub fn figures(&mut self) -> Result<Vec<GroupFigures>, RunError> {
+        figures::real(self).map_err(|e| match e {
+            LineFailure::Cluster(c) => RunError::Cluster(c),
+            LineFailure::Expectation(why) | LineFailure::Other(why) => RunError::Line {
+                line: 0,
+                text: String::new(),
+                why,
+            },
+        })
+    }
+
+    /// Ends the run: every running consumer closed, then — unless `--keep` — the run's topics
+    /// and groups deleted. Each failure is named; none stops the others.
+    pub fn finish(&mut self) -> Vec<String> {
+        let mut failed = Vec::new();
+        let running: Vec<String> = self
+            .app
+            .consumers
+            .iter()
+            .filter(|(_, c)| c.is_running())
+            .map(|(n, _)| n.clone())
+            .collect();
+        for name in running {
+            if let Err(e) = self.app.close(&name) {
+                failed.push(e.to_string());
+            }
+        }
+        if self.opts.keep {
+            return failed;
+        }
+        let groups: Vec<String> = self.groups.iter().cloned().collect();
+        failed.extend(self.cluster.delete(&self.created, &[]).iter().map(ToString::to_string));
+        // A crashed member holds its group until its session times out: a group is deleted
+        // once it is empty.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let left = self.cluster.delete(&[], &groups);
+            let busy = left.iter().any(|e| e.to_string().contains("NonEmptyGroup") || e.to_string().contains("not empty"));
+            if left.is_empty() || !busy || Instant::now() >= deadline {
+                failed.extend(left.iter().map(ToString::to_string));
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        self.created.clear();
+        self.groups.clear();
+        failed
+    }
+
+    pub(crate) fn inspector(&mut self) -> &mut Inspector {
+        &mut self.inspector
+    }
+}
+
+/// Every group a script names (its consumers' and its offset resets').
+fn script_groups(script: &Script) -> BTreeSet<String> {
+    script
+        .lines
+        .iter()
+        .filter_map(|l| match &l.command {
+            Command::Consumer(c) => Some(c.config.group.clone()),
+            Command::ResetOffsets(r) => Some(r.group.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn crash_note(crashed: bool) -> &'static str {
+    if crashed {
+        "; then its fault plan killed it (SIGKILL)"
+    } else {
+        ""
+    }
+}
+
+/// Why one line failed on the cluster.
+#[derive(Debug)]
+pub(crate) enum LineFailure {
+    Cluster(ClusterError),
+    Expectation(String),
+    Other(String),
+}
+
+impl From<ClusterError> for LineFailure {
+    fn from(e: ClusterError) -> Self {
+        LineFailure::Cluster(e)
+    }
+}
+
+impl From<AppError> for LineFailure {
+    fn from(e: AppError) -> Self {
+        LineFailure::Other(e.to_string())
+    }
+}
