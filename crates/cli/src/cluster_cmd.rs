@@ -43,7 +43,8 @@ impl ClusterArgs {
     pub fn properties(&self) -> Result<Vec<(String, String)>, String> {
         let mut out = Vec::new();
         if let Some(file) = &self.command_config {
-            let text = std::fs::read_to_string(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+            let text =
+                std::fs::read_to_string(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
             for (i, line) in text.lines().enumerate() {
                 let line = line.trim();
                 if line.is_empty() || line.starts_with('#') {
@@ -82,7 +83,14 @@ fn run_id() -> u32 {
 }
 
 /// Runs `file` on the cluster `args` names.
-pub fn run(file: &Path, args: &ClusterArgs, bootstrap: &str, json: bool, quiet: bool, sqlite: Option<&Path>) -> u8 {
+pub fn run(
+    file: &Path,
+    args: &ClusterArgs,
+    bootstrap: &str,
+    json: bool,
+    quiet: bool,
+    sqlite: Option<&Path>,
+) -> u8 {
     let origin = file.display().to_string();
     let source = match std::fs::read_to_string(file) {
         Ok(s) => s,
@@ -194,7 +202,10 @@ fn failed(origin: &str, e: &RunError, json: bool) -> u8 {
         eprintln!("error: {origin}: {line}");
     }
     if json {
-        println!("{}", serde_json::json!({ "error": e.to_string(), "file": origin }));
+        println!(
+            "{}",
+            serde_json::json!({ "error": e.to_string(), "file": origin })
+        );
     }
     e.exit_code()
 }
@@ -202,7 +213,9 @@ fn failed(origin: &str, e: &RunError, json: bool) -> u8 {
 fn print_figures(real: &[GroupFigures], model: Option<&[GroupFigures]>) {
     let mut rows = Vec::new();
     for g in real {
-        let m = model.and_then(|m| m.iter().find(|x| x.group == g.group)).map(GroupFigures::named);
+        let m = model
+            .and_then(|m| m.iter().find(|x| x.group == g.group))
+            .map(GroupFigures::named);
         for (i, (name, value)) in g.named().into_iter().enumerate() {
             let mut row = vec![g.group.clone(), name, value];
             if let Some(m) = &m {

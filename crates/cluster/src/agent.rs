@@ -138,7 +138,8 @@ impl Agent {
             };
             match self.consumer.poll(wait) {
                 Some(Ok(m)) => {
-                    self.reached.insert((m.topic().to_string(), m.partition()), m.offset() + 1);
+                    self.reached
+                        .insert((m.topic().to_string(), m.partition()), m.offset() + 1);
                     records.push(Delivered {
                         topic: m.topic().to_string(),
                         partition: m.partition(),
@@ -183,7 +184,10 @@ impl Agent {
             return false;
         };
         assignment.elements().iter().all(|e| {
-            let Ok((_, high)) = self.consumer.fetch_watermarks(e.topic(), e.partition(), WATERMARKS) else {
+            let Ok((_, high)) = self
+                .consumer
+                .fetch_watermarks(e.topic(), e.partition(), WATERMARKS)
+            else {
                 return false;
             };
             self.reached

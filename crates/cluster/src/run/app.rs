@@ -303,10 +303,19 @@ impl Application {
 
     /// Commits `offsets` (scenario partition → next offset) synchronously; with `only_changes`,
     /// what the group holds already is left out. An effect when anything was committed.
-    fn commit(&mut self, name: &str, offsets: BTreeMap<i32, i64>, only_changes: bool) -> Result<Crashed, AppError> {
+    fn commit(
+        &mut self,
+        name: &str,
+        offsets: BTreeMap<i32, i64>,
+        only_changes: bool,
+    ) -> Result<Crashed, AppError> {
         let c = self.consumer(name)?;
         let (group, topic) = (c.config.group.clone(), c.cluster_topic.clone());
-        let held = self.groups.get(&group).map(|g| g.committed.clone()).unwrap_or_default();
+        let held = self
+            .groups
+            .get(&group)
+            .map(|g| g.committed.clone())
+            .unwrap_or_default();
         let wanted: BTreeMap<i32, i64> = offsets
             .into_iter()
             .filter(|(p, o)| !only_changes || held.get(p) != Some(o))
@@ -370,15 +379,17 @@ impl Application {
         }
         if let Some(g) = self.groups.get_mut(&group) {
             for r in &records {
-                g.audit.note_start(&TopicPartition::new(topic.clone(), r.partition), r.offset);
+                g.audit
+                    .note_start(&TopicPartition::new(topic.clone(), r.partition), r.offset);
             }
         }
         let c = self.consumer(name)?;
         let last = records.len().saturating_sub(1);
-        c.in_flight.extend(records.into_iter().enumerate().map(|(i, record)| InFlight {
-            record,
-            last_of_batch: i == last,
-        }));
+        c.in_flight
+            .extend(records.into_iter().enumerate().map(|(i, record)| InFlight {
+                record,
+                last_of_batch: i == last,
+            }));
         if self.effect(name)? {
             return Ok((n, true));
         }
@@ -393,7 +404,12 @@ impl Application {
 
     /// `process NAME [count=N]` at model time `now`: each record written to the group's sink and
     /// audited, with the strategy's commit after it. How many were processed.
-    pub fn process(&mut self, name: &str, count: Option<usize>, now: i64) -> Result<(usize, Crashed), AppError> {
+    pub fn process(
+        &mut self,
+        name: &str,
+        count: Option<usize>,
+        now: i64,
+    ) -> Result<(usize, Crashed), AppError> {
         let c = self.consumer(name)?;
         let n = count.unwrap_or(usize::MAX).min(c.in_flight.len());
         let mut done = 0;
@@ -424,20 +440,20 @@ impl Application {
                 .as_mut()
                 .ok_or_else(|| AppError::Other(format!("group {:?} has no sink", cfg.group)))?;
             sink.apply(&SinkWrite {
-                    tp: &tp,
-                    offset: r.offset,
-                    key,
-                    value,
-                    consumer: &cfg.name,
-                    incarnation,
-                    generation: 0,
-                    reason,
-                    at: now,
-                })
-                .map_err(|error| AppError::Sink {
-                    group: cfg.group.clone(),
-                    error,
-                })?;
+                tp: &tp,
+                offset: r.offset,
+                key,
+                value,
+                consumer: &cfg.name,
+                incarnation,
+                generation: 0,
+                reason,
+                at: now,
+            })
+            .map_err(|error| AppError::Sink {
+                group: cfg.group.clone(),
+                error,
+            })?;
             g.audit.record(Delivery {
                 at: now,
                 tp: tp.clone(),
@@ -475,7 +491,13 @@ impl Application {
 
 impl Application {
     /// `reset-offsets … execute` landed for `group` (before or after its consumers started).
-    pub fn reset_group(&mut self, group: &str, topic: &str, rows: &[(i32, Option<i64>, i64)], log: (i64, i64)) {
+    pub fn reset_group(
+        &mut self,
+        group: &str,
+        topic: &str,
+        rows: &[(i32, Option<i64>, i64)],
+        log: (i64, i64),
+    ) {
         self.groups
             .entry(group.to_string())
             .or_insert_with(|| RealGroup::new(None))

@@ -147,10 +147,14 @@ mod tests {
         let clock = WallClock { origin: o, epoch: 0 };
         let t = timer(o, 40);
         // Model time 5 s: the model's timer fired at 5 s; the real one by 5.04 s.
-        let at = clock.schedule(5_000, o, [("c1", &t)].into_iter()).expect("aligned");
+        let at = clock
+            .schedule(5_000, o, [("c1", &t)].into_iter())
+            .expect("aligned");
         assert_eq!(at, o + Duration::from_millis(5_040) + MARGIN);
         // Model time 4 s: before the first fire; the line runs at 4 s.
-        let at = clock.schedule(4_000, o, [("c1", &t)].into_iter()).expect("aligned");
+        let at = clock
+            .schedule(4_000, o, [("c1", &t)].into_iter())
+            .expect("aligned");
         assert_eq!(at, o + Duration::from_millis(4_000));
     }
 

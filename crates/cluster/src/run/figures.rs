@@ -134,7 +134,11 @@ fn real_group(run: &mut ClusterRun, group: &str) -> Result<GroupFigures, LineFai
     let mut partitions = Vec::new();
     for topic in topics {
         let cluster_topic = run.prefix().on_cluster(&topic);
-        let ps: Vec<i32> = parts.iter().filter(|tp| tp.topic == topic).map(|tp| tp.partition).collect();
+        let ps: Vec<i32> = parts
+            .iter()
+            .filter(|tp| tp.topic == topic)
+            .map(|tp| tp.partition)
+            .collect();
         let committed = run.inspector().committed(&on_cluster, &cluster_topic, &ps)?;
         for &p in &ps {
             let (low, high) = run.inspector().watermarks(&on_cluster, &cluster_topic, p)?;
@@ -203,7 +207,10 @@ pub fn differences(model: &[GroupFigures], real: &[GroupFigures]) -> Vec<String>
             }
         }
         if mn.len() != rn.len() {
-            out.push(format!("group {}: the model and the cluster report different partitions", r.group));
+            out.push(format!(
+                "group {}: the model and the cluster report different partitions",
+                r.group
+            ));
         }
     }
     out
@@ -225,7 +232,10 @@ fn only<I: IntoIterator<Item = String>>(names: I, what: &str) -> Result<String, 
     let names: Vec<String> = names.into_iter().collect();
     match names.as_slice() {
         [one] => Ok(one.clone()),
-        _ => Err(LineFailure::Other(format!("expect: name the {what} (the scenario has {})", names.len()))),
+        _ => Err(LineFailure::Other(format!(
+            "expect: name the {what} (the scenario has {})",
+            names.len()
+        ))),
     }
 }
 
@@ -258,11 +268,15 @@ fn actual(e: &Expect, key: ExpectKey, run: &mut ClusterRun) -> Result<String, Li
         .filter(|p| e.partition.is_none_or(|want| p.partition == want))
         .collect();
     if parts.is_empty() {
-        return Err(LineFailure::Other(format!("group '{group}' reads no such topic-partition")));
+        return Err(LineFailure::Other(format!(
+            "group '{group}' reads no such topic-partition"
+        )));
     }
     let single = || match parts.as_slice() {
         [one] => Ok(*one),
-        _ => Err(LineFailure::Other("expect: several partitions: add partition=P".into())),
+        _ => Err(LineFailure::Other(
+            "expect: several partitions: add partition=P".into(),
+        )),
     };
     let sum = |f: &dyn Fn(&AuditFigures) -> u64| parts.iter().map(|p| f(&p.audit)).sum::<u64>().to_string();
     Ok(match key {
@@ -283,6 +297,11 @@ fn actual(e: &Expect, key: ExpectKey, run: &mut ClusterRun) -> Result<String, Li
         ExpectKey::Committed => opt(single()?.committed),
         ExpectKey::LogEndOffset => single()?.log_end_offset.to_string(),
         ExpectKey::LogStartOffset => single()?.log_start_offset.to_string(),
-        other => return Err(LineFailure::Other(format!("expect {} is not checked on a cluster", other.name()))),
+        other => {
+            return Err(LineFailure::Other(format!(
+                "expect {} is not checked on a cluster",
+                other.name()
+            )))
+        }
     })
 }

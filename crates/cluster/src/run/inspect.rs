@@ -88,7 +88,12 @@ impl Inspector {
     }
 
     /// The log start and log end offsets of a partition (cluster names).
-    pub fn watermarks(&mut self, group: &str, topic: &str, partition: i32) -> Result<(i64, i64), ClusterError> {
+    pub fn watermarks(
+        &mut self,
+        group: &str,
+        topic: &str,
+        partition: i32,
+    ) -> Result<(i64, i64), ClusterError> {
         let timeout = self.timeout;
         self.client(group)?
             .fetch_watermarks(topic, partition, timeout)

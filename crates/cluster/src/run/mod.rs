@@ -81,7 +81,11 @@ pub enum RunError {
     #[error("line {line}: `{text}`: on the cluster: {why}")]
     Line { line: usize, text: String, why: String },
     #[error("line {line}: expectation failed on the cluster: {failures}\n    {text}")]
-    Expectation { line: usize, text: String, failures: String },
+    Expectation {
+        line: usize,
+        text: String,
+        failures: String,
+    },
 }
 
 impl RunError {
@@ -138,7 +142,11 @@ pub fn check(script: &Script, prefix: &Prefix) -> Result<(), RunError> {
 
 /// Lines a cluster could run that this runner does not run yet: said, never approximated.
 fn not_yet(command: &Command) -> Option<String> {
-    let later = |what: &str| Some(format!("{what} is not run on a cluster yet (it runs on the model: drop --bootstrap-server)"));
+    let later = |what: &str| {
+        Some(format!(
+            "{what} is not run on a cluster yet (it runs on the model: drop --bootstrap-server)"
+        ))
+    };
     match command {
         Command::Consumer(c) if matches!(c.config.sink, SinkKind::Transactional | SinkKind::KafkaTx) => {
             later(&format!("sink={}", c.config.sink.name()))
@@ -150,7 +158,12 @@ fn not_yet(command: &Command) -> Option<String> {
         Command::AddPartitions(_) => later("add-partitions"),
         Command::DeleteRecords(_) => later("delete-records"),
         Command::DeleteTopic(_) | Command::DeleteGroup(_) | Command::DeleteOffsets(_) => later("deleting"),
-        Command::ResetOffsets(r) if matches!(r.spec, ResetSpec::ToDatetime(_) | ResetSpec::ByDuration(_) | ResetSpec::ToCurrent) => {
+        Command::ResetOffsets(r)
+            if matches!(
+                r.spec,
+                ResetSpec::ToDatetime(_) | ResetSpec::ByDuration(_) | ResetSpec::ToCurrent
+            ) =>
+        {
             later("reset-offsets by time or to-current")
         }
         Command::Expect(e) => e
@@ -239,7 +252,9 @@ impl ClusterRun {
         self.wait_until(t, Some(line))?;
         let before = self.log_ends(line);
         self.model.apply(line).map_err(RunError::Model)?;
-        let did = self.real(line, t, &before).map_err(|e| self.line_error(line, e))?;
+        let did = self
+            .real(line, t, &before)
+            .map_err(|e| self.line_error(line, e))?;
         on_line(line, &Step { did });
         Ok(())
     }
@@ -330,7 +345,10 @@ impl ClusterRun {
     }
 
     fn partitions(&self, topic: &str) -> i32 {
-        self.model.lab.topic(topic).map_or(0, |t| t.partitions.len() as i32)
+        self.model
+            .lab
+            .topic(topic)
+            .map_or(0, |t| t.partitions.len() as i32)
     }
 
     /// The line, for real.
@@ -353,12 +371,17 @@ impl ClusterRun {
                     )));
                 }
                 if self.sender.is_none() {
-                    self.sender = Some(Sender::new(&self.opts.bootstrap, &self.opts.extra, self.opts.timeout)?);
+                    self.sender = Some(Sender::new(
+                        &self.opts.bootstrap,
+                        &self.opts.extra,
+                        self.opts.timeout,
+                    )?);
                 }
                 let mut sent = 0;
                 for (&partition, &from) in before {
                     let tp = TopicPartition::new(p.topic.clone(), partition);
-                    let records = model_records(&self.model.lab, &tp, from).map_err(|e| LineFailure::Other(e.to_string()))?;
+                    let records = model_records(&self.model.lab, &tp, from)
+                        .map_err(|e| LineFailure::Other(e.to_string()))?;
                     if let Some(sender) = &self.sender {
                         sender.send(&name, partition, &records)?;
                     }
@@ -370,7 +393,11 @@ impl ClusterRun {
             Command::Restart(r) => self.start(&r.consumer, t, None)?,
             Command::Poll(p) => {
                 let (n, crashed) = self.app.poll(&p.consumer, t)?;
-                format!("the cluster handed {n} record(s) to {}{}", p.consumer, crash_note(crashed))
+                format!(
+                    "the cluster handed {n} record(s) to {}{}",
+                    p.consumer,
+                    crash_note(crashed)
+                )
             }
             Command::Process(p) => {
                 let (n, crashed) = self.app.process(&p.consumer, p.count, t)?;
@@ -390,7 +417,10 @@ impl ClusterRun {
             }
             Command::Fault(f) => {
                 self.app.arm_fault(&f.consumer, f.after)?;
-                format!("{} will be killed right after its next {} effect(s)", f.consumer, f.after)
+                format!(
+                    "{} will be killed right after its next {} effect(s)",
+                    f.consumer, f.after
+                )
             }
             Command::Tick(tick) => format!("{} ms of wall time before the next line", tick.duration_ms),
             Command::ResetOffsets(r) => self.reset(r)?,
@@ -410,7 +440,12 @@ impl ClusterRun {
         })
     }
 
-    fn start(&mut self, name: &str, t: i64, config: Option<&offsetlab_engine::consumer::ConsumerConfig>) -> Result<String, LineFailure> {
+    fn start(
+        &mut self,
+        name: &str,
+        t: i64,
+        config: Option<&offsetlab_engine::consumer::ConsumerConfig>,
+    ) -> Result<String, LineFailure> {
         let config = match config {
             Some(c) => c.clone(),
             None => self
@@ -420,13 +455,24 @@ impl ClusterRun {
                 .map(|c| c.config.clone())
                 .ok_or_else(|| LineFailure::Other(format!("no consumer {name}")))?,
         };
-        let settings = ConsumerSettings::for_consumer(&config, &self.opts.bootstrap, &self.opts.prefix, &self.opts.extra);
+        let settings = ConsumerSettings::for_consumer(
+            &config,
+            &self.opts.bootstrap,
+            &self.opts.prefix,
+            &self.opts.extra,
+        );
         let partitions = self.partitions(&config.topic);
         self.groups.insert(settings.group.clone());
         let sinks = &mut self.sinks;
         let (group, kind) = (config.group.clone(), config.sink);
-        self.app
-            .start(&config, &settings, &self.opts.agent_program, partitions, t, || sinks.open(&group, kind))?;
+        self.app.start(
+            &config,
+            &settings,
+            &self.opts.agent_program,
+            partitions,
+            t,
+            || sinks.open(&group, kind),
+        )?;
         Ok(format!(
             "{name} started: a librdkafka consumer in its own process, in group {}",
             settings.group
@@ -456,17 +502,28 @@ impl ClusterRun {
                 ResetSpec::ToOffset(o) => o.clamp(low, high),
                 ResetSpec::ShiftBy(d) => match now {
                     Some(c) => c.saturating_add(d).clamp(low, high),
-                    None => return Err(LineFailure::Other(format!("--shift-by needs a committed offset; group {group} has none for {topic}-{p}"))),
+                    None => {
+                        return Err(LineFailure::Other(format!(
+                            "--shift-by needs a committed offset; group {group} has none for {topic}-{p}"
+                        )))
+                    }
                 },
                 ResetSpec::ToCurrent | ResetSpec::ToDatetime(_) | ResetSpec::ByDuration(_) => {
-                    return Err(LineFailure::Other("this reset is not run on a cluster yet".into()))
+                    return Err(LineFailure::Other(
+                        "this reset is not run on a cluster yet".into(),
+                    ))
                 }
             };
             rows.push((p, now, target));
         }
         let text: Vec<String> = rows
             .iter()
-            .map(|(p, now, target)| format!("{topic}-{p}: {} → {target}", now.map_or("-".into(), |o| o.to_string())))
+            .map(|(p, now, target)| {
+                format!(
+                    "{topic}-{p}: {} → {target}",
+                    now.map_or("-".into(), |o| o.to_string())
+                )
+            })
             .collect();
         if !r.execute {
             return Ok(format!("dry run: {}", text.join(", ")));
@@ -510,13 +567,20 @@ impl ClusterRun {
             return failed;
         }
         let groups: Vec<String> = self.groups.iter().cloned().collect();
-        failed.extend(self.cluster.delete(&self.created, &[]).iter().map(ToString::to_string));
+        failed.extend(
+            self.cluster
+                .delete(&self.created, &[])
+                .iter()
+                .map(ToString::to_string),
+        );
         // A crashed member holds its group until its session times out: a group is deleted
         // once it is empty.
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let left = self.cluster.delete(&[], &groups);
-            let busy = left.iter().any(|e| e.to_string().contains("NonEmptyGroup") || e.to_string().contains("not empty"));
+            let busy = left
+                .iter()
+                .any(|e| e.to_string().contains("NonEmptyGroup") || e.to_string().contains("not empty"));
             if left.is_empty() || !busy || Instant::now() >= deadline {
                 failed.extend(left.iter().map(ToString::to_string));
                 break;
