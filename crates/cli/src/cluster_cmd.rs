@@ -231,3 +231,169 @@ fn print_figures(real: &[GroupFigures], model: Option<&[GroupFigures]>) {
     };
     crate::output::figures_table(header, &rows);
 }
+
+/// The one cell `explore --bootstrap-server` runs.
+pub struct CellArgs {
+    pub strategy: Option<offsetlab_engine::strategy::CommitStrategy>,
+    pub sink: Option<offsetlab_engine::sink::SinkKind>,
+    pub sample: Option<usize>,
+}
+
+/// `offsetlab explore [FILE] --bootstrap-server … --strategy S --sink K [--sample N]`.
+pub fn explore(
+    file: Option<&Path>,
+    consumer: Option<&str>,
+    cell: CellArgs,
+    args: &ClusterArgs,
+    bootstrap: &str,
+    json: bool,
+) -> u8 {
+    use offsetlab_cluster::run::explore as cluster_explore;
+    let (Some(strategy), Some(sink)) = (cell.strategy, cell.sink) else {
+        eprintln!("error: on a cluster the explorer runs one cell: give --strategy and --sink (each crash point takes wall time)");
+        return exit::INVALID_SCENARIO;
+    };
+    let (origin, source) = match file {
+        None => ("seed".to_string(), offsetlab_scenario::SEED_SCENARIO.to_string()),
+        Some(f) => match std::fs::read_to_string(f) {
+            Ok(s) => (f.display().to_string(), s),
+            Err(e) => {
+                eprintln!("error: cannot read {}: {e}", f.display());
+                return exit::IO_ERROR;
+            }
+        },
+    };
+    let script = match Script::parse(&source) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {origin}:{}: {}", e.line(), e.reason());
+            return exit::INVALID_SCENARIO;
+        }
+    };
+    let target = match offsetlab_scenario::explore::target_consumer(&script, consumer) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {origin}: {}", e.reason());
+            return exit::INVALID_SCENARIO;
+        }
+    };
+    let (extra, prefix) = match (args.properties(), args.prefix()) {
+        (Ok(x), Ok(p)) => (x, p),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("error: {e}");
+            return exit::INVALID_SCENARIO;
+        }
+    };
+    let scratch = match tempfile::tempdir() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: no directory for the sinks: {e}");
+            return exit::IO_ERROR;
+        }
+    };
+    let agent_program = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: cannot find the offsetlab binary to start consumer agents: {e}");
+            return exit::IO_ERROR;
+        }
+    };
+    let opts = RunOptions {
+        bootstrap: bootstrap.to_string(),
+        extra,
+        prefix,
+        keep: args.keep,
+        agent_program,
+        sink_dir: scratch.path().to_path_buf(),
+        timeout: Duration::from_secs(10),
+        progress: false,
+    };
+    let model = match cluster_explore::model_cell(&script, &target, strategy, sink) {
+        Ok(c) => c,
+        Err(e) => return failed(&origin, &e, json),
+    };
+    let points = cluster_explore::chosen_points(&model, cell.sample);
+    if !json {
+        println!(
+            "{strategy} × {sink} on the cluster at {bootstrap}: {} of {} crash points of {target}, side by side, each up to {:.1} s of wall time.",
+            points.len(),
+            model.crash_points,
+            cluster_explore::least_wall_time(&script, &target).as_secs_f64()
+        );
+    }
+    let measured = match cluster_explore::run_points(&script, &target, strategy, sink, &points, &opts) {
+        Ok(m) => m,
+        Err(e) => return failed(&origin, &e, json),
+    };
+    let agree = measured.iter().all(cluster_explore::Point::agrees);
+    if json {
+        let out = serde_json::json!({
+            "file": origin,
+            "strategy": strategy,
+            "sink": sink,
+            "crash_points": model.crash_points,
+            "points": measured,
+            "agree": agree,
+        });
+        println!("{out:#}");
+    } else {
+        let show = |o: Option<cluster_explore::Outcome>| {
+            o.map_or_else(
+                || vec!["-".to_string(); 3],
+                |o| {
+                    vec![
+                        o.lost.to_string(),
+                        o.redeliveries.to_string(),
+                        o.duplicate_rows.to_string(),
+                    ]
+                },
+            )
+        };
+        let rows: Vec<Vec<String>> = measured
+            .iter()
+            .map(|p| {
+                let mut row = vec![p.crash_point.to_string()];
+                row.extend(show(Some(p.model)));
+                row.extend(show(p.cluster));
+                row.push(format!("{:.1}", p.wall_ms as f64 / 1000.0));
+                row.push(if p.agrees() { "yes".into() } else { "NO".into() });
+                row
+            })
+            .collect();
+        println!();
+        crate::output::figures_table(
+            &[
+                "CRASH-POINT",
+                "MODEL-LOST",
+                "MODEL-DUPLICATES",
+                "MODEL-DUPLICATE-ROWS",
+                "CLUSTER-LOST",
+                "CLUSTER-DUPLICATES",
+                "CLUSTER-DUPLICATE-ROWS",
+                "WALL-S",
+                "SAME",
+            ],
+            &rows,
+        );
+        for p in measured.iter().filter(|p| p.error.is_some()) {
+            println!(
+                "crash point {}: {}",
+                p.crash_point,
+                p.error.as_deref().unwrap_or_default()
+            );
+        }
+        println!(
+            "\n{}",
+            if agree {
+                "Every crash point on the cluster left what the explorer predicts."
+            } else {
+                "The cluster and the explorer differ (above)."
+            }
+        );
+    }
+    if agree {
+        exit::OK
+    } else {
+        exit::EXPECTATION_FAILED
+    }
+}

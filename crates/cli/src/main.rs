@@ -107,6 +107,18 @@ enum Cmd {
         /// Print the matrix as a JSON array
         #[arg(long)]
         json: bool,
+        /// On a cluster: the cell's commit strategy
+        #[arg(long, requires = "bootstrap_server")]
+        strategy: Option<offsetlab_engine::strategy::CommitStrategy>,
+        /// On a cluster: the cell's sink
+        #[arg(long, requires = "bootstrap_server")]
+        sink: Option<offsetlab_engine::sink::SinkKind>,
+        /// On a cluster: run this many crash points (the model's worst first, then spread
+        /// evenly) instead of every one
+        #[arg(long, value_name = "N", requires = "bootstrap_server")]
+        sample: Option<usize>,
+        #[command(flatten)]
+        cluster: cluster_cmd::ClusterArgs,
     },
     /// Start the web lab (what `offsetlab` with no command does)
     Serve(ServeArgs),
@@ -665,9 +677,29 @@ fn main() -> ExitCode {
             lesson: Some(l),
             json,
         }) => lessons_cmd::run(&l, json),
-        Some(Cmd::Explore { file, consumer, json }) => {
-            explore_cmd::explore(file.as_deref(), consumer.as_deref(), json)
-        }
+        Some(Cmd::Explore {
+            file,
+            consumer,
+            json,
+            strategy,
+            sink,
+            sample,
+            cluster,
+        }) => match cluster.bootstrap_server.clone() {
+            Some(bootstrap) => cluster_cmd::explore(
+                file.as_deref(),
+                consumer.as_deref(),
+                cluster_cmd::CellArgs {
+                    strategy,
+                    sink,
+                    sample,
+                },
+                &cluster,
+                &bootstrap,
+                json,
+            ),
+            None => explore_cmd::explore(file.as_deref(), consumer.as_deref(), json),
+        },
         Some(Cmd::Seed) => {
             print!("{}", offsetlab_scenario::SEED_SCENARIO);
             exit::OK

@@ -24,6 +24,7 @@
 pub mod agent_process;
 pub mod app;
 pub mod clock;
+pub mod explore;
 pub mod figures;
 pub mod inspect;
 
@@ -590,6 +591,50 @@ impl ClusterRun {
         self.created.clear();
         self.groups.clear();
         failed
+    }
+
+    /// After an explorer crash: restarts `target` if it is down, consumes to the end of the
+    /// log, lets its timers and asynchronous commits settle, and takes what came after — the
+    /// explorer's drain, for real.
+    pub fn drain(&mut self, target: &str) -> Result<(), RunError> {
+        let fail = |why: String| RunError::Line {
+            line: 0,
+            text: "(explorer drain)".into(),
+            why,
+        };
+        let t = self.model.lab.now();
+        let running = self.app.consumers.get(target).is_some_and(|c| c.is_running());
+        if !running {
+            self.start(target, t, None).map_err(|e| fail(format!("{e:?}")))?;
+        }
+        for _ in 0..10_000 {
+            let (n, _) = self.app.poll(target, t).map_err(|e| fail(e.to_string()))?;
+            let waiting = self.app.consumers.get(target).map_or(0, |c| c.in_flight());
+            if waiting > 0 {
+                self.app
+                    .process(target, None, t)
+                    .map_err(|e| fail(e.to_string()))?;
+            }
+            if n == 0 && waiting == 0 {
+                break;
+            }
+        }
+        let settle = self.app.consumers.get(target).map_or(1, |c| {
+            c.config
+                .auto_commit_interval_ms
+                .max(c.config.async_commit_latency_ms)
+                + 1
+        });
+        self.model.lab.tick(settle).map_err(|e| fail(e.to_string()))?;
+        let end = self.model.lab.now();
+        self.wait_until(end, None)?;
+        self.app.poll(target, end).map_err(|e| fail(e.to_string()))?;
+        if self.app.consumers.get(target).is_some_and(|c| c.in_flight() > 0) {
+            self.app
+                .process(target, None, end)
+                .map_err(|e| fail(e.to_string()))?;
+        }
+        Ok(())
     }
 
     pub(crate) fn inspector(&mut self) -> &mut Inspector {
