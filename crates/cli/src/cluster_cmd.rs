@@ -140,17 +140,17 @@ pub fn run(
         progress: !json && !quiet,
     };
     let verbose = !json && !quiet;
-    if verbose {
-        println!(
-            "{origin} on the cluster at {bootstrap}, every topic and group prefixed {}: the scenario's ticks take {:.1} s of wall time, plus the cluster's own pace.",
-            opts.prefix.as_str(),
-            cluster_run::ticks(&script).as_secs_f64()
-        );
-    }
     let mut run = match ClusterRun::prepare(&script, opts) {
         Ok(r) => r,
         Err(e) => return failed(&origin, &e, json),
     };
+    if verbose {
+        println!(
+            "{origin} on the cluster at {bootstrap}, every topic and group prefixed {}: the scenario's ticks take {:.1} s of wall time, plus the cluster's own pace.",
+            run.prefix().as_str(),
+            cluster_run::ticks(&script).as_secs_f64()
+        );
+    }
     let result = run.run(&script, &mut |line, step| {
         if verbose {
             println!("$ {}", line.text);

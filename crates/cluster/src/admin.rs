@@ -5,8 +5,9 @@
 //! runtime waits for each.
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
+use rdkafka::client::ClientContext;
 use rdkafka::config::ClientConfig;
+use rdkafka::error::KafkaError;
 use rdkafka::types::RDKafkaErrorCode;
 use std::time::Duration;
 
@@ -19,6 +20,65 @@ pub enum ClusterError {
     TopicExists(String),
     #[error("the cluster refused {what}: {why}")]
     Refused { what: String, why: String },
+    /// librdkafka refused a client property (`-X`, `--command-config`).
+    #[error("client settings: {0}")]
+    Settings(String),
+}
+
+/// Reaching the cluster failed: a property the client refused is the user's input (exit 2),
+/// anything else the cluster not answering (exit 3) — with the client's own last complaint
+/// (an authentication failure, say), which the metadata error alone does not name.
+pub fn unreachable(bootstrap: &str, error: &KafkaError, complaints: &Complaints) -> ClusterError {
+    if let KafkaError::ClientConfig(..) = error {
+        return ClusterError::Settings(error.to_string());
+    }
+    let why = match complaints.last() {
+        Some(last) => format!("{error}; the client said: {last}"),
+        None => error.to_string(),
+    };
+    ClusterError::Unreachable {
+        bootstrap: bootstrap.to_string(),
+        why,
+    }
+}
+
+/// A client context that keeps librdkafka's error reports (the reason a broker connection
+/// failed: refused, TLS, SASL), so that an error can say what went wrong.
+#[derive(Default)]
+pub struct Complaints(std::sync::Mutex<Vec<String>>);
+
+impl Complaints {
+    pub fn last(&self) -> Option<String> {
+        self.0.lock().ok().and_then(|v| v.last().cloned())
+    }
+}
+
+impl Complaints {
+    fn keep(&self, text: String) {
+        if let Ok(mut v) = self.0.lock() {
+            if v.len() >= 16 {
+                v.remove(0);
+            }
+            v.push(text);
+        }
+    }
+}
+
+impl rdkafka::consumer::ConsumerContext for Complaints {}
+
+impl ClientContext for Complaints {
+    fn error(&self, error: KafkaError, reason: &str) {
+        self.keep(format!("{reason} ({error})"));
+    }
+
+    /// librdkafka says why a connection failed in its log (from its own threads, at once):
+    /// the warnings and errors are what a user needs to hear.
+    fn log(&self, level: rdkafka::config::RDKafkaLogLevel, fac: &str, log_message: &str) {
+        use rdkafka::config::RDKafkaLogLevel as L;
+        if matches!(level, L::Emerg | L::Alert | L::Critical | L::Error | L::Warning) {
+            self.keep(format!("{fac}: {log_message}"));
+        }
+    }
 }
 
 impl ClusterError {
@@ -27,14 +87,14 @@ impl ClusterError {
     pub fn exit_code(&self) -> u8 {
         match self {
             ClusterError::Unreachable { .. } => 3,
-            ClusterError::TopicExists(_) | ClusterError::Refused { .. } => 2,
+            ClusterError::TopicExists(_) | ClusterError::Refused { .. } | ClusterError::Settings(_) => 2,
         }
     }
 }
 
 /// A run's admin connection to the cluster.
 pub struct Cluster {
-    admin: AdminClient<DefaultClientContext>,
+    admin: AdminClient<Complaints>,
     bootstrap: String,
     wait: tokio::runtime::Runtime,
     timeout: Duration,
@@ -48,21 +108,36 @@ impl Cluster {
         extra: &[(String, String)],
         timeout: Duration,
     ) -> Result<Self, ClusterError> {
-        let unreachable = |why: String| ClusterError::Unreachable {
-            bootstrap: bootstrap.to_string(),
-            why,
-        };
         let mut config = ClientConfig::new();
         config.set("bootstrap.servers", bootstrap);
         for (k, v) in extra {
             config.set(k, v);
         }
-        let admin: AdminClient<DefaultClientContext> =
-            config.create().map_err(|e| unreachable(e.to_string()))?;
-        admin
-            .inner()
-            .fetch_metadata(None, timeout)
-            .map_err(|e| unreachable(e.to_string()))?;
+        // The first contact is made by a client whose callbacks this thread serves (an admin
+        // client's log and error reports wait on a queue nobody polls), so that a failure says
+        // what the client saw: refused, TLS, SASL. It writes nothing.
+        let mut probe = config.clone();
+        // Without a `log` logger, rdkafka would tell librdkafka to say nothing at all.
+        probe.set_log_level(rdkafka::config::RDKafkaLogLevel::Warning);
+        let probe: rdkafka::consumer::BaseConsumer<Complaints> = probe
+            .create_with_context(Complaints::default())
+            .map_err(|e| unreachable(bootstrap, &e, &Complaints::default()))?;
+        if let Err(e) = rdkafka::consumer::Consumer::fetch_metadata(&probe, None, timeout) {
+            let _ = probe.poll(Duration::from_millis(100));
+            return Err(unreachable(
+                bootstrap,
+                &e,
+                rdkafka::consumer::Consumer::context(&probe),
+            ));
+        }
+        drop(probe);
+        let admin: AdminClient<Complaints> = config
+            .create_with_context(Complaints::default())
+            .map_err(|e| unreachable(bootstrap, &e, &Complaints::default()))?;
+        let unreachable = |why: String| ClusterError::Unreachable {
+            bootstrap: bootstrap.to_string(),
+            why,
+        };
         let wait = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
