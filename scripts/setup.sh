@@ -55,3 +55,12 @@ if ! "$venv/bin/python" -c 'import kafka, confluent_kafka' 2>/dev/null; then
   echo "== setup: pip install kafka-python confluent-kafka into $venv"
   "$venv/bin/pip" install -q "kafka-python==3.0.12" "confluent-kafka==2.16.1"
 fi
+
+# tansu 0.6 (https://crates.io/crates/tansu): a Kafka-compatible broker the lab did not write,
+# for the real-cluster runs (scripts/cluster_runs.sh). Built from crates.io with its memory
+# storage engine (the default build has only a null one): about 11 minutes on two cores.
+tansu="${TANSU:-target/tools/tansu/bin/tansu}"
+if [ ! -x "$tansu" ]; then
+  echo "== setup: cargo install tansu 0.6.0 --features dynostore (about 11 minutes on two cores)"
+  cargo install tansu --version 0.6.0 --features dynostore --locked --root target/tools/tansu --quiet
+fi
