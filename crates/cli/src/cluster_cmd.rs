@@ -32,10 +32,6 @@ pub struct ClusterArgs {
     /// Leave the run's topics and groups on the cluster when it ends
     #[arg(long, requires = "bootstrap_server")]
     pub keep: bool,
-    /// Also run the scenario on the model and print both sets of figures side by side; exit
-    /// code 1 when any figure differs
-    #[arg(long, requires = "bootstrap_server")]
-    pub compare: bool,
 }
 
 impl ClusterArgs {
@@ -59,7 +55,7 @@ impl ClusterArgs {
         Ok(out)
     }
 
-    fn prefix(&self) -> Result<Prefix, String> {
+    pub fn prefix(&self) -> Result<Prefix, String> {
         match &self.prefix {
             Some(p) => Prefix::new(p).map_err(|e| e.to_string()),
             None => Ok(Prefix::for_run(run_id())),
@@ -87,6 +83,7 @@ pub fn run(
     file: &Path,
     args: &ClusterArgs,
     bootstrap: &str,
+    compare: bool,
     json: bool,
     quiet: bool,
     sqlite: Option<&Path>,
@@ -167,7 +164,7 @@ pub fn run(
         Ok(f) => f,
         Err(e) => return failed(&origin, &e, json),
     };
-    let differences = if args.compare {
+    let differences = if compare {
         figures::differences(&model, &real)
     } else {
         Vec::new()
@@ -176,17 +173,17 @@ pub fn run(
         let out = serde_json::json!({
             "file": origin,
             "cluster": real,
-            "model": if args.compare { serde_json::to_value(&model).unwrap_or_default() } else { serde_json::Value::Null },
+            "model": if compare { serde_json::to_value(&model).unwrap_or_default() } else { serde_json::Value::Null },
             "differences": differences,
         });
         println!("{out:#}");
     } else {
         println!();
-        print_figures(&real, args.compare.then_some(model.as_slice()));
+        print_figures(&real, compare.then_some(model.as_slice()));
         for d in &differences {
             println!("DIFFERS  {d}");
         }
-        if args.compare && differences.is_empty() {
+        if compare && differences.is_empty() {
             println!("\nThe cluster's figures equal the model's.");
         }
     }
@@ -396,4 +393,36 @@ pub fn explore(
     } else {
         exit::EXPECTATION_FAILED
     }
+}
+
+/// What `serve --bootstrap-server` runs its page's lines on: a run with no script yet.
+pub fn mirror(
+    args: &ClusterArgs,
+    bootstrap: &str,
+) -> Result<(offsetlab_web::cluster::ClusterMirror, tempfile::TempDir), (String, u8)> {
+    let (extra, prefix) = match (args.properties(), args.prefix()) {
+        (Ok(x), Ok(p)) => (x, p),
+        (Err(e), _) | (_, Err(e)) => return Err((e, exit::INVALID_SCENARIO)),
+    };
+    let scratch =
+        tempfile::tempdir().map_err(|e| (format!("no directory for the sinks: {e}"), exit::IO_ERROR))?;
+    let agent_program = std::env::current_exe().map_err(|e| {
+        (
+            format!("cannot find the offsetlab binary to start consumer agents: {e}"),
+            exit::IO_ERROR,
+        )
+    })?;
+    let opts = RunOptions {
+        bootstrap: bootstrap.to_string(),
+        extra,
+        prefix,
+        keep: args.keep,
+        agent_program,
+        sink_dir: scratch.path().to_path_buf(),
+        timeout: Duration::from_secs(10),
+        progress: false,
+    };
+    let run = ClusterRun::prepare(&Script { lines: Vec::new() }, opts)
+        .map_err(|e| (e.to_string(), e.exit_code()))?;
+    Ok((offsetlab_web::cluster::ClusterMirror::new(run), scratch))
 }

@@ -88,6 +88,10 @@ enum Cmd {
         quiet: bool,
         #[command(flatten)]
         cluster: cluster_cmd::ClusterArgs,
+        /// With --bootstrap-server: also run the scenario on the model and print both sets of
+        /// figures side by side; exit code 1 when any figure differs
+        #[arg(long, requires = "bootstrap_server")]
+        compare: bool,
     },
     /// List the lessons, or run one by number or name
     Lessons {
@@ -351,6 +355,8 @@ struct ServeArgs {
     clock: Option<offsetlab_lab::session::ClockMode>,
     #[command(flatten)]
     workshop: WorkshopArgs,
+    #[command(flatten)]
+    cluster: cluster_cmd::ClusterArgs,
 }
 
 /// `offsetlab serve --workshop`: a lab per learner.
@@ -439,6 +445,44 @@ fn serve(args: ServeArgs) -> u8 {
             return exit::IO_ERROR;
         }
     };
+    if let Some(bootstrap) = args.cluster.bootstrap_server.clone() {
+        if args.workshop.workshop || args.kafka.as_ref().is_some_and(|k| k.0.is_some()) {
+            eprintln!("error: with --bootstrap-server the page drives that cluster: no --workshop, no --kafka listener of the lab's own");
+            return exit::INVALID_SCENARIO;
+        }
+        if !args.http.ip().is_loopback() && !args.allow_remote {
+            eprintln!("error: {} is not a loopback address: the lab listens on 127.0.0.1 only unless you pass --allow-remote", args.http);
+            return exit::INVALID_SCENARIO;
+        }
+        let (mirror, scratch) = match cluster_cmd::mirror(&args.cluster, &bootstrap) {
+            Ok(m) => m,
+            Err((e, code)) => {
+                eprintln!("error: {e}");
+                return code;
+            }
+        };
+        let limits = offsetlab_web::http::HttpLimits {
+            max_connections: args
+                .http_max_connections
+                .map_or_else(offsetlab_web::http::default_max_connections, |n| n as usize),
+            idle_timeout: args.http_idle_timeout,
+            ..offsetlab_web::http::HttpLimits::default()
+        };
+        let code = match runtime.block_on(serve_cmd::serve_cluster(
+            args.http,
+            args.public_host,
+            limits,
+            std::sync::Arc::new(mirror),
+        )) {
+            Ok(()) => exit::OK,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                exit::IO_ERROR
+            }
+        };
+        drop(scratch);
+        return code;
+    }
     let config = serve_cmd::ServeConfig {
         http: args.http,
         data_dir: (!args.ephemeral).then_some(args.data),
@@ -668,8 +712,17 @@ fn main() -> ExitCode {
             sqlite,
             quiet,
             cluster,
+            compare,
         }) => match cluster.bootstrap_server.clone() {
-            Some(bootstrap) => cluster_cmd::run(&file, &cluster, &bootstrap, json, quiet, sqlite.as_deref()),
+            Some(bootstrap) => cluster_cmd::run(
+                &file,
+                &cluster,
+                &bootstrap,
+                compare,
+                json,
+                quiet,
+                sqlite.as_deref(),
+            ),
             None => run_cmd::run_file(&file, json, sqlite.as_deref(), quiet),
         },
         Some(Cmd::Lessons { lesson: None, json }) => lessons_cmd::list(json),

@@ -108,6 +108,42 @@ pub async fn serve(mut config: ServeConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `serve --bootstrap-server`: a page whose every action runs on a real cluster first, its
+/// figures read from there. The page's lab starts empty, on a live clock (time is the
+/// cluster's), in memory: the cluster keeps what matters. At Ctrl-C the run's consumers are
+/// closed and what it created on the cluster is deleted (unless `--keep`).
+pub async fn serve_cluster(
+    http: SocketAddr,
+    public_hosts: Vec<String>,
+    limits: offsetlab_web::http::HttpLimits,
+    mirror: std::sync::Arc<offsetlab_web::cluster::ClusterMirror>,
+) -> anyhow::Result<()> {
+    let mut session = offsetlab_lab::session::Session::new(offsetlab_lab::session::SinkBackend::Memory, "")
+        .map_err(|e| anyhow::anyhow!("an empty lab: {}", e.error))?;
+    session.set_clock_mode(offsetlab_lab::session::ClockMode::Live)?;
+    session
+        .catch_up(offsetlab_lab::session::wall_clock_ms())
+        .map_err(|e| anyhow::anyhow!("the clock: {}", e.error))?;
+    let listener = tokio::net::TcpListener::bind(http).await?;
+    let addr = listener.local_addr()?;
+    let lab = LabHandle::new(session);
+    tokio::spawn(live_clock(lab.clone()));
+    let state = offsetlab_web::AppState::on_cluster(lab, addr, &public_hosts, std::sync::Arc::clone(&mirror));
+    let mut out = std::io::stdout();
+    let _ = writeln!(
+        out,
+        "offsetlab lab on http://{addr}  (every action runs on the cluster first: real consumers, real crashes)\npress Ctrl-C to stop"
+    );
+    let _ = out.flush();
+    let served = serve_until_ctrl_c(listener, state, limits).await;
+    let mirror = std::sync::Arc::clone(&mirror);
+    let left = tokio::task::spawn_blocking(move || mirror.finish()).await?;
+    for l in left {
+        eprintln!("warning: cleaning up the cluster: {l}");
+    }
+    Ok(served?)
+}
+
 /// The page and its API on `listener` until Ctrl-C.
 async fn serve_until_ctrl_c(
     listener: tokio::net::TcpListener,

@@ -192,6 +192,25 @@ impl Cluster {
             .any(|g| g.name() == group && !matches!(g.state(), "Dead" | "")))
     }
 
+    /// The members of `group` as its coordinator describes them: (client id, member id).
+    pub fn members(&self, group: &str) -> Result<Vec<(String, String)>, ClusterError> {
+        let list = self
+            .admin
+            .inner()
+            .fetch_group_list(Some(group), self.timeout)
+            .map_err(|e| ClusterError::Refused {
+                what: format!("the members of group {group:?}"),
+                why: e.to_string(),
+            })?;
+        Ok(list
+            .groups()
+            .iter()
+            .filter(|g| g.name() == group)
+            .flat_map(|g| g.members().iter())
+            .map(|m| (m.client_id().to_string(), m.id().to_string()))
+            .collect())
+    }
+
     /// Creates `topic` with `partitions` and `configs`; one that exists already is refused,
     /// untouched.
     pub fn create_topic(

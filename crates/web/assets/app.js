@@ -302,9 +302,26 @@ function render(previous) {
     : 'logs in memory';
   $('#storage').title = st && st.dir ? `${st.dir}: segment files, SQLite sinks and the lab's snapshot; a restart (even kill -9) picks up here` : 'nothing survives a restart';
   renderLessonPanel();
+  renderCluster();
   if (focusKey && document.activeElement === document.body) {
     const again = $$('[data-line], [data-focus]').find((el) => (el.dataset.line || el.dataset.focus) === focusKey && !el.disabled);
     if (again) again.focus();
+  }
+}
+
+// `serve --bootstrap-server`: every action runs on a real cluster, and the figures are its.
+function renderCluster() {
+  const c = ui.state.cluster;
+  const banner = $('#cluster-banner');
+  banner.hidden = !c;
+  if (!c) return;
+  banner.classList.toggle('bad', Boolean(c.error));
+  banner.textContent = c.error
+    ? `On the cluster at ${c.bootstrap}: its figures could not be read (${c.error}); the cards show the model's.`
+    : `On the cluster at ${c.bootstrap}: every action runs there first — real consumers, a crash is kill -9 — and the cards show the cluster's figures. Topics and groups are prefixed ${c.prefix} there.`;
+  const g = group();
+  if (g && g.cluster_members) {
+    $('#group-info').append(` · the coordinator lists: ${g.cluster_members.length ? g.cluster_members.join(', ') : 'no member'}`);
   }
 }
 

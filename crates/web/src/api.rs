@@ -40,6 +40,8 @@ pub struct AppState {
     /// the lab (DNS rebinding) sends its own name.
     hosts: Arc<Vec<String>>,
     matrix: Arc<OnceLock<Vec<Cell>>>,
+    /// `serve --bootstrap-server`: the lab runs on a real cluster as well.
+    cluster: Option<Arc<crate::cluster::ClusterMirror>>,
 }
 
 impl AppState {
@@ -73,7 +75,20 @@ impl AppState {
             labs,
             hosts: Arc::new(hosts),
             matrix: Arc::new(OnceLock::new()),
+            cluster: None,
         }
+    }
+
+    /// The one lab, every action run on a real cluster first (`serve --bootstrap-server`).
+    pub fn on_cluster(
+        lab: LabHandle,
+        addr: SocketAddr,
+        public_hosts: &[String],
+        mirror: Arc<crate::cluster::ClusterMirror>,
+    ) -> Self {
+        let mut state = Self::serving(Labs::One(lab), addr, public_hosts);
+        state.cluster = Some(mirror);
+        state
     }
 
     pub fn host_allowed(&self, host: &str) -> bool {
@@ -132,6 +147,7 @@ enum Labs {
 pub(crate) struct Scope {
     lab: LabHandle,
     learner: Option<Arc<Learner>>,
+    cluster: Option<Arc<crate::cluster::ClusterMirror>>,
 }
 
 impl axum::extract::FromRequestParts<AppState> for Scope {
@@ -146,6 +162,7 @@ impl axum::extract::FromRequestParts<AppState> for Scope {
                 return Ok(Scope {
                     lab: lab.clone(),
                     learner: None,
+                    cluster: app.cluster.clone(),
                 })
             }
             Labs::Workshop(w) => Arc::clone(w),
@@ -158,6 +175,7 @@ impl axum::extract::FromRequestParts<AppState> for Scope {
             Ok(Ok(lab)) => Ok(Scope {
                 lab,
                 learner: Some(learner),
+                cluster: None,
             }),
             Ok(Err(e)) => Err(crate::workshop::routes::room_error(&e)),
             Err(e) => Err(json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0)),
@@ -195,10 +213,26 @@ impl Scope {
         what: impl Into<String>,
         change: impl FnOnce(&mut Session) -> Result<(), ActionError> + Send + 'static,
     ) -> Response {
+        if self.cluster.is_some() {
+            return json_error(
+                StatusCode::CONFLICT,
+                "this lab runs on a real cluster: only action lines run there (one per request), so loading, resetting and the clock are off",
+                0,
+            );
+        }
         self.change(what.into(), LabHandle::lock, change, |(), state| {
             Json(state).into_response()
         })
         .await
+    }
+
+    /// The lab's state as the page is sent it: on a cluster, with the cluster's figures.
+    fn shown(&self, state: &LabState) -> serde_json::Value {
+        let value = serde_json::to_value(state).unwrap_or_default();
+        match &self.cluster {
+            Some(mirror) => mirror.overlay(value),
+            None => value,
+        }
     }
 
     /// Runs `change` on the session locked by `lock`; when it succeeds, saves the lab, tells
@@ -407,8 +441,12 @@ pub(crate) fn state_response(session: &Session) -> Response {
 }
 
 async fn get_state(scope: Scope) -> Response {
+    let shown = scope.clone();
     scope
-        .with_session(|s| state_response(s))
+        .with_session(move |s| match (&shown.cluster, s.state()) {
+            (Some(_), Ok(state)) => Json(shown.shown(&state)).into_response(),
+            _ => state_response(s),
+        })
         .await
         .unwrap_or_else(|e| e)
 }
@@ -434,6 +472,30 @@ async fn post_actions(scope: Scope, ApiJson(actions): ApiJson<Actions>) -> Respo
         [one] => one.clone(),
         [first, rest @ ..] => format!("{first} (and {} more lines)", rest.len()),
     };
+    if let Some(mirror) = scope.cluster.clone() {
+        // Each line runs for real, and a failed one must leave the page's lab as the cluster
+        // is: one at a time.
+        let [line] = actions.lines.as_slice() else {
+            return json_error(
+                StatusCode::BAD_REQUEST,
+                "on a cluster, one line per request: each runs for real",
+                0,
+            );
+        };
+        let line = line.clone();
+        let shown = scope.clone();
+        return scope
+            .change(
+                what,
+                LabHandle::lock_for_change,
+                move |s| mirror.apply(s, &line),
+                move |applied, state| {
+                    Json(serde_json::json!({ "applied": applied, "state": shown.shown(state) }))
+                        .into_response()
+                },
+            )
+            .await;
+    }
     scope
         .change(
             what,

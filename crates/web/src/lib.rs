@@ -8,6 +8,7 @@
 
 mod api;
 mod assets;
+pub mod cluster;
 mod guard;
 pub mod http;
 pub mod workshop;

@@ -24,6 +24,8 @@ pub struct PartitionFigures {
     pub log_end_offset: i64,
     pub lag: Option<i64>,
     pub audit: AuditFigures,
+    /// The lost offsets, as half-open ranges.
+    pub lost_ranges: Vec<(i64, i64)>,
 }
 
 /// A group's figures.
@@ -107,6 +109,7 @@ fn model_group(lab: &Lab, group: &str) -> Option<GroupFigures> {
                 log_end_offset: p.log_end_offset,
                 lag: p.lag,
                 audit: p.audit,
+                lost_ranges: p.lost_ranges.clone(),
             })
             .collect(),
     })
@@ -151,16 +154,16 @@ fn real_group(run: &mut ClusterRun, group: &str) -> Result<GroupFigures, LineFai
                 (c, _) => c,
             };
             let hidden = BTreeSet::new();
-            let audit = match (run.app.groups.get(group), run.model.lab.partition_log(&tp)) {
-                (Some(g), Ok(log)) => g.audit.figures(
-                    &tp,
-                    Progress {
+            let (audit, lost_ranges) = match (run.app.groups.get(group), run.model.lab.partition_log(&tp)) {
+                (Some(g), Ok(log)) => {
+                    let progress = Progress {
                         resume,
                         log,
                         hidden: &hidden,
-                    },
-                ),
-                _ => AuditFigures::default(),
+                    };
+                    (g.audit.figures(&tp, progress), g.audit.lost_ranges(&tp, progress))
+                }
+                _ => (AuditFigures::default(), Vec::new()),
             };
             partitions.push(PartitionFigures {
                 topic: topic.clone(),
@@ -170,6 +173,7 @@ fn real_group(run: &mut ClusterRun, group: &str) -> Result<GroupFigures, LineFai
                 log_end_offset: high,
                 lag: kept.map(|c| high - c),
                 audit,
+                lost_ranges,
             });
         }
     }

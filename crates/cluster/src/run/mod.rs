@@ -276,6 +276,62 @@ impl ClusterRun {
         }
     }
 
+    /// Whether the page of `serve --bootstrap-server` may run `line`: what a run refuses, and
+    /// `tick` and `fault` — the page's lab follows wall time, and the runner does not watch a
+    /// real timer between the page's requests.
+    pub fn check_line(&self, line: &Line) -> Result<(), RunError> {
+        let refused = |why: String| {
+            RunError::Unrunnable(vec![Unrunnable {
+                line: line.number,
+                text: line.text.clone(),
+                why,
+            }])
+        };
+        if let Some(why) = preflight::why_not(&line.command).or_else(|| not_yet(&line.command)) {
+            return Err(refused(why));
+        }
+        match &line.command {
+            Command::Tick(_) => Err(refused("time is the cluster's: the page's clock follows wall time, so wait instead".into())),
+            Command::Fault(_) => Err(refused("a fault plan counts the client's timer commits, which the page does not watch: use `offsetlab run` or `explore`".into())),
+            _ => {
+                self.opts.prefix.check(&Script { lines: vec![line.clone()] })?;
+                Ok(())
+            }
+        }
+    }
+
+    /// Runs one of the page's lines now: the model brought to `now` (the page's lab follows
+    /// wall time), then the line on the model and on the cluster. Nothing waits.
+    pub fn apply_now(&mut self, line: &Line, now: i64) -> Result<Step, RunError> {
+        self.check_line(line)?;
+        let behind = now - self.model.lab.now();
+        if behind > 0 {
+            self.model.lab.tick(behind).map_err(|e| RunError::Line {
+                line: line.number,
+                text: line.text.clone(),
+                why: format!("the model could not follow the clock: {e}"),
+            })?;
+        }
+        let t = self.model.lab.now();
+        let before = self.log_ends(line);
+        self.model.apply(line).map_err(RunError::Model)?;
+        let did = self
+            .real(line, t, &before)
+            .map_err(|e| self.line_error(line, e))?;
+        Ok(Step { did })
+    }
+
+    /// The members the cluster's coordinator lists for `group` (the scenario's name): each
+    /// member's client id (the scenario consumer's name) and member id.
+    pub fn members(&mut self, group: &str) -> Result<Vec<(String, String)>, RunError> {
+        let name = self.opts.prefix.on_cluster(group);
+        Ok(self.cluster.members(&name)?)
+    }
+
+    pub fn bootstrap(&self) -> &str {
+        &self.opts.bootstrap
+    }
+
     /// Waits until the line at model time `t` may run, counting the real auto-commit timers'
     /// fires on the way (each an effect, which a fault plan may end in a crash).
     fn wait_until(&mut self, t: i64, line: Option<&Line>) -> Result<(), RunError> {
