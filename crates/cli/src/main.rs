@@ -71,6 +71,8 @@ struct Cli {
     command: Option<Cmd>,
 }
 
+// Parsed once per process: the size of the largest variant (serve's options) costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Cmd {
     /// Run a scenario file: print the narrative and the final figures, check its expect lines
