@@ -309,7 +309,8 @@ pub fn explore(
         Ok(c) => c,
         Err(e) => return failed(&origin, &e, json),
     };
-    let points = cluster_explore::chosen_points(&model, cell.sample);
+    let replayable = cluster_explore::replayable(&script, &target, strategy, sink, &model);
+    let points = cluster_explore::chosen_points(&model, &replayable, cell.sample);
     if !json {
         println!(
             "{strategy} × {sink} on the cluster at {bootstrap}: {} of {} crash points of {target}, side by side, each up to {:.1} s of wall time.",
@@ -317,6 +318,12 @@ pub fn explore(
             model.crash_points,
             cluster_explore::least_wall_time(&script, &target).as_secs_f64()
         );
+        let after = model.crash_points - replayable.len() as u64;
+        if after > 0 {
+            println!(
+                "({after} crash point(s) fall in the explorer's drain after the scenario's last line: not replayed on the cluster.)"
+            );
+        }
     }
     let measured = match cluster_explore::run_points(&script, &target, strategy, sink, &points, &opts) {
         Ok(m) => m,

@@ -69,6 +69,8 @@ fn settings(kafka: &str, group: &str, strategy: CommitStrategy) -> ConsumerSetti
         instance_id: None,
         assignor: None,
         extra: Vec::new(),
+        offsets_in_sink: false,
+        start_offsets: Vec::new(),
     }
 }
 

@@ -79,7 +79,7 @@ fn lesson_10_on_the_listener() {
 
 /// One explorer cell on a fresh listener, two crash points (the model's worst and the first):
 /// every point's lost / duplicates / duplicate rows equal the explorer's prediction.
-fn cell_on_the_listener(strategy: &str) {
+fn cell_on_the_listener(strategy: &str, sink: &str) {
     let lab = listener();
     let o = offsetlab(&[
         "explore",
@@ -89,7 +89,7 @@ fn cell_on_the_listener(strategy: &str) {
         "--strategy",
         strategy,
         "--sink",
-        "append",
+        sink,
         "--sample",
         "2",
         "--json",
@@ -107,17 +107,24 @@ fn cell_on_the_listener(strategy: &str) {
 
 #[test]
 fn auto_timer_append_cell_on_the_listener() {
-    cell_on_the_listener("auto-timer");
+    cell_on_the_listener("auto-timer", "append");
 }
 
 #[test]
 fn manual_batch_append_cell_on_the_listener() {
-    cell_on_the_listener("manual-batch");
+    cell_on_the_listener("manual-batch", "append");
+}
+
+/// A transactional sink keeps the offsets with its rows, and the restarted consumer starts
+/// where the sink says: nothing lost, nothing duplicated, whatever the crash point.
+#[test]
+fn manual_batch_transactional_cell_on_the_listener() {
+    cell_on_the_listener("manual-batch", "transactional");
 }
 
 #[test]
 fn before_process_append_cell_on_the_listener() {
-    cell_on_the_listener("before-process");
+    cell_on_the_listener("before-process", "append");
 }
 
 fn state(lab: &Lab) -> serde_json::Value {

@@ -8,9 +8,12 @@
 use crate::protocol::{decode, encode, Delivered, PartitionOffset, Reply, Request};
 use crate::settings::ConsumerSettings;
 use offsetlab_records::RecordBytes;
+use rdkafka::client::ClientContext;
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, RebalanceProtocol};
+use rdkafka::error::KafkaResult;
 use rdkafka::message::Message;
+use rdkafka::types::RDKafkaRespErr;
 use rdkafka::{Offset, TopicPartitionList};
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
@@ -36,7 +39,14 @@ pub fn run(
     for (k, v) in settings.properties() {
         config.set(k, v);
     }
-    let consumer: BaseConsumer = config.create()?;
+    let starts = StartAt(
+        settings
+            .start_offsets
+            .iter()
+            .map(|&(p, o)| ((settings.topic.clone(), p), o))
+            .collect(),
+    );
+    let consumer: BaseConsumer<StartAt> = config.create_with_context(starts)?;
     consumer.subscribe(&[settings.topic.as_str()])?;
     let mut agent = Agent {
         consumer,
@@ -75,8 +85,51 @@ fn say(output: &mut impl Write, reply: &Reply) -> Result<(), AgentError> {
     Ok(())
 }
 
+/// Where a partition starts when the group gives it to this consumer: the offsets a
+/// transactional sink holds (empty otherwise: the committed offset, or `auto.offset.reset`).
+/// They are set in the assignment itself, so nothing is fetched from anywhere else first.
+struct StartAt(BTreeMap<(String, i32), i64>);
+
+impl ClientContext for StartAt {}
+
+impl ConsumerContext for StartAt {
+    fn rebalance(&self, consumer: &BaseConsumer<Self>, err: RDKafkaRespErr, tpl: &mut TopicPartitionList) {
+        let cooperative = matches!(consumer.rebalance_protocol(), RebalanceProtocol::Cooperative);
+        let done: KafkaResult<()> = match err {
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
+                let partitions: Vec<(String, i32)> = tpl
+                    .elements()
+                    .iter()
+                    .map(|e| (e.topic().to_string(), e.partition()))
+                    .collect();
+                for (topic, p) in partitions {
+                    if let Some(&o) = self.0.get(&(topic.clone(), p)) {
+                        // The partition is in the list: setting its offset cannot fail.
+                        let _ = tpl.set_partition_offset(&topic, p, Offset::Offset(o));
+                    }
+                }
+                if cooperative {
+                    consumer.incremental_assign(tpl)
+                } else {
+                    consumer.assign(tpl)
+                }
+            }
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
+                if cooperative {
+                    consumer.incremental_unassign(tpl)
+                } else {
+                    consumer.unassign()
+                }
+            }
+            _ => Ok(()),
+        };
+        // A failed (un)assign surfaces as the next poll's error or as no records.
+        let _ = done;
+    }
+}
+
 struct Agent {
-    consumer: BaseConsumer,
+    consumer: BaseConsumer<StartAt>,
     /// Per partition, the offset after the last record this process handed out.
     reached: BTreeMap<(String, i32), i64>,
 }

@@ -37,6 +37,14 @@ pub struct ConsumerSettings {
     pub assignor: Option<String>,
     /// `-X key=value` and `--command-config` properties (SASL, TLS, …), applied last.
     pub extra: Vec<(String, String)>,
+    /// A transactional sink keeps the group's offsets with its rows: the client commits nothing
+    /// to Kafka, and starts each partition it is given where the sink says.
+    #[serde(default)]
+    pub offsets_in_sink: bool,
+    /// Where to start a partition when it is assigned (the sink's next offsets), by partition
+    /// of `topic`.
+    #[serde(default)]
+    pub start_offsets: Vec<(i32, i64)>,
 }
 
 impl ConsumerSettings {
@@ -81,6 +89,8 @@ impl ConsumerSettings {
                 .to_string(),
             ),
             extra: extra.to_vec(),
+            offsets_in_sink: !config.commits_to_kafka(),
+            start_offsets: Vec::new(),
         }
     }
 
@@ -98,7 +108,7 @@ impl ConsumerSettings {
                 },
             ),
         ];
-        let auto = self.strategy == CommitStrategy::AutoTimer;
+        let auto = self.strategy == CommitStrategy::AutoTimer && !self.offsets_in_sink;
         p.push(("enable.auto.commit".into(), auto.to_string()));
         p.push(("enable.auto.offset.store".into(), auto.to_string()));
         if auto {
@@ -149,6 +159,8 @@ mod tests {
             instance_id: None,
             assignor: Some("range".into()),
             extra: vec![("security.protocol".into(), "plaintext".into())],
+            offsets_in_sink: false,
+            start_offsets: Vec::new(),
         }
     }
 
@@ -172,6 +184,20 @@ mod tests {
             );
             assert_eq!(get(&p, "auto.commit.interval.ms").is_some(), auto);
         }
+    }
+
+    #[test]
+    fn offsets_kept_in_a_transactional_sink_are_never_committed_to_kafka() {
+        let Ok(Some(offsetlab_scenario::command::Command::Consumer(c))) =
+            offsetlab_scenario::command::Command::parse(
+                "consumer c1 group=g topic=orders commit=auto-timer sink=transactional",
+            )
+        else {
+            panic!("parses");
+        };
+        let s = ConsumerSettings::for_consumer(&c.config, "b:9092", &Prefix::for_run(1), &[]);
+        assert!(s.offsets_in_sink);
+        assert_eq!(get(&s.properties(), "enable.auto.commit"), Some("false"));
     }
 
     #[test]

@@ -14,7 +14,7 @@ use crate::settings::ConsumerSettings;
 use offsetlab_engine::audit::{Delivery, DeliveryReason, GroupAudit};
 use offsetlab_engine::consumer::ConsumerConfig;
 use offsetlab_engine::record::TopicPartition;
-use offsetlab_engine::sink::{Sink, SinkError, SinkWrite};
+use offsetlab_engine::sink::{Sink, SinkError, SinkWrite, WriteOutcome};
 use offsetlab_engine::strategy::CommitStrategy;
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
@@ -178,8 +178,28 @@ impl Application {
                 (p, reason)
             })
             .collect();
-        let agent = AgentProcess::start(program, &config.name, settings, ASK_TIMEOUT)?;
-        let timer = (config.strategy == CommitStrategy::AutoTimer).then_some(TimerPhase {
+        let mut settings = settings.clone();
+        if settings.offsets_in_sink {
+            // A transactional sink's consumer starts where its sink says.
+            let topic = TopicPartition::new(config.topic.clone(), 0);
+            if let Some(sink) = self.groups.get(&config.group).and_then(|g| g.sink.as_ref()) {
+                for p in 0..partitions {
+                    let tp = TopicPartition {
+                        partition: p,
+                        ..topic.clone()
+                    };
+                    if let Some(o) = sink.stored_offset(&tp).map_err(|error| AppError::Sink {
+                        group: config.group.clone(),
+                        error,
+                    })? {
+                        settings.start_offsets.push((p, o));
+                    }
+                }
+            }
+        }
+        let agent = AgentProcess::start(program, &config.name, &settings, ASK_TIMEOUT)?;
+        let commits = config.commits_to_kafka();
+        let timer = (config.strategy == CommitStrategy::AutoTimer && commits).then_some(TimerPhase {
             low: agent.started,
             high: agent.ready,
             interval_ms: config.auto_commit_interval_ms,
@@ -199,7 +219,7 @@ impl Application {
                 repeat,
                 positions: BTreeMap::new(),
                 processed: BTreeMap::new(),
-                next_poll_commit: (config.strategy == CommitStrategy::AutoPoll)
+                next_poll_commit: (config.strategy == CommitStrategy::AutoPoll && commits)
                     .then(|| now.saturating_add(config.auto_commit_interval_ms)),
                 timer,
                 effects: 0,
@@ -393,7 +413,10 @@ impl Application {
         if self.effect(name)? {
             return Ok((n, true));
         }
-        if strategy == CommitStrategy::BeforeProcess && n > 0 {
+        if strategy == CommitStrategy::BeforeProcess
+            && n > 0
+            && self.consumer(name)?.config.commits_to_kafka()
+        {
             let positions = self.consumer(name)?.positions.clone();
             if self.commit(name, positions, true)? {
                 return Ok((n, true));
@@ -426,7 +449,6 @@ impl Application {
                 .get(&r.partition)
                 .copied()
                 .unwrap_or(DeliveryReason::RestartRedelivery);
-            c.processed.insert(r.partition, r.offset + 1);
             let tp = TopicPartition::new(cfg.topic.clone(), r.partition);
             let g = self
                 .groups
@@ -439,21 +461,36 @@ impl Application {
                 .sink
                 .as_mut()
                 .ok_or_else(|| AppError::Other(format!("group {:?} has no sink", cfg.group)))?;
-            sink.apply(&SinkWrite {
-                tp: &tp,
-                offset: r.offset,
-                key,
-                value,
-                consumer: &cfg.name,
-                incarnation,
-                generation: 0,
-                reason,
-                at: now,
-            })
-            .map_err(|error| AppError::Sink {
-                group: cfg.group.clone(),
-                error,
-            })?;
+            let outcome = sink
+                .apply(&SinkWrite {
+                    tp: &tp,
+                    offset: r.offset,
+                    key,
+                    value,
+                    consumer: &cfg.name,
+                    incarnation,
+                    generation: 0,
+                    reason,
+                    at: now,
+                })
+                .map_err(|error| AppError::Sink {
+                    group: cfg.group.clone(),
+                    error,
+                })?;
+            if let WriteOutcome::Fenced { .. } = outcome {
+                // Refused by the transactional sink: nothing applied, but the record is done.
+                done += 1;
+                if self.effect(name)? {
+                    return Ok((done, true));
+                }
+                continue;
+            }
+            if let Some(c) = self.consumers.get_mut(name) {
+                c.processed.insert(r.partition, r.offset + 1);
+            }
+            let Some(g) = self.groups.get_mut(&cfg.group) else {
+                continue;
+            };
             g.audit.record(Delivery {
                 at: now,
                 tp: tp.clone(),
@@ -468,6 +505,7 @@ impl Application {
                 return Ok((done, true));
             }
             let crashed = match cfg.strategy {
+                _ if !cfg.commits_to_kafka() => false,
                 CommitStrategy::ManualRecord => {
                     self.commit(name, BTreeMap::from([(r.partition, r.offset + 1)]), false)?
                 }

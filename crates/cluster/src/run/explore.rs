@@ -41,21 +41,38 @@ impl Point {
     }
 }
 
-/// The crash points to run: all of them, or `sample` of them — the model's worst first, then
-/// spread evenly from the first to the last.
-pub fn chosen_points(cell: &Cell, sample: Option<usize>) -> Vec<u64> {
-    let all = cell.crash_points;
-    let Some(n) = sample.filter(|&n| (n as u64) < all) else {
-        return (0..all).collect();
+/// The crash points a cluster can run: those whose crash the scenario's own lines reach. (The
+/// explorer also crashes the consumer during the drain after the scenario — its last few
+/// points —, which [`crash_replay`] cannot replay as lines.)
+pub fn replayable(
+    script: &Script,
+    target: &str,
+    strategy: CommitStrategy,
+    sink: SinkKind,
+    cell: &Cell,
+) -> Vec<u64> {
+    (0..cell.crash_points)
+        .filter(|&k| crash_replay(script, target, strategy, sink, k).is_ok())
+        .collect()
+}
+
+/// The crash points to run, of the `replayable` ones: all of them, or `sample` of them — the
+/// model's worst first (when it is replayable), then spread evenly from the first to the last.
+pub fn chosen_points(cell: &Cell, replayable: &[u64], sample: Option<usize>) -> Vec<u64> {
+    let Some(n) = sample.filter(|&n| n < replayable.len()) else {
+        return replayable.to_vec();
     };
-    let mut points = vec![cell.worst_crash_point];
-    let last = all.saturating_sub(1);
-    let spread = n.saturating_sub(1).max(1) as u64;
+    let mut points = Vec::new();
+    if replayable.contains(&cell.worst_crash_point) {
+        points.push(cell.worst_crash_point);
+    }
+    let last = replayable.len().saturating_sub(1);
+    let spread = n.saturating_sub(1).max(1);
     for i in 0..=spread {
         if points.len() >= n {
             break;
         }
-        let k = last * i / spread;
+        let k = replayable[last * i / spread];
         if !points.contains(&k) {
             points.push(k);
         }

@@ -145,8 +145,19 @@ fn real_group(run: &mut ClusterRun, group: &str) -> Result<GroupFigures, LineFai
         let committed = run.inspector().committed(&on_cluster, &cluster_topic, &ps)?;
         for &p in &ps {
             let (low, high) = run.inspector().watermarks(&on_cluster, &cluster_topic, p)?;
-            let committed = committed.get(&p).copied().flatten();
             let tp = TopicPartition::new(topic.clone(), p);
+            // A transactional sink holds the group's offsets: they are its committed ones.
+            let in_sink = match run.app.groups.get(group).and_then(|g| g.sink.as_ref()) {
+                Some(sink) if sink.kind() == offsetlab_engine::sink::SinkKind::Transactional => Some(
+                    sink.stored_offset(&tp)
+                        .map_err(|e| LineFailure::Other(e.to_string()))?,
+                ),
+                _ => None,
+            };
+            let committed = match in_sink {
+                Some(Some(o)) => Some(o),
+                _ => committed.get(&p).copied().flatten(),
+            };
             let live_next = run.app.live_next(group, &tp);
             let kept = committed.filter(|&o| o >= 0);
             let resume = match (kept, live_next) {

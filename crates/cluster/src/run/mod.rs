@@ -149,7 +149,7 @@ fn not_yet(command: &Command) -> Option<String> {
         ))
     };
     match command {
-        Command::Consumer(c) if matches!(c.config.sink, SinkKind::Transactional | SinkKind::KafkaTx) => {
+        Command::Consumer(c) if c.config.sink == SinkKind::KafkaTx => {
             later(&format!("sink={}", c.config.sink.name()))
         }
         Command::Seek(_) => later("seek"),
