@@ -39,23 +39,28 @@ pub fn run(
     for (k, v) in settings.properties() {
         config.set(k, v);
     }
-    let starts = StartAt(
-        settings
+    let starts = StartAt {
+        offsets: settings
             .start_offsets
             .iter()
             .map(|&(p, o)| ((settings.topic.clone(), p), o))
             .collect(),
-    );
+        holding: std::sync::atomic::AtomicBool::new(true),
+    };
+    let created = Instant::now();
     let consumer: BaseConsumer<StartAt> = config.create_with_context(starts)?;
     consumer.subscribe(&[settings.topic.as_str()])?;
     let mut agent = Agent {
         consumer,
         reached: BTreeMap::new(),
+        early: Vec::new(),
     };
+    agent.join();
     say(
         &mut output,
         &Reply::Ready {
             client_id: settings.client_id.clone(),
+            created_ms_ago: u64::try_from(created.elapsed().as_millis()).unwrap_or(u64::MAX),
         },
     )?;
     for line in input.lines() {
@@ -88,7 +93,14 @@ fn say(output: &mut impl Write, reply: &Reply) -> Result<(), AgentError> {
 /// Where a partition starts when the group gives it to this consumer: the offsets a
 /// transactional sink holds (empty otherwise: the committed offset, or `auto.offset.reset`).
 /// They are set in the assignment itself, so nothing is fetched from anywhere else first.
-struct StartAt(BTreeMap<(String, i32), i64>);
+struct StartAt {
+    offsets: BTreeMap<(String, i32), i64>,
+    /// Until the scenario's first poll, an assignment is paused where it starts: the join
+    /// happens when the consumer starts (a broker's `group.initial.rebalance.delay.ms` is
+    /// waited out there, not inside the scenario's first poll), and nothing is fetched — or
+    /// stored for an auto-commit — before the scenario polls.
+    holding: std::sync::atomic::AtomicBool,
+}
 
 impl ClientContext for StartAt {}
 
@@ -103,15 +115,20 @@ impl ConsumerContext for StartAt {
                     .map(|e| (e.topic().to_string(), e.partition()))
                     .collect();
                 for (topic, p) in partitions {
-                    if let Some(&o) = self.0.get(&(topic.clone(), p)) {
+                    if let Some(&o) = self.offsets.get(&(topic.clone(), p)) {
                         // The partition is in the list: setting its offset cannot fail.
                         let _ = tpl.set_partition_offset(&topic, p, Offset::Offset(o));
                     }
                 }
-                if cooperative {
+                let assigned = if cooperative {
                     consumer.incremental_assign(tpl)
                 } else {
                     consumer.assign(tpl)
+                };
+                if self.holding.load(std::sync::atomic::Ordering::SeqCst) {
+                    assigned.and_then(|()| consumer.pause(tpl))
+                } else {
+                    assigned
                 }
             }
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
@@ -132,7 +149,13 @@ struct Agent {
     consumer: BaseConsumer<StartAt>,
     /// Per partition, the offset after the last record this process handed out.
     reached: BTreeMap<(String, i32), i64>,
+    /// Records the client returned while joining (before its pause took hold): the first
+    /// poll's.
+    early: Vec<Delivered>,
 }
+
+/// How long a starting consumer waits to be given its partitions.
+const JOIN: Duration = Duration::from_secs(30);
 
 impl Agent {
     fn handle(&mut self, request: Request) -> Reply {
@@ -179,10 +202,36 @@ impl Agent {
     /// last fetch told it). With nothing to read, it answers once the consumer has held its
     /// partitions for [`SETTLE`] and nothing came — long enough for the client's own offset
     /// lookup (`auto.offset.reset`) to be done, so what is produced afterwards is read.
+    /// Joins the group before the scenario's clock starts for this consumer: polls until the
+    /// group gives it partitions (paused by [`StartAt`]) or [`JOIN`] passes.
+    fn join(&mut self) {
+        let deadline = Instant::now() + JOIN;
+        while Instant::now() < deadline && !self.consumer.assignment().is_ok_and(|a| a.count() > 0) {
+            if let Some(Ok(m)) = self.consumer.poll(STEP) {
+                self.early.push(delivered(&m));
+            }
+        }
+    }
+
+    /// The scenario's first poll lets the partitions go.
+    fn release(&mut self) {
+        let ctx = self.consumer.context();
+        if ctx.holding.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            if let Ok(assignment) = self.consumer.assignment() {
+                let _ = self.consumer.resume(&assignment);
+            }
+        }
+    }
+
     fn poll(&mut self, max: usize, timeout: Duration) -> rdkafka::error::KafkaResult<Reply> {
+        self.release();
         let deadline = Instant::now() + timeout;
         let mut assigned_since: Option<Instant> = None;
-        let mut records = Vec::new();
+        let take = self.early.len().min(max);
+        let mut records: Vec<Delivered> = self.early.drain(..take).collect();
+        for r in &records {
+            self.reached.insert((r.topic.clone(), r.partition), r.offset + 1);
+        }
         while records.len() < max {
             let wait = if records.is_empty() {
                 deadline.saturating_duration_since(Instant::now()).min(STEP)
@@ -193,13 +242,7 @@ impl Agent {
                 Some(Ok(m)) => {
                     self.reached
                         .insert((m.topic().to_string(), m.partition()), m.offset() + 1);
-                    records.push(Delivered {
-                        topic: m.topic().to_string(),
-                        partition: m.partition(),
-                        offset: m.offset(),
-                        key: m.key().map(|k| RecordBytes::new(k.to_vec())),
-                        value: m.payload().map(|v| RecordBytes::new(v.to_vec())),
-                    });
+                    records.push(delivered(&m));
                 }
                 // Nothing fetched in this step, an end-of-partition event or a transient error:
                 // not a record.
@@ -274,6 +317,16 @@ impl Agent {
             ));
         }
         Ok(tpl)
+    }
+}
+
+fn delivered(m: &rdkafka::message::BorrowedMessage<'_>) -> Delivered {
+    Delivered {
+        topic: m.topic().to_string(),
+        partition: m.partition(),
+        offset: m.offset(),
+        key: m.key().map(|k| RecordBytes::new(k.to_vec())),
+        value: m.payload().map(|v| RecordBytes::new(v.to_vec())),
     }
 }
 

@@ -42,9 +42,13 @@ pub enum Request {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "kebab-case")]
 pub enum Reply {
-    /// The consumer exists and subscribed; `client_id` is how the cluster knows it.
+    /// The consumer exists and has joined its group (or gave up waiting); `client_id` is how
+    /// the cluster knows it, `created_ms_ago` when its client — and its auto-commit timer —
+    /// was created.
     Ready {
         client_id: String,
+        #[serde(default)]
+        created_ms_ago: u64,
     },
     /// The records a poll handed to the application, in order.
     Records {
@@ -121,7 +125,7 @@ mod tests {
                 Reply::Records { records: vec![Delivered { topic: topic.clone(), partition, offset, key, value }] },
                 Reply::Committed { offsets: vec![PartitionOffset { topic: topic.clone(), partition, offset }] },
                 Reply::Failed { message },
-                Reply::Ready { client_id: topic },
+                Reply::Ready { client_id: topic, created_ms_ago: offset.unsigned_abs() },
             ];
             for reply in replies {
                 let line = encode(&reply);

@@ -20,15 +20,19 @@ pub struct AgentError {
     pub why: String,
 }
 
+/// How far off the agent's report of when its client was created may be (the pipe, the
+/// scheduler).
+pub const CREATED_SLACK: Duration = Duration::from_millis(25);
+
 pub struct AgentProcess {
     consumer: String,
     child: Child,
     to: ChildStdin,
     replies: Receiver<String>,
-    /// When the process was started and when it said it was ready: the client (and its
-    /// auto-commit timer) was created between the two.
+    /// When the process was started, and when its client (and its auto-commit timer) was
+    /// created, as it said (give or take [`CREATED_SLACK`]).
     pub started: Instant,
-    pub ready: Instant,
+    pub created: Instant,
 }
 
 impl AgentProcess {
@@ -71,11 +75,16 @@ impl AgentProcess {
             to,
             replies,
             started,
-            ready: started,
+            created: started,
         };
-        match agent.reply(timeout)? {
-            Reply::Ready { .. } => {
-                agent.ready = Instant::now();
+        // Joining the group can take the broker's initial rebalance delay on top.
+        match agent.reply(timeout + Duration::from_secs(35))? {
+            Reply::Ready { created_ms_ago, .. } => {
+                let ready = Instant::now();
+                agent.created = ready
+                    .checked_sub(Duration::from_millis(created_ms_ago))
+                    .unwrap_or(started)
+                    .max(started);
                 Ok(agent)
             }
             Reply::Failed { message } => Err(fail(message)),

@@ -200,8 +200,12 @@ impl Application {
         let agent = AgentProcess::start(program, &config.name, &settings, ASK_TIMEOUT)?;
         let commits = config.commits_to_kafka();
         let timer = (config.strategy == CommitStrategy::AutoTimer && commits).then_some(TimerPhase {
-            low: agent.started,
-            high: agent.ready,
+            low: agent
+                .created
+                .checked_sub(super::agent_process::CREATED_SLACK)
+                .unwrap_or(agent.created)
+                .max(agent.started),
+            high: agent.created + super::agent_process::CREATED_SLACK,
             interval_ms: config.auto_commit_interval_ms,
             model_origin: now,
             fires_seen: 0,

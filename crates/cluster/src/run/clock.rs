@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 /// line keeps from a timer's next fire.
 pub const MARGIN: Duration = Duration::from_millis(250);
 
-/// A running auto-commit timer: the client was created between `low` and `high` (the agent's
+/// A running auto-commit timer: the client was created between `low` and `high` (as the agent
 /// start and its `ready`), so its k-th fire happens between `low + k·interval` and
 /// `high + k·interval`; in the model it fires at `model_origin + k·interval`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,37 +93,51 @@ impl WallClock {
         self.origin + self.since_epoch(t)
     }
 
-    /// When a line at model time `t` may run: not before `now`, not before its model time, and
-    /// inside every timer's window.
+    /// When a line at model time `t` may run: inside every timer's window (after the fires the
+    /// model's line has seen landed, before the next can start), not before `now`, and — as far
+    /// as the windows allow — not before its model time. A slow line before it (a group join, a
+    /// long poll) shortens the wait that follows rather than push a line past a timer's fire.
     pub fn schedule<'a>(
         &self,
         t: i64,
         now: Instant,
         timers: impl Iterator<Item = (&'a str, &'a TimerPhase)>,
     ) -> Result<Instant, Misaligned> {
-        let mut at = now.max(self.at(t));
-        let mut limits: Vec<(&str, Instant)> = Vec::new();
+        let mut lo = now;
+        let mut hi: Option<(&str, Instant)> = None;
         for (name, timer) in timers {
-            let (lo, hi) = timer.window(t);
-            at = at.max(lo);
-            limits.push((name, hi));
-        }
-        for (name, hi) in limits {
-            if at > hi {
-                return Err(Misaligned {
-                    consumer: name.to_string(),
-                    late_by: at - hi,
-                });
+            let (a, b) = timer.window(t);
+            lo = lo.max(a);
+            if hi.is_none_or(|(_, h)| b < h) {
+                hi = Some((name, b));
             }
         }
-        Ok(at)
+        match hi {
+            Some((name, h)) if lo > h => Err(Misaligned {
+                consumer: name.to_string(),
+                late_by: lo - h,
+            }),
+            Some((_, h)) => Ok(lo.max(self.at(t).min(h))),
+            None => Ok(lo.max(self.at(t))),
+        }
     }
 
-    /// The line at model time `t` ran at `at`: later lines keep their distance from it.
-    pub fn ran(&mut self, t: i64, at: Instant) {
-        if let Some(origin) = at.checked_sub(self.since_epoch(t)) {
-            self.origin = self.origin.max(origin);
+    /// The line at model time `t` ran at `at`: later lines keep their distance from it — but
+    /// never drift from a running auto-commit timer, whose fires are the model's at its
+    /// consumer's start plus each interval: a slow line (a group join, a long poll) is made up
+    /// by the waits after it, not carried past the timer's next fire.
+    pub fn ran<'a>(&mut self, t: i64, at: Instant, timers: impl Iterator<Item = &'a TimerPhase>) {
+        let Some(mut origin) = at.checked_sub(self.since_epoch(t)) else {
+            return;
+        };
+        for timer in timers {
+            let anchor = timer
+                .high
+                .checked_sub(self.since_epoch(timer.model_origin))
+                .unwrap_or(timer.high);
+            origin = origin.min(anchor);
         }
+        self.origin = self.origin.max(origin);
     }
 }
 
@@ -169,13 +183,37 @@ mod tests {
     }
 
     #[test]
+    fn a_slow_line_shortens_the_next_wait_rather_than_miss_a_fire() {
+        let o = Instant::now();
+        let mut clock = WallClock { origin: o, epoch: 0 };
+        let t = timer(o, 40);
+        // The consumer's join took 1.5 s: the origin moved with it, but the line at 4 s still
+        // runs before the real timer's first fire (5 s after the client was created).
+        clock.ran(0, o + Duration::from_millis(1_500), [&t].into_iter());
+        let at = clock
+            .schedule(4_000, o + Duration::from_millis(2_000), [("c1", &t)].into_iter())
+            .expect("aligned");
+        assert_eq!(
+            at,
+            o + Duration::from_millis(4_040),
+            "as far from the timer as in the model"
+        );
+        // Two lines at that instant both run before the fire.
+        clock.ran(4_000, at + Duration::from_millis(300), [&t].into_iter());
+        let next = clock
+            .schedule(4_000, at + Duration::from_millis(300), [("c1", &t)].into_iter())
+            .expect("aligned");
+        assert!(next < o + Duration::from_millis(5_000) - MARGIN);
+    }
+
+    #[test]
     fn a_late_line_moves_the_origin_so_later_waits_stay_whole() {
         let o = Instant::now();
         let mut clock = WallClock { origin: o, epoch: 0 };
-        clock.ran(1_000, o + Duration::from_millis(3_000));
+        clock.ran(1_000, o + Duration::from_millis(3_000), std::iter::empty());
         assert_eq!(clock.at(7_000), o + Duration::from_millis(9_000));
         // Never earlier.
-        clock.ran(1_000, o);
+        clock.ran(1_000, o, std::iter::empty());
         assert_eq!(clock.at(7_000), o + Duration::from_millis(9_000));
     }
 }

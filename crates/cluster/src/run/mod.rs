@@ -378,7 +378,7 @@ impl ClusterRun {
                     })?;
                 }
                 None => {
-                    self.clock.ran(t, at);
+                    self.clock.ran(t, at, timers.iter().map(|(_, t)| t));
                     return Ok(());
                 }
             }
