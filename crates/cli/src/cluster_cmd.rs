@@ -36,28 +36,35 @@ pub struct ClusterArgs {
 
 impl ClusterArgs {
     /// The client properties: the command-config file's, then -X's. An error names the line.
-    pub fn properties(&self) -> Result<Vec<(String, String)>, String> {
+    /// The client properties: the command-config file's, then -X's. An error names the line
+    /// (exit code 2), or the file that cannot be read (3).
+    pub fn properties(&self) -> Result<Vec<(String, String)>, (String, u8)> {
         let mut out = Vec::new();
         if let Some(file) = &self.command_config {
-            let text =
-                std::fs::read_to_string(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+            let text = std::fs::read_to_string(file)
+                .map_err(|e| (format!("cannot read {}: {e}", file.display()), exit::IO_ERROR))?;
             for (i, line) in text.lines().enumerate() {
                 let line = line.trim();
                 if line.is_empty() || line.starts_with('#') {
                     continue;
                 }
-                out.push(property(line).map_err(|e| format!("{}:{}: {e}", file.display(), i + 1))?);
+                out.push(property(line).map_err(|e| {
+                    (
+                        format!("{}:{}: {e}", file.display(), i + 1),
+                        exit::INVALID_SCENARIO,
+                    )
+                })?);
             }
         }
         for p in &self.property {
-            out.push(property(p).map_err(|e| format!("-X {p}: {e}"))?);
+            out.push(property(p).map_err(|e| (format!("-X {p}: {e}"), exit::INVALID_SCENARIO))?);
         }
         Ok(out)
     }
 
-    pub fn prefix(&self) -> Result<Prefix, String> {
+    pub fn prefix(&self) -> Result<Prefix, (String, u8)> {
         match &self.prefix {
-            Some(p) => Prefix::new(p).map_err(|e| e.to_string()),
+            Some(p) => Prefix::new(p).map_err(|e| (e.to_string(), exit::INVALID_SCENARIO)),
             None => Ok(Prefix::for_run(run_id())),
         }
     }
@@ -105,9 +112,9 @@ pub fn run(
     };
     let (extra, prefix) = match (args.properties(), args.prefix()) {
         (Ok(x), Ok(p)) => (x, p),
-        (Err(e), _) | (_, Err(e)) => {
+        (Err((e, code)), _) | (_, Err((e, code))) => {
             eprintln!("error: {e}");
-            return exit::INVALID_SCENARIO;
+            return code;
         }
     };
     let scratch = tempfile::tempdir();
@@ -137,6 +144,7 @@ pub fn run(
         progress: !json && !quiet,
     };
     let verbose = !json && !quiet;
+    stop_on_ctrl_c();
     let mut run = match ClusterRun::prepare(&script, opts) {
         Ok(r) => r,
         Err(e) => return failed(&origin, &e, json),
@@ -276,9 +284,9 @@ pub fn explore(
     };
     let (extra, prefix) = match (args.properties(), args.prefix()) {
         (Ok(x), Ok(p)) => (x, p),
-        (Err(e), _) | (_, Err(e)) => {
+        (Err((e, code)), _) | (_, Err((e, code))) => {
             eprintln!("error: {e}");
-            return exit::INVALID_SCENARIO;
+            return code;
         }
     };
     let scratch = match tempfile::tempdir() {
@@ -325,6 +333,7 @@ pub fn explore(
             );
         }
     }
+    stop_on_ctrl_c();
     let measured = match cluster_explore::run_points(&script, &target, strategy, sink, &points, &opts) {
         Ok(m) => m,
         Err(e) => return failed(&origin, &e, json),
@@ -395,7 +404,9 @@ pub fn explore(
             }
         );
     }
-    if agree {
+    if measured.iter().any(|p| p.error.is_some()) {
+        exit::IO_ERROR
+    } else if agree {
         exit::OK
     } else {
         exit::EXPECTATION_FAILED
@@ -409,7 +420,7 @@ pub fn mirror(
 ) -> Result<(offsetlab_web::cluster::ClusterMirror, tempfile::TempDir), (String, u8)> {
     let (extra, prefix) = match (args.properties(), args.prefix()) {
         (Ok(x), Ok(p)) => (x, p),
-        (Err(e), _) | (_, Err(e)) => return Err((e, exit::INVALID_SCENARIO)),
+        (Err(e), _) | (_, Err(e)) => return Err(e),
     };
     let scratch =
         tempfile::tempdir().map_err(|e| (format!("no directory for the sinks: {e}"), exit::IO_ERROR))?;
@@ -432,4 +443,18 @@ pub fn mirror(
     let run = ClusterRun::prepare(&Script { lines: Vec::new() }, opts)
         .map_err(|e| (e.to_string(), e.exit_code()))?;
     Ok((offsetlab_web::cluster::ClusterMirror::new(run), scratch))
+}
+
+/// Ctrl-C stops a run at its next wait or line, and the run then deletes what it created
+/// (rather than the process dying with its topics, groups and consumer processes left behind).
+fn stop_on_ctrl_c() {
+    std::thread::spawn(|| {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+            return;
+        };
+        if rt.block_on(tokio::signal::ctrl_c()).is_ok() {
+            eprintln!("interrupted: stopping the run and deleting what it created");
+            offsetlab_cluster::run::interrupt();
+        }
+    });
 }

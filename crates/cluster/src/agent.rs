@@ -171,15 +171,12 @@ impl Agent {
                         offsets: offsets(&tpl),
                     })
             }),
-            Request::CommitOffsets { offsets: wanted } => {
-                let mut tpl = TopicPartitionList::new();
-                let added = wanted.iter().try_for_each(|o| {
-                    tpl.add_partition_offset(&o.topic, o.partition, Offset::Offset(o.offset))
-                });
-                added
-                    .and_then(|()| self.consumer.commit(&tpl, CommitMode::Sync))
-                    .map(|()| Reply::Committed { offsets: wanted })
-            }
+            Request::CommitOffsets { offsets: wanted } => partition_list(&wanted)
+                .and_then(|tpl| self.consumer.commit(&tpl, CommitMode::Sync))
+                .map(|()| Reply::Committed { offsets: wanted }),
+            Request::CommitOffsetsAsync { offsets: wanted } => partition_list(&wanted)
+                .and_then(|tpl| self.consumer.commit(&tpl, CommitMode::Async))
+                .map(|()| Reply::CommitSent),
             Request::CommitAsync => self
                 .positions()
                 .and_then(|tpl| self.consumer.commit(&tpl, CommitMode::Async))
@@ -328,6 +325,14 @@ fn delivered(m: &rdkafka::message::BorrowedMessage<'_>) -> Delivered {
         key: m.key().map(|k| RecordBytes::new(k.to_vec())),
         value: m.payload().map(|v| RecordBytes::new(v.to_vec())),
     }
+}
+
+fn partition_list(offsets: &[PartitionOffset]) -> rdkafka::error::KafkaResult<TopicPartitionList> {
+    let mut tpl = TopicPartitionList::new();
+    for o in offsets {
+        tpl.add_partition_offset(&o.topic, o.partition, Offset::Offset(o.offset))?;
+    }
+    Ok(tpl)
 }
 
 fn offsets(tpl: &TopicPartitionList) -> Vec<PartitionOffset> {

@@ -32,6 +32,9 @@ pub enum Request {
     CommitOffsets { offsets: Vec<PartitionOffset> },
     /// `commitAsync()` of the positions poll reached: answered at once, lands later.
     CommitAsync,
+    /// `commitAsync(offsets)`: each the next offset to read of its partition; answered at
+    /// once, lands later.
+    CommitOffsetsAsync { offsets: Vec<PartitionOffset> },
     /// What the group's coordinator holds as committed for the consumer's assignment.
     Committed { timeout_ms: u64 },
     /// `close()`: the client's final commit (with auto-commit) and its LeaveGroup.
@@ -141,6 +144,7 @@ mod tests {
                 Request::Commit,
                 Request::CommitOffsets { offsets: vec![PartitionOffset { topic, partition: 0, offset }] },
                 Request::CommitAsync,
+                Request::CommitOffsetsAsync { offsets: vec![PartitionOffset { topic: String::new(), partition: 1, offset: 2 }] },
                 Request::Committed { timeout_ms },
                 Request::Close,
             ];

@@ -16,11 +16,23 @@ use std::sync::{Mutex, MutexGuard};
 
 pub struct ClusterMirror {
     run: Mutex<ClusterRun>,
+    /// Set when a line failed on the cluster after the model had taken it: the cluster and
+    /// the page's lab no longer tell the same story, and no further line runs.
+    broken: Mutex<Option<String>>,
 }
 
 impl ClusterMirror {
     pub fn new(run: ClusterRun) -> Self {
-        Self { run: Mutex::new(run) }
+        Self {
+            run: Mutex::new(run),
+            broken: Mutex::new(None),
+        }
+    }
+
+    fn broken(&self) -> MutexGuard<'_, Option<String>> {
+        self.broken
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn run(&self) -> MutexGuard<'_, ClusterRun> {
@@ -47,14 +59,32 @@ impl ClusterMirror {
             text: text.to_string(),
             command,
         };
+        if let Some(why) = self.broken().clone() {
+            return Err(refused(
+                409,
+                format!("an earlier line failed on the cluster ({why}): the cluster and this page no longer agree — restart `offsetlab serve --bootstrap-server`"),
+            ));
+        }
         let now = session.lab().now();
-        self.run().apply_now(&line, now).map_err(|e| {
+        if let Err(e) = self.run().apply_now(&line, now) {
+            // Refused before the model took it: nothing changed anywhere. Otherwise the model
+            // (and part of the cluster) moved on without the page.
+            let clean = matches!(
+                e,
+                RunError::Unrunnable(_)
+                    | RunError::Names(_)
+                    | RunError::Model(_)
+                    | RunError::Expectation { .. }
+            ) || matches!(e, RunError::Cluster(_) if matches!(line.command, Command::Consumer(_) | Command::ResetOffsets(_)) && e.to_string().contains("exists on the cluster"));
+            if !clean {
+                *self.broken() = Some(e.to_string());
+            }
             let status = match e.exit_code() {
                 3 => 502,
                 _ => 422,
             };
-            refused(status, e.to_string())
-        })?;
+            return Err(refused(status, e.to_string()));
+        }
         session.apply_lines(&[text.to_string()])
     }
 

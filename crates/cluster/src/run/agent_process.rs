@@ -33,6 +33,9 @@ pub struct AgentProcess {
     /// created, as it said (give or take [`CREATED_SLACK`]).
     pub started: Instant,
     pub created: Instant,
+    /// An answer that did not come in time may still come: after one, the process is killed
+    /// and every request refused, so no request ever reads another's answer.
+    gone: Option<String>,
 }
 
 impl AgentProcess {
@@ -76,6 +79,7 @@ impl AgentProcess {
             replies,
             started,
             created: started,
+            gone: None,
         };
         // Joining the group can take the broker's initial rebalance delay on top.
         match agent.reply(timeout + Duration::from_secs(35))? {
@@ -116,6 +120,24 @@ impl AgentProcess {
     /// Sends `request` and waits up to `timeout` for its answer. A `failed` answer is an error
     /// naming the client's complaint.
     pub fn ask(&mut self, request: &Request, timeout: Duration) -> Result<Reply, AgentError> {
+        if let Some(why) = &self.gone {
+            return Err(self.fail(format!("it is gone ({why})")));
+        }
+        let answer = self.exchange(request, timeout);
+        if let Err(e) = &answer {
+            if !self.is_alive() || e.why.starts_with("no answer within") {
+                let _ = self.child.kill();
+                self.gone = Some(e.why.clone());
+            }
+        }
+        answer
+    }
+
+    fn is_alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    fn exchange(&mut self, request: &Request, timeout: Duration) -> Result<Reply, AgentError> {
         writeln!(self.to, "{}", encode(request))
             .and_then(|()| self.to.flush())
             .map_err(|e| self.fail(format!("cannot write to it: {e}")))?;

@@ -61,9 +61,9 @@ pub struct RealConsumer {
     /// auto-poll: when the Java client's next commit inside `poll()` is due (model time).
     next_poll_commit: Option<i64>,
     pub timer: Option<TimerPhase>,
-    effects: u64,
-    /// Crash right after this effect (the `fault` line).
-    fault_at: Option<u64>,
+    /// commitAsync() calls sent and, on the model's clock, not landed yet: when each lands
+    /// (`async-commit-latency` after it was sent) and what it commits.
+    pending_async: Vec<(i64, BTreeMap<i32, i64>)>,
 }
 
 impl RealConsumer {
@@ -71,12 +71,13 @@ impl RealConsumer {
         self.in_flight.len()
     }
 
-    pub fn position(&self, partition: i32) -> Option<i64> {
-        self.positions.get(&partition).copied()
+    /// The records handed out and not processed yet.
+    pub fn in_flight_records(&self) -> impl Iterator<Item = &Delivered> {
+        self.in_flight.iter().map(|f| &f.record)
     }
 
-    pub fn effects(&self) -> u64 {
-        self.effects
+    pub fn position(&self, partition: i32) -> Option<i64> {
+        self.positions.get(&partition).copied()
     }
 
     pub fn is_running(&self) -> bool {
@@ -107,8 +108,14 @@ impl RealGroup {
 
     /// An admin's reset landed: what the group reads again is a deliberate replay, and what it
     /// jumps over forward is skipped on purpose.
-    pub fn reset(&mut self, topic: &str, rows: &[(i32, Option<i64>, i64)], log: (i64, i64)) {
-        for &(p, current, target) in rows {
+    pub fn reset(&mut self, topic: &str, rows: &[ResetRow]) {
+        for &ResetRow {
+            partition: p,
+            current,
+            target,
+            log,
+        } in rows
+        {
             self.handoffs.insert(p, (DeliveryReason::Replay, None));
             self.committed.insert(p, target);
             if (log.0..=log.1).contains(&target) {
@@ -121,6 +128,16 @@ impl RealGroup {
     }
 }
 
+/// One partition of an executed offset reset: where the group was, where it goes, and the
+/// partition's log start and end at that moment.
+#[derive(Debug, Clone, Copy)]
+pub struct ResetRow {
+    pub partition: i32,
+    pub current: Option<i64>,
+    pub target: i64,
+    pub log: (i64, i64),
+}
+
 /// Whether the consumer was killed by its fault plan during an action.
 pub type Crashed = bool;
 
@@ -128,6 +145,11 @@ pub type Crashed = bool;
 pub struct Application {
     pub consumers: BTreeMap<String, RealConsumer>,
     pub groups: BTreeMap<String, RealGroup>,
+    /// Observable effects per consumer name, across its incarnations (as the model counts).
+    effects: BTreeMap<String, u64>,
+    /// The one fault plan (a new `fault` line replaces it): this consumer dies right after
+    /// this effect.
+    fault: Option<(String, u64)>,
 }
 
 impl Application {
@@ -135,6 +157,8 @@ impl Application {
         Self {
             consumers: BTreeMap::new(),
             groups: BTreeMap::new(),
+            effects: BTreeMap::new(),
+            fault: None,
         }
     }
 
@@ -210,7 +234,6 @@ impl Application {
             model_origin: now,
             fires_seen: 0,
         });
-        let fault_at = self.consumers.get(&config.name).and_then(|c| c.fault_at);
         self.consumers.insert(
             config.name.clone(),
             RealConsumer {
@@ -226,8 +249,7 @@ impl Application {
                 next_poll_commit: (config.strategy == CommitStrategy::AutoPoll && commits)
                     .then(|| now.saturating_add(config.auto_commit_interval_ms)),
                 timer,
-                effects: 0,
-                fault_at,
+                pending_async: Vec::new(),
             },
         );
         Ok(())
@@ -235,17 +257,22 @@ impl Application {
 
     /// `fault NAME after=N`: the consumer dies right after its N-th effect from now.
     pub fn arm_fault(&mut self, name: &str, after: u64) -> Result<(), AppError> {
-        let c = self.consumer(name)?;
-        c.fault_at = Some(c.effects + after);
+        self.consumer(name)?;
+        self.fault = Some((name.to_string(), self.effects_of(name) + after));
         Ok(())
     }
 
-    /// Counts one effect; kills the consumer if its fault plan says so.
+    /// Observable effects of `name` so far, over all its incarnations.
+    pub fn effects_of(&self, name: &str) -> u64 {
+        self.effects.get(name).copied().unwrap_or(0)
+    }
+
+    /// Counts one effect; kills the consumer if the fault plan says so.
     fn effect(&mut self, name: &str) -> Result<Crashed, AppError> {
-        let c = self.consumer(name)?;
-        c.effects += 1;
-        if c.fault_at == Some(c.effects) {
-            c.fault_at = None;
+        let n = self.effects.entry(name.to_string()).or_default();
+        *n += 1;
+        let n = *n;
+        if self.fault.as_ref().is_some_and(|(c, at)| c == name && *at == n) {
             self.crash(name)?;
             return Ok(true);
         }
@@ -260,6 +287,7 @@ impl Application {
         }
         c.state = "crashed";
         c.in_flight.clear();
+        c.pending_async.clear();
         c.timer = None;
         let (group, from) = (c.config.group.clone(), c.config.name.clone());
         let partitions: Vec<i32> = c.repeat.keys().copied().collect();
@@ -272,8 +300,36 @@ impl Application {
         Ok(())
     }
 
-    /// `close()`: the client's own final commit (auto-commit) and its LeaveGroup.
-    pub fn close(&mut self, name: &str) -> Result<(), AppError> {
+    /// `close()`: the strategy's close-time commit — the client's own final auto-commit of
+    /// stored offsets, the Java client's of positions, an application's commitSync of what it
+    /// processed (each only what changed, an effect) — then the client's LeaveGroup.
+    pub fn close(&mut self, name: &str) -> Result<Crashed, AppError> {
+        let c = self.consumer(name)?;
+        let (strategy, commits) = (c.config.strategy, c.config.commits_to_kafka());
+        let (positions, processed) = (c.positions.clone(), c.processed.clone());
+        let group = c.config.group.clone();
+        if commits && c.agent.is_some() {
+            let crashed = match strategy {
+                CommitStrategy::AutoTimer => {
+                    // librdkafka commits its stored offsets itself as it closes.
+                    let held = self
+                        .groups
+                        .get(&group)
+                        .map(|g| g.committed.clone())
+                        .unwrap_or_default();
+                    let changed = positions.iter().any(|(p, o)| held.get(p) != Some(o));
+                    changed && self.effect(name)?
+                }
+                CommitStrategy::AutoPoll => self.commit(name, positions, true)?,
+                CommitStrategy::ManualBatch | CommitStrategy::ManualRecord | CommitStrategy::ManualAsync => {
+                    self.commit(name, processed, true)?
+                }
+                CommitStrategy::BeforeProcess => false,
+            };
+            if crashed {
+                return Ok(true);
+            }
+        }
         let c = self.consumer(name)?;
         let agent = c.agent.take();
         c.state = "closed";
@@ -295,7 +351,7 @@ impl Application {
         if let Some(agent) = agent {
             agent.close(ASK_TIMEOUT)?;
         }
-        Ok(())
+        Ok(false)
     }
 
     /// A real auto-commit timer's fire has landed: an effect when it committed anything new
@@ -333,6 +389,10 @@ impl Application {
         offsets: BTreeMap<i32, i64>,
         only_changes: bool,
     ) -> Result<Crashed, AppError> {
+        // Requests on one connection are answered in order: earlier async commits land first.
+        if self.land_async(name, i64::MAX)? {
+            return Ok(true);
+        }
         let c = self.consumer(name)?;
         let (group, topic) = (c.config.group.clone(), c.cluster_topic.clone());
         let held = self
@@ -362,6 +422,64 @@ impl Application {
             g.committed.extend(wanted);
         }
         self.effect(name)
+    }
+
+    /// commitAsync() of the processed offsets: sent now (an effect), landing on the model's
+    /// clock after the consumer's async-commit latency (another).
+    fn send_async(&mut self, name: &str, now: i64) -> Result<Crashed, AppError> {
+        let c = self.consumer(name)?;
+        let offsets = c.processed.clone();
+        let lands_at = now.saturating_add(c.config.async_commit_latency_ms);
+        let topic = c.cluster_topic.clone();
+        if offsets.is_empty() {
+            return Ok(false);
+        }
+        let request = Request::CommitOffsetsAsync {
+            offsets: offsets
+                .iter()
+                .map(|(&partition, &offset)| PartitionOffset {
+                    topic: topic.clone(),
+                    partition,
+                    offset,
+                })
+                .collect(),
+        };
+        self.agent(name)?.ask(&request, ASK_TIMEOUT)?;
+        self.consumer(name)?.pending_async.push((lands_at, offsets));
+        self.effect(name)
+    }
+
+    /// The asynchronous commits of `name` due by model time `upto` land: each an effect.
+    pub fn land_async(&mut self, name: &str, upto: i64) -> Result<Crashed, AppError> {
+        let c = self.consumer(name)?;
+        let (due, rest): (Vec<_>, Vec<_>) = c.pending_async.drain(..).partition(|(at, _)| *at <= upto);
+        c.pending_async = rest;
+        let group = c.config.group.clone();
+        for (_, offsets) in due {
+            if let Some(g) = self.groups.get_mut(&group) {
+                g.committed.extend(offsets);
+            }
+            if self.effect(name)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Every running consumer's asynchronous commits due by model time `upto` land.
+    pub fn land_all_async(&mut self, upto: i64) -> Result<(), AppError> {
+        let names: Vec<String> = self
+            .consumers
+            .iter()
+            .filter(|(_, c)| c.is_running() && !c.pending_async.is_empty())
+            .map(|(n, _)| n.clone())
+            .collect();
+        for name in names {
+            if self.consumers.get(&name).is_some_and(RealConsumer::is_running) {
+                self.land_async(&name, upto)?;
+            }
+        }
+        Ok(())
     }
 
     /// `commit NAME`: an explicit commitSync() of the positions (the stored offsets, for
@@ -517,10 +635,7 @@ impl Application {
                     let processed = self.consumer(name)?.processed.clone();
                     self.commit(name, processed, false)?
                 }
-                CommitStrategy::ManualAsync if item.last_of_batch => {
-                    self.agent(name)?.ask(&Request::CommitAsync, ASK_TIMEOUT)?;
-                    self.effect(name)?
-                }
+                CommitStrategy::ManualAsync if item.last_of_batch => self.send_async(name, now)?,
                 _ => false,
             };
             if crashed {
@@ -533,17 +648,11 @@ impl Application {
 
 impl Application {
     /// `reset-offsets … execute` landed for `group` (before or after its consumers started).
-    pub fn reset_group(
-        &mut self,
-        group: &str,
-        topic: &str,
-        rows: &[(i32, Option<i64>, i64)],
-        log: (i64, i64),
-    ) {
+    pub fn reset_group(&mut self, group: &str, topic: &str, rows: &[ResetRow]) {
         self.groups
             .entry(group.to_string())
             .or_insert_with(|| RealGroup::new(None))
-            .reset(topic, rows, log);
+            .reset(topic, rows);
     }
 
     /// Where a running consumer of `group` will deliver `tp` from next (its lowest record in

@@ -102,7 +102,8 @@ pub fn run_points(
     opts: &RunOptions,
 ) -> Result<Vec<Point>, RunError> {
     let variant = with_settings(script, target, strategy, sink);
-    let mut prepared = Vec::new();
+    // Every point's lines and names checked before any point touches the cluster.
+    let mut planned = Vec::new();
     for &k in points {
         let (_, r) = run_with_crash(&variant, target, Some(k)).map_err(RunError::Model)?;
         let model = Outcome {
@@ -111,78 +112,79 @@ pub fn run_points(
             duplicate_rows: r.duplicate_rows,
         };
         let replay = crash_replay(script, target, strategy, sink, k).map_err(RunError::Model)?;
-        let mut point_opts = opts.clone();
-        point_opts.prefix = Prefix::new(&format!("{}{k}-", opts.prefix.as_str()))?;
-        point_opts.sink_dir = opts.sink_dir.join(format!("point-{k}"));
-        point_opts.progress = false;
-        std::fs::create_dir_all(&point_opts.sink_dir).map_err(|e| RunError::Line {
-            line: 0,
-            text: String::new(),
-            why: format!("{}: {e}", point_opts.sink_dir.display()),
-        })?;
-        // Checked (names, lines, the cluster) before any point starts.
-        let run = ClusterRun::prepare(&replay, point_opts)?;
-        prepared.push((k, model, replay, run));
+        let prefix = Prefix::new(&format!("{}{k}-", opts.prefix.as_str()))?;
+        super::check(&replay, &prefix)?;
+        planned.push((k, model, replay, prefix));
     }
-    let results = std::thread::scope(|s| {
-        let handles: Vec<_> = prepared
-            .into_iter()
-            .map(|(k, model, replay, mut run)| {
-                s.spawn(move || {
-                    let started = Instant::now();
-                    let measured = one_point(&mut run, &replay, target);
-                    let left = run.finish();
-                    let wall_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-                    let (cluster, mut error) = match measured {
-                        Ok(o) => (Some(o), None),
-                        Err(e) => (None, Some(e.to_string())),
-                    };
-                    if !left.is_empty() {
-                        error = Some(format!(
-                            "{}cleaning up: {}",
-                            error.map_or(String::new(), |e| e + "; "),
-                            left.join("; ")
-                        ));
-                    }
-                    Point {
-                        crash_point: k,
-                        model,
-                        cluster,
-                        error,
-                        wall_ms,
-                    }
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .map_err(|_| "a crash point's thread panicked".to_string())
-            })
-            .collect::<Vec<_>>()
-    });
-    results
-        .into_iter()
-        .map(|r| {
-            r.map_err(|why| RunError::Line {
+    let mut measured = Vec::new();
+    for chunk in planned.chunks(SIDE_BY_SIDE) {
+        let mut prepared = Vec::new();
+        for (k, model, replay, prefix) in chunk {
+            let mut point_opts = opts.clone();
+            point_opts.prefix = prefix.clone();
+            point_opts.sink_dir = opts.sink_dir.join(format!("point-{k}"));
+            point_opts.progress = false;
+            std::fs::create_dir_all(&point_opts.sink_dir).map_err(|e| RunError::Line {
                 line: 0,
                 text: String::new(),
-                why,
-            })
-        })
-        .collect()
+                why: format!("{}: {e}", point_opts.sink_dir.display()),
+            })?;
+            let run = ClusterRun::prepare(replay, point_opts)?;
+            prepared.push((*k, *model, replay, run));
+        }
+        let points: Vec<Point> = std::thread::scope(|s| {
+            let handles: Vec<_> = prepared
+                .into_iter()
+                .map(|(k, model, replay, mut run)| {
+                    s.spawn(move || {
+                        let started = Instant::now();
+                        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            one_point(&mut run, replay, target)
+                        }));
+                        // Whatever happened, what the point created goes.
+                        let left = run.finish();
+                        let wall_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                        let (cluster, mut error) = match outcome {
+                            Ok(Ok(o)) => (Some(o), None),
+                            Ok(Err(e)) => (None, Some(e.to_string())),
+                            Err(_) => (None, Some("the point's run panicked".to_string())),
+                        };
+                        if !left.is_empty() {
+                            error = Some(format!(
+                                "{}cleaning up: {}",
+                                error.map_or(String::new(), |e| e + "; "),
+                                left.join("; ")
+                            ));
+                        }
+                        Point {
+                            crash_point: k,
+                            model,
+                            cluster,
+                            error,
+                            wall_ms,
+                        }
+                    })
+                })
+                .collect();
+            handles.into_iter().filter_map(|h| h.join().ok()).collect()
+        });
+        measured.extend(points);
+    }
+    Ok(measured)
 }
+
+/// At most this many crash points run at once (each is a few processes, mostly waiting).
+pub const SIDE_BY_SIDE: usize = 4;
 
 fn one_point(run: &mut ClusterRun, replay: &Script, target: &str) -> Result<Outcome, RunError> {
     run.run(replay, &mut |_, _| {})?;
-    if let Some(c) = run.app.consumers.get(target).filter(|c| c.is_running()) {
+    if run.app.consumers.get(target).is_some_and(|c| c.is_running()) {
         return Err(RunError::Line {
             line: 0,
             text: "(explorer)".into(),
             why: format!(
                 "the model's {target} died at this crash point, the cluster's was still running after {} effect(s): the cluster did something else",
-                c.effects()
+                run.app.effects_of(target)
             ),
         });
     }

@@ -49,6 +49,19 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+/// Set by [`interrupt`] (the CLI's Ctrl-C): a run stops at its next wait or line, and its
+/// caller cleans up what it created.
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Asks every run of this process to stop.
+pub fn interrupt() {
+    INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+fn interrupted() -> bool {
+    INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// How a run reaches its cluster and what it names things there.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
@@ -133,6 +146,25 @@ pub fn check(script: &Script, prefix: &Prefix) -> Result<(), RunError> {
             why,
         })
     }));
+    // Several consumers in one group rebalance among themselves: not mirrored yet.
+    let mut first_of_group: BTreeMap<String, String> = BTreeMap::new();
+    for l in &script.lines {
+        if let Command::Consumer(c) = &l.command {
+            let first = first_of_group
+                .entry(c.config.group.clone())
+                .or_insert_with(|| c.config.name.clone());
+            if first != &c.config.name {
+                refused.push(Unrunnable {
+                    line: l.number,
+                    text: l.text.clone(),
+                    why: format!(
+                        "a second consumer in group {} (rebalances between members) is not run on a cluster yet (it runs on the model: drop --bootstrap-server)",
+                        c.config.group
+                    ),
+                });
+            }
+        }
+    }
     refused.sort_by_key(|u| u.line);
     if !refused.is_empty() {
         return Err(RunError::Unrunnable(refused));
@@ -149,6 +181,28 @@ fn not_yet(command: &Command) -> Option<String> {
         ))
     };
     match command {
+        Command::Consumer(c) if c.config.group_instance_id.is_some() => {
+            later("a static member (instance-id)")
+        }
+        Command::Consumer(c)
+            if c.config.max_poll_interval_ms != offsetlab_engine::consumer::DEFAULT_MAX_POLL_INTERVAL_MS =>
+        {
+            later("max-poll-interval (a member removed for a slow poll)")
+        }
+        Command::Consumer(c)
+            if c.config.auto_offset_reset == offsetlab_engine::strategy::AutoOffsetReset::None =>
+        {
+            later("reset=none (a consumer that stops on a missing offset)")
+        }
+        Command::Topic(t)
+            if t.config
+                != offsetlab_engine::log::TopicConfig {
+                    partitions: t.config.partitions,
+                    ..Default::default()
+                } =>
+        {
+            later("a topic setting other than partitions")
+        }
         Command::Consumer(c) if c.config.sink == SinkKind::KafkaTx => {
             later(&format!("sink={}", c.config.sink.name()))
         }
@@ -251,7 +305,14 @@ impl ClusterRun {
     pub fn step(&mut self, line: &Line, on_line: &mut dyn FnMut(&Line, &Step)) -> Result<(), RunError> {
         let t = self.model.lab.now();
         self.wait_until(t, Some(line))?;
+        // What the model's clock landed by now (async commits) lands for real too.
+        self.app.land_all_async(t).map_err(|e| RunError::Line {
+            line: line.number,
+            text: line.text.clone(),
+            why: e.to_string(),
+        })?;
         let before = self.log_ends(line);
+        self.joins_alone(line)?;
         self.model.apply(line).map_err(RunError::Model)?;
         let did = self
             .real(line, t, &before)
@@ -312,13 +373,60 @@ impl ClusterRun {
                 why: format!("the model could not follow the clock: {e}"),
             })?;
         }
+        match &line.command {
+            Command::Consumer(c) => self.group_is_ours(&c.config.group)?,
+            Command::ResetOffsets(r) => self.group_is_ours(&r.group)?,
+            _ => {}
+        }
         let t = self.model.lab.now();
         let before = self.log_ends(line);
+        self.joins_alone(line)?;
         self.model.apply(line).map_err(RunError::Model)?;
         let did = self
             .real(line, t, &before)
             .map_err(|e| self.line_error(line, e))?;
         Ok(Step { did })
+    }
+
+    /// A consumer that starts while its group still has a member — another consumer, or a dead
+    /// incarnation whose session has not run out — joins a rebalance, which the runner does
+    /// not mirror yet. Asked of the model before the line runs.
+    fn joins_alone(&self, line: &Line) -> Result<(), RunError> {
+        let lab = &self.model.lab;
+        let (name, group) = match &line.command {
+            Command::Consumer(c) => (c.config.name.clone(), c.config.group.clone()),
+            Command::Restart(r) => match lab.consumer(&r.consumer) {
+                Ok(c) => (r.consumer.clone(), c.config.group.clone()),
+                Err(_) => return Ok(()),
+            },
+            _ => return Ok(()),
+        };
+        let members = lab.group_view(&group).map_or(0, |g| g.members.len());
+        if members > 0 {
+            return Err(RunError::Unrunnable(vec![Unrunnable {
+                line: line.number,
+                text: line.text.clone(),
+                why: format!(
+                    "{name} would join group {group} while it still has a member (another consumer, or a crashed incarnation whose session has not run out): rebalances are not run on a cluster yet — wait out its session timeout first"
+                ),
+            }]));
+        }
+        Ok(())
+    }
+
+    /// A group the page names for the first time must not exist on the cluster yet: the run
+    /// uses (and at its end deletes) only groups of its own.
+    fn group_is_ours(&self, group: &str) -> Result<(), RunError> {
+        let name = self.opts.prefix.on_cluster(group);
+        if !self.groups.contains(&name) && self.cluster.group_exists(&name)? {
+            return Err(ClusterError::Refused {
+                what: format!("group {name:?}"),
+                why: "it exists on the cluster: a run uses only groups of its own (choose another --prefix)"
+                    .into(),
+            }
+            .into());
+        }
+        Ok(())
     }
 
     /// The members the cluster's coordinator lists for `group` (the scenario's name): each
@@ -367,7 +475,21 @@ impl ClusterRun {
                 );
                 said = true;
             }
-            std::thread::sleep(until.saturating_duration_since(Instant::now()));
+            // In slices, so that a Ctrl-C stops the run within a moment.
+            while Instant::now() < until {
+                if interrupted() {
+                    return Err(RunError::Line {
+                        line: line.map_or(0, |l| l.number),
+                        text: line.map_or(String::new(), |l| l.text.clone()),
+                        why: "interrupted (Ctrl-C)".into(),
+                    });
+                }
+                std::thread::sleep(
+                    until
+                        .saturating_duration_since(Instant::now())
+                        .min(Duration::from_millis(100)),
+                );
+            }
             match next_fire {
                 Some((_, name)) => {
                     let name = name.clone();
@@ -450,6 +572,7 @@ impl ClusterRun {
             Command::Restart(r) => self.start(&r.consumer, t, None)?,
             Command::Poll(p) => {
                 let (n, crashed) = self.app.poll(&p.consumer, t)?;
+                self.check_handed_out(&p.consumer)?;
                 format!(
                     "the cluster handed {n} record(s) to {}{}",
                     p.consumer,
@@ -469,8 +592,12 @@ impl ClusterRun {
                 format!("SIGKILL of {}'s process", c.consumer)
             }
             Command::Close(c) => {
-                self.app.close(&c.consumer)?;
-                format!("{} closed (LeaveGroup sent)", c.consumer)
+                let crashed = self.app.close(&c.consumer)?;
+                if crashed {
+                    format!("{} was closing{}", c.consumer, crash_note(true))
+                } else {
+                    format!("{} closed (LeaveGroup sent)", c.consumer)
+                }
             }
             Command::Fault(f) => {
                 self.app.arm_fault(&f.consumer, f.after)?;
@@ -495,6 +622,38 @@ impl ClusterRun {
                 )))
             }
         })
+    }
+
+    /// Every record the cluster handed out is the model's at that offset (same key and value):
+    /// otherwise the audit, which reads the model's log, would count other records.
+    fn check_handed_out(&self, name: &str) -> Result<(), LineFailure> {
+        let Some(c) = self.app.consumers.get(name) else {
+            return Ok(());
+        };
+        for r in c.in_flight_records() {
+            let tp = TopicPartition::new(c.config.topic.clone(), r.partition);
+            let log = self
+                .model
+                .lab
+                .partition_log(&tp)
+                .map_err(|e| LineFailure::Other(e.to_string()))?;
+            let mut same = None;
+            log.read(r.offset, 1, &mut |m| {
+                if m.offset == r.offset {
+                    same = Some(
+                        m.key == r.key.as_ref().map(|k| k.as_bytes())
+                            && m.value == r.value.as_ref().map(|v| v.as_bytes()),
+                    );
+                }
+            });
+            if same != Some(true) {
+                return Err(LineFailure::Other(format!(
+                    "the cluster handed out {tp}@{} that is not the model's record there: was the topic written by another client?",
+                    r.offset
+                )));
+            }
+        }
+        Ok(())
     }
 
     fn start(
@@ -548,10 +707,8 @@ impl ClusterRun {
         };
         let current = self.inspector.committed(&group, &topic, &chosen)?;
         let mut rows = Vec::new();
-        let mut log = (0, 0);
         for &p in &chosen {
             let (low, high) = self.inspector.watermarks(&group, &topic, p)?;
-            log = (low, high);
             let now = current.get(&p).copied().flatten();
             let target = match r.spec {
                 ResetSpec::ToEarliest => low,
@@ -571,23 +728,30 @@ impl ClusterRun {
                     ))
                 }
             };
-            rows.push((p, now, target));
+            rows.push(app::ResetRow {
+                partition: p,
+                current: now,
+                target,
+                log: (low, high),
+            });
         }
         let text: Vec<String> = rows
             .iter()
-            .map(|(p, now, target)| {
+            .map(|r| {
                 format!(
-                    "{topic}-{p}: {} → {target}",
-                    now.map_or("-".into(), |o| o.to_string())
+                    "{topic}-{}: {} → {}",
+                    r.partition,
+                    r.current.map_or("-".into(), |o| o.to_string()),
+                    r.target
                 )
             })
             .collect();
         if !r.execute {
             return Ok(format!("dry run: {}", text.join(", ")));
         }
-        let offsets: Vec<(i32, i64)> = rows.iter().map(|&(p, _, target)| (p, target)).collect();
+        let offsets: Vec<(i32, i64)> = rows.iter().map(|r| (r.partition, r.target)).collect();
         self.inspector.commit(&group, &topic, &offsets)?;
-        self.app.reset_group(&r.group, &r.topic, &rows, log);
+        self.app.reset_group(&r.group, &r.topic, &rows);
         Ok(format!("committed from outside the group: {}", text.join(", ")))
     }
 
@@ -620,6 +784,8 @@ impl ClusterRun {
                 failed.push(e.to_string());
             }
         }
+        // A crashed member holds its group until its session runs out: wait that out before
+        // deleting (below), killing nothing more.
         if self.opts.keep {
             return failed;
         }
@@ -684,6 +850,7 @@ impl ClusterRun {
         self.model.lab.tick(settle).map_err(|e| fail(e.to_string()))?;
         let end = self.model.lab.now();
         self.wait_until(end, None)?;
+        self.app.land_all_async(end).map_err(|e| fail(e.to_string()))?;
         self.app.poll(target, end).map_err(|e| fail(e.to_string()))?;
         if self.app.consumers.get(target).is_some_and(|c| c.in_flight() > 0) {
             self.app
