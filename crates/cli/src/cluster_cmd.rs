@@ -70,6 +70,73 @@ impl ClusterArgs {
     }
 }
 
+impl ClusterArgs {
+    /// A run's options: its client properties and prefix, its sinks in `sink_dir` — or in a
+    /// temporary directory, which lives as long as the returned guard.
+    pub fn options(
+        &self,
+        bootstrap: &str,
+        sink_dir: Option<&Path>,
+        progress: bool,
+    ) -> Result<(RunOptions, Option<tempfile::TempDir>), (String, u8)> {
+        let extra = self.properties()?;
+        let prefix = self.prefix()?;
+        let scratch = match sink_dir {
+            Some(_) => None,
+            None => Some(
+                tempfile::tempdir()
+                    .map_err(|e| (format!("no directory for the sinks: {e}"), exit::IO_ERROR))?,
+            ),
+        };
+        let sink_dir = match (sink_dir, &scratch) {
+            (Some(d), _) => d.to_path_buf(),
+            (None, Some(t)) => t.path().to_path_buf(),
+            (None, None) => return Err(("no directory for the sinks".into(), exit::IO_ERROR)),
+        };
+        let agent_program = std::env::current_exe().map_err(|e| {
+            (
+                format!("cannot find the offsetlab binary to start consumer agents: {e}"),
+                exit::IO_ERROR,
+            )
+        })?;
+        let opts = RunOptions {
+            bootstrap: bootstrap.to_string(),
+            extra,
+            prefix,
+            keep: self.keep,
+            agent_program,
+            sink_dir,
+            timeout: Duration::from_secs(10),
+            progress,
+        };
+        Ok((opts, scratch))
+    }
+}
+
+/// A scenario file (the seed without one), parsed: its name for messages and its lines.
+fn read_script(file: Option<&Path>) -> Result<(String, Script), (String, u8)> {
+    let (origin, source) = match file {
+        None => ("seed".to_string(), offsetlab_scenario::SEED_SCENARIO.to_string()),
+        Some(f) => match std::fs::read_to_string(f) {
+            Ok(s) => (f.display().to_string(), s),
+            Err(e) => return Err((format!("cannot read {}: {e}", f.display()), exit::IO_ERROR)),
+        },
+    };
+    match Script::parse(&source) {
+        Ok(script) => Ok((origin, script)),
+        Err(e) => Err((
+            format!("{origin}:{}: {}", e.line(), e.reason()),
+            exit::INVALID_SCENARIO,
+        )),
+    }
+}
+
+/// Says `e` (one line) and gives its exit code.
+fn said((e, code): (String, u8)) -> u8 {
+    eprintln!("error: {e}");
+    code
+}
+
 fn property(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
@@ -95,53 +162,13 @@ pub fn run(
     quiet: bool,
     sqlite: Option<&Path>,
 ) -> u8 {
-    let origin = file.display().to_string();
-    let source = match std::fs::read_to_string(file) {
+    let (origin, script) = match read_script(Some(file)) {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: cannot read {origin}: {e}");
-            return exit::IO_ERROR;
-        }
+        Err(e) => return said(e),
     };
-    let script = match Script::parse(&source) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {origin}:{}: {}", e.line(), e.reason());
-            return exit::INVALID_SCENARIO;
-        }
-    };
-    let (extra, prefix) = match (args.properties(), args.prefix()) {
-        (Ok(x), Ok(p)) => (x, p),
-        (Err((e, code)), _) | (_, Err((e, code))) => {
-            eprintln!("error: {e}");
-            return code;
-        }
-    };
-    let scratch = tempfile::tempdir();
-    let sink_dir = match (sqlite, &scratch) {
-        (Some(d), _) => d.to_path_buf(),
-        (None, Ok(t)) => t.path().to_path_buf(),
-        (None, Err(e)) => {
-            eprintln!("error: no directory for the sinks: {e}");
-            return exit::IO_ERROR;
-        }
-    };
-    let agent_program = match std::env::current_exe() {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("error: cannot find the offsetlab binary to start consumer agents: {e}");
-            return exit::IO_ERROR;
-        }
-    };
-    let opts = RunOptions {
-        bootstrap: bootstrap.to_string(),
-        extra,
-        prefix,
-        keep: args.keep,
-        agent_program,
-        sink_dir,
-        timeout: Duration::from_secs(10),
-        progress: !json && !quiet,
+    let (opts, _scratch) = match args.options(bootstrap, sqlite, !json && !quiet) {
+        Ok(o) => o,
+        Err(e) => return said(e),
     };
     let verbose = !json && !quiet;
     stop_on_ctrl_c();
@@ -258,22 +285,9 @@ pub fn explore(
         eprintln!("error: on a cluster the explorer runs one cell: give --strategy and --sink (each crash point takes wall time)");
         return exit::INVALID_SCENARIO;
     };
-    let (origin, source) = match file {
-        None => ("seed".to_string(), offsetlab_scenario::SEED_SCENARIO.to_string()),
-        Some(f) => match std::fs::read_to_string(f) {
-            Ok(s) => (f.display().to_string(), s),
-            Err(e) => {
-                eprintln!("error: cannot read {}: {e}", f.display());
-                return exit::IO_ERROR;
-            }
-        },
-    };
-    let script = match Script::parse(&source) {
+    let (origin, script) = match read_script(file) {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {origin}:{}: {}", e.line(), e.reason());
-            return exit::INVALID_SCENARIO;
-        }
+        Err(e) => return said(e),
     };
     let target = match offsetlab_scenario::explore::target_consumer(&script, consumer) {
         Ok(t) => t,
@@ -282,36 +296,9 @@ pub fn explore(
             return exit::INVALID_SCENARIO;
         }
     };
-    let (extra, prefix) = match (args.properties(), args.prefix()) {
-        (Ok(x), Ok(p)) => (x, p),
-        (Err((e, code)), _) | (_, Err((e, code))) => {
-            eprintln!("error: {e}");
-            return code;
-        }
-    };
-    let scratch = match tempfile::tempdir() {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("error: no directory for the sinks: {e}");
-            return exit::IO_ERROR;
-        }
-    };
-    let agent_program = match std::env::current_exe() {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("error: cannot find the offsetlab binary to start consumer agents: {e}");
-            return exit::IO_ERROR;
-        }
-    };
-    let opts = RunOptions {
-        bootstrap: bootstrap.to_string(),
-        extra,
-        prefix,
-        keep: args.keep,
-        agent_program,
-        sink_dir: scratch.path().to_path_buf(),
-        timeout: Duration::from_secs(10),
-        progress: false,
+    let (opts, _scratch) = match args.options(bootstrap, None, false) {
+        Ok(o) => o,
+        Err(e) => return said(e),
     };
     let model = match cluster_explore::model_cell(&script, &target, strategy, sink) {
         Ok(c) => c,
@@ -417,29 +404,8 @@ pub fn explore(
 pub fn mirror(
     args: &ClusterArgs,
     bootstrap: &str,
-) -> Result<(offsetlab_web::cluster::ClusterMirror, tempfile::TempDir), (String, u8)> {
-    let (extra, prefix) = match (args.properties(), args.prefix()) {
-        (Ok(x), Ok(p)) => (x, p),
-        (Err(e), _) | (_, Err(e)) => return Err(e),
-    };
-    let scratch =
-        tempfile::tempdir().map_err(|e| (format!("no directory for the sinks: {e}"), exit::IO_ERROR))?;
-    let agent_program = std::env::current_exe().map_err(|e| {
-        (
-            format!("cannot find the offsetlab binary to start consumer agents: {e}"),
-            exit::IO_ERROR,
-        )
-    })?;
-    let opts = RunOptions {
-        bootstrap: bootstrap.to_string(),
-        extra,
-        prefix,
-        keep: args.keep,
-        agent_program,
-        sink_dir: scratch.path().to_path_buf(),
-        timeout: Duration::from_secs(10),
-        progress: false,
-    };
+) -> Result<(offsetlab_web::cluster::ClusterMirror, Option<tempfile::TempDir>), (String, u8)> {
+    let (opts, scratch) = args.options(bootstrap, None, false)?;
     let run = ClusterRun::prepare(&Script { lines: Vec::new() }, opts)
         .map_err(|e| (e.to_string(), e.exit_code()))?;
     Ok((offsetlab_web::cluster::ClusterMirror::new(run), scratch))

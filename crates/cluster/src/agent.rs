@@ -54,6 +54,7 @@ pub fn run(
         consumer,
         reached: BTreeMap::new(),
         early: Vec::new(),
+        reset: settings.reset.clone(),
     };
     agent.join();
     say(
@@ -152,6 +153,8 @@ struct Agent {
     /// Records the client returned while joining (before its pause took hold): the first
     /// poll's.
     early: Vec<Delivered>,
+    /// `auto.offset.reset`, as the scenario says it (`earliest`, `latest`, `none`).
+    reset: String,
 }
 
 /// How long a starting consumer waits to be given its partitions.
@@ -270,22 +273,47 @@ impl Agent {
     }
 
     /// Whether this process has read every assigned partition up to its high watermark (asked
-    /// of the partition's leader). A partition not read from yet counts as caught up: this is
-    /// only asked of it once the consumer has held it for [`SETTLE`] and nothing came.
+    /// of the partition's leader). A partition it has not read from yet starts where the sink
+    /// says, at the group's committed offset, or by `auto.offset.reset` — caught up only when
+    /// that start is the partition's end.
     fn caught_up(&self) -> bool {
         let Ok(assignment) = self.consumer.assignment() else {
             return false;
         };
+        let mut committed: Option<TopicPartitionList> = None;
         assignment.elements().iter().all(|e| {
-            let Ok((_, high)) = self
+            let Ok((low, high)) = self
                 .consumer
                 .fetch_watermarks(e.topic(), e.partition(), WATERMARKS)
             else {
                 return false;
             };
-            self.reached
-                .get(&(e.topic().to_string(), e.partition()))
-                .is_none_or(|&reached| reached >= high)
+            let key = (e.topic().to_string(), e.partition());
+            if let Some(&reached) = self.reached.get(&key) {
+                return reached >= high;
+            }
+            if let Some(&start) = self.consumer.context().offsets.get(&key) {
+                return start >= high;
+            }
+            if committed.is_none() {
+                committed = self
+                    .consumer
+                    .committed_offsets(assignment.clone(), WATERMARKS)
+                    .ok();
+            }
+            let stored = committed
+                .as_ref()
+                .and_then(|c| c.find_partition(e.topic(), e.partition()))
+                .and_then(|c| match c.offset() {
+                    Offset::Offset(o) if o >= 0 => Some(o),
+                    _ => None,
+                });
+            match (stored, self.reset.as_str()) {
+                (Some(o), _) => o >= high,
+                (None, "earliest") => low >= high,
+                // latest: nothing before the end; none: the client stops.
+                (None, _) => true,
+            }
         })
     }
 }

@@ -138,6 +138,18 @@ pub struct ResetRow {
     pub log: (i64, i64),
 }
 
+/// Offsets by partition of `topic` (the cluster's name), as the agent's requests carry them.
+fn requested(topic: &str, offsets: &BTreeMap<i32, i64>) -> Vec<PartitionOffset> {
+    offsets
+        .iter()
+        .map(|(&partition, &offset)| PartitionOffset {
+            topic: topic.to_string(),
+            partition,
+            offset,
+        })
+        .collect()
+}
+
 /// Whether the consumer was killed by its fault plan during an action.
 pub type Crashed = bool;
 
@@ -408,14 +420,7 @@ impl Application {
             return Ok(false);
         }
         let request = Request::CommitOffsets {
-            offsets: wanted
-                .iter()
-                .map(|(&partition, &offset)| PartitionOffset {
-                    topic: topic.clone(),
-                    partition,
-                    offset,
-                })
-                .collect(),
+            offsets: requested(&topic, &wanted),
         };
         self.agent(name)?.ask(&request, ASK_TIMEOUT)?;
         if let Some(g) = self.groups.get_mut(&group) {
@@ -435,14 +440,7 @@ impl Application {
             return Ok(false);
         }
         let request = Request::CommitOffsetsAsync {
-            offsets: offsets
-                .iter()
-                .map(|(&partition, &offset)| PartitionOffset {
-                    topic: topic.clone(),
-                    partition,
-                    offset,
-                })
-                .collect(),
+            offsets: requested(&topic, &offsets),
         };
         self.agent(name)?.ask(&request, ASK_TIMEOUT)?;
         self.consumer(name)?.pending_async.push((lands_at, offsets));

@@ -258,14 +258,7 @@ impl ClusterRun {
             }
         }
         for group in script_groups(script) {
-            let name = opts.prefix.on_cluster(&group);
-            if cluster.group_exists(&name)? {
-                return Err(ClusterError::Refused {
-                    what: format!("group {name:?}"),
-                    why: "it exists on the cluster: a run uses only groups of its own (choose another --prefix)".into(),
-                }
-                .into());
-            }
+            refuse_existing_group(&cluster, &opts.prefix.on_cluster(&group))?;
         }
         let sinks = SqliteSinks::new(&opts.sink_dir).map_err(|e| RunError::Line {
             line: 0,
@@ -418,15 +411,10 @@ impl ClusterRun {
     /// uses (and at its end deletes) only groups of its own.
     fn group_is_ours(&self, group: &str) -> Result<(), RunError> {
         let name = self.opts.prefix.on_cluster(group);
-        if !self.groups.contains(&name) && self.cluster.group_exists(&name)? {
-            return Err(ClusterError::Refused {
-                what: format!("group {name:?}"),
-                why: "it exists on the cluster: a run uses only groups of its own (choose another --prefix)"
-                    .into(),
-            }
-            .into());
+        if self.groups.contains(&name) {
+            return Ok(());
         }
-        Ok(())
+        refuse_existing_group(&self.cluster, &name)
     }
 
     /// The members the cluster's coordinator lists for `group` (the scenario's name): each
@@ -863,6 +851,20 @@ impl ClusterRun {
     pub(crate) fn inspector(&mut self) -> &mut Inspector {
         &mut self.inspector
     }
+}
+
+/// A run uses only groups of its own: one that exists on the cluster (any state but Dead) is
+/// refused before the run touches it.
+fn refuse_existing_group(cluster: &Cluster, name: &str) -> Result<(), RunError> {
+    if cluster.group_exists(name)? {
+        return Err(ClusterError::Refused {
+            what: format!("group {name:?}"),
+            why: "it exists on the cluster: a run uses only groups of its own (choose another --prefix)"
+                .into(),
+        }
+        .into());
+    }
+    Ok(())
 }
 
 /// Every group a script names (its consumers' and its offset resets').
