@@ -71,6 +71,9 @@ fn settings(kafka: &str, group: &str, strategy: CommitStrategy) -> ConsumerSetti
         extra: Vec::new(),
         offsets_in_sink: false,
         start_offsets: Vec::new(),
+        transactional_id: None,
+        transaction_timeout_ms: None,
+        output_topic: None,
     }
 }
 

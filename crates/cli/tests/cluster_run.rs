@@ -122,6 +122,13 @@ fn manual_batch_transactional_cell_on_the_listener() {
     cell_on_the_listener("manual-batch", "transactional");
 }
 
+/// A read-process-write application with real Kafka transactions (a transactional producer,
+/// `sendOffsetsToTransaction`): exactly once, whatever the crash point.
+#[test]
+fn manual_batch_kafka_tx_cell_on_the_listener() {
+    cell_on_the_listener("manual-batch", "kafka-tx");
+}
+
 #[test]
 fn before_process_append_cell_on_the_listener() {
     cell_on_the_listener("before-process", "append");

@@ -13,6 +13,7 @@ use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, RebalanceProtocol};
 use rdkafka::error::KafkaResult;
 use rdkafka::message::Message;
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::types::RDKafkaRespErr;
 use rdkafka::{Offset, TopicPartitionList};
 use std::collections::BTreeMap;
@@ -50,11 +51,33 @@ pub fn run(
     let created = Instant::now();
     let consumer: BaseConsumer<StartAt> = config.create_with_context(starts)?;
     consumer.subscribe(&[settings.topic.as_str()])?;
+    let producer = match &settings.transactional_id {
+        None => None,
+        Some(id) => {
+            let mut config = ClientConfig::new();
+            config
+                .set("bootstrap.servers", &settings.bootstrap_servers)
+                .set("transactional.id", id)
+                .set("client.id", &settings.client_id);
+            if let Some(t) = settings.transaction_timeout_ms {
+                config.set("transaction.timeout.ms", t.to_string());
+            }
+            for (k, v) in &settings.extra {
+                config.set(k, v);
+            }
+            let producer: BaseProducer = config.create()?;
+            // Fences an earlier incarnation's producer and aborts what it left open.
+            producer.init_transactions(TXN)?;
+            Some(producer)
+        }
+    };
     let mut agent = Agent {
         consumer,
         reached: BTreeMap::new(),
         early: Vec::new(),
         reset: settings.reset.clone(),
+        producer,
+        open_txn: false,
     };
     agent.join();
     say(
@@ -155,7 +178,14 @@ struct Agent {
     early: Vec<Delivered>,
     /// `auto.offset.reset`, as the scenario says it (`earliest`, `latest`, `none`).
     reset: String,
+    /// A read-process-write application's transactional producer, and whether it has a
+    /// transaction open.
+    producer: Option<BaseProducer>,
+    open_txn: bool,
 }
+
+/// How long a transaction call (init, offsets, commit) may take.
+const TXN: Duration = Duration::from_secs(30);
 
 /// How long a starting consumer waits to be given its partitions.
 const JOIN: Duration = Duration::from_secs(30);
@@ -190,6 +220,8 @@ impl Agent {
                 .map(|tpl| Reply::Committed {
                     offsets: offsets(&tpl),
                 }),
+            Request::TxnSend { topic, key, value } => self.txn_send(&topic, key, value),
+            Request::TxnCommit { offsets: wanted } => self.txn_commit(wanted),
             Request::Close => Ok(Reply::Closed),
         };
         result.unwrap_or_else(|e| Reply::Failed {
@@ -202,6 +234,53 @@ impl Agent {
     /// last fetch told it). With nothing to read, it answers once the consumer has held its
     /// partitions for [`SETTLE`] and nothing came — long enough for the client's own offset
     /// lookup (`auto.offset.reset`) to be done, so what is produced afterwards is read.
+    fn txn_send(
+        &mut self,
+        topic: &str,
+        key: Option<RecordBytes>,
+        value: Option<RecordBytes>,
+    ) -> rdkafka::error::KafkaResult<Reply> {
+        let Some(producer) = &self.producer else {
+            return Err(rdkafka::error::KafkaError::Global(
+                rdkafka::types::RDKafkaErrorCode::State,
+            ));
+        };
+        if !self.open_txn {
+            producer.begin_transaction()?;
+            self.open_txn = true;
+        }
+        let mut record: BaseRecord<'_, [u8], [u8]> = BaseRecord::to(topic);
+        if let Some(k) = &key {
+            record = record.key(k.as_bytes());
+        }
+        if let Some(v) = &value {
+            record = record.payload(v.as_bytes());
+        }
+        producer.send(record).map_err(|(e, _)| e)?;
+        producer.poll(Duration::ZERO);
+        Ok(Reply::Sent)
+    }
+
+    fn txn_commit(&mut self, wanted: Vec<PartitionOffset>) -> rdkafka::error::KafkaResult<Reply> {
+        let Some(producer) = &self.producer else {
+            return Ok(Reply::Committed { offsets: Vec::new() });
+        };
+        if !self.open_txn {
+            return Ok(Reply::Committed { offsets: Vec::new() });
+        }
+        let tpl = partition_list(&wanted)?;
+        let metadata = self
+            .consumer
+            .group_metadata()
+            .ok_or(rdkafka::error::KafkaError::Global(
+                rdkafka::types::RDKafkaErrorCode::State,
+            ))?;
+        producer.send_offsets_to_transaction(&tpl, &metadata, TXN)?;
+        producer.commit_transaction(TXN)?;
+        self.open_txn = false;
+        Ok(Reply::Committed { offsets: wanted })
+    }
+
     /// Joins the group before the scenario's clock starts for this consumer: polls until the
     /// group gives it partitions (paused by [`StartAt`]) or [`JOIN`] passes.
     fn join(&mut self) {

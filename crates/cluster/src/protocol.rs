@@ -35,6 +35,16 @@ pub enum Request {
     /// `commitAsync(offsets)`: each the next offset to read of its partition; answered at
     /// once, lands later.
     CommitOffsetsAsync { offsets: Vec<PartitionOffset> },
+    /// A read-process-write application's output record, sent in its open transaction (one
+    /// begins with the first): `topic` is the output topic's name on the cluster.
+    TxnSend {
+        topic: String,
+        key: Option<RecordBytes>,
+        value: Option<RecordBytes>,
+    },
+    /// `sendOffsetsToTransaction(offsets, the consumer's group metadata)` then
+    /// `commitTransaction()`: the output and the consumed offsets become visible together.
+    TxnCommit { offsets: Vec<PartitionOffset> },
     /// What the group's coordinator holds as committed for the consumer's assignment.
     Committed { timeout_ms: u64 },
     /// `close()`: the client's final commit (with auto-commit) and its LeaveGroup.
@@ -63,6 +73,8 @@ pub enum Reply {
     },
     /// An asynchronous commit was sent.
     CommitSent,
+    /// An output record was sent in the open transaction.
+    Sent,
     Closed,
     /// The request failed (the client's error); the agent goes on.
     Failed {
@@ -144,6 +156,8 @@ mod tests {
                 Request::Commit,
                 Request::CommitOffsets { offsets: vec![PartitionOffset { topic, partition: 0, offset }] },
                 Request::CommitAsync,
+                Request::TxnSend { topic: String::new(), key: None, value: Some(RecordBytes::new(vec![0, 255])) },
+                Request::TxnCommit { offsets: Vec::new() },
                 Request::CommitOffsetsAsync { offsets: vec![PartitionOffset { topic: String::new(), partition: 1, offset: 2 }] },
                 Request::Committed { timeout_ms },
                 Request::Close,

@@ -45,6 +45,15 @@ pub struct ConsumerSettings {
     /// of `topic`.
     #[serde(default)]
     pub start_offsets: Vec<(i32, i64)>,
+    /// A read-process-write application (`sink=kafka-tx`): its transactional producer's
+    /// `transactional.id` and `transaction.timeout.ms`.
+    #[serde(default)]
+    pub transactional_id: Option<String>,
+    #[serde(default)]
+    pub transaction_timeout_ms: Option<i64>,
+    /// Its output topic's name on the cluster.
+    #[serde(default)]
+    pub output_topic: Option<String>,
 }
 
 impl ConsumerSettings {
@@ -91,6 +100,19 @@ impl ConsumerSettings {
             extra: extra.to_vec(),
             offsets_in_sink: !config.commits_to_kafka(),
             start_offsets: Vec::new(),
+            // One id per scenario consumer: a restarted incarnation fences the one it replaces
+            // and aborts what that left open.
+            transactional_id: config
+                .is_transactional_producer()
+                .then(|| prefix.on_cluster(&format!("{}.{}", config.group, config.name))),
+            transaction_timeout_ms: config
+                .is_transactional_producer()
+                .then_some(config.transaction_timeout_ms),
+            output_topic: config
+                .output
+                .as_ref()
+                .filter(|_| config.is_transactional_producer())
+                .map(|o| prefix.on_cluster(o)),
         }
     }
 
@@ -161,6 +183,9 @@ mod tests {
             extra: vec![("security.protocol".into(), "plaintext".into())],
             offsets_in_sink: false,
             start_offsets: Vec::new(),
+            transactional_id: None,
+            transaction_timeout_ms: None,
+            output_topic: None,
         }
     }
 

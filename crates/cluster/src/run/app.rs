@@ -64,6 +64,21 @@ pub struct RealConsumer {
     /// commitAsync() calls sent and, on the model's clock, not landed yet: when each lands
     /// (`async-commit-latency` after it was sent) and what it commits.
     pending_async: Vec<(i64, BTreeMap<i32, i64>)>,
+    /// `sink=kafka-tx`: the output topic's name on the cluster, and what the open transaction
+    /// carries (it enters the sink and the audit when the transaction commits).
+    output: Option<String>,
+    txn: Vec<TxnWrite>,
+}
+
+/// A record processed into an open transaction.
+#[derive(Debug, Clone)]
+struct TxnWrite {
+    tp: TopicPartition,
+    offset: i64,
+    key: Vec<u8>,
+    value: Vec<u8>,
+    incarnation: u32,
+    reason: DeliveryReason,
 }
 
 impl RealConsumer {
@@ -162,6 +177,8 @@ pub struct Application {
     /// The one fault plan (a new `fault` line replaces it): this consumer dies right after
     /// this effect.
     fault: Option<(String, u64)>,
+    /// The model time of the last poll or process: when a commit at close is stamped.
+    now: i64,
 }
 
 impl Application {
@@ -171,6 +188,7 @@ impl Application {
             groups: BTreeMap::new(),
             effects: BTreeMap::new(),
             fault: None,
+            now: 0,
         }
     }
 
@@ -214,6 +232,7 @@ impl Application {
                 (p, reason)
             })
             .collect();
+        let output = settings.output_topic.clone();
         let mut settings = settings.clone();
         if settings.offsets_in_sink {
             // A transactional sink's consumer starts where its sink says.
@@ -262,6 +281,8 @@ impl Application {
                     .then(|| now.saturating_add(config.auto_commit_interval_ms)),
                 timer,
                 pending_async: Vec::new(),
+                output: output.clone(),
+                txn: Vec::new(),
             },
         );
         Ok(())
@@ -300,6 +321,8 @@ impl Application {
         c.state = "crashed";
         c.in_flight.clear();
         c.pending_async.clear();
+        // Its open transaction is left for the next incarnation (or the coordinator) to abort.
+        c.txn.clear();
         c.timer = None;
         let (group, from) = (c.config.group.clone(), c.config.name.clone());
         let partitions: Vec<i32> = c.repeat.keys().copied().collect();
@@ -320,7 +343,11 @@ impl Application {
         let (strategy, commits) = (c.config.strategy, c.config.commits_to_kafka());
         let (positions, processed) = (c.positions.clone(), c.processed.clone());
         let group = c.config.group.clone();
-        if commits && c.agent.is_some() {
+        if c.config.is_transactional_producer() && c.agent.is_some() {
+            if self.commit_txn(name)? {
+                return Ok(true);
+            }
+        } else if commits && c.agent.is_some() {
             let crashed = match strategy {
                 CommitStrategy::AutoTimer => {
                     // librdkafka commits its stored offsets itself as it closes.
@@ -429,6 +456,63 @@ impl Application {
         self.effect(name)
     }
 
+    /// `commitTransaction()` with the processed offsets sent to it: the transaction's output
+    /// enters the group's kafka-tx sink and the audit — what a read_committed reader sees — and
+    /// the offsets are committed. An effect; nothing when no transaction is open.
+    fn commit_txn(&mut self, name: &str) -> Result<Crashed, AppError> {
+        let c = self.consumer(name)?;
+        if c.txn.is_empty() {
+            return Ok(false);
+        }
+        let (group, topic, consumer) = (
+            c.config.group.clone(),
+            c.cluster_topic.clone(),
+            c.config.name.clone(),
+        );
+        let processed = c.processed.clone();
+        let at = self.now;
+        self.agent(name)?.ask(
+            &Request::TxnCommit {
+                offsets: requested(&topic, &processed),
+            },
+            ASK_TIMEOUT,
+        )?;
+        let writes = std::mem::take(&mut self.consumer(name)?.txn);
+        if let Some(g) = self.groups.get_mut(&group) {
+            for w in &writes {
+                let reason = g.audit.classify(&w.tp, w.offset, w.reason);
+                if let Some(sink) = g.sink.as_mut() {
+                    sink.apply(&SinkWrite {
+                        tp: &w.tp,
+                        offset: w.offset,
+                        key: &w.key,
+                        value: &w.value,
+                        consumer: &consumer,
+                        incarnation: w.incarnation,
+                        generation: 0,
+                        reason,
+                        at,
+                    })
+                    .map_err(|error| AppError::Sink {
+                        group: group.clone(),
+                        error,
+                    })?;
+                }
+                g.audit.record(Delivery {
+                    at,
+                    tp: w.tp.clone(),
+                    offset: w.offset,
+                    key: String::from_utf8_lossy(&w.key).into_owned(),
+                    consumer: consumer.clone(),
+                    incarnation: w.incarnation,
+                    reason,
+                });
+            }
+            g.committed.extend(processed);
+        }
+        self.effect(name)
+    }
+
     /// commitAsync() of the processed offsets: sent now (an effect), landing on the model's
     /// clock after the consumer's async-commit latency (another).
     fn send_async(&mut self, name: &str, now: i64) -> Result<Crashed, AppError> {
@@ -483,6 +567,9 @@ impl Application {
     /// `commit NAME`: an explicit commitSync() of the positions (the stored offsets, for
     /// auto-timer: the same here, since it stores on hand-over).
     pub fn commit_now(&mut self, name: &str) -> Result<Crashed, AppError> {
+        if self.consumer(name)?.config.is_transactional_producer() {
+            return self.commit_txn(name);
+        }
         let positions = self.consumer(name)?.positions.clone();
         self.commit(name, positions, false)
     }
@@ -570,6 +657,51 @@ impl Application {
                 .copied()
                 .unwrap_or(DeliveryReason::RestartRedelivery);
             let tp = TopicPartition::new(cfg.topic.clone(), r.partition);
+            self.now = now;
+            if cfg.is_transactional_producer() {
+                // Read-process-write: the output goes into the open transaction; the audit and
+                // the sink see it when the transaction commits.
+                let output = self
+                    .consumer(name)?
+                    .output
+                    .clone()
+                    .ok_or_else(|| AppError::Other(format!("consumer {name} has no output topic")))?;
+                self.agent(name)?.ask(
+                    &Request::TxnSend {
+                        topic: output,
+                        key: r.key.clone(),
+                        value: r.value.clone(),
+                    },
+                    ASK_TIMEOUT,
+                )?;
+                let c = self.consumer(name)?;
+                c.txn.push(TxnWrite {
+                    tp: tp.clone(),
+                    offset: r.offset,
+                    key: r.key.as_ref().map(|k| k.as_bytes().to_vec()).unwrap_or_default(),
+                    value: r
+                        .value
+                        .as_ref()
+                        .map(|v| v.as_bytes().to_vec())
+                        .unwrap_or_default(),
+                    incarnation,
+                    reason: repeat,
+                });
+                c.processed.insert(r.partition, r.offset + 1);
+                done += 1;
+                if self.effect(name)? {
+                    return Ok((done, true));
+                }
+                let commits = match cfg.strategy {
+                    CommitStrategy::ManualRecord => true,
+                    CommitStrategy::ManualBatch => item.last_of_batch,
+                    _ => false,
+                };
+                if commits && self.commit_txn(name)? {
+                    return Ok((done, true));
+                }
+                continue;
+            }
             let g = self
                 .groups
                 .get_mut(&cfg.group)

@@ -39,7 +39,7 @@ use figures::GroupFigures;
 use inspect::Inspector;
 use offsetlab_engine::lab::ResetSpec;
 use offsetlab_engine::record::TopicPartition;
-use offsetlab_engine::sink::{SinkFactory, SinkKind};
+use offsetlab_engine::sink::SinkFactory;
 use offsetlab_engine::Lab;
 use offsetlab_scenario::command::{Command, ResetOffsets};
 use offsetlab_scenario::script::Line;
@@ -202,9 +202,6 @@ fn not_yet(command: &Command) -> Option<String> {
                 } =>
         {
             later("a topic setting other than partitions")
-        }
-        Command::Consumer(c) if c.config.sink == SinkKind::KafkaTx => {
-            later(&format!("sink={}", c.config.sink.name()))
         }
         Command::Seek(_) => later("seek"),
         Command::Abort(_) => later("abort"),
@@ -665,6 +662,15 @@ impl ClusterRun {
             &self.opts.prefix,
             &self.opts.extra,
         );
+        if let Some(output) = settings
+            .output_topic
+            .as_ref()
+            .filter(|o| !self.created.contains(o))
+        {
+            return Err(LineFailure::Other(format!(
+                "{name}'s output topic {output} was not created by this run: a run writes only to topics it created"
+            )));
+        }
         let partitions = self.partitions(&config.topic);
         self.groups.insert(settings.group.clone());
         let sinks = &mut self.sinks;
