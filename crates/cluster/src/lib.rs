@@ -1,6 +1,6 @@
 //! # offsetlab-cluster
 //!
-//! The lab's experiments on a real Kafka cluster (issue 14, in progress). What exists:
+//! The lab's experiments on a real Kafka cluster (`docs/CLUSTER.md`):
 //!
 //! - [`settings`]: a scenario's consumer as librdkafka properties — the strategy table.
 //! - [`protocol`]: the typed messages between the runner and a consumer agent, one JSON line
@@ -13,6 +13,9 @@
 //! - [`produce`]: the model's records sent to the cluster at the model's offsets.
 //! - [`preflight`]: which lines of a scenario can run on a cluster, decided before anything
 //!   runs.
+//! - [`run`]: the runner — the model a line ahead, the lines for real, the application (sinks,
+//!   audit, the strategies' commits) outside the agents, the cluster's figures beside the
+//!   model's; one explorer cell for real; the page's mirror of `serve --bootstrap-server`.
 
 pub mod admin;
 pub mod agent;
