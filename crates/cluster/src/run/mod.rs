@@ -301,14 +301,21 @@ impl ClusterRun {
             text: line.text.clone(),
             why: e.to_string(),
         })?;
+        let step = self.run_line(line, t)?;
+        on_line(line, &step);
+        Ok(())
+    }
+
+    /// One line at model time `t`: refused if it would join a rebalance, then on the model,
+    /// then on the cluster.
+    fn run_line(&mut self, line: &Line, t: i64) -> Result<Step, RunError> {
         let before = self.log_ends(line);
         self.joins_alone(line)?;
         self.model.apply(line).map_err(RunError::Model)?;
         let did = self
             .real(line, t, &before)
             .map_err(|e| self.line_error(line, e))?;
-        on_line(line, &Step { did });
-        Ok(())
+        Ok(Step { did })
     }
 
     fn line_error(&self, line: &Line, e: LineFailure) -> RunError {
@@ -369,13 +376,7 @@ impl ClusterRun {
             _ => {}
         }
         let t = self.model.lab.now();
-        let before = self.log_ends(line);
-        self.joins_alone(line)?;
-        self.model.apply(line).map_err(RunError::Model)?;
-        let did = self
-            .real(line, t, &before)
-            .map_err(|e| self.line_error(line, e))?;
-        Ok(Step { did })
+        self.run_line(line, t)
     }
 
     /// A consumer that starts while its group still has a member — another consumer, or a dead
