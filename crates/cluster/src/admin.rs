@@ -176,17 +176,21 @@ impl Cluster {
             .any(|t| t.name() == topic && t.error().is_none() && !t.partitions().is_empty()))
     }
 
-    /// Whether a consumer group of that name is known to the cluster (any state but `Dead`).
-    pub fn group_exists(&self, group: &str) -> Result<bool, ClusterError> {
-        let list = self
-            .admin
+    /// `group` as its coordinator describes it (ListGroups + DescribeGroups).
+    fn described(&self, group: &str) -> Result<rdkafka::groups::GroupList, ClusterError> {
+        self.admin
             .inner()
             .fetch_group_list(Some(group), self.timeout)
             .map_err(|e| ClusterError::Refused {
-                what: format!("the state of group {group:?}"),
+                what: format!("the description of group {group:?}"),
                 why: e.to_string(),
-            })?;
-        Ok(list
+            })
+    }
+
+    /// Whether a consumer group of that name is known to the cluster (any state but `Dead`).
+    pub fn group_exists(&self, group: &str) -> Result<bool, ClusterError> {
+        Ok(self
+            .described(group)?
             .groups()
             .iter()
             .any(|g| g.name() == group && !matches!(g.state(), "Dead" | "")))
@@ -194,15 +198,8 @@ impl Cluster {
 
     /// The members of `group` as its coordinator describes them: (client id, member id).
     pub fn members(&self, group: &str) -> Result<Vec<(String, String)>, ClusterError> {
-        let list = self
-            .admin
-            .inner()
-            .fetch_group_list(Some(group), self.timeout)
-            .map_err(|e| ClusterError::Refused {
-                what: format!("the members of group {group:?}"),
-                why: e.to_string(),
-            })?;
-        Ok(list
+        Ok(self
+            .described(group)?
             .groups()
             .iter()
             .filter(|g| g.name() == group)
