@@ -112,11 +112,46 @@ export function runScenario(file) {
   return JSON.parse(execFileSync(BIN, ['run', file, '--json'], { encoding: 'utf8' }));
 }
 
-/** Clicks a consumer's button by its scenario line, e.g. `poll c1`. */
+/**
+ * Clicks a consumer's button by its scenario line, e.g. `poll c1`, and waits for the state it
+ * brings. The page draws its buttons anew on every state it receives (a live update may land
+ * between finding the button and clicking it): a click that sent no action within 5 s missed
+ * and is made again — never one that did, so no action is applied twice. A refused action
+ * fails with the server's reason.
+ */
 export async function press(page, line) {
   const before = await page.evaluate(() => window.__version || 0);
-  await page.click(`button[data-line="${line}"]`);
-  await page.waitForFunction((b) => (window.__version || 0) > b, before);
+  for (let attempt = 0; attempt < 3; attempt += 1) {
+    const sent = page
+      .waitForRequest((r) => r.method() === 'POST' && r.url().endsWith('/api/actions'), { timeout: 5000 })
+      .catch(() => null);
+    await page.click(`button[data-line="${line}"]`);
+    const request = await sent;
+    if (request) {
+      const response = await request.response();
+      if (response && !response.ok()) throw new Error(`${line}: refused: ${await response.text()}`);
+      await page.waitForFunction((b) => (window.__version || 0) > b, before);
+      return;
+    }
+  }
+  throw new Error(`${line}: three clicks sent no action`);
+}
+
+/**
+ * Shows group `name`: clicks its tab until the page has it selected. A click can land while a
+ * state update redraws the tabs (the action's answer and the event stream's fetch both render
+ * them), and then selects nothing; it is clicked again, at most three times.
+ */
+export async function selectGroup(page, name) {
+  const tab = `#group-tabs button:text-is("${name}")`;
+  for (let attempt = 0; attempt < 3; attempt += 1) {
+    await page.click(tab);
+    const selected = await page
+      .waitForSelector(`${tab}[aria-pressed="true"]`, { timeout: 5000 })
+      .catch(() => null);
+    if (selected) return;
+  }
+  throw new Error(`the group tab ${name} was clicked three times and never selected`);
 }
 
 export async function typeLine(page, line) {

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { startLab, launch, openLab, state, runScenario, press, typeLine, card, wcagViolations } from './harness.js';
+import { startLab, launch, openLab, state, runScenario, press, selectGroup, typeLine, card, wcagViolations } from './harness.js';
 
 let lab, browser;
 before(async () => { lab = await startLab(); browser = await launch(); });
@@ -335,7 +335,7 @@ test('a group of real Kafka clients shows its members, generation, committed off
   // What the Kafka listener writes when kcat -G joins, commits and is then killed.
   await typeLine(page, 'rebalance kcat-group generation=1 protocol=range members=[{"id":"rdkafka-1","client":"rdkafka","host":"/127.0.0.1","partitions":{"orders":[0]}}]');
   await typeLine(page, 'commit-offsets kcat-group member=rdkafka-1 generation=1 offsets=orders:0=9');
-  await page.click('#group-tabs button:has-text("kcat-group")');
+  await selectGroup(page, 'kcat-group');
   await page.waitForFunction(() => document.querySelector('#group-info')?.textContent.includes('rdkafka-1'));
   assert.match(await page.textContent('#group-info'), /Stable\s*generation 1 · members: rdkafka-1/);
   assert.equal(await card(page, 'fig-committed'), '9 / 12');
@@ -396,7 +396,7 @@ test('a group that only has offsets, set from outside as an admin client sets th
   await resetLab(page);
   // kafkajs's admin.resetOffsets(earliest) commits −2 from outside the group: stored as given.
   await typeLine(page, 'alter-offsets audit offsets=orders:0=-2');
-  await page.click('#group-tabs button:has-text("audit")');
+  await selectGroup(page, 'audit');
   await page.waitForFunction(() => document.querySelector('#group-info')?.textContent.includes('Empty'));
   assert.match(await page.textContent('#group-info'), /Empty\s*generation 0 · members: none/);
   assert.equal(await card(page, 'fig-committed'), '-2 / 12');

@@ -16,6 +16,8 @@ use std::sync::Arc;
 /// What a request gets.
 pub(crate) enum Reply {
     Frame(BytesMut),
+    /// Answered, and then the connection is closed (a failed SASL authentication).
+    FrameThenClose(BytesMut),
     /// A produce with `acks=0` is not answered.
     Nothing,
     /// Malformed or unserved: the connection is closed.
@@ -26,6 +28,8 @@ pub(crate) enum Reply {
 pub(crate) struct Client<'a> {
     /// The peer as Kafka prints a member's host, `/address`.
     pub(crate) host: &'a str,
+    /// Where the connection stands in SASL authentication (always admitted without SASL).
+    pub(crate) sasl: crate::sasl::SaslState,
 }
 
 /// Runs `f` on a blocking thread; `None` if it panicked.
@@ -102,7 +106,15 @@ fn client_id(request: &Request) -> String {
 }
 
 /// The reply to one request frame.
-pub(crate) async fn answer(frame: Bytes, broker: &Arc<Broker>, client: &Client<'_>) -> Reply {
+pub(crate) async fn answer(frame: Bytes, broker: &Arc<Broker>, client: &mut Client<'_>) -> Reply {
+    if crate::sasl::awaits_bare_token(&client.sasl) {
+        // After a v0 SaslHandshake the frame is the client's SASL token, not a request.
+        let users = broker.config.sasl_plain.as_deref();
+        return match crate::sasl::authenticate_bare(users, &mut client.sasl, &frame, ("", client.host)) {
+            Some(bare) => Reply::Frame(BytesMut::from(&bare[..])),
+            None => Reply::Close,
+        };
+    }
     // Read before the frame is decoded (and taken), and only for a version the lab does not
     // serve: no other request pays for the copy.
     let sender = if is_unserved(&frame) {
@@ -141,7 +153,26 @@ pub(crate) async fn answer(frame: Bytes, broker: &Arc<Broker>, client: &Client<'
     // the frame's only owners.
     let Request { body, header, .. } = request;
     drop(header);
+    let users = broker.config.sasl_plain.as_deref();
+    if !crate::sasl::admits(users, &client.sasl, api_key) {
+        // Kafka's authenticator takes nothing else before authentication, and closes.
+        eprintln!(
+            "offsetlab: client '{}' ({}) sent {api_key:?} before authenticating (the listener is SASL_PLAINTEXT): connection closed",
+            client_id.escape_debug(),
+            client.host
+        );
+        return Reply::Close;
+    }
     let body = match body {
+        RequestKind::SaslHandshake(r) => {
+            let a = crate::sasl::handshake(users, &mut client.sasl, r.mechanism.as_str(), version);
+            return sasl_reply(correlation_id, api_key, version, a);
+        }
+        RequestKind::SaslAuthenticate(r) => {
+            let who = (client_id.as_str(), client.host);
+            let a = crate::sasl::authenticate(users, &mut client.sasl, &r.auth_bytes, who);
+            return sasl_reply(correlation_id, api_key, version, a);
+        }
         RequestKind::Produce(r) => {
             let acks = r.acks;
             let Some(response) = produce_on_worker(broker, r, version, client_id).await else {
@@ -158,6 +189,23 @@ pub(crate) async fn answer(frame: Bytes, broker: &Arc<Broker>, client: &Client<'
         },
     };
     encode(correlation_id, api_key, version, &body).map_or(Reply::Close, Reply::Frame)
+}
+
+/// A SASL response, the connection closed after it when authentication failed.
+fn sasl_reply<T: Into<ResponseKind>>(
+    correlation_id: i32,
+    api_key: ApiKey,
+    version: i16,
+    answer: crate::sasl::Answer<T>,
+) -> Reply {
+    if let Some(line) = answer.log {
+        eprintln!("{line}");
+    }
+    match encode(correlation_id, api_key, version, &answer.response.into()) {
+        Ok(frame) if answer.close => Reply::FrameThenClose(frame),
+        Ok(frame) => Reply::Frame(frame),
+        Err(_) => Reply::Close,
+    }
 }
 
 /// The response to every request but Produce; `None` for an API the listener does not serve

@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 pub(crate) const NODE: i32 = 0;
 
 /// How the listener behaves.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct KafkaConfig {
     /// `auto.create.topics.enable`: a Produce or Metadata request creates an unknown topic.
     pub auto_create_topics: bool,
@@ -24,6 +24,8 @@ pub struct KafkaConfig {
     /// `message.max.bytes`: the largest record batch a Produce may carry (as sent, compressed or
     /// not); a larger one is MESSAGE_TOO_LARGE.
     pub message_max_bytes: usize,
+    /// `SASL_PLAINTEXT` with the PLAIN mechanism and these users; `None`: `PLAINTEXT`.
+    pub sasl_plain: Option<std::sync::Arc<crate::sasl::PlainUsers>>,
 }
 
 /// Kafka's default `message.max.bytes`: 1 MiB and the 12 bytes of a batch's log overhead.
@@ -36,6 +38,7 @@ impl Default for KafkaConfig {
             max_request_bytes: DEFAULT_MAX_FRAME,
             limits: Limits::default(),
             message_max_bytes: DEFAULT_MESSAGE_MAX_BYTES,
+            sasl_plain: None,
         }
     }
 }

@@ -12,6 +12,7 @@
 //! - [`coordinator`]: the group coordinator for real clients (Kafka's classic protocol).
 //! - [`producers`]: idempotent producers' ids and sequence numbers.
 //! - [`change`]: how a handler changes the lab, and which Kafka error code a refusal is.
+//! - [`sasl`]: SASL/PLAIN authentication of a connection, when the listener asks for it.
 
 mod apis;
 mod auto_create;
@@ -21,6 +22,7 @@ mod coordinator;
 mod handlers;
 mod produced;
 mod producers;
+pub mod sasl;
 mod server;
 #[cfg(test)]
 mod testing;

@@ -2,7 +2,8 @@
 //! limit checked before allocation, answering them in order, and closing what is idle.
 //!
 //! Each connection is a task. A malformed frame, an unknown API or an unserved version of any
-//! API but ApiVersions closes that connection and nothing else, as a Kafka broker does.
+//! API but ApiVersions closes that connection and nothing else, as a Kafka broker does; so does
+//! a failed SASL authentication, once the client has been told why.
 
 use crate::apis::{answer, Client, Reply};
 use crate::broker::Broker;
@@ -37,9 +38,14 @@ async fn connection(mut stream: TcpStream, broker: &Arc<Broker>, slot: Slot) -> 
         .peer_addr()
         .map_or_else(|_| "/unknown".to_string(), |a| format!("/{}", a.ip()));
     let mut buf = BytesMut::with_capacity(64 << 10);
+    let mut client = Client {
+        host: &host,
+        sasl: Default::default(),
+    };
     loop {
         loop {
-            let frame = match split_frame(&mut buf, broker.config.max_request_bytes) {
+            let limit = frame_limit(broker, &client);
+            let frame = match split_frame(&mut buf, limit) {
                 Ok(Some(f)) => f,
                 Ok(None) => break,
                 Err(_) => return Ok(()), // a size over the limit: close
@@ -54,16 +60,20 @@ async fn connection(mut stream: TcpStream, broker: &Arc<Broker>, slot: Slot) -> 
                 buf = rest;
             }
             slot.busy(true);
-            let client = Client { host: &host };
-            match answer(frame.freeze(), broker, &client).await {
+            match answer(frame.freeze(), broker, &mut client).await {
                 Reply::Frame(out) => stream.write_all(&out).await?,
+                // A failed authentication: the client hears why, then the connection ends.
+                Reply::FrameThenClose(out) => {
+                    stream.write_all(&out).await?;
+                    return Ok(());
+                }
                 Reply::Nothing => {}
                 Reply::Close => return Ok(()), // malformed or unserved: close, as Kafka does
             }
             slot.busy(false);
             deadline = tokio::time::Instant::now() + idle;
         }
-        let want = bytes_wanted(&buf, broker.config.max_request_bytes).clamp(1, 1 << 20);
+        let want = bytes_wanted(&buf, frame_limit(broker, &client)).clamp(1, 1 << 20);
         buf.reserve(want);
         let read = tokio::select! {
             // Closed to make room for a new connection.
@@ -77,5 +87,18 @@ async fn connection(mut stream: TcpStream, broker: &Arc<Broker>, slot: Slot) -> 
             Ok(Ok(_)) => {}
             Ok(Err(e)) => return Err(e),
         }
+    }
+}
+
+/// The largest frame a connection may send now: `socket.request.max.bytes`, or — on a SASL
+/// listener, before the client authenticated — Kafka's `sasl.server.max.receive.size` (512 KiB),
+/// so that nobody unauthenticated makes the lab hold a large request.
+fn frame_limit(broker: &Broker, client: &Client<'_>) -> usize {
+    let max = broker.config.max_request_bytes;
+    match &broker.config.sasl_plain {
+        Some(_) if !matches!(client.sasl, crate::sasl::SaslState::Authenticated(_)) => {
+            max.min(crate::sasl::MAX_UNAUTHENTICATED_FRAME)
+        }
+        _ => max,
     }
 }

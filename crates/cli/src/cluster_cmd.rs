@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// How a command reaches a real cluster: `--bootstrap-server`, `-X`, `--command-config`.
-#[derive(clap::Args, Debug, Clone, Default)]
+#[derive(clap::Args, Clone, Default)]
 pub struct ClusterArgs {
     /// Run against a real Kafka cluster (or any Kafka-compatible broker) instead of the model,
     /// e.g. 127.0.0.1:9092. Every consumer is a real librdkafka client in its own process;
@@ -32,34 +32,50 @@ pub struct ClusterArgs {
     /// Leave the run's topics and groups on the cluster when it ends
     #[arg(long, requires = "bootstrap_server")]
     pub keep: bool,
+    /// Take the scenario's topic TOPIC as it is on the cluster (<prefix>TOPIC: one an earlier
+    /// run kept with --keep and the same --prefix) instead of creating it. Its records are
+    /// read into the model first; the run never writes to it and never deletes it.
+    /// Repeatable
+    #[arg(long, value_name = "TOPIC", requires = "bootstrap_server")]
+    pub reuse_topic: Vec<String>,
+}
+
+impl std::fmt::Debug for ClusterArgs {
+    /// Every field, a secret `-X` property's value masked.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterArgs")
+            .field("bootstrap_server", &self.bootstrap_server)
+            .field("property", &masked(&self.property))
+            .field("command_config", &self.command_config)
+            .field("prefix", &self.prefix)
+            .field("keep", &self.keep)
+            .field("reuse_topic", &self.reuse_topic)
+            .finish()
+    }
+}
+
+/// `key=value` properties for display: the value of any key naming a password or a secret
+/// (`sasl.password`, `ssl.key.password`, `sasl.oauthbearer.client.secret`, …) masked.
+pub fn masked(properties: &[String]) -> Vec<String> {
+    properties
+        .iter()
+        .map(|p| match p.split_once('=') {
+            Some((k, _)) if is_secret(k) => format!("{k}=***"),
+            _ => p.clone(),
+        })
+        .collect()
+}
+
+fn is_secret(key: &str) -> bool {
+    let key = key.trim().to_ascii_lowercase();
+    key.contains("password") || key.contains("secret") || key.ends_with("sasl.jaas.config")
 }
 
 impl ClusterArgs {
-    /// The client properties: the command-config file's, then -X's. An error names the line.
     /// The client properties: the command-config file's, then -X's. An error names the line
     /// (exit code 2), or the file that cannot be read (3).
     pub fn properties(&self) -> Result<Vec<(String, String)>, (String, u8)> {
-        let mut out = Vec::new();
-        if let Some(file) = &self.command_config {
-            let text = std::fs::read_to_string(file)
-                .map_err(|e| (format!("cannot read {}: {e}", file.display()), exit::IO_ERROR))?;
-            for (i, line) in text.lines().enumerate() {
-                let line = line.trim();
-                if line.is_empty() || line.starts_with('#') {
-                    continue;
-                }
-                out.push(property(line).map_err(|e| {
-                    (
-                        format!("{}:{}: {e}", file.display(), i + 1),
-                        exit::INVALID_SCENARIO,
-                    )
-                })?);
-            }
-        }
-        for p in &self.property {
-            out.push(property(p).map_err(|e| (format!("-X {p}: {e}"), exit::INVALID_SCENARIO))?);
-        }
-        Ok(out)
+        read_properties(self.command_config.as_deref(), &self.property)
     }
 
     pub fn prefix(&self) -> Result<Prefix, (String, u8)> {
@@ -108,9 +124,40 @@ impl ClusterArgs {
             sink_dir,
             timeout: Duration::from_secs(10),
             progress,
+            reuse: self.reuse_topic.iter().cloned().collect(),
         };
         Ok((opts, scratch))
     }
+}
+
+/// Client properties as Kafka's tools take them: a `--command-config` file's `key=value` lines
+/// (`#` comments), then each `-X key=value`, in that order (a later one overrides). An error
+/// names the line (exit code 2), or the file that cannot be read (3).
+pub fn read_properties(
+    command_config: Option<&Path>,
+    xs: &[String],
+) -> Result<Vec<(String, String)>, (String, u8)> {
+    let mut out = Vec::new();
+    if let Some(file) = command_config {
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| (format!("cannot read {}: {e}", file.display()), exit::IO_ERROR))?;
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            out.push(property(line).map_err(|e| {
+                (
+                    format!("{}:{}: {e}", file.display(), i + 1),
+                    exit::INVALID_SCENARIO,
+                )
+            })?);
+        }
+    }
+    for p in xs {
+        out.push(property(p).map_err(|e| (format!("-X {p}: {e}"), exit::INVALID_SCENARIO))?);
+    }
+    Ok(out)
 }
 
 /// A scenario file (the seed without one), parsed: its name for messages and its lines.
@@ -132,7 +179,7 @@ fn read_script(file: Option<&Path>) -> Result<(String, Script), (String, u8)> {
 }
 
 /// Says `e` (one line) and gives its exit code.
-fn said((e, code): (String, u8)) -> u8 {
+pub(crate) fn said((e, code): (String, u8)) -> u8 {
     eprintln!("error: {e}");
     code
 }
@@ -171,7 +218,7 @@ pub fn run(
         Err(e) => return said(e),
     };
     let verbose = !json && !quiet;
-    stop_on_ctrl_c();
+    stop_on_signal();
     let mut run = match ClusterRun::prepare(&script, opts) {
         Ok(r) => r,
         Err(e) => return failed(&origin, &e, json),
@@ -281,6 +328,10 @@ pub fn explore(
     json: bool,
 ) -> u8 {
     use offsetlab_cluster::run::explore as cluster_explore;
+    if !args.reuse_topic.is_empty() {
+        eprintln!("error: --reuse-topic: the explorer replays every crash point on topics of its own; reuse a topic with `offsetlab run`");
+        return exit::INVALID_SCENARIO;
+    }
     let (Some(strategy), Some(sink)) = (cell.strategy, cell.sink) else {
         eprintln!("error: on a cluster the explorer runs one cell: give --strategy and --sink (each crash point takes wall time)");
         return exit::INVALID_SCENARIO;
@@ -320,7 +371,7 @@ pub fn explore(
             );
         }
     }
-    stop_on_ctrl_c();
+    stop_on_signal();
     let measured = match cluster_explore::run_points(&script, &target, strategy, sink, &points, &opts) {
         Ok(m) => m,
         Err(e) => return failed(&origin, &e, json),
@@ -391,7 +442,9 @@ pub fn explore(
             }
         );
     }
-    if measured.iter().any(|p| p.error.is_some()) {
+    if offsetlab_cluster::run::interrupted() {
+        exit::INTERRUPTED
+    } else if measured.iter().any(|p| p.error.is_some()) {
         exit::IO_ERROR
     } else if agree {
         exit::OK
@@ -411,16 +464,16 @@ pub fn mirror(
     Ok((offsetlab_web::cluster::ClusterMirror::new(run), scratch))
 }
 
-/// Ctrl-C stops a run at its next wait or line, and the run then deletes what it created
-/// (rather than the process dying with its topics, groups and consumer processes left behind).
-fn stop_on_ctrl_c() {
+/// Ctrl-C (or SIGTERM) stops a run at its next wait or line, and the run then deletes what it
+/// created (rather than the process dying with its topics, groups and consumer processes left
+/// behind).
+fn stop_on_signal() {
     std::thread::spawn(|| {
         let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
             return;
         };
-        if rt.block_on(tokio::signal::ctrl_c()).is_ok() {
-            eprintln!("interrupted: stopping the run and deleting what it created");
-            offsetlab_cluster::run::interrupt();
-        }
+        rt.block_on(crate::shutdown::requested());
+        eprintln!("interrupted: stopping the run and deleting what it created");
+        offsetlab_cluster::run::interrupt();
     });
 }

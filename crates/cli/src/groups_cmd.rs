@@ -2,8 +2,9 @@
 //! groups over the Kafka protocol — the lab's listener or a real cluster — with the columns of
 //! `kafka-consumer-groups.sh --describe`.
 
+use crate::conn::{Conn, Endpoint};
 use crate::exit;
-use crate::topics_cmd::{describe as describe_topics, list_offsets, record_timestamp, Conn};
+use crate::topics_cmd::{describe as describe_topics, list_offsets, record_timestamp};
 use offsetlab_wire::consumer_protocol;
 use offsetlab_wire::kafka_protocol::messages::{
     ApiKey, DescribeGroupsRequest, FindCoordinatorRequest, GroupId, ListGroupsRequest, OffsetFetchRequest,
@@ -33,8 +34,8 @@ struct GroupDescription {
     rows: Vec<Row>,
 }
 
-fn list(bootstrap: &str) -> anyhow::Result<Vec<(String, String)>> {
-    let mut conn = Conn::open(bootstrap)?;
+fn list(endpoint: &Endpoint) -> anyhow::Result<Vec<(String, String)>> {
+    let mut conn = endpoint.connect()?;
     let version = conn.version(ApiKey::ListGroups, 4)?;
     let r = call!(conn, ListGroups, version, ListGroupsRequest::default());
     anyhow::ensure!(
@@ -65,7 +66,7 @@ fn coordinator_of(conn: &mut Conn, group: &str) -> anyhow::Result<Conn> {
         "FindCoordinator failed with error code {}",
         c.error_code
     );
-    Conn::open(&format!("{}:{}", c.host.as_str(), c.port))
+    conn.open_another(&crate::conn::host_port(c.host.as_str(), c.port))
 }
 
 /// The group's committed offsets (OffsetFetch for every partition), `-1` where none is.
@@ -104,8 +105,8 @@ fn log_ends(conn: &mut Conn, topics: Vec<String>) -> anyhow::Result<BTreeMap<(St
         .collect())
 }
 
-fn describe(bootstrap: &str, group: &str) -> anyhow::Result<GroupDescription> {
-    let mut conn = Conn::open(bootstrap)?;
+fn describe(endpoint: &Endpoint, group: &str) -> anyhow::Result<GroupDescription> {
+    let mut conn = endpoint.connect()?;
     // The group's coordinator answers for it.
     let mut coordinator = coordinator_of(&mut conn, group)?;
     let version = coordinator.version(ApiKey::DescribeGroups, 5)?;
@@ -179,8 +180,8 @@ fn describe(bootstrap: &str, group: &str) -> anyhow::Result<GroupDescription> {
 }
 
 /// `--list`: the groups' names (with `--json`, their states too).
-fn run_list(bootstrap: &str, json: bool) -> u8 {
-    match list(bootstrap) {
+fn run_list(endpoint: &Endpoint, json: bool) -> u8 {
+    match list(endpoint) {
         Ok(groups) => {
             if json {
                 let v: Vec<_> = groups
@@ -202,15 +203,15 @@ fn run_list(bootstrap: &str, json: bool) -> u8 {
     }
 }
 
-pub fn run(bootstrap: &str, list_groups: bool, group: Option<String>, json: bool) -> u8 {
+pub fn run(endpoint: &Endpoint, list_groups: bool, group: Option<String>, json: bool) -> u8 {
     if list_groups {
-        return run_list(bootstrap, json);
+        return run_list(endpoint, json);
     }
     let Some(group) = group else {
         eprintln!("error: --describe needs --group G");
         return exit::INVALID_SCENARIO;
     };
-    let d = match describe(bootstrap, &group) {
+    let d = match describe(endpoint, &group) {
         Ok(d) => d,
         Err(e) => {
             eprintln!("error: {e}");
@@ -359,7 +360,7 @@ fn span(first: Option<i64>, last: Option<i64>) -> String {
 /// `--reset-offsets`: refused for an active group with Kafka's own message; a dry run by default,
 /// committing with `--execute` (as a client outside the group: generation −1, no member id).
 pub fn reset(
-    bootstrap: &str,
+    endpoint: &Endpoint,
     group: &str,
     topics: &[String],
     all_topics: bool,
@@ -367,7 +368,7 @@ pub fn reset(
     execute: bool,
     json: bool,
 ) -> u8 {
-    match plan_reset(bootstrap, group, topics, all_topics, &spec, execute) {
+    match plan_reset(endpoint, group, topics, all_topics, &spec, execute) {
         Ok(Err(message)) => {
             eprintln!("{message}");
             exit::INVALID_SCENARIO
@@ -424,21 +425,21 @@ type Plan = Result<Vec<PlanRow>, String>;
 type Retained = (String, i32, i64, i64);
 
 fn plan_reset(
-    bootstrap: &str,
+    endpoint: &Endpoint,
     group: &str,
     topics: &[String],
     all_topics: bool,
     spec: &Spec,
     execute: bool,
 ) -> anyhow::Result<Plan> {
-    let description = describe(bootstrap, group)?;
+    let description = describe(endpoint, group)?;
     if !matches!(description.state.as_str(), "Empty" | "Dead") {
         return Ok(Err(format!(
             "Error: Assignments can only be reset if the group '{group}' is inactive, but the current state is {}.",
             description.state
         )));
     }
-    let mut conn = Conn::open(bootstrap)?;
+    let mut conn = endpoint.connect()?;
     let committed: BTreeMap<(String, i32), i64> = description
         .rows
         .iter()

@@ -27,6 +27,7 @@ mod bench_cmd;
 mod bench_lab;
 mod bench_workshop;
 mod cluster_cmd;
+mod conn;
 mod explore_cmd;
 mod groups_cmd;
 mod lessons_cmd;
@@ -34,6 +35,7 @@ mod offsets_cmd;
 mod output;
 mod run_cmd;
 mod serve_cmd;
+mod shutdown;
 mod topics_cmd;
 
 use clap::{Parser, Subcommand};
@@ -50,6 +52,8 @@ pub mod exit {
     pub const INVALID_SCENARIO: u8 = 2;
     /// A file could not be read or a sink database could not be opened.
     pub const IO_ERROR: u8 = 3;
+    /// Ctrl-C or SIGTERM stopped a run before its end (128 + SIGINT, as shells report it).
+    pub const INTERRUPTED: u8 = offsetlab_cluster::run::INTERRUPTED_EXIT;
 }
 
 #[derive(Parser)]
@@ -64,7 +68,7 @@ compacted __consumer_offsets topic. When a commit happens relative to processing
 records (commit before: at-most-once) or replays them (commit after: at-least-once), and the sink decides whether a \
 replay duplicates rows (append) or converges (upsert, transactional).\n\n\
 Run `offsetlab` (or `offsetlab serve`) for the web lab on http://127.0.0.1:7070; `offsetlab lessons` and `offsetlab explore` work in the terminal.",
-    after_help = "Exit codes: 0 ok, 1 an expect line failed, 2 malformed or rejected scenario, 3 I/O error."
+    after_help = "Exit codes: 0 ok, 1 an expect line failed, 2 malformed or rejected scenario, 3 I/O error, 130 a cluster run interrupted (Ctrl-C, SIGTERM)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -123,6 +127,11 @@ enum Cmd {
         /// evenly) instead of every one
         #[arg(long, value_name = "N", requires = "bootstrap_server")]
         sample: Option<usize>,
+        /// On a cluster, each crash point is always printed beside the explorer's prediction
+        /// (exit code 1 when one differs); --compare is taken as `run` takes it, and changes
+        /// nothing
+        #[arg(long, requires = "bootstrap_server")]
+        compare: bool,
         #[command(flatten)]
         cluster: cluster_cmd::ClusterArgs,
     },
@@ -132,9 +141,8 @@ enum Cmd {
     /// kafka-consumer-groups.sh: --list, or --describe --group G (GROUP TOPIC PARTITION
     /// CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID)
     Groups {
-        /// The broker to ask, e.g. 127.0.0.1:9092
-        #[arg(long, value_name = "HOST:PORT")]
-        bootstrap_server: String,
+        #[command(flatten)]
+        connect: conn::ConnectArgs,
         /// List the groups
         #[arg(long, conflicts_with_all = ["describe", "reset_offsets"], required_unless_present_any = ["describe", "reset_offsets"])]
         list: bool,
@@ -165,9 +173,8 @@ enum Cmd {
     },
     /// The topics of a Kafka broker — the lab's listener or a real cluster — like kafka-topics.sh
     Topics {
-        /// The broker to ask, e.g. 127.0.0.1:9092
-        #[arg(long, value_name = "HOST:PORT")]
-        bootstrap_server: String,
+        #[command(flatten)]
+        connect: conn::ConnectArgs,
         /// List the topics' names
         #[arg(long, conflicts_with = "describe", required_unless_present = "describe")]
         list: bool,
@@ -190,9 +197,8 @@ enum Cmd {
     /// assignment. A null value is a tombstone. Reads each partition from its log start to its
     /// log end, then exits.
     Offsets {
-        /// The broker to ask, e.g. 127.0.0.1:9092
-        #[arg(long, value_name = "HOST:PORT")]
-        bootstrap_server: String,
+        #[command(flatten)]
+        connect: conn::ConnectArgs,
         /// Only this group's records
         #[arg(long)]
         group: Option<String>,
@@ -210,13 +216,10 @@ enum Cmd {
     Tour,
     /// A consumer agent: one real Kafka consumer (librdkafka) driven over stdin/stdout, one
     /// JSON message per line (offsetlab-cluster's protocol). Started by offsetlab itself, in a
-    /// process of its own so that a crash can be SIGKILL
+    /// process of its own so that a crash can be SIGKILL. Its settings are the first line of
+    /// its stdin
     #[command(hide = true)]
-    Agent {
-        /// The consumer, as offsetlab-cluster's `ConsumerSettings` in JSON
-        #[arg(long, value_name = "JSON")]
-        settings: String,
-    },
+    Agent,
     /// Print the seed scenario (a starting point for your own)
     Seed,
 }
@@ -340,6 +343,12 @@ struct ServeArgs {
     /// Kafka's connections.max.idle.ms
     #[arg(long, value_name = "DUR", default_value = "10m", value_parser = positive_duration)]
     kafka_idle_timeout: std::time::Duration,
+    /// Make the Kafka listener SASL_PLAINTEXT: a client must authenticate with SASL/PLAIN as
+    /// one of the users in FILE (one NAME=PASSWORD per line, # comments) before anything else,
+    /// as on a secured cluster. Clients then need security.protocol=SASL_PLAINTEXT,
+    /// sasl.mechanism=PLAIN, sasl.username, sasl.password
+    #[arg(long, value_name = "FILE")]
+    kafka_sasl_plain_users: Option<PathBuf>,
     /// HTTP connections held at once. At the cap a new connection closes the one idle longest,
     /// or is refused when every one is answering a request. Default: an eighth of the process's
     /// file descriptor limit
@@ -439,6 +448,23 @@ impl Default for ServeArgs {
     }
 }
 
+/// `--kafka-sasl-plain-users FILE`: the users, or one line saying what is wrong and where.
+fn read_plain_users(file: &std::path::Path) -> Result<offsetlab_broker::sasl::PlainUsers, (String, u8)> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| (format!("cannot read {}: {e}", file.display()), exit::IO_ERROR))?;
+    offsetlab_broker::sasl::PlainUsers::parse(&text).map_err(|e| {
+        let at = if e.line == 0 {
+            String::new()
+        } else {
+            format!(":{}", e.line)
+        };
+        (
+            format!("--kafka-sasl-plain-users {}{at}: {}", file.display(), e.why),
+            exit::INVALID_SCENARIO,
+        )
+    })
+}
+
 fn serve(args: ServeArgs) -> u8 {
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
@@ -485,6 +511,18 @@ fn serve(args: ServeArgs) -> u8 {
         drop(scratch);
         return code;
     }
+    let sasl_plain = match args
+        .kafka_sasl_plain_users
+        .as_deref()
+        .map(read_plain_users)
+        .transpose()
+    {
+        Ok(users) => users.map(std::sync::Arc::new),
+        Err((e, code)) => {
+            eprintln!("error: {e}");
+            return code;
+        }
+    };
     let config = serve_cmd::ServeConfig {
         http: args.http,
         data_dir: (!args.ephemeral).then_some(args.data),
@@ -536,6 +574,7 @@ fn serve(args: ServeArgs) -> u8 {
                     }),
                 idle_timeout: args.kafka_idle_timeout,
             },
+            sasl_plain,
             ..offsetlab_broker::KafkaConfig::default()
         },
         http_limits: offsetlab_web::http::HttpLimits {
@@ -568,18 +607,28 @@ fn serve(args: ServeArgs) -> u8 {
     }
 }
 
-/// `offsetlab agent`: exit 0 once closed, 2 for settings that do not read, 3 when the client
-/// or the pipe fails.
-fn agent(settings: &str) -> u8 {
-    let settings: offsetlab_cluster::ConsumerSettings = match serde_json::from_str(settings) {
+/// `offsetlab agent`: its settings (offsetlab-cluster's `ConsumerSettings`, one JSON line) are
+/// the first line of its stdin — not an argument, since any user of the machine can read a
+/// process's arguments and the settings hold the client's credentials — and its requests the
+/// lines after. Exit 0 once closed, 2 for settings that do not read, 3 when the client or the
+/// pipe fails.
+fn agent() -> u8 {
+    use std::io::BufRead as _;
+    let stdin = std::io::stdin();
+    let mut input = stdin.lock();
+    let mut first = String::new();
+    if let Err(e) = input.read_line(&mut first) {
+        eprintln!("error: cannot read the settings line: {e}");
+        return exit::IO_ERROR;
+    }
+    let settings: offsetlab_cluster::ConsumerSettings = match serde_json::from_str(first.trim_end()) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("error: --settings: {e}");
+            eprintln!("error: the settings line: {e}");
             return exit::INVALID_SCENARIO;
         }
     };
-    let stdin = std::io::stdin();
-    match offsetlab_cluster::agent::run(&settings, stdin.lock(), std::io::stdout()) {
+    match offsetlab_cluster::agent::run(&settings, input, std::io::stdout()) {
         Ok(()) => exit::OK,
         Err(e) => {
             eprintln!("error: {e}");
@@ -646,7 +695,7 @@ fn main() -> ExitCode {
     let code = match cli.command {
         None => serve(ServeArgs::default()),
         Some(Cmd::Serve(args)) => serve(args),
-        Some(Cmd::Agent { settings }) => agent(&settings),
+        Some(Cmd::Agent) => agent(),
         Some(Cmd::Bench {
             what: BenchCmd::Storage { records, dir, json },
         }) => bench_cmd::storage(records, dir, json),
@@ -663,7 +712,7 @@ fn main() -> ExitCode {
                 },
         }) => bench_workshop::run(learners, idle, pace, json),
         Some(Cmd::Groups {
-            bootstrap_server,
+            connect,
             list: _,
             describe: _,
             reset_offsets,
@@ -673,9 +722,9 @@ fn main() -> ExitCode {
             to,
             execute,
             json,
-        }) if reset_offsets => match to.spec() {
-            Ok(spec) => groups_cmd::reset(
-                &bootstrap_server,
+        }) if reset_offsets => match (connect.endpoint(), to.spec()) {
+            (Ok(endpoint), Ok(spec)) => groups_cmd::reset(
+                &endpoint,
                 group.as_deref().unwrap_or_default(),
                 &topics,
                 all_topics,
@@ -683,30 +732,33 @@ fn main() -> ExitCode {
                 execute,
                 json,
             ),
-            Err(e) => {
-                eprintln!("error: {e}");
-                exit::INVALID_SCENARIO
-            }
+            (Err(e), _) => cluster_cmd::said(e),
+            (_, Err(e)) => cluster_cmd::said((e, exit::INVALID_SCENARIO)),
         },
         Some(Cmd::Groups {
-            bootstrap_server,
+            connect,
             list,
             group,
             json,
             ..
-        }) => groups_cmd::run(&bootstrap_server, list, group, json),
+        }) => match connect.endpoint() {
+            Ok(endpoint) => groups_cmd::run(&endpoint, list, group, json),
+            Err(e) => cluster_cmd::said(e),
+        },
         Some(Cmd::Topics {
-            bootstrap_server,
+            connect,
             list,
             describe: _,
             topic,
             json,
-        }) => topics_cmd::run(&bootstrap_server, list, topic, json),
-        Some(Cmd::Offsets {
-            bootstrap_server,
-            group,
-            json,
-        }) => offsets_cmd::run(&bootstrap_server, group.as_deref(), json),
+        }) => match connect.endpoint() {
+            Ok(endpoint) => topics_cmd::run(&endpoint, list, topic, json),
+            Err(e) => cluster_cmd::said(e),
+        },
+        Some(Cmd::Offsets { connect, group, json }) => match connect.endpoint() {
+            Ok(endpoint) => offsets_cmd::run(&endpoint, group.as_deref(), json),
+            Err(e) => cluster_cmd::said(e),
+        },
         Some(Cmd::Tour) => run_cmd::tour(),
         Some(Cmd::Run {
             file,
@@ -739,6 +791,7 @@ fn main() -> ExitCode {
             strategy,
             sink,
             sample,
+            compare: _,
             cluster,
         }) => match cluster.bootstrap_server.clone() {
             Some(bootstrap) => cluster_cmd::explore(

@@ -5,8 +5,9 @@
 //! read from its log start to the log end it had when the command started, then the command
 //! exits.
 
+use crate::conn::{Conn, Endpoint};
 use crate::exit;
-use crate::topics_cmd::{describe, Conn};
+use crate::topics_cmd::describe;
 use offsetlab_engine::offsets::schema::{self, RecordKey};
 use offsetlab_engine::offsets::CONSUMER_OFFSETS_TOPIC;
 use offsetlab_records::batch::BatchHeader;
@@ -28,8 +29,8 @@ struct Raw {
     value: Option<bytes::Bytes>,
 }
 
-pub fn run(bootstrap: &str, group: Option<&str>, json_out: bool) -> u8 {
-    let records = match read_all(bootstrap) {
+pub fn run(endpoint: &Endpoint, group: Option<&str>, json_out: bool) -> u8 {
+    let records = match read_all(endpoint) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");
@@ -69,21 +70,32 @@ pub fn run(bootstrap: &str, group: Option<&str>, json_out: bool) -> u8 {
 }
 
 /// Every record of every partition, from its log start to its end as of now.
-fn read_all(bootstrap: &str) -> anyhow::Result<Vec<Raw>> {
-    let mut conn = Conn::open(bootstrap)?;
+fn read_all(endpoint: &Endpoint) -> anyhow::Result<Vec<Raw>> {
+    let mut conn = endpoint.connect()?;
     let topics = describe(&mut conn, Some(vec![CONSUMER_OFFSETS_TOPIC.to_string()]), true)?;
     let topic = topics
         .into_iter()
         .find(|t| t.topic == CONSUMER_OFFSETS_TOPIC && t.error_code == 0)
         .ok_or_else(|| anyhow::anyhow!("the broker has no readable {CONSUMER_OFFSETS_TOPIC} topic"))?;
+    // Each partition is read from its leader (on a cluster of several brokers, another says
+    // NOT_LEADER_OR_FOLLOWER).
+    let leaders = conn.leaders(&[CONSUMER_OFFSETS_TOPIC.to_string()])?;
     let mut out = Vec::new();
     for p in &topic.partitions {
         let (Some(start), Some(end)) = (p.log_start_offset, p.log_end_offset) else {
             continue;
         };
+        let Some(addr) = leaders.get(&(CONSUMER_OFFSETS_TOPIC.to_string(), p.partition)) else {
+            eprintln!(
+                "warning: {CONSUMER_OFFSETS_TOPIC}-{} has no leader now: its records are not shown",
+                p.partition
+            );
+            continue;
+        };
+        let leader = conn.at(addr)?;
         let mut next = start;
         while next < end {
-            let after = fetch(&mut conn, p.partition, next, end, &mut out)?;
+            let after = fetch(leader, p.partition, next, end, &mut out)?;
             if after <= next {
                 // A fetch that moved nothing forward: stop rather than ask again forever.
                 break;

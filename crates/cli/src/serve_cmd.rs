@@ -96,11 +96,11 @@ pub async fn serve(mut config: ServeConfig) -> anyhow::Result<()> {
             .map(|s| format!("\nlab restored: {s}"))
             .unwrap_or_default(),
         kafka
-            .map(|k| format!("\nKafka listener on {k} (try: kcat -b {k} -L)"))
+            .map(|k| kafka_banner(k, &config.kafka_config))
             .unwrap_or_default()
     );
     let _ = out.flush();
-    serve_until_ctrl_c(listener, state, config.http_limits).await?;
+    serve_until_stopped(listener, state, config.http_limits).await?;
     // A clean stop: logs synced and snapshotted, so the next start reads no record data.
     lab.lock()
         .close()
@@ -135,7 +135,7 @@ pub async fn serve_cluster(
         "offsetlab lab on http://{addr}  (every action runs on the cluster first: real consumers, real crashes)\npress Ctrl-C to stop"
     );
     let _ = out.flush();
-    let served = serve_until_ctrl_c(listener, state, limits).await;
+    let served = serve_until_stopped(listener, state, limits).await;
     let mirror = std::sync::Arc::clone(&mirror);
     let left = tokio::task::spawn_blocking(move || mirror.finish()).await?;
     for l in left {
@@ -144,15 +144,18 @@ pub async fn serve_cluster(
     Ok(served?)
 }
 
-/// The page and its API on `listener` until Ctrl-C.
-async fn serve_until_ctrl_c(
+/// The page and its API on `listener` until Ctrl-C or SIGTERM.
+async fn serve_until_stopped(
     listener: tokio::net::TcpListener,
     state: offsetlab_web::AppState,
     limits: offsetlab_web::http::HttpLimits,
 ) -> std::io::Result<()> {
-    offsetlab_web::http::serve(listener, offsetlab_web::router(state), limits, async {
-        let _ = tokio::signal::ctrl_c().await;
-    })
+    offsetlab_web::http::serve(
+        listener,
+        offsetlab_web::router(state),
+        limits,
+        crate::shutdown::requested(),
+    )
     .await
 }
 
@@ -166,13 +169,29 @@ fn remote_note(config: &ServeConfig, hosts: &[String]) {
     }
 }
 
+/// The banner's line for the Kafka listener at `k`: where, and how to try it.
+fn kafka_banner(k: SocketAddr, config: &offsetlab_broker::KafkaConfig) -> String {
+    match &config.sasl_plain {
+        None => format!("\nKafka listener on {k} (try: kcat -b {k} -L)"),
+        Some(users) => format!(
+            "\nKafka listener on {k} (SASL_PLAINTEXT with SASL/PLAIN for {} user{}; try: kcat -b {k} -L -X security.protocol=SASL_PLAINTEXT -X sasl.mechanism=PLAIN -X sasl.username=NAME -X sasl.password=PASSWORD)",
+            users.len(),
+            if users.len() == 1 { "" } else { "s" }
+        ),
+    }
+}
+
 /// The Kafka listener on `lab`, if `--kafka` asks for one; where it listens.
 async fn start_kafka(config: &ServeConfig, lab: &LabHandle) -> Option<SocketAddr> {
     let addr = config.kafka?;
     match tokio::net::TcpListener::bind(addr).await {
         Ok(l) => {
             let bound = l.local_addr().ok();
-            tokio::spawn(offsetlab_broker::serve(l, lab.clone(), config.kafka_config));
+            tokio::spawn(offsetlab_broker::serve(
+                l,
+                lab.clone(),
+                config.kafka_config.clone(),
+            ));
             bound
         }
         Err(e) => {
@@ -270,7 +289,7 @@ async fn serve_workshop(
             .unwrap_or_default()
     );
     let _ = out.flush();
-    serve_until_ctrl_c(listener, state, config.http_limits).await?;
+    serve_until_stopped(listener, state, config.http_limits).await?;
     let closing = std::sync::Arc::clone(&workshop);
     tokio::task::spawn_blocking(move || closing.room.close_all()).await?;
     if let Some(lab) = &workshop.demo {

@@ -2,91 +2,16 @@
 //! the lab's Kafka listener or a real cluster — over the Kafka protocol, like
 //! `kafka-topics.sh`, with each partition's log start and end offsets.
 
+use crate::conn::{by_leader, Conn, Endpoint};
 use crate::exit;
-use offsetlab_wire::client::{decode_response, encode_request};
-use offsetlab_wire::frame::DEFAULT_MAX_FRAME;
 use offsetlab_wire::kafka_protocol::messages::list_offsets_request::{
     ListOffsetsPartition, ListOffsetsTopic,
 };
 use offsetlab_wire::kafka_protocol::messages::metadata_request::MetadataRequestTopic;
-use offsetlab_wire::kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, ListOffsetsRequest, MetadataRequest, RequestKind, ResponseKind, TopicName,
-};
+use offsetlab_wire::kafka_protocol::messages::{ApiKey, ListOffsetsRequest, MetadataRequest, TopicName};
 use offsetlab_wire::kafka_protocol::protocol::StrBytes;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::time::Duration;
-
-/// One connection to a broker, with the versions it serves.
-pub(crate) struct Conn {
-    stream: TcpStream,
-    correlation: i32,
-    versions: BTreeMap<i16, (i16, i16)>,
-}
-
-impl Conn {
-    pub(crate) fn open(addr: &str) -> anyhow::Result<Self> {
-        let stream =
-            TcpStream::connect(addr).map_err(|e| anyhow::anyhow!("cannot connect to {addr}: {e}"))?;
-        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-        let mut c = Self {
-            stream,
-            correlation: 0,
-            versions: BTreeMap::new(),
-        };
-        // ApiVersions v3 first; a broker that does not speak it answers in v0 with the error.
-        let body = RequestKind::ApiVersions(
-            ApiVersionsRequest::default()
-                .with_client_software_name(StrBytes::from_static_str("offsetlab"))
-                .with_client_software_version(StrBytes::from_static_str(env!("CARGO_PKG_VERSION"))),
-        );
-        let mut response = c.call(ApiKey::ApiVersions, 3, &body)?;
-        if matches!(&response, ResponseKind::ApiVersions(v) if v.error_code == 35) {
-            response = c.call(ApiKey::ApiVersions, 0, &body)?;
-        }
-        let ResponseKind::ApiVersions(v) = response else {
-            anyhow::bail!("the broker answered ApiVersions with something else");
-        };
-        c.versions = v
-            .api_keys
-            .iter()
-            .map(|k| (k.api_key, (k.min_version, k.max_version)))
-            .collect();
-        Ok(c)
-    }
-
-    /// The highest version both sides speak, up to `ours`.
-    pub(crate) fn version(&self, api_key: ApiKey, ours: i16) -> anyhow::Result<i16> {
-        match self.versions.get(&(api_key as i16)) {
-            Some(&(lo, hi)) if lo <= ours => Ok(hi.min(ours)),
-            _ => anyhow::bail!("the broker does not serve {api_key:?} in a version offsetlab speaks"),
-        }
-    }
-
-    pub(crate) fn call(
-        &mut self,
-        api_key: ApiKey,
-        version: i16,
-        body: &RequestKind,
-    ) -> anyhow::Result<ResponseKind> {
-        self.correlation += 1;
-        let frame = encode_request(api_key, version, self.correlation, "offsetlab", body)?;
-        self.stream.write_all(&frame)?;
-        let mut size = [0u8; 4];
-        self.stream.read_exact(&mut size)?;
-        let size =
-            usize::try_from(i32::from_be_bytes(size)).map_err(|_| anyhow::anyhow!("negative frame size"))?;
-        anyhow::ensure!(
-            size <= DEFAULT_MAX_FRAME,
-            "a {size}-byte response is over the limit"
-        );
-        let mut body = vec![0u8; size];
-        self.stream.read_exact(&mut body)?;
-        Ok(decode_response(body.into(), api_key, version, self.correlation)?)
-    }
-}
 
 #[derive(Debug, Serialize)]
 pub(crate) struct TopicInfo {
@@ -172,48 +97,54 @@ pub(crate) fn describe(
     Ok(out)
 }
 
-/// ListOffsets for `tps` at `spec` (−2 earliest, −1 latest, else a timestamp): the offset of each
-/// partition the broker answered without an error (−1 where no record is that recent).
+/// ListOffsets for `tps` at `spec` (−2 earliest, −1 latest, else a timestamp), each partition
+/// asked of its leader: the offset of each partition a leader answered without an error (−1
+/// where no record is that recent). A partition without a leader is absent.
 pub(crate) fn list_offsets(
     conn: &mut Conn,
     tps: &BTreeMap<String, Vec<i32>>,
     spec: i64,
 ) -> anyhow::Result<BTreeMap<(String, i32), i64>> {
-    let version = conn.version(ApiKey::ListOffsets, 5)?;
-    let request = ListOffsetsRequest::default()
-        .with_replica_id((-1).into())
-        .with_topics(
-            tps.iter()
-                .map(|(t, ps)| {
-                    ListOffsetsTopic::default()
-                        .with_name(TopicName(StrBytes::from_string(t.clone())))
-                        .with_partitions(
-                            ps.iter()
-                                .map(|p| {
-                                    ListOffsetsPartition::default()
-                                        .with_partition_index(*p)
-                                        .with_timestamp(spec)
-                                })
-                                .collect(),
-                        )
-                })
-                .collect(),
-        );
-    let r = call!(conn, ListOffsets, version, request);
-    Ok(r.topics
-        .iter()
-        .flat_map(|t| {
+    let leaders = conn.leaders(&tps.keys().cloned().collect::<Vec<_>>())?;
+    let mut out = BTreeMap::new();
+    for (addr, tps) in by_leader(&leaders, tps) {
+        let leader = conn.at(&addr)?;
+        let version = leader.version(ApiKey::ListOffsets, 5)?;
+        let request = ListOffsetsRequest::default()
+            .with_replica_id((-1).into())
+            .with_topics(
+                tps.iter()
+                    .map(|(t, ps)| {
+                        ListOffsetsTopic::default()
+                            .with_name(TopicName(StrBytes::from_string(t.clone())))
+                            .with_partitions(
+                                ps.iter()
+                                    .map(|p| {
+                                        ListOffsetsPartition::default()
+                                            .with_partition_index(*p)
+                                            .with_timestamp(spec)
+                                    })
+                                    .collect(),
+                            )
+                    })
+                    .collect(),
+            );
+        let r = call!(leader, ListOffsets, version, request);
+        out.extend(r.topics.iter().flat_map(|t| {
             let name = t.name.0.to_string();
             t.partitions
                 .iter()
                 .filter(|p| p.error_code == 0)
                 .map(move |p| ((name.clone(), p.partition_index), p.offset))
-        })
-        .collect())
+        }));
+    }
+    Ok(out)
 }
 
-pub fn run(bootstrap: &str, list: bool, topic: Option<String>, json: bool) -> u8 {
-    let result = Conn::open(bootstrap).and_then(|mut c| describe(&mut c, topic.map(|t| vec![t]), !list));
+pub fn run(endpoint: &Endpoint, list: bool, topic: Option<String>, json: bool) -> u8 {
+    let result = endpoint
+        .connect()
+        .and_then(|mut c| describe(&mut c, topic.map(|t| vec![t]), !list));
     let topics = match result {
         Ok(t) => t,
         Err(e) => {
@@ -290,6 +221,13 @@ pub(crate) fn record_timestamp(
     use offsetlab_wire::kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
     use offsetlab_wire::kafka_protocol::messages::FetchRequest;
     use offsetlab_wire::kafka_protocol::records::{RecordBatchDecoder, TimestampType};
+    let Some(addr) = conn
+        .leaders(&[topic.to_string()])?
+        .remove(&(topic.to_string(), partition))
+    else {
+        return Ok(None);
+    };
+    let conn = conn.at(&addr)?;
     let version = conn.version(ApiKey::Fetch, 11)?;
     let request = FetchRequest::default()
         .with_replica_id((-1).into())

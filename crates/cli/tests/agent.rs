@@ -17,17 +17,25 @@ struct Agent {
     from: BufReader<ChildStdout>,
 }
 
+/// `offsetlab agent` with `settings` as the first line of its stdin (never an argument: `ps`
+/// would show the password), and its stdin to write requests to.
+fn spawn(settings: &str, stdout: Stdio, stderr: Stdio) -> (Child, ChildStdin) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_offsetlab"))
+        .arg("agent")
+        .stdin(Stdio::piped())
+        .stdout(stdout)
+        .stderr(stderr)
+        .spawn()
+        .expect("spawn the agent");
+    let mut to = child.stdin.take().expect("stdin");
+    writeln!(to, "{settings}").expect("settings");
+    (child, to)
+}
+
 impl Agent {
     fn start(settings: &ConsumerSettings) -> Self {
         let json = serde_json::to_string(settings).expect("settings");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_offsetlab"))
-            .args(["agent", "--settings", &json])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn the agent");
-        let to = child.stdin.take().expect("stdin");
+        let (mut child, to) = spawn(&json, Stdio::piped(), Stdio::null());
         let from = BufReader::new(child.stdout.take().expect("stdout"));
         let mut agent = Agent { child, to, from };
         assert!(matches!(agent.reply(), Reply::Ready { .. }));
@@ -74,6 +82,7 @@ fn settings(kafka: &str, group: &str, strategy: CommitStrategy) -> ConsumerSetti
         transactional_id: None,
         transaction_timeout_ms: None,
         output_topic: None,
+        joins_later: false,
     }
 }
 
@@ -106,10 +115,20 @@ fn polled(reply: Reply) -> Vec<i64> {
     }
 }
 
+fn poll(agent: &mut Agent, max: usize) -> Vec<i64> {
+    polled(agent.ask(&Request::Poll {
+        max,
+        timeout_ms: 20_000,
+        assigned: None,
+        starts: Vec::new(),
+        shares: None,
+    }))
+}
+
 #[test]
 fn a_crash_is_real_no_leave_group_the_member_stays_until_its_session_times_out_and_the_timer_commit_is_what_is_left(
 ) {
-    let lab = serve(&[
+    let lab = common::serve_logging(&[
         "--ephemeral",
         "--http",
         "127.0.0.1:0",
@@ -119,20 +138,23 @@ fn a_crash_is_real_no_leave_group_the_member_stays_until_its_session_times_out_a
         "live",
     ]);
     let kafka = lab.kafka();
-    let mut agent = Agent::start(&settings(&kafka, "crash-g", CommitStrategy::AutoTimer));
-    let got = polled(agent.ask(&Request::Poll {
-        max: 4,
-        timeout_ms: 20_000,
-    }));
-    assert_eq!(got, vec![0, 1, 2, 3], "a batch of four");
+    // A 3 s timer: long enough that the second batch below is handed over and the process
+    // killed well before the timer's next fire.
+    let mut crashing = settings(&kafka, "crash-g", CommitStrategy::AutoTimer);
+    crashing.auto_commit_interval_ms = 3000;
+    let mut agent = Agent::start(&crashing);
+    assert_eq!(poll(&mut agent, 4), vec![0, 1, 2, 3], "a batch of four");
     // librdkafka's timer commits what poll handed over (nothing was processed).
     let (g, _) = wait_for(&lab, "crash-g", Duration::from_secs(10), |g| {
         g["committed"]["orders-0"] == 4
     });
     assert_eq!(g["committed"]["orders-0"], 4, "{g}");
     assert_eq!(g["members"].as_array().map(Vec::len), Some(1));
+    // Right after that commit, a second batch: its offsets are stored (up to 8) for the timer's
+    // next commit, which the kill below comes before.
+    assert_eq!(poll(&mut agent, 4), vec![4, 5, 6, 7], "the next four");
 
-    // kill -9: no close(), no LeaveGroup, no final commit.
+    // kill -9: no close(), no LeaveGroup, no final commit of the stored offsets.
     agent.child.kill().expect("SIGKILL");
     let _ = agent.child.wait();
     let killed = Instant::now();
@@ -155,18 +177,12 @@ fn a_crash_is_real_no_leave_group_the_member_stays_until_its_session_times_out_a
     );
     assert_eq!(
         g["committed"]["orders-0"], 4,
-        "the timer's last commit is what is committed: {g}"
+        "the timer's last commit is what is committed, not the 8 a close would have committed: {g}"
     );
 
     // A clean close() is the contrast: it leaves at once.
     let mut agent = Agent::start(&settings(&kafka, "close-g", CommitStrategy::ManualBatch));
-    assert_eq!(
-        polled(agent.ask(&Request::Poll {
-            max: 4,
-            timeout_ms: 20_000,
-        })),
-        vec![0, 1, 2, 3]
-    );
+    assert_eq!(poll(&mut agent, 4), vec![0, 1, 2, 3]);
     assert!(matches!(agent.ask(&Request::Commit), Reply::Committed { .. }));
     let closing = Instant::now();
     assert_eq!(agent.ask(&Request::Close), Reply::Closed);
@@ -179,6 +195,28 @@ fn a_crash_is_real_no_leave_group_the_member_stays_until_its_session_times_out_a
         "LeaveGroup, not a session timeout"
     );
     assert_eq!(g["committed"]["orders-0"], 4);
+
+    // The coordinator's own word on each departure: the killed member never sent a LeaveGroup
+    // and was dropped for silence; the closed one left with one.
+    let log = common::server_log(lab);
+    let departures: Vec<&str> = log.lines().filter(|l| l.contains("': member '")).collect();
+    let of = |client: &str| -> Vec<&str> {
+        departures
+            .iter()
+            .copied()
+            .filter(|l| l.contains(&format!("(client '{client}')")))
+            .collect()
+    };
+    let crashed = of("crash-g-c1");
+    assert_eq!(crashed.len(), 1, "{log}");
+    assert!(
+        crashed[0].starts_with("offsetlab: group 'crash-g': member '")
+            && crashed[0].ends_with("removed: no heartbeat within its session.timeout.ms (6000 ms)"),
+        "{log}"
+    );
+    let closed = of("close-g-c1");
+    assert_eq!(closed.len(), 1, "{log}");
+    assert!(closed[0].ends_with("left the group (LeaveGroup)"), "{log}");
 }
 
 #[test]
@@ -197,6 +235,10 @@ fn an_agent_answers_a_bad_line_and_goes_on_and_bad_settings_are_exit_2() {
     });
     assert!(matches!(committed, Reply::Committed { .. }), "{committed:?}");
     assert_eq!(group(&lab, "bad-g")["committed"]["orders-0"], 2);
-    let out = common::offsetlab(&["agent", "--settings", "{not json"]);
+    // Settings that do not read: exit 2, saying so.
+    let (bad, to) = spawn("{not json", Stdio::null(), Stdio::piped());
+    drop(to);
+    let out = bad.wait_with_output().expect("exit");
     assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the settings line"));
 }

@@ -31,6 +31,16 @@ fn text(o: &std::process::Output) -> String {
     )
 }
 
+/// `offsetlab run FILE --bootstrap-server KAFKA --prefix PREFIX EXTRA…`, to its end.
+fn run_on(kafka: &str, file: &str, prefix: &str, extra: &[&str]) -> std::process::Output {
+    let args = [
+        &["run", file, "--bootstrap-server", kafka, "--prefix", prefix][..],
+        extra,
+    ]
+    .concat();
+    offsetlab(&args)
+}
+
 /// Runs a lesson on a fresh listener with `--compare`: exit 0 and the figures equal.
 fn lesson_on_the_listener(file: &str) {
     let lab = listener();
@@ -77,6 +87,74 @@ fn lesson_10_on_the_listener() {
     lesson_on_the_listener("lessons/10-java-vs-librdkafka-auto-commit.scn");
 }
 
+/// A restart while the crashed incarnation is still a member: the new one's polls get nothing
+/// until the coordinator drops the dead member, then it resumes at the committed offset.
+#[test]
+fn a_restart_into_a_dead_members_session_on_the_listener() {
+    lesson_on_the_listener("crates/cluster/scenarios/restart-into-a-dead-session.scn");
+}
+
+/// seek back and forward, and a group rewound from outside (shift-by, to-current): each target
+/// found on the cluster is the model's, and replays and skips are audited as the model does.
+#[test]
+fn seek_and_rewind_on_the_listener() {
+    lesson_on_the_listener("crates/cluster/scenarios/seek-and-rewind.scn");
+}
+
+/// seek and reset-offsets by time: ListOffsets by timestamp on the cluster finds the model's
+/// offsets (a run produces the model's timestamps); a consumer's position is checked too.
+#[test]
+fn seek_and_reset_by_time_on_the_listener() {
+    lesson_on_the_listener("crates/cluster/scenarios/seek-and-reset-by-time.scn");
+}
+
+/// reset=none: the consumer stops on a partition with no committed offset and leaves; after an
+/// outside reset it starts exactly there.
+#[test]
+fn reset_none_stops_on_the_listener() {
+    lesson_on_the_listener("crates/cluster/scenarios/reset-none-stops.scn");
+}
+
+/// A topic's settings become its topic configs on the cluster: zstd and gzip batches (the
+/// broker recompresses) read back by the real consumers.
+#[test]
+fn topic_settings_on_the_listener() {
+    lesson_on_the_listener("crates/cluster/scenarios/topic-settings.scn");
+}
+
+/// A static member restarted inside its session takes its partitions straight back.
+#[test]
+fn a_static_member_restart_on_the_listener() {
+    lesson_on_the_listener("crates/cluster/scenarios/static-member-restart.scn");
+}
+
+/// Two running members: a join (the running member rejoins inside its next poll, its revoke
+/// hook first) and a crash (the survivor takes the partition after the dead member's session).
+#[test]
+fn a_rebalance_between_two_members_on_the_listener() {
+    lesson_on_the_listener("crates/cluster/scenarios/rebalance-two-members.scn");
+}
+
+/// A transactional sink across a join and a crash: a partition given to a member starts where
+/// the sink says, so nothing is delivered twice.
+#[test]
+fn a_rebalance_with_a_transactional_sink_on_the_listener() {
+    lesson_on_the_listener("crates/cluster/scenarios/rebalance-transactional-sink.scn");
+}
+
+/// max.poll.interval.ms: the slow member's client leaves on its own, the other takes its
+/// partition, and the zombie's commit is refused by the coordinator: duplicates, none lost.
+#[test]
+fn a_zombie_past_max_poll_interval_on_the_listener() {
+    lesson_on_the_listener("crates/cluster/scenarios/max-poll-interval-zombie.scn");
+}
+
+/// The auto-commit timer across a join and a close: every handover at a commit.
+#[test]
+fn a_rebalance_on_close_with_the_auto_commit_timer_on_the_listener() {
+    lesson_on_the_listener("crates/cluster/scenarios/rebalance-on-close.scn");
+}
+
 /// One explorer cell on a fresh listener, two crash points (the model's worst and the first):
 /// every point's lost / duplicates / duplicate rows equal the explorer's prediction.
 fn cell_on_the_listener(strategy: &str, sink: &str) {
@@ -92,6 +170,7 @@ fn cell_on_the_listener(strategy: &str, sink: &str) {
         sink,
         "--sample",
         "2",
+        "--compare",
         "--json",
     ]);
     let out = text(&o);
@@ -178,14 +257,7 @@ fn a_run_never_touches_a_topic_or_group_it_did_not_create() {
     let before = untouched(&lab);
     let (topics, groups) = (topic_names(&lab), group_names(&lab));
     // A run that ends well; its topics and groups are gone after it.
-    let o = offsetlab(&[
-        "run",
-        &repo("lessons/04-rewind-to-earliest.scn"),
-        "--bootstrap-server",
-        &kafka,
-        "--prefix",
-        "t-ok-",
-    ]);
+    let o = run_on(&kafka, &repo("lessons/04-rewind-to-earliest.scn"), "t-ok-", &[]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     // A run that fails midway: an expect line the cluster does not meet.
     let lesson = std::fs::read_to_string(repo("lessons/04-rewind-to-earliest.scn")).expect("lesson");
@@ -198,14 +270,7 @@ fn a_run_never_touches_a_topic_or_group_it_did_not_create() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("broken.scn");
     std::fs::write(&file, broken).expect("write");
-    let o = offsetlab(&[
-        "run",
-        &file.display().to_string(),
-        "--bootstrap-server",
-        &kafka,
-        "--prefix",
-        "t-broken-",
-    ]);
+    let o = run_on(&kafka, &file.display().to_string(), "t-broken-", &[]);
     let out = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert!(out.contains("committed expected 5, got 0"), "{out}");
@@ -218,25 +283,139 @@ fn a_run_never_touches_a_topic_or_group_it_did_not_create() {
     assert_eq!(group_names(&lab), groups, "the runs' groups are deleted");
 }
 
+/// `--reuse-topic`: a topic an earlier run kept is read into the model and consumed, and it is
+/// byte for byte as it was afterwards — never written to, never deleted; a line that would
+/// write to it, a reused topic the cluster lacks, or one the scenario never declares is refused
+/// before anything runs (exit 2).
 #[test]
-fn a_topic_that_exists_is_refused_and_nothing_is_created() {
+fn a_reused_topic_is_read_never_written_and_never_deleted() {
     let lab = listener();
-    common::act_ok(&lab, &["topic pre-orders partitions=1"]);
-    let (topics, groups) = (topic_names(&lab), group_names(&lab));
-    let o = offsetlab(&[
-        "run",
-        &repo("lessons/04-rewind-to-earliest.scn"),
-        "--bootstrap-server",
-        &lab.kafka(),
-        "--prefix",
-        "pre-",
-    ]);
+    let kafka = lab.kafka();
+    let run = |file: &str, extra: &[&str]| run_on(&kafka, &repo(file), "t-reuse-", extra);
+    let o = run("crates/cluster/scenarios/reuse-1-keep.scn", &["--keep"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(topic_names(&lab).contains(&"t-reuse-orders".to_string()));
+    let kept = common::fetched(&kafka, "t-reuse-orders");
+    assert!(!kept.is_empty());
+    let o = run(
+        "crates/cluster/scenarios/reuse-2-read.scn",
+        &["--reuse-topic", "orders", "--compare"],
+    );
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("its 14 record(s) read into the model"), "{out}");
+    assert!(out.contains("The cluster's figures equal the model's."), "{out}");
+    assert!(topic_names(&lab).contains(&"t-reuse-orders".to_string()), "{out}");
+    assert_eq!(common::fetched(&kafka, "t-reuse-orders"), kept);
+    assert!(!group_names(&lab).contains(&"t-reuse-readers".to_string()));
+    // Writing to it, reusing what is not there, reusing what the scenario lacks: refused.
+    let topics = topic_names(&lab);
+    let o = run(
+        "crates/cluster/scenarios/reuse-1-keep.scn",
+        &["--reuse-topic", "orders"],
+    );
     let err = String::from_utf8_lossy(&o.stderr).to_string();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("\"pre-orders\" exists"), "{err}");
+    assert!(
+        err.contains("line 4:") && err.contains("is reused (--reuse-topic)"),
+        "{err}"
+    );
+    let f = repo("crates/cluster/scenarios/reuse-2-read.scn");
+    let o = run_on(&kafka, &f, "t-none-", &["--reuse-topic", "orders"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("no topic t-none-orders to reuse"),
+        "{}",
+        text(&o)
+    );
+    let o = run(
+        "crates/cluster/scenarios/reuse-2-read.scn",
+        &["--reuse-topic", "payments"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("no `topic payments` line"),
+        "{}",
+        text(&o)
+    );
     assert_eq!(topic_names(&lab), topics);
-    assert_eq!(group_names(&lab), groups);
+    assert_eq!(common::fetched(&kafka, "t-reuse-orders"), kept);
+}
+
+/// `serve --bootstrap-server`: the page's log view is read from the cluster (Fetch), and
+/// SIGTERM (a service manager's stop, `kill`) cleans up as Ctrl-C does: its consumers closed,
+/// its topics deleted from the cluster, exit 0.
+#[test]
+fn serve_on_a_cluster_reads_its_log_there_and_cleans_up_on_sigterm() {
+    let backing = listener();
+    let kafka = backing.kafka();
+    let mut page = serve(&[
+        "--http",
+        "127.0.0.1:0",
+        "--bootstrap-server",
+        &kafka,
+        "--prefix",
+        "sig-",
+    ]);
+    for line in ["topic orders partitions=1", "produce orders count=3"] {
+        let answer = common::act(&page, &[line]);
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    }
+    assert!(topic_names(&backing).contains(&"sig-orders".to_string()));
+    // The page's log view is read from the cluster, and holds what the backing broker holds.
+    let window =
+        ok_json(&http(&page.addr, "GET", "/api/records?topic=orders&partition=0", "").expect("records"))
+            .expect("200");
+    assert_eq!(window["source"], "cluster", "{window}");
+    assert_eq!(window["log_end_offset"], 3, "{window}");
+    let backing_window = ok_json(
+        &http(
+            &backing.addr,
+            "GET",
+            "/api/records?topic=sig-orders&partition=0",
+            "",
+        )
+        .expect("records"),
+    )
+    .expect("200");
+    let shown = |w: &serde_json::Value| -> Vec<(i64, String, String)> {
+        w["records"]
+            .as_array()
+            .expect("records")
+            .iter()
+            .map(|r| {
+                (
+                    r["offset"].as_i64().unwrap_or(-1),
+                    r["key"].as_str().unwrap_or_default().to_string(),
+                    r["value"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(shown(&window).len(), 3, "{window}");
+    assert_eq!(shown(&window), shown(&backing_window));
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &page.child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = page.child.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "serve did not stop on SIGTERM"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert!(status.success(), "{status:?}");
+    assert!(
+        !topic_names(&backing).contains(&"sig-orders".to_string()),
+        "{:?}",
+        topic_names(&backing)
+    );
 }
 
 #[test]
@@ -291,7 +470,7 @@ fn an_unreachable_cluster_a_refused_login_and_a_bad_property_are_one_line_each()
     let err = String::from_utf8_lossy(&o.stderr).to_string();
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("Authentication"), "{err}");
+    assert!(err.contains("SASL"), "{err}");
     assert_eq!(topic_names(&lab), topics);
     // A property librdkafka does not know: the user's input, exit 2.
     let o = offsetlab(&[
@@ -320,4 +499,243 @@ fn an_unreachable_cluster_a_refused_login_and_a_bad_property_are_one_line_each()
     let err = String::from_utf8_lossy(&o.stderr).to_string();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(err.contains("client.properties:3: expected key=value"), "{err}");
+}
+
+/// Lesson 4 with `--prefix pre-` on `lab`, where `pre-NAME` exists already: refused in one line
+/// naming it (exit 2), and nothing created or changed.
+fn refused_as_existing(lab: &Lab, name: &str) {
+    let (topics, groups) = (topic_names(lab), group_names(lab));
+    let before = state(lab);
+    let o = run_on(
+        &lab.kafka(),
+        &repo("lessons/04-rewind-to-earliest.scn"),
+        "pre-",
+        &[],
+    );
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&format!("\"pre-{name}\"")) && err.contains("exists"),
+        "{err}"
+    );
+    assert_eq!(topic_names(lab), topics, "nothing created");
+    assert_eq!(group_names(lab), groups, "nothing created");
+    assert_eq!(state(lab)["groups"], before["groups"], "no group changed");
+}
+
+#[test]
+fn a_topic_or_a_group_that_exists_is_refused_and_nothing_is_created() {
+    let lab = listener();
+    common::act_ok(&lab, &["topic pre-orders partitions=1"]);
+    refused_as_existing(&lab, "orders");
+    // A group the lab made, with a committed offset, named as the run's `ledger` would be.
+    let lab = listener();
+    common::act_ok(
+        &lab,
+        &["reset-offsets pre-ledger topic=orders to-earliest execute"],
+    );
+    assert!(group_names(&lab).contains(&"pre-ledger".to_string()));
+    refused_as_existing(&lab, "ledger");
+}
+
+/// Polls `done` on the lab's state every 100 ms for up to 30 s.
+fn wait_for_state(lab: &Lab, what: &str, done: impl Fn(&serde_json::Value) -> bool) {
+    let start = std::time::Instant::now();
+    while !done(&state(lab)) {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(30),
+            "never: {what}: {}",
+            state(lab)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// `--compare` is only worth its name if it says so when reality parts from the model: a record
+/// produced into the run's topic from outside (the test, through the lab's own producer) makes
+/// the cluster's log end and lag differ from the model's, and the run exits 1 naming exactly
+/// those figures.
+#[test]
+fn compare_names_each_figure_where_the_cluster_parts_from_the_model() {
+    let lab = listener();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("parted.scn");
+    std::fs::write(
+        &file,
+        "topic orders partitions=1\n\
+         produce orders count=6\n\
+         consumer c1 group=g topic=orders commit=manual-batch max-poll=6 sink=append reset=earliest session-timeout=6s\n\
+         poll c1\n\
+         process c1 count=all\n\
+         close c1\n\
+         # Meanwhile, someone else produces into the topic.\n\
+         tick 8s\n",
+    )
+    .expect("write");
+    let kafka = lab.kafka();
+    let runner =
+        std::thread::spawn(move || run_on(&kafka, &file.display().to_string(), "cmp-", &["--compare"]));
+    // Once the run's consumer has committed all six and left, one more record from outside.
+    wait_for_state(&lab, "cmp-g committed 6 with no member", |s| {
+        let g = &s["groups"]["cmp-g"];
+        g["committed"]["cmp-orders-0"] == 6 && g["members"].as_array().is_some_and(Vec::is_empty)
+    });
+    common::act_ok(&lab, &["produce cmp-orders count=1"]);
+    let o = runner.join().expect("the run");
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    let differs: Vec<&str> = out.lines().filter(|l| l.starts_with("DIFFERS")).collect();
+    assert_eq!(
+        differs,
+        [
+            "DIFFERS  group g: log-end-offset[orders-0]: model 6, cluster 7",
+            "DIFFERS  group g: lag[orders-0]: model 0, cluster 1",
+        ],
+        "{out}"
+    );
+    assert!(!out.contains("equal the model's"), "{out}");
+}
+
+/// A run that fails while its consumers are live, and one stopped by SIGTERM in the middle of a
+/// tick, close those consumers and delete every topic and group they made.
+#[test]
+fn a_run_that_fails_or_is_stopped_with_live_consumers_leaves_nothing_behind() {
+    let lab = listener();
+    let kafka = lab.kafka();
+    let before = untouched(&lab);
+    let (topics, groups) = (topic_names(&lab), group_names(&lab));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let scenario = |expect: &str| {
+        format!(
+            "topic orders partitions=1\n\
+             produce orders count=6\n\
+             consumer c1 group=g topic=orders commit=manual-batch max-poll=4 sink=append reset=earliest session-timeout=6s\n\
+             poll c1\n\
+             {expect}\n\
+             tick 60s\n\
+             process c1 count=all\n"
+        )
+    };
+    // An expect line that fails right after a poll: c1 is live, with records in flight.
+    let failing = dir.path().join("failing.scn");
+    std::fs::write(&failing, scenario("expect in-flight=3")).expect("write");
+    let o = run_on(&kafka, &failing.display().to_string(), "live-fail-", &[]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("in-flight expected 3, got 4"), "{out}");
+    assert_eq!(topic_names(&lab), topics, "the run's topic is deleted");
+    assert_eq!(group_names(&lab), groups, "the run's group is deleted");
+
+    // SIGTERM in the middle of the minute's tick, c1 still live.
+    let stopped = dir.path().join("stopped.scn");
+    std::fs::write(&stopped, scenario("expect in-flight=4")).expect("write");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_offsetlab"))
+        .args([
+            "run",
+            &stopped.display().to_string(),
+            "--bootstrap-server",
+            &kafka,
+            "--prefix",
+            "live-term-",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    wait_for_state(&lab, "live-term-g with a member", |s| {
+        s["groups"]["live-term-g"]["members"]
+            .as_array()
+            .is_some_and(|m| m.len() == 1)
+    });
+    // Past the poll and its expect line, into the tick.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let pid = child.id().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let o = child.wait_with_output().expect("the run");
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(130), "{out}");
+    assert!(out.contains("interrupted"), "{out}");
+    assert!(!out.contains("warning: cleaning up"), "{out}");
+    assert_eq!(topic_names(&lab), topics, "the stopped run's topic is deleted");
+    assert_eq!(group_names(&lab), groups, "the stopped run's group is deleted");
+    assert_eq!(
+        untouched(&lab),
+        before,
+        "the seed's topic and group are as they were"
+    );
+}
+
+/// A secured cluster: the lab's listener with SASL/PLAIN. A wrong password is the cluster's own
+/// refusal, one line and exit 3, with nothing created; the right one, given in a
+/// `--command-config` file as Kafka's tools take it, reaches every client of the run — its
+/// admin, its producer and each consumer agent — and the lesson runs.
+#[test]
+fn a_refused_password_is_one_line_and_the_right_one_runs_the_lesson() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let users = dir.path().join("users");
+    std::fs::write(
+        &users,
+        "# the cluster's users\nada=correct horse battery staple\n",
+    )
+    .expect("write");
+    let lab = serve(&[
+        "--ephemeral",
+        "--http",
+        "127.0.0.1:0",
+        "--kafka",
+        "127.0.0.1:0",
+        "--kafka-sasl-plain-users",
+        &users.display().to_string(),
+    ]);
+    assert!(lab.banner.contains("SASL_PLAINTEXT"), "{}", lab.banner);
+    let (topics, groups) = (topic_names(&lab), group_names(&lab));
+    let lesson = repo("lessons/04-rewind-to-earliest.scn");
+    let config = |password: &str| {
+        let file = dir.path().join(format!("client-{}.properties", password.len()));
+        std::fs::write(
+            &file,
+            format!(
+                "# as kafka-consumer-groups.sh --command-config takes it\nsecurity.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.username=ada\nsasl.password={password}\n"
+            ),
+        )
+        .expect("write");
+        file.display().to_string()
+    };
+    let o = offsetlab(&[
+        "run",
+        &lesson,
+        "--bootstrap-server",
+        &lab.kafka(),
+        "--command-config",
+        &config("guess"),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("Authentication failed: Invalid username or password"),
+        "{err}"
+    );
+    assert_eq!(topic_names(&lab), topics, "nothing created");
+    assert_eq!(group_names(&lab), groups, "nothing created");
+
+    let o = offsetlab(&[
+        "run",
+        &lesson,
+        "--bootstrap-server",
+        &lab.kafka(),
+        "--command-config",
+        &config("correct horse battery staple"),
+        "--compare",
+    ]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("The cluster's figures equal the model's."), "{out}");
+    assert_eq!(topic_names(&lab), topics, "the run's topic deleted");
+    assert_eq!(group_names(&lab), groups, "the run's groups deleted");
 }

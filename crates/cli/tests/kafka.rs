@@ -56,24 +56,27 @@ fn consume(kafka: &str, topic: &str, extra: &[&str]) -> Vec<(i64, String)> {
 
 /// Every record of partition 0 of `topic`, as `offset key=value|`.
 fn read_back(kafka: &str, topic: &str) -> String {
-    let (out, err) = kcat(
-        &[
-            "-b",
-            kafka,
-            "-C",
-            "-t",
-            topic,
-            "-p",
-            "0",
-            "-e",
-            "-q",
-            "-o",
-            "beginning",
-            "-f",
-            "%o %k=%s|",
-        ],
-        None,
-    );
+    read_back_with(kafka, topic, &[])
+}
+
+/// [`read_back`] with more kcat arguments (`-X` properties, say).
+fn read_back_with(kafka: &str, topic: &str, extra: &[&str]) -> String {
+    let base = [
+        "-b",
+        kafka,
+        "-C",
+        "-t",
+        topic,
+        "-p",
+        "0",
+        "-e",
+        "-q",
+        "-o",
+        "beginning",
+        "-f",
+        "%o %k=%s|",
+    ];
+    let (out, err) = kcat(&[&base[..], extra].concat(), None);
     assert!(!err.contains("ERROR"), "{err}");
     out
 }
@@ -211,12 +214,13 @@ fn kcat_produces_into_the_lab_and_the_lab_keeps_what_it_wrote() {
     assert!(state.to_string().contains("clicks"), "{state}");
     // Each record with its producer's timestamp: the topics are CreateTime, Kafka's default.
     let scenario = http(&lab.addr, "GET", "/api/scenario", "").expect("scenario");
+    // One `send` line per produce request: librdkafka may send the three lines in one batch or
+    // in several (a first record sent as soon as the new topic's metadata arrives, say).
     let line = |topic: &str| -> String {
-        scenario
-            .lines()
-            .find(|l| l.starts_with(&format!("send {topic} partition=0 client=rdkafka records=")))
-            .unwrap_or_else(|| panic!("no send line for {topic}: {scenario}"))
-            .to_string()
+        let prefix = format!("send {topic} partition=0 client=rdkafka records=");
+        let lines: Vec<&str> = scenario.lines().filter(|l| l.starts_with(&prefix)).collect();
+        assert!(!lines.is_empty(), "no send line for {topic}: {scenario}");
+        lines.join("\n")
     };
     let clicks = line("clicks");
     for part in [
@@ -393,6 +397,30 @@ fn offsetlab_topics_describes_a_broker_over_the_protocol() {
     assert_eq!(out.status.code(), Some(2));
     let out = run(&["topics", "--bootstrap-server", "127.0.0.1:1", "--list"]);
     assert_eq!(out.status.code(), Some(3), "no broker there");
+    // A port that answers, but not as Kafka does (an HTTP server, say): one line naming what
+    // came back, not an attempt to read a 1.2 GB frame.
+    let web = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let web_addr = web.local_addr().expect("addr").to_string();
+    // Not joined: if the command never connected, the assertions below say so, and the
+    // thread ends with the test process.
+    std::thread::spawn(move || {
+        let Ok((mut s, _)) = web.accept() else { return };
+        // The whole request (its size, then its bytes), so that closing sends no reset.
+        let mut size = [0u8; 4];
+        if s.read_exact(&mut size).is_ok() {
+            let mut request = vec![0u8; (u32::from_be_bytes(size) as usize).min(1 << 16)];
+            let _ = s.read_exact(&mut request);
+        }
+        let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+    });
+    let out = run(&["groups", "--bootstrap-server", &web_addr, "--list"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("did not answer ApiVersions as a Kafka broker does") && err.contains("begins \"HTTP\""),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
 }
 
 #[test]
@@ -914,9 +942,20 @@ fn every_legal_topic_name_works_end_to_end_and_survives_a_restart() {
         }
         for bad in [".", ".."] {
             let (_, err) = kcat(&["-b", &kafka, "-P", "-t", bad, "-K", ":"], Some("k:v\n"));
+            // librdkafka says "Invalid topic" from the topic's own metadata, or "Unknown topic"
+            // when a metadata answer of all topics (without it) came first: a race inside the
+            // client. Either way the produce fails, and the topic's metadata is Kafka's
+            // INVALID_TOPIC_EXCEPTION.
             assert!(
-                err.contains("Invalid topic") || err.contains("invalid"),
+                err.contains("Invalid topic") || err.contains("invalid") || err.contains("Unknown topic"),
                 "{bad}: {err}"
+            );
+            let (meta, _) = kcat(&["-b", &kafka, "-L", "-t", bad], None);
+            assert!(
+                meta.contains(&format!(
+                    "topic \"{bad}\" with 0 partitions: Broker: Invalid topic"
+                )),
+                "{bad}: {meta}"
             );
         }
     } // kill -9
@@ -1183,7 +1222,7 @@ fn headers_are_kept_served_and_exported() {
 /// and the log says who sent what, and what the lab serves.
 #[test]
 fn an_unserved_version_closes_the_connection_and_says_so_in_the_log() {
-    let mut lab = common::serve_logging(&["--ephemeral", "--http", "127.0.0.1:0", "--kafka", "127.0.0.1:0"]);
+    let lab = common::serve_logging(&["--ephemeral", "--http", "127.0.0.1:0", "--kafka", "127.0.0.1:0"]);
     let mut s = TcpStream::connect(lab.kafka()).expect("connect");
     // Produce v2: API key 0, version 2, correlation id 7, client id "old-client", then a body the
     // lab never reads.
@@ -1205,15 +1244,7 @@ fn an_unserved_version_closes_the_connection_and_says_so_in_the_log() {
         0,
         "no answer: closed"
     );
-    let _ = lab.child.kill();
-    let _ = lab.child.wait();
-    let mut log = String::new();
-    lab.child
-        .stderr
-        .take()
-        .expect("stderr")
-        .read_to_string(&mut log)
-        .expect("log");
+    let log = common::server_log(lab);
     assert!(
         log.contains("client 'old-client'") && log.contains("Produce v2") && log.contains("serves v3"),
         "{log}"
@@ -1293,4 +1324,234 @@ fn kcat_reads_consumer_offsets_and_offsetlab_prints_it_decoded() {
         .expect("a commit");
     assert_eq!(commit["value"]["version"], 3);
     assert_eq!(commit["value"]["data"]["offset"], 4);
+}
+
+/// `--kafka-sasl-plain-users`: the listener is SASL_PLAINTEXT. kcat with the right password
+/// produces and consumes; with a wrong one it hears Kafka's reason; and a client that skips
+/// authentication has its connection closed before anything is served, which the server's log
+/// says.
+#[test]
+fn a_sasl_listener_serves_only_who_authenticates() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let users = dir.path().join("users");
+    std::fs::write(&users, "ada=s3cret = with spaces #1\nbob=other\n").expect("write");
+    let lab = common::serve_logging(&[
+        "--ephemeral",
+        "--http",
+        "127.0.0.1:0",
+        "--kafka",
+        "127.0.0.1:0",
+        "--kafka-sasl-plain-users",
+        &users.display().to_string(),
+    ]);
+    assert!(
+        lab.banner.contains("SASL_PLAINTEXT with SASL/PLAIN for 2 users"),
+        "{}",
+        lab.banner
+    );
+    let kafka = lab.kafka();
+    // kcat's arguments to log in as ada with `password`.
+    let as_ada = |password: &str| -> Vec<String> {
+        [
+            "security.protocol=SASL_PLAINTEXT",
+            "sasl.mechanism=PLAIN",
+            "sasl.username=ada",
+            &format!("sasl.password={password}"),
+        ]
+        .iter()
+        .flat_map(|p| ["-X".to_string(), p.to_string()])
+        .collect()
+    };
+    let right = as_ada("s3cret = with spaces #1");
+    let right: Vec<&str> = right.iter().map(String::as_str).collect();
+    let (_, err) = kcat(
+        &[&["-b", &kafka, "-P", "-t", "secured", "-K", ":"], &right[..]].concat(),
+        Some("k:authenticated\n"),
+    );
+    assert!(!err.contains("ERROR"), "{err}");
+    assert_eq!(read_back_with(&kafka, "secured", &right), "0 k=authenticated|");
+
+    let wrong = as_ada("s3cret");
+    let wrong: Vec<&str> = wrong.iter().map(String::as_str).collect();
+    let (out, err) = kcat(&[&["-b", &kafka, "-L", "-m", "5"], &wrong[..]].concat(), None);
+    assert!(!out.contains("secured"), "{out}");
+    assert!(
+        err.contains("Authentication failed: Invalid username or password"),
+        "{err}"
+    );
+
+    // By hand, byte for byte. A request: size, API key, version, correlation id, client id,
+    // body; an answer: size, then the rest.
+    let request = |api_key: i16, version: i16, correlation: i32, client: &str, body: &[u8]| {
+        let mut frame = Vec::new();
+        frame.extend_from_slice(&api_key.to_be_bytes());
+        frame.extend_from_slice(&version.to_be_bytes());
+        frame.extend_from_slice(&correlation.to_be_bytes());
+        frame.extend_from_slice(&(client.len() as i16).to_be_bytes());
+        frame.extend_from_slice(client.as_bytes());
+        frame.extend_from_slice(body);
+        let mut out = (frame.len() as i32).to_be_bytes().to_vec();
+        out.extend_from_slice(&frame);
+        out
+    };
+    let connect = || {
+        let s = TcpStream::connect(&kafka).expect("connect");
+        s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .expect("timeout");
+        s
+    };
+    let answer = |s: &mut TcpStream| -> Vec<u8> {
+        let mut size = [0u8; 4];
+        s.read_exact(&mut size).expect("an answer");
+        let mut rest = vec![0u8; u32::from_be_bytes(size) as usize];
+        s.read_exact(&mut rest).expect("its bytes");
+        rest
+    };
+    let closed = |s: &mut TcpStream| {
+        let mut buf = [0u8; 16];
+        s.read(&mut buf).expect("closed, not timed out") == 0
+    };
+    // Metadata v1 (all topics) with no authentication first: closed, nothing answered.
+    let metadata =
+        |correlation: i32, client: &str| request(3, 1, correlation, client, &(-1i32).to_be_bytes());
+    let mut s = connect();
+    s.write_all(&metadata(9, "no-auth")).expect("send");
+    assert!(closed(&mut s));
+
+    // A client from before KIP-152: SaslHandshake v0, then the PLAIN token as a bare frame,
+    // answered by a bare empty one; then it is served.
+    let mut s = connect();
+    s.write_all(&request(17, 0, 1, "legacy", b"\x00\x05PLAIN"))
+        .expect("handshake");
+    let mut expected = 1i32.to_be_bytes().to_vec(); // correlation id
+    expected.extend_from_slice(&0i16.to_be_bytes()); // no error
+    expected.extend_from_slice(&1i32.to_be_bytes()); // one mechanism enabled:
+    expected.extend_from_slice(b"\x00\x05PLAIN");
+    assert_eq!(answer(&mut s), expected);
+    let token = b"\0ada\0s3cret = with spaces #1";
+    let mut bare = (token.len() as u32).to_be_bytes().to_vec();
+    bare.extend_from_slice(token);
+    s.write_all(&bare).expect("token");
+    assert_eq!(
+        answer(&mut s),
+        Vec::<u8>::new(),
+        "an empty bare token: authenticated"
+    );
+    s.write_all(&metadata(2, "legacy")).expect("metadata");
+    let meta = answer(&mut s);
+    assert_eq!(meta[..4], 2i32.to_be_bytes(), "served");
+    assert!(meta.windows(7).any(|w| w == b"secured"), "{meta:?}");
+    // The same with a wrong password: closed without a word.
+    let mut s = connect();
+    s.write_all(&request(17, 0, 1, "legacy", b"\x00\x05PLAIN"))
+        .expect("handshake");
+    answer(&mut s);
+    let token = b"\0ada\0guess";
+    let mut bare = (token.len() as u32).to_be_bytes().to_vec();
+    bare.extend_from_slice(token);
+    s.write_all(&bare).expect("token");
+    assert!(closed(&mut s));
+
+    // Before authenticating, a frame over Kafka's sasl.server.max.receive.size (512 KiB) is
+    // refused on its size alone, with nothing allocated for it.
+    let mut s = connect();
+    s.write_all(&(1u32 << 20).to_be_bytes()).expect("size");
+    assert!(closed(&mut s));
+
+    // offsetlab's own admin commands log in with the same properties, from a --command-config
+    // file (as Kafka's tools take one) or -X: every connection they open authenticates, the
+    // group coordinator's included.
+    let config = dir.path().join("client.properties");
+    std::fs::write(
+        &config,
+        "# ada's login\nsecurity.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n\
+         sasl.username=ada\nsasl.password=s3cret = with spaces #1\n",
+    )
+    .expect("write");
+    let config = config.display().to_string();
+    // Bootstrapped by name, so the coordinator and the partition leaders (advertised as
+    // 127.0.0.1) are connections of their own, each of which must log in.
+    let port = kafka.rsplit_once(':').expect("host:port").1;
+    let by_name = format!("localhost:{port}");
+    let admin = |args: &[&str]| {
+        let out = common::offsetlab(
+            &[
+                args,
+                &["--bootstrap-server", &by_name, "--command-config", &config],
+            ]
+            .concat(),
+        );
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+    let (code, out, err) = admin(&["topics", "--list"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.lines().any(|t| t == "secured"), "{out}");
+    let (code, _, err) = admin(&[
+        "groups",
+        "--reset-offsets",
+        "--group",
+        "audit",
+        "--topic",
+        "secured",
+        "--to-earliest",
+        "--execute",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, out, err) = admin(&["groups", "--describe", "--group", "audit", "--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let described: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let row = &described["rows"][0];
+    assert_eq!(
+        (
+            &row["topic"],
+            &row["current_offset"],
+            &row["log_end_offset"],
+            &row["lag"]
+        ),
+        (
+            &serde_json::json!("secured"),
+            &serde_json::json!(0),
+            &serde_json::json!(1),
+            &serde_json::json!(1)
+        ),
+        "{out}"
+    );
+    let (code, out, err) = admin(&["offsets", "--group", "audit"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.contains("audit") && l.contains("secured") && l.contains("\toffset=0 ")),
+        "{out}"
+    );
+    // A wrong password (-X overrides the file): one line with Kafka's reason, exit 3.
+    let (code, _, err) = admin(&["topics", "--list", "-X", "sasl.password=s3cret"]);
+    assert_eq!(code, Some(3), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("authentication as 'ada' failed") && err.contains("Invalid username or password"),
+        "{err}"
+    );
+    // No login at all: the listener closes the connection, and the error says what it wants.
+    let out = common::offsetlab(&["topics", "--list", "--bootstrap-server", &kafka]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("does its listener want authentication"), "{err}");
+    // What this client cannot do is refused before it connects, exit 2.
+    let (code, _, err) = admin(&["topics", "--list", "-X", "security.protocol=SASL_SSL"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("do not speak TLS"), "{err}");
+
+    let log = common::server_log(lab);
+    assert!(
+        log.contains("client 'no-auth' (/127.0.0.1) sent Metadata before authenticating"),
+        "{log}"
+    );
+    assert!(
+        log.contains(
+            "failed SASL/PLAIN authentication as 'ada': Authentication failed: Invalid username or password"
+        ),
+        "{log}"
+    );
+    assert!(!log.contains("s3cret"), "no password in the log: {log}");
 }

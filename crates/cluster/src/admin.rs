@@ -96,8 +96,31 @@ impl ClusterError {
 pub struct Cluster {
     admin: AdminClient<Complaints>,
     bootstrap: String,
-    wait: tokio::runtime::Runtime,
+    wait: Waiter,
     timeout: Duration,
+}
+
+/// The runtime an admin call's future is waited on. It is dropped without blocking: a run may
+/// end inside an async context (the page's server, after its last request), where a runtime's
+/// ordinary drop panics.
+struct Waiter(Option<tokio::runtime::Runtime>);
+
+impl Waiter {
+    fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
+        match &self.0 {
+            Some(rt) => rt.block_on(future),
+            // Taken only by `drop`, after which nothing calls this.
+            None => unreachable!("a waiter's runtime lives until the waiter is dropped"),
+        }
+    }
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
 }
 
 impl Cluster {
@@ -145,7 +168,7 @@ impl Cluster {
         Ok(Self {
             admin,
             bootstrap: bootstrap.to_string(),
-            wait,
+            wait: Waiter(Some(wait)),
             timeout,
         })
     }
@@ -162,6 +185,12 @@ impl Cluster {
     /// topic's: a broker with `auto.create.topics.enable` creates a topic a client asks about by
     /// name, and a run must not create what it then refuses as existing.
     pub fn topic_exists(&self, topic: &str) -> Result<bool, ClusterError> {
+        Ok(self.topic_partitions(topic)?.is_some())
+    }
+
+    /// How many partitions `topic` has on the cluster; `None` when it does not exist (asked as
+    /// [`Self::topic_exists`] asks).
+    pub fn topic_partitions(&self, topic: &str) -> Result<Option<i32>, ClusterError> {
         let metadata = self
             .admin
             .inner()
@@ -173,7 +202,8 @@ impl Cluster {
         Ok(metadata
             .topics()
             .iter()
-            .any(|t| t.name() == topic && t.error().is_none() && !t.partitions().is_empty()))
+            .find(|t| t.name() == topic && t.error().is_none() && !t.partitions().is_empty())
+            .map(|t| i32::try_from(t.partitions().len()).unwrap_or(i32::MAX)))
     }
 
     /// `group` as its coordinator describes it (ListGroups + DescribeGroups).
@@ -196,7 +226,10 @@ impl Cluster {
             .any(|g| g.name() == group && !matches!(g.state(), "Dead" | "")))
     }
 
-    /// The members of `group` as its coordinator describes them: (client id, member id).
+    /// The members of `group` as its coordinator describes them: (client id, member id). A
+    /// coordinator that leaves the client id out (tansu 0.6 does) has it read from the member
+    /// id, which Kafka's coordinator makes `<client.id>-<UUID>` — `<group.instance.id>-<UUID>`
+    /// for a static member, whose instance id then stands in for its client id.
     pub fn members(&self, group: &str) -> Result<Vec<(String, String)>, ClusterError> {
         Ok(self
             .described(group)?
@@ -204,7 +237,13 @@ impl Cluster {
             .iter()
             .filter(|g| g.name() == group)
             .flat_map(|g| g.members().iter())
-            .map(|m| (m.client_id().to_string(), m.id().to_string()))
+            .map(|m| {
+                let client = match m.client_id() {
+                    "" => client_id_of_member(m.id()),
+                    client => client,
+                };
+                (client.to_string(), m.id().to_string())
+            })
             .collect())
     }
 
@@ -282,5 +321,50 @@ impl Cluster {
             }
         }
         failed
+    }
+}
+
+/// The client id a member id was made from: Kafka's coordinator names a member
+/// `<client.id>-<UUID>` (a random UUID in its 36-character form; a static member's is its
+/// `group.instance.id` instead); anything else gives "".
+fn client_id_of_member(member_id: &str) -> &str {
+    const UUID_LEN: usize = 36;
+    let Some(split) = member_id.len().checked_sub(UUID_LEN + 1) else {
+        return "";
+    };
+    let (Some(client), Some(uuid)) = (member_id.get(..split), member_id.get(split + 1..)) else {
+        return "";
+    };
+    let is_uuid = uuid.char_indices().all(|(i, c)| match i {
+        8 | 13 | 18 | 23 => c == '-',
+        _ => c.is_ascii_hexdigit(),
+    });
+    if member_id.as_bytes().get(split) == Some(&b'-') && is_uuid {
+        client
+    } else {
+        ""
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::client_id_of_member;
+
+    #[test]
+    fn a_member_id_gives_the_client_id_it_was_made_from() {
+        assert_eq!(
+            client_id_of_member("c1-1ee6542b-9765-4f52-8ee8-28fe7abae9b1"),
+            "c1"
+        );
+        assert_eq!(
+            client_id_of_member("billing-c-2-00000000-0000-0000-0000-00000000000a"),
+            "billing-c-2"
+        );
+        // The client id may be empty; anything not ending in -UUID gives nothing.
+        assert_eq!(client_id_of_member("-1ee6542b-9765-4f52-8ee8-28fe7abae9b1"), "");
+        assert_eq!(client_id_of_member("c1"), "");
+        assert_eq!(client_id_of_member("c1-1ee6542b-9765-4f52-8ee8-28fe7abae9bz"), "");
+        assert_eq!(client_id_of_member("c1_1ee6542b-9765-4f52-8ee8-28fe7abae9b1"), "");
+        assert_eq!(client_id_of_member("é-1ee6542b-9765-4f52-8ee8-28fe7abae9b"), "");
     }
 }

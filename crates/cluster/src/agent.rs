@@ -16,7 +16,7 @@ use rdkafka::message::Message;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::types::RDKafkaRespErr;
 use rdkafka::{Offset, TopicPartitionList};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, Write};
 use std::time::{Duration, Instant};
 
@@ -41,11 +41,13 @@ pub fn run(
         config.set(k, v);
     }
     let starts = StartAt {
-        offsets: settings
-            .start_offsets
-            .iter()
-            .map(|&(p, o)| ((settings.topic.clone(), p), o))
-            .collect(),
+        offsets: std::sync::Mutex::new(
+            settings
+                .start_offsets
+                .iter()
+                .map(|&(p, o)| ((settings.topic.clone(), p), o))
+                .collect(),
+        ),
         holding: std::sync::atomic::AtomicBool::new(true),
     };
     let created = Instant::now();
@@ -72,19 +74,27 @@ pub fn run(
         }
     };
     let mut agent = Agent {
+        topic: settings.topic.clone(),
         consumer,
         reached: BTreeMap::new(),
         early: Vec::new(),
         reset: settings.reset.clone(),
+        settled: BTreeSet::new(),
         producer,
         open_txn: false,
     };
-    agent.join();
+    if settings.joins_later {
+        agent.serve(JOINING);
+    } else {
+        agent.join();
+    }
+    let stopped = agent.missing_offset();
     say(
         &mut output,
         &Reply::Ready {
             client_id: settings.client_id.clone(),
             created_ms_ago: u64::try_from(created.elapsed().as_millis()).unwrap_or(u64::MAX),
+            stopped,
         },
     )?;
     for line in input.lines() {
@@ -118,12 +128,22 @@ fn say(output: &mut impl Write, reply: &Reply) -> Result<(), AgentError> {
 /// transactional sink holds (empty otherwise: the committed offset, or `auto.offset.reset`).
 /// They are set in the assignment itself, so nothing is fetched from anywhere else first.
 struct StartAt {
-    offsets: BTreeMap<(String, i32), i64>,
+    /// A poll brings them up to date (the sink moves as the group's members process).
+    offsets: std::sync::Mutex<BTreeMap<(String, i32), i64>>,
     /// Until the scenario's first poll, an assignment is paused where it starts: the join
     /// happens when the consumer starts (a broker's `group.initial.rebalance.delay.ms` is
     /// waited out there, not inside the scenario's first poll), and nothing is fetched — or
     /// stored for an auto-commit — before the scenario polls.
     holding: std::sync::atomic::AtomicBool,
+}
+
+impl StartAt {
+    fn starts(&self) -> BTreeMap<(String, i32), i64> {
+        self.offsets
+            .lock()
+            .map(|o| o.clone())
+            .unwrap_or_else(|e| e.into_inner().clone())
+    }
 }
 
 impl ClientContext for StartAt {}
@@ -138,8 +158,9 @@ impl ConsumerContext for StartAt {
                     .iter()
                     .map(|e| (e.topic().to_string(), e.partition()))
                     .collect();
+                let starts = self.starts();
                 for (topic, p) in partitions {
-                    if let Some(&o) = self.offsets.get(&(topic.clone(), p)) {
+                    if let Some(&o) = starts.get(&(topic.clone(), p)) {
                         // The partition is in the list: setting its offset cannot fail.
                         let _ = tpl.set_partition_offset(&topic, p, Offset::Offset(o));
                     }
@@ -170,6 +191,8 @@ impl ConsumerContext for StartAt {
 }
 
 struct Agent {
+    /// The topic it subscribes to, on the cluster.
+    topic: String,
     consumer: BaseConsumer<StartAt>,
     /// Per partition, the offset after the last record this process handed out.
     reached: BTreeMap<(String, i32), i64>,
@@ -178,6 +201,8 @@ struct Agent {
     early: Vec<Delivered>,
     /// `auto.offset.reset`, as the scenario says it (`earliest`, `latest`, `none`).
     reset: String,
+    /// Partitions whose start by `auto.offset.reset=latest` was waited for.
+    settled: BTreeSet<(String, i32)>,
     /// A read-process-write application's transactional producer, and whether it has a
     /// transaction open.
     producer: Option<BaseProducer>,
@@ -190,10 +215,36 @@ const TXN: Duration = Duration::from_secs(30);
 /// How long a starting consumer waits to be given its partitions.
 const JOIN: Duration = Duration::from_secs(30);
 
+/// How long a consumer the model's group gives nothing at its start serves its client before
+/// it says it is ready: its JoinGroup is on its way.
+const JOINING: Duration = Duration::from_millis(200);
+
 impl Agent {
     fn handle(&mut self, request: Request) -> Reply {
         let result = match request {
-            Request::Poll { max, timeout_ms } => self.poll(max, Duration::from_millis(timeout_ms)),
+            Request::Poll {
+                max,
+                timeout_ms,
+                assigned,
+                starts,
+                shares,
+            } => {
+                if !starts.is_empty() {
+                    let mut offsets = match self.consumer.context().offsets.lock() {
+                        Ok(o) => o,
+                        Err(e) => e.into_inner(),
+                    };
+                    for (p, o) in starts {
+                        offsets.insert((self.topic.clone(), p), o);
+                    }
+                }
+                self.poll(
+                    max,
+                    Duration::from_millis(timeout_ms),
+                    assigned.as_deref(),
+                    shares.as_deref(),
+                )
+            }
             // The positions poll reached, as the Java client's `commitSync()` commits them
             // (librdkafka's own "commit the consumer's state" commits *stored* offsets, which
             // only auto-timer stores).
@@ -204,9 +255,15 @@ impl Agent {
                         offsets: offsets(&tpl),
                     })
             }),
-            Request::CommitOffsets { offsets: wanted } => partition_list(&wanted)
-                .and_then(|tpl| self.consumer.commit(&tpl, CommitMode::Sync))
-                .map(|()| Reply::Committed { offsets: wanted }),
+            Request::CommitOffsets { offsets: wanted } => {
+                match partition_list(&wanted).and_then(|tpl| self.consumer.commit(&tpl, CommitMode::Sync)) {
+                    Ok(()) => Ok(Reply::Committed { offsets: wanted }),
+                    Err(e) if fenced(&e) => Ok(Reply::CommitRefused {
+                        message: e.to_string(),
+                    }),
+                    Err(e) => Err(e),
+                }
+            }
             Request::CommitOffsetsAsync { offsets: wanted } => partition_list(&wanted)
                 .and_then(|tpl| self.consumer.commit(&tpl, CommitMode::Async))
                 .map(|()| Reply::CommitSent),
@@ -220,6 +277,7 @@ impl Agent {
                 .map(|tpl| Reply::Committed {
                     offsets: offsets(&tpl),
                 }),
+            Request::Seek { offsets: wanted } => self.seek(&wanted),
             Request::TxnSend { topic, key, value } => self.txn_send(&topic, key, value),
             Request::TxnCommit { offsets: wanted } => self.txn_commit(wanted),
             Request::Close => Ok(Reply::Closed),
@@ -292,19 +350,167 @@ impl Agent {
         }
     }
 
-    /// The scenario's first poll lets the partitions go.
-    fn release(&mut self) {
-        let ctx = self.consumer.context();
-        if ctx.holding.swap(false, std::sync::atomic::Ordering::SeqCst) {
-            if let Ok(assignment) = self.consumer.assignment() {
-                let _ = self.consumer.resume(&assignment);
+    /// Moves each partition's fetch position: what was fetched of it and not handed out yet is
+    /// dropped, and its position is where the next record comes from.
+    fn seek(&mut self, wanted: &[PartitionOffset]) -> rdkafka::error::KafkaResult<Reply> {
+        for o in wanted {
+            self.consumer
+                .seek(&o.topic, o.partition, Offset::Offset(o.offset), SEEK)?;
+            self.early
+                .retain(|r| !(r.topic == o.topic && r.partition == o.partition));
+            self.reached.insert((o.topic.clone(), o.partition), o.offset);
+        }
+        Ok(Reply::Sought {
+            offsets: wanted.to_vec(),
+        })
+    }
+
+    /// With `auto.offset.reset=none`, the first partition of its assignment that has no
+    /// position to start from: no offset in the sink, none (or a negative one) committed. The
+    /// client's own OffsetFetch decides, before anything is fetched — where the Java client's
+    /// poll throws `NoOffsetForPartitionException` and librdkafka's emits
+    /// `auto.offset.reset=error`'s error.
+    fn missing_offset(&self) -> Option<String> {
+        if self.reset != "none" {
+            return None;
+        }
+        let assignment = self.consumer.assignment().ok()?;
+        let starts = self.consumer.context().starts();
+        let committed = self.consumer.committed_offsets(assignment.clone(), WATERMARKS);
+        assignment.elements().iter().find_map(|e| {
+            let key = (e.topic().to_string(), e.partition());
+            if starts.contains_key(&key) || self.reached.contains_key(&key) {
+                return None;
+            }
+            let stored = committed
+                .as_ref()
+                .ok()
+                .and_then(|c| c.find_partition(e.topic(), e.partition()))
+                .map(|c| c.offset());
+            match stored {
+                Some(Offset::Offset(o)) if o >= 0 => None,
+                _ => Some(format!(
+                    "no committed offset for {}-{} and auto.offset.reset=none: the consumer stops (NoOffsetForPartitionException)",
+                    e.topic(),
+                    e.partition()
+                )),
+            }
+        })
+    }
+
+    /// Serves the client's events (a rebalance's callbacks) for `time`, its partitions paused.
+    fn serve(&mut self, time: Duration) {
+        let until = Instant::now() + time;
+        self.hold();
+        while Instant::now() < until {
+            if let Some(Ok(m)) = self.consumer.poll(STEP) {
+                // Fetched before the pause took hold: the next poll's, if the partition is
+                // still this consumer's then.
+                self.early.push(delivered(&m));
+            }
+            self.hold();
+        }
+    }
+
+    /// Pauses every assigned partition, and every partition assigned from now on, until
+    /// [`Agent::release`].
+    fn hold(&mut self) {
+        self.consumer
+            .context()
+            .holding
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Ok(assignment) = self.consumer.assignment() {
+            let _ = self.consumer.pause(&assignment);
+        }
+    }
+
+    /// The partitions of its topic the group has given this consumer.
+    fn held(&self) -> BTreeSet<i32> {
+        self.consumer
+            .assignment()
+            .map(|a| {
+                a.elements()
+                    .iter()
+                    .filter(|e| e.topic() == self.topic)
+                    .map(|e| e.partition())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Waits (until `deadline`) for the group to give this consumer exactly `want`, its
+    /// partitions paused meanwhile so that nothing of another assignment is handed out. An
+    /// empty `want` — the model's group is still rebalancing — is not waited for: whatever the
+    /// cluster gave stays paused.
+    fn await_assignment(&mut self, want: &[i32], deadline: Instant) -> Result<(), String> {
+        let want: BTreeSet<i32> = want.iter().copied().collect();
+        if want.is_empty() {
+            self.serve(Duration::ZERO);
+            return Ok(());
+        }
+        loop {
+            let held = self.held();
+            if held == want {
+                return Ok(());
+            }
+            self.hold();
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "the group gave this consumer partitions {held:?} of {} where the model's gave {want:?}",
+                    self.topic
+                ));
+            }
+            if let Some(Ok(m)) = self.consumer.poll(STEP) {
+                self.early.push(delivered(&m));
             }
         }
     }
 
-    fn poll(&mut self, max: usize, timeout: Duration) -> rdkafka::error::KafkaResult<Reply> {
-        self.release();
+    /// Lets the partitions go: the poll fetches from every partition the group gave this
+    /// consumer (and [`StartAt`] no longer pauses what it is given).
+    fn release(&mut self) {
+        self.consumer
+            .context()
+            .holding
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        if let Ok(assignment) = self.consumer.assignment() {
+            let _ = self.consumer.resume(&assignment);
+        }
+    }
+
+    fn poll(
+        &mut self,
+        max: usize,
+        timeout: Duration,
+        assigned: Option<&[i32]>,
+        shares: Option<&[(i32, usize)]>,
+    ) -> rdkafka::error::KafkaResult<Reply> {
         let deadline = Instant::now() + timeout;
+        if let Some(want) = assigned {
+            if let Err(message) = self.await_assignment(want, deadline) {
+                return Ok(Reply::Failed { message });
+            }
+            if let Some(message) = self.missing_offset() {
+                return Ok(Reply::Stopped { message });
+            }
+            // Records fetched for a partition that is not this consumer's now are not its, and
+            // one given back later is read afresh.
+            let held = self.held();
+            let topic = self.topic.clone();
+            let ours = |t: &String, p: &i32| t == &topic && held.contains(p);
+            self.early.retain(|r| ours(&r.topic, &r.partition));
+            self.reached.retain(|(t, p), _| ours(t, p));
+            self.settled.retain(|(t, p)| ours(t, p));
+            if want.is_empty() {
+                return Ok(Reply::Records { records: Vec::new() });
+            }
+        }
+        self.release();
+        if let Some(shares) = shares {
+            return Ok(Reply::Records {
+                records: self.take_shares(shares, deadline),
+            });
+        }
         let mut assigned_since: Option<Instant> = None;
         let take = self.early.len().min(max);
         let mut records: Vec<Delivered> = self.early.drain(..take).collect();
@@ -351,6 +557,117 @@ impl Agent {
         Ok(Reply::Records { records })
     }
 
+    /// The records of one poll as the model's poll made its batch: `shares` of each partition
+    /// (Java's client fills a batch partition by partition, librdkafka hands out in fetch
+    /// order — the cluster decides what each partition holds, never which one a batch favours).
+    /// A partition that has no share, or whose share is taken while others are still awaited,
+    /// is paused at once, so that nothing more of it comes out of the client's queue — with
+    /// auto-timer, every record poll returns is stored for the next commit. Waits until
+    /// `deadline` for what is not there yet.
+    fn take_shares(&mut self, shares: &[(i32, usize)], deadline: Instant) -> Vec<Delivered> {
+        let mut left: BTreeMap<i32, usize> = shares.iter().copied().filter(|&(_, n)| n > 0).collect();
+        let mut records = Vec::new();
+        for r in std::mem::take(&mut self.early) {
+            match left.get_mut(&r.partition) {
+                Some(n) if *n > 0 && r.topic == self.topic => {
+                    *n -= 1;
+                    self.reached.insert((r.topic.clone(), r.partition), r.offset + 1);
+                    records.push(r);
+                }
+                _ => self.early.push(r),
+            }
+        }
+        left.retain(|_, n| *n > 0);
+        self.pause_all_but(&left);
+        while !left.is_empty() && Instant::now() < deadline {
+            let Some(Ok(m)) = self.consumer.poll(STEP) else {
+                continue;
+            };
+            let d = delivered(&m);
+            match left.get_mut(&d.partition) {
+                Some(n) if d.topic == self.topic => {
+                    *n -= 1;
+                    if *n == 0 {
+                        left.remove(&d.partition);
+                        // Done with it; while other shares are awaited, nothing more of it
+                        // may come out of the queue. (When none are, the loop ends here and
+                        // what the client fetched beyond stays queued, unread, for the next
+                        // poll: no pause, no fetch again.)
+                        if !left.is_empty() {
+                            self.pause_all_but(&left);
+                        }
+                    }
+                    self.reached.insert((d.topic.clone(), d.partition), d.offset + 1);
+                    records.push(d);
+                }
+                // Already in the client's queue as its partition paused: a later poll's.
+                _ => self.early.push(d),
+            }
+        }
+        self.settle_unread();
+        records
+    }
+
+    /// With `auto.offset.reset=latest`, a partition this process has not read from, and that
+    /// has no committed offset (or sink offset) to start at, starts at the log end as the
+    /// client's own offset lookup finds it — when that lookup answers. The model's position is
+    /// set as the partition is given; so that a record produced after this poll is read, as
+    /// the model reads it, the first poll holding such a partition waits [`SETTLE`] for the
+    /// lookup (the partition paused: nothing is fetched meanwhile).
+    fn settle_unread(&mut self) {
+        if self.reset != "latest" {
+            return;
+        }
+        let Ok(assignment) = self.consumer.assignment() else {
+            return;
+        };
+        let starts = self.consumer.context().starts();
+        let mut unread: Vec<(String, i32)> = assignment
+            .elements()
+            .iter()
+            .map(|e| (e.topic().to_string(), e.partition()))
+            .filter(|k| !self.reached.contains_key(k) && !self.settled.contains(k) && !starts.contains_key(k))
+            .collect();
+        if unread.is_empty() {
+            return;
+        }
+        if let Ok(committed) = self.consumer.committed_offsets(assignment, WATERMARKS) {
+            unread.retain(|(t, p)| {
+                !committed
+                    .find_partition(t, *p)
+                    .is_some_and(|c| matches!(c.offset(), Offset::Offset(o) if o >= 0))
+            });
+        }
+        if unread.is_empty() {
+            return;
+        }
+        let until = Instant::now() + SETTLE;
+        while Instant::now() < until {
+            if let Some(Ok(m)) = self.consumer.poll(STEP) {
+                self.early.push(delivered(&m));
+            }
+        }
+        self.settled.extend(unread);
+    }
+
+    /// Pauses every assigned partition but those in `open` (resumed).
+    fn pause_all_but(&self, open: &BTreeMap<i32, usize>) {
+        let Ok(assignment) = self.consumer.assignment() else {
+            return;
+        };
+        let (mut pause, mut resume) = (TopicPartitionList::new(), TopicPartitionList::new());
+        for e in assignment.elements() {
+            let list = if e.topic() == self.topic && open.contains_key(&e.partition()) {
+                &mut resume
+            } else {
+                &mut pause
+            };
+            list.add_partition(e.topic(), e.partition());
+        }
+        let _ = self.consumer.pause(&pause);
+        let _ = self.consumer.resume(&resume);
+    }
+
     /// Whether this process has read every assigned partition up to its high watermark (asked
     /// of the partition's leader). A partition it has not read from yet starts where the sink
     /// says, at the group's committed offset, or by `auto.offset.reset` — caught up only when
@@ -371,7 +688,7 @@ impl Agent {
             if let Some(&reached) = self.reached.get(&key) {
                 return reached >= high;
             }
-            if let Some(&start) = self.consumer.context().offsets.get(&key) {
+            if let Some(&start) = self.consumer.context().starts().get(&key) {
                 return start >= high;
             }
             if committed.is_none() {
@@ -401,6 +718,8 @@ impl Agent {
 const STEP: Duration = Duration::from_millis(50);
 /// How long a consumer that holds its partitions and found nothing waits before saying so.
 const SETTLE: Duration = Duration::from_millis(1000);
+/// How long a seek may take.
+const SEEK: Duration = Duration::from_secs(10);
 /// How long asking for a partition's watermarks may take.
 const WATERMARKS: Duration = Duration::from_secs(2);
 
@@ -432,6 +751,25 @@ fn delivered(m: &rdkafka::message::BorrowedMessage<'_>) -> Delivered {
         key: m.key().map(|k| RecordBytes::new(k.to_vec())),
         value: m.payload().map(|v| RecordBytes::new(v.to_vec())),
     }
+}
+
+/// Whether a commit failed because the coordinator fenced the consumer (or librdkafka knew it
+/// would: it has left the group after `max.poll.interval.ms`), not because the cluster could
+/// not be reached.
+fn fenced(e: &rdkafka::error::KafkaError) -> bool {
+    use rdkafka::types::RDKafkaErrorCode as Code;
+    matches!(
+        e.rdkafka_error_code(),
+        Some(
+            Code::UnknownMemberId
+                | Code::IllegalGeneration
+                | Code::RebalanceInProgress
+                | Code::FencedInstanceId
+                | Code::PollExceeded
+                | Code::AssignmentLost
+                | Code::State
+        )
+    )
 }
 
 fn partition_list(offsets: &[PartitionOffset]) -> rdkafka::error::KafkaResult<TopicPartitionList> {

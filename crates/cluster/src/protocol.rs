@@ -25,7 +25,28 @@ pub enum Request {
     /// Java client's — or until the consumer has caught up with the partition's end. With
     /// nothing to read it answers once the consumer has held its partitions a moment and
     /// nothing came.
-    Poll { max: usize, timeout_ms: u64 },
+    ///
+    /// `assigned` is the model's assignment of this consumer after the poll (partitions of its
+    /// topic): the agent fetches only once the group has given it exactly those — a rebalance
+    /// the model completed inside this poll (a dead member's session ran out) is waited for,
+    /// up to `timeout_ms`; one the cluster completed earlier than the model is held back, its
+    /// partitions paused. Empty: the model's group is still rebalancing, and nothing is handed
+    /// out. Absent: whatever the group gives.
+    Poll {
+        max: usize,
+        timeout_ms: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        assigned: Option<Vec<i32>>,
+        /// A transactional sink's next offsets now, by partition: where a partition given to
+        /// the consumer in this poll starts.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        starts: Vec<(i32, i64)>,
+        /// How many records of each partition the model's poll handed out: the batch is made
+        /// of those shares (what the cluster holds decides the records), not of whichever
+        /// partition's fetch answered first. Absent: up to `max`, in fetch order.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        shares: Option<Vec<(i32, usize)>>,
+    },
     /// `commitSync()` of the positions poll reached.
     Commit,
     /// `commitSync(offsets)`: each the next offset to read of its partition.
@@ -45,6 +66,9 @@ pub enum Request {
     /// `sendOffsetsToTransaction(offsets, the consumer's group metadata)` then
     /// `commitTransaction()`: the output and the consumed offsets become visible together.
     TxnCommit { offsets: Vec<PartitionOffset> },
+    /// `seek(partition, offset)` of each: the next poll of those partitions fetches from
+    /// there (nothing is committed).
+    Seek { offsets: Vec<PartitionOffset> },
     /// What the group's coordinator holds as committed for the consumer's assignment.
     Committed { timeout_ms: u64 },
     /// `close()`: the client's final commit (with auto-commit) and its LeaveGroup.
@@ -62,6 +86,15 @@ pub enum Reply {
         client_id: String,
         #[serde(default)]
         created_ms_ago: u64,
+        /// The client stopped as it was given its partitions (see [`Reply::Stopped`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stopped: Option<String>,
+    },
+    /// The client stopped instead of polling: a partition it was given has no committed offset
+    /// and `auto.offset.reset` is `none` (librdkafka's `error`, the Java client's
+    /// `NoOffsetForPartitionException`). The application stops; the runner closes it.
+    Stopped {
+        message: String,
     },
     /// The records a poll handed to the application, in order.
     Records {
@@ -71,8 +104,18 @@ pub enum Reply {
     Committed {
         offsets: Vec<PartitionOffset>,
     },
+    /// The group's coordinator refused a commit: the consumer is no longer a member of the
+    /// group's generation (a zombie fenced: `UNKNOWN_MEMBER_ID`, `ILLEGAL_GENERATION`), or the
+    /// group is settling a rebalance. Nothing was committed; the agent goes on.
+    CommitRefused {
+        message: String,
+    },
     /// An asynchronous commit was sent.
     CommitSent,
+    /// The consumer's fetch positions are where a seek put them.
+    Sought {
+        offsets: Vec<PartitionOffset>,
+    },
     /// An output record was sent in the open transaction.
     Sent,
     Closed,
@@ -140,7 +183,11 @@ mod tests {
                 Reply::Records { records: vec![Delivered { topic: topic.clone(), partition, offset, key, value }] },
                 Reply::Committed { offsets: vec![PartitionOffset { topic: topic.clone(), partition, offset }] },
                 Reply::Failed { message },
-                Reply::Ready { client_id: topic, created_ms_ago: offset.unsigned_abs() },
+                Reply::Sought { offsets: vec![PartitionOffset { topic: topic.clone(), partition, offset }] },
+                Reply::Ready { client_id: topic.clone(), created_ms_ago: offset.unsigned_abs(), stopped: None },
+                Reply::Ready { client_id: String::new(), created_ms_ago: 0, stopped: Some(topic.clone()) },
+                Reply::Stopped { message: topic.clone() },
+                Reply::CommitRefused { message: topic },
             ];
             for reply in replies {
                 let line = encode(&reply);
@@ -152,7 +199,8 @@ mod tests {
         #[test]
         fn requests_read_back_as_written(max in any::<usize>(), timeout_ms in any::<u64>(), topic in "\\PC{0,40}", offset in any::<i64>()) {
             let requests = [
-                Request::Poll { max, timeout_ms },
+                Request::Poll { max, timeout_ms, assigned: None, starts: Vec::new(), shares: None },
+                Request::Poll { max: 1, timeout_ms, assigned: Some(vec![offset.unsigned_abs() as i32 & 0xff, 3]), starts: vec![(1, offset)], shares: Some(vec![(0, max)]) },
                 Request::Commit,
                 Request::CommitOffsets { offsets: vec![PartitionOffset { topic, partition: 0, offset }] },
                 Request::CommitAsync,
@@ -160,6 +208,7 @@ mod tests {
                 Request::TxnCommit { offsets: Vec::new() },
                 Request::CommitOffsetsAsync { offsets: vec![PartitionOffset { topic: String::new(), partition: 1, offset: 2 }] },
                 Request::Committed { timeout_ms },
+                Request::Seek { offsets: vec![PartitionOffset { topic: "ü #\"x".into(), partition: 2, offset }] },
                 Request::Close,
             ];
             for request in requests {

@@ -16,6 +16,9 @@ use offsetlab_engine::strategy::{AutoOffsetReset, CommitStrategy};
 use offsetlab_engine::txn::IsolationLevel;
 use serde::{Deserialize, Serialize};
 
+/// The agents' `heartbeat.interval.ms`: a third of Kafka's least session timeout, at most.
+pub const HEARTBEAT_INTERVAL_MS: i64 = 500;
+
 /// Everything an agent needs to be the consumer a scenario line describes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConsumerSettings {
@@ -54,6 +57,11 @@ pub struct ConsumerSettings {
     /// Its output topic's name on the cluster.
     #[serde(default)]
     pub output_topic: Option<String>,
+    /// The model's group gives this consumer nothing as it starts — the group is rebalancing
+    /// and waits for a dead incarnation's session to run out — so the agent does not wait for
+    /// partitions before it says it is ready (its polls wait, as the model's do).
+    #[serde(default)]
+    pub joins_later: bool,
 }
 
 impl ConsumerSettings {
@@ -113,6 +121,7 @@ impl ConsumerSettings {
                 .as_ref()
                 .filter(|_| config.is_transactional_producer())
                 .map(|o| prefix.on_cluster(o)),
+            joins_later: false,
         }
     }
 
@@ -157,6 +166,10 @@ impl ConsumerSettings {
                 p.push((k.to_string(), v));
             }
         }
+        // The model's members learn of a rebalance at their next poll; a real one learns it
+        // from a heartbeat's answer, every `heartbeat.interval.ms` (3 s by default). A short
+        // interval keeps a poll that rejoins from waiting seconds for it (-X can set another).
+        p.push(("heartbeat.interval.ms".into(), HEARTBEAT_INTERVAL_MS.to_string()));
         p.extend(self.extra.iter().cloned());
         p
     }
@@ -186,6 +199,7 @@ mod tests {
             transactional_id: None,
             transaction_timeout_ms: None,
             output_topic: None,
+            joins_later: false,
         }
     }
 

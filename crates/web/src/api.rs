@@ -586,7 +586,112 @@ struct RecordJson {
     txn: Option<&'static str>,
 }
 
+/// `aborted` or `open` for a record of a transaction that did not commit (yet); none otherwise.
+fn txn_state(txns: &offsetlab_engine::txn::PartitionTxns, offset: i64) -> Option<&'static str> {
+    if txns.is_aborted(offset) {
+        Some("aborted")
+    } else if txns.is_open(offset) {
+        Some("open")
+    } else {
+        None
+    }
+}
+
+impl RecordJson {
+    /// A record of the log window: key and value cut to [`MAX_FIELD_BYTES`] and shown as text,
+    /// hex or Schema Registry framing.
+    fn new(
+        offset: i64,
+        timestamp: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        control: Option<&'static str>,
+        txn: Option<&'static str>,
+    ) -> Self {
+        let k = key.map(|k| shown_field(k, MAX_FIELD_BYTES));
+        let v = value.map(|v| shown_field(v, MAX_FIELD_BYTES));
+        Self {
+            offset,
+            timestamp,
+            key_form: k.as_ref().and_then(|k| k.form),
+            value_form: v.as_ref().and_then(|v| v.form),
+            key_schema_id: k.as_ref().and_then(|k| k.schema_id),
+            value_schema_id: v.as_ref().and_then(|v| v.schema_id),
+            key_bytes: key.filter(|_| k.as_ref().is_some_and(|k| k.cut)).map(<[u8]>::len),
+            value_bytes: value
+                .filter(|_| v.as_ref().is_some_and(|v| v.cut))
+                .map(<[u8]>::len),
+            key: k.map(|k| k.text),
+            value: v.map(|v| v.text),
+            control,
+            txn,
+        }
+    }
+}
+
+/// The log window on a cluster (`serve --bootstrap-server`): the records, log start and log
+/// end as the cluster holds them, read with Fetch and ListOffsets. Which records belong to an
+/// aborted or open transaction, and the last stable offset, are the page's lab's (the same log,
+/// checked record by record); the cluster's reader does not see transaction markers.
+/// The window is read from the cluster before the page's session is locked: a slow read holds
+/// up no action.
+fn cluster_records(
+    window: Result<offsetlab_cluster::run::LogWindow, offsetlab_cluster::run::RunError>,
+    s: &Session,
+    q: &RecordsQuery,
+) -> Response {
+    let tp = TopicPartition::new(q.topic.clone(), q.partition);
+    let txns = match s.lab().partition_txns(&tp) {
+        Ok(t) => t,
+        Err(e) => return json_error(StatusCode::NOT_FOUND, &e.to_string(), 0),
+    };
+    let window = match window {
+        Ok(w) => w,
+        Err(e) => return json_error(StatusCode::BAD_GATEWAY, &e.to_string(), 0),
+    };
+    let records: Vec<RecordJson> = window
+        .records
+        .iter()
+        .map(|r| {
+            RecordJson::new(
+                r.offset,
+                r.timestamp.unwrap_or_default(),
+                r.key.as_ref().map(|k| k.as_bytes()),
+                r.value.as_ref().map(|v| v.as_bytes()),
+                None,
+                txn_state(txns, r.offset),
+            )
+        })
+        .collect();
+    Json(serde_json::json!({
+        "topic": q.topic,
+        "partition": q.partition,
+        "log_start_offset": window.log_start,
+        "log_end_offset": window.log_end,
+        "last_stable_offset": txns.last_stable_offset(window.log_end),
+        "records": records,
+        "source": "cluster",
+    }))
+    .into_response()
+}
+
 async fn get_records(scope: Scope, ApiQuery(q): ApiQuery<RecordsQuery>) -> Response {
+    if let Some(mirror) = scope.cluster.clone() {
+        let (topic, partition, from) = (q.topic.clone(), q.partition, q.from);
+        let limit = q.limit.unwrap_or(100).min(MAX_PAGE);
+        let window = match tokio::task::spawn_blocking(move || {
+            mirror.log_window(&topic, partition, from, limit)
+        })
+        .await
+        {
+            Ok(w) => w,
+            Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
+        };
+        return scope
+            .with_session(move |s| cluster_records(window, s, &q))
+            .await
+            .unwrap_or_else(|e| e);
+    }
     scope
         .with_session(move |s| {
             let tp = TopicPartition::new(q.topic.clone(), q.partition);
@@ -605,33 +710,10 @@ async fn get_records(scope: Scope, ApiQuery(q): ApiQuery<RecordsQuery>) -> Respo
                 let control = r
                     .control
                     .then(|| txns.marker(r.offset).map_or("CONTROL", ControlType::name));
-                let txn = if txns.is_aborted(r.offset) {
-                    Some("aborted")
-                } else if txns.is_open(r.offset) {
-                    Some("open")
-                } else {
-                    None
-                };
+                let txn = txn_state(txns, r.offset);
                 let key = (!r.control).then_some(r.key).flatten();
                 let value = (!r.control).then_some(r.value).flatten();
-                let k = key.map(|k| shown_field(k, MAX_FIELD_BYTES));
-                let v = value.map(|v| shown_field(v, MAX_FIELD_BYTES));
-                records.push(RecordJson {
-                    offset: r.offset,
-                    timestamp: r.timestamp,
-                    key_form: k.as_ref().and_then(|k| k.form),
-                    value_form: v.as_ref().and_then(|v| v.form),
-                    key_schema_id: k.as_ref().and_then(|k| k.schema_id),
-                    value_schema_id: v.as_ref().and_then(|v| v.schema_id),
-                    key_bytes: key.filter(|_| k.as_ref().is_some_and(|k| k.cut)).map(<[u8]>::len),
-                    value_bytes: value
-                        .filter(|_| v.as_ref().is_some_and(|v| v.cut))
-                        .map(<[u8]>::len),
-                    key: k.map(|k| k.text),
-                    value: v.map(|v| v.text),
-                    control,
-                    txn,
-                })
+                records.push(RecordJson::new(r.offset, r.timestamp, key, value, control, txn))
             });
             Json(serde_json::json!({
                 "topic": q.topic,

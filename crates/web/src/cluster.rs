@@ -102,6 +102,17 @@ impl ClusterMirror {
         state
     }
 
+    /// A window of one of the run's topics read from the cluster (the page's log view).
+    pub(crate) fn log_window(
+        &self,
+        topic: &str,
+        partition: i32,
+        from: Option<i64>,
+        max: usize,
+    ) -> Result<offsetlab_cluster::run::LogWindow, RunError> {
+        self.run().log_window(topic, partition, from, max)
+    }
+
     /// Closes the run's consumers and deletes what it created (unless `--keep`).
     pub fn finish(&self) -> Vec<String> {
         self.run().finish()

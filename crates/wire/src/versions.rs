@@ -53,6 +53,11 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::SyncGroup, 0, 5),
     (ApiKey::Heartbeat, 0, 4),
     (ApiKey::LeaveGroup, 0, 5),
+    // SASL/PLAIN (`serve --kafka-sasl-plain-users`). Kafka lists both on every listener, and
+    // answers ILLEGAL_SASL_STATE where there is nothing to authenticate. After a v0 handshake
+    // the token travels as a bare frame; librdkafka 2.0 looks for v0 to know handshakes exist.
+    (ApiKey::SaslHandshake, 0, 1),
+    (ApiKey::SaslAuthenticate, 0, 2),
 ];
 
 /// The range served for `api_key`, if it is served.

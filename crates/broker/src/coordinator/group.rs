@@ -31,6 +31,17 @@ impl Member {
     }
 }
 
+/// Why the coordinator removed a member (for its log line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Departure {
+    /// The client said goodbye: a graceful `close()`.
+    LeaveGroup,
+    /// No heartbeat within `session.timeout.ms`: a crash, a pause, a lost network.
+    SessionExpired,
+    /// Alive, but it did not rejoin the rebalance in time.
+    NotRejoined,
+}
+
 #[derive(Debug)]
 pub(crate) struct Group {
     /// Moved only through [`Group::enter`], which keeps to the protocol's transitions.
@@ -108,6 +119,32 @@ impl Group {
         }
     }
 
+    /// Removes member `id` for `why`, saying so on the server's log as Kafka's coordinator does:
+    /// whether a member left with a LeaveGroup or was dropped for silence is what tells a
+    /// graceful `close()` from a crash, and it is seen nowhere else.
+    pub(super) fn depart(&mut self, group: &str, id: &str, why: Departure) {
+        if let Some(m) = self.members.get(id) {
+            let reason = match why {
+                Departure::LeaveGroup => "left the group (LeaveGroup)".to_string(),
+                Departure::SessionExpired => format!(
+                    "removed: no heartbeat within its session.timeout.ms ({} ms)",
+                    m.session_timeout.as_millis()
+                ),
+                Departure::NotRejoined => format!(
+                    "removed: did not rejoin within the rebalance timeout ({} ms)",
+                    m.rebalance_timeout.as_millis()
+                ),
+            };
+            eprintln!(
+                "offsetlab: group '{}': member '{}' (client '{}') {reason}",
+                group.escape_debug(),
+                id.escape_debug(),
+                m.client_id.escape_debug()
+            );
+        }
+        self.remove(id);
+    }
+
     pub(super) fn remove(&mut self, id: &str) {
         self.pending.remove(id);
         self.members.remove(id);
@@ -127,7 +164,7 @@ impl Group {
             .map(|(id, _)| id.clone())
             .collect();
         for id in &gone {
-            self.remove(id);
+            self.depart(group, id, Departure::NotRejoined);
         }
         self.deadline = None;
         self.generation += 1;

@@ -44,7 +44,7 @@ pub(crate) const MIN_SESSION: Duration = Duration::from_secs(6);
 pub(crate) const MAX_SESSION: Duration = Duration::from_secs(1_800);
 
 mod group;
-pub(crate) use group::{Group, Member};
+pub(crate) use group::{Departure, Group, Member};
 
 fn str_bytes(s: &str) -> StrBytes {
     StrBytes::from_string(s.to_string())
@@ -399,7 +399,7 @@ impl Coordinator {
         let mut left = false;
         for id in ids {
             if g.members.contains_key(&id) {
-                g.remove(&id);
+                g.depart(&group, &id, Departure::LeaveGroup);
                 left = true;
                 answer.push((id, 0));
             } else {
@@ -490,7 +490,7 @@ impl Coordinator {
                 .collect();
             if !expired.is_empty() {
                 for id in &expired {
-                    g.remove(id);
+                    g.depart(name, id, Departure::SessionExpired);
                 }
                 commands.extend(g.after_departure(name, now));
             }

@@ -32,47 +32,25 @@ const TYPE_STRING: i8 = 2;
 
 const TYPE_LIST: i8 = 7;
 
-/// A topic config's value as Kafka prints it.
-type Value = fn(&TopicConfig) -> String;
-
-/// The topic configs the lab models: name, type, value.
-const TOPIC_CONFIGS: [(&str, i8, Value); 10] = [
-    ("cleanup.policy", TYPE_LIST, |c| c.cleanup_policy.to_string()),
-    ("retention.ms", TYPE_LONG, |c| unlimited(c.retention_ms)),
-    ("retention.bytes", TYPE_LONG, |c| {
-        unlimited(c.retention_bytes.map(|b| b as i64))
-    }),
-    ("segment.bytes", TYPE_INT, |c| c.segment_bytes.to_string()),
-    ("segment.ms", TYPE_LONG, |c| c.segment_ms.to_string()),
-    ("delete.retention.ms", TYPE_LONG, |c| {
-        c.delete_retention_ms.to_string()
-    }),
-    ("message.timestamp.type", TYPE_STRING, |c| {
-        c.message_timestamp_type.to_string()
-    }),
-    ("min.insync.replicas", TYPE_INT, |c| {
-        c.min_insync_replicas.to_string()
-    }),
-    ("compression.type", TYPE_STRING, |c| {
-        c.compression_type.to_string()
-    }),
-    ("max.message.bytes", TYPE_INT, |c| c.max_message_bytes.to_string()),
-];
-
-/// A limit that may be off: Kafka writes none as `-1`.
-fn unlimited(v: Option<i64>) -> String {
-    v.map_or("-1".to_string(), |v| v.to_string())
+/// The type Kafka describes a topic config with.
+fn topic_config_type(name: &str) -> i8 {
+    match name {
+        "cleanup.policy" => TYPE_LIST,
+        "retention.ms" | "retention.bytes" | "segment.ms" | "delete.retention.ms" => TYPE_LONG,
+        "message.timestamp.type" | "compression.type" => TYPE_STRING,
+        _ => TYPE_INT,
+    }
 }
 
 /// (name, value, set on the topic rather than Kafka's default, type) of a topic's configs.
 fn topic_configs(c: &TopicConfig) -> Vec<(&'static str, String, bool, i8)> {
-    let d = TopicConfig::default();
-    TOPIC_CONFIGS
-        .iter()
-        .map(|&(name, kind, value)| {
-            let v = value(c);
-            let own = v != value(&d);
-            (name, v, own, kind)
+    let d = TopicConfig::default().kafka_configs();
+    c.kafka_configs()
+        .into_iter()
+        .zip(d)
+        .map(|((name, v), (_, default))| {
+            let own = v != default;
+            (name, v, own, topic_config_type(name))
         })
         .collect()
 }

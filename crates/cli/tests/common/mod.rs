@@ -42,6 +42,18 @@ pub fn serve_logging(args: &[&str]) -> Lab {
     )
 }
 
+/// Stops a lab started by [`serve_logging`] and returns everything it printed on stderr.
+#[allow(dead_code)] // not every test binary reads the log
+pub fn server_log(mut lab: Lab) -> String {
+    let _ = lab.child.kill();
+    let _ = lab.child.wait();
+    let mut log = String::new();
+    if let Some(mut stderr) = lab.child.stderr.take() {
+        stderr.read_to_string(&mut log).expect("the server's log");
+    }
+    log
+}
+
 /// `offsetlab serve` with at most `descriptors` file descriptors (`ulimit -n`, soft and hard).
 #[allow(dead_code)] // not every test binary limits the lab
 pub fn serve_limited(descriptors: u32, args: &[&str]) -> Lab {

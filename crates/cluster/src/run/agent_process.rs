@@ -33,13 +33,19 @@ pub struct AgentProcess {
     /// created, as it said (give or take [`CREATED_SLACK`]).
     pub started: Instant,
     pub created: Instant,
+    /// Why the client stopped as it was given its partitions, if it did (`reset=none` and no
+    /// committed offset).
+    pub stopped: Option<String>,
     /// An answer that did not come in time may still come: after one, the process is killed
     /// and every request refused, so no request ever reads another's answer.
     gone: Option<String>,
 }
 
 impl AgentProcess {
-    /// Starts `program agent --settings JSON` and waits (up to `timeout`) for its `ready`.
+    /// Starts `program agent`, hands it its settings as the first line of its stdin (never on
+    /// its command line, which every user of the machine can read: the settings hold the
+    /// client's properties, `sasl.password` among them), and waits (up to `timeout`) for its
+    /// `ready`.
     pub fn start(
         program: &Path,
         name: &str,
@@ -53,16 +59,21 @@ impl AgentProcess {
         let json = serde_json::to_string(settings).map_err(|e| fail(e.to_string()))?;
         let started = Instant::now();
         let mut child = Command::new(program)
-            .args(["agent", "--settings", &json])
+            .arg("agent")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| fail(format!("cannot start {}: {e}", program.display())))?;
-        let (to, from) = match (child.stdin.take(), child.stdout.take()) {
+        let (mut to, from) = match (child.stdin.take(), child.stdout.take()) {
             (Some(to), Some(from)) => (to, from),
             _ => return Err(fail("no pipes to the process".into())),
         };
+        if let Err(e) = writeln!(to, "{json}").and_then(|()| to.flush()) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(fail(format!("cannot hand the process its settings: {e}")));
+        }
         let (tx, replies) = mpsc::channel();
         std::thread::spawn(move || {
             for line in BufReader::new(from).lines() {
@@ -79,11 +90,17 @@ impl AgentProcess {
             replies,
             started,
             created: started,
+            stopped: None,
             gone: None,
         };
         // Joining the group can take the broker's initial rebalance delay on top.
         match agent.reply(timeout + Duration::from_secs(35))? {
-            Reply::Ready { created_ms_ago, .. } => {
+            Reply::Ready {
+                created_ms_ago,
+                stopped,
+                ..
+            } => {
+                agent.stopped = stopped;
                 let ready = Instant::now();
                 agent.created = ready
                     .checked_sub(Duration::from_millis(created_ms_ago))

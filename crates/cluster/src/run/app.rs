@@ -98,6 +98,14 @@ impl RealConsumer {
     pub fn is_running(&self) -> bool {
         self.agent.is_some()
     }
+
+    /// Its partitions are gone (revoked in a rebalance, or lost): the records it polled and
+    /// did not process with them, and its positions — the next assignment sets them afresh.
+    fn give_up_partitions(&mut self) {
+        self.in_flight.clear();
+        self.positions.clear();
+        self.processed.clear();
+    }
 }
 
 /// A scenario group's application state.
@@ -153,6 +161,16 @@ pub struct ResetRow {
     pub log: (i64, i64),
 }
 
+/// One partition of a seek: from the position the consumer had to the one it jumps to, and the
+/// partition's log start and end at that moment.
+#[derive(Debug, Clone, Copy)]
+pub struct Move {
+    pub partition: i32,
+    pub from: i64,
+    pub to: i64,
+    pub log: (i64, i64),
+}
+
 /// Offsets by partition of `topic` (the cluster's name), as the agent's requests carry them.
 fn requested(topic: &str, offsets: &BTreeMap<i32, i64>) -> Vec<PartitionOffset> {
     offsets
@@ -163,6 +181,34 @@ fn requested(topic: &str, offsets: &BTreeMap<i32, i64>) -> Vec<PartitionOffset> 
             offset,
         })
         .collect()
+}
+
+/// What the model's poll did, for the real one to do the same. The default is a poll of
+/// whatever the group gives, in fetch order (the explorer's drain, past the model).
+#[derive(Debug, Clone, Default)]
+pub struct PollPlan {
+    /// The model's assignment of the consumer after its poll (see [`Request::Poll`]).
+    pub assigned: Option<Vec<i32>>,
+    /// The model's poll rejoins a rebalance with partitions held: its revoke hook runs first
+    /// ([`Application::revoke_all`]).
+    pub rejoins: bool,
+    /// The model's consumer was removed from its group while away (`max.poll.interval.ms`):
+    /// its partitions are lost — nothing committed — and its polled records dropped, before it
+    /// joins again inside this poll.
+    pub lost: bool,
+    /// The records the model's poll handed out (partition, offset), in order: the real batch
+    /// takes as many of each partition, and is put in the model's order — which records are
+    /// there, and what they hold, is the cluster's.
+    pub batch: Option<Vec<(i32, i64)>>,
+}
+
+/// How many records of each partition a batch of (partition, offset) has.
+fn shares(batch: &[(i32, i64)]) -> Vec<(i32, usize)> {
+    let mut n: BTreeMap<i32, usize> = BTreeMap::new();
+    for &(p, _) in batch {
+        *n.entry(p).or_default() += 1;
+    }
+    n.into_iter().collect()
 }
 
 /// Whether the consumer was killed by its fault plan during an action.
@@ -253,6 +299,7 @@ impl Application {
             }
         }
         let agent = AgentProcess::start(program, &config.name, &settings, ASK_TIMEOUT)?;
+        let stopped = agent.stopped.clone();
         let commits = config.commits_to_kafka();
         let timer = (config.strategy == CommitStrategy::AutoTimer && commits).then_some(TimerPhase {
             low: agent
@@ -285,6 +332,22 @@ impl Application {
                 txn: Vec::new(),
             },
         );
+        if stopped.is_some() {
+            self.stop(&config.name)?;
+        }
+        Ok(())
+    }
+
+    /// The client stopped on an error (`reset=none` with no offset to start from): the
+    /// application stops and closes it — a LeaveGroup, no commit.
+    fn stop(&mut self, name: &str) -> Result<(), AppError> {
+        let c = self.consumer(name)?;
+        c.state = "failed";
+        c.in_flight.clear();
+        c.timer = None;
+        if let Some(agent) = c.agent.take() {
+            agent.close(ASK_TIMEOUT)?;
+        }
         Ok(())
     }
 
@@ -449,7 +512,11 @@ impl Application {
         let request = Request::CommitOffsets {
             offsets: requested(&topic, &wanted),
         };
-        self.agent(name)?.ask(&request, ASK_TIMEOUT)?;
+        if let Reply::CommitRefused { .. } = self.agent(name)?.ask(&request, ASK_TIMEOUT)? {
+            // Fenced by the coordinator: nothing committed, and no effect (as the model's
+            // refused commit).
+            return Ok(false);
+        }
         if let Some(g) = self.groups.get_mut(&group) {
             g.committed.extend(wanted);
         }
@@ -574,8 +641,24 @@ impl Application {
         self.commit(name, positions, false)
     }
 
-    /// `poll NAME` at model time `now`: how many records the cluster handed over.
-    pub fn poll(&mut self, name: &str, now: i64) -> Result<(usize, Crashed), AppError> {
+    /// `poll NAME` at model time `now`, as `plan` says the model's went: how many records the
+    /// cluster handed over.
+    pub fn poll(&mut self, name: &str, now: i64, plan: PollPlan) -> Result<(usize, Crashed), AppError> {
+        let PollPlan {
+            assigned,
+            rejoins,
+            lost,
+            batch,
+        } = plan;
+        if rejoins && self.revoke_all(name)? {
+            return Ok((0, true));
+        }
+        if lost {
+            let c = self.consumer(name)?;
+            c.give_up_partitions();
+            c.pending_async.clear();
+        }
+        let starts = self.sink_starts(name, assigned.as_deref())?;
         let c = self.consumer(name)?;
         let strategy = c.config.strategy;
         let max = c.config.max_poll_records;
@@ -592,12 +675,30 @@ impl Application {
             &Request::Poll {
                 max,
                 timeout_ms: u64::try_from(POLL_TIMEOUT.as_millis()).unwrap_or(30_000),
+                assigned,
+                starts,
+                shares: batch.as_ref().map(|b| shares(b)),
             },
             POLL_TIMEOUT + ASK_TIMEOUT,
         )?;
-        let Reply::Records { records } = reply else {
-            return Err(AppError::Other(format!("{name}'s poll answered {reply:?}")));
+        let mut records = match reply {
+            Reply::Records { records } => records,
+            Reply::Stopped { .. } => {
+                self.stop(name)?;
+                return Ok((0, false));
+            }
+            Reply::Failed { message } => return Err(AppError::Other(format!("{name}'s poll: {message}"))),
+            other => return Err(AppError::Other(format!("{name}'s poll answered {other:?}"))),
         };
+        if let Some(order) = &batch {
+            let place = |r: &Delivered| {
+                order
+                    .iter()
+                    .position(|&(p, o)| p == r.partition && o == r.offset)
+                    .unwrap_or(usize::MAX)
+            };
+            records.sort_by_key(place);
+        }
         let n = records.len();
         let c = self.consumer(name)?;
         let (group, topic) = (c.config.group.clone(), c.config.topic.clone());
@@ -630,6 +731,73 @@ impl Application {
             }
         }
         Ok((n, false))
+    }
+
+    /// Inside a poll that rejoins a rebalance with partitions held (the eager protocol): the
+    /// revoke hook's commit — what the model's hook commits: the stored offsets (auto-timer)
+    /// or positions (auto-poll) of what poll handed over, the processed offsets for a manual
+    /// strategy with `commit-on-revoke` — sent while the member is still in its generation
+    /// (Kafka takes a commit during PreparingRebalance for this hook); then every partition is
+    /// given up, and with them the records polled and not processed.
+    pub fn revoke_all(&mut self, name: &str) -> Result<Crashed, AppError> {
+        let c = self.consumer(name)?;
+        let cfg = &c.config;
+        let offsets = if !cfg.commits_to_kafka() || cfg.is_transactional_producer() {
+            None
+        } else {
+            match cfg.strategy {
+                CommitStrategy::AutoTimer | CommitStrategy::AutoPoll => Some(c.positions.clone()),
+                CommitStrategy::ManualBatch | CommitStrategy::ManualRecord | CommitStrategy::ManualAsync
+                    if cfg.commit_on_revoke =>
+                {
+                    Some(c.processed.clone())
+                }
+                _ => None,
+            }
+        };
+        if let Some(offsets) = offsets {
+            if self.commit(name, offsets, true)? {
+                return Ok(true);
+            }
+        }
+        self.consumer(name)?.give_up_partitions();
+        Ok(false)
+    }
+
+    /// A transactional sink's next offset of each of `partitions`: where one the group gives
+    /// the consumer in this poll starts (empty for a consumer whose offsets are Kafka's).
+    fn sink_starts(&mut self, name: &str, partitions: Option<&[i32]>) -> Result<Vec<(i32, i64)>, AppError> {
+        let c = self.consumer(name)?;
+        if c.config.commits_to_kafka() {
+            return Ok(Vec::new());
+        }
+        let (group, topic) = (c.config.group.clone(), c.config.topic.clone());
+        let Some(sink) = self.groups.get(&group).and_then(|g| g.sink.as_ref()) else {
+            return Ok(Vec::new());
+        };
+        let mut starts = Vec::new();
+        for &p in partitions.unwrap_or_default() {
+            let tp = TopicPartition::new(topic.clone(), p);
+            if let Some(o) = sink.stored_offset(&tp).map_err(|error| AppError::Sink {
+                group: group.clone(),
+                error,
+            })? {
+                starts.push((p, o));
+            }
+        }
+        Ok(starts)
+    }
+
+    /// The consumer now holds `partitions` (given in a poll): a record of one read again is a
+    /// repeat of the kind each names — why the partition came to it (a crash, a close, a
+    /// rebalance), as the model's handoffs say; the cluster's assignment was checked to be the
+    /// model's.
+    pub fn took_over(&mut self, name: &str, partitions: &[(i32, DeliveryReason)]) -> Result<(), AppError> {
+        let c = self.consumer(name)?;
+        for &(p, reason) in partitions {
+            c.repeat.insert(p, reason);
+        }
+        Ok(())
     }
 
     /// `process NAME [count=N]` at model time `now`: each record written to the group's sink and
@@ -777,6 +945,44 @@ impl Application {
 }
 
 impl Application {
+    /// `seek NAME …`: the real consumer's positions move; what it reads again is a deliberate
+    /// replay, what it jumps over forward is skipped on purpose (as the model's audit says),
+    /// and nothing is committed.
+    pub fn seek(&mut self, name: &str, moves: &[Move]) -> Result<(), AppError> {
+        let c = self.consumer(name)?;
+        let topic = c.cluster_topic.clone();
+        let wanted: Vec<PartitionOffset> = moves
+            .iter()
+            .map(|m| PartitionOffset {
+                topic: topic.clone(),
+                partition: m.partition,
+                offset: m.to,
+            })
+            .collect();
+        match self
+            .agent(name)?
+            .ask(&Request::Seek { offsets: wanted }, ASK_TIMEOUT)?
+        {
+            Reply::Sought { .. } => {}
+            Reply::Failed { message } => return Err(AppError::Other(format!("{name}'s seek: {message}"))),
+            other => return Err(AppError::Other(format!("{name}'s seek answered {other:?}"))),
+        }
+        let c = self.consumer(name)?;
+        let scenario_topic = c.config.topic.clone();
+        let group = c.config.group.clone();
+        for m in moves {
+            c.positions.insert(m.partition, m.to);
+            c.repeat.insert(m.partition, DeliveryReason::Replay);
+        }
+        if let Some(g) = self.groups.get_mut(&group) {
+            for m in moves {
+                let tp = TopicPartition::new(scenario_topic.clone(), m.partition);
+                g.audit.mark_skipped(&tp, m.from.max(m.log.0), m.to);
+            }
+        }
+        Ok(())
+    }
+
     /// `reset-offsets … execute` landed for `group` (before or after its consumers started).
     pub fn reset_group(&mut self, group: &str, topic: &str, rows: &[ResetRow]) {
         self.groups

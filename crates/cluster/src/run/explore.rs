@@ -14,6 +14,7 @@ use offsetlab_engine::strategy::CommitStrategy;
 use offsetlab_scenario::explore::{crash_replay, explore_cell, run_with_crash, with_settings, Cell};
 use offsetlab_scenario::Script;
 use serde::Serialize;
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 /// What one crash left behind: lost records, redeliveries, duplicate sink rows.
@@ -113,7 +114,7 @@ pub fn run_points(
         };
         let replay = crash_replay(script, target, strategy, sink, k).map_err(RunError::Model)?;
         let prefix = Prefix::new(&format!("{}{k}-", opts.prefix.as_str()))?;
-        super::check(&replay, &prefix)?;
+        super::check(&replay, &prefix, &BTreeSet::new())?;
         planned.push((k, model, replay, prefix));
     }
     let mut measured = Vec::new();

@@ -9,6 +9,7 @@
 use super::{ClusterRun, LineFailure};
 use offsetlab_engine::audit::{AuditFigures, Progress};
 use offsetlab_engine::record::TopicPartition;
+use offsetlab_engine::strategy::AutoOffsetReset;
 use offsetlab_engine::Lab;
 use offsetlab_scenario::command::{Expect, ExpectKey};
 use serde::Serialize;
@@ -74,7 +75,7 @@ impl GroupFigures {
 pub fn on_cluster(key: ExpectKey) -> bool {
     !matches!(
         key,
-        ExpectKey::Position | ExpectKey::Generation | ExpectKey::AbortedRead | ExpectKey::LastStableOffset
+        ExpectKey::Generation | ExpectKey::AbortedRead | ExpectKey::LastStableOffset
     )
 }
 
@@ -231,6 +232,62 @@ pub fn differences(model: &[GroupFigures], real: &[GroupFigures]) -> Vec<String>
     out
 }
 
+/// Where a real consumer fetches `partition` from next, as the Java client's `position()`
+/// answers: past the last record it handed out or where a seek put it; before it read any,
+/// where it starts — the sink's offset (a transactional sink), the group's committed offset on
+/// the cluster, or `auto.offset.reset` against the partition's log start or end. `None` for a
+/// consumer that is not running, or `reset=none` with nothing committed.
+fn position(run: &mut ClusterRun, name: &str, partition: Option<i32>) -> Result<Option<i64>, LineFailure> {
+    let Some(c) = run.app.consumers.get(name) else {
+        return Err(LineFailure::Other(format!("no consumer {name} on the cluster")));
+    };
+    if !c.is_running() {
+        return Ok(None);
+    }
+    let config = c.config.clone();
+    let p = match partition {
+        Some(p) => p,
+        None if run.partitions(&config.topic) == 1 => 0,
+        None => {
+            return Err(LineFailure::Other(format!(
+                "expect: {name}'s topic has several partitions: add partition=P"
+            )))
+        }
+    };
+    if let Some(at) = c.position(p) {
+        return Ok(Some(at));
+    }
+    let tp = TopicPartition::new(config.topic.clone(), p);
+    if !config.commits_to_kafka() {
+        let sink = run.app.groups.get(&config.group).and_then(|g| g.sink.as_ref());
+        if let Some(stored) = sink
+            .map(|s| s.stored_offset(&tp))
+            .transpose()
+            .map_err(|e| LineFailure::Other(e.to_string()))?
+            .flatten()
+        {
+            return Ok(Some(stored));
+        }
+    }
+    let group = run.opts.prefix.on_cluster(&config.group);
+    let topic = run.opts.prefix.on_cluster(&config.topic);
+    if let Some(committed) = run
+        .inspector()
+        .committed(&group, &topic, &[p])?
+        .get(&p)
+        .copied()
+        .flatten()
+    {
+        return Ok(Some(committed));
+    }
+    let (low, high) = run.inspector().watermarks(&group, &topic, p)?;
+    Ok(match config.auto_offset_reset {
+        AutoOffsetReset::Earliest => Some(low),
+        AutoOffsetReset::Latest => Some(high),
+        AutoOffsetReset::None => None,
+    })
+}
+
 /// The failures of an `expect` line against the cluster's figures (empty: it holds).
 pub(crate) fn check(e: &Expect, run: &mut ClusterRun) -> Result<Vec<String>, LineFailure> {
     let mut failures = Vec::new();
@@ -270,6 +327,13 @@ fn actual(e: &Expect, key: ExpectKey, run: &mut ClusterRun) -> Result<String, Li
             ExpectKey::State => c.state.to_string(),
             _ => c.in_flight().to_string(),
         });
+    }
+    if key == ExpectKey::Position {
+        let name = match &e.consumer {
+            Some(c) => c.clone(),
+            None => only(run.model.lab.consumers().keys().cloned(), "consumer")?,
+        };
+        return Ok(opt(position(run, &name, e.partition)?));
     }
     let group = match &e.group {
         Some(g) => g.clone(),
@@ -319,4 +383,68 @@ fn actual(e: &Expect, key: ExpectKey, run: &mut ClusterRun) -> Result<String, Li
             )))
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group(name: &str, committed: Option<i64>, lost: u64, rows: u64) -> GroupFigures {
+        GroupFigures {
+            group: name.into(),
+            sink_rows: rows,
+            distinct_keys: 12,
+            duplicate_rows: 0,
+            partitions: vec![PartitionFigures {
+                topic: "orders".into(),
+                partition: 0,
+                committed,
+                log_start_offset: 0,
+                log_end_offset: 12,
+                lag: committed.map(|c| 12 - c),
+                audit: AuditFigures {
+                    lost,
+                    deliveries: rows,
+                    ..AuditFigures::default()
+                },
+                lost_ranges: Vec::new(),
+            }],
+        }
+    }
+
+    #[test]
+    fn equal_figures_have_no_differences() {
+        let g = group("ledger", Some(12), 0, 12);
+        assert!(differences(std::slice::from_ref(&g), std::slice::from_ref(&g)).is_empty());
+    }
+
+    #[test]
+    fn each_differing_figure_is_named_with_both_values() {
+        let model = [group("ledger", Some(12), 0, 12)];
+        let real = [group("ledger", Some(8), 4, 8)];
+        assert_eq!(
+            differences(&model, &real),
+            [
+                "group ledger: committed[orders-0]: model 12, cluster 8",
+                "group ledger: lag[orders-0]: model 0, cluster 4",
+                "group ledger: lost: model 0, cluster 4",
+                "group ledger: deliveries: model 12, cluster 8",
+                "group ledger: sink-rows: model 12, cluster 8",
+            ]
+        );
+    }
+
+    #[test]
+    fn nothing_committed_reads_as_a_dash_and_a_missing_group_is_named() {
+        let model = [group("ledger", Some(4), 0, 4)];
+        let real = [group("ledger", None, 0, 4), group("view", None, 0, 0)];
+        assert_eq!(
+            differences(&model, &real),
+            [
+                "group ledger: committed[orders-0]: model 4, cluster -",
+                "group ledger: lag[orders-0]: model 8, cluster -",
+                "group view: the model has no such group",
+            ]
+        );
+    }
 }

@@ -41,7 +41,7 @@ use offsetlab_engine::lab::ResetSpec;
 use offsetlab_engine::record::TopicPartition;
 use offsetlab_engine::sink::SinkFactory;
 use offsetlab_engine::Lab;
-use offsetlab_scenario::command::{Command, ResetOffsets};
+use offsetlab_scenario::command::{Command, ResetOffsets, Seek, SeekTo};
 use offsetlab_scenario::script::Line;
 use offsetlab_scenario::{Runner, ScenarioError, Script};
 use offsetlab_sqlite::SqliteSinks;
@@ -58,7 +58,11 @@ pub fn interrupt() {
     INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
 }
 
-fn interrupted() -> bool {
+/// The exit code of a run stopped by Ctrl-C or SIGTERM: 128 + SIGINT, as shells report it.
+pub const INTERRUPTED_EXIT: u8 = 130;
+
+/// Whether this process was asked to stop (Ctrl-C, SIGTERM).
+pub fn interrupted() -> bool {
     INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
 }
 
@@ -79,6 +83,10 @@ pub struct RunOptions {
     pub timeout: Duration,
     /// Say on stderr when the run waits for wall time.
     pub progress: bool,
+    /// Scenario topics the run takes as they are on the cluster (`--reuse-topic`, under the
+    /// run's prefix) instead of creating them: their records are read into the model first,
+    /// and the run never writes to them nor deletes them.
+    pub reuse: BTreeSet<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -94,6 +102,16 @@ pub enum RunError {
     Model(ScenarioError),
     #[error("line {line}: `{text}`: on the cluster: {why}")]
     Line { line: usize, text: String, why: String },
+    /// Ctrl-C or SIGTERM: the run stopped before line `line` (0: in the wait after the last).
+    #[error("{}", match line {
+        0 => "interrupted (Ctrl-C or SIGTERM) after the last line".to_string(),
+        n => format!("line {n}: `{text}`: interrupted (Ctrl-C or SIGTERM) before it ran"),
+    })]
+    Interrupted { line: usize, text: String },
+    /// `--reuse-topic` names what the scenario has no `topic` line for, or what the cluster
+    /// does not have.
+    #[error("--reuse-topic {topic}: {why}")]
+    Reuse { topic: String, why: String },
     #[error("line {line}: expectation failed on the cluster: {failures}\n    {text}")]
     Expectation {
         line: usize,
@@ -104,15 +122,43 @@ pub enum RunError {
 
 impl RunError {
     /// 1: an expect line did not hold; 2: the scenario cannot run (or the cluster refused what
-    /// it asked); 3: the cluster, an agent or a file could not be reached.
+    /// it asked); 3: the cluster, an agent or a file could not be reached; 130: interrupted
+    /// (128 + SIGINT, as shells report it).
     pub fn exit_code(&self) -> u8 {
         match self {
+            RunError::Interrupted { .. } => INTERRUPTED_EXIT,
             RunError::Expectation { .. } | RunError::Model(ScenarioError::Expectation { .. }) => 1,
-            RunError::Unrunnable(_) | RunError::Names(_) | RunError::Model(_) => 2,
+            RunError::Unrunnable(_) | RunError::Names(_) | RunError::Model(_) | RunError::Reuse { .. } => 2,
             RunError::Cluster(e) => e.exit_code(),
             RunError::Line { .. } => 3,
         }
     }
+}
+
+/// What the model held before a line, that the line's real run needs.
+#[derive(Debug, Default)]
+struct Before {
+    /// Per partition: a `produce` line's log ends (what it sends is the model's records from
+    /// there), a `seek` line's positions (what it jumps over forward is skipped on purpose), a
+    /// `poll` line's positions of the partitions its consumer held.
+    offsets: BTreeMap<i32, i64>,
+    /// A `poll` line rejoins a rebalance (eager) with partitions held: its revoke hook's
+    /// commit comes first, and every partition and polled record is given up.
+    rejoins: bool,
+    /// A `poll` line's consumer was removed from its group while it was away (it did not
+    /// poll within `max.poll.interval.ms`): its partitions are lost and its polled records
+    /// dropped, nothing committed, and it joins again inside this poll.
+    lost: bool,
+    /// A `poll` line's consumer's records in flight (partition, offset), in order.
+    in_flight: Vec<(i32, i64)>,
+}
+
+/// A window of a partition's log on the cluster ([`ClusterRun::log_window`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogWindow {
+    pub log_start: i64,
+    pub log_end: i64,
+    pub records: Vec<inspect::ReadRecord>,
 }
 
 /// What one line did on the cluster, for the caller to print.
@@ -137,31 +183,47 @@ pub struct ClusterRun {
 }
 
 /// Every line that cannot run on a cluster (with why), before anything is created.
-pub fn check(script: &Script, prefix: &Prefix) -> Result<(), RunError> {
+pub fn check(script: &Script, prefix: &Prefix, reuse: &BTreeSet<String>) -> Result<(), RunError> {
+    for topic in reuse {
+        let declared = script
+            .lines
+            .iter()
+            .any(|l| matches!(&l.command, Command::Topic(t) if &t.name == topic));
+        if !declared {
+            return Err(RunError::Reuse {
+                topic: topic.clone(),
+                why: format!("the scenario has no `topic {topic}` line"),
+            });
+        }
+    }
     let mut refused = preflight::check(script);
     refused.extend(script.lines.iter().filter_map(|l| {
-        not_yet(&l.command).map(|why| Unrunnable {
-            line: l.number,
-            text: l.text.clone(),
-            why,
-        })
+        not_yet(&l.command)
+            .or_else(|| writes_to_reused(&l.command, reuse))
+            .map(|why| Unrunnable {
+                line: l.number,
+                text: l.text.clone(),
+                why,
+            })
     }));
-    // Several consumers in one group rebalance among themselves: not mirrored yet.
-    let mut first_of_group: BTreeMap<String, String> = BTreeMap::new();
+    // Several consumers in one group rebalance among themselves: mirrored for the eager
+    // protocol and a sink whose offsets are Kafka's or the sink's own.
+    let mut consumers_of: BTreeMap<String, Vec<&offsetlab_engine::consumer::ConsumerConfig>> =
+        BTreeMap::new();
     for l in &script.lines {
         if let Command::Consumer(c) = &l.command {
-            let first = first_of_group
-                .entry(c.config.group.clone())
-                .or_insert_with(|| c.config.name.clone());
-            if first != &c.config.name {
-                refused.push(Unrunnable {
-                    line: l.number,
-                    text: l.text.clone(),
-                    why: format!(
-                        "a second consumer in group {} (rebalances between members) is not run on a cluster yet (it runs on the model: drop --bootstrap-server)",
-                        c.config.group
-                    ),
-                });
+            let group = consumers_of.entry(c.config.group.clone()).or_default();
+            if !group.iter().any(|other| other.name == c.config.name) {
+                group.push(&c.config);
+            }
+            if group.len() > 1 {
+                if let Some(why) = group.iter().find_map(|c| rebalance_not_mirrored(c)) {
+                    refused.push(Unrunnable {
+                        line: l.number,
+                        text: l.text.clone(),
+                        why: format!("a second consumer in group {}: {why}", c.config.group),
+                    });
+                }
             }
         }
     }
@@ -173,6 +235,36 @@ pub fn check(script: &Script, prefix: &Prefix) -> Result<(), RunError> {
     Ok(())
 }
 
+/// Why a rebalance between running members of a group with this consumer is not run on a
+/// cluster yet: the cooperative protocol's partial revocations, and a kafka-tx application's
+/// transaction aborted in its revoke hook, are not mirrored.
+fn rebalance_not_mirrored(c: &offsetlab_engine::consumer::ConsumerConfig) -> Option<String> {
+    let later = |what: &str| {
+        Some(format!(
+            "rebalances between running members with {what} are not run on a cluster yet (it runs on the model: drop --bootstrap-server)"
+        ))
+    };
+    if c.assignor == offsetlab_engine::consumer::Assignor::CooperativeSticky {
+        return later("the cooperative protocol (assignor=cooperative-sticky)");
+    }
+    if c.is_transactional_producer() {
+        return later("sink=kafka-tx");
+    }
+    None
+}
+
+/// Why a line would write to a reused topic, which a run never does: it takes it as it is.
+fn writes_to_reused(command: &Command, reuse: &BTreeSet<String>) -> Option<String> {
+    let topic = match command {
+        Command::Produce(p) => &p.topic,
+        Command::Consumer(c) if c.config.is_transactional_producer() => c.config.output.as_ref()?,
+        _ => return None,
+    };
+    reuse
+        .contains(topic)
+        .then(|| format!("topic {topic} is reused (--reuse-topic): a run writes only to topics it created"))
+}
+
 /// Lines a cluster could run that this runner does not run yet: said, never approximated.
 fn not_yet(command: &Command) -> Option<String> {
     let later = |what: &str| {
@@ -181,43 +273,12 @@ fn not_yet(command: &Command) -> Option<String> {
         ))
     };
     match command {
-        Command::Consumer(c) if c.config.group_instance_id.is_some() => {
-            later("a static member (instance-id)")
-        }
-        Command::Consumer(c)
-            if c.config.max_poll_interval_ms != offsetlab_engine::consumer::DEFAULT_MAX_POLL_INTERVAL_MS =>
-        {
-            later("max-poll-interval (a member removed for a slow poll)")
-        }
-        Command::Consumer(c)
-            if c.config.auto_offset_reset == offsetlab_engine::strategy::AutoOffsetReset::None =>
-        {
-            later("reset=none (a consumer that stops on a missing offset)")
-        }
-        Command::Topic(t)
-            if t.config
-                != offsetlab_engine::log::TopicConfig {
-                    partitions: t.config.partitions,
-                    ..Default::default()
-                } =>
-        {
-            later("a topic setting other than partitions")
-        }
-        Command::Seek(_) => later("seek"),
         Command::Abort(_) => later("abort"),
         Command::AlterOffsets(_) => later("alter-offsets"),
         Command::AlterTopic(_) => later("alter-topic"),
         Command::AddPartitions(_) => later("add-partitions"),
         Command::DeleteRecords(_) => later("delete-records"),
         Command::DeleteTopic(_) | Command::DeleteGroup(_) | Command::DeleteOffsets(_) => later("deleting"),
-        Command::ResetOffsets(r)
-            if matches!(
-                r.spec,
-                ResetSpec::ToDatetime(_) | ResetSpec::ByDuration(_) | ResetSpec::ToCurrent
-            ) =>
-        {
-            later("reset-offsets by time or to-current")
-        }
         Command::Expect(e) => e
             .checks
             .iter()
@@ -244,13 +305,30 @@ impl ClusterRun {
     /// Checks the script, reaches the cluster, and refuses a run whose topics or groups exist
     /// there already — all before anything is created.
     pub fn prepare(script: &Script, opts: RunOptions) -> Result<Self, RunError> {
-        check(script, &opts.prefix)?;
+        check(script, &opts.prefix, &opts.reuse)?;
         let cluster = Cluster::connect(&opts.bootstrap, &opts.extra, opts.timeout)?;
         for line in &script.lines {
             if let Command::Topic(t) = &line.command {
                 let name = opts.prefix.on_cluster(&t.name);
-                if cluster.topic_exists(&name)? {
-                    return Err(ClusterError::TopicExists(name).into());
+                let reused = opts.reuse.contains(&t.name);
+                match cluster.topic_partitions(&name)? {
+                    Some(_) if !reused => return Err(ClusterError::TopicExists(name).into()),
+                    Some(n) if n != t.config.partitions => {
+                        return Err(RunError::Reuse {
+                            topic: t.name.clone(),
+                            why: format!(
+                                "{name} has {n} partition(s) on the cluster, the scenario's line {} says {}",
+                                line.number, t.config.partitions
+                            ),
+                        })
+                    }
+                    None if reused => {
+                        return Err(RunError::Reuse {
+                            topic: t.name.clone(),
+                            why: format!("the cluster has no topic {name} to reuse"),
+                        })
+                    }
+                    _ => {}
                 }
             }
         }
@@ -309,8 +387,8 @@ impl ClusterRun {
     /// One line at model time `t`: refused if it would join a rebalance, then on the model,
     /// then on the cluster.
     fn run_line(&mut self, line: &Line, t: i64) -> Result<Step, RunError> {
-        let before = self.log_ends(line);
-        self.joins_alone(line)?;
+        let before = self.before(line);
+        self.joins_as_mirrored(line)?;
         self.model.apply(line).map_err(RunError::Model)?;
         let did = self
             .real(line, t, &before)
@@ -379,30 +457,64 @@ impl ClusterRun {
         self.run_line(line, t)
     }
 
-    /// A consumer that starts while its group still has a member — another consumer, or a dead
-    /// incarnation whose session has not run out — joins a rebalance, which the runner does
-    /// not mirror yet. Asked of the model before the line runs.
-    fn joins_alone(&self, line: &Line) -> Result<(), RunError> {
+    /// The model's assignment of running consumer `name` (partitions of its topic), which a
+    /// real poll waits for; `None` when the model's consumer is not running after the line (a
+    /// fault killed it inside the poll), and the real poll takes what the group gives.
+    fn model_assignment(&self, name: &str) -> Option<Vec<i32>> {
+        let c = self.model.lab.consumer(name).ok().filter(|c| c.is_running())?;
+        Some(
+            c.assignment
+                .keys()
+                .filter(|tp| tp.topic == c.config.topic)
+                .map(|tp| tp.partition)
+                .collect(),
+        )
+    }
+
+    /// A consumer that starts while its group has members joins a rebalance, as on Kafka: its
+    /// polls get nothing until the coordinator has every member's rejoin — a running member
+    /// rejoins inside its next poll (its revoke hook first), a dead one is dropped when its
+    /// session runs out — and the model's [`Self::model_assignment`] is what each real poll
+    /// waits for. Refused (asked of the model before the line runs) when a running member or
+    /// the newcomer rebalances in a way the runner does not mirror yet
+    /// ([`rebalance_not_mirrored`]): the page's lines are checked here, a run's before it
+    /// starts too.
+    fn joins_as_mirrored(&self, line: &Line) -> Result<(), RunError> {
         let lab = &self.model.lab;
-        let (name, group) = match &line.command {
-            Command::Consumer(c) => (c.config.name.clone(), c.config.group.clone()),
+        let (name, config) = match &line.command {
+            Command::Consumer(c) => (c.config.name.clone(), c.config.clone()),
             Command::Restart(r) => match lab.consumer(&r.consumer) {
-                Ok(c) => (r.consumer.clone(), c.config.group.clone()),
+                Ok(c) => (r.consumer.clone(), c.config.clone()),
                 Err(_) => return Ok(()),
             },
             _ => return Ok(()),
         };
-        let members = lab.group_view(&group).map_or(0, |g| g.members.len());
-        if members > 0 {
-            return Err(RunError::Unrunnable(vec![Unrunnable {
+        let members = lab
+            .group_view(&config.group)
+            .map(|g| g.members)
+            .unwrap_or_default();
+        let live: Vec<&offsetlab_engine::consumer::Consumer> = lab
+            .consumers()
+            .values()
+            .filter(|c| c.is_running() && c.config.name != name && members.contains(&c.member_id()))
+            .collect();
+        let why = live
+            .iter()
+            .map(|c| &c.config)
+            .chain(std::iter::once(&config))
+            .find_map(rebalance_not_mirrored);
+        match (live.first(), why) {
+            (Some(running), Some(why)) => Err(RunError::Unrunnable(vec![Unrunnable {
                 line: line.number,
                 text: line.text.clone(),
                 why: format!(
-                    "{name} would join group {group} while it still has a member (another consumer, or a crashed incarnation whose session has not run out): rebalances are not run on a cluster yet — wait out its session timeout first"
+                    "{name} would join group {} while {} is running in it: {why}",
+                    config.group,
+                    running.member_id()
                 ),
-            }]));
+            }])),
+            _ => Ok(()),
         }
-        Ok(())
     }
 
     /// A group the page names for the first time must not exist on the cluster yet: the run
@@ -426,11 +538,56 @@ impl ClusterRun {
         &self.opts.bootstrap
     }
 
+    /// A window of one of the run's topics as the cluster holds it: its log start and end
+    /// (ListOffsets) and up to `max` records from `from` (Fetch; from the log start when
+    /// `None`). A topic the run did not create or reuse is not read.
+    pub fn log_window(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        from: Option<i64>,
+        max: usize,
+    ) -> Result<LogWindow, RunError> {
+        let name = self.opts.prefix.on_cluster(topic);
+        if !self.created.contains(&name) && !self.opts.reuse.contains(topic) {
+            return Err(RunError::Line {
+                line: 0,
+                text: String::new(),
+                why: format!("topic {topic} is not one of this run's"),
+            });
+        }
+        let asker = self.opts.prefix.on_cluster("runner");
+        let (log_start, log_end) = self.inspector.watermarks(&asker, &name, partition)?;
+        // A window is a view: what a reader gets within a moment is enough.
+        let records = self.inspector.read(
+            &asker,
+            &name,
+            partition,
+            from.unwrap_or(log_start).max(log_start),
+            max,
+            log_end,
+            Duration::from_secs(2),
+        )?;
+        Ok(LogWindow {
+            log_start,
+            log_end,
+            records,
+        })
+    }
+
     /// Waits until the line at model time `t` may run, counting the real auto-commit timers'
     /// fires on the way (each an effect, which a fault plan may end in a crash).
     fn wait_until(&mut self, t: i64, line: Option<&Line>) -> Result<(), RunError> {
         let mut said = false;
+        let stop = || RunError::Interrupted {
+            line: line.map_or(0, |l| l.number),
+            text: line.map_or(String::new(), |l| l.text.clone()),
+        };
         loop {
+            // Before every line, not only inside a wait: a script without ticks stops too.
+            if interrupted() {
+                return Err(stop());
+            }
             let now = Instant::now();
             let timers: Vec<(String, clock::TimerPhase)> = self
                 .app
@@ -464,11 +621,7 @@ impl ClusterRun {
             // In slices, so that a Ctrl-C stops the run within a moment.
             while Instant::now() < until {
                 if interrupted() {
-                    return Err(RunError::Line {
-                        line: line.map_or(0, |l| l.number),
-                        text: line.map_or(String::new(), |l| l.text.clone()),
-                        why: "interrupted (Ctrl-C)".into(),
-                    });
+                    return Err(stop());
                 }
                 std::thread::sleep(
                     until
@@ -493,23 +646,114 @@ impl ClusterRun {
         }
     }
 
-    /// Per partition of a `produce` line's topic, the model's log end before the line.
-    fn log_ends(&self, line: &Line) -> BTreeMap<i32, i64> {
-        let Command::Produce(p) = &line.command else {
-            return BTreeMap::new();
-        };
+    /// What the model held before the line, that the line's real run needs.
+    fn before(&self, line: &Line) -> Before {
         let lab = &self.model.lab;
-        let count = lab.topic(&p.topic).map_or(0, |t| t.partitions.len() as i32);
-        (0..count)
-            .filter_map(|i| {
-                lab.partition_log(&TopicPartition::new(p.topic.clone(), i))
-                    .ok()
-                    .map(|log| (i, log.log_end_offset()))
-            })
+        let positions = |name: &str| {
+            lab.consumer(name).map_or_else(
+                |_| BTreeMap::new(),
+                |c| {
+                    c.assignment
+                        .iter()
+                        .filter(|(tp, _)| tp.topic == c.config.topic)
+                        .map(|(tp, f)| (tp.partition, f.position))
+                        .collect()
+                },
+            )
+        };
+        match &line.command {
+            Command::Seek(s) => Before {
+                offsets: positions(&s.consumer),
+                ..Before::default()
+            },
+            Command::Poll(p) => {
+                let offsets = positions(&p.consumer);
+                // Eager: a member the group's rebalance waits for, holding partitions, gives
+                // them all up inside this poll (its revoke hook first).
+                let rejoins = !offsets.is_empty()
+                    && lab.consumer(&p.consumer).is_ok_and(|c| {
+                        c.is_running()
+                            && lab
+                                .groups()
+                                .get(&c.config.group)
+                                .is_some_and(|g| g.waiting_for().iter().any(|m| m.id == c.member_id()))
+                    });
+                let in_flight = lab
+                    .consumer(&p.consumer)
+                    .map(|c| {
+                        c.in_flight
+                            .iter()
+                            .map(|f| (f.tp.partition, f.record.offset))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                // Removed while it was away (max.poll.interval.ms): its partitions are lost,
+                // not revoked — nothing committed — and its polled records dropped.
+                let lost = lab.consumer(&p.consumer).is_ok_and(|c| {
+                    c.is_running()
+                        && lab
+                            .groups()
+                            .get(&c.config.group)
+                            .is_some_and(|g| !g.is_member(&c.member_id()))
+                });
+                Before {
+                    offsets,
+                    rejoins: rejoins && !lost,
+                    lost,
+                    in_flight,
+                }
+            }
+            Command::Produce(p) => {
+                let count = lab.topic(&p.topic).map_or(0, |t| t.partitions.len() as i32);
+                Before {
+                    offsets: (0..count)
+                        .filter_map(|i| {
+                            lab.partition_log(&TopicPartition::new(p.topic.clone(), i))
+                                .ok()
+                                .map(|log| (i, log.log_end_offset()))
+                        })
+                        .collect(),
+                    ..Before::default()
+                }
+            }
+            _ => Before::default(),
+        }
+    }
+
+    /// The records the model's poll handed out (partition, offset), in its batch's order: what
+    /// its consumer has in flight after the line and did not before (an eager rejoin dropped
+    /// everything it had).
+    fn model_batch(&self, name: &str, before: &Before) -> Vec<(i32, i64)> {
+        let Ok(c) = self.model.lab.consumer(name) else {
+            return Vec::new();
+        };
+        let had: BTreeSet<(i32, i64)> = if before.rejoins || before.lost {
+            BTreeSet::new()
+        } else {
+            before.in_flight.iter().copied().collect()
+        };
+        c.in_flight
+            .iter()
+            .map(|f| (f.tp.partition, f.record.offset))
+            .filter(|r| !had.contains(r))
             .collect()
     }
 
-    fn partitions(&self, topic: &str) -> i32 {
+    /// Why each partition the model's consumer holds after a poll came to it, for those it
+    /// did not hold before (all of them after an eager rejoin).
+    fn taken_over(&self, name: &str, before: &Before) -> Vec<(i32, offsetlab_engine::audit::DeliveryReason)> {
+        let Ok(c) = self.model.lab.consumer(name) else {
+            return Vec::new();
+        };
+        c.assignment
+            .iter()
+            .filter(|(tp, _)| tp.topic == c.config.topic)
+            .filter(|(tp, _)| before.rejoins || before.lost || !before.offsets.contains_key(&tp.partition))
+            .map(|(tp, f)| (tp.partition, f.origin.repeat_reason()))
+            .collect()
+    }
+
+    pub(crate) fn partitions(&self, topic: &str) -> i32 {
         self.model
             .lab
             .topic(topic)
@@ -517,15 +761,34 @@ impl ClusterRun {
     }
 
     /// The line, for real.
-    fn real(&mut self, line: &Line, t: i64, before: &BTreeMap<i32, i64>) -> Result<String, LineFailure> {
+    fn real(&mut self, line: &Line, t: i64, before: &Before) -> Result<String, LineFailure> {
         let prefix = self.opts.prefix.clone();
         Ok(match &line.command {
+            Command::Topic(topic) if self.opts.reuse.contains(&topic.name) => {
+                self.reuse_topic(&topic.name)?
+            }
             Command::Topic(topic) => {
                 let name = prefix.on_cluster(&topic.name);
                 let partitions = self.partitions(&topic.name);
-                self.cluster.create_topic(&name, partitions, &[])?;
+                // Its settings as Kafka's topic configs; what they do (retention, cleaning) the
+                // cluster does on its own schedule.
+                let configs: Vec<(String, String)> = topic
+                    .config
+                    .kafka_overrides()
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect();
+                self.cluster.create_topic(&name, partitions, &configs)?;
                 self.created.push(name.clone());
-                format!("created topic {name} ({partitions} partition(s))")
+                let set: Vec<String> = configs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                if set.is_empty() {
+                    format!("created topic {name} ({partitions} partition(s))")
+                } else {
+                    format!(
+                        "created topic {name} ({partitions} partition(s), {})",
+                        set.join(", ")
+                    )
+                }
             }
             Command::Produce(p) => {
                 let name = prefix.on_cluster(&p.topic);
@@ -543,7 +806,7 @@ impl ClusterRun {
                     )?);
                 }
                 let mut sent = 0;
-                for (&partition, &from) in before {
+                for (&partition, &from) in &before.offsets {
                     let tp = TopicPartition::new(p.topic.clone(), partition);
                     let records = model_records(&self.model.lab, &tp, from)
                         .map_err(|e| LineFailure::Other(e.to_string()))?;
@@ -557,7 +820,18 @@ impl ClusterRun {
             Command::Consumer(c) => self.start(&c.config.name, t, Some(&c.config))?,
             Command::Restart(r) => self.start(&r.consumer, t, None)?,
             Command::Poll(p) => {
-                let (n, crashed) = self.app.poll(&p.consumer, t)?;
+                let assigned = self.model_assignment(&p.consumer);
+                let plan = app::PollPlan {
+                    batch: assigned.as_ref().map(|_| self.model_batch(&p.consumer, before)),
+                    assigned,
+                    rejoins: before.rejoins,
+                    lost: before.lost,
+                };
+                let (n, crashed) = self.app.poll(&p.consumer, t, plan)?;
+                if !crashed {
+                    self.app
+                        .took_over(&p.consumer, &self.taken_over(&p.consumer, before))?;
+                }
                 self.check_handed_out(&p.consumer)?;
                 format!(
                     "the cluster handed {n} record(s) to {}{}",
@@ -593,6 +867,7 @@ impl ClusterRun {
                 )
             }
             Command::Tick(tick) => format!("{} ms of wall time before the next line", tick.duration_ms),
+            Command::Seek(s) => self.seek(s, &before.offsets)?,
             Command::ResetOffsets(r) => self.reset(r)?,
             Command::Expect(e) => {
                 let failures = figures::check(e, self)?;
@@ -657,12 +932,13 @@ impl ClusterRun {
                 .map(|c| c.config.clone())
                 .ok_or_else(|| LineFailure::Other(format!("no consumer {name}")))?,
         };
-        let settings = ConsumerSettings::for_consumer(
+        let mut settings = ConsumerSettings::for_consumer(
             &config,
             &self.opts.bootstrap,
             &self.opts.prefix,
             &self.opts.extra,
         );
+        settings.joins_later = self.model_assignment(name).is_some_and(|a| a.is_empty());
         if let Some(output) = settings
             .output_topic
             .as_ref()
@@ -688,6 +964,117 @@ impl ClusterRun {
             "{name} started: a librdkafka consumer in its own process, in group {}",
             settings.group
         ))
+    }
+
+    /// A reused topic's `topic` line: the topic is taken as it is on the cluster — its records
+    /// (offsets 0 to its end, no gaps) are read and appended to the model's new topic, so the
+    /// model's log is the cluster's — and the run neither writes to it nor deletes it.
+    fn reuse_topic(&mut self, topic: &str) -> Result<String, LineFailure> {
+        let name = self.opts.prefix.on_cluster(topic);
+        let partitions = self.partitions(topic);
+        let mut read = 0;
+        for p in 0..partitions {
+            // Asked by a client of no group the run has: it only reads.
+            let asker = self.opts.prefix.on_cluster("runner");
+            let (low, high) = self.inspector.watermarks(&asker, &name, p)?;
+            if low != 0 {
+                return Err(LineFailure::Other(format!(
+                    "{name}-{p} starts at offset {low} (retention or DeleteRecords): a reused topic's log must start at 0, as the model's does"
+                )));
+            }
+            let records = self.inspector.read_log(&asker, &name, p, high)?;
+            let sent: Vec<offsetlab_engine::lab::SentRecord> = records
+                .into_iter()
+                .map(|r| offsetlab_engine::lab::SentRecord {
+                    key: r.key,
+                    value: r.value,
+                    timestamp: r.timestamp,
+                    headers: r
+                        .headers
+                        .into_iter()
+                        .map(|(k, v)| offsetlab_engine::lab::SentHeader::from((k, v)))
+                        .collect(),
+                    batch_timestamp: None,
+                })
+                .collect();
+            for chunk in sent.chunks(offsetlab_engine::lab::MAX_SEND_RECORDS) {
+                self.model
+                    .lab
+                    .send(topic, p, chunk, "the reused topic")
+                    .map_err(|e| {
+                        LineFailure::Other(format!("the model could not take {name}-{p}'s records: {e}"))
+                    })?;
+            }
+            read += sent.len();
+        }
+        Ok(format!(
+            "reused topic {name} ({partitions} partition(s)): its {read} record(s) read into the model; the run will not write to it or delete it"
+        ))
+    }
+
+    /// `seek NAME to=… [partition=P]`: each target found on the cluster (its log start or end,
+    /// the offset, or the first offset at or after the instant in the records' timestamps —
+    /// the model's, as a run produces them), which must be where the model's consumer went;
+    /// then the real consumer seeks there.
+    fn seek(&mut self, s: &Seek, before: &BTreeMap<i32, i64>) -> Result<String, LineFailure> {
+        let Some(c) = self.app.consumers.get(&s.consumer) else {
+            return Err(LineFailure::Other(format!(
+                "no consumer {} on the cluster",
+                s.consumer
+            )));
+        };
+        let (group, topic) = (
+            self.opts.prefix.on_cluster(&c.config.group),
+            self.opts.prefix.on_cluster(&c.config.topic),
+        );
+        let model = self
+            .model
+            .lab
+            .consumer(&s.consumer)
+            .map_err(|e| LineFailure::Other(e.to_string()))?;
+        let wanted: Vec<(i32, i64)> = model
+            .assignment
+            .iter()
+            .filter(|(tp, _)| tp.topic == model.config.topic && s.partition.is_none_or(|p| p == tp.partition))
+            .map(|(tp, f)| (tp.partition, f.position))
+            .collect();
+        let now = self.model.lab.now();
+        let mut moves = Vec::new();
+        for (p, model_target) in wanted {
+            let (low, high) = self.inspector.watermarks(&group, &topic, p)?;
+            let target = match &s.to {
+                SeekTo::Earliest => low,
+                SeekTo::Latest => high,
+                SeekTo::Offset(o) => *o,
+                SeekTo::At(ts, _) => self
+                    .inspector
+                    .offset_for_time(&group, &topic, p, *ts)?
+                    .unwrap_or(high),
+                SeekTo::Ago(d) => self
+                    .inspector
+                    .offset_for_time(&group, &topic, p, now.saturating_sub(*d))?
+                    .unwrap_or(high),
+            };
+            if target != model_target {
+                return Err(LineFailure::Other(format!(
+                    "the cluster finds {}-{p} at offset {target} for this seek, the model at {model_target}",
+                    s.consumer
+                )));
+            }
+            let from = before.get(&p).copied().unwrap_or(target);
+            moves.push(app::Move {
+                partition: p,
+                from,
+                to: target,
+                log: (low, high),
+            });
+        }
+        self.app.seek(&s.consumer, &moves)?;
+        let text: Vec<String> = moves
+            .iter()
+            .map(|m| format!("{topic}-{}: {} → {}", m.partition, m.from, m.to))
+            .collect();
+        Ok(format!("{} seeks {}", s.consumer, text.join(", ")))
     }
 
     /// `reset-offsets … [execute]`: planned against the cluster's own offsets; with `execute`,
@@ -717,11 +1104,17 @@ impl ClusterRun {
                         )))
                     }
                 },
-                ResetSpec::ToCurrent | ResetSpec::ToDatetime(_) | ResetSpec::ByDuration(_) => {
-                    return Err(LineFailure::Other(
-                        "this reset is not run on a cluster yet".into(),
-                    ))
-                }
+                // Kafka's tool: a partition without a committed offset goes to its end.
+                ResetSpec::ToCurrent => now.unwrap_or(high),
+                // The records' timestamps are the model's (a run produces them so).
+                ResetSpec::ToDatetime(ts) => self
+                    .inspector
+                    .offset_for_time(&group, &topic, p, ts)?
+                    .unwrap_or(high),
+                ResetSpec::ByDuration(d) => self
+                    .inspector
+                    .offset_for_time(&group, &topic, p, self.model.lab.now().saturating_sub(d))?
+                    .unwrap_or(high),
             };
             rows.push(app::ResetRow {
                 partition: p,
@@ -825,7 +1218,10 @@ impl ClusterRun {
             self.start(target, t, None).map_err(|e| fail(format!("{e:?}")))?;
         }
         for _ in 0..10_000 {
-            let (n, _) = self.app.poll(target, t).map_err(|e| fail(e.to_string()))?;
+            let (n, _) = self
+                .app
+                .poll(target, t, app::PollPlan::default())
+                .map_err(|e| fail(e.to_string()))?;
             let waiting = self.app.consumers.get(target).map_or(0, |c| c.in_flight());
             if waiting > 0 {
                 self.app
@@ -846,7 +1242,9 @@ impl ClusterRun {
         let end = self.model.lab.now();
         self.wait_until(end, None)?;
         self.app.land_all_async(end).map_err(|e| fail(e.to_string()))?;
-        self.app.poll(target, end).map_err(|e| fail(e.to_string()))?;
+        self.app
+            .poll(target, end, app::PollPlan::default())
+            .map_err(|e| fail(e.to_string()))?;
         if self.app.consumers.get(target).is_some_and(|c| c.in_flight() > 0) {
             self.app
                 .process(target, None, end)

@@ -175,6 +175,39 @@ pub struct SegmentLimits {
 }
 
 impl TopicConfig {
+    /// Every config Kafka has that the lab models, by Kafka's name, with its value as Kafka
+    /// writes it (a limit that is off is `-1`), in Kafka's order. `partitions` is no config,
+    /// and `segment.records` is the lab's alone: neither is here.
+    pub fn kafka_configs(&self) -> [(&'static str, String); 10] {
+        let unlimited = |v: Option<i64>| v.map_or("-1".to_string(), |v| v.to_string());
+        [
+            ("cleanup.policy", self.cleanup_policy.to_string()),
+            ("retention.ms", unlimited(self.retention_ms)),
+            (
+                "retention.bytes",
+                unlimited(self.retention_bytes.map(|b| i64::try_from(b).unwrap_or(i64::MAX))),
+            ),
+            ("segment.bytes", self.segment_bytes.to_string()),
+            ("segment.ms", self.segment_ms.to_string()),
+            ("delete.retention.ms", self.delete_retention_ms.to_string()),
+            ("message.timestamp.type", self.message_timestamp_type.to_string()),
+            ("min.insync.replicas", self.min_insync_replicas.to_string()),
+            ("compression.type", self.compression_type.to_string()),
+            ("max.message.bytes", self.max_message_bytes.to_string()),
+        ]
+    }
+
+    /// The configs set to other than Kafka's default, as [`Self::kafka_configs`] writes them.
+    pub fn kafka_overrides(&self) -> Vec<(&'static str, String)> {
+        let default = Self::default().kafka_configs();
+        self.kafka_configs()
+            .into_iter()
+            .zip(default)
+            .filter(|(own, d)| own.1 != d.1)
+            .map(|(own, _)| own)
+            .collect()
+    }
+
     pub fn segment_limits(&self) -> SegmentLimits {
         SegmentLimits {
             max_records: self.segment_records.unwrap_or(usize::MAX),
@@ -182,5 +215,35 @@ impl TopicConfig {
             max_bytes: self.segment_bytes.min(u32::MAX as usize / 2),
             max_age_ms: self.segment_ms,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kafkas_defaults_are_no_overrides_and_each_setting_is_spelled_as_kafka_writes_it() {
+        assert!(TopicConfig::default().kafka_overrides().is_empty());
+        let c = TopicConfig {
+            partitions: 3,
+            retention_ms: None,
+            retention_bytes: Some(1 << 20),
+            segment_records: Some(4),
+            cleanup_policy: CleanupPolicy::CompactDelete,
+            compression_type: CompressionType::Zstd,
+            message_timestamp_type: TimestampType::LogAppendTime,
+            ..TopicConfig::default()
+        };
+        assert_eq!(
+            c.kafka_overrides(),
+            vec![
+                ("cleanup.policy", "compact,delete".to_string()),
+                ("retention.ms", "-1".to_string()),
+                ("retention.bytes", "1048576".to_string()),
+                ("message.timestamp.type", "LogAppendTime".to_string()),
+                ("compression.type", "zstd".to_string()),
+            ]
+        );
     }
 }
