@@ -154,11 +154,18 @@ export async function selectGroup(page, name) {
   throw new Error(`the group tab ${name} was clicked three times and never selected`);
 }
 
+/**
+ * Types an accepted scenario line into the line form and waits for its own answer: the state
+ * moved on *and* the form was cleared. The event stream can draw the new state before the
+ * action's answer arrives; waiting only for the state would let the next line be typed while
+ * that answer is still on its way (and the answer hides any alert the next line raised).
+ */
 export async function typeLine(page, line) {
   const before = await page.evaluate(() => window.__version || 0);
   await page.fill('#line-input', line);
   await page.press('#line-input', 'Enter');
-  await page.waitForFunction((b) => (window.__version || 0) > b, before);
+  await page.waitForFunction((b) => (window.__version || 0) > b
+    && document.querySelector('#line-input').value === '', before);
 }
 
 export async function card(page, id) {

@@ -10,10 +10,15 @@ let lab, browser;
 before(async () => { lab = await startLab(); browser = await launch(); });
 after(async () => { await browser?.close(); lab?.stop(); });
 
+/** Resets the lab and waits for the reset's own answer (its notice), not only the new state. */
 async function resetLab(page) {
-  const before = await page.evaluate(() => window.__version || 0);
+  const before = await page.evaluate(() => {
+    document.querySelector('#alert').textContent = ''; // an earlier reset's notice is not this one's
+    return window.__version || 0;
+  });
   await page.click('#reset-lab');
-  await page.waitForFunction((b) => (window.__version || 0) > b, before);
+  await page.waitForFunction((b) => (window.__version || 0) > b
+    && document.querySelector('#alert').textContent.includes('Back to the seed lab'), before);
 }
 
 test('the seed walk-through: timer auto-commit loses, manual + upsert does not, rewinding rebuilds', async () => {

@@ -862,8 +862,11 @@ function setupForms() {
   });
   $('#line-form').addEventListener('submit', (e) => {
     e.preventDefault();
-    const line = $('#line-input').value.trim();
-    if (line) act([line]).then((ok) => { if (ok) $('#line-input').value = ''; });
+    const input = $('#line-input');
+    const line = input.value.trim();
+    // The answer can arrive after the next line was typed (the event stream may have drawn
+    // this action's state already): only the line that was sent is cleared.
+    if (line) act([line]).then((ok) => { if (ok && input.value.trim() === line) input.value = ''; });
   });
   $('#compact-offsets').addEventListener('click', () => act(['compact __consumer_offsets']));
   $('#compact-topic').addEventListener('click', () => { const log = currentLog(); if (log) act([`compact ${q(log.topic)}`]); });
