@@ -343,10 +343,6 @@ impl Scope {
 
 pub fn router(state: AppState) -> Router {
     Router::new()
-        .route("/", get(assets::index))
-        .route("/app.js", get(assets::app_js))
-        .route("/content.js", get(assets::content_js))
-        .route("/style.css", get(assets::style_css))
         .route("/api/state", get(get_state))
         .route("/api/actions", post(post_actions))
         .route("/api/clock", post(post_clock))
@@ -362,6 +358,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/explore/replay", post(post_explore_replay))
         .route("/api/events", get(get_events))
         .merge(crate::workshop::routes::routes())
+        .merge(assets::routes())
         .fallback(|| async { json_error(StatusCode::NOT_FOUND, "no such endpoint", 0) })
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

@@ -1,46 +1,108 @@
-//! The page: plain HTML, CSS and JavaScript compiled into the binary.
+//! The page: plain HTML, CSS and ES modules compiled into the binary.
+//!
+//! There is no build step between these files and the browser: each is served as it is in
+//! `assets/`, so a newcomer changes the page by editing a file and rebuilding the binary. The
+//! page's scripts are ES modules under `assets/js/` (one per concern, `main.js` first); the
+//! table below names every one of them, and a test checks that it names them all.
 
-use axum::http::header;
-use axum::response::IntoResponse;
+use axum::extract::Path;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
 
-pub const INDEX_HTML: &str = include_str!("../assets/index.html");
-pub const APP_JS: &str = include_str!("../assets/app.js");
-pub const CONTENT_JS: &str = include_str!("../assets/content.js");
-pub const STYLE_CSS: &str = include_str!("../assets/style.css");
+/// One embedded file: the path it is served under (relative to `assets/`) and its text.
+type Asset = (&'static str, &'static str);
 
-fn asset(content_type: &'static str, body: &'static str) -> impl IntoResponse {
-    (
-        [
-            (header::CONTENT_TYPE, content_type),
-            (header::CACHE_CONTROL, "no-cache"),
-        ],
-        body,
-    )
+/// Embeds `assets/<path>` under `<path>`.
+macro_rules! assets {
+    ($($path:literal),* $(,)?) => {
+        &[$(($path, include_str!(concat!("../assets/", $path)))),*]
+    };
 }
 
-pub async fn index() -> impl IntoResponse {
-    asset("text/html; charset=utf-8", INDEX_HTML)
+/// The page's ES modules, served under `/js/`.
+const MODULES: &[Asset] = assets![];
+
+/// The pages and their stylesheet, served at the root.
+const FILES: &[Asset] = assets![
+    "index.html",
+    "style.css",
+    "app.js",
+    "content.js",
+    "instructor.html",
+    "instructor.js",
+];
+
+fn content_type(path: &str) -> &'static str {
+    match path.rsplit('.').next() {
+        Some("html") => "text/html; charset=utf-8",
+        Some("css") => "text/css; charset=utf-8",
+        _ => "text/javascript; charset=utf-8",
+    }
 }
 
-pub async fn app_js() -> impl IntoResponse {
-    asset("text/javascript; charset=utf-8", APP_JS)
+fn serve(table: &[Asset], path: &str) -> Response {
+    match table.iter().find(|(p, _)| *p == path) {
+        Some((p, body)) => (
+            [
+                (header::CONTENT_TYPE, content_type(p)),
+                (header::CACHE_CONTROL, "no-cache"),
+            ],
+            *body,
+        )
+            .into_response(),
+        None => crate::api::json_error(StatusCode::NOT_FOUND, "no such file", 0),
+    }
 }
 
-pub async fn content_js() -> impl IntoResponse {
-    asset("text/javascript; charset=utf-8", CONTENT_JS)
+/// `/` and `/instructor`, the stylesheet, and every module under `/js/`.
+pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
+    Router::new()
+        .route("/", get(|| async { serve(FILES, "index.html") }))
+        .route("/instructor", get(|| async { serve(FILES, "instructor.html") }))
+        .route(
+            "/{file}",
+            get(|Path(file): Path<String>| async move { serve(FILES, &file) }),
+        )
+        .route(
+            "/js/{*module}",
+            get(|Path(module): Path<String>| async move { serve(MODULES, &module) }),
+        )
 }
 
-pub async fn style_css() -> impl IntoResponse {
-    asset("text/css; charset=utf-8", STYLE_CSS)
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-pub const INSTRUCTOR_HTML: &str = include_str!("../assets/instructor.html");
-pub const INSTRUCTOR_JS: &str = include_str!("../assets/instructor.js");
+    /// Every `.js` file under `assets/js/` is in [`MODULES`], so none is left unserved.
+    #[test]
+    fn every_module_is_served() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/js");
+        let mut found = Vec::new();
+        let mut dirs = vec![root.clone()];
+        while let Some(dir) = dirs.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            for e in entries.flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else if p.extension().is_some_and(|x| x == "js") {
+                    let rel = p.strip_prefix(&root).map(|r| r.to_string_lossy().replace('\\', "/"));
+                    found.extend(rel.ok());
+                }
+            }
+        }
+        found.sort();
+        let mut listed: Vec<String> = MODULES.iter().map(|(p, _)| p.to_string()).collect();
+        listed.sort();
+        assert_eq!(found, listed, "assets/js and MODULES differ");
+    }
 
-pub async fn instructor() -> impl IntoResponse {
-    asset("text/html; charset=utf-8", INSTRUCTOR_HTML)
-}
-
-pub async fn instructor_js() -> impl IntoResponse {
-    asset("text/javascript; charset=utf-8", INSTRUCTOR_JS)
+    #[test]
+    fn unknown_files_are_404() {
+        assert_eq!(serve(FILES, "secret.txt").status(), StatusCode::NOT_FOUND);
+        assert_eq!(serve(MODULES, "../index.html").status(), StatusCode::NOT_FOUND);
+        assert_eq!(serve(FILES, "style.css").status(), StatusCode::OK);
+    }
 }

@@ -25,8 +25,6 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/api/workshop/progress", post(post_progress))
         .route("/api/workshop/quiz", post(post_quiz))
         .route("/api/workshop/push-claim", post(post_push_claim))
-        .route("/instructor", get(crate::assets::instructor))
-        .route("/instructor.js", get(crate::assets::instructor_js))
         .route("/api/instructor/room", get(get_room))
         .route("/api/instructor/learners/{number}/state", get(get_learner_state))
         .route(
