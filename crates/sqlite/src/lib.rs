@@ -13,7 +13,8 @@
 //!                       generation INTEGER NOT NULL, PRIMARY KEY (topic, partition));
 //! ```
 //!
-//! The upsert sink adds a unique index on `order_id` and writes with `ON CONFLICT DO UPDATE`;
+//! The upsert sink adds a unique index on `order_id` and overwrites an order's row in place (its id
+//! kept, and no id taken for a row that never existed);
 //! the append and transactional sinks insert a row per write. A key or value that is UTF-8 is
 //! stored as `TEXT`, any other bytes as a `BLOB` ([`column`]): SQLite compares the two as
 //! different values, so distinct binary keys stay distinct rows and `sqlite3` shows text as text.
@@ -134,10 +135,15 @@ impl SqliteSink {
             .map_err(backend)?;
         let tx = self.conn.transaction().map_err(backend)?;
         {
-            // One statement prepared for the whole batch.
-            let mut stmt = tx.prepare(Self::insert_sql(upsert)).map_err(backend)?;
+            // The statements prepared once for the whole batch.
+            let mut insert = tx.prepare(INSERT_SQL).map_err(backend)?;
+            let mut update = tx.prepare(UPDATE_SQL).map_err(backend)?;
             for w in writes {
-                Self::insert_with(&mut stmt, w).map_err(backend)?;
+                if upsert {
+                    Self::upsert_with(&mut update, &mut insert, w).map_err(backend)?;
+                } else {
+                    Self::insert_with(&mut insert, w).map_err(backend)?;
+                }
             }
         }
         tx.commit().map_err(backend)?;
@@ -170,22 +176,39 @@ impl SqliteSink {
     }
 
     fn insert(conn: &Connection, w: &SinkWrite<'_>, upsert: bool) -> Result<(), rusqlite::Error> {
-        let mut stmt = conn.prepare_cached(Self::insert_sql(upsert))?;
-        Self::insert_with(&mut stmt, w)
+        let mut insert = conn.prepare_cached(INSERT_SQL)?;
+        if upsert {
+            let mut update = conn.prepare_cached(UPDATE_SQL)?;
+            Self::upsert_with(&mut update, &mut insert, w)
+        } else {
+            Self::insert_with(&mut insert, w)
+        }
     }
 
-    fn insert_sql(upsert: bool) -> &'static str {
-        if upsert {
-            "INSERT INTO rows (order_id, topic, partition, source_offset, value, consumer, incarnation, reason, applied_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
-             ON CONFLICT (order_id) DO UPDATE SET topic = excluded.topic, partition = excluded.partition,
-                 source_offset = excluded.source_offset, value = excluded.value, consumer = excluded.consumer,
-                 incarnation = excluded.incarnation, reason = excluded.reason, applied_at = excluded.applied_at,
-                 writes = writes + 1"
-        } else {
-            "INSERT INTO rows (order_id, topic, partition, source_offset, value, consumer, incarnation, reason, applied_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+    /// An upsert as an update of the order's row, or — when it has none yet — an insert. (An
+    /// `INSERT … ON CONFLICT DO UPDATE` would be one statement, but with `AUTOINCREMENT` every
+    /// conflicting insert still takes a row id, so the table's ids would skip numbers for rows
+    /// that never existed.)
+    fn upsert_with(
+        update: &mut rusqlite::Statement<'_>,
+        insert: &mut rusqlite::Statement<'_>,
+        w: &SinkWrite<'_>,
+    ) -> Result<(), rusqlite::Error> {
+        let updated = update.execute(params![
+            column(w.key),
+            w.tp.topic,
+            w.tp.partition,
+            w.offset,
+            column(w.value),
+            w.consumer,
+            w.incarnation,
+            w.reason.name(),
+            w.at
+        ])?;
+        if updated == 0 {
+            Self::insert_with(insert, w)?;
         }
+        Ok(())
     }
 
     fn insert_with(stmt: &mut rusqlite::Statement<'_>, w: &SinkWrite<'_>) -> Result<(), rusqlite::Error> {
@@ -203,6 +226,15 @@ impl SqliteSink {
         Ok(())
     }
 }
+
+const INSERT_SQL: &str =
+    "INSERT INTO rows (order_id, topic, partition, source_offset, value, consumer, incarnation, reason, applied_at)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+
+/// The upsert sink's overwrite of an order's row (its id and position kept).
+const UPDATE_SQL: &str = "UPDATE rows SET topic = ?2, partition = ?3, source_offset = ?4, value = ?5, consumer = ?6,
+         incarnation = ?7, reason = ?8, applied_at = ?9, writes = writes + 1
+     WHERE order_id = ?1";
 
 /// A key or value as its column holds it: `TEXT` when UTF-8 (every sink written before binary
 /// records were kept holds text), a `BLOB` otherwise.

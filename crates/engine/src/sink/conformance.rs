@@ -139,6 +139,11 @@ fn replayed_writes(sink: &mut dyn Sink) {
                 "o-1 written at 0, 3, then 0 again"
             );
             assert!(rows.iter().all(|r| !r.duplicate));
+            // A new order after the overwrites gets the next id: an overwrite takes none.
+            sink.apply(&write(&tp, 4, "o-4", DeliveryReason::First))
+                .expect("apply");
+            let ids: Vec<u64> = sink.rows(0, 100).expect("rows").iter().map(|r| r.row_id).collect();
+            assert_eq!(ids, [1, 2, 3, 4], "{:?}: row ids without gaps", sink.kind());
         }
     }
     assert_eq!(sink.rows(1, 2).expect("rows").len(), 2, "paging");
