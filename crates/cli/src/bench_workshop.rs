@@ -285,14 +285,14 @@ async fn measure(learners: usize, idle: usize, pace: Duration, json: bool) -> an
         tokio::spawn(listen(addr, cookie.clone(), Arc::clone(&events)));
     }
     let total: usize = (0..learners)
-        .map(|i| lessons::steps(&LESSONS[i % LESSONS.len()]).len() + 1)
+        .map(|i| lessons::steps(&LESSONS[i % LESSONS.len()]).iter().map(|s| s.lines.len()).sum::<usize>() + 1)
         .sum();
     let bar = crate::bench_cmd::bar(total as u64, "lesson steps replayed", json);
     let started = Instant::now();
     let mut tasks = Vec::with_capacity(learners);
     for (i, cookie) in cookies.into_iter().enumerate() {
         let lesson = &LESSONS[i % LESSONS.len()];
-        let lines: Vec<String> = lessons::steps(lesson).into_iter().map(|s| s.line).collect();
+        let lines: Vec<String> = lessons::steps(lesson).into_iter().flat_map(|s| s.lines).collect();
         let offset = pace.mul_f64(i as f64 / learners.max(1) as f64);
         let bar = bar.clone();
         tasks.push(tokio::spawn(async move {

@@ -903,6 +903,8 @@ async fn get_lessons() -> Response {
                 "file": l.file,
                 "title": l.title(),
                 "introduction": l.introduction(),
+                "recap": l.recap(),
+                "minutes": l.minutes(),
                 "steps": lessons::steps(l),
             })
         })

@@ -770,8 +770,9 @@ async fn what_the_page_does_works_in_a_learners_lab() {
         200
     );
     for step in offsetlab_scenario::lessons::steps(&offsetlab_scenario::lessons::LESSONS[0]) {
-        let a = act(s.addr, &bob, &[&step.line]).await;
-        assert_eq!(a.status, 200, "{}: {}", step.line, a.body);
+        let lines: Vec<&str> = step.lines.iter().map(String::as_str).collect();
+        let a = act(s.addr, &bob, &lines).await;
+        assert_eq!(a.status, 200, "{:?}: {}", step.lines, a.body);
     }
     assert_eq!(state(s.addr, &ada).await["version"], hers["version"]);
 }
