@@ -8,6 +8,10 @@
 //! - **lost**: records the group has passed (below its committed offset, or deleted by retention
 //!   before it read them), counted from where the group first started, never applied, and not
 //!   deliberately skipped by a seek or an offset reset;
+//! - **lost before a rewind**: records that were lost when a seek or an offset reset sent the
+//!   group back over them (a rewind makes a loss stop counting as one, since the group will read
+//!   them again) — kept, so the loss never vanishes from view, with how many were **replayed
+//!   since**;
 //! - **duplicates**: `Σ max(0, delivered(o) − 1)`, split into **redeliveries** (a crash, a
 //!   restart or a rebalance made the group read the record again) and **replays** (a seek or an
 //!   offset reset asked for it).
@@ -102,6 +106,9 @@ pub struct PartitionAudit {
     counts: Vec<u32>,
     /// Half-open ranges skipped on purpose (a seek or reset forward).
     skipped: Vec<(Offset, Offset)>,
+    /// Half-open ranges that were lost when a rewind sent the group back over them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    rewound: Vec<(Offset, Offset)>,
 }
 
 impl PartitionAudit {
@@ -111,6 +118,7 @@ impl PartitionAudit {
             base: first_start,
             counts: Vec::new(),
             skipped: Vec::new(),
+            rewound: Vec::new(),
         }
     }
 
@@ -172,6 +180,10 @@ pub struct AuditFigures {
     /// Records skipped on purpose (seek or reset forward) and never applied.
     pub skipped: u64,
     pub deliveries: u64,
+    /// Records that were lost when a rewind sent the group back over them, and are not lost now.
+    pub lost_before_rewind: u64,
+    /// Of those, the records applied since.
+    pub replayed_since_rewind: u64,
 }
 
 impl std::ops::AddAssign for AuditFigures {
@@ -183,6 +195,8 @@ impl std::ops::AddAssign for AuditFigures {
         self.replays += o.replays;
         self.skipped += o.skipped;
         self.deliveries += o.deliveries;
+        self.lost_before_rewind += o.lost_before_rewind;
+        self.replayed_since_rewind += o.replayed_since_rewind;
     }
 }
 
@@ -332,6 +346,24 @@ impl GroupAudit {
         }
     }
 
+    /// Notes that `ranges` of `tp`, lost until now, are no longer lost because a rewind sent the
+    /// group back over them.
+    pub fn note_rewound(&mut self, tp: &TopicPartition, ranges: &[(Offset, Offset)]) {
+        let Some(p) = self.partitions.get_mut(tp) else {
+            return;
+        };
+        p.rewound.extend(ranges.iter().copied().filter(|r| r.0 < r.1));
+        p.rewound.sort_unstable();
+        let mut merged: Vec<(Offset, Offset)> = Vec::with_capacity(p.rewound.len());
+        for &(a, b) in &p.rewound {
+            match merged.last_mut() {
+                Some(last) if a <= last.1 => last.1 = last.1.max(b),
+                _ => merged.push((a, b)),
+            }
+        }
+        p.rewound = merged;
+    }
+
     pub fn deliveries(&self) -> &[Delivery] {
         &self.deliveries
     }
@@ -410,11 +442,22 @@ impl GroupAudit {
 
     /// The figures for one partition.
     pub fn figures(&self, tp: &TopicPartition, progress: Progress<'_>) -> AuditFigures {
-        let lost = self
-            .lost_ranges(tp, progress)
-            .iter()
-            .map(|(a, b)| (b - a) as u64)
-            .sum();
+        let lost_ranges = self.lost_ranges(tp, progress);
+        let lost = lost_ranges.iter().map(|(a, b)| (b - a) as u64).sum();
+        // Lost before a rewind: what is lost again now counts as lost, not twice.
+        let (lost_before_rewind, replayed_since_rewind) = self.partitions.get(tp).map_or((0, 0), |p| {
+            let mut before = 0;
+            let mut replayed = 0;
+            for &(a, b) in &p.rewound {
+                for o in a..b {
+                    if !lost_ranges.iter().any(|&(x, y)| x <= o && o < y) {
+                        before += 1;
+                        replayed += u64::from(p.delivered(o) > 0);
+                    }
+                }
+            }
+            (before, replayed)
+        });
         let c = self.counters.get(tp).copied().unwrap_or_default();
         let log_end = progress.log.log_end_offset();
         let (skipped, deliveries) = self.partitions.get(tp).map_or((0, 0), |p| {
@@ -454,6 +497,8 @@ impl GroupAudit {
             replays: c[3],
             skipped,
             deliveries,
+            lost_before_rewind,
+            replayed_since_rewind,
         }
     }
 

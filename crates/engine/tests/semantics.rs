@@ -1998,3 +1998,47 @@ fn offsets_altered_from_outside_are_stored_as_given() {
         "{err}"
     );
 }
+
+/// The audit (DESIGN.md): a rewind stops counting what it sends the group back over as lost —
+/// the group will read it again — but the loss stays in view, as "lost before the rewind", with
+/// how much of it was replayed since. By a seek and by an offset reset alike.
+#[test]
+fn a_rewind_keeps_the_loss_it_takes_back_in_view() {
+    let lose_three = || {
+        let mut lab = lab_with_orders(12);
+        lab.add_consumer(consumer("c1", "g", CommitStrategy::AutoTimer, SinkKind::Append, 4))
+            .expect("consumer");
+        lab.poll("c1").expect("poll");
+        lab.process("c1", Some(1)).expect("process one");
+        lab.tick(5_000).expect("the timer commits 4 with 1..3 in flight");
+        crash_and_restart(&mut lab, "c1");
+        poll_and_process(&mut lab, "c1");
+        let a = figures(&lab, "g").audit;
+        assert_eq!((a.lost, a.lost_before_rewind), (3, 0));
+        lab
+    };
+    // A seek back: nothing is lost while the consumer is about to read 1..3 again, and the three
+    // stay in view; once read, they were replayed.
+    let mut lab = lose_three();
+    lab.seek("c1", SeekTarget::Earliest, None).expect("seek");
+    let a = figures(&lab, "g").audit;
+    assert_eq!((a.lost, a.lost_before_rewind, a.replayed_since_rewind), (0, 3, 0));
+    for _ in 0..3 {
+        poll_and_process(&mut lab, "c1");
+    }
+    let a = figures(&lab, "g").audit;
+    assert_eq!((a.lost, a.lost_before_rewind, a.replayed_since_rewind), (0, 3, 3));
+    // An offset reset of the stopped group does the same.
+    let mut lab = lose_three();
+    lab.close("c1").expect("close");
+    lab.reset_offsets("g", "orders", None, ResetSpec::ToEarliest, true)
+        .expect("reset");
+    let a = figures(&lab, "g").audit;
+    assert_eq!((a.lost, a.lost_before_rewind, a.replayed_since_rewind), (0, 3, 0));
+    // A dry run takes nothing back.
+    let mut dry = lose_three();
+    dry.close("c1").expect("close");
+    dry.reset_offsets("g", "orders", None, ResetSpec::ToEarliest, false)
+        .expect("dry run");
+    assert_eq!(figures(&dry, "g").audit.lost_before_rewind, 0);
+}

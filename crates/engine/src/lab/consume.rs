@@ -556,6 +556,7 @@ impl Lab {
                 .map_or(new, |f| f.position);
             moves.push((tp.clone(), old, new));
         }
+        let lost_before = self.lost_now(&group, &tps)?;
         for (tp, old, new) in &moves {
             let log = self.partition_log(tp)?;
             let (start, end) = (log.log_start_offset(), log.log_end_offset());
@@ -586,6 +587,6 @@ impl Lab {
                 ),
             );
         }
-        Ok(())
+        self.note_rewound(&group, lost_before)
     }
 }

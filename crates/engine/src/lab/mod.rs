@@ -15,6 +15,7 @@ mod group_metadata;
 mod lifecycle;
 mod membership;
 mod reset;
+mod rewind;
 mod snapshot;
 mod time;
 mod topics;

@@ -317,6 +317,12 @@ impl Lab {
         leader_epoch: &dyn Fn(&TopicPartition) -> i32,
     ) -> Result<(), LabError> {
         let now = self.now();
+        let tps: Vec<TopicPartition> = plan
+            .rows
+            .iter()
+            .map(|r| TopicPartition::new(r.topic.clone(), r.partition))
+            .collect();
+        let lost_before = self.lost_now(&plan.group, &tps)?;
         for r in &plan.rows {
             let tp = TopicPartition::new(r.topic.clone(), r.partition);
             self.offsets_only_group(&plan.group, &tp.topic)?;
@@ -345,6 +351,6 @@ impl Lab {
                 }
             }
         }
-        Ok(())
+        self.note_rewound(&plan.group, lost_before)
     }
 }

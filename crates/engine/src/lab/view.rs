@@ -125,6 +125,10 @@ pub struct AuditView {
     pub deliveries: u64,
     /// Records of aborted transactions the group's application was handed.
     pub aborted_read: u64,
+    /// Records that were lost when a seek or an offset reset sent the group back over them.
+    pub lost_before_rewind: u64,
+    /// Of those, the records applied since.
+    pub replayed_since_rewind: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -346,6 +350,8 @@ impl Lab {
                 skipped: audit.skipped,
                 deliveries: audit.deliveries,
                 aborted_read: partitions.iter().map(|p| p.aborted_read).sum(),
+                lost_before_rewind: audit.lost_before_rewind,
+                replayed_since_rewind: audit.replayed_since_rewind,
             },
             isolation: self.group_isolation(name),
             partitions,
