@@ -131,6 +131,8 @@ impl AppState {
 struct Note {
     figures: Vec<crate::workshop::learner::GroupFigures>,
     what: String,
+    /// What the learner pressed, as their page named it (`None`: the change's lines say it).
+    label: Option<String>,
 }
 
 /// Which labs a server serves: one (the page's and the Kafka listener's), or a workshop's.
@@ -143,11 +145,17 @@ enum Labs {
 /// The lab a request is about: the server's one lab, or — in workshop mode — the lab of the
 /// learner whose cookie the request carries. Resolved before a handler runs; a request without
 /// a learner's id, or with one that is not this room's, is refused here with nothing touched.
+/// The instructor's view of learner N (`X-Offsetlab-Learner: N` and the instructor's token,
+/// `workshop::viewer`) is learner N's lab, for reading only: any other method is `403`, and
+/// the scope has no learner, so nothing is noted as theirs.
 #[derive(Clone)]
 pub(crate) struct Scope {
     lab: LabHandle,
     learner: Option<Arc<Learner>>,
     cluster: Option<Arc<crate::cluster::ClusterMirror>>,
+    /// What the learner pressed to send this request, as their page named it (`post_actions`
+    /// sets it from the body's `label`): noted for the instructor with the change.
+    label: Option<String>,
 }
 
 impl axum::extract::FromRequestParts<AppState> for Scope {
@@ -163,19 +171,29 @@ impl axum::extract::FromRequestParts<AppState> for Scope {
                     lab: lab.clone(),
                     learner: None,
                     cluster: app.cluster.clone(),
+                    label: None,
                 })
             }
             Labs::Workshop(w) => Arc::clone(w),
         };
-        let learner = crate::workshop::routes::learner_of(&parts.headers, &workshop)
+        let viewed = crate::workshop::viewer::viewer_of(&parts.method, &parts.headers, app)
             .map_err(IntoResponse::into_response)?;
+        let (learner, viewing) = match viewed {
+            Some((_, learner)) => (learner, true),
+            None => (
+                crate::workshop::routes::learner_of(&parts.headers, &workshop)
+                    .map_err(IntoResponse::into_response)?,
+                false,
+            ),
+        };
         let room_learner = Arc::clone(&learner);
         let opened = tokio::task::spawn_blocking(move || workshop.room.lab(&room_learner)).await;
         match opened {
             Ok(Ok(lab)) => Ok(Scope {
                 lab,
-                learner: Some(learner),
+                learner: (!viewing).then_some(learner),
                 cluster: None,
+                label: None,
             }),
             Ok(Err(e)) => Err(crate::workshop::routes::room_error(&e)),
             Err(e) => Err(json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0)),
@@ -284,6 +302,7 @@ impl Scope {
         let note = self.learner.as_ref().map(|_| Note {
             figures: crate::workshop::learner::GroupFigures::of(&state),
             what: clip(what, 200).into_owned(),
+            label: self.label.clone(),
         });
         (respond(&state), note)
     }
@@ -295,6 +314,7 @@ impl Scope {
             if let Err(e) = learner.update(|a| {
                 a.figures = note.figures;
                 a.last_action = Some(note.what);
+                a.last_label = note.label;
                 a.last_action_ms = Some(offsetlab_lab::session::wall_clock_ms());
             }) {
                 eprintln!(
@@ -360,6 +380,10 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::workshop::routes::routes())
         .merge(assets::routes())
         .fallback(|| async { json_error(StatusCode::NOT_FOUND, "no such endpoint", 0) })
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::workshop::viewer::read_only,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             guard::same_origin,
@@ -451,6 +475,10 @@ async fn get_state(scope: Scope) -> Response {
 #[derive(Deserialize)]
 struct Actions {
     lines: Vec<String>,
+    /// What the learner pressed ("Crash mid-batch"), for the instructor's page: at most 80
+    /// characters, no control characters. Checked on every server, kept only in a workshop.
+    #[serde(default)]
+    label: Option<String>,
 }
 
 async fn post_actions(scope: Scope, ApiJson(actions): ApiJson<Actions>) -> Response {
@@ -464,10 +492,18 @@ async fn post_actions(scope: Scope, ApiJson(actions): ApiJson<Actions>) -> Respo
             0,
         );
     }
+    let label = match crate::workshop::learner::checked_label(actions.label.as_deref()) {
+        Ok(label) => label,
+        Err(e) => return json_error(StatusCode::BAD_REQUEST, &e, 0),
+    };
+    // The instructor's page shows the label, and the lines as its detail: the first, and how
+    // many more.
+    let scope = Scope { label, ..scope };
+    let first = |line: &str| clip(line, 200).into_owned();
     let what = match actions.lines.as_slice() {
         [] => String::new(),
-        [one] => one.clone(),
-        [first, rest @ ..] => format!("{first} (and {} more lines)", rest.len()),
+        [one] => first(one),
+        [one, rest @ ..] => format!("{} +{} more", first(one), rest.len()),
     };
     if let Some(mirror) = scope.cluster.clone() {
         // Each line runs for real, and a failed one must leave the page's lab as the cluster

@@ -876,3 +876,322 @@ async fn joins_faster_than_a_class_arrives_are_refused() {
     assert!(a.body.contains("joining at once"), "{}", a.body);
     assert_eq!(s.workshop.room.len(), 2, "nobody added");
 }
+
+fn room_learner(room: &Value, number: u64) -> Value {
+    room["learners"]
+        .as_array()
+        .and_then(|l| l.iter().find(|l| l["number"] == number))
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+async fn room(addr: std::net::SocketAddr) -> Value {
+    let a = send(addr, "GET", "/api/instructor/room", None, &instructor()).await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    a.json()
+}
+
+async fn labelled(addr: std::net::SocketAddr, who: &str, lines: &[&str], label: &str) -> Answer {
+    let body = serde_json::json!({ "lines": lines, "label": label }).to_string();
+    send(addr, "POST", "/api/actions", Some(&body), who).await
+}
+
+#[tokio::test]
+async fn an_action_is_named_as_the_learner_pressed_it() {
+    let s = start(|_| {}).await;
+    let ada = join(s.addr, "Ada").await;
+    let a = labelled(s.addr, &ada, &["poll c1", "tick 1s"], "  Crash mid-batch ").await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    let ada_in_room = room_learner(&room(s.addr).await, 1);
+    assert_eq!(ada_in_room["last_label"], "Crash mid-batch");
+    assert_eq!(ada_in_room["last_action"], "poll c1 +1 more", "the lines kept as detail");
+
+    // Too long, or with control characters: refused, nothing changed, nothing noted.
+    let before = state(s.addr, &ada).await["version"].clone();
+    for bad in ["x".repeat(81), "Crash\nmid-batch".into(), "a\u{202E}b".into()] {
+        let a = labelled(s.addr, &ada, &["poll c1"], &bad).await;
+        assert_eq!(a.status, 400, "{bad:?}: {}", a.body);
+        assert!(a.json()["error"].as_str().unwrap_or("").contains("label"), "{}", a.body);
+    }
+    assert_eq!(state(s.addr, &ada).await["version"], before);
+    assert_eq!(room_learner(&room(s.addr).await, 1)["last_label"], "Crash mid-batch");
+    assert_eq!(labelled(s.addr, &ada, &["poll c1"], &"é".repeat(80)).await.status, 200);
+
+    // A change the page did not name shows its lines, as before.
+    assert_eq!(act(s.addr, &ada, &["poll c1"]).await.status, 200);
+    let ada_in_room = room_learner(&room(s.addr).await, 1);
+    assert_eq!((ada_in_room["last_label"].clone(), ada_in_room["last_action"].clone()), (Value::Null, "poll c1".into()));
+
+    // Outside a workshop a label is checked the same way, and changes nothing else.
+    let lab = offsetlab_lab::LabHandle::new(
+        offsetlab_lab::Session::new(offsetlab_lab::SinkBackend::Memory, "").expect("session"),
+    );
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let app = router(AppState::new(lab, addr, &[]));
+    tokio::spawn(async move {
+        let _ = offsetlab_web::http::serve(
+            listener,
+            app,
+            offsetlab_web::http::HttpLimits::default(),
+            std::future::pending(),
+        )
+        .await;
+    });
+    assert_eq!(labelled(addr, "", &["topic t partitions=1"], "Make a topic").await.status, 200);
+    assert_eq!(labelled(addr, "", &["topic u partitions=1"], &"x".repeat(81)).await.status, 400);
+}
+
+#[tokio::test]
+async fn labels_completed_lessons_and_the_guided_step_survive_a_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = WorkshopConfig::new(dir.path().join("workshop"));
+    let room = Room::open(config.clone()).expect("room");
+    let ada = room.join("Ada").expect("join");
+    ada.update(|a| {
+        a.last_label = Some("Rewind to earliest".into());
+        a.completed.insert(1);
+        a.guided = Some(2);
+    })
+    .expect("saved");
+    room.close_all();
+    let id = ada.id.as_str().to_string();
+    drop(room);
+    let room = Room::open(config).expect("reopened");
+    let a = room.find(&id).expect("the same id").activity();
+    assert_eq!(a.last_label.as_deref(), Some("Rewind to earliest"));
+    assert_eq!(a.completed.into_iter().collect::<Vec<_>>(), vec![1]);
+    assert_eq!(a.guided, Some(2));
+    room.close_all();
+}
+
+#[tokio::test]
+async fn the_room_summary_counts_learners_per_step_and_who_finished() {
+    let s = start(|_| {}).await;
+    let lesson = &offsetlab_scenario::lessons::LESSONS[0];
+    let (n, steps) = (lesson.number(), offsetlab_scenario::lessons::steps(lesson).len());
+    let mut who = Vec::new();
+    for name in ["Ada", "Bob", "Cy", "Di"] {
+        who.push(join(s.addr, name).await);
+    }
+    let report = |lesson: Option<u32>, step: usize, guided: Option<u32>| {
+        let mut r = serde_json::json!({ "lesson": lesson, "step": step, "steps": steps });
+        if let Some(g) = guided {
+            r["guided"] = g.into();
+        }
+        r.to_string()
+    };
+    let progress = |who: &str, body: String| {
+        let who = who.to_string();
+        async move {
+            send(s.addr, "POST", "/api/workshop/progress", Some(&body), &who)
+                .await
+                .status
+        }
+    };
+    assert_eq!(progress(&who[0], report(Some(n), 1, Some(0))).await, 200);
+    assert_eq!(progress(&who[1], report(Some(n), 1, None)).await, 200);
+    // Cy finishes lesson 1, then goes back to free play: she finished it all the same.
+    assert_eq!(progress(&who[2], report(Some(n), steps, Some(3))).await, 200);
+    assert_eq!(progress(&who[2], report(None, 0, None)).await, 200);
+    // The guided step is the furthest reached: a report of an earlier one keeps it.
+    assert_eq!(progress(&who[0], report(Some(n), 1, Some(2))).await, 200);
+    assert_eq!(progress(&who[0], report(Some(n), 1, Some(1))).await, 200);
+    // A guided step past the end, a lesson there is not: refused, nothing kept.
+    assert_eq!(progress(&who[3], report(None, 0, Some(4))).await, 400);
+    assert_eq!(progress(&who[3], r#"{"lesson": 12, "step": 0, "steps": 1}"#.into()).await, 400);
+    assert_eq!(progress(&who[3], r#"{"lesson": null, "guided": -1}"#.into()).await, 400);
+
+    let r = room(s.addr).await;
+    let summary = &r["summary"];
+    assert_eq!(summary["learners"], 4);
+    assert_eq!(summary["free_play"], 2, "Cy and Di: {summary}");
+    assert_eq!(summary["untouched"], 1, "Di never did anything");
+    let one = &summary["lessons"][0];
+    assert_eq!((one["lesson"].as_u64(), one["steps"].as_u64()), (Some(u64::from(n)), Some(steps as u64)));
+    assert_eq!(one["on_step"], serde_json::json!({ "1": 2 }));
+    assert_eq!(one["finished"], serde_json::json!([3]));
+    assert!(one["title"].as_str().is_some_and(|t| !t.is_empty()));
+    assert_eq!(summary["guided"]["on_step"], serde_json::json!({ "2": 1 }));
+    assert_eq!(summary["guided"]["finished"], serde_json::json!([3]));
+    assert_eq!(room_learner(&r, 3)["completed"], serde_json::json!([n]));
+    assert_eq!(room_learner(&r, 1)["guided"], 2);
+    assert_eq!(room_learner(&r, 4)["untouched"], true);
+}
+
+/// The header lines of the instructor's read-only view of learner `n`.
+fn viewing(n: &str) -> String {
+    format!("{}X-Offsetlab-Learner: {n}\r\n", instructor())
+}
+
+#[tokio::test]
+async fn the_instructor_views_a_learners_lab_through_their_page_read_only() {
+    let s = start(|c| {
+        c.rate = RateLimit {
+            per_second: 1.0,
+            burst: 3.0,
+        }
+    })
+    .await;
+    let ada = join(s.addr, "Ada").await;
+    let bob = join(s.addr, "Bob").await;
+    assert_eq!(act(s.addr, &bob, &["poll c1"]).await.status, 200);
+    let id = bob.trim_end().rsplit('=').next().expect("id").to_string();
+    let bobs = state(s.addr, &bob).await;
+
+    // Learner 2's lab, whoever's cookie comes along (the instructor joined as Ada), and never
+    // counted against Bob's rate (three a second here).
+    for _ in 0..5 {
+        let a = send(s.addr, "GET", "/api/state", None, &format!("{}{ada}", viewing("2"))).await;
+        assert_eq!(a.status, 200, "{}", a.body);
+        assert_eq!(a.json()["version"], bobs["version"]);
+        assert!(!a.body.contains(&id), "the instructor never holds a learner's id");
+        assert!(a.body.contains("<learner 2>"), "where the lab lives, the id taken out");
+    }
+    let records = send(s.addr, "GET", "/api/records?topic=orders&partition=0&from=0&limit=5", None, &viewing("2")).await;
+    assert_eq!(records.status, 200, "{}", records.body);
+    assert_eq!(records.json()["records"].as_array().map(Vec::len), Some(5));
+    // The answer was rewritten: its length is the new one.
+    let length = records
+        .head
+        .lines()
+        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length: ").map(str::to_string));
+    assert!(length.as_ref().is_none_or(|n| *n == records.body.len().to_string()), "{length:?}");
+    assert_eq!(send(s.addr, "GET", "/api/scenario", None, &viewing("2")).await.status, 200);
+    assert_eq!(send(s.addr, "HEAD", "/api/state", None, &viewing("2")).await.status, 200);
+    let me = send(s.addr, "GET", "/api/workshop/me", None, &viewing("2")).await.json();
+    assert_eq!((me["learner"]["number"].clone(), me["read_only"].clone()), (2.into(), true.into()));
+    assert_eq!(me["push"], Value::Null);
+    assert_eq!(send(s.addr, "GET", "/api/state", None, &bob).await.status, 200, "Bob's own rate untouched");
+
+    // Nothing a viewer sends changes a lab, the room or a learner's file.
+    for (method, path, body) in [
+        ("POST", "/api/actions", r#"{"lines":["crash c1"]}"#),
+        ("POST", "/api/reset", ""),
+        ("POST", "/api/clock", r#"{"mode":"live"}"#),
+        ("POST", "/api/scenario", "topic t partitions=1"),
+        ("POST", "/api/workshop/progress", r#"{"lesson":null}"#),
+        ("POST", "/api/workshop/quiz", r#"{"question":0,"choice":0}"#),
+        ("POST", "/api/workshop/join", r#"{"name":"Eve"}"#),
+        ("DELETE", "/api/instructor/learners/2", ""),
+        ("PUT", "/api/state", ""),
+    ] {
+        let a = send(s.addr, method, path, Some(body), &viewing("2")).await;
+        assert_eq!(a.status, 403, "{method} {path}: {}", a.body);
+        assert_eq!(a.json()["error"], "read-only: the instructor views this lab", "{method} {path}");
+    }
+    let after = send(s.addr, "GET", "/api/state", None, &viewing("2")).await.json();
+    assert_eq!(after["version"], bobs["version"]);
+    assert_eq!(s.workshop.room.len(), 2, "nobody joined, nobody removed");
+    assert!(room_learner(&room(s.addr).await, 2)["quiz_answered"] == 0);
+
+    // A bad token, a learner the room does not have, a number that is not one.
+    for who in [
+        "X-Offsetlab-Learner: 2\r\n".to_string(),
+        "Authorization: Bearer nope\r\nX-Offsetlab-Learner: 2\r\n".into(),
+    ] {
+        for method in ["GET", "POST"] {
+            let a = send(s.addr, method, "/api/state", None, &format!("{who}{bob}")).await;
+            assert_eq!(a.status, 401, "{method} {who:?}: {}", a.body);
+            assert!(!a.body.contains("\"version\""));
+        }
+    }
+    assert_eq!(send(s.addr, "GET", "/api/state", None, &viewing("9")).await.status, 404);
+    for bad in ["two", "-1", "", "1, 2"] {
+        assert_eq!(send(s.addr, "GET", "/api/state", None, &viewing(bad)).await.status, 400, "{bad:?}");
+    }
+    let twice = format!("{}X-Offsetlab-Learner: 1\r\n", viewing("2"));
+    assert_eq!(send(s.addr, "GET", "/api/state", None, &twice).await.status, 400);
+}
+
+#[tokio::test]
+async fn a_removed_learner_frees_their_seat_and_their_cookie_opens_nothing() {
+    let s = start(|c| c.max_learners = 2).await;
+    let ada = join(s.addr, "Ada").await;
+    let bob = join(s.addr, "Bob").await;
+    assert_eq!(act(s.addr, &ada, &["poll c1"]).await.status, 200);
+    let full = send(s.addr, "POST", "/api/workshop/join", Some(r#"{"name":"Cy"}"#), "").await;
+    assert_eq!(full.status, 503, "{}", full.body);
+
+    // Only the instructor removes, and only a learner the room has.
+    for who in ["", "Authorization: Bearer nope\r\n", &ada] {
+        assert_eq!(send(s.addr, "DELETE", "/api/instructor/learners/1", None, who).await.status, 401);
+    }
+    assert_eq!(send(s.addr, "DELETE", "/api/instructor/learners/7", None, &instructor()).await.status, 404);
+    assert_eq!(send(s.addr, "DELETE", "/api/instructor/learners/0", None, &instructor()).await.status, 404);
+
+    let a = send(s.addr, "DELETE", "/api/instructor/learners/1", None, &instructor()).await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.json()["removed"], serde_json::json!([1]));
+    assert!(!a.body.contains(&ada[26..58]), "no id in the answer");
+    // Her cookie opens nothing, and her page is told to join again.
+    for (method, path) in [("GET", "/api/state"), ("POST", "/api/workshop/progress")] {
+        let refused = send(s.addr, method, path, Some(r#"{"lesson":null}"#), &ada).await;
+        assert_eq!(refused.status, 401, "{path}: {}", refused.body);
+        assert_eq!(refused.json()["join"], true);
+    }
+    assert_eq!(send(s.addr, "GET", "/api/state", None, &viewing("1")).await.status, 404);
+    // Her directory is moved aside whole, not deleted.
+    let dir = &s.workshop.room.config().dir;
+    let id = ada.trim_end().rsplit('=').next().expect("id");
+    assert!(!dir.join("learners").join(id).exists());
+    assert!(dir.join("removed").join(id).join("learner.json").exists());
+    assert!(dir.join("removed").join(id).join("lab").exists());
+
+    // The room has a seat; a newcomer gets a number nobody had.
+    let cy = send(s.addr, "POST", "/api/workshop/join", Some(r#"{"name":"Cy"}"#), "").await;
+    assert_eq!((cy.status, cy.json()["number"].as_u64()), (201, Some(3)), "{}", cy.body);
+    let r = room(s.addr).await;
+    let numbers: Vec<u64> = r["learners"].as_array().expect("learners").iter().filter_map(|l| l["number"].as_u64()).collect();
+    assert_eq!(numbers, vec![2, 3]);
+    assert_eq!(state(s.addr, &bob).await["groups"]["analytics-prod"]["audit"]["lost"], 0);
+}
+
+#[tokio::test]
+async fn a_flooded_room_is_cleared_of_learners_who_never_did_anything() {
+    let s = start(|c| c.max_learners = 6).await;
+    let ada = join(s.addr, "Ada").await;
+    let bob = join(s.addr, "Bob").await;
+    for n in 0..4 {
+        join(s.addr, &format!("bot {n}")).await;
+    }
+    assert_eq!(act(s.addr, &ada, &["poll c1"]).await.status, 200);
+    let q = r#"{"question":0,"choice":1}"#;
+    assert_eq!(send(s.addr, "POST", "/api/workshop/quiz", Some(q), &bob).await.status, 200);
+    assert_eq!(room(s.addr).await["summary"]["untouched"], 4);
+
+    // Idle for a minute: nobody yet (they all just joined).
+    let body = |m: u64| serde_json::json!({ "idle_minutes": m }).to_string();
+    let path = "/api/instructor/remove-untouched";
+    let a = send(s.addr, "POST", path, Some(&body(1)), &instructor()).await;
+    assert_eq!((a.status, a.json()["removed"].clone()), (200, serde_json::json!([])), "{}", a.body);
+    assert_eq!(send(s.addr, "POST", path, Some(&body(0)), "").await.status, 401);
+    assert_eq!(send(s.addr, "POST", path, Some(&body(100_000)), &instructor()).await.status, 400);
+    assert_eq!(send(s.addr, "POST", path, Some("{}"), &instructor()).await.status, 400);
+
+    let a = send(s.addr, "POST", path, Some(&body(0)), &instructor()).await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.json()["removed"], serde_json::json!([3, 4, 5, 6]));
+    let r = room(s.addr).await;
+    assert_eq!(r["learners"].as_array().map(Vec::len), Some(2), "Ada acted, Bob answered the quiz");
+    assert_eq!(r["summary"]["untouched"], 0);
+    assert!(state(s.addr, &ada).await["version"].is_u64());
+}
+
+#[tokio::test]
+async fn a_removed_learners_number_is_not_given_again_after_a_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = WorkshopConfig::new(dir.path().join("workshop"));
+    let room = Room::open(config.clone()).expect("room");
+    room.join("Ada").expect("join");
+    let bob = room.join("Bob").expect("join");
+    room.remove(2).expect("removed");
+    assert!(room.lab(&bob).is_err(), "a removed learner's lab is not opened again");
+    assert!(bob.update(|a| a.guided = Some(1)).is_err(), "nor their file written");
+    room.close_all();
+    drop(room);
+    let room = Room::open(config).expect("reopened");
+    assert_eq!(room.len(), 1);
+    assert_eq!(room.join("Cy").expect("join").number, 3);
+    room.close_all();
+}

@@ -10,9 +10,9 @@ use super::secret::Secret;
 use offsetlab_lab::session::State;
 use offsetlab_lab::LabHandle;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 use tokio::sync::broadcast;
@@ -34,14 +34,42 @@ pub fn checked_name(name: &str) -> Result<String, String> {
     if name.chars().count() > MAX_NAME_CHARS {
         return Err(format!("a name has at most {MAX_NAME_CHARS} characters"));
     }
-    // Control characters, and the ones that reorder the text around them (bidirectional
-    // embeddings, overrides, isolates), would garble the instructor's table.
-    let garbles = |c: char| c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
     if name.chars().any(garbles) {
         return Err("a name cannot hold control or text-direction characters".into());
     }
     Ok(name.to_string())
 }
+
+/// Control characters, and the ones that reorder the text around them (bidirectional
+/// embeddings, overrides, isolates), would garble the instructor's table.
+fn garbles(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// The longest label of an action (what the learner pressed), in characters.
+pub const MAX_LABEL_CHARS: usize = 80;
+
+/// What a learner pressed, as their page names it ("Crash mid-batch"), checked as a name is:
+/// at most 80 characters once trimmed, no control or text-direction characters. A blank label
+/// is no label.
+pub fn checked_label(label: Option<&str>) -> Result<Option<String>, String> {
+    let Some(label) = label.map(str::trim).filter(|l| !l.is_empty()) else {
+        return Ok(None);
+    };
+    if label.chars().count() > MAX_LABEL_CHARS {
+        return Err(format!(
+            "an action's label has at most {MAX_LABEL_CHARS} characters (it names the button the learner pressed)"
+        ));
+    }
+    if label.chars().any(garbles) {
+        return Err("an action's label cannot hold control or text-direction characters".into());
+    }
+    Ok(Some(label.to_string()))
+}
+
+/// The steps of the guided experiment (the lab's first-minutes walkthrough): a learner reports
+/// the step they reached, 0-based, and this when they finished it.
+pub const GUIDED_STEPS: u32 = 3;
 
 /// The lesson a learner's page is on (the page reports it; the lab itself does not know).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -100,6 +128,10 @@ pub struct Activity {
     /// The last change they made: its first line (clipped), and when (wall time).
     #[serde(default)]
     pub last_action: Option<String>,
+    /// What they pressed to make it, as their page named it ("Crash mid-batch"); `None` for a
+    /// change the page did not name (a typed line, a reset).
+    #[serde(default)]
+    pub last_label: Option<String>,
     #[serde(default)]
     pub last_action_ms: Option<i64>,
     #[serde(default)]
@@ -110,6 +142,24 @@ pub struct Activity {
     /// The last push from the instructor their page applied.
     #[serde(default)]
     pub push_applied: u64,
+    /// The lessons they completed (reported a lesson's last step): only lessons that exist.
+    #[serde(default)]
+    pub completed: BTreeSet<u32>,
+    /// The furthest step of the guided experiment they reached (`GUIDED_STEPS`: finished).
+    #[serde(default)]
+    pub guided: Option<u32>,
+}
+
+impl Activity {
+    /// Whether they never did anything the instructor can see: no change to their lab, no
+    /// lesson step, no quiz answer, nothing of the guided experiment.
+    pub fn untouched(&self) -> bool {
+        self.last_action.is_none()
+            && self.progress.is_none()
+            && self.quiz.is_empty()
+            && self.completed.is_empty()
+            && self.guided.is_none()
+    }
 }
 
 /// Quiz questions and options a learner may answer (the page has far fewer).
@@ -132,6 +182,11 @@ pub struct Learner {
     pub(super) streams: AtomicUsize,
     pub(super) activity: Mutex<Activity>,
     pub(super) bucket: Mutex<Bucket>,
+    /// Wall time of their last request (their joining, after a restart).
+    pub(super) seen_ms: AtomicI64,
+    /// Set once the instructor removed them: their lab is not opened again, their file not
+    /// written again (its directory was moved aside).
+    pub(super) removed: AtomicBool,
 }
 
 /// The learner's lab while it is in memory, and when it was last used.
@@ -156,8 +211,10 @@ impl Learner {
             in_memory: AtomicBool::new(false),
             seen_version: AtomicU64::new(0),
             streams: AtomicUsize::new(0),
+            seen_ms: AtomicI64::new(activity.last_action_ms.unwrap_or(0).max(activity.joined_ms)),
             activity: Mutex::new(activity),
             bucket: Mutex::new(Bucket::full(rate, now)),
+            removed: AtomicBool::new(false),
         }
     }
 
@@ -170,11 +227,39 @@ impl Learner {
     }
 
     /// Changes what the instructor sees and saves it; a save that fails is reported, the
-    /// change to memory stays (it is only what the instructor's page shows).
+    /// change to memory stays (it is only what the instructor's page shows). A learner the
+    /// instructor removed is changed no more (their directory was moved aside).
     pub fn update(&self, f: impl FnOnce(&mut Activity)) -> std::io::Result<()> {
         let mut a = offsetlab_lab::lock(&self.activity);
+        if self.is_removed() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "the instructor removed this learner from the workshop",
+            ));
+        }
         f(&mut a);
         write_activity(&self.dir, &a)
+    }
+
+    /// Whether the instructor removed them.
+    pub fn is_removed(&self) -> bool {
+        self.removed.load(Ordering::SeqCst)
+    }
+
+    /// Notes a request of theirs now.
+    pub fn seen(&self) {
+        self.seen_ms
+            .store(offsetlab_lab::session::wall_clock_ms(), Ordering::Relaxed);
+    }
+
+    /// Wall time of their last request.
+    pub fn seen_ms(&self) -> i64 {
+        self.seen_ms.load(Ordering::Relaxed)
+    }
+
+    /// Their pages open now (event streams).
+    pub fn pages(&self) -> usize {
+        self.streams.load(Ordering::SeqCst)
     }
 
     pub fn is_resident(&self) -> bool {
@@ -208,10 +293,22 @@ pub fn write_activity(dir: &Path, activity: &Activity) -> std::io::Result<()> {
 }
 
 /// `learner.json` read back; an error names the file (the server does not start over it).
+/// Completed lessons the server no longer has are dropped (the set stays bounded by them).
 pub fn read_activity(dir: &Path) -> Result<Activity, String> {
     let path = dir.join(LEARNER_FILE);
     let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+    let mut a: Activity =
+        serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    a.completed.retain(|n| lesson_exists(*n));
+    a.guided = a.guided.map(|g| g.min(GUIDED_STEPS));
+    Ok(a)
+}
+
+/// Whether the server has lesson `n`.
+pub fn lesson_exists(n: u32) -> bool {
+    offsetlab_scenario::lessons::LESSONS
+        .iter()
+        .any(|l| l.number() == n)
 }
 
 #[cfg(test)]
@@ -243,11 +340,14 @@ mod tests {
                 step: 3,
                 steps: 9,
             }),
-            last_action: Some("poll c1".into()),
+            last_action: Some("poll c1 +2 more".into()),
+            last_label: Some("Crash mid-batch".into()),
             last_action_ms: Some(5),
             figures: Vec::new(),
             quiz: BTreeMap::from([(0, 1), (3, 0)]),
             push_applied: 2,
+            completed: BTreeSet::from([1, 4]),
+            guided: Some(2),
         };
         write_activity(dir.path(), &a).expect("ok");
         let back = read_activity(dir.path()).expect("ok");
@@ -255,5 +355,47 @@ mod tests {
             serde_json::to_value(&back).expect("ok"),
             serde_json::to_value(&a).expect("ok")
         );
+        assert_eq!(back.last_label.as_deref(), Some("Crash mid-batch"));
+        assert_eq!(back.completed, BTreeSet::from([1, 4]));
+        assert_eq!(back.guided, Some(2));
+    }
+
+    #[test]
+    fn a_file_of_an_older_server_reads_and_lessons_gone_are_dropped() {
+        let dir = tempfile::tempdir().expect("ok");
+        std::fs::write(
+            dir.path().join(LEARNER_FILE),
+            r#"{"number": 3, "name": "Ada", "joined_ms": 1, "last_action": "poll c1"}"#,
+        )
+        .expect("ok");
+        let a = read_activity(dir.path()).expect("ok");
+        assert_eq!((a.last_label.clone(), a.guided), (None, None));
+        assert!(a.completed.is_empty() && !a.untouched());
+        std::fs::write(
+            dir.path().join(LEARNER_FILE),
+            r#"{"number": 3, "name": "Ada", "joined_ms": 1, "completed": [1, 999], "guided": 7}"#,
+        )
+        .expect("ok");
+        let a = read_activity(dir.path()).expect("ok");
+        assert_eq!(a.completed, BTreeSet::from([1]));
+        assert_eq!(a.guided, Some(GUIDED_STEPS));
+    }
+
+    #[test]
+    fn labels_are_short_text() {
+        assert_eq!(checked_label(None), Ok(None));
+        assert_eq!(checked_label(Some("   ")), Ok(None));
+        assert_eq!(
+            checked_label(Some("  Crash mid-batch ")),
+            Ok(Some("Crash mid-batch".into()))
+        );
+        assert_eq!(
+            checked_label(Some("Lesson 3 · step 4")),
+            Ok(Some("Lesson 3 · step 4".into()))
+        );
+        assert!(checked_label(Some(&"x".repeat(80))).is_ok());
+        assert!(checked_label(Some(&"x".repeat(81))).is_err());
+        assert!(checked_label(Some("a\nb")).is_err());
+        assert!(checked_label(Some("a\u{202E}b")).is_err());
     }
 }

@@ -7,18 +7,22 @@
 //!   instructor sees of them.
 //! - [`room`]: every learner, labs opened on demand and evicted when idle, pushes.
 //! - [`rate`]: a learner's request rate.
-//! - [`routes`]: the endpoints: joining, a learner's progress and quiz answers, the
-//!   instructor's API.
+//! - [`routes`]: the endpoints: joining, a learner's progress and quiz answers; `instructor`:
+//!   the instructor's API; [`summary`]: where the room is, counted for the instructor's page;
+//!   [`viewer`]: the instructor viewing a learner's lab through the learner's page, read-only.
 //!
 //! Every endpoint of the lab itself (`/api/state`, `/api/actions`, …) is the same in workshop
 //! mode: the cookie picks *which* lab it serves ([`crate::api`]'s `Scope`), before anything
 //! else runs.
 
+mod instructor;
 pub mod learner;
 pub mod rate;
 pub mod room;
 pub(crate) mod routes;
 pub mod secret;
+pub mod summary;
+pub mod viewer;
 
 pub use learner::Learner;
 pub use rate::RateLimit;

@@ -9,6 +9,9 @@
 //!   learners/<id>/           one per learner, named by their secret id
 //!     learner.json           name, number, progress, quiz answers, figures
 //!     lab/                   their lab, exactly as `serve` keeps one (generations, logs, sinks)
+//!   removed/<id>/            a learner the instructor removed, moved here whole, never read
+//!                            again (moved back into learners/ and the server restarted, they
+//!                            are back; delete it once the workshop is over)
 //! ```
 //!
 //! A learner's lab is one [`LabHandle`] with its own lock: no request of one learner waits for
@@ -101,6 +104,10 @@ pub enum RoomError {
     Closing,
     #[error("too many learners are joining at once: try again in {0} ms")]
     JoinsTooFast(u128),
+    #[error("there is no learner {0}")]
+    NoSuchLearner(u32),
+    #[error("the instructor removed you from the workshop: join again")]
+    Removed,
 }
 
 impl RoomError {
@@ -110,6 +117,8 @@ impl RoomError {
             RoomError::Full(_) | RoomError::Busy(_) | RoomError::Closing => 503,
             RoomError::JoinsTooFast(_) => 429,
             RoomError::BadName(_) => 400,
+            RoomError::NoSuchLearner(_) => 404,
+            RoomError::Removed => 401,
             RoomError::Open(_) | RoomError::Io(_) => 500,
         }
     }
@@ -119,6 +128,9 @@ impl RoomError {
 struct Learners {
     by_id: HashMap<Secret, Arc<Learner>>,
     by_number: BTreeMap<u32, Arc<Learner>>,
+    /// The highest number any learner had, removed ones too: numbers are never given twice, so
+    /// the instructor's "learner 7" is one person for the whole workshop.
+    highest: u32,
 }
 
 pub struct Room {
@@ -140,6 +152,8 @@ pub struct Room {
 }
 
 const LEARNERS_DIR: &str = "learners";
+/// Where a removed learner's directory is moved.
+const REMOVED_DIR: &str = "removed";
 
 /// How fast learners may join by default, the whole room together: a class of a hundred at
 /// once (the burst), then twenty a second.
@@ -187,8 +201,10 @@ impl Room {
                     learner.number
                 )));
             }
+            learners.highest = learners.highest.max(learner.number);
             learners.by_id.insert(id, learner);
         }
+        learners.highest = learners.highest.max(highest_removed(&config.dir.join(REMOVED_DIR)));
         let push_path = config.dir.join(PUSH_FILE);
         let push = match std::fs::read(&push_path) {
             Ok(bytes) => Some(
@@ -255,7 +271,7 @@ impl Room {
         let _one_at_a_time = offsetlab_lab::lock(&self.joining);
         let (count, number) = {
             let l = offsetlab_lab::lock(&self.learners);
-            (l.by_id.len(), l.by_number.keys().next_back().map_or(1, |n| n + 1))
+            (l.by_id.len(), l.highest + 1)
         };
         if count >= self.config.max_learners {
             return Err(RoomError::Full(count));
@@ -313,7 +329,85 @@ impl Room {
         }
         l.by_number.insert(number, Arc::clone(&learner));
         l.by_id.insert(id, Arc::clone(&learner));
+        l.highest = l.highest.max(number);
         Ok(learner)
+    }
+
+    /// Removes learner `number`: out of the room at once (their cookie opens nothing: `401`,
+    /// and their page joins again), their lab closed, their directory moved whole into
+    /// `removed/` — never deleted: a learner removed by mistake is moved back by hand. A move
+    /// that fails puts them back as they were. Blocking.
+    pub fn remove(&self, number: u32) -> Result<(), RoomError> {
+        let _one_at_a_time = offsetlab_lab::lock(&self.joining);
+        let learner = {
+            let mut l = offsetlab_lab::lock(&self.learners);
+            let learner = l
+                .by_number
+                .remove(&number)
+                .ok_or(RoomError::NoSuchLearner(number))?;
+            l.by_id.remove(&learner.id);
+            learner
+        };
+        // Under their lock: a request that got them before they left the room opens their lab
+        // no more (`Room::lab` checks the flag), and their file is written no more.
+        let lab = {
+            let mut r = offsetlab_lab::lock(&learner.resident);
+            let _a = offsetlab_lab::lock(&learner.activity);
+            learner.removed.store(true, Ordering::SeqCst);
+            learner.in_memory.store(false, Ordering::SeqCst);
+            r.lab.take()
+        };
+        let version = lab.map(|lab| {
+            // Closed: a request still holding it is refused from now on, and writes nothing.
+            let mut s = lab.lock();
+            if let Err(e) = s.close() {
+                eprintln!("warning: removed learner {number}'s lab did not close cleanly: {e}");
+            }
+            s.version()
+        });
+        let removed = self.config.dir.join(REMOVED_DIR);
+        let moved = std::fs::create_dir_all(&removed)
+            .and_then(|()| std::fs::rename(&learner.dir, removed.join(learner.id.as_str())));
+        if let Err(e) = moved {
+            // Back in the room, their lab on disk as the close left it (opened on their next
+            // request).
+            learner.removed.store(false, Ordering::SeqCst);
+            let mut l = offsetlab_lab::lock(&self.learners);
+            l.by_number.insert(number, Arc::clone(&learner));
+            l.by_id.insert(learner.id.clone(), Arc::clone(&learner));
+            return Err(RoomError::Io(format!(
+                "learner {number} was not removed: their directory could not be moved into {}: {e}",
+                removed.display()
+            )));
+        }
+        // Their open pages look again, are refused, and show the join form.
+        let seen = learner.seen_version.load(Ordering::SeqCst);
+        let _ = learner.changes.send(version.unwrap_or(seen).max(seen) + 1);
+        Ok(())
+    }
+
+    /// Removes every learner who never did anything (`Activity::untouched`), has no page open
+    /// and made no request for `idle_for`: the room a script flooded, cleared. Returns their
+    /// numbers; one that could not be moved stays, and its error is returned with the rest.
+    pub fn remove_untouched(&self, idle_for: Duration) -> (Vec<u32>, Vec<RoomError>) {
+        let now = offsetlab_lab::session::wall_clock_ms();
+        let idle_ms = i64::try_from(idle_for.as_millis()).unwrap_or(i64::MAX);
+        let (mut removed, mut errors) = (Vec::new(), Vec::new());
+        for learner in self.learners() {
+            if !learner.activity().untouched()
+                || learner.pages() > 0
+                || now.saturating_sub(learner.seen_ms()) < idle_ms
+            {
+                continue;
+            }
+            match self.remove(learner.number) {
+                Ok(()) => removed.push(learner.number),
+                // Removed meanwhile by another request of the instructor's.
+                Err(RoomError::NoSuchLearner(_)) => {}
+                Err(e) => errors.push(e),
+            }
+        }
+        (removed, errors)
     }
 
     /// A learner's lab opened from their directory. `clock` is how a *new* lab's clock runs
@@ -338,6 +432,9 @@ impl Room {
     /// The learner's lab, opened from disk if it was evicted. Blocking (a restore reads files).
     pub fn lab(&self, learner: &Learner) -> Result<LabHandle, RoomError> {
         let mut r = offsetlab_lab::lock(&learner.resident);
+        if learner.is_removed() {
+            return Err(RoomError::Removed);
+        }
         r.last_used = Instant::now();
         if let Some(lab) = &r.lab {
             return Ok(lab.clone());
@@ -516,4 +613,18 @@ impl Room {
     pub fn is_closing(&self) -> bool {
         self.closing.load(Ordering::SeqCst)
     }
+}
+
+/// The highest number of the learners moved into `removed/` (0 if none): a directory that does
+/// not read is skipped, since no one is served from there.
+fn highest_removed(removed: &std::path::Path) -> u32 {
+    let Ok(entries) = std::fs::read_dir(removed) else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| read_activity(&e.path()).ok())
+        .map(|a| a.number)
+        .max()
+        .unwrap_or(0)
 }

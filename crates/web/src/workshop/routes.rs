@@ -1,19 +1,21 @@
 //! The workshop's endpoints (documented in `docs/API.md`): a learner joining and reporting
 //! where they are, and the instructor's API behind its token.
 //!
-//! Learner endpoints answer `404` on a server that runs no workshop. Instructor endpoints need
-//! `Authorization: Bearer TOKEN` (compared in constant time); the instructor names learners by
-//! number, never by id, and reads their labs without changing them.
+//! Learner endpoints answer `404` on a server that runs no workshop. Instructor endpoints
+//! (`instructor.rs`) need `Authorization: Bearer TOKEN` (compared in constant time); the
+//! instructor names learners by number, never by id, and reads their labs without changing
+//! them (`viewer.rs`: a learner's page, opened by the instructor, read-only).
 
-use super::learner::{Progress, MAX_QUIZ_OPTIONS, MAX_QUIZ_QUESTIONS};
+use super::instructor;
+use super::learner::{Progress, GUIDED_STEPS, MAX_QUIZ_OPTIONS, MAX_QUIZ_QUESTIONS};
+use super::viewer::viewer_of;
 use super::{cookie, Learner, RoomError, Workshop, LEARNER_COOKIE};
 use crate::api::{json_error, ApiJson, AppState};
-use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use axum::{Json, Router};
-use offsetlab_lab::LabHandle;
 use offsetlab_scenario::lessons::LESSONS;
 use serde::Deserialize;
 use std::sync::Arc;
@@ -25,13 +27,24 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/api/workshop/progress", post(post_progress))
         .route("/api/workshop/quiz", post(post_quiz))
         .route("/api/workshop/push-claim", post(post_push_claim))
-        .route("/api/instructor/room", get(get_room))
-        .route("/api/instructor/learners/{number}/state", get(get_learner_state))
+        .route("/api/instructor/room", get(instructor::get_room))
+        .route(
+            "/api/instructor/learners/{number}",
+            delete(instructor::delete_learner),
+        )
+        .route(
+            "/api/instructor/learners/{number}/state",
+            get(instructor::get_learner_state),
+        )
         .route(
             "/api/instructor/learners/{number}/scenario",
-            get(get_learner_scenario),
+            get(instructor::get_learner_scenario),
         )
-        .route("/api/instructor/push", post(post_push))
+        .route(
+            "/api/instructor/remove-untouched",
+            post(instructor::post_remove_untouched),
+        )
+        .route("/api/instructor/push", post(instructor::post_push))
 }
 
 /// Why a workshop request was refused before it reached a lab: answered as the API's JSON error.
@@ -49,6 +62,12 @@ pub(crate) enum Refusal {
     },
     /// The instructor's token is missing or wrong.
     NotInstructor,
+    /// `X-Offsetlab-Learner` is not one learner's number.
+    BadViewer,
+    /// The instructor's view of a learner's lab changes nothing.
+    ReadOnly,
+    /// The instructor named a learner the room does not have.
+    NoSuchLearner(u32),
 }
 
 impl IntoResponse for Refusal {
@@ -89,6 +108,21 @@ impl IntoResponse for Refusal {
                     .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
                 r
             }
+            Refusal::BadViewer => json_error(
+                StatusCode::BAD_REQUEST,
+                "X-Offsetlab-Learner names one learner by number (X-Offsetlab-Learner: 3)",
+                0,
+            ),
+            Refusal::ReadOnly => json_error(
+                StatusCode::FORBIDDEN,
+                "read-only: the instructor views this lab",
+                0,
+            ),
+            Refusal::NoSuchLearner(n) => json_error(
+                StatusCode::NOT_FOUND,
+                &format!("there is no learner {n} (removed, or never joined)"),
+                0,
+            ),
         }
     }
 }
@@ -115,10 +149,22 @@ pub(crate) fn learner_of(headers: &HeaderMap, w: &Workshop) -> Result<Arc<Learne
         per_second: w.room.config().rate.per_second,
         wait,
     })?;
+    learner.seen();
     Ok(learner)
 }
 
+/// Refuses a request that changes something when it comes from the instructor's view of a
+/// learner's lab (`X-Offsetlab-Learner`): `401` without the token, else `403`.
+fn refuse_viewer(app: &AppState, headers: &HeaderMap) -> Result<(), Refusal> {
+    viewer_of(&Method::POST, headers, app).map(|_| ())
+}
+
 pub(crate) fn room_error(e: &RoomError) -> Response {
+    if let RoomError::Removed = e {
+        // As a cookie the room does not have: the page shows its join form.
+        return Refusal::MustJoin("the instructor removed you from the workshop: join again")
+            .into_response();
+    }
     json_error(
         StatusCode::from_u16(e.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
         &e.to_string(),
@@ -131,20 +177,26 @@ fn learner_json(l: &Learner) -> serde_json::Value {
 }
 
 /// `{workshop: false}`, or the learner this browser is (`null` before joining), the caps of
-/// their lab and the instructor's push they have not applied yet.
+/// their lab and the instructor's push they have not applied yet. The instructor's view of
+/// learner N (`X-Offsetlab-Learner`) is answered learner N, `"read_only": true` and no push.
 async fn get_me(State(app): State<AppState>, headers: HeaderMap) -> Response {
     let Some(w) = app.workshop_of() else {
         return Json(serde_json::json!({ "workshop": false })).into_response();
     };
-    let learner = cookie(&headers, LEARNER_COOKIE).and_then(|id| w.room.find(id));
+    let (learner, read_only) = match viewer_of(&Method::GET, &headers, &app) {
+        Ok(Some((_, learner))) => (Some(learner), true),
+        Ok(None) => (cookie(&headers, LEARNER_COOKIE).and_then(|id| w.room.find(id)), false),
+        Err(e) => return e.into_response(),
+    };
     let caps = w.room.config().caps;
-    let push = learner.as_ref().and_then(|l| {
+    let push = learner.as_ref().filter(|_| !read_only).and_then(|l| {
         let applied = l.activity().push_applied;
         w.room.push().filter(|p| p.seq > applied)
     });
     Json(serde_json::json!({
         "workshop": true,
         "learner": learner.as_deref().map(learner_json),
+        "read_only": read_only,
         "push": push,
         "caps": {
             "records": caps.records,
@@ -170,7 +222,7 @@ async fn post_join(
     headers: HeaderMap,
     ApiJson(join): ApiJson<Join>,
 ) -> Response {
-    let w = match workshop(&app) {
+    let w = match workshop(&app).and_then(|w| refuse_viewer(&app, &headers).map(|()| w)) {
         Ok(w) => w,
         Err(e) => return e.into_response(),
     };
@@ -201,7 +253,10 @@ fn on_learner(
     headers: &HeaderMap,
     f: impl FnOnce(&Learner) -> Result<serde_json::Value, (StatusCode, String)>,
 ) -> Response {
-    let learner = match workshop(app).and_then(|w| learner_of(headers, &w)) {
+    let learner = match workshop(app)
+        .and_then(|w| refuse_viewer(app, headers).map(|()| w))
+        .and_then(|w| learner_of(headers, &w))
+    {
         Ok(l) => l,
         Err(e) => return e.into_response(),
     };
@@ -229,15 +284,26 @@ struct ProgressReport {
     step: u32,
     #[serde(default)]
     steps: u32,
+    /// The step of the guided experiment they reached (`GUIDED_STEPS`: finished), if the page
+    /// says.
+    #[serde(default)]
+    guided: Option<u32>,
 }
 
-/// Where the learner's page is: a lesson and a step (the instructor's table shows it).
+/// Where the learner's page is: a lesson and a step (the instructor's table shows it), and
+/// how far they got in the guided experiment. The last step of a lesson completes it (kept:
+/// the instructor sees who finished which lesson).
 async fn post_progress(
     State(app): State<AppState>,
     headers: HeaderMap,
     ApiJson(p): ApiJson<ProgressReport>,
 ) -> Response {
     on_learner(&app, &headers, |l| {
+        if let Some(g) = p.guided.filter(|g| *g > GUIDED_STEPS) {
+            return Err(bad(format!(
+                "the guided experiment has steps 0 to {GUIDED_STEPS} ({GUIDED_STEPS}: finished), not {g}"
+            )));
+        }
         let progress = match p.lesson {
             None => None,
             Some(n) => {
@@ -259,7 +325,15 @@ async fn post_progress(
                 })
             }
         };
-        saved(l.update(|a| a.progress = progress))
+        saved(l.update(|a| {
+            if let Some(done) = progress.as_ref().filter(|p| p.step >= p.steps) {
+                a.completed.insert(done.lesson);
+            }
+            a.progress = progress;
+            if let Some(g) = p.guided {
+                a.guided = Some(a.guided.map_or(g, |was| was.max(g)));
+            }
+        }))
     })
 }
 
@@ -320,10 +394,8 @@ async fn post_push_claim(
     })
 }
 
-// ───────────────────────────── the instructor ─────────────────────────────
-
 /// The workshop, if the request carries the instructor's token.
-fn instructor(app: &AppState, headers: &HeaderMap) -> Result<Arc<Workshop>, Refusal> {
+pub(crate) fn instructor(app: &AppState, headers: &HeaderMap) -> Result<Arc<Workshop>, Refusal> {
     let w = workshop(app)?;
     let offered = headers
         .get(header::AUTHORIZATION)
@@ -336,200 +408,3 @@ fn instructor(app: &AppState, headers: &HeaderMap) -> Result<Arc<Workshop>, Refu
     Ok(w)
 }
 
-/// Every learner — number, name, lesson and step, last action, figures, whether their lab is
-/// in memory — and every quiz question's answers counted.
-async fn get_room(State(app): State<AppState>, headers: HeaderMap) -> Response {
-    let w = match instructor(&app, &headers) {
-        Ok(w) => w,
-        Err(e) => return e.into_response(),
-    };
-    let mut tallies: std::collections::BTreeMap<u32, std::collections::BTreeMap<u32, u32>> =
-        Default::default();
-    let learners: Vec<serde_json::Value> = w
-        .room
-        .learners()
-        .iter()
-        .map(|l| {
-            let a = l.activity();
-            for (q, c) in &a.quiz {
-                *tallies.entry(*q).or_default().entry(*c).or_default() += 1;
-            }
-            serde_json::json!({
-                "number": a.number,
-                "name": a.name,
-                "joined_ms": a.joined_ms,
-                "progress": a.progress,
-                "last_action": a.last_action,
-                "last_action_ms": a.last_action_ms,
-                "figures": a.figures,
-                "quiz_answered": a.quiz.len(),
-                "resident": l.is_resident(),
-            })
-        })
-        .collect();
-    Json(serde_json::json!({
-        "learners": learners,
-        "quiz": tallies,
-        "max_learners": w.room.config().max_learners,
-        "resident": learners.iter().filter(|l| l["resident"] == true).count(),
-        "push": w.room.push(),
-        "demo": w.demo.is_some(),
-    }))
-    .into_response()
-}
-
-/// The lab of learner `number` (0: the instructor's own, with `--kafka`), for reading.
-async fn learner_lab(w: &Arc<Workshop>, number: u32) -> Result<LabHandle, Response> {
-    if number == 0 {
-        return w.demo.clone().ok_or_else(|| {
-            json_error(
-                StatusCode::NOT_FOUND,
-                "this workshop has no instructor's lab (it runs with --kafka)",
-                0,
-            )
-        });
-    }
-    let Some(learner) = w.room.by_number(number) else {
-        return Err(json_error(
-            StatusCode::NOT_FOUND,
-            &format!("there is no learner {number}"),
-            0,
-        ));
-    };
-    let room = Arc::clone(w);
-    match tokio::task::spawn_blocking(move || room.room.lab(&learner)).await {
-        Ok(Ok(lab)) => Ok(lab),
-        Ok(Err(e)) => Err(room_error(&e)),
-        Err(e) => Err(json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0)),
-    }
-}
-
-/// Reads learner `number`'s lab with `f`, which is handed a function that takes the
-/// learner's id out of a text (a narrative line names where a sink's files are, and the path
-/// holds the id): the instructor never holds an id, so never acts as a learner.
-async fn read_learner<T: Send + 'static>(
-    app: &AppState,
-    headers: &HeaderMap,
-    number: u32,
-    f: impl FnOnce(&offsetlab_lab::Session, &dyn Fn(String) -> String) -> T + Send + 'static,
-) -> Result<T, Response> {
-    let w = instructor(app, headers).map_err(IntoResponse::into_response)?;
-    let lab = learner_lab(&w, number).await?;
-    let id = w.room.by_number(number).map(|l| l.id.as_str().to_string());
-    tokio::task::spawn_blocking(move || {
-        let hide = |text: String| match &id {
-            Some(id) => text.replace(id.as_str(), &format!("<learner {number}>")),
-            None => text,
-        };
-        f(&lab.lock(), &hide)
-    })
-    .await
-    .map_err(|e| json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0))
-}
-
-/// A learner's lab as their page sees it (`/api/state`'s shape), read-only.
-async fn get_learner_state(
-    State(app): State<AppState>,
-    headers: HeaderMap,
-    Path(number): Path<u32>,
-) -> Response {
-    read_learner(&app, &headers, number, |s, hide| match s.state() {
-        Ok(mut state) => {
-            state.storage.dir = None;
-            match serde_json::to_string(&state) {
-                Ok(json) => ([(header::CONTENT_TYPE, "application/json")], hide(json)).into_response(),
-                Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
-            }
-        }
-        // A sink's error names its file, whose path holds the learner's id.
-        Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, &hide(e.to_string()), 0),
-    })
-    .await
-    .unwrap_or_else(|e| e)
-}
-
-/// A learner's lab as a scenario (what Export gives them).
-async fn get_learner_scenario(
-    State(app): State<AppState>,
-    headers: HeaderMap,
-    Path(number): Path<u32>,
-) -> Response {
-    read_learner(&app, &headers, number, |s, hide| {
-        (
-            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-            hide(s.export()),
-        )
-            .into_response()
-    })
-    .await
-    .unwrap_or_else(|e| e)
-}
-
-#[derive(Deserialize)]
-struct PushRequest {
-    lesson: Option<u32>,
-    scenario: Option<String>,
-}
-
-/// "Everyone: lesson 2" — or a scenario to load. Each learner's page applies it once (now if
-/// it is open, else when it next opens); a scenario is checked first (it parses, it fits the
-/// caps), so no learner gets one their lab would refuse.
-async fn post_push(
-    State(app): State<AppState>,
-    headers: HeaderMap,
-    ApiJson(p): ApiJson<PushRequest>,
-) -> Response {
-    let w = match instructor(&app, &headers) {
-        Ok(w) => w,
-        Err(e) => return e.into_response(),
-    };
-    match (&p.lesson, &p.scenario) {
-        (Some(n), None) => {
-            if !LESSONS.iter().any(|l| l.number() == *n) {
-                return json_error(StatusCode::BAD_REQUEST, &format!("there is no lesson {n}"), 0);
-            }
-        }
-        (None, Some(text)) => {
-            let script = match offsetlab_scenario::Script::parse(text) {
-                Ok(s) => s,
-                Err(e) => return json_error(StatusCode::BAD_REQUEST, &e.to_string(), e.line()),
-            };
-            if let Err(e) = w.room.config().caps.admit_script(&script) {
-                return json_error(StatusCode::FORBIDDEN, &e.to_string(), e.line);
-            }
-            // Replayed once here, in memory, with the learners' caps: a scenario that fails
-            // (a line the lab refuses, an expectation that does not hold) fails for the
-            // instructor, not for every learner.
-            let (caps, text) = (w.room.config().caps, text.clone());
-            let tried = tokio::task::spawn_blocking(move || {
-                let mut s = offsetlab_lab::Session::new(offsetlab_lab::SinkBackend::Memory, "")?;
-                s.set_caps(Some(caps));
-                s.load(&text)
-            })
-            .await;
-            match tried {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY);
-                    return json_error(
-                        status,
-                        &format!("this scenario does not run: {}", e.error),
-                        e.line,
-                    );
-                }
-                Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
-            }
-        }
-        _ => {
-            return json_error(
-                StatusCode::BAD_REQUEST,
-                "push one thing: {\"lesson\": N} or {\"scenario\": \"…\"}",
-                0,
-            )
-        }
-    }
-    match w.room.send_push(p.lesson, p.scenario) {
-        Ok(push) => Json(push).into_response(),
-        Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
-    }
-}
