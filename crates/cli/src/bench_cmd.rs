@@ -533,7 +533,7 @@ pub fn storage(records: u64, dir: Option<PathBuf>, json: bool) -> u8 {
         None => match tempfile::Builder::new().prefix("offsetlab-bench").tempdir_in(".") {
             Ok(t) => Some(t),
             Err(e) => {
-                eprintln!("error: cannot create a directory for the bench: {e}");
+                crate::style::say_error!("cannot create a directory for the bench: {e}");
                 return exit::IO_ERROR;
             }
         },
@@ -542,7 +542,7 @@ pub fn storage(records: u64, dir: Option<PathBuf>, json: bool) -> u8 {
     let f = match run(records, &path, json) {
         Ok(f) => f,
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::style::say_error!("{e}");
             return exit::IO_ERROR;
         }
     };

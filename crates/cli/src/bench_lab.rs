@@ -138,7 +138,7 @@ pub fn run(json: bool) -> u8 {
             exit::OK
         }
         Err(e) => {
-            eprintln!("error: {e:#}");
+            crate::style::say_error!("{e:#}");
             exit::IO_ERROR
         }
     }

@@ -56,7 +56,7 @@ pub fn run(learners: usize, idle: usize, pace: Duration, json: bool) -> u8 {
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
+            crate::style::say_error!("cannot start the runtime: {e}");
             return exit::IO_ERROR;
         }
     };
@@ -74,7 +74,7 @@ pub fn run(learners: usize, idle: usize, pace: Duration, json: bool) -> u8 {
             }
         }
         Err(e) => {
-            eprintln!("error: {e:#}");
+            crate::style::say_error!("{e:#}");
             exit::IO_ERROR
         }
     }

@@ -180,7 +180,7 @@ fn read_script(file: Option<&Path>) -> Result<(String, Script), (String, u8)> {
 
 /// Says `e` (one line) and gives its exit code.
 pub(crate) fn said((e, code): (String, u8)) -> u8 {
-    eprintln!("error: {e}");
+    crate::style::say_error!("{e}");
     code
 }
 
@@ -240,7 +240,7 @@ pub fn run(
     let model = figures::model(&run);
     let cleanup = run.finish();
     for c in &cleanup {
-        eprintln!("warning: cleaning up: {c}");
+        crate::style::say_warning!("cleaning up: {c}");
     }
     let real = match figures {
         Ok(f) => f,
@@ -278,7 +278,7 @@ pub fn run(
 
 fn failed(origin: &str, e: &RunError, json: bool) -> u8 {
     for line in e.to_string().lines() {
-        eprintln!("error: {origin}: {line}");
+        crate::style::say_error!("{origin}: {line}");
     }
     if json {
         println!(
@@ -308,7 +308,7 @@ fn print_figures(real: &[GroupFigures], model: Option<&[GroupFigures]>) {
     } else {
         &["GROUP", "FIGURE", "CLUSTER"]
     };
-    crate::output::figures_table(header, &rows);
+    crate::output::figures_table(header, &rows, &crate::output::unstyled);
 }
 
 /// The one cell `explore --bootstrap-server` runs.
@@ -329,11 +329,11 @@ pub fn explore(
 ) -> u8 {
     use offsetlab_cluster::run::explore as cluster_explore;
     if !args.reuse_topic.is_empty() {
-        eprintln!("error: --reuse-topic: the explorer replays every crash point on topics of its own; reuse a topic with `offsetlab run`");
+        crate::style::say_error!("--reuse-topic: the explorer replays every crash point on topics of its own; reuse a topic with `offsetlab run`");
         return exit::INVALID_SCENARIO;
     }
     let (Some(strategy), Some(sink)) = (cell.strategy, cell.sink) else {
-        eprintln!("error: on a cluster the explorer runs one cell: give --strategy and --sink (each crash point takes wall time)");
+        crate::style::say_error!("on a cluster the explorer runs one cell: give --strategy and --sink (each crash point takes wall time)");
         return exit::INVALID_SCENARIO;
     };
     let (origin, script) = match read_script(file) {
@@ -343,7 +343,7 @@ pub fn explore(
     let target = match offsetlab_scenario::explore::target_consumer(&script, consumer) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("error: {origin}: {}", e.reason());
+            crate::style::say_error!("{origin}: {}", e.reason());
             return exit::INVALID_SCENARIO;
         }
     };
@@ -425,6 +425,13 @@ pub fn explore(
                 "SAME",
             ],
             &rows,
+            &|column, cell| match column {
+                1 | 4 => crate::output::count_cell(cell, crate::style::LOSS),
+                2 | 3 | 5 | 6 => crate::output::count_cell(cell, crate::style::DUPLICATE),
+                8 if cell == "NO" => crate::style::LOSS,
+                8 => crate::style::GOOD,
+                _ => anstyle::Style::new(),
+            },
         );
         for p in measured.iter().filter(|p| p.error.is_some()) {
             println!(

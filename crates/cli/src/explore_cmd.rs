@@ -1,6 +1,8 @@
 //! `offsetlab explore`.
 
 use crate::exit;
+use crate::style::{paint, HEADING};
+use anstream::println;
 use offsetlab_scenario::explore::explore as explore_matrix;
 use offsetlab_scenario::Script;
 use std::path::Path;
@@ -11,7 +13,7 @@ pub fn explore(file: Option<&Path>, consumer: Option<&str>, json: bool) -> u8 {
         Some(f) => match std::fs::read_to_string(f) {
             Ok(s) => (f.display().to_string(), s),
             Err(e) => {
-                eprintln!("error: cannot read {}: {e}", f.display());
+                crate::style::say_error!("cannot read {}: {e}", f.display());
                 return exit::IO_ERROR;
             }
         },
@@ -19,7 +21,7 @@ pub fn explore(file: Option<&Path>, consumer: Option<&str>, json: bool) -> u8 {
     let script = match Script::parse(&source) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("error: {origin}:{}: {}", e.line(), e.reason());
+            crate::style::say_error!("{origin}:{}: {}", e.line(), e.reason());
             return exit::INVALID_SCENARIO;
         }
     };
@@ -27,7 +29,7 @@ pub fn explore(file: Option<&Path>, consumer: Option<&str>, json: bool) -> u8 {
     let cells = match explore_matrix(&script, consumer) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("error: {origin}: {}", e.reason());
+            crate::style::say_error!("{origin}: {}", e.reason());
             return exit::INVALID_SCENARIO;
         }
     };
@@ -36,14 +38,18 @@ pub fn explore(file: Option<&Path>, consumer: Option<&str>, json: bool) -> u8 {
         match serde_json::to_string_pretty(&cells) {
             Ok(s) => println!("{s}"),
             Err(e) => {
-                eprintln!("error: {e}");
+                crate::style::say_error!("{e}");
                 return exit::IO_ERROR;
             }
         }
         return exit::OK;
     }
     println!(
-        "Crashing the consumer at every instant of {origin}, then restarting it and consuming to the end:\n"
+        "{}\n",
+        paint(
+            HEADING,
+            format!("Crashing the consumer at every instant of {origin}, then restarting it and consuming to the end:")
+        )
     );
     let rows: Vec<Vec<String>> = cells
         .iter()
@@ -72,6 +78,11 @@ pub fn explore(file: Option<&Path>, consumer: Option<&str>, json: bool) -> u8 {
             "MAX-DUPLICATE-ROWS",
         ],
         &rows,
+        &|column, cell| match column {
+            3 | 4 => crate::output::count_cell(cell, crate::style::LOSS),
+            5 | 6 => crate::output::count_cell(cell, crate::style::DUPLICATE),
+            _ => anstyle::Style::new(),
+        },
     );
     let runs: u64 = cells.iter().map(|c| c.crash_points + 1).sum();
     println!("\n{runs} runs in {:.1} ms.", elapsed.as_secs_f64() * 1000.0);
@@ -88,10 +99,17 @@ pub fn explore(file: Option<&Path>, consumer: Option<&str>, json: bool) -> u8 {
             v.join(", ")
         }
     };
-    println!("Lost records at some crash point: {}", names(&|c| c.max_lost > 0));
+    let marked = |cells: String, bad| {
+        let style = if cells == "none" { crate::style::GOOD } else { bad };
+        paint(style, cells)
+    };
+    println!(
+        "Lost records at some crash point: {}",
+        marked(names(&|c| c.max_lost > 0), crate::style::LOSS)
+    );
     println!(
         "Duplicate rows at some crash point: {}",
-        names(&|c| c.max_duplicate_rows > 0)
+        marked(names(&|c| c.max_duplicate_rows > 0), crate::style::DUPLICATE)
     );
     if file.is_none() {
         println!(

@@ -197,7 +197,7 @@ fn run_list(endpoint: &Endpoint, json: bool) -> u8 {
             exit::OK
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::style::say_error!("{e}");
             exit::IO_ERROR
         }
     }
@@ -208,13 +208,13 @@ pub fn run(endpoint: &Endpoint, list_groups: bool, group: Option<String>, json: 
         return run_list(endpoint, json);
     }
     let Some(group) = group else {
-        eprintln!("error: --describe needs --group G");
+        crate::style::say_error!("--describe needs --group G");
         return exit::INVALID_SCENARIO;
     };
     let d = match describe(endpoint, &group) {
         Ok(d) => d,
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::style::say_error!("{e}");
             return exit::IO_ERROR;
         }
     };
@@ -413,7 +413,7 @@ pub fn reset(
             exit::OK
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::style::say_error!("{e}");
             exit::IO_ERROR
         }
     }

@@ -37,7 +37,7 @@ pub fn run(id: &str, json: bool) -> u8 {
             false,
         ),
         None => {
-            eprintln!("error: no lesson '{id}' (see `offsetlab lessons`)");
+            crate::style::say_error!("no lesson '{id}' (see `offsetlab lessons`)");
             exit::INVALID_SCENARIO
         }
     }

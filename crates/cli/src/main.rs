@@ -36,6 +36,7 @@ mod output;
 mod run_cmd;
 mod serve_cmd;
 mod shutdown;
+mod style;
 mod topics_cmd;
 
 use clap::{Parser, Subcommand};
@@ -73,6 +74,10 @@ Run `offsetlab` (or `offsetlab serve`) for the web lab on http://127.0.0.1:7070;
 struct Cli {
     #[command(subcommand)]
     command: Option<Cmd>,
+    /// When to colour the output: auto colours a terminal unless NO_COLOR is set (to anything
+    /// but nothing); CLICOLOR_FORCE=1 colours even a pipe. --json output is never coloured
+    #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
+    color: style::ColorWhen,
 }
 
 // Parsed once per process: the size of the largest variant (serve's options) costs nothing.
@@ -469,23 +474,23 @@ fn serve(args: ServeArgs) -> u8 {
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
+            style::say_error!("cannot start the runtime: {e}");
             return exit::IO_ERROR;
         }
     };
     if let Some(bootstrap) = args.cluster.bootstrap_server.clone() {
         if args.workshop.workshop || args.kafka.as_ref().is_some_and(|k| k.0.is_some()) {
-            eprintln!("error: with --bootstrap-server the page drives that cluster: no --workshop, no --kafka listener of the lab's own");
+            style::say_error!("with --bootstrap-server the page drives that cluster: no --workshop, no --kafka listener of the lab's own");
             return exit::INVALID_SCENARIO;
         }
         if !args.http.ip().is_loopback() && !args.allow_remote {
-            eprintln!("error: {} is not a loopback address: the lab listens on 127.0.0.1 only unless you pass --allow-remote", args.http);
+            style::say_error!("{} is not a loopback address: the lab listens on 127.0.0.1 only unless you pass --allow-remote", args.http);
             return exit::INVALID_SCENARIO;
         }
         let (mirror, scratch) = match cluster_cmd::mirror(&args.cluster, &bootstrap) {
             Ok(m) => m,
             Err((e, code)) => {
-                eprintln!("error: {e}");
+                style::say_error!("{e}");
                 return code;
             }
         };
@@ -504,7 +509,7 @@ fn serve(args: ServeArgs) -> u8 {
         )) {
             Ok(()) => exit::OK,
             Err(e) => {
-                eprintln!("error: {e:#}");
+                style::say_error!("{e:#}");
                 exit::IO_ERROR
             }
         };
@@ -519,7 +524,7 @@ fn serve(args: ServeArgs) -> u8 {
     {
         Ok(users) => users.map(std::sync::Arc::new),
         Err((e, code)) => {
-            eprintln!("error: {e}");
+            style::say_error!("{e}");
             return code;
         }
     };
@@ -601,7 +606,7 @@ fn serve(args: ServeArgs) -> u8 {
     match runtime.block_on(serve_cmd::serve(config)) {
         Ok(()) => exit::OK,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            style::say_error!("{e:#}");
             exit::IO_ERROR
         }
     }
@@ -688,7 +693,17 @@ impl ResetTo {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Usage errors and --help are printed by clap, coloured as --color asks.
+            style::ColorWhen::from_raw_args(std::env::args_os())
+                .unwrap_or_default()
+                .install();
+            e.exit()
+        }
+    };
+    cli.color.install();
     // As many file descriptors as the system allows this process: the segment file pool and
     // the listeners' connection caps are sized from it (a failure leaves the limit as it was).
     let _ = offsetlab_storage::raise_descriptor_limit();

@@ -33,7 +33,7 @@ pub fn run(endpoint: &Endpoint, group: Option<&str>, json_out: bool) -> u8 {
     let records = match read_all(endpoint) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::style::say_error!("{e}");
             return exit::IO_ERROR;
         }
     };
@@ -86,8 +86,8 @@ fn read_all(endpoint: &Endpoint) -> anyhow::Result<Vec<Raw>> {
             continue;
         };
         let Some(addr) = leaders.get(&(CONSUMER_OFFSETS_TOPIC.to_string(), p.partition)) else {
-            eprintln!(
-                "warning: {CONSUMER_OFFSETS_TOPIC}-{} has no leader now: its records are not shown",
+            crate::style::say_warning!(
+                "{CONSUMER_OFFSETS_TOPIC}-{} has no leader now: its records are not shown",
                 p.partition
             );
             continue;

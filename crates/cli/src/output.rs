@@ -1,5 +1,9 @@
-//! Printing the narrative and the figures for people.
+//! Printing the narrative and the figures for people, coloured where the terminal takes it
+//! (`crate::style`).
 
+use crate::style::{self, paint};
+use anstream::println;
+use anstyle::Style;
 use offsetlab_engine::clock::format_instant;
 use offsetlab_engine::lab::{LabView, ResetPlan};
 use offsetlab_engine::narrative::Event;
@@ -7,16 +11,34 @@ use offsetlab_engine::narrative::Event;
 /// A table with left-aligned columns as wide as their widest cell, one space apart, as Kafka's
 /// tools print one.
 pub fn table(header: &[&str], rows: &[Vec<String>]) {
-    print_table(header, rows, " ", false);
+    print_table("", header, rows, " ", false, &unstyled);
 }
 
 /// A table of figures for reading by eye: columns two spaces apart, and a column whose every
-/// cell is a number right-aligned, so its digits line up.
-pub fn figures_table(header: &[&str], rows: &[Vec<String>]) {
-    print_table(header, rows, "  ", true);
+/// cell is a number right-aligned, so its digits line up. `paint(column, cell)` styles a cell
+/// (after it is padded, so colour never moves a column).
+pub fn figures_table(header: &[&str], rows: &[Vec<String>], paint: &dyn Fn(usize, &str) -> Style) {
+    print_table("", header, rows, "  ", true, paint);
 }
 
-fn print_table(header: &[&str], rows: &[Vec<String>], gap: &str, numbers_right: bool) {
+/// No cell styled.
+pub fn unstyled(_column: usize, _cell: &str) -> Style {
+    Style::new()
+}
+
+/// A count's cell: `bad` above 0, green at 0, plain when it is not a number.
+pub fn count_cell(cell: &str, bad: Style) -> Style {
+    cell.parse::<u64>().map_or(Style::new(), |n| style::count(n, bad))
+}
+
+fn print_table(
+    indent: &str,
+    header: &[&str],
+    rows: &[Vec<String>],
+    gap: &str,
+    numbers_right: bool,
+    cell_style: &dyn Fn(usize, &str) -> Style,
+) {
     let widths: Vec<usize> = (0..header.len())
         .map(|i| {
             rows.iter()
@@ -34,14 +56,18 @@ fn print_table(header: &[&str], rows: &[Vec<String>], gap: &str, numbers_right: 
                     .all(|r| r.get(i).is_some_and(|c| c.parse::<i64>().is_ok()))
         })
         .collect();
-    let line = |cells: &mut dyn Iterator<Item = &str>| {
+    let line = |cells: &mut dyn Iterator<Item = &str>, style: &dyn Fn(usize, &str) -> Style| {
         cells
             .zip(widths.iter().zip(&right))
-            .map(|(c, (w, &right))| {
+            .enumerate()
+            .map(|(i, (c, (w, &right)))| {
+                // The padding stays outside the escapes, so a line still trims and aligns.
+                let pad = " ".repeat(w.saturating_sub(c.chars().count()));
+                let c = paint(style(i, c), c);
                 if right {
-                    format!("{c:>w$}")
+                    format!("{pad}{c}")
                 } else {
-                    format!("{c:<w$}")
+                    format!("{c}{pad}")
                 }
             })
             .collect::<Vec<_>>()
@@ -49,15 +75,18 @@ fn print_table(header: &[&str], rows: &[Vec<String>], gap: &str, numbers_right: 
             .trim_end()
             .to_string()
     };
-    println!("{}", line(&mut header.iter().copied()));
+    println!(
+        "{indent}{}",
+        line(&mut header.iter().copied(), &|_, _| style::HEADING)
+    );
     for r in rows {
-        println!("{}", line(&mut r.iter().map(String::as_str)));
+        println!("{indent}{}", line(&mut r.iter().map(String::as_str), cell_style));
     }
 }
 
 pub fn events(events: &[Event]) {
     for e in events {
-        println!("  {e}");
+        println!("  {}", style::event(e));
     }
 }
 
@@ -88,12 +117,19 @@ pub fn reset_plan(plan: &ResetPlan) {
 /// The final table: per group and partition, then the audit.
 pub fn summary(view: &LabView) {
     println!();
-    println!("Final state at {}", format_instant(view.clock_ms));
+    println!(
+        "{}",
+        paint(
+            style::HEADING,
+            format!("Final state at {}", format_instant(view.clock_ms))
+        )
+    );
     transactions(view);
     for (name, g) in &view.groups {
         println!();
         println!(
-            "group {name}  ({}, generation {}, members: {}; offsets in {})",
+            "{}  ({}, generation {}, members: {}; offsets in {})",
+            paint(style::HEADING, format!("group {name}")),
             g.state,
             g.generation,
             if g.members.is_empty() {
@@ -126,12 +162,26 @@ pub fn summary(view: &LabView) {
         }
         let a = &g.audit;
         println!(
-            "  sink ({}): {} rows, {} distinct orders, {} duplicate rows",
-            g.sink.kind, g.sink.rows, g.sink.distinct_keys, g.sink.duplicate_rows
+            "  sink ({}): {} rows, {} distinct orders, {}",
+            g.sink.kind,
+            g.sink.rows,
+            g.sink.distinct_keys,
+            paint(
+                style::count(g.sink.duplicate_rows, style::DUPLICATE),
+                format!("{} duplicate rows", g.sink.duplicate_rows)
+            )
         );
         println!(
-            "  silently lost: {}   duplicates: {} ({} redeliveries, {} of them after a crash; {} deliberate replays)   skipped on purpose: {}",
-            a.lost, a.duplicates, a.redeliveries, a.crash_redeliveries, a.replays, a.skipped
+            "  {}   {} ({} redeliveries, {} of them after a crash; {} deliberate replays)   skipped on purpose: {}",
+            paint(style::count(a.lost, style::LOSS), format!("silently lost: {}", a.lost)),
+            paint(
+                style::count(a.duplicates, style::DUPLICATE),
+                format!("duplicates: {}", a.duplicates)
+            ),
+            a.redeliveries,
+            a.crash_redeliveries,
+            a.replays,
+            a.skipped
         );
         if g.isolation == offsetlab_engine::txn::IsolationLevel::ReadCommitted {
             println!("  isolation.level=read_committed");
@@ -155,10 +205,16 @@ pub fn summary(view: &LabView) {
                 })
                 .collect();
             println!(
-                "  lost in {}-{}: offsets {}",
-                p.topic,
-                p.partition,
-                ranges.join(", ")
+                "  {}",
+                paint(
+                    style::LOSS,
+                    format!(
+                        "lost in {}-{}: offsets {}",
+                        p.topic,
+                        p.partition,
+                        ranges.join(", ")
+                    )
+                )
             );
         }
     }

@@ -2,6 +2,8 @@
 
 use crate::exit;
 use crate::output;
+use crate::style::{self, paint};
+use anstream::println;
 use offsetlab_engine::log::MemoryStore;
 use offsetlab_engine::sink::{MemorySinks, SinkFactory};
 use offsetlab_engine::Lab;
@@ -14,7 +16,7 @@ pub fn run_file(file: &Path, json: bool, sqlite: Option<&Path>, quiet: bool) -> 
     let source = match std::fs::read_to_string(file) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("error: cannot read {}: {e}", file.display());
+            style::say_error!("cannot read {}: {e}", file.display());
             return exit::IO_ERROR;
         }
     };
@@ -23,7 +25,7 @@ pub fn run_file(file: &Path, json: bool, sqlite: Option<&Path>, quiet: bool) -> 
         Some(dir) => match SqliteSinks::new(dir) {
             Ok(s) => Box::new(s),
             Err(e) => {
-                eprintln!("error: {e}");
+                style::say_error!("{e}");
                 return exit::IO_ERROR;
             }
         },
@@ -46,31 +48,35 @@ pub fn run_source(origin: &str, source: &str, sinks: Box<dyn SinkFactory>, json:
             return;
         }
         // Comment lines above a command explain it: print them first.
-        for text in lines.iter().take(line.number - 1).skip(printed_upto) {
+        for (i, text) in lines.iter().enumerate().take(line.number - 1).skip(printed_upto) {
             let t = text.trim();
             if let Some(c) = t.strip_prefix('#') {
-                println!(
-                    "  {}",
-                    c.trim_start_matches('#')
-                        .trim_start()
-                        .to_string()
-                        .as_str()
-                        .trim_end()
-                );
+                let c = c.trim_start_matches('#').trim();
+                // The first line of a lesson is its title.
+                let style = if i == 0 {
+                    style::HEADING
+                } else {
+                    anstyle::Style::new()
+                };
+                println!("  {}", paint(style, c));
             }
         }
         printed_upto = line.number;
-        println!("$ {}", line.text);
+        println!("{}", paint(style::COMMAND, format!("$ {}", line.text)));
         if let Outcome::Reset(plan) = outcome {
             output::reset_plan(plan);
         }
         if matches!(line.command, offsetlab_scenario::Command::Expect(_)) {
-            println!("  ✓ holds");
+            println!("  {}", paint(style::GOOD, "✓ holds"));
         }
         output::events(events);
     });
     if let Err(e) = result {
         if verbose {
+            if let (ScenarioError::Expectation { failures, .. }, Some(text)) = (&e, e.text()) {
+                println!("{}", paint(style::COMMAND, format!("$ {text}")));
+                println!("  {}", paint(style::LOSS, format!("✗ does not hold: {failures}")));
+            }
             output::summary(&match runner.lab.view() {
                 Ok(v) => v,
                 Err(_) => return report_error(origin, &e, json),
@@ -82,7 +88,7 @@ pub fn run_source(origin: &str, source: &str, sinks: Box<dyn SinkFactory>, json:
     let view = match runner.lab.view() {
         Ok(v) => v,
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::style::say_error!("{e}");
             return exit::IO_ERROR;
         }
     };
@@ -90,7 +96,7 @@ pub fn run_source(origin: &str, source: &str, sinks: Box<dyn SinkFactory>, json:
         match serde_json::to_string_pretty(&view) {
             Ok(s) => println!("{s}"),
             Err(e) => {
-                eprintln!("error: {e}");
+                crate::style::say_error!("{e}");
                 return exit::IO_ERROR;
             }
         }
@@ -101,7 +107,7 @@ pub fn run_source(origin: &str, source: &str, sinks: Box<dyn SinkFactory>, json:
 }
 
 fn report_error(origin: &str, e: &ScenarioError, json: bool) -> u8 {
-    eprintln!("error: {origin}:{}: {}", e.line(), e.reason());
+    crate::style::say_error!("{origin}:{}: {}", e.line(), e.reason());
     if let Some(text) = e.text() {
         eprintln!("    {text}");
     }

@@ -139,7 +139,7 @@ pub async fn serve_cluster(
     let mirror = std::sync::Arc::clone(&mirror);
     let left = tokio::task::spawn_blocking(move || mirror.finish()).await?;
     for l in left {
-        eprintln!("warning: cleaning up the cluster: {l}");
+        crate::style::say_warning!("cleaning up the cluster: {l}");
     }
     Ok(served?)
 }
@@ -195,7 +195,9 @@ async fn start_kafka(config: &ServeConfig, lab: &LabHandle) -> Option<SocketAddr
             bound
         }
         Err(e) => {
-            eprintln!("warning: the Kafka listener cannot listen on {addr} ({e}); the lab runs without it");
+            crate::style::say_warning!(
+                "the Kafka listener cannot listen on {addr} ({e}); the lab runs without it"
+            );
             None
         }
     }
@@ -338,7 +340,7 @@ async fn live_clock(lab: LabHandle) {
             Ok(Err(e)) => {
                 let e = e.to_string();
                 if told.as_ref() != Some(&e) {
-                    eprintln!("warning: the live clock could not catch up: {e}");
+                    crate::style::say_warning!("the live clock could not catch up: {e}");
                     told = Some(e);
                 }
             }

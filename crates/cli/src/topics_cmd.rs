@@ -148,7 +148,7 @@ pub fn run(endpoint: &Endpoint, list: bool, topic: Option<String>, json: bool) -
     let topics = match result {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::style::say_error!("{e}");
             return exit::IO_ERROR;
         }
     };

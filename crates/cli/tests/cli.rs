@@ -237,13 +237,131 @@ fn the_tour_and_seed_run_in_the_terminal() {
     assert!(stdout(&seed).contains("consumer c1 group=analytics-prod"));
 }
 
+/// `offsetlab ARGS` run in `dir` with `env` set (and the colour variables of the test's own
+/// environment removed), stdin not a terminal.
+fn offsetlab_in(dir: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_offsetlab"));
+    c.args(args).current_dir(dir).stdin(std::process::Stdio::null());
+    for v in ["NO_COLOR", "CLICOLOR", "CLICOLOR_FORCE"] {
+        c.env_remove(v);
+    }
+    c.envs(env.iter().copied());
+    c.output().expect("run offsetlab")
+}
+
+/// `offsetlab ARGS` on a pseudo-terminal (util-linux's `script`), with `env` set: what it
+/// printed there. `None` when `script` is not installed.
+fn offsetlab_on_a_terminal(args: &[&str], env: &[(&str, &str)]) -> Option<String> {
+    offsetlab_on_a_terminal_typing(args, env, "")
+}
+
+/// [`offsetlab_on_a_terminal`], with `typed` typed ahead on the terminal's keyboard.
+fn offsetlab_on_a_terminal_typing(args: &[&str], env: &[(&str, &str)], typed: &str) -> Option<String> {
+    use std::io::Write as _;
+    let quote = |a: &str| format!("'{}'", a.replace('\'', r"'\''"));
+    let line: Vec<String> = std::iter::once(env!("CARGO_BIN_EXE_offsetlab"))
+        .chain(args.iter().copied())
+        .map(quote)
+        .collect();
+    let mut c = Command::new("script");
+    c.args(["-qec", &line.join(" "), "/dev/null"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .env("TERM", "xterm-256color");
+    for v in ["NO_COLOR", "CLICOLOR", "CLICOLOR_FORCE"] {
+        c.env_remove(v);
+    }
+    c.envs(env.iter().copied());
+    let mut child = match c.spawn() {
+        Ok(child) => child,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            eprintln!("skipped: no `script` (util-linux) to run offsetlab on a terminal");
+            return None;
+        }
+        Err(e) => panic!("script: {e}"),
+    };
+    if let Some(mut keyboard) = child.stdin.take() {
+        keyboard.write_all(typed.as_bytes()).expect("type");
+    }
+    let o = child.wait_with_output().expect("script");
+    assert!(o.status.success(), "script {line:?}: {}", stderr(&o));
+    Some(stdout(&o))
+}
+
+const ESC: &str = "\u{1b}[";
+
 #[test]
-fn help_teaches() {
-    let o = offsetlab(&["--help"]);
-    let out = stdout(&o);
+fn colour_on_a_terminal_unless_no_color_and_never_into_a_pipe() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lesson = ["lessons", "1"];
+    if let Some(out) = offsetlab_on_a_terminal(&lesson, &[]) {
+        assert!(out.contains(ESC), "no colour on a terminal: {out}");
+        // The loss in red, the crash in bold red, the passing expect in green.
+        assert!(out.contains("\u{1b}[31m"), "{out}");
+        assert!(out.contains("\u{1b}[32m✓ holds"), "{out}");
+        let out = offsetlab_on_a_terminal(&lesson, &[("NO_COLOR", "1")]).unwrap_or_default();
+        assert!(!out.contains(ESC), "NO_COLOR=1 on a terminal: {out}");
+        let out = offsetlab_on_a_terminal(&["lessons", "1", "--color", "never"], &[]).unwrap_or_default();
+        assert!(!out.contains(ESC), "--color never on a terminal: {out}");
+        // The flag is the user's word for this run: it beats the environment.
+        let out = offsetlab_on_a_terminal(&["--color=always", "lessons", "1"], &[("NO_COLOR", "1")])
+            .unwrap_or_default();
+        assert!(out.contains(ESC), "--color always with NO_COLOR: {out}");
+    }
+    let piped = offsetlab_in(dir.path(), &lesson, &[]);
+    assert!(piped.status.success(), "{}", stderr(&piped));
+    assert!(!stdout(&piped).contains(ESC), "{}", stdout(&piped));
+    let forced = offsetlab_in(dir.path(), &["lessons", "1", "--color", "always"], &[]);
+    assert!(stdout(&forced).contains("\u{1b}[31m"), "{}", stdout(&forced));
+    let forced = offsetlab_in(dir.path(), &lesson, &[("CLICOLOR_FORCE", "1")]);
     assert!(
-        out.contains("position") && out.contains("__consumer_offsets"),
-        "{out}"
+        stdout(&forced).contains(ESC),
+        "CLICOLOR_FORCE=1: {}",
+        stdout(&forced)
     );
-    assert!(out.contains("Exit codes"), "{out}");
+    // A figure reads as plain text too: colour never moves a column.
+    let plain = stdout(&piped);
+    let coloured = stdout(&offsetlab_in(
+        dir.path(),
+        &["lessons", "1", "--color", "always"],
+        &[],
+    ));
+    assert_eq!(strip_ansi(&coloured), plain);
+    assert!(plain.contains("silently lost: 3   duplicates: 0"), "{plain}");
+}
+
+#[test]
+fn json_and_errors_into_a_pipe_stay_plain_even_when_colour_is_forced() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = offsetlab_in(dir.path(), &["lessons", "1", "--json", "--color", "always"], &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stdout(&o).contains(ESC), "{}", stdout(&o));
+    assert_eq!(json(&o)["groups"]["analytics-prod"]["audit"]["lost"], 3);
+    let o = offsetlab_in(dir.path(), &["lessons", "--json", "--color", "always"], &[]);
+    assert!(!stdout(&o).contains(ESC), "{}", stdout(&o));
+    let o = offsetlab_in(dir.path(), &["run", "missing.scn"], &[]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(
+        stderr(&o).starts_with("error: cannot read missing.scn"),
+        "{}",
+        stderr(&o)
+    );
+    let o = offsetlab_in(dir.path(), &["run", "missing.scn", "--color", "always"], &[]);
+    assert!(stderr(&o).contains("\u{1b}[1m\u{1b}[31merror:"), "{}", stderr(&o));
+    let o = offsetlab_in(dir.path(), &["--color", "sometimes", "lessons"], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+/// `text` without its SGR escapes (`ESC [ … m`).
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('\u{1b}') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        rest = rest.find('m').map_or("", |m| &rest[m + 1..]);
+    }
+    out.push_str(rest);
+    out
 }
