@@ -3,6 +3,7 @@
 //! `--compare`.
 
 use crate::exit;
+use crate::run_cmd::Input;
 use offsetlab_cluster::names::Prefix;
 use offsetlab_cluster::run::figures::{self, GroupFigures};
 use offsetlab_cluster::run::{self as cluster_run, ClusterRun, RunError, RunOptions};
@@ -161,13 +162,10 @@ pub fn read_properties(
 }
 
 /// A scenario file (the seed without one), parsed: its name for messages and its lines.
-fn read_script(file: Option<&Path>) -> Result<(String, Script), (String, u8)> {
-    let (origin, source) = match file {
+fn read_script(input: Option<&Input>) -> Result<(String, Script), (String, u8)> {
+    let (origin, source) = match input {
         None => ("seed".to_string(), offsetlab_scenario::SEED_SCENARIO.to_string()),
-        Some(f) => match std::fs::read_to_string(f) {
-            Ok(s) => (f.display().to_string(), s),
-            Err(e) => return Err((format!("cannot read {}: {e}", f.display()), exit::IO_ERROR)),
-        },
+        Some(input) => (input.origin(), input.source()?),
     };
     match Script::parse(&source) {
         Ok(script) => Ok((origin, script)),
@@ -199,9 +197,9 @@ fn run_id() -> u32 {
     nanos ^ std::process::id().rotate_left(16)
 }
 
-/// Runs `file` on the cluster `args` names.
+/// Runs `input` (a file or a lesson) on the cluster `args` names.
 pub fn run(
-    file: &Path,
+    input: &Input,
     args: &ClusterArgs,
     bootstrap: &str,
     compare: bool,
@@ -209,7 +207,7 @@ pub fn run(
     quiet: bool,
     sqlite: Option<&Path>,
 ) -> u8 {
-    let (origin, script) = match read_script(Some(file)) {
+    let (origin, script) = match read_script(Some(input)) {
         Ok(s) => s,
         Err(e) => return said(e),
     };
@@ -336,7 +334,7 @@ pub fn explore(
         crate::style::say_error!("on a cluster the explorer runs one cell: give --strategy and --sink (each crash point takes wall time)");
         return exit::INVALID_SCENARIO;
     };
-    let (origin, script) = match read_script(file) {
+    let (origin, script) = match read_script(file.map(Input::File).as_ref()) {
         Ok(s) => s,
         Err(e) => return said(e),
     };

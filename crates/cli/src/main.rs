@@ -84,10 +84,17 @@ struct Cli {
 #[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Cmd {
-    /// Run a scenario file: print the narrative and the final figures, check its expect lines
+    /// Run a scenario file (or a built-in lesson): print the narrative and the final figures,
+    /// check its expect lines
+    #[command(group(clap::ArgGroup::new("scenario").required(true).args(["file", "lesson"])))]
     Run {
-        /// The scenario file (see docs/SCENARIOS.md)
-        file: PathBuf,
+        /// The scenario file (see docs/SCENARIOS.md; `offsetlab seed` prints one to start from)
+        file: Option<PathBuf>,
+        /// Run a lesson built into offsetlab instead of a file, from any directory: its number
+        /// (`3`), file name (`03-upsert-converges`) or a word of its title (`upsert`).
+        /// `offsetlab lessons` lists them
+        #[arg(long, value_name = "LESSON")]
+        lesson: Option<String>,
         /// Print the final state as one JSON object instead of text
         #[arg(long)]
         json: bool,
@@ -104,11 +111,19 @@ enum Cmd {
         #[arg(long, requires = "bootstrap_server")]
         compare: bool,
     },
-    /// List the lessons, or run one by number or name
+    /// List the lessons, or run one: `offsetlab lessons 3`, `offsetlab lessons upsert`
+    ///
+    /// The lessons are built into offsetlab, so they run from any directory. Each is a scenario
+    /// whose comments explain the next action and whose expect lines prove the point.
     Lessons {
-        /// A lesson number (`1`) or file name (`01-auto-commit-timer-loses`) to run
+        /// The lesson to run: its number (`3` or `03`), file name (`03-upsert-converges`) or a
+        /// word of its title or file name (`upsert`); a word that fits several lessons lists them
         lesson: Option<String>,
-        /// JSON output
+        /// Print the lesson's scenario text instead of running it (a starting point of your
+        /// own: `offsetlab lessons 3 --source > my.scn`, then `offsetlab run my.scn`)
+        #[arg(long, requires = "lesson", conflicts_with = "json")]
+        source: bool,
+        /// JSON output: the list, or the lesson's final state
         #[arg(long)]
         json: bool,
     },
@@ -777,14 +792,19 @@ fn main() -> ExitCode {
         Some(Cmd::Tour) => run_cmd::tour(),
         Some(Cmd::Run {
             file,
+            lesson,
             json,
             sqlite,
             quiet,
             cluster,
             compare,
-        }) => match cluster.bootstrap_server.clone() {
-            Some(bootstrap) => cluster_cmd::run(
-                &file,
+        }) => match (
+            run_cmd::Input::new(file.as_deref(), lesson.as_deref()),
+            cluster.bootstrap_server.clone(),
+        ) {
+            (Err(e), _) => cluster_cmd::said(e),
+            (Ok(input), Some(bootstrap)) => cluster_cmd::run(
+                &input,
                 &cluster,
                 &bootstrap,
                 compare,
@@ -792,13 +812,16 @@ fn main() -> ExitCode {
                 quiet,
                 sqlite.as_deref(),
             ),
-            None => run_cmd::run_file(&file, json, sqlite.as_deref(), quiet),
+            (Ok(input), None) => run_cmd::run_input(&input, json, sqlite.as_deref(), quiet),
         },
-        Some(Cmd::Lessons { lesson: None, json }) => lessons_cmd::list(json),
+        Some(Cmd::Lessons {
+            lesson: None, json, ..
+        }) => lessons_cmd::list(json),
         Some(Cmd::Lessons {
             lesson: Some(l),
+            source,
             json,
-        }) => lessons_cmd::run(&l, json),
+        }) => lessons_cmd::run(&l, source, json),
         Some(Cmd::Explore {
             file,
             consumer,

@@ -1,4 +1,4 @@
-//! `offsetlab run` and the no-argument tour.
+//! `offsetlab run` (a scenario file or a built-in lesson) and the no-argument tour.
 
 use crate::exit;
 use crate::output;
@@ -8,17 +8,67 @@ use offsetlab_engine::log::MemoryStore;
 use offsetlab_engine::sink::{MemorySinks, SinkFactory};
 use offsetlab_engine::Lab;
 use offsetlab_scenario::command::Outcome;
+use offsetlab_scenario::lessons::{find, Lesson};
 use offsetlab_scenario::{Runner, ScenarioError, Script};
 use offsetlab_sqlite::SqliteSinks;
 use std::path::Path;
 
-pub fn run_file(file: &Path, json: bool, sqlite: Option<&Path>, quiet: bool) -> u8 {
-    let source = match std::fs::read_to_string(file) {
-        Ok(s) => s,
-        Err(e) => {
-            style::say_error!("cannot read {}: {e}", file.display());
-            return exit::IO_ERROR;
+/// Where a scenario comes from: a file, or a lesson built into the binary.
+pub enum Input<'a> {
+    File(&'a Path),
+    Lesson(&'static Lesson),
+}
+
+impl<'a> Input<'a> {
+    /// `run FILE` or `run --lesson LESSON` (clap lets exactly one through).
+    pub fn new(file: Option<&'a Path>, lesson: Option<&str>) -> Result<Self, (String, u8)> {
+        match (file, lesson) {
+            (_, Some(l)) => crate::lessons_cmd::resolve(l)
+                .map(Input::Lesson)
+                .map_err(|e| (e.to_string(), exit::INVALID_SCENARIO)),
+            (Some(f), None) => Ok(Input::File(f)),
+            (None, None) => Err(("give a scenario file or --lesson".into(), exit::INVALID_SCENARIO)),
         }
+    }
+
+    /// How errors name it: the file as given, or `lessons/NN-name.scn`.
+    pub fn origin(&self) -> String {
+        match self {
+            Input::File(f) => f.display().to_string(),
+            Input::Lesson(l) => format!("lessons/{}.scn", l.file),
+        }
+    }
+
+    /// The scenario's text, or why it cannot be read (exit code 3). A lesson's file that is
+    /// not here (outside a checkout) is named as the built-in lesson it is.
+    pub fn source(&self) -> Result<String, (String, u8)> {
+        match self {
+            Input::Lesson(l) => Ok(l.source.to_string()),
+            Input::File(f) => std::fs::read_to_string(f).map_err(|e| {
+                let hint = f
+                    .file_stem()
+                    .and_then(|s| s.to_str())
+                    .and_then(find)
+                    .filter(|_| e.kind() == std::io::ErrorKind::NotFound)
+                    .map(|l| {
+                        format!(
+                            " (lesson {} is built in: `offsetlab lessons {}` or `offsetlab run --lesson {}` run it from any directory)",
+                            l.number(),
+                            l.number(),
+                            l.number()
+                        )
+                    })
+                    .unwrap_or_default();
+                (format!("cannot read {}: {e}{hint}", f.display()), exit::IO_ERROR)
+            }),
+        }
+    }
+}
+
+pub fn run_input(input: &Input, json: bool, sqlite: Option<&Path>, quiet: bool) -> u8 {
+    let source = match input.source() {
+        Ok(s) => s,
+        Err(e) => return crate::cluster_cmd::said(e),
     };
     let sinks: Box<dyn SinkFactory> = match sqlite {
         None => Box::new(MemorySinks),
@@ -30,7 +80,7 @@ pub fn run_file(file: &Path, json: bool, sqlite: Option<&Path>, quiet: bool) -> 
             }
         },
     };
-    run_source(&file.display().to_string(), &source, sinks, json, quiet)
+    run_source(&input.origin(), &source, sinks, json, quiet)
 }
 
 /// Runs `source`, printing as it goes. `origin` names the file in errors.
@@ -137,7 +187,7 @@ pub fn tour() -> u8 {
     println!(
         "It crashes right after the timer committed offset 8 while records 5..7 were still in flight.\n"
     );
-    let code = crate::lessons_cmd::run("1", false);
+    let code = crate::lessons_cmd::run("1", false, false);
     println!("\nNext:");
     println!("  offsetlab lessons            the guided lessons (offsetlab lessons 2 runs the second)");
     println!("  offsetlab explore            every commit strategy × sink, crashed at every instant");

@@ -365,3 +365,71 @@ fn strip_ansi(text: &str) -> String {
     out.push_str(rest);
     out
 }
+
+fn lesson_title(n: &str) -> String {
+    offsetlab_scenario::lessons::find(n)
+        .map(|l| l.title())
+        .unwrap_or_else(|| panic!("lesson {n}"))
+}
+
+#[test]
+fn a_lesson_runs_by_word_or_file_name_from_any_directory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let title = lesson_title("3");
+    for lesson in ["upsert", "03-upsert-converges", "03", "3"] {
+        let o = offsetlab_in(dir.path(), &["lessons", lesson], &[]);
+        assert_eq!(o.status.code(), Some(0), "{lesson}: {}", stderr(&o));
+        assert!(stdout(&o).contains(&title), "{lesson}: {}", stdout(&o));
+        assert!(stdout(&o).contains("✓ holds"), "{lesson}: {}", stdout(&o));
+    }
+    let o = offsetlab_in(dir.path(), &["run", "--lesson", "upsert", "--json"], &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(json(&o)["groups"]["analytics-prod"]["sink"]["duplicate_rows"], 0);
+    let o = offsetlab_in(dir.path(), &["lessons", "upsert", "--source"], &[]);
+    assert_eq!(
+        stdout(&o),
+        offsetlab_scenario::lessons::find("3").map_or("", |l| l.source)
+    );
+    // A lesson's file outside a checkout: the error says the lesson is built in.
+    let o = offsetlab_in(dir.path(), &["run", "lessons/03-upsert-converges.scn"], &[]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(stderr(&o).contains("`offsetlab lessons 3`"), "{}", stderr(&o));
+}
+
+#[test]
+fn an_ambiguous_or_unknown_lesson_exits_2_saying_what_to_do() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = offsetlab_in(dir.path(), &["lessons", "crash"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("'crash' fits"), "{err}");
+    for n in ["1", "2"] {
+        assert!(err.contains(&lesson_title(n)), "lesson {n} is a candidate: {err}");
+    }
+    assert!(stdout(&o).is_empty(), "nothing ran: {}", stdout(&o));
+    let o = offsetlab_in(dir.path(), &["lessons", "nosuchword"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("`offsetlab lessons` lists them"),
+        "{}",
+        stderr(&o)
+    );
+    let o = offsetlab_in(dir.path(), &["run", "--lesson", "nosuchword"], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+#[test]
+fn the_lesson_list_suggests_commands_that_work_anywhere() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = offsetlab_in(dir.path(), &["lessons"], &[]);
+    assert!(o.status.success());
+    let out = stdout(&o);
+    assert!(!out.contains("offsetlab run lessons/"), "{out}");
+    assert!(out.contains("`offsetlab lessons 3`"), "{out}");
+    assert!(out.contains(&lesson_title("11")), "{out}");
+    // Every command the list suggests runs from here.
+    for suggested in [&["lessons", "upsert"][..], &["run", "--lesson", "3", "--json"]] {
+        let o = offsetlab_in(dir.path(), suggested, &[]);
+        assert!(o.status.success(), "{suggested:?}: {}", stderr(&o));
+    }
+}
