@@ -38,6 +38,7 @@ mod serve_cmd;
 mod shutdown;
 mod style;
 mod topics_cmd;
+mod tour_cmd;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -232,7 +233,12 @@ enum Cmd {
         #[command(subcommand)]
         what: BenchCmd,
     },
-    /// A 30-second tour in the terminal: the seed lab, crashed at the wrong instant
+    /// A guided tour of the seed experiment, one step at a time: a consumer crashed
+    /// mid-batch, first with a timer auto-commit into an append-only sink, then with a commit
+    /// after the batch into an upsert sink, then both rewound to the start of the log
+    ///
+    /// At each step you are asked to guess what the crash costs before the lab shows it. With
+    /// stdin not a terminal (`offsetlab tour < /dev/null`) the whole tour is printed at once.
     Tour,
     /// A consumer agent: one real Kafka consumer (librdkafka) driven over stdin/stdout, one
     /// JSON message per line (offsetlab-cluster's protocol). Started by offsetlab itself, in a
@@ -789,7 +795,7 @@ fn main() -> ExitCode {
             Ok(endpoint) => offsets_cmd::run(&endpoint, group.as_deref(), json),
             Err(e) => cluster_cmd::said(e),
         },
-        Some(Cmd::Tour) => run_cmd::tour(),
+        Some(Cmd::Tour) => tour_cmd::tour(),
         Some(Cmd::Run {
             file,
             lesson,

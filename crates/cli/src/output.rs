@@ -21,6 +21,16 @@ pub fn figures_table(header: &[&str], rows: &[Vec<String>], paint: &dyn Fn(usize
     print_table("", header, rows, "  ", true, paint);
 }
 
+/// [`figures_table`], every line after `indent`.
+pub fn indented_figures_table(
+    indent: &str,
+    header: &[&str],
+    rows: &[Vec<String>],
+    paint: &dyn Fn(usize, &str) -> Style,
+) {
+    print_table(indent, header, rows, "  ", true, paint);
+}
+
 /// No cell styled.
 pub fn unstyled(_column: usize, _cell: &str) -> Style {
     Style::new()

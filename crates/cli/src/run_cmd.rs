@@ -1,4 +1,4 @@
-//! `offsetlab run` (a scenario file or a built-in lesson) and the no-argument tour.
+//! `offsetlab run`: a scenario file or a built-in lesson, its narrative and its figures.
 
 use crate::exit;
 use crate::output;
@@ -175,22 +175,4 @@ fn report_error(origin: &str, e: &ScenarioError, json: bool) -> u8 {
         } => exit::IO_ERROR,
         _ => exit::INVALID_SCENARIO,
     }
-}
-
-/// `offsetlab` with no arguments: the seed lab, crashed at the wrong instant, in 30 seconds.
-pub fn tour() -> u8 {
-    println!("offsetlab — Kafka Offset & Event Replay Lab\n");
-    println!("The seed lab: topic orders holds 12 order events, group analytics-prod starts at committed");
-    println!(
-        "offset 0, consumer c1 auto-commits on a 5 s timer (librdkafka-style) into an append-only sink."
-    );
-    println!(
-        "It crashes right after the timer committed offset 8 while records 5..7 were still in flight.\n"
-    );
-    let code = crate::lessons_cmd::run("1", false, false);
-    println!("\nNext:");
-    println!("  offsetlab lessons            the guided lessons (offsetlab lessons 2 runs the second)");
-    println!("  offsetlab explore            every commit strategy × sink, crashed at every instant");
-    println!("  offsetlab seed > my.scn      a scenario to edit, then: offsetlab run my.scn");
-    code
 }

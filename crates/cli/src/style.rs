@@ -78,6 +78,8 @@ pub const REFUSED: Style = AnsiColor::Magenta.on_default();
 pub const ERROR: Style = AnsiColor::Red.on_default().bold();
 /// `warning:`.
 pub const WARNING: Style = AnsiColor::Yellow.on_default().bold();
+/// A question the tour asks.
+pub const QUESTION: Style = AnsiColor::Blue.on_default().bold();
 
 /// `text` in `style` (escapes that `anstream` strips where colour is off; none around nothing).
 pub fn paint(style: Style, text: impl Display) -> String {

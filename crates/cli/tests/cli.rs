@@ -232,7 +232,7 @@ fn explore_accepts_a_scenario_file() {
 fn the_tour_and_seed_run_in_the_terminal() {
     let o = offsetlab(&["tour"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stdout(&o).contains("silently lost: 3"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("3 lost (offsets 5..7)"), "{}", stdout(&o));
     let seed = offsetlab(&["seed"]);
     assert!(stdout(&seed).contains("consumer c1 group=analytics-prod"));
 }
@@ -334,7 +334,11 @@ fn colour_on_a_terminal_unless_no_color_and_never_into_a_pipe() {
 #[test]
 fn json_and_errors_into_a_pipe_stay_plain_even_when_colour_is_forced() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let o = offsetlab_in(dir.path(), &["lessons", "1", "--json", "--color", "always"], &[]);
+    let o = offsetlab_in(
+        dir.path(),
+        &["lessons", "1", "--json", "--color", "always"],
+        &[],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(!stdout(&o).contains(ESC), "{}", stdout(&o));
     assert_eq!(json(&o)["groups"]["analytics-prod"]["audit"]["lost"], 3);
@@ -432,4 +436,53 @@ fn the_lesson_list_suggests_commands_that_work_anywhere() {
         let o = offsetlab_in(dir.path(), suggested, &[]);
         assert!(o.status.success(), "{suggested:?}: {}", stderr(&o));
     }
+}
+
+#[test]
+fn the_tour_without_a_terminal_prints_every_step_and_exits_0() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = offsetlab_in(dir.path(), &["tour"], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let at = |what: &str| {
+        out.find(what)
+            .unwrap_or_else(|| panic!("{what:?} is missing from the tour:\n{out}"))
+    };
+    // Three steps in order, each question before its answer.
+    let steps = [at("① "), at("② "), at("③ ")];
+    assert!(steps.windows(2).all(|w| w[0] < w[1]), "{out}");
+    assert!(
+        at("? How many of the 12 orders") < at("3 lost (offsets 5..7)"),
+        "{out}"
+    );
+    assert!(at("? And how many duplicate rows") < at("0 lost, 1 record applied twice, 0 duplicate rows"));
+    assert!(at("commit=auto-timer") < steps[1] && at("commit=manual-batch") > steps[1]);
+    assert!(at("21 rows > 12 distinct orders") > steps[2], "{out}");
+    assert!(at("12 rows = 12 distinct orders") > steps[2], "{out}");
+    at("http://127.0.0.1:7070");
+    at("offsetlab lessons");
+    assert!(!out.contains("[Enter"), "nothing waits without a terminal: {out}");
+    // Each step fits one screen.
+    for w in steps.windows(2) {
+        assert!(out[w[0]..w[1]].lines().count() <= 20, "{}", &out[w[0]..w[1]]);
+    }
+}
+
+#[test]
+fn the_tour_on_a_terminal_asks_and_says_whether_a_guess_was_right() {
+    // Step ①: 3, then Enter; step ②: 1 lost, 0 duplicate rows, then Enter; Enter to the recap.
+    let typed = "3\n\n1\n0\n\n\n";
+    let Some(out) = offsetlab_on_a_terminal_typing(&["tour"], &[("NO_COLOR", "1")], typed) else {
+        return;
+    };
+    for said in [
+        "You said 3: right.",
+        "You said 1; it is 0.",
+        "You said 0: right.",
+        "[Enter: step ②]",
+        "What you saw",
+    ] {
+        assert!(out.contains(said), "{said:?} missing:\n{out}");
+    }
+    assert!(!out.contains(ESC), "NO_COLOR=1: {out}");
 }
