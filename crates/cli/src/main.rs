@@ -69,14 +69,14 @@ A consumer's position (where its next poll reads) lives in its memory; the group
 compacted __consumer_offsets topic. When a commit happens relative to processing decides whether a crash loses \
 records (commit before: at-most-once) or replays them (commit after: at-least-once), and the sink decides whether a \
 replay duplicates rows (append) or converges (upsert, transactional).\n\n\
-Run `offsetlab` (or `offsetlab serve`) for the web lab on http://127.0.0.1:7070; `offsetlab lessons` and `offsetlab explore` work in the terminal.",
+Run `offsetlab` (or `offsetlab serve`) for the web lab on http://127.0.0.1:7070; `offsetlab tour`, `offsetlab lessons` and `offsetlab explore` work in the terminal.",
     after_help = "Exit codes: 0 ok, 1 an expect line failed, 2 malformed or rejected scenario, 3 I/O error, 130 a cluster run interrupted (Ctrl-C, SIGTERM)."
 )]
 struct Cli {
     #[command(subcommand)]
     command: Option<Cmd>,
-    /// When to colour the output: auto colours a terminal unless NO_COLOR is set (to anything
-    /// but nothing); CLICOLOR_FORCE=1 colours even a pipe. --json output is never coloured
+    /// When to colour the output: auto colours a terminal unless NO_COLOR is set (to any
+    /// non-empty value); CLICOLOR_FORCE=1 colours even a pipe. --json output is never coloured
     #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
     color: style::ColorWhen,
 }
@@ -233,11 +233,12 @@ enum Cmd {
         #[command(subcommand)]
         what: BenchCmd,
     },
-    /// A guided tour of the seed experiment, one step at a time: a consumer crashed
-    /// mid-batch, first with a timer auto-commit into an append-only sink, then with a commit
-    /// after the batch into an upsert sink, then both rewound to the start of the log
+    /// A guided tour, one step at a time: the seed's consumer crashed mid-batch under two
+    /// commit strategies and sinks, then rewound; you guess each outcome before the lab shows it
     ///
-    /// At each step you are asked to guess what the crash costs before the lab shows it. With
+    /// ① a timer auto-commit into an append-only sink, ② a commit after the batch into an upsert
+    /// sink, the same crash, ③ both groups rewound to the start of the log and replayed. At
+    /// each step you are asked to guess what the crash costs before the lab shows it. With
     /// stdin not a terminal (`offsetlab tour < /dev/null`) the whole tour is printed at once.
     Tour,
     /// A consumer agent: one real Kafka consumer (librdkafka) driven over stdin/stdout, one
