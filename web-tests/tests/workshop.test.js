@@ -20,11 +20,16 @@ async function click(page, selector) {
 }
 
 async function openInstructor(hash = `#token=${ws.token}`) {
+  return openInstructorOf(ws, hash);
+}
+
+async function openInstructorOf(server, hash = `#token=${server.token}`) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
   page.errors = [];
   page.on('pageerror', (e) => page.errors.push(e.message));
-  await page.goto(`${ws.url}/instructor${hash}`);
+  await page.goto(`${server.url}/instructor${hash}`);
+  await page.waitForSelector('#room:not([hidden]), #login:not([hidden])');
   return page;
 }
 
@@ -78,8 +83,8 @@ test('two learners have labs of their own; the instructor sees both, their step 
   assert.match(await teacher.textContent('#learners tr[data-number="2"] .learner-name'), /^Bob <i>not italic<\/i>$/);
   await teacher.waitForFunction(() => /1 of 2 still believe the wrong answer/.test(document.querySelector('.tally[data-question="1"]').textContent));
 
-  // The instructor opens Ada's lab, read-only.
-  await teacher.click('button[aria-label^="Open Ada"]');
+  // The instructor reads Ada's lab as a scenario.
+  await teacher.click('button[aria-label^="Ada\'s lab as a scenario"]');
   await teacher.waitForSelector('#learner-view:not([hidden])');
   assert.match(await teacher.textContent('#learner-view-body'), /topic orders partitions=1/, 'her lab as she has it: lesson 1, one step in');
 
@@ -116,4 +121,104 @@ test('a wrong instructor token opens nothing', async () => {
   await page.setViewportSize({ width: 390, height: 844 });
   assert.deepEqual(await wcagViolations(page), [], 'the room on a phone');
   assert.deepEqual(page.errors, []);
+});
+
+/** A learner that is only a browser with a cookie: joins and reports with fetch (what their page sends), from a page that runs no script of the lab's. */
+async function fetchingLearner(url, name) {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(`${url}/api/workshop/me`);
+  const status = await page.evaluate(async (n) => (await fetch('/api/workshop/join', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: n }) })).status, name);
+  assert.equal(status, 201, `${name} joined`);
+  page.post = (path, body) => page.evaluate(async ([p, b]) => {
+    const res = await fetch(p, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(b) });
+    return { status: res.status, body: await res.json() };
+  }, [path, body]);
+  page.get = (path) => page.evaluate(async (p) => { const res = await fetch(p); return { status: res.status, body: await res.json() }; }, path);
+  return page;
+}
+
+/** The next dialog's text, answered `accept`. */
+function nextDialog(page, accept) {
+  return new Promise((resolve) => page.once('dialog', async (d) => { resolve(d.message()); await (accept ? d.accept() : d.dismiss()); }));
+}
+
+test('the instructor’s room: actions named as pressed, learners per lesson step, a lab opened read-only, learners removed, an empty push asked first', async () => {
+  const room = await startWorkshop(['--max-learners', '3']);
+  try {
+    const [ada, bob, cy] = [await fetchingLearner(room.url, 'Ada'), await fetchingLearner(room.url, 'Bob'), await fetchingLearner(room.url, 'Cy')];
+    const label = await ada.post('/api/actions', { lines: ['poll c1'], label: 'Crash mid-batch' });
+    assert.equal(label.status, 200);
+    const steps = (await ada.get('/api/lessons')).body[0].steps.length;
+    assert.equal((await ada.post('/api/workshop/progress', { lesson: 1, step: 1, steps, guided: 1 })).status, 200);
+    assert.equal((await bob.post('/api/workshop/progress', { lesson: 1, step: 3, steps, guided: 3 })).status, 200);
+    assert.equal((await bob.post('/api/workshop/progress', { lesson: 1, step: 3, steps, guided: 9 })).status, 400, 'no such guided step');
+
+    const teacher = await openInstructorOf(room);
+    // The action as Ada pressed it, its lines kept as the detail.
+    await teacher.waitForFunction(() => /Crash mid-batch/.test(document.querySelector('#learners tr[data-number="1"] .last-action')?.textContent || ''));
+    assert.equal(await teacher.textContent('#learners tr[data-number="1"] .action-label'), 'Crash mid-batch');
+    assert.equal(await teacher.getAttribute('#learners tr[data-number="1"] .action-lines', 'title'), 'poll c1');
+    // Where the room is: per lesson step, the guided experiment, free play.
+    const lesson1 = await teacher.textContent('#summary li[data-lesson="1"]');
+    assert.match(lesson1, new RegExp(`1 on step 2/${steps}, 1 on step 4/${steps}`), lesson1);
+    assert.match(await teacher.textContent('#summary li[data-guided]'), /1 on step 2\/3, 1 finished \(Bob\)/);
+    assert.match(await teacher.textContent('#summary li[data-free-play]'), /Free play: 1/);
+    assert.match(await teacher.textContent('#learners tr[data-number="2"]'), /guided experiment finished/);
+
+    // Ada's lab opens in a tab of its own, as her page, the token in that tab's sessionStorage and never in its URL.
+    const [tab] = await Promise.all([teacher.context().waitForEvent('page'), teacher.click('button[aria-label^="Open Ada"]')]);
+    await tab.waitForLoadState('domcontentloaded');
+    assert.equal(new URL(tab.url()).pathname + new URL(tab.url()).search, '/?learner=1');
+    assert.ok(!tab.url().includes(room.token), 'no token in the URL');
+    assert.equal(await tab.evaluate(() => sessionStorage.getItem('offsetlab.instructor-token')), room.token);
+    const seen = await tab.evaluate(async () => {
+      const headers = { Authorization: `Bearer ${sessionStorage.getItem('offsetlab.instructor-token')}`, 'X-Offsetlab-Learner': new URLSearchParams(location.search).get('learner') };
+      const state = await fetch('/api/state', { headers });
+      const change = await fetch('/api/actions', { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ lines: ['crash c1'] }) });
+      return { state: state.status, version: (await state.json()).version, change: change.status, error: (await change.json()).error };
+    });
+    assert.deepEqual(seen, { state: 200, version: (await ada.get('/api/state')).body.version, change: 403, error: 'read-only: the instructor views this lab' });
+    await tab.close();
+
+    // The room is full; Cy never did anything: cleared, her cookie refused, the seat free.
+    assert.equal((await (await browser.newContext()).request.post(`${room.url}/api/workshop/join`, { data: { name: 'Dee' } })).status(), 503);
+    await teacher.selectOption('#clear-minutes', '0');
+    await teacher.waitForFunction(() => document.querySelector('#clear-room button').textContent === 'Remove 1 learner');
+    const asked = nextDialog(teacher, true);
+    await teacher.click('#clear-room button');
+    assert.match(await asked, /Remove the 1 learner who never did anything/);
+    await teacher.waitForFunction(() => document.querySelectorAll('#learners tr[data-number]').length === 2);
+    const refused = await cy.get('/api/state');
+    assert.deepEqual([refused.status, refused.body.join], [401, true], 'her page shows the join form');
+    await fetchingLearner(room.url, 'Dee');
+
+    // One learner removed by hand, after a confirm that names them.
+    const dismissed = nextDialog(teacher, false);
+    await teacher.click('button[aria-label="Remove Bob (learner 2)"]');
+    assert.match(await dismissed, /Remove Bob \(learner 2\)/);
+    assert.equal((await bob.get('/api/state')).status, 200, 'not removed when the instructor says no');
+    const accepted = nextDialog(teacher, true);
+    await teacher.click('button[aria-label="Remove Bob (learner 2)"]');
+    await accepted;
+    await teacher.waitForFunction(() => !document.querySelector('#learners tr[data-number="2"]'));
+    assert.equal((await bob.get('/api/state')).status, 401);
+
+    // An empty scenario asks first, naming how many labs it empties; no is no push.
+    await teacher.fill('#push-scenario-text', '# nothing to run\n\n');
+    const no = nextDialog(teacher, false);
+    await teacher.click('#push-scenario button[type="submit"]');
+    assert.match(await no, /empty: pushing it empties all 2 learners’ labs/);
+    assert.equal(await teacher.textContent('#push-status'), '');
+    const yes = nextDialog(teacher, true);
+    await teacher.click('#push-scenario button[type="submit"]');
+    await yes;
+    await teacher.waitForFunction(() => /Pushed #1: an empty scenario/.test(document.querySelector('#push-status').textContent));
+
+    assert.deepEqual(await wcagViolations(teacher), [], 'the room with its summary, labels and removal');
+    assert.deepEqual(teacher.errors, []);
+    await teacher.context().close();
+  } finally {
+    room.stop();
+  }
 });
