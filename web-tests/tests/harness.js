@@ -60,6 +60,7 @@ export async function startWorkshop(extra = []) {
 /** A new browser (its own cookies) joining the workshop at `url` as `name`; the lab's page once it shows the lab. */
 export async function joinAs(browser, url, name, viewport = { width: 1280, height: 800 }) {
   const context = await browser.newContext({ viewport });
+  await context.addInitScript(() => localStorage.setItem('offsetlab.view', 'full'));
   const page = await context.newPage();
   page.errors = [];
   page.on('pageerror', (e) => page.errors.push(e.message));
@@ -90,15 +91,21 @@ export async function launch() {
   });
 }
 
-/** A page on the lab that fails the test on any page error. */
-export async function openLab(browser, url, viewport = { width: 1280, height: 800 }) {
+/**
+ * A page on the lab that fails the test on any page error. A new learner's lab opens on the
+ * guided experiment; the tests of the full lab come as a learner who has asked for every control
+ * (`fresh: true` comes as a new learner).
+ */
+export async function openLab(browser, url, viewport = { width: 1280, height: 800 }, { fresh = false } = {}) {
   const context = await browser.newContext({ viewport, acceptDownloads: true });
+  if (!fresh) await context.addInitScript(() => localStorage.setItem('offsetlab.view', 'full'));
   const page = await context.newPage();
   page.errors = [];
   page.on('pageerror', (e) => page.errors.push(e.message));
   page.on('dialog', (d) => d.accept()); // "replace the current lab?" — yes
   await page.goto(url);
-  await page.waitForSelector('#consumers .consumer, #consumers p');
+  await page.waitForFunction(() => (window.__version || 0) > 0);
+  if (!fresh) await page.waitForSelector('#consumers .consumer, #consumers p');
   return page;
 }
 

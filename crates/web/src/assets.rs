@@ -21,15 +21,43 @@ macro_rules! assets {
     };
 }
 
-/// The page's ES modules, served under `/js/`.
-const MODULES: &[Asset] = assets![];
+/// The page's ES modules, `assets/js/…` served as `/js/…`.
+const MODULES: &[Asset] = assets![
+    "js/actions.js",
+    "js/api.js",
+    "js/compare.js",
+    "js/content.js",
+    "js/dom.js",
+    "js/experiment.js",
+    "js/explorer.js",
+    "js/format.js",
+    "js/forms.js",
+    "js/guided.js",
+    "js/learn.js",
+    "js/lessons.js",
+    "js/main.js",
+    "js/store.js",
+    "js/toast.js",
+    "js/view.js",
+    "js/workshop.js",
+    "js/panels/cards.js",
+    "js/panels/cluster.js",
+    "js/panels/consumer_offsets.js",
+    "js/panels/consumers.js",
+    "js/panels/experiment.js",
+    "js/panels/group_bar.js",
+    "js/panels/log.js",
+    "js/panels/log_strip.js",
+    "js/panels/narrative.js",
+    "js/panels/plan.js",
+    "js/panels/sink.js",
+    "js/panels/transactions.js",
+];
 
 /// The pages and their stylesheet, served at the root.
 const FILES: &[Asset] = assets![
     "index.html",
     "style.css",
-    "app.js",
-    "content.js",
     "instructor.html",
     "instructor.js",
 ];
@@ -67,7 +95,7 @@ pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
         )
         .route(
             "/js/{*module}",
-            get(|Path(module): Path<String>| async move { serve(MODULES, &module) }),
+            get(|Path(module): Path<String>| async move { serve(MODULES, &format!("js/{module}")) }),
         )
 }
 
@@ -78,9 +106,9 @@ mod tests {
     /// Every `.js` file under `assets/js/` is in [`MODULES`], so none is left unserved.
     #[test]
     fn every_module_is_served() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/js");
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets");
         let mut found = Vec::new();
-        let mut dirs = vec![root.clone()];
+        let mut dirs = vec![root.join("js")];
         while let Some(dir) = dirs.pop() {
             let Ok(entries) = std::fs::read_dir(&dir) else { continue };
             for e in entries.flatten() {
@@ -102,7 +130,8 @@ mod tests {
     #[test]
     fn unknown_files_are_404() {
         assert_eq!(serve(FILES, "secret.txt").status(), StatusCode::NOT_FOUND);
-        assert_eq!(serve(MODULES, "../index.html").status(), StatusCode::NOT_FOUND);
+        assert_eq!(serve(MODULES, "js/../index.html").status(), StatusCode::NOT_FOUND);
+        assert_eq!(serve(MODULES, "js/main.js").status(), StatusCode::OK);
         assert_eq!(serve(FILES, "style.css").status(), StatusCode::OK);
     }
 }

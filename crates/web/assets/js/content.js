@@ -1,8 +1,8 @@
-// offsetlab — the explanations, the quiz and the interview view. Every answer links to a lesson
-// or to the explorer, so a claim can be checked by running it.
-'use strict';
+// The explanations, the quiz and the interview view. Every answer links to a lesson or to the
+// explorer, so a claim can be checked by running it. Each quiz question's two answers are of
+// about the same length: the right one is not the longer one.
 
-window.OFFSETLAB_CONTENT = {
+export default {
   how: [
     'A Kafka partition is an append-only log. Each record gets the next offset — its position in that one partition, nothing more: not a time, and meaningless in another partition. The log end offset (LEO) is the offset the next record will get; the log start offset is the oldest one still kept. Reading moves nothing and deletes nothing.',
     'A consumer keeps its position in memory: the next offset its poll will fetch. Its group keeps a committed offset in the coordinator: the next offset to read after a restart, written as a record in the compacted __consumer_offsets topic under the key (group, topic, partition). The position moves with every poll; the committed offset moves only with a commit. A crash forgets the position and keeps the commit.',
@@ -21,72 +21,72 @@ window.OFFSETLAB_CONTENT = {
   quiz: [
     {
       question: 'Once a consumer group has read a record, Kafka deletes it.',
-      options: ['False: records stay until retention removes whole segments, whoever read them', 'True: a read record is acknowledged and removed'],
+      options: ['False: it stays until retention deletes its whole segment', 'True: a record read by its group is removed from the log'],
       correct: 0,
       explanation: 'Reading only moves positions and commits. Retention (by age or size) deletes whole segments, independently of every group. That is why another group can start from offset 0.',
       run: { lesson: 5 },
     },
     {
       question: 'With enable.auto.commit=true, records can never be lost.',
-      options: ['True: auto-commit only commits processed records', 'False: a librdkafka client commits offsets of records handed to your code, processed or not'],
+      options: ['True: auto-commit only ever commits processed records', 'False: librdkafka commits what it handed over, done or not'],
       correct: 1,
       explanation: 'librdkafka stores an offset when poll hands you the record and a timer commits it. Kill the process after the timer fired and before your handler finished: those records are skipped for good, with no error.',
       run: { lesson: 1 },
     },
     {
       question: 'Committing after processing gives exactly-once.',
-      options: ['No: it gives at-least-once — a crash before the commit replays what was already written', 'Yes, as long as the commit is synchronous'],
-      correct: 0,
+      options: ['Yes, as long as the commit itself is synchronous', 'No: a crash before the commit replays what was written'],
+      correct: 1,
       explanation: 'The sink write and the commit are two systems; a crash between them replays records. Exactly-once needs an idempotent or transactional sink.',
       run: { lesson: 2 },
     },
     {
       question: 'An offset tells you when a record was written.',
-      options: ['Yes, offsets grow with time', 'No: an offset is a position in one partition; the timestamp is a separate field'],
-      correct: 1,
+      options: ['No: it is a position; the timestamp is a separate field', 'Yes: offsets grow with time, so they order writes by time'],
+      correct: 0,
       explanation: 'Offsets of different partitions are unrelated, and an offset carries no time. To go back to "06:00", Kafka looks up the first record whose timestamp is at or after it.',
       run: { lesson: 8 },
     },
     {
       question: 'The Java client and librdkafka behave the same with auto-commit on.',
-      options: ['No: Java commits in poll() what earlier polls returned; librdkafka commits from a timer what it handed over', 'Yes, it is the same Kafka setting'],
+      options: ['No: Java commits inside poll(), librdkafka on a timer', 'Yes: both follow the same enable.auto.commit setting'],
       correct: 0,
-      explanation: 'With processing finished before the next poll, Java auto-commit is at-least-once; librdkafka timer auto-commit can skip in-flight records.',
+      explanation: 'Java commits in poll() what earlier polls returned: with processing finished before the next poll it is at-least-once. librdkafka commits from a timer what it handed over, and can skip in-flight records.',
       run: { lesson: 10 },
     },
     {
       question: 'After a consumer crashes, the group hands its partitions to another member right away.',
-      options: ['Yes, the coordinator notices immediately', 'No: a crash sends no LeaveGroup; the partitions stay stalled until session.timeout.ms passes'],
+      options: ['Yes: the coordinator notices the lost connection at once', 'No: they stay stalled until session.timeout.ms passes'],
       correct: 1,
       explanation: 'Only a graceful close sends LeaveGroup. A killed process just stops heartbeating, and the coordinator waits for its session to time out (45 s by default) before it rebalances — even a restarted process waits.',
-      run: { lesson: 2 },
+      run: { lesson: 7 },
     },
     {
       question: 'An upsert sink never receives duplicate deliveries.',
-      options: ['False: the records are still delivered again; the upsert just makes the second write harmless', 'True: upserts prevent redelivery'],
+      options: ['False: records still come again; the upsert makes it harmless', 'True: writing by key stops the consumer redelivering them'],
       correct: 0,
       explanation: 'Redeliveries are a property of the consumer and its commits; the sink decides whether they grow rows. The audit shows both: redeliveries > 0, duplicate rows = 0.',
       run: { lesson: 3 },
     },
     {
       question: 'Commit-before-processing, commit-after and auto-commit differ only in speed.',
-      options: ['Yes, correctness is the same', 'No: crash each one at every instant and compare what is lost and duplicated'],
+      options: ['Yes: what is lost or duplicated is the same for all three', 'No: crash each at every instant and they lose or duplicate'],
       correct: 1,
       explanation: 'The explorer does exactly that for every strategy and sink: commit-before and timer auto-commit lose, commit-after duplicates into a ledger, the transactional sink does neither.',
       run: { explorer: true },
     },
     {
       question: 'With Kafka transactions, consumers never see the output of an aborted transaction.',
-      options: ['Only consumers with isolation.level=read_committed; the default, read_uncommitted, hands aborted records over too', 'True: an abort deletes the records from the log'],
-      correct: 0,
+      options: ['True: an abort deletes the transaction’s records from the log', 'Only read_committed ones: read_uncommitted readers apply it'],
+      correct: 1,
       explanation: 'Aborted records stay in the log — they already have offsets. An ABORT marker tells read_committed readers to drop them; read_uncommitted readers apply them. read_committed readers also wait at the last stable offset while a transaction is open.',
       run: { lesson: 9 },
     },
     {
       question: 'Every offset of a partition holds a record an application can read.',
-      options: ['Yes: offsets count records', 'No: transaction markers take offsets no application is handed, and compaction leaves gaps'],
-      correct: 1,
-      explanation: 'A COMMIT or ABORT marker is a control record with its own offset; consumers step over it. That is also why a consumer that commits "last record processed + 1" shows a lag of 1 (or more) at the end of a transactional topic.',
+      options: ['No: transaction markers take offsets no application is handed', 'Yes: offsets count records, so each one is a readable record'],
+      correct: 0,
+      explanation: 'A COMMIT or ABORT marker is a control record with its own offset; consumers step over it (and compaction leaves gaps too). That is also why a consumer that commits "last record processed + 1" shows a lag of 1 at the end of a transactional topic.',
       run: { lesson: 9 },
     },
   ],
