@@ -15,6 +15,7 @@ cd "$(dirname "$0")/.."
 missing=()
 [ -x "${CHROMIUM:-/usr/bin/chromium}" ] || missing+=(chromium)
 command -v kcat >/dev/null || missing+=(kcat)
+command -v script >/dev/null || missing+=(bsdutils) # `script`: the CLI's colour tests run it on a terminal
 { command -v make >/dev/null && command -v cc >/dev/null; } || missing+=(build-essential)
 python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
 command -v node >/dev/null || missing+=(nodejs)
