@@ -222,3 +222,44 @@ test('the instructor’s room: actions named as pressed, learners per lesson ste
     room.stop();
   }
 });
+
+test("through the learner's own page: its Crash mid-batch reaches the room as pressed, and the instructor opens that page read-only", async () => {
+  const room = await startWorkshop();
+  try {
+    // A new learner in a fresh browser: the guided experiment, played through its buttons.
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    page.errors = [];
+    page.on('pageerror', (e) => page.errors.push(e.message));
+    await page.goto(room.url);
+    await page.fill('#join-name', 'Ada');
+    await page.click('#join-form button[type="submit"]');
+    await page.waitForSelector('#guided-run');
+    await page.click('#guided .choice:text-is("3")');
+    await page.click('#guided-run');
+    await page.waitForSelector('#guided .guided-result');
+
+    const teacher = await openInstructorOf(room);
+    await teacher.waitForFunction(() => document.querySelector('#learners tr[data-number="1"] .action-label')?.textContent === 'Crash mid-batch');
+    assert.match(await teacher.getAttribute('#learners tr[data-number="1"] .action-lines', 'title'), /poll c1/);
+    // The page tells the room which guided step it reached (step 1 done, on step 2 after "Next").
+    await page.click('#guided .guided-result button.primary');
+    await teacher.waitForFunction(() => /1 on step 2\/3/.test(document.querySelector('#summary li[data-guided]')?.textContent || ''));
+
+    // Opened read-only: the learner's own page, her figures, and nothing it can change.
+    const [tab] = await Promise.all([teacher.context().waitForEvent('page'), teacher.click('button[aria-label^="Open Ada"]')]);
+    tab.errors = [];
+    tab.on('pageerror', (e) => tab.errors.push(e.message));
+    await tab.waitForFunction(() => document.querySelector('#fig-lost')?.textContent === '3');
+    assert.match(await tab.textContent('#conn'), /read-only: learner 1/);
+    assert.ok(await tab.evaluate(() => document.body.classList.contains('read-only')));
+    const before = (await (await context.request.get(`${room.url}/api/state`)).json()).version;
+    await tab.evaluate(() => document.querySelector('#exp-crash')?.click());
+    await tab.waitForSelector('#alert:not([hidden])');
+    assert.match(await tab.textContent('#alert'), /read-only view/);
+    assert.equal((await (await context.request.get(`${room.url}/api/state`)).json()).version, before, 'nothing changed');
+    assert.deepEqual([...page.errors, ...tab.errors, ...teacher.errors], []);
+  } finally {
+    room.stop();
+  }
+});

@@ -107,7 +107,7 @@ export async function expCrash(c, { label = 'Crash mid-batch' } = {}) {
   lines.push(`crash ${n}`, 'tick 45s', `restart ${n}`);
   if (!(await act(lines, { label }))) return null;
   // What the restarted process reads back: the batch after the committed offset.
-  await act([`poll ${n}`, `process ${n} count=all`], { silent: true, label: `${label}: the restart reads` });
+  await act([`poll ${n}`, `process ${n} count=all`], { silent: true, label });
   if (paused) showAlert(`${clockSentence(ui.state)} (It was paused to step through the crash.)`, true);
   return { mark };
 }
@@ -121,7 +121,7 @@ export async function expRewind(c, { label = 'Rewind to earliest' } = {}) {
   for (let i = 0; i < 1000; i++) {
     const now = consumerNamed(c.name);
     if (!now || expCaughtUp(now)) return true;
-    if (!(await act([`poll ${n}`, `process ${n} count=all`], { silent: true, label: `${label}: reading` }))) return false;
+    if (!(await act([`poll ${n}`, `process ${n} count=all`], { silent: true, label }))) return false;
   }
   return true;
 }

@@ -63,6 +63,8 @@ const save = () => localStorage.setItem(STORE, JSON.stringify(guided));
 
 /** `guided` while the learner has not finished the strip nor asked for every control. */
 export function mode() {
+  // The instructor's read-only view of a learner's lab shows all of it.
+  if (readOnly) return 'full';
   return localStorage.getItem(MODE) || (guided.step >= STEPS.length ? 'full' : 'guided');
 }
 
@@ -197,13 +199,13 @@ async function run(i) {
       const target = await expSwitch(step.strategy, step.sink);
       if (!target) return;
       const c = ui.state.consumers.find((x) => x.name === target.consumer);
-      const done = await expCrash(c, { label: `Guided ${i + 1}: crash mid-batch` });
+      const done = await expCrash(c, { label: 'Crash mid-batch' });
       if (!done) return;
       mark = done.mark;
     } else {
       for (const [strategy, sink] of [[STEPS[0].strategy, STEPS[0].sink], [STEPS[1].strategy, STEPS[1].sink]]) {
         const c = expTarget(strategy, sink).existing;
-        if (!c || !(await expRewind(ui.state.consumers.find((x) => x.name === c.name), { label: 'Guided 3: rewind to earliest' }))) return;
+        if (!c || !(await expRewind(ui.state.consumers.find((x) => x.name === c.name), { label: 'Rewind to earliest' }))) return;
       }
       ui.group = expTarget(STEPS[0].strategy, STEPS[0].sink).group;
     }
