@@ -282,7 +282,8 @@ export async function renderGuided() {
   const panel = $('#guided');
   if (!ui.state || !panel) return;
   if (!consistent()) restartGuided();
-  if (readOnly) { panel.hidden = true; return; }
+  // The instructor's read-only view, and a lesson under way, leave the strip out.
+  if (readOnly || ui.lesson) { panel.hidden = true; return; }
   panel.hidden = false;
   const i = Math.min(guided.step, STEPS.length);
   if (mode() !== 'guided' || i >= STEPS.length) {

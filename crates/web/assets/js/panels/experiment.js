@@ -21,7 +21,8 @@ export function renderExperiment() {
   if (focused && focused.startsWith('exp-')) document.querySelector(`[data-focus="${focused}"]`)?.focus();
   const strategy = ui.meta.strategies.find((s) => s.name === cur.strategy);
   const sink = ui.meta.sinks.find((k) => k.name === cur.sink);
-  setText($('#exp-explain'), `${cur.strategy}: ${strategy ? strategy.explanation : ''} ${cur.sink}: ${sink ? sink.explanation : ''}`);
+  const sentence = (t) => (t && !/[.!?]$/.test(t) ? `${t}.` : t || '');
+  setText($('#exp-explain'), `${cur.strategy}: ${sentence(strategy && strategy.explanation)} ${cur.sink}: ${sentence(sink && sink.explanation)}`);
   setText($('#exp-who'), c
     ? `${c.name} in group ${c.group} (${c.state.state})`
     : `no consumer of ${EXP_TOPIC} yet: pick a commit mode and a sink`);
