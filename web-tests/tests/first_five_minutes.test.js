@@ -161,6 +161,7 @@ test('a real client’s commit names no "?", and the Consumers panel follows the
   const order = await page.$$eval('#consumers > *', (els) => els.map((e) => e.getAttribute('aria-label') || e.textContent));
   assert.ok(order.indexOf('Kafka client rdkafka-1') < order.findIndex((t) => /Other groups/.test(t)));
   assert.ok(order.findIndex((t) => /Other groups/.test(t)) < order.indexOf('consumer c1'));
+  assert.doesNotMatch(await page.textContent('#consumers'), /\bnull\b/, 'nothing but the cards');
   assert.deepEqual(page.errors, []);
 });
 

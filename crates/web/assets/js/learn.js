@@ -1,6 +1,6 @@
 // The Learn tab: how it works, the principles, the misconceptions quiz (with a score) and the
 // interview view. Every claim links to the lesson that runs it.
-import { $, h } from './dom.js';
+import { $, h, fill } from './dom.js';
 import { request } from './api.js';
 import { ui } from './store.js';
 import C from './content.js';
@@ -30,7 +30,7 @@ function quiz(link) {
       if (ui.workshop) request('POST', '/api/workshop/quiz', { question: i, choice: j });
       answer.hidden = false;
       answer.className = `answer ${right ? 'right' : 'wrong'}`;
-      answer.replaceChildren(h('strong', {}, right ? '✔ Right. ' : '✗ Not quite. '), q.explanation, ' ', link(q.run));
+      fill(answer, h('strong', {}, right ? '✔ Right. ' : '✗ Not quite. '), q.explanation, ' ', link(q.run));
       update();
     };
     return h('div', { class: 'quiz-q' }, h('fieldset', {}, h('legend', {}, `${i + 1}. ${q.question}`),

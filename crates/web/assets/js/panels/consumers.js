@@ -1,7 +1,7 @@
 // The lab's consumers: the group on screen first (with the real Kafka clients among its
 // members), then the other groups'. Each card is the consumer's state and its buttons, each
 // button one scenario line.
-import { $, h, q, keyed } from '../dom.js';
+import { $, h, q, keyed, fill } from '../dom.js';
 import { fmtDur, fmtT } from '../format.js';
 import { ui } from '../store.js';
 import { act } from '../actions.js';
@@ -85,7 +85,7 @@ export function renderConsumers() {
     if (!cs.length && !ui.group) { box.replaceChildren(h('p', { class: 'muted' }, 'No consumer yet: add one below.')); return; }
     const { lab, external } = ui.group ? membersOf(ui.group) : { lab: [], external: [] };
     const others = cs.filter((c) => c.group !== ui.group);
-    box.replaceChildren(
+    fill(box,
       ui.group ? h('p', { class: 'muted group-of' }, `Group ${ui.group}: ${lab.length + external.length ? `${lab.length + external.length} consumer(s)` : 'no consumer of the lab, no client'}`) : null,
       ...lab.map(consumerCard), ...external.map(clientCard),
       others.length ? h('h3', { class: 'others' }, `Other groups (${others.length})`) : null,
