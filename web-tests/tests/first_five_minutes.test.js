@@ -244,3 +244,49 @@ test('at phone width: the log comes before the consumer controls, tables scroll 
   assert.ok(gaps.every((g) => g < 16), `no blank band between rows of records (${gaps})`);
   assert.deepEqual(page.errors, []);
 });
+
+test('the quiz keeps a score, its answers are of even length, each linked to the lesson that runs it', async () => {
+  const page = await openLab(browser, lab.url);
+  await page.click('#tab-learn');
+  await page.waitForSelector('#learn-quiz .quiz-q');
+  const questions = await page.$$eval('#learn-quiz .quiz-q', (qs) => qs.map((q) => ({
+    legend: q.querySelector('legend').textContent,
+    options: [...q.querySelectorAll('label')].map((l) => l.textContent.trim()),
+  })));
+  for (const q of questions) {
+    const [a, b] = q.options.map((o) => o.length);
+    assert.ok(Math.max(a, b) <= 1.25 * Math.min(a, b), `${q.legend}: answers of ${a} and ${b} characters`);
+  }
+  assert.match(await page.textContent('#learn-quiz .quiz-score'), /Score: 0 of 10/);
+  // Answer every question with its first option: the score counts the right ones.
+  for (let i = 0; i < questions.length; i++) await page.check(`#learn-quiz input[name="quiz-${i}"] >> nth=0`);
+  const score = await page.textContent('#learn-quiz .quiz-score');
+  const right = Number(/Score: (\d+) of 10\./.exec(score)[1]);
+  assert.ok(right > 0 && right < 10, `the first option is not always the right one (${score})`);
+  // The session-timeout question runs the lesson about crashes and session timeouts.
+  const timeout = page.locator('#learn-quiz .quiz-q', { hasText: 'hands its partitions to another member' });
+  assert.match(await timeout.locator('.answer button').textContent(), /Run lesson 7/);
+  assert.deepEqual(page.errors, []);
+});
+
+test("a lesson's highlighted control is brought into view, the lesson's panel with it", async () => {
+  const page = await openLab(browser, lab.url, { width: 390, height: 844 });
+  await page.click('#tab-lessons');
+  await page.click('.lesson-list li:has-text("Lesson 1") button:has-text("Start")');
+  await page.waitForSelector('#lesson-panel:not([hidden])');
+  // The setup, the first batch, the second batch; then "tick 1s": the +1s button.
+  for (let i = 0; i < 3; i++) {
+    const before = await page.evaluate(() => window.__version);
+    await page.click('#lesson-panel button.primary');
+    await page.waitForFunction((b) => window.__version > b, before);
+  }
+  await page.waitForSelector('.btn.hl');
+  await page.waitForFunction(() => {
+    const r = document.querySelector('.btn.hl').getBoundingClientRect();
+    return r.top >= 0 && r.bottom <= innerHeight;
+  });
+  const panel = await page.locator('#lesson-panel').boundingBox();
+  const hl = await page.locator('.btn.hl').boundingBox();
+  assert.ok(panel.y >= 0 && panel.y + panel.height <= hl.y, 'the panel above the control, both in view');
+  assert.deepEqual(page.errors, []);
+});
