@@ -290,3 +290,26 @@ test("a lesson's highlighted control is brought into view, the lesson's panel wi
   assert.ok(panel.y >= 0 && panel.y + panel.height <= hl.y, 'the panel above the control, both in view');
   assert.deepEqual(page.errors, []);
 });
+
+test('on a live clock (what cargo run starts), the guided strip steps its crashes on a paused clock and lets it go live again when done', async () => {
+  const live = await startLab({ clock: 'live' });
+  try {
+    const page = await openLab(browser, live.url, { width: 1280, height: 900 }, { fresh: true });
+    const guesses = ['3', 'Nothing lost, no row written twice', 'Ledger: more rows than orders · table: one per order'];
+    for (const g of guesses) {
+      await guess(page, g);
+      await runStep(page);
+      if (g === '3') {
+        assert.equal((await state(live.url)).clock_mode, 'paused', 'paused for the stepped story');
+        assert.equal(await page.isVisible('#alert'), false, 'no notice about a clock button the strip does not show');
+        assert.equal((await state(live.url)).groups['analytics-prod'].audit.lost, 3, 'the same figures as on a paused lab');
+      }
+      await page.click('#guided .guided-result button.primary');
+    }
+    await page.waitForFunction(() => document.querySelector('#clock').textContent.endsWith('· live'));
+    assert.equal((await state(live.url)).clock_mode, 'live');
+    assert.deepEqual(page.errors, []);
+  } finally {
+    live.stop();
+  }
+});

@@ -92,9 +92,10 @@ export function crashPreface(c) {
 /**
  * Poll a batch, process one record of it, crash (after the auto-commit timer fired, for
  * auto-timer), wait out the session, restart and read the batch that comes back. Returns the
- * narrative position before the crash, or null when refused.
+ * narrative position before the crash and whether a live clock was paused for it, or null when
+ * refused.
  */
-export async function expCrash(c, { label = 'Crash mid-batch' } = {}) {
+export async function expCrash(c, { label = 'Crash mid-batch', notice = true } = {}) {
   if (!c) { showAlert('Pick a commit mode and a sink first.'); return null; }
   const n = q(c.name);
   const paused = await pauseForStory();
@@ -108,8 +109,8 @@ export async function expCrash(c, { label = 'Crash mid-batch' } = {}) {
   if (!(await act(lines, { label }))) return null;
   // What the restarted process reads back: the batch after the committed offset.
   await act([`poll ${n}`, `process ${n} count=all`], { silent: true, label });
-  if (paused) showAlert(`${clockSentence(ui.state)} (It was paused to step through the crash.)`, true);
-  return { mark };
+  if (paused && notice) showAlert(`${clockSentence(ui.state)} (It was paused to step through the crash.)`, true);
+  return { mark, paused };
 }
 
 /** Seek to the first offset and read the whole log again, a poll and its processing at a time,

@@ -3,9 +3,10 @@
 // to the first offset. Each asks for a prediction, runs, and shows its effect next to the
 // press: the affected offsets in a strip of the log, the narrative line that explains them, and
 // one sentence of why. Every other control is one click away ("All controls").
-import { $, h, keyed, setText } from './dom.js';
+import { $, h, keyed } from './dom.js';
 import { fmtT, plural, ranges } from './format.js';
 import { request, readOnly } from './api.js';
+import { setClockMode } from './actions.js';
 import { ui, rerender, setState } from './store.js';
 import { crashPreface, expCrash, expRewind, expSwitch, expTarget, EXP_TOPIC } from './experiment.js';
 import { stripBoxes } from './panels/log_strip.js';
@@ -84,7 +85,7 @@ export const guidedStep = () => Math.min(guided.step, STEPS.length);
 
 /** Back to step ① (the lab was reset to the seed). */
 export function restartGuided() {
-  guided.step = 0; guided.guesses = []; guided.results = [];
+  guided.step = 0; guided.guesses = []; guided.results = []; guided.pausedLive = false;
   save();
 }
 
@@ -199,9 +200,12 @@ async function run(i) {
       const target = await expSwitch(step.strategy, step.sink);
       if (!target) return;
       const c = ui.state.consumers.find((x) => x.name === target.consumer);
-      const done = await expCrash(c, { label: 'Crash mid-batch' });
+      // The guided strip has no clock button: a live clock paused for the crash goes live again
+      // once the strip is done.
+      const done = await expCrash(c, { label: 'Crash mid-batch', notice: false });
       if (!done) return;
       mark = done.mark;
+      if (done.paused) guided.pausedLive = true;
     } else {
       for (const [strategy, sink] of [[STEPS[0].strategy, STEPS[0].sink], [STEPS[1].strategy, STEPS[1].sink]]) {
         const c = expTarget(strategy, sink).existing;
@@ -220,10 +224,14 @@ async function run(i) {
   $('#guided-strips')?.scrollIntoView({ block: 'center' });
 }
 
-function next() {
+async function next() {
   guided.step += 1;
   save();
-  if (guided.step >= STEPS.length) { setMode('full'); return; }
+  if (guided.step >= STEPS.length) {
+    if (guided.pausedLive) { guided.pausedLive = false; save(); await setClockMode('live'); }
+    setMode('full');
+    return;
+  }
   rerender();
   $('#guided')?.scrollIntoView({ block: 'start' });
 }
@@ -315,5 +323,4 @@ export async function renderGuided() {
 
 export function setupGuided() {
   applyMode();
-  setText($('#guided'), '');
 }
