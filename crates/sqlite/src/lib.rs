@@ -194,24 +194,19 @@ impl SqliteSink {
         insert: &mut rusqlite::Statement<'_>,
         w: &SinkWrite<'_>,
     ) -> Result<(), rusqlite::Error> {
-        let updated = update.execute(params![
-            column(w.key),
-            w.tp.topic,
-            w.tp.partition,
-            w.offset,
-            column(w.value),
-            w.consumer,
-            w.incarnation,
-            w.reason.name(),
-            w.at
-        ])?;
-        if updated == 0 {
-            Self::insert_with(insert, w)?;
+        if Self::execute(update, w)? == 0 {
+            Self::execute(insert, w)?;
         }
         Ok(())
     }
 
     fn insert_with(stmt: &mut rusqlite::Statement<'_>, w: &SinkWrite<'_>) -> Result<(), rusqlite::Error> {
+        Self::execute(stmt, w).map(|_| ())
+    }
+
+    /// Runs `stmt` with a write's nine columns bound to `?1`..`?9` (the insert and the update
+    /// name them alike); the rows it changed.
+    fn execute(stmt: &mut rusqlite::Statement<'_>, w: &SinkWrite<'_>) -> Result<usize, rusqlite::Error> {
         stmt.execute(params![
             column(w.key),
             w.tp.topic,
@@ -222,8 +217,7 @@ impl SqliteSink {
             w.incarnation,
             w.reason.name(),
             w.at
-        ])?;
-        Ok(())
+        ])
     }
 }
 
