@@ -1,7 +1,14 @@
 """One million records through a Kafka broker with confluent-kafka (librdkafka 2.x), both ways.
 
-Usage: listener_bench.py HOST:PORT TOPIC [RECORDS] [per-record|batch]
+Usage: listener_bench.py HOST:PORT TOPIC [RECORDS] [per-record|batch|latency]
        (BROKER_PID=… to measure the broker's CPU)
+
+`latency` measures what a waiting application feels instead: a consumer polling with
+librdkafka's default fetch.wait.max.ms (500), a producer sending one record every 50 ms
+(RECORDS of them, 200 by default), and for each record the time from produce() to the
+consumer's receipt — p50, p99 and the worst. A broker that answers a waiting fetch only when
+fetch.wait.max.ms runs out shows about 450 ms whatever the load; one that completes the fetch
+when the record arrives (Kafka's DelayedFetch) shows a few milliseconds.
 
 Creates TOPIC (one partition), produces RECORDS 100-byte values (acks=all, no compression), then
 consumes them in a consumer group that commits after every batch it gets. Prints one JSON
@@ -24,8 +31,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 bootstrap, topic = sys.argv[1], sys.argv[2]
 n = int(sys.argv[3]) if len(sys.argv) > 3 else 1_000_000
 mode = sys.argv[4] if len(sys.argv) > 4 else "per-record"
-if mode not in ("per-record", "batch"):
-    sys.exit(f"unknown mode {mode!r}: per-record or batch")
+if mode not in ("per-record", "batch", "latency"):
+    sys.exit(f"unknown mode {mode!r}: per-record, batch or latency")
 VALUE = b"v" * 100
 SAMPLE = 100
 BROKER_PID = os.environ.get("BROKER_PID")
@@ -46,6 +53,68 @@ def cpu_since(start):
 admin = AdminClient({"bootstrap.servers": bootstrap})
 for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
     future.result(30)
+
+
+def latency(count):
+    """One record every 50 ms to a consumer that waits for it: send-to-receipt times."""
+    import threading
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap,
+        "group.id": f"latency-{topic}",
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "fetch.wait.max.ms": 500,
+    })
+    consumer.subscribe([topic])
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "acks": "all"})
+    seen = []
+    done = threading.Event()
+
+    def receive():
+        while not done.is_set():
+            m = consumer.poll(0.1)
+            if m is None or m.error() is not None:
+                continue
+            sent = int(m.value())
+            if sent:
+                seen.append(time.monotonic_ns() - sent)
+    # A first record, received before anything is timed: the group has joined and fetches wait.
+    producer.produce(topic, b"0", partition=0)
+    producer.flush(30)
+    while True:
+        m = consumer.poll(1)
+        if m is not None and m.error() is None:
+            break
+    reader = threading.Thread(target=receive)
+    reader.start()
+    cpu = broker_cpu()
+    for _ in range(count):
+        producer.produce(topic, str(time.monotonic_ns()).encode(), partition=0)
+        producer.poll(0)
+        time.sleep(0.05)
+    producer.flush(30)
+    deadline = time.monotonic() + 10
+    while len(seen) < count and time.monotonic() < deadline:
+        time.sleep(0.05)
+    done.set()
+    reader.join()
+    consumer.close()
+    if len(seen) < count:
+        sys.exit(f"received only {len(seen)} of {count} records")
+    ms = sorted(x / 1e6 for x in seen)
+    print(json.dumps({
+        "records": count,
+        "mode": "latency",
+        "latency_p50_ms": round(ms[len(ms) // 2], 1),
+        "latency_p99_ms": round(ms[min(len(ms) - 1, int(len(ms) * 0.99))], 1),
+        "latency_max_ms": round(ms[-1], 1),
+        "broker_cpu_s": cpu_since(cpu),
+    }))
+
+
+if mode == "latency":
+    latency(n if len(sys.argv) > 3 else 200)
+    sys.exit(0)
 
 producer = Producer({
     "bootstrap.servers": bootstrap,
