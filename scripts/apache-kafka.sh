@@ -3,7 +3,7 @@
 # against. The release is the one pinned in apache-kafka/pom.xml (the property kafka.version),
 # resolved from Maven Central by Maven and kept in target/apache-kafka/<version>/libs.
 #
-#   scripts/apache-kafka.sh start [--brokers N] [--dir DIR]
+#   scripts/apache-kafka.sh start [--brokers N] [--dir DIR] [--config KEY=VALUE]...
 #       Fetches the release if it is not cached yet, formats KRaft storage under DIR (a fresh
 #       temporary directory by default) with a random cluster id, starts the cluster and waits
 #       until every broker has started (90 s at most; APACHE_KAFKA_START_TIMEOUT=SECONDS to
@@ -14,7 +14,10 @@
 #       the controller quorum, and N-1 plain brokers; partitions are led by all of them (kill
 #       node 2 or 3, not 1, to watch a broker fail while the controller stays). Each node logs
 #       to DIR/node-ID/server.log. A start that fails prints the ends of the logs, stops what
-#       it started, removes DIR and exits non-zero.
+#       it started, removes DIR and exits non-zero. Each --config KEY=VALUE (repeatable) is a
+#       broker setting written last into every node's server.properties, so it overrides the
+#       settings below: e.g. --config offsets.retention.minutes=1 --config
+#       offsets.retention.check.interval.ms=1000 for offsets that expire within a test.
 #   scripts/apache-kafka.sh stop [--dir DIR]
 #       Stops what `start` started in DIR, brokers first and node 1 last (SIGTERM; SIGKILL
 #       after 20 s), and removes DIR. Without --dir: the cluster of the last `start` from this
@@ -280,6 +283,10 @@ transaction.state.log.min.isr=$min_isr
 share.coordinator.state.topic.replication.factor=$rf
 share.coordinator.state.topic.min.isr=$min_isr
 EOF
+  if [ ${#configs[@]} -gt 0 ]; then
+    printf '\n# Given with --config.\n' >>"$file"
+    printf '%s\n' "${configs[@]}" >>"$file"
+  fi
 }
 
 # A start that failed: the last lines of every node's log, then everything started stopped
@@ -299,11 +306,17 @@ start_failed() {
 # The cluster being started (globals: the exit trap and the helpers read them).
 brokers=1
 dir=
+configs=()
 start() {
   while [ $# -gt 0 ]; do
     case $1 in
       --brokers) [ $# -ge 2 ] || die "--brokers needs a number"; brokers=$2; shift 2 ;;
       --dir) [ $# -ge 2 ] || die "--dir needs a directory"; dir=$2; shift 2 ;;
+      --config)
+        [ $# -ge 2 ] || die "--config needs KEY=VALUE"
+        # A broker property name, then anything on one line (a newline would start another).
+        [[ $2 =~ ^[A-Za-z0-9._-]+=[^$'\n']*$ ]] || die "--config wants KEY=VALUE on one line (a broker setting such as offsets.retention.minutes=1), not '$2'"
+        configs+=("$2"); shift 2 ;;
       *) die "start: unknown argument $1 (see --help)" ;;
     esac
   done
