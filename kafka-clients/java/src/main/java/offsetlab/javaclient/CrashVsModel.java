@@ -38,9 +38,10 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * {@code session.timeout.ms=}{@value #SESSION_TIMEOUT_MS}, killed at its {@code crash} step; the
  * group's committed offset read with the admin client; a new process of the same group that
  * reads to the end (it waits in the rebalance until the dead member's session expires); then
- * which offsets its sink holds how often. The same plan, as scenario lines, goes to
- * {@code offsetlab run --json}: its committed offset at the crash (a run of the plan alone) and
- * its delivery count of every offset after the restart must be the real ones.
+ * which offsets its sink holds how often, and the offset its close() committed. The same plan,
+ * as scenario lines, goes to {@code offsetlab run --json}: its committed offset at the crash (a
+ * run of the plan alone), its delivery count of every offset after the restart and its committed
+ * offset after the close must be the real ones.
  *
  * <p>Where the commit happens is a matter of wall time for the client: a {@code tick} sleeps
  * past the interval, and the steps between ticks take milliseconds. The consumer process
@@ -142,7 +143,7 @@ final class CrashVsModel {
     }
 
     /** What one run of a crash point measured. */
-    record Real(List<String> dues, List<String> trace, Long committed, int[] counts) {}
+    record Real(List<String> dues, List<String> trace, Long committed, Long committedAtEnd, int[] counts) {}
 
     private static String runPoint(Point point, String bootstrap, Path offsetlab, Admin admin, Path work)
             throws Exception {
@@ -177,20 +178,23 @@ final class CrashVsModel {
                 redeliveries += counts[o] - 1;
             }
         }
-        System.out.printf("    java  committed at the kill: %s; lost %d %s, duplicated %d %s%n",
-                real.committed() == null ? "nothing" : real.committed(), lost.size(), lost, redeliveries, dups);
+        System.out.printf("    java  committed at the kill: %s, after the restart's close(): %s; lost %d %s, duplicated %d %s%n",
+                real.committed() == null ? "nothing" : real.committed(), real.committedAtEnd(), lost.size(), lost, redeliveries, dups);
 
         // The lab's model, told the same story.
         Model prefix = model(offsetlab, work, point.name() + "-prefix", scenario(point.plan(), -1), point.name());
         long resumeAt = prefix.committed == null ? 0 : prefix.committed;
         Model full = model(offsetlab, work, point.name(), scenario(point.plan(), resumeAt), point.name());
-        System.out.printf("    model committed at the crash: %s; lost %d, duplicated %d; delivery counts %s%n",
-                prefix.committed == null ? "nothing" : prefix.committed, full.lost, full.duplicates,
+        System.out.printf("    model committed at the crash: %s, after the close: %s; lost %d, duplicated %d; delivery counts %s%n",
+                prefix.committed == null ? "nothing" : prefix.committed, full.committed, full.lost, full.duplicates,
                 Arrays.toString(full.counts));
 
         List<String> wrong = new ArrayList<>();
         if (!java.util.Objects.equals(real.committed(), prefix.committed)) {
             wrong.add("committed at the crash: java " + real.committed() + ", model " + prefix.committed);
+        }
+        if (!java.util.Objects.equals(real.committedAtEnd(), full.committed)) {
+            wrong.add("committed after the restarted consumer's close(): java " + real.committedAtEnd() + ", model " + full.committed);
         }
         if (full.lost != lost.size() || full.duplicates != redeliveries) {
             wrong.add("lost/duplicated: java " + lost.size() + "/" + redeliveries + ", model " + full.lost + "/" + full.duplicates);
@@ -198,6 +202,10 @@ final class CrashVsModel {
         if (!Arrays.equals(full.counts, counts)) {
             wrong.add("deliveries of each offset: java " + Arrays.toString(counts) + ", model " + Arrays.toString(full.counts));
         }
+        // One machine-readable line, for the table scripts/java_crash_vs_model.sh prints.
+        System.out.printf("    FIGURES %s java-lost=%d java-duplicated=%d java-committed=%s model-lost=%d model-duplicated=%d model-committed=%s%n",
+                point.name(), lost.size(), redeliveries, real.committed() == null ? "-" : real.committed(),
+                full.lost, full.duplicates, prefix.committed == null ? "-" : prefix.committed);
         if (!wrong.isEmpty()) {
             return "FAIL " + point.name() + ": the lab's model and the Java client disagree: " + String.join("; ", wrong);
         }
@@ -300,6 +308,10 @@ final class CrashVsModel {
                 trace.add("restarted: " + line.substring(6));
             }
         }
+        // Its close() committed its position: the end of the log.
+        OffsetAndMetadata end = admin.listConsumerGroupOffsets(name).partitionsToOffsetAndMetadata()
+                .get(30, TimeUnit.SECONDS).get(new TopicPartition(name, 0));
+        Long committedAtEnd = end == null ? null : end.offset();
         int[] counts = new int[RECORDS];
         for (String line : Files.readAllLines(sink)) {
             String[] f = line.trim().split(" ");
@@ -307,7 +319,7 @@ final class CrashVsModel {
                 counts[Integer.parseInt(f[1])]++;
             }
         }
-        return new Real(dues, trace, committed, counts);
+        return new Real(dues, trace, committed, committedAtEnd, counts);
     }
 
     private static String field(String trace, String key) {

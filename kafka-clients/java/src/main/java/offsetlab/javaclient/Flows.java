@@ -97,12 +97,24 @@ final class Flows {
         this.bootstrap = bootstrap;
     }
 
+    /** Steps known to fail on this broker: a failure of one of them is reported, not fatal. */
+    private final Set<String> known = new HashSet<>();
+
     static int main(String[] args) throws Exception {
-        if (args.length != 1) {
-            System.err.println("usage: flows BOOTSTRAP");
+        if (args.length < 1) {
+            System.err.println("usage: flows BOOTSTRAP [--known-difference STEP]...");
             return 2;
         }
-        return new Flows(args[0]).all();
+        Flows f = new Flows(args[0]);
+        for (int i = 1; i < args.length; i++) {
+            if (args[i].equals("--known-difference") && i + 1 < args.length) {
+                f.known.add(args[++i]);
+            } else {
+                System.err.println("error: unknown argument " + args[i]);
+                return 2;
+            }
+        }
+        return f.all();
     }
 
     private int all() throws Exception {
@@ -129,7 +141,24 @@ final class Flows {
         }
         System.out.printf("flows: %d steps passed, %d failed (%.1f s)%s%n", passed, failed.size(),
                 (System.nanoTime() - t0) / 1e9, failed.isEmpty() ? "" : ": " + String.join(", ", failed));
-        return failed.isEmpty() ? 0 : 1;
+        if (known.isEmpty()) {
+            return failed.isEmpty() ? 0 : 1;
+        }
+        // Known differences keep the run green only while they are exactly what fails: a new
+        // failure fails it, and so does a known one that no longer shows (drop it from the list).
+        List<String> unexpected = failed.stream().filter(s -> !known.contains(s)).toList();
+        List<String> gone = known.stream().filter(s -> !failed.contains(s)).sorted().toList();
+        if (!gone.isEmpty()) {
+            System.out.println("flows: known difference(s) no longer seen — remove them from the list: " + String.join(", ", gone));
+        }
+        if (!unexpected.isEmpty()) {
+            System.out.println("flows: unexpected failure(s): " + String.join(", ", unexpected));
+        }
+        if (unexpected.isEmpty() && gone.isEmpty()) {
+            System.out.println("flows: every failure is a known difference of this broker: " + String.join(", ", failed));
+            return 0;
+        }
+        return 1;
     }
 
     interface Section {
@@ -158,7 +187,7 @@ final class Flows {
         } catch (Throwable e) {
             Throwable cause = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
             String why = cause instanceof Check ? cause.getMessage() : cause.getClass().getName() + ": " + cause.getMessage();
-            System.out.printf("FAIL %s: %s%n", name, why);
+            System.out.printf("FAIL %s: %s%s%n", name, why, known.contains(name) ? " (a known difference)" : "");
             System.out.flush();
             failed.add(name);
             throw new SectionAborted();
