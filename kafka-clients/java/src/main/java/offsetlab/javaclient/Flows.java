@@ -239,18 +239,30 @@ final class Flows {
                     + ", cluster id " + id;
         });
         Uuid[] topicId = new Uuid[1];
+        Config[] created = new Config[1];
         boolean made = alone("admin.createTopics", () -> {
             NewTopic t = new NewTopic(topic, PARTITIONS, (short) 1).configs(Map.of("retention.ms", "3600000"));
             CreateTopicsResult r = admin.createTopics(List.of(t));
             r.all().get(30, TimeUnit.SECONDS);
             int n = r.numPartitions(topic).get();
+            int rf = r.replicationFactor(topic).get();
             topicId[0] = r.topicId(topic).get();
+            created[0] = r.config(topic).get();
             check(n == PARTITIONS, "created with " + n + " partitions, asked " + PARTITIONS);
-            return topic + ": " + n + " partitions, retention.ms=3600000";
+            check(rf == 1, "created with replication factor " + rf + ", asked 1");
+            return topic + ": " + n + " partitions, replication factor " + rf + ", retention.ms=3600000";
         });
         if (!made) {
             return false;
         }
+        alone("admin.createTopics (configs in the answer)", () -> {
+            // CreateTopics v5+ answers with the new topic's configs (KIP-525).
+            ConfigEntry retention = created[0] == null ? null : created[0].get("retention.ms");
+            check(retention != null && "3600000".equals(retention.value()),
+                    "the CreateTopics response's configs hold retention.ms = " + retention + " ("
+                            + (created[0] == null ? "no configs" : created[0].entries().size() + " entries") + ")");
+            return created[0].entries().size() + " configs, retention.ms=3600000 among them";
+        });
         alone("admin.createTopics (topic id)", () -> {
             check(topicId[0] != null && !topicId[0].equals(Uuid.ZERO_UUID),
                     "the CreateTopics response gave topic id " + topicId[0] + " (zero): Kafka answers with the new topic's id");
@@ -845,7 +857,9 @@ final class Flows {
                 second.beginTransaction();
                 second.send(new ProducerRecord<>(out, "successor", "committed"));
                 second.commitTransaction();
-                return "the old producer: " + fenced.getClass().getSimpleName() + "; its successor commits";
+                return "the old producer: " + fenced.getClass().getSimpleName()
+                        + (fenced instanceof ProducerFencedException ? " (its Sender logs an ERROR for it above)" : "")
+                        + "; its successor commits";
             } finally {
                 producer.close(Duration.ofSeconds(5));
             }
