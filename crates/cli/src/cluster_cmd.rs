@@ -231,11 +231,19 @@ pub fn run(
     let result = run.run(&script, &mut |line, step| {
         if verbose {
             println!("$ {}", line.text);
+            if let Some(w) = &step.warning {
+                println!("  warning: {w}");
+            }
             println!("  cluster: {}", step.did);
         }
     });
     let figures = result.and_then(|()| run.figures());
     let model = figures::model(&run);
+    // A line that ran late for a timer where that changed no figure: said on stderr whatever
+    // the output, never a failure.
+    for w in &run.warnings {
+        crate::style::say_warning!("{origin}: {w}");
+    }
     let cleanup = run.finish();
     for c in &cleanup {
         crate::style::say_warning!("cleaning up: {c}");
@@ -431,6 +439,11 @@ pub fn explore(
                 _ => anstyle::Style::new(),
             },
         );
+        for p in &measured {
+            for w in &p.warnings {
+                crate::style::say_warning!("crash point {}: {w}", p.crash_point);
+            }
+        }
         for p in measured.iter().filter(|p| p.error.is_some()) {
             println!(
                 "crash point {}: {}",

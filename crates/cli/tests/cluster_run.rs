@@ -739,3 +739,186 @@ fn a_refused_password_is_one_line_and_the_right_one_runs_the_lesson() {
     assert_eq!(topic_names(&lab), topics, "the run's topic deleted");
     assert_eq!(group_names(&lab), groups, "the run's groups deleted");
 }
+
+/// `offsetlab run` started in the background on `kafka`: its stdout's lines as they come, and
+/// the child (for its exit status and stderr).
+fn spawn_run(
+    kafka: &str,
+    file: &std::path::Path,
+    prefix: &str,
+) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_offsetlab"))
+        .args([
+            "run",
+            &file.display().to_string(),
+            "--bootstrap-server",
+            kafka,
+            "--prefix",
+            prefix,
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, rx)
+}
+
+/// Reads `lines` until one equals `wanted` (60 s at most); every line read is kept in `seen`.
+fn wait_for_line(lines: &std::sync::mpsc::Receiver<String>, wanted: &str, seen: &mut Vec<String>) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match lines.recv_timeout(left) {
+            Ok(line) => {
+                let found = line == wanted;
+                seen.push(line);
+                if found {
+                    return;
+                }
+            }
+            Err(_) => panic!("never printed {wanted:?}:\n{}", seen.join("\n")),
+        }
+    }
+}
+
+/// Stops the process `pid` for `time` (SIGSTOP, then SIGCONT): a cluster that answers nothing
+/// for a while.
+fn freeze(pid: u32, time: std::time::Duration) {
+    let signal = |s: &str| {
+        let ok = std::process::Command::new("kill")
+            .args([s, &pid.to_string()])
+            .status()
+            .expect("kill");
+        assert!(ok.success());
+    };
+    signal("-STOP");
+    std::thread::sleep(time);
+    signal("-CONT");
+}
+
+/// The rest of a background run: its stdout (the lines already read and the rest), stderr and
+/// exit code.
+fn finish_run(
+    child: std::process::Child,
+    lines: &std::sync::mpsc::Receiver<String>,
+    mut seen: Vec<String>,
+) -> (Option<i32>, String) {
+    let o = child.wait_with_output().expect("the run");
+    seen.extend(lines.iter());
+    (
+        o.status.code(),
+        format!(
+            "stdout:\n{}\nstderr:\n{}",
+            seen.join("\n"),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+    )
+}
+
+/// A cluster slower than the scenario's clock: the listener answers nothing for five seconds
+/// from before t=4 s, so the line after the stalled one runs past the consumer's auto-commit
+/// timer's fire at t=5 s, which the model's line comes before. Where that changes no figure —
+/// the fire commits nothing new, the consumer's offsets do not move before t=5 s — the run says
+/// so as a warning and the lesson holds; where the early commit would be read by an `expect`,
+/// the run stops, naming that line (exit 3), and deletes what it created.
+#[test]
+fn a_line_late_for_the_auto_commit_timer_warns_where_no_figure_can_change_and_stops_where_one_could() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let scenario = |stalled: &str, after: &str| {
+        format!(
+            "topic orders partitions=1\n\
+             produce orders count=4\n\
+             consumer c1 group=g topic=orders commit=auto-timer interval=5s max-poll=4 sink=append reset=earliest session-timeout=30s\n\
+             poll c1\n\
+             process c1 count=all\n\
+             tick 4s\n\
+             {stalled}\n\
+             {after}\n\
+             tick 2s\n\
+             expect committed=4 lag=0 lost=0\n"
+        )
+    };
+    for (name, stalled, after, harmless) in [
+        // The commit lands at t=4 s (late): the fire at 5 s finds nothing new to commit.
+        ("harmless", "commit c1", "expect committed=4 sink-rows=4", true),
+        // The produce is stalled: the fire at 5 s commits 4 before the expect that, in the
+        // model, reads 0.
+        (
+            "harmful",
+            "produce orders count=1",
+            "expect committed=0 sink-rows=4",
+            false,
+        ),
+    ] {
+        let lab = listener();
+        let (topics, groups) = (topic_names(&lab), group_names(&lab));
+        let file = dir.path().join(format!("{name}.scn"));
+        std::fs::write(&file, scenario(stalled, after)).expect("write");
+        let (child, lines) = spawn_run(&lab.kafka(), &file, &format!("late-{name}-"));
+        let mut seen = Vec::new();
+        // Printed once the tick's line ran, at t=0: the stalled line starts at t=4 s.
+        wait_for_line(&lines, "$ tick 4s", &mut seen);
+        freeze(lab.child.id(), std::time::Duration::from_secs(5));
+        let (code, out) = finish_run(child, &lines, seen);
+        if harmless {
+            assert_eq!(code, Some(0), "{out}");
+            assert!(
+                out.contains("late for c1's auto-commit timer: its fire at t=5s comes before this line and commits nothing, as the model's will at t=5s"),
+                "{out}"
+            );
+            assert!(out.contains("warning: "), "{out}");
+        } else {
+            assert_eq!(code, Some(3), "{out}");
+            assert!(
+                out.contains("too late for c1's auto-commit timer: its next fire comes before the line, where the model's comes after, and line 8 (`expect committed=0 sink-rows=4`) reads the group's figures before the model's fire commits"),
+                "{out}"
+            );
+        }
+        assert_eq!(topic_names(&lab), topics, "{name}: the run's topic is deleted");
+        assert_eq!(group_names(&lab), groups, "{name}: the run's group is deleted");
+    }
+}
+
+/// A poll that hands out fewer records than the model's stops the run at that line, saying
+/// what the cluster holds: here another client deleted the records (DeleteRecords) the new
+/// consumer was to read from its group's committed offset.
+#[test]
+fn a_poll_short_of_the_models_records_says_what_the_cluster_holds() {
+    let lab = listener();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("cut.scn");
+    std::fs::write(
+        &file,
+        "topic orders partitions=1\n\
+         produce orders count=8\n\
+         consumer c1 group=g topic=orders commit=manual-batch max-poll=4 sink=append reset=earliest session-timeout=6s\n\
+         poll c1\n\
+         process c1 count=all\n\
+         close c1\n\
+         tick 2s\n\
+         consumer c2 group=g topic=orders commit=manual-batch max-poll=4 sink=append reset=earliest session-timeout=6s\n\
+         poll c2\n",
+    )
+    .expect("write");
+    let (child, lines) = spawn_run(&lab.kafka(), &file, "cut-");
+    let mut seen = Vec::new();
+    wait_for_line(&lines, "$ tick 2s", &mut seen);
+    common::act_ok(&lab, &["delete-records cut-orders before=8"]);
+    let (code, out) = finish_run(child, &lines, seen);
+    assert_eq!(code, Some(3), "{out}");
+    assert!(
+        out.contains("line 9: `poll c2`: on the cluster: the cluster handed 0 record(s) to c2 where the model's poll handed out 4; missing orders-0 offsets 4..=7: its log on the cluster starts at offset 8"),
+        "{out}"
+    );
+}

@@ -302,26 +302,56 @@ impl Cluster {
                 }),
             }
         }
-        if !groups.is_empty() {
-            let names: Vec<&str> = groups.iter().map(String::as_str).collect();
-            match self.wait.block_on(self.admin.delete_groups(&names, &opts)) {
-                Ok(results) => failed.extend(results.into_iter().filter_map(Result::err).filter_map(
-                    |(g, code)| {
+        // A group's coordinator may be moving or loading (a new cluster creating
+        // `__consumer_offsets`, a broker failing over): such a group is asked again, until the
+        // timeout.
+        let deadline = std::time::Instant::now() + self.timeout;
+        let mut pending: Vec<&str> = groups.iter().map(String::as_str).collect();
+        while !pending.is_empty() {
+            let mut again = Vec::new();
+            match self.wait.block_on(self.admin.delete_groups(&pending, &opts)) {
+                Ok(results) => {
+                    for (g, code) in results.into_iter().filter_map(Result::err) {
+                        if coordinator_moving(code) && std::time::Instant::now() < deadline {
+                            if let Some(name) = pending.iter().find(|p| **p == g) {
+                                again.push(*name);
+                            }
+                            continue;
+                        }
                         // A group no consumer ever committed in does not exist to delete.
-                        (code != RDKafkaErrorCode::GroupIdNotFound).then(|| ClusterError::Refused {
-                            what: format!("deleting group {g:?}"),
-                            why: code.to_string(),
-                        })
-                    },
-                )),
+                        if code != RDKafkaErrorCode::GroupIdNotFound {
+                            failed.push(ClusterError::Refused {
+                                what: format!("deleting group {g:?}"),
+                                why: code.to_string(),
+                            });
+                        }
+                    }
+                }
                 Err(e) => failed.push(ClusterError::Refused {
                     what: "deleting the run's groups".into(),
                     why: e.to_string(),
                 }),
             }
+            if !again.is_empty() {
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            pending = again;
         }
         failed
     }
+}
+
+/// Whether a group request failed because the group's coordinator is not where the client
+/// asked, or not ready yet: Kafka answers so while `__consumer_offsets` is being created or
+/// loaded (a new cluster's first group), and while a coordinator moves to another broker. The
+/// request is to be asked again.
+pub fn coordinator_moving(code: RDKafkaErrorCode) -> bool {
+    matches!(
+        code,
+        RDKafkaErrorCode::NotCoordinator
+            | RDKafkaErrorCode::CoordinatorNotAvailable
+            | RDKafkaErrorCode::CoordinatorLoadInProgress
+    )
 }
 
 /// The client id a member id was made from: Kafka's coordinator names a member

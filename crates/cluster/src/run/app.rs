@@ -18,7 +18,7 @@ use offsetlab_engine::sink::{Sink, SinkError, SinkWrite, WriteOutcome};
 use offsetlab_engine::strategy::CommitStrategy;
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long a poll waits for a first record: a group's first join, or a restarted consumer
 /// waiting out its dead incarnation's session.
@@ -58,6 +58,9 @@ pub struct RealConsumer {
     /// Per partition, the next offset after what poll handed out / what was processed.
     positions: BTreeMap<i32, i64>,
     processed: BTreeMap<i32, i64>,
+    /// When `positions` last changed (a poll handed records over, a seek, partitions given
+    /// up): an auto-commit timer that fired before then may have committed older ones.
+    pub positions_moved: Option<Instant>,
     /// auto-poll: when the Java client's next commit inside `poll()` is due (model time).
     next_poll_commit: Option<i64>,
     pub timer: Option<TimerPhase>,
@@ -103,6 +106,9 @@ impl RealConsumer {
     /// did not process with them, and its positions — the next assignment sets them afresh.
     fn give_up_partitions(&mut self) {
         self.in_flight.clear();
+        if !self.positions.is_empty() {
+            self.positions_moved = Some(Instant::now());
+        }
         self.positions.clear();
         self.processed.clear();
     }
@@ -311,6 +317,7 @@ impl Application {
             interval_ms: config.auto_commit_interval_ms,
             model_origin: now,
             fires_seen: 0,
+            ahead: 0,
         });
         self.consumers.insert(
             config.name.clone(),
@@ -324,6 +331,7 @@ impl Application {
                 repeat,
                 positions: BTreeMap::new(),
                 processed: BTreeMap::new(),
+                positions_moved: None,
                 next_poll_commit: (config.strategy == CommitStrategy::AutoPoll && commits)
                     .then(|| now.saturating_add(config.auto_commit_interval_ms)),
                 timer,
@@ -454,6 +462,25 @@ impl Application {
             agent.close(ASK_TIMEOUT)?;
         }
         Ok(false)
+    }
+
+    /// Whether `name`'s auto-commit timer, firing now, would commit anything: a stored offset
+    /// (what poll handed over) the group does not hold yet.
+    pub fn timer_would_commit(&self, name: &str) -> bool {
+        let Some(c) = self.consumers.get(name) else {
+            return false;
+        };
+        let held = self.groups.get(&c.config.group).map(|g| &g.committed);
+        c.positions
+            .iter()
+            .any(|(p, o)| held.and_then(|h| h.get(p)) != Some(o))
+    }
+
+    /// Whether the fault plan will kill `name` at one of its coming effects.
+    pub fn fault_armed_on(&self, name: &str) -> bool {
+        self.fault
+            .as_ref()
+            .is_some_and(|(c, at)| c == name && *at > self.effects_of(name))
     }
 
     /// A real auto-commit timer's fire has landed: an effect when it committed anything new
@@ -704,6 +731,9 @@ impl Application {
         let (group, topic) = (c.config.group.clone(), c.config.topic.clone());
         for r in &records {
             c.positions.insert(r.partition, r.offset + 1);
+        }
+        if !records.is_empty() {
+            c.positions_moved = Some(Instant::now());
         }
         if let Some(g) = self.groups.get_mut(&group) {
             for r in &records {
@@ -972,6 +1002,7 @@ impl Application {
         let group = c.config.group.clone();
         for m in moves {
             c.positions.insert(m.partition, m.to);
+            c.positions_moved = Some(Instant::now());
             c.repeat.insert(m.partition, DeliveryReason::Replay);
         }
         if let Some(g) = self.groups.get_mut(&group) {

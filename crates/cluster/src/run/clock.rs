@@ -8,8 +8,11 @@
 //! the lines at that instant see its commit; for real, a line run a few milliseconds before the
 //! fire would see the old offset. So a line also waits until every running auto-commit timer
 //! has fired as often as the model's has by the line's model time — plus a margin for the
-//! commit to land — and a line that would run after a timer's *next* fire is an error, not a
-//! different result: the run could no longer say what the model says.
+//! commit to land. A line that would run after a timer's *next* fire ([`Misaligned`]: the
+//! cluster was slower than the scenario's clock) sees that fire before it, where the model's
+//! line sees it after: the runner lets it happen first only where it provably changes no figure
+//! (the fire is then counted [`TimerPhase::ahead`] of the model's, and the run warns), and
+//! otherwise stops — never a different result.
 
 use std::time::{Duration, Instant};
 
@@ -28,6 +31,10 @@ pub struct TimerPhase {
     pub model_origin: i64,
     /// Fires already accounted for (their effects counted).
     pub fires_seen: u64,
+    /// Fires let happen before the lines the model's fire follows: a line that ran too late for
+    /// the timer's next fire, where that changes no figure. Until the model's clock reaches
+    /// them, lines see this many fires.
+    pub ahead: u64,
 }
 
 impl TimerPhase {
@@ -44,6 +51,26 @@ impl TimerPhase {
         u64::try_from((t - self.model_origin) / self.interval_ms.max(1)).unwrap_or(0)
     }
 
+    /// The fires a line at model time `t` runs after: the model's, or more where fires were let
+    /// happen ahead of it.
+    pub fn fires_before(&self, t: i64) -> u64 {
+        self.model_fires_by(t).max(self.ahead)
+    }
+
+    /// The model time of the k-th fire.
+    pub fn model_fire(&self, k: u64) -> i64 {
+        self.model_origin.saturating_add(
+            self.interval_ms
+                .max(1)
+                .saturating_mul(i64::try_from(k).unwrap_or(i64::MAX)),
+        )
+    }
+
+    /// The earliest wall instant the k-th fire can happen.
+    pub fn earliest(&self, k: u64) -> Instant {
+        self.low + self.interval() * u32::try_from(k).unwrap_or(u32::MAX)
+    }
+
     /// When the real k-th fire's commit has surely landed.
     pub fn landed(&self, k: u64) -> Instant {
         self.high + self.interval() * u32::try_from(k).unwrap_or(u32::MAX) + MARGIN
@@ -52,8 +79,8 @@ impl TimerPhase {
     /// The wall-time window in which a line at model time `t` sees exactly the fires the
     /// model's line sees: after the last one landed, before the next one can start.
     pub fn window(&self, t: i64) -> (Instant, Instant) {
-        let n = self.model_fires_by(t);
-        let next = self.low + self.interval() * u32::try_from(n + 1).unwrap_or(u32::MAX);
+        let n = self.fires_before(t);
+        let next = self.earliest(n + 1);
         let lo = if n == 0 { self.high } else { self.landed(n) };
         (lo, next.checked_sub(MARGIN).unwrap_or(next))
     }
@@ -152,6 +179,7 @@ mod tests {
             interval_ms: 5_000,
             model_origin: 0,
             fires_seen: 0,
+            ahead: 0,
         }
     }
 
@@ -180,6 +208,27 @@ mod tests {
         // Model time 4 s but it is already 4.9 s: the real timer may fire before the line.
         let late = clock.schedule(4_000, o + Duration::from_millis(4_900), [("c1", &t)].into_iter());
         assert!(matches!(late, Err(Misaligned { ref consumer, .. }) if consumer == "c1"));
+    }
+
+    #[test]
+    fn a_fire_let_ahead_moves_the_lines_window_past_it() {
+        let o = Instant::now();
+        let clock = WallClock { origin: o, epoch: 0 };
+        let mut t = timer(o, 40);
+        let late = o + Duration::from_millis(4_900);
+        assert!(clock.schedule(4_000, late, [("c1", &t)].into_iter()).is_err());
+        // The first fire let happen before the line: it runs once that fire's commit landed,
+        // and before the second.
+        t.ahead = 1;
+        let at = clock
+            .schedule(4_000, late, [("c1", &t)].into_iter())
+            .expect("aligned");
+        assert_eq!(at, t.landed(1));
+        assert_eq!(t.fires_before(4_000), 1);
+        // Once the model's clock reaches the fire, nothing is ahead any more.
+        assert_eq!(t.fires_before(10_000), 2);
+        assert_eq!(t.model_fire(1), 5_000);
+        assert_eq!(t.earliest(2), o + Duration::from_millis(10_000));
     }
 
     #[test]

@@ -34,6 +34,8 @@ pub struct Point {
     pub cluster: Option<Outcome>,
     pub error: Option<String>,
     pub wall_ms: u64,
+    /// Lines that ran late for a timer where that changed no figure (see `ClusterRun::warnings`).
+    pub warnings: Vec<String>,
 }
 
 impl Point {
@@ -143,6 +145,7 @@ pub fn run_points(
                             one_point(&mut run, replay, target)
                         }));
                         // Whatever happened, what the point created goes.
+                        let warnings = std::mem::take(&mut run.warnings);
                         let left = run.finish();
                         let wall_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
                         let (cluster, mut error) = match outcome {
@@ -163,6 +166,7 @@ pub fn run_points(
                             cluster,
                             error,
                             wall_ms,
+                            warnings,
                         }
                     })
                 })

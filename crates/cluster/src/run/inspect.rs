@@ -96,13 +96,12 @@ impl Inspector {
         for &p in partitions {
             tpl.add_partition(topic, p);
         }
-        let got = self
-            .client(group)?
-            .committed_offsets(tpl, timeout)
+        let client = self.client(group)?;
+        let got = again_while_coordinator_moves(timeout, || client.committed_offsets(tpl.clone(), timeout))
             .map_err(|e| ClusterError::Refused {
-                what: format!("the committed offsets of group {group:?}"),
-                why: e.to_string(),
-            })?;
+            what: format!("the committed offsets of group {group:?}"),
+            why: e.to_string(),
+        })?;
         Ok(got
             .elements()
             .iter()
@@ -286,11 +285,35 @@ impl Inspector {
                     why: e.to_string(),
                 })?;
         }
-        self.client(group)?
-            .commit(&tpl, CommitMode::Sync)
-            .map_err(|e| ClusterError::Refused {
+        let timeout = self.timeout;
+        let client = self.client(group)?;
+        again_while_coordinator_moves(timeout, || client.commit(&tpl, CommitMode::Sync)).map_err(|e| {
+            ClusterError::Refused {
                 what: format!("resetting the offsets of group {group:?}"),
                 why: e.to_string(),
-            })
+            }
+        })
+    }
+}
+
+/// Runs `ask` until it succeeds, fails otherwise than on a moving or loading coordinator
+/// ([`crate::admin::coordinator_moving`]: a new cluster's first group, a coordinator failing
+/// over), or `timeout` has passed.
+fn again_while_coordinator_moves<T>(
+    timeout: Duration,
+    mut ask: impl FnMut() -> rdkafka::error::KafkaResult<T>,
+) -> rdkafka::error::KafkaResult<T> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match ask() {
+            Err(e)
+                if e.rdkafka_error_code()
+                    .is_some_and(crate::admin::coordinator_moving)
+                    && Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            answer => return answer,
+        }
     }
 }

@@ -24,6 +24,7 @@
 pub mod agent_process;
 pub mod app;
 pub mod clock;
+pub mod days;
 pub mod explore;
 pub mod figures;
 pub mod inspect;
@@ -165,6 +166,9 @@ pub struct LogWindow {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Step {
     pub did: String,
+    /// The line ran later than the scenario's clock allows for a running auto-commit timer,
+    /// which changes no figure here: what happened and why it does not matter.
+    pub warning: Option<String>,
 }
 
 pub struct ClusterRun {
@@ -180,6 +184,14 @@ pub struct ClusterRun {
     /// Topics the run created (cluster names), and every group it used.
     created: Vec<String>,
     groups: BTreeSet<String>,
+    /// The model's time when the run was prepared, and the whole days from it to the wall
+    /// clock then: what the run adds to the model's timestamps on the cluster ([`days`]).
+    model_start: i64,
+    shift: i64,
+    /// A reused topic's own shift (scenario name): the days its first record was moved by.
+    reused_shift: BTreeMap<String, i64>,
+    /// Every line that ran late for a timer where that changed no figure, as said.
+    pub warnings: Vec<String>,
 }
 
 /// Every line that cannot run on a cluster (with why), before anything is created.
@@ -340,16 +352,22 @@ impl ClusterRun {
             text: String::new(),
             why: format!("the sinks' directory {}: {e}", opts.sink_dir.display()),
         })?;
+        let model = Runner::new(Lab::default());
+        let model_start = model.lab.now();
         Ok(Self {
             inspector: Inspector::new(&opts.bootstrap, &opts.extra, opts.timeout),
             cluster,
             sender: None,
             sinks,
-            model: Runner::new(Lab::default()),
+            model,
             app: Application::new(),
             clock: WallClock::starting_now(0),
             created: Vec::new(),
             groups: BTreeSet::new(),
+            model_start,
+            shift: days::shift(model_start, days::wall_now()),
+            reused_shift: BTreeMap::new(),
+            warnings: Vec::new(),
             opts,
         })
     }
@@ -358,28 +376,39 @@ impl ClusterRun {
         &self.opts.prefix
     }
 
+    /// What is added to the model's timestamps of `topic` (the scenario's name) on the cluster
+    /// ([`days`]): a reused topic's own days, the run's for a topic it created.
+    pub fn shift_of(&self, topic: &str) -> i64 {
+        self.reused_shift.get(topic).copied().unwrap_or(self.shift)
+    }
+
     /// Runs every line: the model first, then the cluster. Stops at the first error.
     pub fn run(&mut self, script: &Script, on_line: &mut dyn FnMut(&Line, &Step)) -> Result<(), RunError> {
         self.clock = WallClock::starting_now(self.model.lab.now());
-        for line in &script.lines {
-            self.step(line, on_line)?;
+        for i in 0..script.lines.len() {
+            self.step(&script.lines[i..], on_line)?;
         }
         // The script's last ticks pass too.
         let end = self.model.lab.now();
-        self.wait_until(end, None)
+        self.wait_until(end, &[]).map(|_| ())
     }
 
-    /// Runs one line (the model first, then the cluster).
-    pub fn step(&mut self, line: &Line, on_line: &mut dyn FnMut(&Line, &Step)) -> Result<(), RunError> {
+    /// Runs the first of `lines` (the model first, then the cluster); the lines after it are
+    /// what a late timer's fire would come before.
+    fn step(&mut self, lines: &[Line], on_line: &mut dyn FnMut(&Line, &Step)) -> Result<(), RunError> {
+        let Some(line) = lines.first() else {
+            return Ok(());
+        };
         let t = self.model.lab.now();
-        self.wait_until(t, Some(line))?;
+        let warning = self.wait_until(t, lines)?;
         // What the model's clock landed by now (async commits) lands for real too.
         self.app.land_all_async(t).map_err(|e| RunError::Line {
             line: line.number,
             text: line.text.clone(),
             why: e.to_string(),
         })?;
-        let step = self.run_line(line, t)?;
+        let mut step = self.run_line(line, t)?;
+        step.warning = warning;
         on_line(line, &step);
         Ok(())
     }
@@ -393,7 +422,7 @@ impl ClusterRun {
         let did = self
             .real(line, t, &before)
             .map_err(|e| self.line_error(line, e))?;
-        Ok(Step { did })
+        Ok(Step { did, warning: None })
     }
 
     fn line_error(&self, line: &Line, e: LineFailure) -> RunError {
@@ -559,7 +588,8 @@ impl ClusterRun {
         let asker = self.opts.prefix.on_cluster("runner");
         let (log_start, log_end) = self.inspector.watermarks(&asker, &name, partition)?;
         // A window is a view: what a reader gets within a moment is enough.
-        let records = self.inspector.read(
+        let shift = self.shift_of(topic);
+        let mut records = self.inspector.read(
             &asker,
             &name,
             partition,
@@ -568,6 +598,10 @@ impl ClusterRun {
             log_end,
             Duration::from_secs(2),
         )?;
+        // On the model's clock, as the page shows every instant.
+        for r in &mut records {
+            r.timestamp = r.timestamp.map(|t| t.saturating_sub(shift));
+        }
         Ok(LogWindow {
             log_start,
             log_end,
@@ -575,10 +609,19 @@ impl ClusterRun {
         })
     }
 
-    /// Waits until the line at model time `t` may run, counting the real auto-commit timers'
-    /// fires on the way (each an effect, which a fault plan may end in a crash).
-    fn wait_until(&mut self, t: i64, line: Option<&Line>) -> Result<(), RunError> {
+    /// Waits until the first of `lines` (at model time `t`; none: the end of the script) may
+    /// run, counting the real auto-commit timers' fires on the way (each an effect, which a
+    /// fault plan may end in a crash). A line too late for a timer's next fire lets it happen
+    /// first when that changes no figure ([`Self::early_fire`]), and says so: the warning.
+    fn wait_until(&mut self, t: i64, lines: &[Line]) -> Result<Option<String>, RunError> {
+        let line = lines.first();
         let mut said = false;
+        let mut warnings: Vec<String> = Vec::new();
+        let fail = |why: String| RunError::Line {
+            line: line.map_or(0, |l| l.number),
+            text: line.map_or(String::new(), |l| l.text.clone()),
+            why,
+        };
         let stop = || RunError::Interrupted {
             line: line.map_or(0, |l| l.number),
             text: line.map_or(String::new(), |l| l.text.clone()),
@@ -595,16 +638,24 @@ impl ClusterRun {
                 .iter()
                 .filter_map(|(n, c)| c.timer.map(|t| (n.clone(), t)))
                 .collect();
-            let at = self
+            let at = match self
                 .clock
                 .schedule(t, now, timers.iter().map(|(n, t)| (n.as_str(), t)))
-                .map_err(|Misaligned { consumer, late_by }| RunError::Line {
-                    line: line.map_or(0, |l| l.number),
-                    text: line.map_or(String::new(), |l| l.text.clone()),
-                    why: format!(
-                        "this line runs {late_by:?} too late for {consumer}'s auto-commit timer (the cluster took longer than the scenario's clock allows; give the consumer a longer interval)"
-                    ),
-                })?;
+            {
+                Ok(at) => at,
+                Err(Misaligned { consumer, late_by }) => {
+                    let why_not = |why: String| {
+                        fail(format!(
+                            "this line runs {late_by:.1?} too late for {consumer}'s auto-commit timer: its next fire comes before the line, where the model's comes after, and {why} (the cluster took longer than the scenario's clock allows; give the consumer a longer interval)"
+                        ))
+                    };
+                    let said = self.early_fire(&consumer, t, lines).map_err(why_not)?;
+                    warnings.push(format!(
+                        "{late_by:.1?} late for {consumer}'s auto-commit timer: {said}"
+                    ));
+                    continue;
+                }
+            };
             let next_fire = timers
                 .iter()
                 .map(|(n, tp)| (tp.landed(tp.fires_seen + 1), n))
@@ -632,18 +683,103 @@ impl ClusterRun {
             match next_fire {
                 Some((_, name)) => {
                     let name = name.clone();
-                    self.app.timer_fired(&name).map_err(|e| RunError::Line {
-                        line: line.map_or(0, |l| l.number),
-                        text: line.map_or(String::new(), |l| l.text.clone()),
-                        why: e.to_string(),
-                    })?;
+                    self.app.timer_fired(&name).map_err(|e| fail(e.to_string()))?;
                 }
                 None => {
                     self.clock.ran(t, at, timers.iter().map(|(_, t)| t));
-                    return Ok(());
+                    if warnings.is_empty() {
+                        return Ok(None);
+                    }
+                    let warning = warnings.join("; ");
+                    self.warnings.push(match line {
+                        Some(l) => format!("line {}: `{}`: {warning}", l.number, l.text),
+                        None => format!("after the last line: {warning}"),
+                    });
+                    return Ok(Some(warning));
                 }
             }
         }
+    }
+
+    /// The first of `lines` (at model time `t`) is too late for `consumer`'s auto-commit timer:
+    /// its next real fire comes before the line, where the model's comes after it and after
+    /// every line until the fire's model instant. Let it happen first — the timer counted one
+    /// fire ahead of the model's until then — only when that changes no figure; say why it
+    /// does not, or why it would.
+    ///
+    /// The real fire commits what the consumer holds stored now (the offsets after what poll
+    /// handed over); the model's commits what it holds at the fire's instant. They are the
+    /// same if no line before that instant moves its offsets: no `poll` or `seek` of it — nor
+    /// did the last move come after the fire could have happened. If the fire commits nothing
+    /// new (every stored offset committed already), that is all; if it does, nothing before the
+    /// model's fire may see the commit early: no `expect` on its group, no `reset-offsets` of
+    /// the group, no `crash` of the consumer (the model's fire would then never come), and no
+    /// fault plan counting its effects (the fire is one, in another order).
+    fn early_fire(&mut self, consumer: &str, t: i64, lines: &[Line]) -> Result<String, String> {
+        let Some(c) = self.app.consumers.get(consumer) else {
+            return Err(format!("{consumer} is not running"));
+        };
+        let Some(timer) = c.timer else {
+            return Err(format!("{consumer} has no timer"));
+        };
+        let k = timer.fires_before(t) + 1;
+        let fire_at = timer.model_fire(k);
+        let group = c.config.group.clone();
+        if c.positions_moved.is_some_and(|moved| moved > timer.earliest(k)) {
+            return Err(format!(
+                "it may have fired while {consumer}'s stored offsets were still moving (a poll or a seek that ran across it), so what it committed is not known"
+            ));
+        }
+        let commits = self.app.timer_would_commit(consumer);
+        if commits && self.app.fault_armed_on(consumer) {
+            return Err(format!(
+                "it commits, an effect of {consumer} that the armed fault plan would count in another order"
+            ));
+        }
+        let mut at = t;
+        for l in lines {
+            if at >= fire_at {
+                break;
+            }
+            let seen = |why: &str| Err(format!("line {} (`{}`) {why}", l.number, l.text));
+            match &l.command {
+                Command::Tick(tick) => at = at.saturating_add(tick.duration_ms.max(0)),
+                Command::Poll(p) if p.consumer == consumer => {
+                    return seen("moves its stored offsets before the model's fire")
+                }
+                Command::Seek(s) if s.consumer == consumer => {
+                    return seen("moves its stored offsets before the model's fire")
+                }
+                Command::Crash(x) if commits && x.consumer == consumer => {
+                    return seen("crashes it before the model's fire, which then never commits")
+                }
+                Command::Fault(f) if commits && f.consumer == consumer => {
+                    return seen("arms a fault plan that counts its commit in another order")
+                }
+                Command::Expect(e) if commits && e.group.as_ref().is_none_or(|g| *g == group) => {
+                    return seen("reads the group's figures before the model's fire commits")
+                }
+                Command::ResetOffsets(r) if commits && r.group == group => {
+                    return seen("reads the group's offsets before the model's fire commits")
+                }
+                _ => {}
+            }
+        }
+        if let Some(c) = self.app.consumers.get_mut(consumer) {
+            if let Some(timer) = c.timer.as_mut() {
+                timer.ahead = k;
+            }
+        }
+        let instant = offsetlab_engine::clock::format_instant(fire_at);
+        Ok(if commits {
+            format!(
+                "its fire at {instant} commits before this line, as the model's will at {instant}: the same offsets ({consumer} moves none of them before then), and no line until then reads them"
+            )
+        } else {
+            format!(
+                "its fire at {instant} comes before this line and commits nothing, as the model's will at {instant} (every offset {consumer} holds is committed, and it moves none before then)"
+            )
+        })
     }
 
     /// What the model held before the line, that the line's real run needs.
@@ -808,8 +944,15 @@ impl ClusterRun {
                 let mut sent = 0;
                 for (&partition, &from) in &before.offsets {
                     let tp = TopicPartition::new(p.topic.clone(), partition);
-                    let records = model_records(&self.model.lab, &tp, from)
-                        .map_err(|e| LineFailure::Other(e.to_string()))?;
+                    let shift = self.shift_of(&p.topic);
+                    let records: Vec<_> = model_records(&self.model.lab, &tp, from)
+                        .map_err(|e| LineFailure::Other(e.to_string()))?
+                        .into_iter()
+                        .map(|mut r| {
+                            r.timestamp = r.timestamp.saturating_add(shift);
+                            r
+                        })
+                        .collect();
                     if let Some(sender) = &self.sender {
                         sender.send(&name, partition, &records)?;
                     }
@@ -827,12 +970,16 @@ impl ClusterRun {
                     rejoins: before.rejoins,
                     lost: before.lost,
                 };
+                let wanted = plan.batch.clone();
                 let (n, crashed) = self.app.poll(&p.consumer, t, plan)?;
                 if !crashed {
                     self.app
                         .took_over(&p.consumer, &self.taken_over(&p.consumer, before))?;
                 }
                 self.check_handed_out(&p.consumer)?;
+                if let Some(wanted) = wanted.filter(|w| !crashed && n < w.len()) {
+                    return Err(LineFailure::Other(self.short_poll(&p.consumer, n, &wanted)));
+                }
                 format!(
                     "the cluster handed {n} record(s) to {}{}",
                     p.consumer,
@@ -883,6 +1030,56 @@ impl ClusterRun {
                 )))
             }
         })
+    }
+
+    /// Why a poll that handed out fewer records than the model's stops the run: what each
+    /// partition that fell short holds on the cluster — a log that starts past the records the
+    /// model handed out was cut by retention or DeleteRecords; one that ends before them never
+    /// got them. Every figure after such a poll would differ, so the run says so here rather
+    /// than at a later line.
+    fn short_poll(&mut self, name: &str, n: usize, wanted: &[(i32, i64)]) -> String {
+        let got: BTreeSet<(i32, i64)> = self
+            .app
+            .consumers
+            .get(name)
+            .map(|c| c.in_flight_records().map(|r| (r.partition, r.offset)).collect())
+            .unwrap_or_default();
+        let mut missing: BTreeMap<i32, (i64, i64)> = BTreeMap::new();
+        for &(p, o) in wanted.iter().filter(|r| !got.contains(r)) {
+            let e = missing.entry(p).or_insert((o, o));
+            e.0 = e.0.min(o);
+            e.1 = e.1.max(o);
+        }
+        let topic = self
+            .app
+            .consumers
+            .get(name)
+            .map(|c| c.config.topic.clone())
+            .unwrap_or_default();
+        let cluster_topic = self.opts.prefix.on_cluster(&topic);
+        let asker = self.opts.prefix.on_cluster("runner");
+        let mut why = Vec::new();
+        for (p, (first, last)) in missing {
+            let held = match self.inspector.watermarks(&asker, &cluster_topic, p) {
+                Ok((low, _)) if low > first => format!(
+                    "its log on the cluster starts at offset {low}: the records before it were deleted (retention, or DeleteRecords by another client), the model still holds them"
+                ),
+                Ok((_, high)) if high <= last => {
+                    format!("its log on the cluster ends at offset {high}")
+                }
+                Ok((low, high)) => format!(
+                    "the cluster holds offsets {low}..{high} but did not hand them to {name} within {:?}",
+                    app::POLL_TIMEOUT
+                ),
+                Err(e) => format!("its offsets could not be read: {e}"),
+            };
+            why.push(format!("{topic}-{p} offsets {first}..={last}: {why}", why = held));
+        }
+        format!(
+            "the cluster handed {n} record(s) to {name} where the model's poll handed out {}; missing {}",
+            wanted.len(),
+            why.join("; ")
+        )
     }
 
     /// Every record the cluster handed out is the model's at that offset (same key and value):
@@ -972,7 +1169,7 @@ impl ClusterRun {
     fn reuse_topic(&mut self, topic: &str) -> Result<String, LineFailure> {
         let name = self.opts.prefix.on_cluster(topic);
         let partitions = self.partitions(topic);
-        let mut read = 0;
+        let mut logs = Vec::new();
         for p in 0..partitions {
             // Asked by a client of no group the run has: it only reads.
             let asker = self.opts.prefix.on_cluster("runner");
@@ -982,13 +1179,21 @@ impl ClusterRun {
                     "{name}-{p} starts at offset {low} (retention or DeleteRecords): a reused topic's log must start at 0, as the model's does"
                 )));
             }
-            let records = self.inspector.read_log(&asker, &name, p, high)?;
+            logs.push(self.inspector.read_log(&asker, &name, p, high)?);
+        }
+        // Its records were moved onto the day the earlier run wrote them ([`days`]): the day of
+        // its first record, from the model's start, moves them back.
+        let first = logs.iter().flatten().filter_map(|r| r.timestamp).min();
+        let shift = first.map_or(self.shift, |t| days::shift(self.model_start, t));
+        self.reused_shift.insert(topic.to_string(), shift);
+        let mut read = 0;
+        for (p, records) in (0..partitions).zip(logs) {
             let sent: Vec<offsetlab_engine::lab::SentRecord> = records
                 .into_iter()
                 .map(|r| offsetlab_engine::lab::SentRecord {
                     key: r.key,
                     value: r.value,
-                    timestamp: r.timestamp,
+                    timestamp: r.timestamp.map(|t| t.saturating_sub(shift)),
                     headers: r
                         .headers
                         .into_iter()
@@ -1039,6 +1244,7 @@ impl ClusterRun {
             .map(|(tp, f)| (tp.partition, f.position))
             .collect();
         let now = self.model.lab.now();
+        let shift = self.shift_of(&model.config.topic);
         let mut moves = Vec::new();
         for (p, model_target) in wanted {
             let (low, high) = self.inspector.watermarks(&group, &topic, p)?;
@@ -1046,13 +1252,14 @@ impl ClusterRun {
                 SeekTo::Earliest => low,
                 SeekTo::Latest => high,
                 SeekTo::Offset(o) => *o,
+                // The model's instant, moved onto the cluster's day as its records were.
                 SeekTo::At(ts, _) => self
                     .inspector
-                    .offset_for_time(&group, &topic, p, *ts)?
+                    .offset_for_time(&group, &topic, p, ts.saturating_add(shift))?
                     .unwrap_or(high),
                 SeekTo::Ago(d) => self
                     .inspector
-                    .offset_for_time(&group, &topic, p, now.saturating_sub(*d))?
+                    .offset_for_time(&group, &topic, p, now.saturating_sub(*d).saturating_add(shift))?
                     .unwrap_or(high),
             };
             if target != model_target {
@@ -1088,6 +1295,7 @@ impl ClusterRun {
             None => (0..self.partitions(&r.topic)).collect(),
         };
         let current = self.inspector.committed(&group, &topic, &chosen)?;
+        let shift = self.shift_of(&r.topic);
         let mut rows = Vec::new();
         for &p in &chosen {
             let (low, high) = self.inspector.watermarks(&group, &topic, p)?;
@@ -1106,14 +1314,20 @@ impl ClusterRun {
                 },
                 // Kafka's tool: a partition without a committed offset goes to its end.
                 ResetSpec::ToCurrent => now.unwrap_or(high),
-                // The records' timestamps are the model's (a run produces them so).
+                // The records' timestamps are the model's moved onto the cluster's day (a run
+                // produces them so): the instant asked for is moved the same way.
                 ResetSpec::ToDatetime(ts) => self
                     .inspector
-                    .offset_for_time(&group, &topic, p, ts)?
+                    .offset_for_time(&group, &topic, p, ts.saturating_add(shift))?
                     .unwrap_or(high),
                 ResetSpec::ByDuration(d) => self
                     .inspector
-                    .offset_for_time(&group, &topic, p, self.model.lab.now().saturating_sub(d))?
+                    .offset_for_time(
+                        &group,
+                        &topic,
+                        p,
+                        self.model.lab.now().saturating_sub(d).saturating_add(shift),
+                    )?
                     .unwrap_or(high),
             };
             rows.push(app::ResetRow {
@@ -1240,7 +1454,7 @@ impl ClusterRun {
         });
         self.model.lab.tick(settle).map_err(|e| fail(e.to_string()))?;
         let end = self.model.lab.now();
-        self.wait_until(end, None)?;
+        self.wait_until(end, &[])?;
         self.app.land_all_async(end).map_err(|e| fail(e.to_string()))?;
         self.app
             .poll(target, end, app::PollPlan::default())
