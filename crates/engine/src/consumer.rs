@@ -201,6 +201,16 @@ pub struct Consumer {
     pub(crate) poll_cursor: usize,
     /// When the application last called poll (or joined): `max.poll.interval.ms` counts from here.
     pub last_poll_at: Millis,
+    /// The records the last poll handed over, in the order it handed them (none when it
+    /// returned nothing): what the application was given, processed since or not.
+    #[serde(default)]
+    pub last_poll: Vec<(TopicPartition, Offset)>,
+    /// The error the next `poll()` throws: `auto.offset.reset=none` found no offset to start an
+    /// assigned partition from (Java's NoOffsetForPartitionException is thrown from poll, where
+    /// positions are resolved; librdkafka hands an ERR__AUTO_OFFSET_RESET event to the
+    /// application with its messages).
+    #[serde(default)]
+    pub pending_error: Option<String>,
 }
 
 impl Consumer {
@@ -216,6 +226,8 @@ impl Consumer {
             next_auto_commit: None,
             poll_cursor: 0,
             last_poll_at: 0,
+            last_poll: Vec::new(),
+            pending_error: None,
         }
     }
 
@@ -239,6 +251,8 @@ impl Consumer {
         self.pending_async.clear();
         self.next_auto_commit = None;
         self.poll_cursor = 0;
+        self.last_poll.clear();
+        self.pending_error = None;
     }
 
     /// In-flight records of `tp` below `offset`: what a commit up to `offset` would skip if the

@@ -94,11 +94,54 @@ pub enum LabError {
     /// `REBALANCE_IN_PROGRESS`.
     #[error("REBALANCE_IN_PROGRESS: group {group} is settling its assignment")]
     RebalanceInProgress { group: String },
+    /// DeleteRecords up to an offset past the log end: Kafka's `OFFSET_OUT_OF_RANGE`.
+    #[error("OFFSET_OUT_OF_RANGE: {tp} can delete records up to its log end offset {log_end} (asked {asked})")]
+    OffsetOutOfRange { tp: String, log_end: i64, asked: i64 },
+    /// Commit metadata longer than `offset.metadata.max.bytes`: Kafka's
+    /// `OFFSET_METADATA_TOO_LARGE`, and nothing is stored.
+    #[error("{tp}: commit metadata of {bytes} bytes is longer than offset.metadata.max.bytes ({limit}): OFFSET_METADATA_TOO_LARGE")]
+    OffsetMetadataTooLarge { tp: String, bytes: usize, limit: usize },
     #[error("storage: {0}")]
     Storage(StorageError),
 }
 
 impl LabError {
+    /// The error code Kafka answers the same request with, by name (`UNKNOWN_MEMBER_ID`), for
+    /// the refusals that are Kafka's own; `None` for the lab's own rules and for input no
+    /// request could carry. An `expect-error` line names these.
+    pub fn kafka_error(&self) -> Option<&'static str> {
+        Some(match self {
+            Self::UnknownTopic(_) | Self::UnknownPartition { .. } => "UNKNOWN_TOPIC_OR_PARTITION",
+            Self::TopicExists(_) => "TOPIC_ALREADY_EXISTS",
+            Self::InvalidTopic { .. } => "INVALID_TOPIC_EXCEPTION",
+            Self::InvalidGroupId(_) => "INVALID_GROUP_ID",
+            Self::InvalidPartitions(_) => "INVALID_PARTITIONS",
+            Self::MessageTooLarge { .. } => "MESSAGE_TOO_LARGE",
+            // DeleteGroups and OffsetDelete of a group the coordinator does not have.
+            Self::UnknownGroup(_) => "GROUP_ID_NOT_FOUND",
+            Self::GroupNotEmpty { .. } => "NON_EMPTY_GROUP",
+            Self::GroupSubscribedToTopic { .. } => "GROUP_SUBSCRIBED_TO_TOPIC",
+            // An offset commit from outside a group that has members (an admin's, generation
+            // -1) is refused so by the coordinator; kafka-consumer-groups checks the state first.
+            Self::GroupActive { .. } | Self::UnknownMember { .. } => "UNKNOWN_MEMBER_ID",
+            Self::IllegalGeneration { .. } => "ILLEGAL_GENERATION",
+            Self::RebalanceInProgress { .. } => "REBALANCE_IN_PROGRESS",
+            Self::OffsetOutOfRange { .. } => "OFFSET_OUT_OF_RANGE",
+            Self::OffsetMetadataTooLarge { .. } => "OFFSET_METADATA_TOO_LARGE",
+            Self::Storage(_) => "KAFKA_STORAGE_ERROR",
+            Self::UnknownConsumer(_)
+            | Self::ConsumerExists(_)
+            | Self::InvalidArgument(_)
+            | Self::WrongState { .. }
+            | Self::NothingInFlight(_)
+            | Self::NoOpenTransaction(_)
+            | Self::SinkMismatch { .. }
+            | Self::NotAssigned { .. }
+            | Self::NoCommittedOffset(_)
+            | Self::Sink(_) => return None,
+        })
+    }
+
     /// Kafka's refusal of an internal topic (`__consumer_offsets`, `__transaction_state`) for
     /// what a client asked: `why` completes "it is one of Kafka's internal topics".
     pub fn internal_topic(name: &str, why: &str) -> Self {

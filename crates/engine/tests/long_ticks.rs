@@ -57,9 +57,10 @@ fn a_century_of_a_one_millisecond_timer_ends_where_stepping_would() {
     assert_eq!(figures(&hour), figures(&steps));
     // What happened: the timer committed what poll stored (4), the consumer left its group
     // when max.poll.interval.ms passed without a poll, and seven days later, the group Empty,
-    // its offsets expired — after which every firing is refused, told as one event.
+    // its offsets expired and the coordinator removed it (Dead) — after which every firing is
+    // refused, told as one event.
     let view = figures(&one);
-    assert_eq!(view["groups"]["g"]["state"], "Empty", "{}", view["groups"]["g"]);
+    assert_eq!(view["groups"]["g"]["state"], "Dead", "{}", view["groups"]["g"]);
     let narrative = one.narrative().events();
     assert!(
         narrative.len() < 100,

@@ -442,7 +442,16 @@ fn auto_offset_reset_applies_without_a_committed_offset() {
         let c = lab.consumer("c1").expect("c1");
         assert_eq!(c.assignment.get(&tp()).map(|f| f.position), expected, "{reset}");
         if expected.is_none() {
-            assert!(matches!(c.state, ConsumerState::Failed { .. }));
+            // `none` throws from poll(), where the client resolves its positions (Java's
+            // NoOffsetForPartitionException; librdkafka's ERR__AUTO_OFFSET_RESET event, as a
+            // confluent-kafka consumer meets it on Apache Kafka 4.4): until then it is a member.
+            assert!(c.is_running(), "{:?}", c.state);
+            assert_eq!(lab.group("g").expect("g").state().name(), "Stable");
+            assert_eq!(lab.poll("c1").expect("poll"), 0);
+            let c = lab.consumer("c1").expect("c1");
+            assert!(matches!(c.state, ConsumerState::Failed { .. }), "{:?}", c.state);
+            // The application stops and its close() leaves the group.
+            assert_eq!(lab.group("g").expect("g").state().name(), "Empty");
         }
     }
 }
@@ -2041,4 +2050,132 @@ fn a_rewind_keeps_the_loss_it_takes_back_in_view() {
     dry.reset_offsets("g", "orders", None, ResetSpec::ToEarliest, false)
         .expect("dry run");
     assert_eq!(figures(&dry, "g").audit.lost_before_rewind, 0);
+}
+
+/// 9 (KIP-211), as Apache Kafka 4.4 expires offsets (scenarios/oracle/offsets-expire-kip211.scn
+/// checks it there): while a consumer group is Stable, the offsets of a topic no member
+/// subscribes to expire `offsets.retention.minutes` after their commit, and those of the topics
+/// it reads never do; once it is Empty, every offset expires that long after it became Empty —
+/// one an admin committed since, too — and the group with nothing left is removed (Dead).
+#[test]
+fn offsets_expire_by_subscription_while_stable_and_from_the_moment_the_group_emptied() {
+    const MINUTE: i64 = 60_000;
+    let mut lab = lab_with_orders(4);
+    topic(&mut lab, "legacy", 1);
+    produce_to(&mut lab, "legacy", 0, 2);
+    lab.set_offsets_retention(MINUTE).expect("1m");
+    let legacy = TopicPartition::new("legacy", 0);
+    let none = std::collections::BTreeMap::new();
+    let stored = |lab: &Lab, tp: &TopicPartition| lab.offsets().fetch(&OffsetKey::new("g", tp)).map(|v| v.offset);
+    lab.alter_offsets("g", &[(legacy.clone(), 2)], &none, &Default::default())
+        .expect("an offset for a topic the group will not read");
+    lab.add_consumer(ConsumerConfig {
+        max_poll_interval_ms: 10 * MINUTE,
+        ..consumer("c1", "g", CommitStrategy::ManualBatch, SinkKind::Append, 10)
+    })
+    .expect("c1");
+    poll_and_process(&mut lab, "c1");
+    lab.tick(MINUTE - 1).expect("tick");
+    assert_eq!(stored(&lab, &legacy), Some(2));
+    lab.tick(1).expect("tick");
+    assert_eq!(stored(&lab, &legacy), None, "not subscribed: by its commit time");
+    lab.tick(5 * MINUTE).expect("tick");
+    assert_eq!(stored(&lab, &tp()), Some(4), "subscribed: never while Stable");
+    assert_eq!(lab.group("g").expect("g").state_name(), "Stable");
+
+    lab.close("c1").expect("the group is Empty from now");
+    lab.tick(40_000).expect("tick");
+    lab.alter_offsets("g", &[(legacy.clone(), 1)], &none, &Default::default())
+        .expect("an admin's commit to the Empty group");
+    lab.tick(MINUTE - 40_000 - 1).expect("tick");
+    assert_eq!((stored(&lab, &tp()), stored(&lab, &legacy)), (Some(4), Some(1)));
+    assert_eq!(lab.group("g").expect("g").state_name(), "Empty");
+    lab.tick(1).expect("a minute after the group emptied");
+    assert_eq!(
+        (stored(&lab, &tp()), stored(&lab, &legacy)),
+        (None, None),
+        "counted from the moment the group became Empty, the admin's 20 s old commit too"
+    );
+    assert_eq!(lab.group("g").expect("kept for c1").state_name(), "Dead");
+    assert!(matches!(lab.delete_group("g"), Err(LabError::UnknownGroup(_))));
+
+    // A member brings the group back; with no offset it starts from auto.offset.reset.
+    produce(&mut lab, "orders", 2);
+    lab.restart("c1").expect("restart");
+    assert_eq!(lab.group("g").expect("g").state_name(), "Stable");
+    assert_eq!(lab.consumer("c1").expect("c1").assignment[&tp()].position, 0);
+
+    // A group no member ever joined (offsets committed from outside): by the commit time.
+    let mut lab = lab_with_orders(4);
+    lab.set_offsets_retention(MINUTE).expect("1m");
+    lab.alter_offsets("simple", &[(tp(), 1)], &none, &Default::default())
+        .expect("commit");
+    lab.tick(30_000).expect("tick");
+    lab.alter_offsets("simple", &[(tp(), 2)], &none, &Default::default())
+        .expect("commit again");
+    lab.tick(MINUTE - 1).expect("tick");
+    assert_eq!(committed(&lab, "simple"), Some(2));
+    lab.tick(1).expect("tick");
+    assert_eq!(committed(&lab, "simple"), None);
+    assert!(lab.group("simple").is_err(), "removed with its last offset");
+}
+
+/// DeleteGroups of a group the lab's consumers still name: the coordinator has it no more
+/// (DescribeGroups says Dead, a second delete is GROUP_ID_NOT_FOUND, and so is an OffsetDelete)
+/// until a member joins or an offset is committed for it.
+#[test]
+fn a_deleted_group_is_dead_until_a_member_or_a_commit_brings_it_back() {
+    let mut lab = lab_with_orders(4);
+    lab.add_consumer(consumer("c1", "g", CommitStrategy::ManualBatch, SinkKind::Append, 10))
+        .expect("c1");
+    poll_and_process(&mut lab, "c1");
+    let err = lab.delete_group("g").expect_err("a member");
+    assert_eq!(err.kafka_error(), Some("NON_EMPTY_GROUP"));
+    lab.close("c1").expect("close");
+    assert_eq!(lab.delete_group("g").expect("deleted"), 1);
+    assert_eq!(lab.group("g").expect("kept for c1").state_name(), "Dead");
+    assert_eq!(figures(&lab, "g").state, "Dead");
+    let err = lab.delete_group("g").expect_err("gone");
+    assert_eq!(err.kafka_error(), Some("GROUP_ID_NOT_FOUND"));
+    let err = lab.delete_offsets("g", &[tp()]).expect_err("gone");
+    assert_eq!(err.kafka_error(), Some("GROUP_ID_NOT_FOUND"));
+    // An admin's commit creates it again, Empty.
+    lab.alter_offsets("g", &[(tp(), 2)], &Default::default(), &Default::default())
+        .expect("commit");
+    assert_eq!(lab.group("g").expect("g").state_name(), "Empty");
+    lab.restart("c1").expect("restart");
+    assert_eq!(lab.group("g").expect("g").state_name(), "Stable");
+    assert_eq!(lab.consumer("c1").expect("c1").assignment[&tp()].position, 2);
+}
+
+/// An OffsetCommit that names a member id and a generation, sent to a group of the lab's own
+/// consumers, is checked as Kafka's coordinator checks it (scenarios/oracle/commit-fencing.scn
+/// checks the same on Apache Kafka): a member the group does not have is UNKNOWN_MEMBER_ID,
+/// another generation ILLEGAL_GENERATION, and nothing is written; the member's own id (or its
+/// consumer's name) with the group's generation commits, with its metadata.
+#[test]
+fn a_commit_naming_a_member_is_fenced_in_a_group_of_lab_consumers() {
+    let mut lab = lab_with_orders(6);
+    lab.add_consumer(consumer("c1", "g", CommitStrategy::ManualBatch, SinkKind::Append, 3))
+        .expect("c1");
+    poll_and_process(&mut lab, "c1");
+    let generation = lab.group("g").expect("g").generation;
+    let none = std::collections::BTreeMap::new();
+    let commit = |lab: &mut Lab, member: &str, generation: i32| {
+        lab.external_commit("g", member, generation, &[(tp(), 5)], &none, &Default::default())
+    };
+    let err = commit(&mut lab, "ghost", generation).expect_err("unknown");
+    assert_eq!(err.kafka_error(), Some("UNKNOWN_MEMBER_ID"), "{err}");
+    let err = commit(&mut lab, "c1", generation + 6).expect_err("another generation");
+    assert_eq!(err.kafka_error(), Some("ILLEGAL_GENERATION"), "{err}");
+    assert_eq!(committed(&lab, "g"), Some(3));
+    let mut metadata = std::collections::BTreeMap::new();
+    metadata.insert(tp(), "explicit".to_string());
+    lab.external_commit("g", "c1#1", generation, &[(tp(), 4)], &metadata, &Default::default())
+        .expect("the member's own commit");
+    let v = lab.offsets().fetch(&OffsetKey::new("g", &tp())).expect("stored");
+    assert_eq!((v.offset, v.metadata.as_str()), (4, "explicit"));
+    lab.close("c1").expect("close");
+    let err = commit(&mut lab, "c1", generation).expect_err("no member any more");
+    assert_eq!(err.kafka_error(), Some("UNKNOWN_MEMBER_ID"), "{err}");
 }

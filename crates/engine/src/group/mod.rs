@@ -111,6 +111,11 @@ pub struct Group {
     /// A group of real Kafka clients, not of the lab's consumers: its members as its last
     /// rebalance left them.
     pub external: Option<ExternalMembership>,
+    /// The coordinator removed the group — DeleteGroups, or the offset cleanup that expired its
+    /// last committed offset while it was Empty (KIP-211) — and describes it `Dead`. The lab
+    /// keeps it while its own consumers name it (their sink and audit stay); a member joining, or
+    /// an offset committed for it, brings it back.
+    pub dead: bool,
     /// Whether `sink` is the group's own store. A group of real clients gets an empty
     /// in-memory stand-in (they never write to a lab sink): a client that makes a thousand
     /// groups must not hold a thousand databases open. The first lab consumer opens the real one.
@@ -132,6 +137,7 @@ impl Group {
             sink,
             audit: GroupAudit::default(),
             external: None,
+            dead: false,
             sink_opened: true,
         }
     }
@@ -151,6 +157,16 @@ impl Group {
             GroupState::PreparingRebalance
         } else {
             GroupState::Stable
+        }
+    }
+
+    /// Its state as DescribeGroups names it: [`Group::state`], or `Dead` once the coordinator
+    /// removed it ([`Group::dead`]).
+    pub fn state_name(&self) -> &'static str {
+        if self.dead && !self.has_members() {
+            "Dead"
+        } else {
+            self.state().name()
         }
     }
 

@@ -40,7 +40,9 @@ impl Lab {
     pub fn poll(&mut self, name: &str) -> Result<usize, LabError> {
         self.running(name, "restart it before polling")?;
         let now = self.now();
-        self.consumer_mut(name)?.last_poll_at = now;
+        let c = self.consumer_mut(name)?;
+        c.last_poll_at = now;
+        c.last_poll.clear();
         if self.rejoin_if_needed(name)? {
             return Ok(0);
         }
@@ -50,6 +52,10 @@ impl Lab {
         let auto_commit_due = c.next_auto_commit;
         let now = self.now();
         if self.still_rebalancing(&member, &cfg.group) {
+            return Ok(0);
+        }
+        if let Some(error) = self.consumer(name)?.pending_error.clone() {
+            self.fail(name, error);
             return Ok(0);
         }
         // Java auto-commit runs at the start of poll(), committing what earlier polls returned.
@@ -97,6 +103,7 @@ impl Lab {
             }
         }
         let backlog = c.in_flight.len();
+        c.last_poll = fetched.iter().map(|f| (f.tp.clone(), f.record.offset)).collect();
         c.in_flight.extend(fetched);
         self.say_polled(name, &cfg, &tps, &per_tp, n, backlog)?;
         if self.effect(name) {

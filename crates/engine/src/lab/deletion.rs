@@ -22,8 +22,7 @@ impl Lab {
     /// A group the lab's own consumers belong to keeps what the lab knows about them (their
     /// sink and its audit) and its generation count; its offsets and assignments go.
     pub fn delete_group(&mut self, group: &str) -> Result<usize, LabError> {
-        let known = self.groups.contains_key(group) || self.offsets.groups().any(|g| g == group);
-        if !known {
+        if !self.coordinator_has(group) {
             return Err(LabError::UnknownGroup(group.to_string()));
         }
         if let Some(g) = self.groups.get(group) {
@@ -36,24 +35,7 @@ impl Lab {
         }
         let now = self.clock.now();
         let deleted = self.offsets.delete_where(|k| k.group == group, now);
-        if self.groups.get(group).is_some_and(|g| !g.offsets_only()) {
-            self.offsets.delete_group(group, now);
-        }
-        let lab_consumers = self.consumers.values().any(|c| c.config.group == group);
-        if lab_consumers {
-            // The lab's own consumers still name the group, and its sink and audit stay with
-            // them. Its generation stays too: a transactional sink fences writes from older
-            // generations, and fencing needs generations that only move forward.
-            if let Some(g) = self.groups.get_mut(group) {
-                g.owners.clear();
-                g.handoffs.clear();
-                g.rebalance = None;
-                g.external = None;
-                g.empty_since = None;
-            }
-        } else {
-            self.groups.remove(group);
-        }
+        self.remove_group(group, now);
         self.say(
             EventKind::Warning,
             format!(
@@ -68,8 +50,7 @@ impl Lab {
     /// tombstones. Refused for a topic an active member subscribes to. Partitions without a
     /// committed offset are left as they are. Returns how many offsets were deleted.
     pub fn delete_offsets(&mut self, group: &str, partitions: &[TopicPartition]) -> Result<usize, LabError> {
-        let known = self.groups.contains_key(group) || self.offsets.groups().any(|g| g == group);
-        if !known {
+        if !self.coordinator_has(group) {
             return Err(LabError::UnknownGroup(group.to_string()));
         }
         if let Some(tp) = partitions.iter().find(|tp| self.subscribes(group, &tp.topic)) {
@@ -106,16 +87,53 @@ impl Lab {
     }
 
     /// Whether an active member of `group` reads `topic`: the lab's consumers by their
-    /// subscription, real clients by the assignment of the group's last rebalance.
+    /// subscription, real clients by the subscription they joined with (or, when the listener
+    /// did not report it, by the assignment of the group's last rebalance).
     pub fn subscribes(&self, group: &str, topic: &str) -> bool {
         self.groups.get(group).is_some_and(|g| {
             g.members.iter().any(|m| m.topic == topic)
                 || g.external.as_ref().is_some_and(|e| {
-                    e.members
-                        .iter()
-                        .any(|m| m.partitions.iter().any(|tp| tp.topic == topic))
+                    e.members.iter().any(|m| {
+                        if m.topics.is_empty() {
+                            m.partitions.iter().any(|tp| tp.topic == topic)
+                        } else {
+                            m.topics.iter().any(|t| t == topic)
+                        }
+                    })
                 })
         })
+    }
+
+    /// Whether the group coordinator has `group`: a group it holds (members or offsets), not
+    /// one it removed ([`crate::group::Group::dead`]) and the lab only keeps for its consumers.
+    pub fn coordinator_has(&self, group: &str) -> bool {
+        self.groups.get(group).is_some_and(|g| !g.dead) || self.offsets.groups().any(|g| g == group)
+    }
+
+    /// The coordinator removes an Empty group whose offsets are gone (DeleteGroups, or the
+    /// cleanup that expired the last of them): a tombstone for its metadata record, and the group
+    /// is `Dead`. A group the lab's own consumers belong to stays in the lab, Dead, with what the
+    /// lab knows about them (their sink and audit); its generation stays too — a transactional
+    /// sink fences writes from older generations, and fencing needs generations that only move
+    /// forward — so a member joining later starts the next generation, where Kafka would start
+    /// a new group at 1.
+    pub(crate) fn remove_group(&mut self, group: &str, now: crate::clock::Millis) {
+        if self.groups.get(group).is_some_and(|g| !g.offsets_only()) {
+            self.offsets.delete_group(group, now);
+        }
+        let lab_consumers = self.consumers.values().any(|c| c.config.group == group);
+        if lab_consumers {
+            if let Some(g) = self.groups.get_mut(group) {
+                g.owners.clear();
+                g.handoffs.clear();
+                g.rebalance = None;
+                g.external = None;
+                g.empty_since = None;
+                g.dead = true;
+            }
+        } else {
+            self.groups.remove(group);
+        }
     }
 
     /// `DeleteTopics`: the topic's logs are deleted, with every group's committed offsets for

@@ -97,6 +97,7 @@ impl Lab {
             }
         }
         g.empty_since = members.is_empty().then_some(now);
+        g.dead = false;
         let text = if members.is_empty() {
             format!("group {group} (real Kafka clients) is now Empty (generation {generation}); its committed offsets stay")
         } else {
@@ -131,9 +132,13 @@ impl Lab {
         Ok(())
     }
 
-    /// An offset commit of a real client's member, checked against the group's membership: an
-    /// unknown member or an old generation is refused (Kafka's UNKNOWN_MEMBER_ID and
-    /// ILLEGAL_GENERATION), and nothing is written.
+    /// An offset commit that names a member id and a generation — a real client's member, or,
+    /// in a group of the lab's own consumers, anyone who sends one (`member` is then a member id,
+    /// `c1#2`, or a consumer's name for its current incarnation's) — checked against the group's
+    /// membership as Kafka's coordinator checks it: a member the group does not have is refused
+    /// with UNKNOWN_MEMBER_ID, another generation than the group's with ILLEGAL_GENERATION, a
+    /// commit while the group waits for its assignment with REBALANCE_IN_PROGRESS; nothing is
+    /// written then.
     pub fn external_commit(
         &mut self,
         group: &str,
@@ -147,10 +152,20 @@ impl Lab {
             .groups
             .get(group)
             .ok_or_else(|| LabError::UnknownGroup(group.to_string()))?;
-        let external = g.external.as_ref().ok_or_else(|| {
-            LabError::InvalidArgument(format!("group {group} is not a group of real Kafka clients"))
-        })?;
-        let is_member = external.members.iter().any(|m| m.id == member);
+        let (member, is_member) = match g.external.as_ref() {
+            Some(external) => (member.to_string(), external.members.iter().any(|m| m.id == member)),
+            None => {
+                // The lab's own consumers: by member id, or by name for the incarnation running.
+                let id = self
+                    .consumers
+                    .get(member)
+                    .filter(|c| c.config.group == group)
+                    .map_or_else(|| member.to_string(), |c| c.member_id());
+                let is_member = g.is_member(&id);
+                (id, is_member)
+            }
+        };
+        let member = member.as_str();
         match check_commit(g.state(), is_member, generation, g.generation) {
             Ok(()) => {}
             Err(Fenced::UnknownMember) => {
@@ -227,6 +242,8 @@ impl Lab {
             if !g.topics_read.iter().any(|t| t == topic) {
                 g.topics_read.push(topic.to_string());
             }
+            // An offset committed for a group the coordinator removed creates it again.
+            g.dead = false;
         }
         Ok(())
     }

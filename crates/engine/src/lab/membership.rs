@@ -60,6 +60,7 @@ impl Lab {
             g.topics_read.push(member.topic.clone());
         }
         g.empty_since = None;
+        g.dead = false;
         g.members.push(member);
         self.request_rebalance(group, &format!("{id} joined"));
         if let Some(r) = self.groups.get_mut(group).and_then(|g| g.rebalance.as_mut()) {
@@ -366,6 +367,7 @@ impl Lab {
                 c.generation = generation;
                 if !cooperative {
                     c.assignment.clear();
+                    c.pending_error = None;
                 }
             }
             let tps: Vec<TopicPartition> = assignment
@@ -514,7 +516,15 @@ impl Lab {
             },
         };
         let Some(position) = position else {
-            self.stop_on_error(name, text);
+            // Thrown from the next poll(), where the client resolves its positions; until then
+            // the consumer is a member like any other.
+            self.say(
+                EventKind::Warning,
+                format!("{text} awaits {member}'s next poll()"),
+            );
+            if let Some(c) = self.consumers.get_mut(name) {
+                c.pending_error.get_or_insert(text);
+            }
             return Ok(());
         };
         if let Some(g) = self.groups.get_mut(&cfg.group) {

@@ -408,6 +408,11 @@ impl Lab {
         c.superseded + c.tombstones
     }
 
+    /// Narrates a refusal a scenario expected (`expect-error`): the line changed nothing.
+    pub fn note_refusal(&mut self, text: &str) {
+        self.say(EventKind::Refused, text);
+    }
+
     pub(crate) fn say(&mut self, kind: EventKind, text: impl Into<String>) {
         self.narrative.push(self.clock.now(), kind, text);
     }

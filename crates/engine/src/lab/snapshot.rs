@@ -76,6 +76,9 @@ struct GroupSnapshot {
     audit: GroupAudit,
     #[serde(default)]
     external: Option<crate::group::ExternalMembership>,
+    /// Removed by the coordinator, kept for the lab's consumers (older snapshots: never).
+    #[serde(default)]
+    dead: bool,
     /// Older snapshots opened every group's sink.
     #[serde(default = "opened")]
     sink_opened: bool,
@@ -141,6 +144,7 @@ impl Lab {
                     sink_kind: g.sink_kind,
                     audit: g.audit.clone(),
                     external: g.external.clone(),
+                    dead: g.dead,
                     sink_opened: g.sink_opened,
                 })
                 .collect(),
@@ -306,6 +310,7 @@ fn reopen_group(g: GroupSnapshot, sinks: &mut dyn SinkFactory) -> Result<Group, 
     group.empty_since = g.empty_since;
     group.audit = g.audit;
     group.external = g.external;
+    group.dead = g.dead;
     group.sink_opened = g.sink_opened;
     Ok(group)
 }

@@ -339,22 +339,45 @@ impl Lab {
         Ok(())
     }
 
-    /// When each committed offset of a group without members expires (KIP-211): retention after
-    /// the later of its commit and the moment the group became empty.
+    /// When each committed offset expires (KIP-211; Kafka's `OffsetExpirationCondition` of a
+    /// classic group), `offsets.retention.minutes` after its base:
+    /// - a group that had members and is Empty: the moment it became Empty, for every offset —
+    ///   one committed since (an admin's) too;
+    /// - a Stable consumer group: the commit, for the topics no member subscribes to; the
+    ///   topics it reads never expire while it has members (nor does anything while it
+    ///   rebalances, or in a group of another protocol type);
+    /// - a group no member ever joined (offsets committed from outside, Kafka's "simple"
+    ///   group): the commit.
+    ///
+    /// An offset a transaction still holds open for the partition does not expire yet.
     fn offset_expiries(&self) -> Vec<(crate::offsets::OffsetKey, Millis)> {
         self.offsets
             .view()
             .iter()
             .filter_map(|(k, v)| {
-                let since = match self.groups.get(&k.group) {
-                    Some(g) if g.has_members() => return None,
-                    Some(g) => g
-                        .empty_since
-                        .unwrap_or(v.commit_timestamp)
-                        .max(v.commit_timestamp),
+                let base = match self.groups.get(&k.group) {
+                    Some(g) if g.has_members() => {
+                        let stable_consumers = g.state() == crate::group::GroupState::Stable
+                            && g.protocol_type() == "consumer";
+                        if !stable_consumers || self.subscribes(&k.group, &k.topic) {
+                            return None;
+                        }
+                        v.commit_timestamp
+                    }
+                    Some(g) => match g.empty_since {
+                        Some(t) if !g.offsets_only() => t,
+                        _ => v.commit_timestamp,
+                    },
                     None => v.commit_timestamp,
                 };
-                Some((k.clone(), since.saturating_add(self.offsets_retention_ms)))
+                let pending = self.producers.values().any(|p| {
+                    p.ongoing.as_ref().is_some_and(|t| {
+                        t.offsets
+                            .iter()
+                            .any(|(g, tp, _)| *g == k.group && tp.topic == k.topic && tp.partition == k.partition)
+                    })
+                });
+                (!pending).then(|| (k.clone(), base.saturating_add(self.offsets_retention_ms)))
             })
             .collect()
     }
@@ -370,18 +393,48 @@ impl Lab {
             .filter(|(_, t)| *t <= now)
             .map(|(k, _)| k)
             .collect();
+        let mut groups: Vec<String> = Vec::new();
         for key in due {
             self.offsets.delete(&key, now);
+            let empty = !self.groups.get(&key.group).is_some_and(crate::group::Group::has_members);
+            let why = if empty {
+                format!("with group {} empty", key.group)
+            } else {
+                format!(
+                    "since its last commit, and no member of group {} subscribes to {}",
+                    key.group, key.topic
+                )
+            };
             self.say(
                 EventKind::Warning,
                 format!(
-                    "offsets.retention.minutes ({}) passed with group {} empty: its committed offset for {}-{} expired (a tombstone in __consumer_offsets); its next start falls to auto.offset.reset",
+                    "offsets.retention.minutes ({}) passed {why}: its committed offset for {}-{} expired (a tombstone in __consumer_offsets); a member assigned it later starts from auto.offset.reset",
                     format_duration(self.offsets_retention_ms),
-                    key.group,
                     key.topic,
                     key.partition
                 ),
             );
+            if !groups.contains(&key.group) {
+                groups.push(key.group);
+            }
+        }
+        // The cleanup that expired an Empty group's last offset removes the group too (unless a
+        // transaction still holds offsets for it): DescribeGroups calls it Dead.
+        for group in groups {
+            let empty = self.groups.get(&group).is_none_or(|g| !g.has_members());
+            let offsets_left = self.offsets.groups().any(|g| g == group);
+            let in_transaction = self.producers.values().any(|p| {
+                p.ongoing
+                    .as_ref()
+                    .is_some_and(|t| t.offsets.iter().any(|(g, _, _)| *g == group))
+            });
+            if empty && !offsets_left && !in_transaction && self.groups.contains_key(&group) {
+                self.remove_group(&group, now);
+                self.say(
+                    EventKind::Group,
+                    format!("group {group} had no member and no committed offset left: the coordinator removed it (Dead)"),
+                );
+            }
         }
     }
 }

@@ -392,9 +392,11 @@ impl Lab {
             })?;
         let end = log.log_end_offset();
         if before < 0 || before > end {
-            return Err(LabError::InvalidArgument(format!(
-                "OFFSET_OUT_OF_RANGE: {topic}-{partition} can delete records up to its log end offset {end} (asked {before})"
-            )));
+            return Err(LabError::OffsetOutOfRange {
+                tp: format!("{topic}-{partition}"),
+                log_end: end,
+                asked: before,
+            });
         }
         let start = log.log_start_offset();
         let removed = log.delete_records_before(before);

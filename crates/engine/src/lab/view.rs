@@ -312,7 +312,7 @@ impl Lab {
         }
         let key = |p: &PartitionView| format!("{}-{}", p.topic, p.partition);
         Ok(GroupView {
-            state: g.state().to_string(),
+            state: g.state_name().to_string(),
             generation: g.generation,
             members: g
                 .members

@@ -27,10 +27,11 @@ pub const MAX_METADATA_BYTES: usize = 4096;
 /// Refuses metadata no coordinator stores ([`MAX_METADATA_BYTES`]).
 pub fn check_metadata(tp: &TopicPartition, metadata: &str) -> Result<(), crate::LabError> {
     if metadata.len() > MAX_METADATA_BYTES {
-        return Err(crate::LabError::InvalidArgument(format!(
-            "{tp}: commit metadata of {} bytes is longer than offset.metadata.max.bytes ({MAX_METADATA_BYTES}): OFFSET_METADATA_TOO_LARGE",
-            metadata.len()
-        )));
+        return Err(crate::LabError::OffsetMetadataTooLarge {
+            tp: tp.to_string(),
+            bytes: metadata.len(),
+            limit: MAX_METADATA_BYTES,
+        });
     }
     Ok(())
 }
