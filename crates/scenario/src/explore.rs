@@ -117,7 +117,7 @@ pub fn run_with_crash(
     }
     let mut crashed = false;
     for line in &script.lines {
-        if matches!(line.command, Command::Expect(_)) {
+        if line.command.is_claim() {
             continue;
         }
         match runner.apply(line) {
@@ -182,7 +182,7 @@ pub fn crash_replay(
     for line in variant
         .lines
         .iter()
-        .filter(|l| !matches!(l.command, Command::Expect(_)))
+        .filter(|l| !l.command.is_claim())
     {
         match runner.apply(line) {
             Err(ScenarioError::Rejected {

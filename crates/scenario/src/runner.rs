@@ -25,7 +25,7 @@ impl Runner {
     pub fn apply(&mut self, line: &Line) -> Result<Outcome, ScenarioError> {
         match line.command.apply(&mut self.lab) {
             Ok(outcome) => {
-                if !matches!(line.command, Command::Expect(_)) {
+                if !line.command.is_claim() {
                     self.history.push(line.command.clone());
                 }
                 Ok(outcome)

@@ -3,9 +3,12 @@
 //! A claim about the lab's figures at this point of the script. Group keys: `lost`,
 //! `duplicates`, `duplicate-rows`, `redeliveries`, `crash-redeliveries`, `replays`, `skipped`,
 //! `deliveries`, `sink-rows`, `distinct-keys`, `committed`, `lag`, `aborted-read` (records of
-//! aborted transactions the group was handed). Log keys: `log-end-offset`, `log-start-offset`,
-//! `last-stable-offset`. Consumer keys: `state`, `position`, `in-flight`,
-//! `generation`. Offsets that do not exist are written `-`.
+//! aborted transactions the group was handed), `group-state` (Kafka's name of the group's
+//! state: `Empty`, `PreparingRebalance`, `Stable`, or `Dead` for a group the coordinator does
+//! not have), `metadata` (the string committed with the offset). Log keys: `log-end-offset`,
+//! `log-start-offset`, `last-stable-offset`. Consumer keys: `state`, `position`, `in-flight`,
+//! `generation`, `polled` (the offsets its last poll handed over: `4..7,9`, `-` for none).
+//! Offsets that do not exist are written `-`.
 //!
 //! `group` may be left out when the lab has one group; `topic` when the group reads one topic;
 //! `partition` when the topic has one partition (group counts are summed over partitions when it
@@ -42,9 +45,12 @@ pub enum ExpectKey {
     Position,
     InFlight,
     Generation,
+    GroupState,
+    Metadata,
+    Polled,
 }
 
-const KEYS: [(&str, ExpectKey); 20] = [
+const KEYS: [(&str, ExpectKey); 23] = [
     ("lost", ExpectKey::Lost),
     ("duplicates", ExpectKey::Duplicates),
     ("duplicate-rows", ExpectKey::DuplicateRows),
@@ -65,6 +71,9 @@ const KEYS: [(&str, ExpectKey); 20] = [
     ("position", ExpectKey::Position),
     ("in-flight", ExpectKey::InFlight),
     ("generation", ExpectKey::Generation),
+    ("group-state", ExpectKey::GroupState),
+    ("metadata", ExpectKey::Metadata),
+    ("polled", ExpectKey::Polled),
 ];
 
 impl ExpectKey {
@@ -75,8 +84,13 @@ impl ExpectKey {
     fn is_consumer_key(self) -> bool {
         matches!(
             self,
-            Self::State | Self::Position | Self::InFlight | Self::Generation
+            Self::State | Self::Position | Self::InFlight | Self::Generation | Self::Polled
         )
+    }
+
+    /// Keys whose value is text, not a number (or `-`).
+    fn is_text(self) -> bool {
+        matches!(self, Self::State | Self::GroupState | Self::Metadata | Self::Polled)
     }
 
     fn is_log_key(self) -> bool {
@@ -114,7 +128,7 @@ impl Expect {
                         KEYS.map(|(n, _)| n).join(", ")
                     ))
                 })?;
-            if key != ExpectKey::State && v != "-" && v.parse::<i64>().is_err() {
+            if !key.is_text() && v != "-" && v.parse::<i64>().is_err() {
                 return Err(ParseError::new(format!(
                     "expect: {k}={v}: expected a number (or - for none)"
                 )));
@@ -164,6 +178,21 @@ impl Expect {
                 ExpectKey::State => c.state.label().to_string(),
                 ExpectKey::InFlight => c.in_flight.len().to_string(),
                 ExpectKey::Generation => c.generation.to_string(),
+                ExpectKey::Polled => {
+                    let polled: Vec<&(TopicPartition, i64)> = c
+                        .last_poll
+                        .iter()
+                        .filter(|(tp, _)| self.partition.is_none_or(|p| tp.partition == p))
+                        .collect();
+                    let partitions: std::collections::BTreeSet<&TopicPartition> =
+                        polled.iter().map(|(tp, _)| tp).collect();
+                    if partitions.len() > 1 {
+                        return Err(LabError::InvalidArgument(format!(
+                            "expect: consumer '{name}''s last poll handed over records of several partitions: add partition=P"
+                        )));
+                    }
+                    offset_ranges(polled.iter().map(|(_, o)| *o))
+                }
                 _ => {
                     let tp = match self.partition {
                         Some(p) => TopicPartition::new(c.config.topic.clone(), p),
@@ -199,6 +228,43 @@ impl Expect {
             Some(g) => g.clone(),
             None => only(lab.groups().keys(), "group", "group=G")?,
         };
+        if key == ExpectKey::GroupState {
+            // A group the coordinator does not have is Dead, as DescribeGroups reports it.
+            return Ok(lab
+                .groups()
+                .get(&group)
+                .map_or("Dead", |g| g.state_name())
+                .to_string());
+        }
+        let in_view = |topic: &str| {
+            lab.group_view(&group).is_ok_and(|v| {
+                v.partitions
+                    .iter()
+                    .any(|p| p.topic == topic && self.partition.is_none_or(|want| p.partition == want))
+            })
+        };
+        let stored_key = match (key, &self.topic) {
+            (ExpectKey::Metadata, Some(topic)) => Some(topic),
+            (ExpectKey::Committed, Some(topic)) if !in_view(topic) => Some(topic),
+            _ => None,
+        };
+        if let Some(topic) = stored_key {
+            // As OffsetFetch answers for one partition: what `__consumer_offsets` holds, for any
+            // group and partition — one the group no longer reads, a deleted group's, a deleted
+            // topic's.
+            let tp = match self.partition {
+                Some(p) => TopicPartition::new(topic.clone(), p),
+                None => self.single_partition(lab, topic)?,
+            };
+            let stored = lab
+                .offsets()
+                .fetch(&offsetlab_engine::offsets::OffsetKey::new(&group, &tp));
+            return Ok(match (key, stored) {
+                (_, None) => "-".to_string(),
+                (ExpectKey::Committed, Some(v)) => v.offset.to_string(),
+                (_, Some(v)) => v.metadata.clone(),
+            });
+        }
         let view = lab.group_view(&group)?;
         let parts: Vec<&PartitionView> = match (&self.topic, self.partition) {
             (None, None) => view.partitions.iter().collect(),
@@ -251,11 +317,19 @@ impl Expect {
             ExpectKey::LogStartOffset => single(&parts)?.log_start_offset.to_string(),
             ExpectKey::LastStableOffset => single(&parts)?.last_stable_offset.to_string(),
             ExpectKey::AbortedRead => sum(&|p| p.aborted_read),
+            ExpectKey::Metadata => {
+                return Err(LabError::InvalidArgument(
+                    "expect: metadata is per partition: add topic=T (and partition=P)".into(),
+                ))
+            }
             _ => unreachable_key(key)?,
         })
     }
 
     fn single_partition(&self, lab: &Lab, topic: &str) -> Result<TopicPartition, LabError> {
+        if let Some(p) = self.partition {
+            return Ok(TopicPartition::new(topic, p));
+        }
         let t = lab.topic(topic)?;
         match self.partition {
             Some(p) => Ok(TopicPartition::new(topic, p)),
@@ -266,6 +340,25 @@ impl Expect {
             ))),
         }
     }
+}
+
+/// Offsets as the `polled` key writes them: runs of consecutive offsets as `a..b`, single ones
+/// alone, comma-separated (`0..2,4..5`); `-` for none.
+fn offset_ranges(offsets: impl IntoIterator<Item = i64>) -> String {
+    let mut runs: Vec<(i64, i64)> = Vec::new();
+    for o in offsets {
+        match runs.last_mut() {
+            Some((_, last)) if *last + 1 == o => *last = o,
+            _ => runs.push((o, o)),
+        }
+    }
+    if runs.is_empty() {
+        return "-".to_string();
+    }
+    runs.iter()
+        .map(|&(a, b)| if a == b { a.to_string() } else { format!("{a}..{b}") })
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 fn unreachable_key(key: ExpectKey) -> Result<String, LabError> {

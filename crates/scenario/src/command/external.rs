@@ -13,7 +13,10 @@
 //! the partitions whose metadata is not empty.
 //!
 //! The listener writes these lines; the engine checks them (a commit from an unknown member or an
-//! old generation is refused) and the lab shows the group like any other.
+//! old generation is refused) and the lab shows the group like any other. A `commit-offsets`
+//! line may also name a group of the lab's own consumers — any process that sends an
+//! OffsetCommit with a member id and a generation — where `member` is a member id (`c1#2`) or a
+//! consumer's name for its current incarnation's; it is checked the same way.
 
 use crate::error::ParseError;
 use crate::token::{Args, Quoted, QuotedJson};

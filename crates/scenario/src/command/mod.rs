@@ -45,6 +45,7 @@ mod consumer;
 mod delete;
 mod delete_records;
 mod expect;
+mod expect_error;
 mod external;
 mod external_txn;
 mod fault;
@@ -72,6 +73,7 @@ pub use consumer::StartConsumer;
 pub use delete::{DeleteGroup, DeleteOffsets, DeleteTopic};
 pub use delete_records::DeleteRecords;
 pub use expect::{Expect, ExpectKey};
+pub use expect_error::ExpectError;
 pub use external::{CommitOffsets, Rebalance};
 pub use external_txn::{EndTxn, InitTxn, TxnOffsets, TxnSend, TxnTimeout};
 pub use fault::Fault;
@@ -131,6 +133,8 @@ pub enum Command {
     RestartCoordinator(RestartCoordinator),
     Fault(Fault),
     Expect(Expect),
+    /// `expect-error CODE LINE`: the line is refused with Kafka's error CODE.
+    ExpectError(ExpectError),
 }
 
 /// What applying a command produced, beyond the narrative.
@@ -151,7 +155,7 @@ pub enum ApplyError {
 }
 
 /// The command names, in the order `docs/SCENARIOS.md` documents them.
-pub const COMMANDS: [&str; 34] = [
+pub const COMMANDS: [&str; 35] = [
     "topic",
     "produce",
     "send",
@@ -186,6 +190,7 @@ pub const COMMANDS: [&str; 34] = [
     "txn-timeout",
     "fault",
     "expect",
+    "expect-error",
 ];
 
 impl Command {
@@ -195,8 +200,25 @@ impl Command {
         let Some(name) = tokens.next() else {
             return Ok(None);
         };
-        let mut args = Args::new(&name, tokens)?;
-        let cmd = match name.as_str() {
+        if name == "expect-error" {
+            let code = tokens
+                .next()
+                .ok_or_else(|| ParseError::new("expect-error: missing the error code, then the line"))?;
+            let Some(inner) = tokens.next() else {
+                return Err(ParseError::new(format!(
+                    "expect-error {code}: missing the line expected to be refused"
+                )));
+            };
+            let command = Self::parse_words(&inner, tokens)?;
+            return Ok(Some(Command::ExpectError(ExpectError::new(&code, command)?)));
+        }
+        Self::parse_words(&name, tokens).map(Some)
+    }
+
+    /// A command from its name and the rest of its line's tokens.
+    fn parse_words(name: &str, tokens: std::vec::IntoIter<String>) -> Result<Command, ParseError> {
+        let mut args = Args::new(name, tokens)?;
+        let cmd = match name {
             "topic" => Command::Topic(CreateTopic::parse(&mut args)?),
             "produce" => Command::Produce(Produce::parse(&mut args)?),
             "send" => Send::parse_line(&mut args)?,
@@ -231,6 +253,11 @@ impl Command {
             "restart-coordinator" => Command::RestartCoordinator(RestartCoordinator::parse(&mut args)?),
             "fault" => Command::Fault(Fault::parse(&mut args)?),
             "expect" => Command::Expect(Expect::parse(&mut args)?),
+            "expect-error" => {
+                return Err(ParseError::new(
+                    "expect-error: the line it expects to be refused is an action, not a claim",
+                ))
+            }
             other => {
                 return Err(ParseError::new(format!(
                     "unknown command '{other}' (expected one of: {})",
@@ -239,7 +266,7 @@ impl Command {
             }
         };
         args.finish()?;
-        Ok(Some(cmd))
+        Ok(cmd)
     }
 
     pub fn apply(&self, lab: &mut Lab) -> Result<Outcome, ApplyError> {
@@ -279,8 +306,16 @@ impl Command {
             Command::RestartCoordinator(c) => c.apply(lab)?,
             Command::Fault(c) => c.apply(lab)?,
             Command::Expect(c) => c.check(lab)?,
+            Command::ExpectError(c) => c.check(lab)?,
         }
         Ok(Outcome::Done)
+    }
+
+    /// Whether the line is a claim about the lab (`expect`, `expect-error`) rather than an
+    /// action: it changes nothing when it holds, and the explorer, trying other strategies,
+    /// leaves it out.
+    pub fn is_claim(&self) -> bool {
+        matches!(self, Command::Expect(_) | Command::ExpectError(_))
     }
 
     /// The consumer this command acts on, if it acts on one.
@@ -339,6 +374,7 @@ impl fmt::Display for Command {
             Command::RestartCoordinator(c) => c.fmt(f),
             Command::Fault(c) => c.fmt(f),
             Command::Expect(c) => c.fmt(f),
+            Command::ExpectError(c) => c.fmt(f),
         }
     }
 }
@@ -370,6 +406,8 @@ mod tests {
             "close c1",
             "seek c1 to=earliest",
             "seek c1 to=42 partition=0",
+            "expect-error NON_EMPTY_GROUP delete-group billing",
+            "expect-error UNKNOWN_MEMBER_ID commit-offsets billing member=ghost generation=1 offsets=orders:0=5",
             "seek c1 to=@2026-01-01T06:00:00Z",
             "reset-offsets analytics-prod topic=orders to-offset=3 execute",
             "reset-offsets analytics-prod topic=orders:0,1 by-duration=6h",
@@ -432,5 +470,11 @@ mod tests {
         assert!(err("send orders partition=0 records=[]").contains("between 1 and"));
         assert!(err(r#"send orders partition=0 records=[{"key":1}]"#).contains("not a JSON array"));
         assert!(err(r#"send orders partition=0 records=[{"k":"a"}]"#).contains("not a JSON array"));
+        assert!(err("expect-error").contains("missing the error code"));
+        assert!(err("expect-error NON_EMPTY_GROUP").contains("missing the line"));
+        assert!(err("expect-error non_empty delete-group g").contains("not the name of a Kafka error"));
+        assert!(err("expect-error NON_EMPTY_GROUP expect lost=0").contains("an action, not a claim"));
+        assert!(err("expect-error NON_EMPTY_GROUP expect-error X delete-group g").contains("an action, not a claim"));
+        assert!(err("expect-error NON_EMPTY_GROUP fly g").contains("unknown command 'fly'"));
     }
 }
