@@ -206,6 +206,60 @@ impl Cluster {
             .map(|t| i32::try_from(t.partitions().len()).unwrap_or(i32::MAX)))
     }
 
+    /// The partitions of `topics` (cluster names) that their leader cannot serve now, each said
+    /// in a few words: one without a leader (every replica out of the cluster or out of sync —
+    /// a partition whose only broker died, once the controller has fenced it), or one whose
+    /// leader does not answer a connection (a broker killed moments ago, not fenced yet). Empty
+    /// when every partition's leader answers, or when the cluster cannot say.
+    pub fn lost_leaders(&self, topics: &[String]) -> Vec<String> {
+        let Ok(metadata) = self.admin.inner().fetch_metadata(None, self.timeout) else {
+            return Vec::new();
+        };
+        let brokers: std::collections::BTreeMap<i32, (String, i32)> = metadata
+            .brokers()
+            .iter()
+            .map(|b| (b.id(), (b.host().to_string(), b.port())))
+            .collect();
+        let mut answers: std::collections::BTreeMap<i32, Option<String>> = std::collections::BTreeMap::new();
+        let mut lost = Vec::new();
+        for t in metadata
+            .topics()
+            .iter()
+            .filter(|t| topics.iter().any(|n| n == t.name()))
+        {
+            for p in t.partitions() {
+                let leader = p.leader();
+                if leader < 0 {
+                    lost.push(format!(
+                        "{}-{} has no leader (its replicas, on broker(s) {:?}, are out of the cluster or out of sync)",
+                        t.name(),
+                        p.id(),
+                        p.replicas()
+                    ));
+                    continue;
+                }
+                let silent = answers
+                    .entry(leader)
+                    .or_insert_with(|| match brokers.get(&leader) {
+                        None => Some("it is not in the cluster's metadata".to_string()),
+                        Some((host, port)) => does_not_answer(host, *port),
+                    })
+                    .clone();
+                if let Some(why) = silent {
+                    let at = brokers
+                        .get(&leader)
+                        .map_or(String::new(), |(h, port)| format!(" at {h}:{port}"));
+                    lost.push(format!(
+                        "{}-{}'s leader, broker {leader}{at}, does not answer ({why})",
+                        t.name(),
+                        p.id()
+                    ));
+                }
+            }
+        }
+        lost
+    }
+
     /// `group` as its coordinator describes it (ListGroups + DescribeGroups).
     fn described(&self, group: &str) -> Result<rdkafka::groups::GroupList, ClusterError> {
         self.admin
@@ -339,6 +393,24 @@ impl Cluster {
         }
         failed
     }
+}
+
+/// Why a broker at `host:port` takes no connection within a second; `None` when it does.
+fn does_not_answer(host: &str, port: i32) -> Option<String> {
+    use std::net::ToSocketAddrs;
+    let port = u16::try_from(port).ok()?;
+    let addrs = match (host, port).to_socket_addrs() {
+        Ok(a) => a,
+        Err(e) => return Some(e.to_string()),
+    };
+    let mut why = None;
+    for addr in addrs {
+        match std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1)) {
+            Ok(_) => return None,
+            Err(e) => why = Some(e.to_string()),
+        }
+    }
+    why
 }
 
 /// Whether a group request failed because the group's coordinator is not where the client

@@ -249,14 +249,12 @@ impl Agent {
             // (librdkafka's own "commit the consumer's state" commits *stored* offsets, which
             // only auto-timer stores).
             Request::Commit => self.positions().and_then(|tpl| {
-                self.consumer
-                    .commit(&tpl, CommitMode::Sync)
-                    .map(|()| Reply::Committed {
-                        offsets: offsets(&tpl),
-                    })
+                self.commit_sync(&tpl).map(|()| Reply::Committed {
+                    offsets: offsets(&tpl),
+                })
             }),
             Request::CommitOffsets { offsets: wanted } => {
-                match partition_list(&wanted).and_then(|tpl| self.consumer.commit(&tpl, CommitMode::Sync)) {
+                match partition_list(&wanted).and_then(|tpl| self.commit_sync(&tpl)) {
                     Ok(()) => Ok(Reply::Committed { offsets: wanted }),
                     Err(e) if fenced(&e) => Ok(Reply::CommitRefused {
                         message: e.to_string(),
@@ -337,6 +335,50 @@ impl Agent {
         producer.commit_transaction(TXN)?;
         self.open_txn = false;
         Ok(Reply::Committed { offsets: wanted })
+    }
+
+    /// `commitSync()`: asked again while the group's coordinator is being found — as the Java
+    /// client's `commitSync()` retries until its timeout — for up to [`COORDINATOR_WAIT`].
+    /// (A coordinator's broker that fails moves the group to another: Kafka elects a new
+    /// leader of its `__consumer_offsets` partition once the controller has fenced the old
+    /// broker, `broker.session.timeout.ms` after its last heartbeat, 9 s by default.)
+    fn commit_sync(&self, tpl: &TopicPartitionList) -> KafkaResult<()> {
+        let deadline = Instant::now() + COORDINATOR_WAIT;
+        loop {
+            match self.consumer.commit(tpl, CommitMode::Sync) {
+                Err(e) if coordinator_moving(&e) && Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                done => return done,
+            }
+        }
+    }
+
+    /// The partitions of its topic among `partitions` that have no leader on the cluster now
+    /// (every replica out of the cluster or out of sync: a partition whose only broker is gone),
+    /// said in a sentence; `None` when each has one or the cluster did not answer.
+    fn leaderless(&self, partitions: &BTreeSet<i32>) -> Option<String> {
+        let metadata = self.consumer.fetch_metadata(Some(&self.topic), WATERMARKS).ok()?;
+        let topic = metadata.topics().iter().find(|t| t.name() == self.topic)?;
+        let lost: Vec<String> = topic
+            .partitions()
+            .iter()
+            .filter(|p| partitions.contains(&p.id()) && p.leader() < 0)
+            .map(|p| {
+                format!(
+                    "{}-{} (replicas on broker(s) {:?})",
+                    self.topic,
+                    p.id(),
+                    p.replicas()
+                )
+            })
+            .collect();
+        (!lost.is_empty()).then(|| {
+            format!(
+                "no leader on the cluster for {}: no broker that holds it is in the cluster and in sync, so nothing can be fetched from it",
+                lost.join(", ")
+            )
+        })
     }
 
     /// Joins the group before the scenario's clock starts for this consumer: polls until the
@@ -504,11 +546,15 @@ impl Agent {
             if want.is_empty() {
                 return Ok(Reply::Records { records: Vec::new() });
             }
+        } else if let Some(message) = self.missing_offset() {
+            // The model's consumer stopped inside this poll (no offset to start from).
+            return Ok(Reply::Stopped { message });
         }
         self.release();
         if let Some(shares) = shares {
-            return Ok(Reply::Records {
-                records: self.take_shares(shares, deadline),
+            return Ok(match self.take_shares(shares, deadline) {
+                Ok(records) => Reply::Records { records },
+                Err(message) => Reply::Failed { message },
             });
         }
         let mut assigned_since: Option<Instant> = None;
@@ -564,7 +610,7 @@ impl Agent {
     /// is paused at once, so that nothing more of it comes out of the client's queue — with
     /// auto-timer, every record poll returns is stored for the next commit. Waits until
     /// `deadline` for what is not there yet.
-    fn take_shares(&mut self, shares: &[(i32, usize)], deadline: Instant) -> Vec<Delivered> {
+    fn take_shares(&mut self, shares: &[(i32, usize)], deadline: Instant) -> Result<Vec<Delivered>, String> {
         let mut left: BTreeMap<i32, usize> = shares.iter().copied().filter(|&(_, n)| n > 0).collect();
         let mut records = Vec::new();
         for r in std::mem::take(&mut self.early) {
@@ -579,10 +625,26 @@ impl Agent {
         }
         left.retain(|_, n| *n > 0);
         self.pause_all_but(&left);
+        // Nothing coming for a while: a partition whose leader is gone (its only broker
+        // killed) never delivers; said once two checks a second apart agree, rather than at the
+        // poll's deadline.
+        let mut quiet_since = Instant::now();
+        let mut next_check = Instant::now() + LEADER_CHECK;
+        let mut lost_once = false;
         while !left.is_empty() && Instant::now() < deadline {
             let Some(Ok(m)) = self.consumer.poll(STEP) else {
+                if quiet_since.elapsed() >= LEADER_CHECK && Instant::now() >= next_check {
+                    next_check = Instant::now() + LEADER_CHECK;
+                    let waiting: BTreeSet<i32> = left.keys().copied().collect();
+                    match self.leaderless(&waiting) {
+                        Some(why) if lost_once => return Err(why),
+                        Some(_) => lost_once = true,
+                        None => lost_once = false,
+                    }
+                }
                 continue;
             };
+            quiet_since = Instant::now();
             let d = delivered(&m);
             match left.get_mut(&d.partition) {
                 Some(n) if d.topic == self.topic => {
@@ -605,7 +667,7 @@ impl Agent {
             }
         }
         self.settle_unread();
-        records
+        Ok(records)
     }
 
     /// With `auto.offset.reset=latest`, a partition this process has not read from, and that
@@ -722,6 +784,11 @@ const SETTLE: Duration = Duration::from_millis(1000);
 const SEEK: Duration = Duration::from_secs(10);
 /// How long asking for a partition's watermarks may take.
 const WATERMARKS: Duration = Duration::from_secs(2);
+/// How long a commit waits for the group's coordinator to be found again.
+const COORDINATOR_WAIT: Duration = Duration::from_secs(20);
+/// How long a poll waits with nothing coming before it asks whether its partitions still have
+/// leaders, and the time between two such checks.
+const LEADER_CHECK: Duration = Duration::from_secs(1);
 
 impl Agent {
     /// The partitions poll has reached a position in, at those positions (a partition not read
@@ -751,6 +818,15 @@ fn delivered(m: &rdkafka::message::BorrowedMessage<'_>) -> Delivered {
         key: m.key().map(|k| RecordBytes::new(k.to_vec())),
         value: m.payload().map(|v| RecordBytes::new(v.to_vec())),
     }
+}
+
+/// Whether a request to the group's coordinator failed because the coordinator is being found
+/// or loaded again (librdkafka's own "waiting for coordinator" included): to be asked again.
+fn coordinator_moving(e: &rdkafka::error::KafkaError) -> bool {
+    e.rdkafka_error_code().is_some_and(|code| {
+        code == rdkafka::types::RDKafkaErrorCode::WaitingForCoordinator
+            || crate::admin::coordinator_moving(code)
+    })
 }
 
 /// Whether a commit failed because the coordinator fenced the consumer (or librdkafka knew it

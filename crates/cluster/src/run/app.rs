@@ -251,6 +251,10 @@ impl Application {
     }
 
     /// Starts (or restarts) `config`'s consumer as a new agent process, at model time `now`.
+    /// A client that stops as it is given its partitions (`reset=none` with no offset to start
+    /// from) is stopped here when `fail_at_start` (the model's consumer failed as it joined);
+    /// otherwise it runs on, and its first poll says it stopped (the model's fails there too).
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
         &mut self,
         config: &ConsumerConfig,
@@ -258,6 +262,7 @@ impl Application {
         program: &Path,
         partitions: i32,
         now: i64,
+        fail_at_start: bool,
         sink: impl FnOnce() -> Result<Box<dyn Sink>, SinkError>,
     ) -> Result<(), AppError> {
         let g = self
@@ -340,7 +345,7 @@ impl Application {
                 txn: Vec::new(),
             },
         );
-        if stopped.is_some() {
+        if stopped.is_some() && fail_at_start {
             self.stop(&config.name)?;
         }
         Ok(())

@@ -119,19 +119,31 @@ pub enum RunError {
         text: String,
         failures: String,
     },
+    /// A partition of the run's topics lost its leader (its broker died) and the line (0: the
+    /// figures after the last line) failed: the cluster cannot serve what the run asks.
+    #[error("{}the cluster lost the leader of a partition of this run: {lost}; so: {why}", match line {
+        0 => String::new(),
+        n => format!("line {n}: `{text}`: "),
+    })]
+    LeaderLost {
+        line: usize,
+        text: String,
+        lost: String,
+        why: String,
+    },
 }
 
 impl RunError {
     /// 1: an expect line did not hold; 2: the scenario cannot run (or the cluster refused what
-    /// it asked); 3: the cluster, an agent or a file could not be reached; 130: interrupted
-    /// (128 + SIGINT, as shells report it).
+    /// it asked); 3: the cluster, an agent or a file could not be reached — or a partition of
+    /// the run lost its leader; 130: interrupted (128 + SIGINT, as shells report it).
     pub fn exit_code(&self) -> u8 {
         match self {
             RunError::Interrupted { .. } => INTERRUPTED_EXIT,
             RunError::Expectation { .. } | RunError::Model(ScenarioError::Expectation { .. }) => 1,
             RunError::Unrunnable(_) | RunError::Names(_) | RunError::Model(_) | RunError::Reuse { .. } => 2,
             RunError::Cluster(e) => e.exit_code(),
-            RunError::Line { .. } => 3,
+            RunError::Line { .. } | RunError::LeaderLost { .. } => 3,
         }
     }
 }
@@ -421,8 +433,34 @@ impl ClusterRun {
         self.model.apply(line).map_err(RunError::Model)?;
         let did = self
             .real(line, t, &before)
-            .map_err(|e| self.line_error(line, e))?;
+            .map_err(|e| self.line_error(line, e))
+            .map_err(|e| self.with_lost_leaders(e, Some(line)))?;
         Ok(Step { did, warning: None })
+    }
+
+    /// A line that failed (but for an expectation) while a partition of the run's topics had
+    /// lost its leader failed for that: said first, with what the line met.
+    fn with_lost_leaders(&self, e: RunError, at: Option<&Line>) -> RunError {
+        if !matches!(e, RunError::Line { .. } | RunError::Cluster(_)) {
+            return e;
+        }
+        let (line, text) = at.map_or((0, String::new()), |l| (l.number, l.text.clone()));
+        let mut topics = self.created.clone();
+        topics.extend(self.opts.reuse.iter().map(|t| self.opts.prefix.on_cluster(t)));
+        let lost = self.cluster.lost_leaders(&topics);
+        if lost.is_empty() {
+            return e;
+        }
+        let why = match e {
+            RunError::Line { why, .. } => why,
+            other => other.to_string(),
+        };
+        RunError::LeaderLost {
+            line,
+            text,
+            lost: lost.join("; "),
+            why,
+        }
     }
 
     fn line_error(&self, line: &Line, e: LineFailure) -> RunError {
@@ -1147,6 +1185,13 @@ impl ClusterRun {
         }
         let partitions = self.partitions(&config.topic);
         self.groups.insert(settings.group.clone());
+        // Where the model's consumer failed for want of an offset (`reset=none`): as it joined,
+        // or at its first poll.
+        let failed_at_start = self
+            .model
+            .lab
+            .consumer(name)
+            .is_ok_and(|c| matches!(c.state, offsetlab_engine::consumer::ConsumerState::Failed { .. }));
         let sinks = &mut self.sinks;
         let (group, kind) = (config.group.clone(), config.sink);
         self.app.start(
@@ -1155,6 +1200,7 @@ impl ClusterRun {
             &self.opts.agent_program,
             partitions,
             t,
+            failed_at_start,
             || sinks.open(&group, kind),
         )?;
         Ok(format!(
@@ -1360,14 +1406,16 @@ impl ClusterRun {
     /// The cluster's figures of every group the run used, beside nothing: see
     /// [`figures::compare`] for the model's next to them.
     pub fn figures(&mut self) -> Result<Vec<GroupFigures>, RunError> {
-        figures::real(self).map_err(|e| match e {
-            LineFailure::Cluster(c) => RunError::Cluster(c),
-            LineFailure::Expectation(why) | LineFailure::Other(why) => RunError::Line {
-                line: 0,
-                text: String::new(),
-                why,
-            },
-        })
+        figures::real(self)
+            .map_err(|e| match e {
+                LineFailure::Cluster(c) => RunError::Cluster(c),
+                LineFailure::Expectation(why) | LineFailure::Other(why) => RunError::Line {
+                    line: 0,
+                    text: String::new(),
+                    why,
+                },
+            })
+            .map_err(|e| self.with_lost_leaders(e, None))
     }
 
     /// Ends the run: every running consumer closed, then — unless `--keep` — the run's topics
