@@ -313,6 +313,23 @@ impl Conn {
         Ok(leaders_of(&m))
     }
 
+    /// Every broker of the cluster (`host:port`), from a Metadata request for no topic.
+    pub(crate) fn brokers(&mut self) -> anyhow::Result<Vec<String>> {
+        let version = self.version(ApiKey::Metadata, 12)?;
+        let request = MetadataRequest::default()
+            .with_allow_auto_topic_creation(false)
+            .with_topics(Some(Vec::new()));
+        let m = call!(self, Metadata, version, request);
+        let mut brokers: Vec<String> = m
+            .brokers
+            .iter()
+            .map(|b| host_port(b.host.as_str(), b.port))
+            .collect();
+        brokers.sort();
+        brokers.dedup();
+        Ok(brokers)
+    }
+
     /// The connection to the broker at `addr`: this one, or one opened (and kept) beside it,
     /// authenticated as this one is.
     pub(crate) fn at(&mut self, addr: &str) -> anyhow::Result<&mut Conn> {

@@ -34,22 +34,98 @@ struct GroupDescription {
     rows: Vec<Row>,
 }
 
+/// Every broker's groups: a broker lists only the groups it coordinates, so each broker of
+/// the cluster is asked, as `kafka-consumer-groups.sh --list` asks them.
 fn list(endpoint: &Endpoint) -> anyhow::Result<Vec<(String, String)>> {
     let mut conn = endpoint.connect()?;
-    let version = conn.version(ApiKey::ListGroups, 4)?;
-    let r = call!(conn, ListGroups, version, ListGroupsRequest::default());
-    anyhow::ensure!(
-        r.error_code == 0,
-        "ListGroups failed with error code {}",
-        r.error_code
-    );
-    let mut groups: Vec<(String, String)> = r
-        .groups
-        .iter()
-        .map(|g| (g.group_id.0.to_string(), g.group_state.to_string()))
-        .collect();
+    let mut groups: Vec<(String, String)> = Vec::new();
+    for addr in conn.brokers()? {
+        let broker = conn.at(&addr)?;
+        let version = broker.version(ApiKey::ListGroups, 4)?;
+        let r = call!(broker, ListGroups, version, ListGroupsRequest::default());
+        if MOVING.contains(&r.error_code) {
+            // Its coordinators are loading: the groups it will list are not known yet.
+            continue;
+        }
+        anyhow::ensure!(
+            r.error_code == 0,
+            "ListGroups failed at {addr} with error code {}",
+            r.error_code
+        );
+        groups.extend(
+            r.groups
+                .iter()
+                .map(|g| (g.group_id.0.to_string(), g.group_state.to_string())),
+        );
+    }
     groups.sort();
+    groups.dedup();
     Ok(groups)
+}
+
+/// Kafka's answers while a group's coordinator is being created, loaded or moved to another
+/// broker: COORDINATOR_LOAD_IN_PROGRESS (14), COORDINATOR_NOT_AVAILABLE (15), NOT_COORDINATOR
+/// (16). A new cluster answers so to its first group (`__consumer_offsets` is being created),
+/// a cluster whose coordinator's broker failed until another leads its partition.
+const MOVING: [i16; 3] = [14, 15, 16];
+
+/// How long a request to a group's coordinator is asked again while the coordinator moves
+/// (Kafka's admin client retries until its `default.api.timeout.ms`, 60 s).
+const COORDINATOR_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// A request to a group's coordinator answered with one of [`MOVING`]'s codes.
+#[derive(Debug)]
+struct CoordinatorMoving {
+    what: &'static str,
+    group: String,
+    code: i16,
+}
+
+impl std::fmt::Display for CoordinatorMoving {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = match self.code {
+            14 => "COORDINATOR_LOAD_IN_PROGRESS",
+            15 => "COORDINATOR_NOT_AVAILABLE",
+            _ => "NOT_COORDINATOR",
+        };
+        write!(
+            f,
+            "{} for group {} failed with error code {} ({name}) for {}s: the group's coordinator is still being created, loaded or moved",
+            self.what,
+            self.group,
+            self.code,
+            COORDINATOR_WAIT.as_secs()
+        )
+    }
+}
+
+impl std::error::Error for CoordinatorMoving {}
+
+/// `code` from the coordinator of `group`: an error to ask again when it is one of [`MOVING`].
+fn moving(what: &'static str, group: &str, code: i16) -> anyhow::Result<()> {
+    if MOVING.contains(&code) {
+        return Err(CoordinatorMoving {
+            what,
+            group: group.to_string(),
+            code,
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// Runs `ask` again while the group's coordinator moves ([`MOVING`]), for up to
+/// [`COORDINATOR_WAIT`].
+fn while_coordinator_moves<T>(mut ask: impl FnMut() -> anyhow::Result<T>) -> anyhow::Result<T> {
+    let deadline = std::time::Instant::now() + COORDINATOR_WAIT;
+    loop {
+        match ask() {
+            Err(e) if e.is::<CoordinatorMoving>() && std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(250));
+            }
+            answer => return answer,
+        }
+    }
 }
 
 /// A connection to the broker that coordinates `group` (FindCoordinator).
@@ -61,6 +137,7 @@ fn coordinator_of(conn: &mut Conn, group: &str) -> anyhow::Result<Conn> {
         version,
         FindCoordinatorRequest::default().with_key(StrBytes::from_string(group.to_string())),
     );
+    moving("FindCoordinator", group, c.error_code)?;
     anyhow::ensure!(
         c.error_code == 0,
         "FindCoordinator failed with error code {}",
@@ -80,6 +157,7 @@ fn committed_offsets(coordinator: &mut Conn, group: &str) -> anyhow::Result<BTre
             .with_group_id(GroupId(StrBytes::from_string(group.to_string())))
             .with_topics(None),
     );
+    moving("OffsetFetch", group, f.error_code)?;
     let mut committed = BTreeMap::new();
     for t in &f.topics {
         for p in &t.partitions {
@@ -106,6 +184,10 @@ fn log_ends(conn: &mut Conn, topics: Vec<String>) -> anyhow::Result<BTreeMap<(St
 }
 
 fn describe(endpoint: &Endpoint, group: &str) -> anyhow::Result<GroupDescription> {
+    while_coordinator_moves(|| describe_once(endpoint, group))
+}
+
+fn describe_once(endpoint: &Endpoint, group: &str) -> anyhow::Result<GroupDescription> {
     let mut conn = endpoint.connect()?;
     // The group's coordinator answers for it.
     let mut coordinator = coordinator_of(&mut conn, group)?;
@@ -121,6 +203,7 @@ fn describe(endpoint: &Endpoint, group: &str) -> anyhow::Result<GroupDescription
         .into_iter()
         .next()
         .ok_or_else(|| anyhow::anyhow!("no description of group {group}"))?;
+    moving("DescribeGroups", group, described.error_code)?;
     // Who owns what: the consumer protocol's assignment of each member.
     let mut owners: BTreeMap<(String, i32), (String, String, String)> = BTreeMap::new();
     for m in &described.members {
@@ -484,7 +567,7 @@ fn plan_reset(
         )?);
     }
     if execute {
-        if let Some(refused) = commit_plan(&mut conn, group, &rows)? {
+        if let Some(refused) = while_coordinator_moves(|| commit_plan(&mut conn, group, &rows))? {
             return Ok(Err(refused));
         }
     }
@@ -646,6 +729,9 @@ fn commit_plan(conn: &mut Conn, group: &str, rows: &[PlanRow]) -> anyhow::Result
         .with_retention_time_ms(-1)
         .with_topics(topics);
     let r = call!(coordinator, OffsetCommit, version, request);
+    for p in r.topics.iter().flat_map(|t| t.partitions.iter()) {
+        moving("OffsetCommit", group, p.error_code)?;
+    }
     Ok(r.topics
         .iter()
         .flat_map(|t| t.partitions.iter())
