@@ -1,0 +1,152 @@
+//! A cluster of three Apache Kafka brokers (`scripts/test.sh` starts it: see `brokers/mod.rs`
+//! for how these tests are run, and skipped only outside the test command): a lesson with
+//! `--compare` whose partitions are led by three different brokers, bootstrapped from a broker
+//! that is not its group's coordinator; then the admin commands on what it left —
+//! `topics --describe`, `groups --list` and `--describe`, `groups --reset-offsets … --execute`,
+//! `offsets` — each asked of that same broker, which must route every request to the
+//! partition's leader or the group's coordinator.
+
+mod brokers;
+
+use brokers::{cluster, ok, text};
+
+fn repo(path: &str) -> String {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(path)
+        .display()
+        .to_string()
+}
+
+/// One row of `groups --describe`: partition, committed offset, log end offset, lag.
+type Row = (i64, Option<i64>, Option<i64>, Option<i64>);
+
+/// `offsetlab groups --describe --json` of `group`: its rows.
+fn described(via: &str, group: &str) -> Vec<Row> {
+    let out = ok(&[
+        "groups",
+        "--bootstrap-server",
+        via,
+        "--describe",
+        "--group",
+        group,
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let rows = v["rows"].as_array().unwrap_or_else(|| panic!("no rows: {out}"));
+    rows.iter()
+        .map(|r| {
+            (
+                r["partition"].as_i64().expect("partition"),
+                r["current_offset"].as_i64(),
+                r["log_end_offset"].as_i64(),
+                r["lag"].as_i64(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn three_brokers_a_lesson_and_the_admin_commands_across_leaders_and_a_coordinator_elsewhere() {
+    let Some(k) = cluster() else { return };
+    // Bootstrapped from node 1; the group is coordinated by node 2 or 3.
+    let (prefix, coordinator) = k.prefix_coordinated("three", "payments", |node| node != 1);
+    let via = k.addr[&1].clone();
+    let (group, topic) = (format!("{prefix}payments"), format!("{prefix}orders"));
+    let started = std::time::Instant::now();
+    let o = brokers::offsetlab(&[
+        "run",
+        &repo("crates/cluster/scenarios/three-leaders.scn"),
+        "--bootstrap-server",
+        &via,
+        "--prefix",
+        &prefix,
+        "--compare",
+        "--keep",
+    ]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("The cluster's figures equal the model's."), "{out}");
+    eprintln!(
+        "three-leaders.scn on three brokers (coordinator node {coordinator}, bootstrap node 1): {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+
+    // Its three partitions, each led by another broker.
+    let leaders = k.leaders(1, &topic);
+    let mut nodes: Vec<i32> = leaders.values().copied().collect();
+    nodes.sort_unstable();
+    assert_eq!(nodes, [1, 2, 3], "{leaders:?}");
+    let describe = ok(&[
+        "topics",
+        "--bootstrap-server",
+        &via,
+        "--describe",
+        "--topic",
+        &topic,
+    ]);
+    for (p, leader) in &leaders {
+        assert!(
+            describe.contains(&format!(
+                "Partition: {p}\tLeader: {leader}\tReplicas: {leader}\tIsr: {leader}\tLogStartOffset: 0\tLogEndOffset: 4"
+            )),
+            "{describe}"
+        );
+    }
+
+    // The group, coordinated by another broker than the one asked: listed (every broker is
+    // asked) and described with the offsets its coordinator holds and each leader's log end.
+    assert!(k.groups(1).contains(&group), "{:?}", k.groups(1));
+    assert_eq!(
+        described(&via, &group),
+        [
+            (0, Some(4), Some(4), Some(0)),
+            (1, Some(4), Some(4), Some(0)),
+            (2, Some(4), Some(4), Some(0)),
+        ]
+    );
+    // Reset to the earliest offsets, committed at the coordinator.
+    let reset = ok(&[
+        "groups",
+        "--bootstrap-server",
+        &via,
+        "--reset-offsets",
+        "--group",
+        &group,
+        "--topic",
+        &topic,
+        "--to-earliest",
+        "--execute",
+    ]);
+    assert!(!reset.contains("dry run"), "{reset}");
+    assert_eq!(
+        described(&via, &group),
+        [
+            (0, Some(0), Some(4), Some(4)),
+            (1, Some(0), Some(4), Some(4)),
+            (2, Some(0), Some(4), Some(4)),
+        ]
+    );
+    // `__consumer_offsets` as the coordinator wrote it: the group's records are all in the
+    // partition its id hashes to, read from that partition's leader (the coordinator).
+    let partitions = k.offsets_topic_ready();
+    let home = brokers::offsets_partition(&group, partitions.len());
+    assert_eq!(partitions[&home], coordinator);
+    let records = ok(&["offsets", "--bootstrap-server", &via, "--group", &group]);
+    let lines: Vec<&str> = records.lines().collect();
+    assert!(lines.len() >= 6, "{records}");
+    assert!(
+        lines.iter().all(|l| l.starts_with(&format!("{home}@"))),
+        "{records}"
+    );
+    for p in 0..3 {
+        assert!(
+            records.contains(&format!("('{group}', '{topic}', {p})")),
+            "{records}"
+        );
+    }
+    assert!(
+        records.contains(&format!("GroupMetadata(\"{group}\")")),
+        "{records}"
+    );
+}
