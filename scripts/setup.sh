@@ -6,7 +6,10 @@
 #     nodejs and npm (Playwright);
 #   - npm packages from web-tests/package-lock.json (playwright-core) and
 #     kafka-clients/package-lock.json (kafkajs);
-#   - a Python venv with kafka-python and confluent-kafka, pinned, from PyPI.
+#   - a Python venv with kafka-python and confluent-kafka, pinned, from PyPI;
+#   - Apache Kafka (the release pinned in apache-kafka/pom.xml), the broker of the real-cluster
+#     runs, fetched once through Maven by scripts/apache-kafka.sh into target/apache-kafka/;
+#     it needs Java 17 or newer and Maven (Debian's openjdk-17-jre-headless and maven).
 # System packages need root: run as root, or with sudo available. Anything it cannot install
 # is named, and the script fails; no suite is skipped for want of a tool.
 set -euo pipefail
@@ -20,6 +23,14 @@ command -v script >/dev/null || missing+=(bsdutils) # `script`: the CLI's colour
 python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
 command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
+# Java 17 or newer runs the brokers (JAVA or JAVA_HOME may name another); Maven fetches them.
+java_bin=${JAVA:-${JAVA_HOME:+$JAVA_HOME/bin/}java}
+java_major() {
+  "$java_bin" -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p'
+}
+java_version=$(java_major 2>/dev/null || true)
+[ "${java_version%%.*}" -ge 17 ] 2>/dev/null || missing+=(openjdk-17-jre-headless)
+command -v mvn >/dev/null || missing+=(maven)
 
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ]; then
@@ -57,11 +68,17 @@ if ! "$venv/bin/python" -c 'import kafka, confluent_kafka' 2>/dev/null; then
   "$venv/bin/pip" install -q "kafka-python==3.0.12" "confluent-kafka==2.16.1"
 fi
 
-# tansu 0.6 (https://crates.io/crates/tansu): a Kafka-compatible broker the lab did not write,
-# for the real-cluster runs (scripts/cluster_runs.sh). Built from crates.io with its memory
-# storage engine (the default build has only a null one): about 11 minutes on two cores.
-tansu="${TANSU:-target/tools/tansu/bin/tansu}"
-if [ ! -x "$tansu" ]; then
-  echo "== setup: cargo install tansu 0.6.0 --features dynostore (about 11 minutes on two cores)"
-  cargo install tansu --version 0.6.0 --features dynostore --locked --root target/tools/tansu --quiet
+# A Java older than 17 still first on the PATH after the install: say which, rather than let
+# the broker fail to start later.
+java_version=$(java_major 2>/dev/null || true)
+if ! [ "${java_version%%.*}" -ge 17 ] 2>/dev/null; then
+  echo "error: Apache Kafka needs Java 17 or newer; $java_bin is ${java_version:-missing} (install openjdk-17-jre-headless, or set JAVA_HOME to a Java 17+)" >&2
+  exit 1
 fi
+
+# Apache Kafka for the real-cluster runs: resolved once from Maven Central into
+# target/apache-kafka/<version> (and the class archive that makes its brokers start faster).
+if [ ! -f "target/apache-kafka/$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' apache-kafka/pom.xml | head -n 1)/complete" ]; then
+  echo "== setup: Apache Kafka through Maven (scripts/apache-kafka.sh fetch)"
+fi
+bash scripts/apache-kafka.sh fetch >/dev/null
