@@ -481,6 +481,17 @@ impl Application {
             .any(|(p, o)| held.and_then(|h| h.get(p)) != Some(o))
     }
 
+    /// The scenario group and topic of `name`, and the offsets it has stored (after what poll
+    /// handed over, per partition): what its auto-commit timer commits.
+    pub fn stored(&self, name: &str) -> Option<(String, String, BTreeMap<i32, i64>)> {
+        let c = self.consumers.get(name)?;
+        Some((
+            c.config.group.clone(),
+            c.config.topic.clone(),
+            c.positions.clone(),
+        ))
+    }
+
     /// Whether the fault plan will kill `name` at one of its coming effects.
     pub fn fault_armed_on(&self, name: &str) -> bool {
         self.fault

@@ -721,6 +721,7 @@ impl ClusterRun {
             match next_fire {
                 Some((_, name)) => {
                     let name = name.clone();
+                    self.await_timer_commit(&name);
                     self.app.timer_fired(&name).map_err(|e| fail(e.to_string()))?;
                 }
                 None => {
@@ -736,6 +737,37 @@ impl ClusterRun {
                     return Ok(Some(warning));
                 }
             }
+        }
+    }
+
+    /// A real auto-commit fire of `consumer` that commits something new has surely happened
+    /// ([`clock::TimerPhase::landed`]): waits until the cluster holds what it commits — every
+    /// offset the consumer has stored — so that the lines after it see the commit even when
+    /// the machine or the broker is slow, for up to [`TIMER_COMMIT_WAIT`] (then the run goes on,
+    /// and any figure that differs says so).
+    fn await_timer_commit(&mut self, consumer: &str) {
+        if !self.app.timer_would_commit(consumer) {
+            return;
+        }
+        let Some((group, topic, stored)) = self.app.stored(consumer) else {
+            return;
+        };
+        let (group, topic) = (
+            self.opts.prefix.on_cluster(&group),
+            self.opts.prefix.on_cluster(&topic),
+        );
+        let partitions: Vec<i32> = stored.keys().copied().collect();
+        let deadline = Instant::now() + TIMER_COMMIT_WAIT;
+        while Instant::now() < deadline && !interrupted() {
+            let held = self.inspector.committed(&group, &topic, &partitions);
+            if held.is_ok_and(|h| {
+                stored
+                    .iter()
+                    .all(|(p, o)| h.get(p).copied().flatten() == Some(*o))
+            }) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
 
@@ -1519,6 +1551,10 @@ impl ClusterRun {
         &mut self.inspector
     }
 }
+
+/// How long a real auto-commit fire's commit may take to appear on the cluster after the
+/// instant it surely happened.
+const TIMER_COMMIT_WAIT: Duration = Duration::from_secs(3);
 
 /// A run uses only groups of its own: one that exists on the cluster (any state but Dead) is
 /// refused before the run touches it.
