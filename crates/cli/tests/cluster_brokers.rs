@@ -7,6 +7,8 @@
 //! partition's leader or the group's coordinator.
 
 mod brokers;
+#[macro_use]
+mod common;
 
 use brokers::{cluster, ok, text};
 
@@ -149,4 +151,64 @@ fn three_brokers_a_lesson_and_the_admin_commands_across_leaders_and_a_coordinato
         records.contains(&format!("GroupMetadata(\"{group}\")")),
         "{records}"
     );
+}
+
+/// The page of `serve --bootstrap-server` follows the wall clock, and so do the records it
+/// produces: Kafka takes them (it refuses a record more than an hour in its future,
+/// `log.message.timestamp.after.max.ms`), and the page's log view, read from the cluster, shows
+/// the instants its lab shows. Stopped with SIGTERM, it deletes its topic.
+#[test]
+fn three_brokers_the_page_on_a_cluster_produces_on_the_wall_clock() {
+    let Some(k) = cluster() else { return };
+    let via = k.addr[&1].clone();
+    let page = common::serve(&[
+        "--http",
+        "127.0.0.1:0",
+        "--bootstrap-server",
+        &via,
+        "--prefix",
+        "page-",
+    ]);
+    for line in ["topic orders partitions=3", "produce orders count=6"] {
+        let answer = common::act(&page, &[line]);
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as i64;
+    let mut seen = 0;
+    for p in 0..3 {
+        let window = common::ok_json(
+            &common::http(
+                &page.addr,
+                "GET",
+                &format!("/api/records?topic=orders&partition={p}"),
+                "",
+            )
+            .expect("records"),
+        )
+        .expect("200");
+        assert_eq!(window["source"], "cluster", "{window}");
+        for r in window["records"].as_array().expect("records") {
+            let at = r["timestamp"].as_i64().expect("timestamp");
+            assert!((now - at).abs() < 60_000, "{r} at {now}");
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 6);
+    assert!(k.topics(1).contains(&"page-orders".to_string()));
+    let stopped = std::process::Command::new("kill")
+        .args(["-TERM", &page.child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(stopped.success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while k.topics(1).contains(&"page-orders".to_string()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the page's topic is still there"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
 }

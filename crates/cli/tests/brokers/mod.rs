@@ -181,7 +181,6 @@ impl Brokers {
     }
 
     /// Every topic name of the cluster.
-    #[allow(dead_code)] // only the test that kills a broker needs it
     pub fn topics(&self, via: i32) -> Vec<String> {
         ok(&["topics", "--bootstrap-server", &self.addr[&via], "--list"])
             .lines()

@@ -21,17 +21,28 @@
 //! earlier run kept moves its records back by the days between the model's start and the
 //! topic's first record — the earlier run's shift, when that record was written in the first
 //! day of its model clock, as every scenario does that runs on a cluster in minutes.
+//!
+//! The page of `serve --bootstrap-server` follows the wall clock: its model and the cluster
+//! agree on the instant, and nothing is moved (the shift is taken when the first line runs,
+//! from the model's clock then).
 
 /// A day, in milliseconds.
 pub const DAY_MS: i64 = 86_400_000;
 
 /// The whole days from model time `model` to instant `wall` (rounded down: `wall` is moved to
-/// the same day as `model` or the day after at most), in milliseconds.
+/// the same day as `model` or the day after at most), in milliseconds. None when they are less
+/// than a minute apart: the model's clock is the wall clock (the page of `serve
+/// --bootstrap-server`), a moment ahead or behind.
 pub fn shift(model: i64, wall: i64) -> i64 {
-    wall.saturating_sub(model)
-        .div_euclid(DAY_MS)
-        .saturating_mul(DAY_MS)
+    let apart = wall.saturating_sub(model);
+    if apart.abs() < SAME_CLOCK_MS {
+        return 0;
+    }
+    apart.div_euclid(DAY_MS).saturating_mul(DAY_MS)
 }
+
+/// Two clocks this close are one.
+const SAME_CLOCK_MS: i64 = 60_000;
 
 /// The wall clock now, in milliseconds since the Unix epoch (0 for a clock before it).
 pub fn wall_now() -> i64 {
@@ -65,6 +76,14 @@ mod tests {
         // Records are stamped the same instant a day earlier: in the past, never the future.
         assert!(EPOCH - DAY_MS <= wall);
         assert_eq!(shift(EPOCH, EPOCH), 0);
+    }
+
+    #[test]
+    fn a_model_on_the_wall_clock_moves_nothing() {
+        // The page's lab follows wall time: a few milliseconds either way.
+        let wall = EPOCH + 336 * DAY_MS + 22_800_000;
+        assert_eq!(shift(wall + 5, wall), 0);
+        assert_eq!(shift(wall - 5, wall), 0);
     }
 
     #[test]

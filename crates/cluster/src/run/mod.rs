@@ -196,10 +196,11 @@ pub struct ClusterRun {
     /// Topics the run created (cluster names), and every group it used.
     created: Vec<String>,
     groups: BTreeSet<String>,
-    /// The model's time when the run was prepared, and the whole days from it to the wall
-    /// clock then: what the run adds to the model's timestamps on the cluster ([`days`]).
-    model_start: i64,
-    shift: i64,
+    /// The model's time when the run's first line ran, and the whole days from it to the wall
+    /// clock then: what the run adds to the model's timestamps on the cluster ([`days`]). A
+    /// run's model starts at the lab's epoch (months of days); the page of `serve
+    /// --bootstrap-server` follows the wall clock (none).
+    origin: Option<(i64, i64)>,
     /// A reused topic's own shift (scenario name): the days its first record was moved by.
     reused_shift: BTreeMap<String, i64>,
     /// Every line that ran late for a timer where that changed no figure, as said.
@@ -365,7 +366,6 @@ impl ClusterRun {
             why: format!("the sinks' directory {}: {e}", opts.sink_dir.display()),
         })?;
         let model = Runner::new(Lab::default());
-        let model_start = model.lab.now();
         Ok(Self {
             inspector: Inspector::new(&opts.bootstrap, &opts.extra, opts.timeout),
             cluster,
@@ -376,8 +376,7 @@ impl ClusterRun {
             clock: WallClock::starting_now(0),
             created: Vec::new(),
             groups: BTreeSet::new(),
-            model_start,
-            shift: days::shift(model_start, days::wall_now()),
+            origin: None,
             reused_shift: BTreeMap::new(),
             warnings: Vec::new(),
             opts,
@@ -391,7 +390,12 @@ impl ClusterRun {
     /// What is added to the model's timestamps of `topic` (the scenario's name) on the cluster
     /// ([`days`]): a reused topic's own days, the run's for a topic it created.
     pub fn shift_of(&self, topic: &str) -> i64 {
-        self.reused_shift.get(topic).copied().unwrap_or(self.shift)
+        self.reused_shift.get(topic).copied().unwrap_or(self.shift())
+    }
+
+    /// The days the run adds to the model's timestamps ([`days`]), once its first line ran.
+    fn shift(&self) -> i64 {
+        self.origin.map_or(0, |(_, shift)| shift)
     }
 
     /// Runs every line: the model first, then the cluster. Stops at the first error.
@@ -428,6 +432,10 @@ impl ClusterRun {
     /// One line at model time `t`: refused if it would join a rebalance, then on the model,
     /// then on the cluster.
     fn run_line(&mut self, line: &Line, t: i64) -> Result<Step, RunError> {
+        if self.origin.is_none() {
+            let start = self.model.lab.now();
+            self.origin = Some((start, days::shift(start, days::wall_now())));
+        }
         let before = self.before(line);
         self.joins_as_mirrored(line)?;
         self.model.apply(line).map_err(RunError::Model)?;
@@ -1261,8 +1269,13 @@ impl ClusterRun {
         }
         // Its records were moved onto the day the earlier run wrote them ([`days`]): the day of
         // its first record, from the model's start, moves them back.
+        // (On the page of `serve --bootstrap-server`, whose clock is the wall clock, the
+        // records keep the cluster's timestamps.)
         let first = logs.iter().flatten().filter_map(|r| r.timestamp).min();
-        let shift = first.map_or(self.shift, |t| days::shift(self.model_start, t));
+        let shift = match (self.origin, first) {
+            (Some((start, shift)), Some(t)) if shift != 0 => days::shift(start, t),
+            _ => self.shift(),
+        };
         self.reused_shift.insert(topic.to_string(), shift);
         let mut read = 0;
         for (p, records) in (0..partitions).zip(logs) {
