@@ -40,7 +40,16 @@ fn list(endpoint: &Endpoint) -> anyhow::Result<Vec<(String, String)>> {
     let mut conn = endpoint.connect()?;
     let mut groups: Vec<(String, String)> = Vec::new();
     for addr in conn.brokers()? {
-        let broker = conn.at(&addr)?;
+        let broker = match conn.at(&addr) {
+            Ok(b) => b,
+            Err(e) => {
+                // A broker that went away since the metadata answered (one being fenced).
+                crate::style::say_warning!(
+                    "the broker at {addr} did not answer ({e}): the groups it coordinates are not listed"
+                );
+                continue;
+            }
+        };
         let version = broker.version(ApiKey::ListGroups, 4)?;
         let r = call!(broker, ListGroups, version, ListGroupsRequest::default());
         if MOVING.contains(&r.error_code) {
