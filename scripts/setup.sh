@@ -30,6 +30,8 @@ java_major() {
 }
 java_version=$(java_major 2>/dev/null || true)
 [ "${java_version%%.*}" -ge 17 ] 2>/dev/null || missing+=(openjdk-17-jre-headless)
+# A JDK (javac) builds the Java client of kafka-clients/java.
+command -v javac >/dev/null || missing+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null || missing+=(maven)
 
 if [ ${#missing[@]} -gt 0 ]; then
@@ -82,3 +84,11 @@ if [ ! -f "target/apache-kafka/$(sed -n 's:.*<kafka.version>\(.*\)</kafka.versio
   echo "== setup: Apache Kafka through Maven (scripts/apache-kafka.sh fetch)"
 fi
 bash scripts/apache-kafka.sh fetch >/dev/null
+
+# The Java client (kafka-clients/java: kafka-clients at apache-kafka/pom.xml's kafka.version), from
+# Maven Central the first time, offline from ~/.m2 after; built again when its sources changed.
+jar=kafka-clients/java/target/offsetlab-java-client.jar
+if [ ! -f "$jar" ] || [ -n "$(find kafka-clients/java/pom.xml kafka-clients/java/src -newer "$jar" -print -quit)" ]; then
+  echo "== setup: mvn package (kafka-clients/java/pom.xml: the Java client)"
+  mvn -B -q -f kafka-clients/java/pom.xml package
+fi

@@ -13,6 +13,9 @@
 #      broker, the lessons, cluster scenarios and explorer cells of `offsetlab run/explore
 #      --bootstrap-server --compare` (scripts/cluster_runs.sh; the same runs against the lab's
 #      own listener are cargo tests, step 2)
+#      ... then the Java client (kafka-clients/java): the Java consumer's auto-commit inside poll()
+#      killed at five planned instants, against the model's prediction, and its producer, group,
+#      admin and transactional flows, on the lab's listener and on Apache Kafka
 #   8. three Apache Kafka brokers: a lesson and the admin commands across partition leaders and
 #      a group coordinator that is not the bootstrap broker, then a leader killed mid-run
 #      (cargo tests `three_brokers_*`, left out of step 2 and run here with the cluster named by
@@ -88,6 +91,9 @@ kafka_dir=$(mktemp -d)
 bootstrap=$(scripts/apache-kafka.sh start --dir "$kafka_dir")
 echo "  Apache Kafka started in $(seconds_since "$started") s at $bootstrap"
 bash scripts/cluster_runs.sh ./target/debug/offsetlab "$bootstrap"
+
+echo "== the Java client (kafka-clients, Apache Kafka's release): crash vs model and flows, on the lab's listener and on Apache Kafka"
+bash scripts/java_crash_vs_model.sh --lab "$kafka" --apache "$bootstrap" ./target/debug/offsetlab
 scripts/apache-kafka.sh stop --dir "$kafka_dir"
 kafka_dir=
 
