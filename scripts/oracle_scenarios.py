@@ -2,7 +2,7 @@
 and performed on a real Kafka by real clients, the figures compared.
 
 Usage:
-  oracle_scenarios.py --bootstrap HOST:PORT [--offsetlab BIN] [--listener] [--report FILE]
+  oracle_scenarios.py --bootstrap HOST:PORT [--offsetlab BIN] [--listener] [--jobs N] [--report FILE]
                       [--scenarios DIR] [NAME ...]
 
 A scenario is a file of the lab's scenario language (docs/SCENARIOS.md). Its `expect` and
@@ -1265,10 +1265,16 @@ def main():
     ap.add_argument("--bootstrap", required=True, help="an Apache Kafka already started (scripts/apache-kafka.sh start)")
     ap.add_argument("--offsetlab", default=os.path.join(REPO, "target", "debug", "offsetlab"))
     ap.add_argument("--listener", action="store_true", help="also perform each story on the lab's own Kafka listener")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="stories performed at once (each names its own topics and groups; most of a story's time is "
+                         "its ticks, spent sleeping)")
     ap.add_argument("--report", default=os.path.join(REPO, "target", "oracle-report.json"))
     ap.add_argument("--scenarios", default=os.path.join(REPO, "scenarios", "oracle"))
     ap.add_argument("names", nargs="*", help="scenario names (file names without .scn); all by default")
     args = ap.parse_args()
+    if args.jobs < 1:
+        print("error: --jobs wants 1 or more", file=sys.stderr)
+        return 2
     paths = sorted(glob.glob(os.path.join(args.scenarios, "*.scn")))
     if args.names:
         paths = [p for p in paths if os.path.basename(p)[:-4] in args.names]
@@ -1279,49 +1285,66 @@ def main():
     if not paths:
         print(f"error: no scenario in {args.scenarios}", file=sys.stderr)
         return 2
+    import concurrent.futures
+    import threading
     java_libs = kafka_libs()
+    started = time.time()
     listener = Listener(args.offsetlab) if args.listener else None
     report = {"bootstrap": args.bootstrap, "listener": listener.bootstrap if listener else None, "scenarios": []}
-    bad = 0
+    printing = threading.Lock()
+    jobs = []
+    for path in paths:
+        name = os.path.basename(path)[:-4]
+        lines, directives = parse_scenario(path)
+        model = run_model(args.offsetlab, path)
+        entry = {"name": name, "file": os.path.relpath(path, REPO), "model_exit": model["exit"],
+                 "model_message": model["message"], "targets": {}}
+        report["scenarios"].append(entry)
+        jobs.append((entry, path, model, "kafka", args.bootstrap, None))
+        if listener:
+            reason = directives.get("not-on-listener")
+            if reason:
+                entry["targets"]["listener"] = {"skipped": reason}
+                print(f"NOT RUN {name} on the listener: {reason}", flush=True)
+            else:
+                jobs.append((entry, path, model, "listener", listener.bootstrap, listener.http))
+
+    # The longest stories (their ticks are slept through) first, so that they overlap the rest.
+    def ticks_ms(job):
+        return sum(duration_ms(l.word(0, "a duration")) for l in parse_scenario(job[1])[0] if l.cmd == "tick")
+    jobs.sort(key=ticks_ms, reverse=True)
+
+    def run(job):
+        entry, path, model, target, bootstrap, lab_http = job
+        story, failure, seconds = perform(path, target, bootstrap, java_libs, lab_http)
+        try:
+            problems, finals = compare(entry["name"], path, model, story, failure, target)
+        finally:
+            story.close()
+        if model["exit"] != 0:
+            problems.insert(0, f"the model does not hold the scenario (exit {model['exit']}): {model['message']}")
+        entry["targets"][target] = {"seconds": round(seconds, 1), "checks": story.checks, "errors": story.errors,
+                                    "final": finals, "notes": story.notes, "problems": problems}
+        n_figures = len(story.checks) + len(story.errors) + len(finals)
+        with printing:
+            print(f"{'FAIL' if problems else 'PASS'} {entry['name']} on {target} ({seconds:.0f}s, {n_figures} figures)",
+                  flush=True)
+            for p in problems:
+                print(f"    {p}", flush=True)
+        return bool(problems)
+
     try:
-        for path in paths:
-            name = os.path.basename(path)[:-4]
-            lines, directives = parse_scenario(path)
-            model = run_model(args.offsetlab, path)
-            entry = {"name": name, "file": os.path.relpath(path, REPO), "model_exit": model["exit"],
-                     "model_message": model["message"], "targets": {}}
-            model_problem = None if model["exit"] == 0 else f"the model does not hold the scenario (exit {model['exit']}): {model['message']}"
-            targets = [("kafka", args.bootstrap, None)]
-            if listener:
-                reason = directives.get("not-on-listener")
-                if reason:
-                    entry["targets"]["listener"] = {"skipped": reason}
-                else:
-                    targets.append(("listener", listener.bootstrap, listener.http))
-            for target, bootstrap, lab_http in targets:
-                story, failure, seconds = perform(path, target, bootstrap, java_libs, lab_http)
-                problems, finals = compare(name, path, model, story, failure, target)
-                if model_problem:
-                    problems.insert(0, model_problem)
-                story.close()
-                entry["targets"][target] = {"seconds": round(seconds, 1), "checks": story.checks, "errors": story.errors,
-                                            "final": finals, "notes": story.notes, "problems": problems}
-                status = "PASS" if not problems else "FAIL"
-                bad += bool(problems)
-                n_checks = len(story.checks) + len(story.errors) + len(finals)
-                print(f"{status} {name} on {target} ({seconds:.0f}s, {n_checks} figures)", flush=True)
-                for p in problems:
-                    print(f"    {p}", flush=True)
-            if listener and "listener" in entry["targets"] and "skipped" in entry["targets"]["listener"]:
-                print(f"NOT RUN {name} on the listener: {entry['targets']['listener']['skipped']}", flush=True)
-            report["scenarios"].append(entry)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            bad = sum(pool.map(run, jobs))
     finally:
         if listener:
             listener.stop()
+    report["seconds"] = round(time.time() - started, 1)
     os.makedirs(os.path.dirname(os.path.abspath(args.report)), exist_ok=True)
     with open(args.report, "w") as f:
         json.dump(report, f, indent=1)
-    print(f"{len(paths)} scenario(s); {bad} disagreement(s); report in {args.report}")
+    print(f"{len(paths)} scenario(s), {len(jobs)} run(s) in {report['seconds']:.0f} s; {bad} disagreement(s); "
+          f"report in {args.report}")
     return 1 if bad else 0
 
 
