@@ -119,9 +119,50 @@ impl Writer {
 
 /// A cursor over a record's bytes: every read checks what is left, so bytes from a file or a
 /// peer never panic or allocate more than they hold.
-struct Reader<'a>(&'a [u8]);
+struct Reader<'a>(&'a [u8], bool);
 
 impl<'a> Reader<'a> {
+    /// A reader of a value's fields; `flexible` for a flexible version (compact lengths,
+    /// tagged fields), as Kafka 4 writes its coordinator records.
+    fn new(bytes: &'a [u8]) -> Self {
+        Reader(bytes, false)
+    }
+    /// An unsigned varint (flexible versions' lengths), at most five bytes.
+    fn uvarint(&mut self) -> Option<u32> {
+        let mut v: u32 = 0;
+        for i in 0..5 {
+            let b = self.take(1)?[0];
+            v |= u32::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+        None
+    }
+    /// A length: `int16`/`int32` as written, or a compact length (varint of length + 1) in a
+    /// flexible version; `None` within for null.
+    fn length(&mut self, wide: bool) -> Option<Option<usize>> {
+        let n: i64 = if self.1 {
+            i64::from(self.uvarint()?) - 1
+        } else if wide {
+            i64::from(self.i32()?)
+        } else {
+            i64::from(self.i16()?)
+        };
+        Some(usize::try_from(n).ok())
+    }
+    /// Skips a flexible version's tagged fields (none of them is read here).
+    fn tagged_fields(&mut self) -> Option<()> {
+        if !self.1 {
+            return Some(());
+        }
+        for _ in 0..self.uvarint()? {
+            self.uvarint()?;
+            let size = self.uvarint()?;
+            self.take(usize::try_from(size).ok()?)?;
+        }
+        Some(())
+    }
     fn take(&mut self, n: usize) -> Option<&'a [u8]> {
         if self.0.len() < n {
             return None;
@@ -143,22 +184,20 @@ impl<'a> Reader<'a> {
         Some(i64::from_be_bytes(a))
     }
     fn nullable(&mut self) -> Option<Option<String>> {
-        let n = self.i16()?;
-        if n < 0 {
+        let Some(n) = self.length(false)? else {
             return Some(None);
-        }
-        let b = self.take(n as usize)?;
+        };
+        let b = self.take(n)?;
         String::from_utf8(b.to_vec()).ok().map(Some)
     }
     fn string(&mut self) -> Option<String> {
         self.nullable()?
     }
     fn bytes(&mut self) -> Option<Vec<u8>> {
-        let n = self.i32()?;
-        if n < 0 {
+        let Some(n) = self.length(true)? else {
             return Some(Vec::new());
-        }
-        self.take(n as usize).map(<[u8]>::to_vec)
+        };
+        self.take(n).map(<[u8]>::to_vec)
     }
 }
 
@@ -223,7 +262,7 @@ pub fn decode_key(bytes: &[u8]) -> Option<RecordKey> {
             partition,
         }));
     }
-    let mut r = Reader(bytes);
+    let mut r = Reader::new(bytes);
     let key = match r.i16()? {
         0 | OFFSET_COMMIT_KEY => RecordKey::Offset(OffsetKey {
             group: r.string()?,
@@ -250,7 +289,8 @@ pub struct OffsetCommitValue {
     pub expire_timestamp: Option<i64>,
 }
 
-/// An offset commit value, in Kafka's schema (versions 0–3) or the lab's former JSON.
+/// An offset commit value, in Kafka's schema (versions 0–4: Kafka 4 writes the flexible version 4,
+/// with the topic id as a tagged field) or the lab's former JSON.
 pub fn decode_offset_commit(bytes: &[u8]) -> Option<OffsetCommitValue> {
     if bytes.first() == Some(&b'{') {
         let v: OffsetAndMetadata = serde_json::from_slice(bytes).ok()?;
@@ -263,16 +303,19 @@ pub fn decode_offset_commit(bytes: &[u8]) -> Option<OffsetCommitValue> {
             expire_timestamp: None,
         });
     }
-    let mut r = Reader(bytes);
+    let mut r = Reader::new(bytes);
     let version = r.i16()?;
-    if !(0..=3).contains(&version) {
+    if !(0..=4).contains(&version) {
         return None;
     }
+    r.1 = version >= 4;
     let offset = r.i64()?;
     let leader_epoch = if version >= 3 { r.i32()? } else { -1 };
     let metadata = r.string()?;
     let commit_timestamp = r.i64()?;
     let expire_timestamp = if version == 1 { Some(r.i64()?) } else { None };
+    // Version 4's tagged fields: the topic id (tag 0), which the lab does not keep.
+    r.tagged_fields()?;
     Some(OffsetCommitValue {
         version: Some(version),
         offset,
@@ -293,25 +336,32 @@ pub fn decode_offset_value(bytes: &[u8]) -> Option<OffsetAndMetadata> {
     })
 }
 
-/// A group metadata value in Kafka's schema (versions 0–3).
+/// A group metadata value in Kafka's schema (versions 0–4; 4 is the flexible form).
 pub fn decode_group_value(bytes: &[u8]) -> Option<GroupMetadata> {
-    let mut r = Reader(bytes);
+    let mut r = Reader::new(bytes);
     let version = r.i16()?;
-    if !(0..=3).contains(&version) {
+    if !(0..=4).contains(&version) {
         return None;
     }
+    r.1 = version >= 4;
     let protocol_type = r.string()?;
     let generation = r.i32()?;
     let protocol = r.nullable()?;
     let leader = r.nullable()?;
     let current_state_timestamp = if version >= 2 { r.i64()? } else { -1 };
-    let count = r.i32()?;
+    let count: i64 = if r.1 {
+        i64::from(r.uvarint()?) - 1
+    } else {
+        i64::from(r.i32()?)
+    };
     // The fewest bytes a member of this version takes (every string and bytes field empty): a
     // count beyond the bytes left is refused before anything is allocated for it.
     let smallest = match version {
         0 => 18,
         1 | 2 => 22,
-        _ => 24,
+        3 => 24,
+        // Compact lengths of one byte each, the two int32s and the member's tagged fields.
+        _ => 15,
     };
     if usize::try_from(count).unwrap_or(0).saturating_mul(smallest) > r.0.len() {
         return None;
@@ -328,7 +378,9 @@ pub fn decode_group_value(bytes: &[u8]) -> Option<GroupMetadata> {
             subscription: r.bytes()?,
             assignment: r.bytes()?,
         });
+        r.tagged_fields()?;
     }
+    r.tagged_fields()?;
     Some(GroupMetadata {
         protocol_type,
         generation,
@@ -375,7 +427,7 @@ pub fn assignment(partitions: &[crate::record::TopicPartition]) -> Vec<u8> {
 /// The partitions a consumer protocol assignment (any version) holds, in its order; none for
 /// bytes that are not one. Versions 1+ only add fields after the partitions.
 pub fn assigned(bytes: &[u8]) -> Vec<crate::record::TopicPartition> {
-    let mut r = Reader(bytes);
+    let mut r = Reader::new(bytes);
     let mut out = Vec::new();
     let read = |r: &mut Reader<'_>, out: &mut Vec<crate::record::TopicPartition>| -> Option<()> {
         r.i16()?;
@@ -402,6 +454,95 @@ pub fn assigned(bytes: &[u8]) -> Vec<crate::record::TopicPartition> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// Kafka 4.4's offset commit value: the flexible version 4 (compact string, tagged fields
+    /// with the topic id as tag 0), laid out by hand from its OffsetCommitValue.json.
+    #[test]
+    fn kafka_4s_flexible_offset_commit_reads() {
+        let mut v = vec![0, 4];
+        v.extend(12i64.to_be_bytes());
+        v.extend(7i32.to_be_bytes());
+        v.extend([4, b'a', b'b', b'c']); // compact string "abc": length + 1
+        v.extend(1_767_225_600_000i64.to_be_bytes());
+        v.extend([1, 0, 16]); // one tagged field: tag 0, 16 bytes
+        v.extend([0xab; 16]);
+        let d = decode_offset_commit(&v).expect("a version 4 value");
+        assert_eq!(
+            (
+                d.version,
+                d.offset,
+                d.leader_epoch,
+                d.metadata.as_str(),
+                d.commit_timestamp,
+                d.expire_timestamp
+            ),
+            (Some(4), 12, 7, "abc", 1_767_225_600_000, None)
+        );
+        // No tagged field at all, and a cut tagged field, are told apart.
+        let mut plain = v[..v.len() - 19].to_vec();
+        plain.push(0);
+        assert_eq!(decode_offset_commit(&plain).map(|d| d.offset), Some(12));
+        assert!(decode_offset_commit(&v[..v.len() - 4]).is_none());
+        // Versions past 4 are not guessed at.
+        let mut v5 = v.clone();
+        v5[1] = 5;
+        assert!(decode_offset_commit(&v5).is_none());
+    }
+
+    /// Kafka 4.4's group metadata value, version 4: compact strings, a compact array of members
+    /// (each ending with its tagged fields), and the value's own tagged fields.
+    #[test]
+    fn kafka_4s_flexible_group_metadata_reads() {
+        let compact = |s: &str| {
+            let mut b = vec![u8::try_from(s.len() + 1).expect("short")];
+            b.extend(s.as_bytes());
+            b
+        };
+        let mut v = vec![0, 4];
+        v.extend(compact("consumer"));
+        v.extend(3i32.to_be_bytes());
+        v.extend(compact("range"));
+        v.extend(compact("m-1"));
+        v.extend((-1i64).to_be_bytes());
+        v.push(2); // one member
+        v.extend(compact("m-1"));
+        v.push(0); // group instance id: null
+        v.extend(compact("client"));
+        v.extend(compact("/127.0.0.1"));
+        v.extend(45_000i32.to_be_bytes());
+        v.extend(45_000i32.to_be_bytes());
+        let sub = subscription(["orders"]);
+        v.push(u8::try_from(sub.len() + 1).expect("short"));
+        v.extend(&sub);
+        let asg = assignment(&[crate::record::TopicPartition::new("orders", 0)]);
+        v.push(u8::try_from(asg.len() + 1).expect("short"));
+        v.extend(&asg);
+        v.push(0); // the member's tagged fields
+        v.push(0); // the value's tagged fields
+        let g = decode_group_value(&v).expect("a version 4 value");
+        assert_eq!(
+            (
+                g.protocol_type.as_str(),
+                g.generation,
+                g.protocol.as_deref(),
+                g.leader.as_deref()
+            ),
+            ("consumer", 3, Some("range"), Some("m-1"))
+        );
+        assert_eq!(g.members.len(), 1);
+        assert_eq!(
+            (
+                g.members[0].member_id.as_str(),
+                g.members[0].group_instance_id.clone()
+            ),
+            ("m-1", None)
+        );
+        assert_eq!(
+            assigned(&g.members[0].assignment),
+            vec![crate::record::TopicPartition::new("orders", 0)]
+        );
+        assert!(decode_group_value(&v[..v.len() - 3]).is_none());
+    }
 
     /// The bytes Kafka writes for ('analytics-prod', 'orders', 0) at offset 4, laid out by hand
     /// from the schema, not by the encoder under test.
