@@ -328,17 +328,21 @@ fn reset_spec() -> impl Strategy<Value = (ResetSpec, Option<String>)> {
 
 fn expect_checks() -> impl Strategy<Value = Vec<(ExpectKey, String)>> {
     let number = prop_oneof![Just("-".to_string()), any::<i64>().prop_map(|n| n.to_string())];
-    proptest::collection::btree_map(0..20usize, (number, text()), 1..5).prop_map(|m| {
+    proptest::collection::btree_map(0..ALL_EXPECT_KEYS.len(), (number, text()), 1..5).prop_map(|m| {
         m.into_iter()
             .map(|(i, (n, t))| {
                 let key = ALL_EXPECT_KEYS[i];
-                (key, if key == ExpectKey::State { t } else { n })
+                let text_key = matches!(
+                    key,
+                    ExpectKey::State | ExpectKey::GroupState | ExpectKey::Metadata | ExpectKey::Polled
+                );
+                (key, if text_key { t } else { n })
             })
             .collect()
     })
 }
 
-const ALL_EXPECT_KEYS: [ExpectKey; 20] = [
+const ALL_EXPECT_KEYS: [ExpectKey; 23] = [
     ExpectKey::Lost,
     ExpectKey::Duplicates,
     ExpectKey::DuplicateRows,
@@ -359,6 +363,9 @@ const ALL_EXPECT_KEYS: [ExpectKey; 20] = [
     ExpectKey::Position,
     ExpectKey::InFlight,
     ExpectKey::Generation,
+    ExpectKey::GroupState,
+    ExpectKey::Metadata,
+    ExpectKey::Polled,
 ];
 
 /// Every command kind, with values from the generators above.
@@ -664,6 +671,16 @@ fn command() -> impl Strategy<Value = Command> {
                     checks,
                 })
             ),
+        (
+            "[A-Z][A-Z_]{0,30}",
+            prop_oneof![
+                text().prop_map(|group| Command::DeleteGroup(DeleteGroup { group })),
+                text().prop_map(|topic| Command::DeleteTopic(DeleteTopic { topic })),
+            ]
+        )
+            .prop_map(|(code, inner)| {
+                Command::ExpectError(ExpectError::new(&code, inner).expect("an action and a code"))
+            }),
     ];
     prop_oneof![
         produce.boxed(),
