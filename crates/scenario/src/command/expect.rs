@@ -90,7 +90,10 @@ impl ExpectKey {
 
     /// Keys whose value is text, not a number (or `-`).
     fn is_text(self) -> bool {
-        matches!(self, Self::State | Self::GroupState | Self::Metadata | Self::Polled)
+        matches!(
+            self,
+            Self::State | Self::GroupState | Self::Metadata | Self::Polled
+        )
     }
 
     fn is_log_key(self) -> bool {
@@ -356,7 +359,13 @@ fn offset_ranges(offsets: impl IntoIterator<Item = i64>) -> String {
         return "-".to_string();
     }
     runs.iter()
-        .map(|&(a, b)| if a == b { a.to_string() } else { format!("{a}..{b}") })
+        .map(|&(a, b)| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}..{b}")
+            }
+        })
         .collect::<Vec<_>>()
         .join(",")
 }

@@ -110,8 +110,10 @@ mod tests {
 
     #[test]
     fn an_accepted_line_or_another_refusal_fails_the_claim() {
-        assert!(failure("close c1\nexpect-error NON_EMPTY_GROUP delete-group billing\n")
-            .contains("expected NON_EMPTY_GROUP, but the line was accepted"));
+        assert!(
+            failure("close c1\nexpect-error NON_EMPTY_GROUP delete-group billing\n")
+                .contains("expected NON_EMPTY_GROUP, but the line was accepted")
+        );
         assert!(failure("expect-error ILLEGAL_GENERATION commit-offsets billing member=ghost generation=1 offsets=orders:0=5\n")
             .contains("expected ILLEGAL_GENERATION, got UNKNOWN_MEMBER_ID"));
         assert!(failure("expect-error UNKNOWN_MEMBER_ID poll nobody\n")
