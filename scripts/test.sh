@@ -16,7 +16,9 @@
 #      ... then the Java client (kafka-clients/java): the Java consumer's auto-commit inside poll()
 #      killed at five planned instants, against the model's prediction, and its producer, group,
 #      admin and transactional flows, on the lab's listener and on Apache Kafka
-#   8. three Apache Kafka brokers: a lesson and the admin commands across partition leaders and
+#   8. the oracle scenarios (scenarios/oracle, scripts/oracle_scenarios.py): twelve stories from
+#      Kafka's documentation and KIPs, on the model, on Apache Kafka and on the lab's listener
+#   9. three Apache Kafka brokers: a lesson and the admin commands across partition leaders and
 #      a group coordinator that is not the bootstrap broker, then a leader killed mid-run
 #      (cargo tests `three_brokers_*`, left out of step 2 and run here with the cluster named by
 #      OFFSETLAB_THREE_BROKERS; inside this command they fail if it is unset)
@@ -96,6 +98,17 @@ echo "== the Java client (kafka-clients, Apache Kafka's release): crash vs model
 bash scripts/java_crash_vs_model.sh --lab "$kafka" --apache "$bootstrap" ./target/debug/offsetlab
 scripts/apache-kafka.sh stop --dir "$kafka_dir"
 kafka_dir=
+
+echo "== oracle: scenarios/oracle on the model, on Apache Kafka and on the lab's listener"
+started=$SECONDS
+kafka_dir=$(mktemp -d)
+# Offsets that expire within a test (KIP-211's scenario): a one-minute retention, checked every second.
+bootstrap=$(scripts/apache-kafka.sh start --dir "$kafka_dir" --config offsets.retention.minutes=1 \
+  --config offsets.retention.check.interval.ms=1000)
+"$venv/bin/python" scripts/oracle_scenarios.py --bootstrap "$bootstrap" --offsetlab ./target/debug/offsetlab --listener --jobs 3
+scripts/apache-kafka.sh stop --dir "$kafka_dir"
+kafka_dir=
+echo "  oracle: $(seconds_since "$started") s"
 
 echo "== three Apache Kafka brokers: a lesson and the admin commands across leaders, then a leader killed mid-run"
 started=$SECONDS
