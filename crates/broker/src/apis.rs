@@ -223,14 +223,14 @@ async fn dispatch(
             ResponseKind::Metadata(blocking(broker, move |b| metadata::handle(b, &r, version)).await?)
         }
         RequestKind::ListOffsets(r) => {
-            ResponseKind::ListOffsets(blocking(broker, move |b| list_offsets::handle(b, &r)).await?)
+            ResponseKind::ListOffsets(blocking(broker, move |b| list_offsets::handle(b, &r, version)).await?)
         }
         RequestKind::Fetch(r) => ResponseKind::Fetch(fetch::handle(broker, r, version).await?),
         RequestKind::InitProducerId(r) => {
             ResponseKind::InitProducerId(blocking(broker, move |b| init_producer_id::handle(b, &r)).await?)
         }
         RequestKind::AddPartitionsToTxn(r) => ResponseKind::AddPartitionsToTxn(
-            blocking(broker, move |b| add_partitions_to_txn::handle(b, &r)).await?,
+            blocking(broker, move |b| add_partitions_to_txn::handle(b, &r, version)).await?,
         ),
         RequestKind::AddOffsetsToTxn(r) => {
             ResponseKind::AddOffsetsToTxn(blocking(broker, move |b| add_offsets_to_txn::handle(b, &r)).await?)
@@ -239,11 +239,11 @@ async fn dispatch(
             ResponseKind::TxnOffsetCommit(blocking(broker, move |b| txn_offset_commit::handle(b, &r)).await?)
         }
         RequestKind::EndTxn(r) => {
-            ResponseKind::EndTxn(blocking(broker, move |b| end_txn::handle(b, &r)).await?)
+            ResponseKind::EndTxn(blocking(broker, move |b| end_txn::handle(b, &r, version)).await?)
         }
-        RequestKind::CreateTopics(r) => {
-            ResponseKind::CreateTopics(blocking(broker, move |b| create_topics::handle(b, &r)).await?)
-        }
+        RequestKind::CreateTopics(r) => ResponseKind::CreateTopics(
+            blocking(broker, move |b| create_topics::handle(b, &r, version)).await?,
+        ),
         RequestKind::CreatePartitions(r) => {
             ResponseKind::CreatePartitions(blocking(broker, move |b| create_partitions::handle(b, &r)).await?)
         }
@@ -263,6 +263,43 @@ async fn dispatch(
             ResponseKind::ListPartitionReassignments(list_partition_reassignments::handle())
         }
         RequestKind::DescribeAcls(_) => ResponseKind::DescribeAcls(describe_acls::handle()),
+        RequestKind::CreateAcls(r) => ResponseKind::CreateAcls(create_acls::handle(&r)),
+        RequestKind::DeleteAcls(r) => ResponseKind::DeleteAcls(delete_acls::handle(&r)),
+        RequestKind::AlterReplicaLogDirs(r) => ResponseKind::AlterReplicaLogDirs(
+            blocking(broker, move |b| alter_replica_log_dirs::handle(b, &r)).await?,
+        ),
+        RequestKind::AlterPartitionReassignments(r) => ResponseKind::AlterPartitionReassignments(
+            blocking(broker, move |b| alter_partition_reassignments::handle(b, &r)).await?,
+        ),
+        RequestKind::DescribeQuorum(r) => ResponseKind::DescribeQuorum(
+            blocking(broker, move |b| describe_quorum::handle(b, &r, version)).await?,
+        ),
+        RequestKind::DescribeCluster(r) => {
+            ResponseKind::DescribeCluster(describe_cluster::handle(broker, &r, version))
+        }
+        RequestKind::UpdateFeatures(r) => ResponseKind::UpdateFeatures(update_features::handle(&r)),
+        RequestKind::AlterUserScramCredentials(r) => {
+            ResponseKind::AlterUserScramCredentials(alter_user_scram_credentials::handle(&r))
+        }
+        RequestKind::DescribeClientQuotas(r) => {
+            ResponseKind::DescribeClientQuotas(describe_client_quotas::handle(&r))
+        }
+        RequestKind::AlterClientQuotas(r) => ResponseKind::AlterClientQuotas(alter_client_quotas::handle(&r)),
+        RequestKind::DescribeProducers(r) => ResponseKind::DescribeProducers(
+            blocking(broker, move |b| describe_producers::handle(b, &r)).await?,
+        ),
+        RequestKind::DescribeTransactions(r) => ResponseKind::DescribeTransactions(
+            blocking(broker, move |b| describe_transactions::handle(b, &r)).await?,
+        ),
+        RequestKind::ListTransactions(r) => ResponseKind::ListTransactions(
+            blocking(broker, move |b| list_transactions::handle(b, &r, version)).await?,
+        ),
+        RequestKind::OffsetForLeaderEpoch(r) => ResponseKind::OffsetForLeaderEpoch(
+            blocking(broker, move |b| offset_for_leader_epoch::handle(b, &r)).await?,
+        ),
+        RequestKind::AlterConfigs(r) => {
+            ResponseKind::AlterConfigs(blocking(broker, move |b| alter_configs::handle(b, &r)).await?)
+        }
         RequestKind::DescribeUserScramCredentials(r) => {
             ResponseKind::DescribeUserScramCredentials(describe_user_scram_credentials::handle(&r))
         }
@@ -287,9 +324,9 @@ async fn dispatch(
         RequestKind::ListGroups(r) => {
             ResponseKind::ListGroups(blocking(broker, move |b| list_groups::handle(b, &r)).await?)
         }
-        RequestKind::DescribeGroups(r) => {
-            ResponseKind::DescribeGroups(blocking(broker, move |b| describe_groups::handle(b, &r)).await?)
-        }
+        RequestKind::DescribeGroups(r) => ResponseKind::DescribeGroups(
+            blocking(broker, move |b| describe_groups::handle(b, &r, version)).await?,
+        ),
         RequestKind::JoinGroup(r) => {
             ResponseKind::JoinGroup(join_group::handle(broker, r, version, &client_id, client.host).await?)
         }

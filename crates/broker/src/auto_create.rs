@@ -19,8 +19,9 @@ pub(crate) fn creatable(name: &str) -> bool {
 }
 
 /// `topic NAME` commands (one partition, Kafka's defaults) for the unknown topics among
-/// `names` that may be created, and the names that may not (internal or invalid), each with its
-/// error code.
+/// `names` that may be created, and the names that may not, each with the code a Produce gets:
+/// INVALID_TOPIC_EXCEPTION for an internal topic, UNKNOWN_TOPIC_OR_PARTITION for a name no
+/// topic can have (Kafka's Produce does not judge names: it finds no such topic).
 pub(crate) fn creations(s: &Session, names: &[String]) -> (Vec<CreateTopic>, BTreeMap<String, i16>) {
     let mut creating: Vec<CreateTopic> = Vec::new();
     let mut refused = BTreeMap::new();
@@ -33,16 +34,23 @@ pub(crate) fn creations(s: &Session, names: &[String]) -> (Vec<CreateTopic>, BTr
                 name: name.clone(),
                 config: TopicConfig::default(),
             });
-        } else {
+        } else if offsetlab_engine::names::is_internal_topic(name) {
             refused.insert(name.clone(), INVALID_TOPIC_EXCEPTION);
+        } else {
+            refused.insert(name.clone(), UNKNOWN_TOPIC_OR_PARTITION);
         }
     }
     (creating, refused)
 }
 
-/// Creates the unknown topics among `names` (a Metadata request that allows it).
-pub(crate) fn create_topics(lab: &LabHandle, names: &[String]) {
+/// Creates the unknown topics among `names` (a Metadata request that allows it); the names
+/// created.
+pub(crate) fn create_topics(lab: &LabHandle, names: &[String]) -> Vec<String> {
     let s = lab.lock();
     let (creating, _) = creations(&s, names);
-    let _ = change::apply_commands(lab, s, creating.into_iter().map(Command::Topic).collect());
+    let created: Vec<String> = creating.iter().map(|c| c.name.clone()).collect();
+    match change::apply_commands(lab, s, creating.into_iter().map(Command::Topic).collect()) {
+        Ok(()) => created,
+        Err(_) => Vec::new(),
+    }
 }

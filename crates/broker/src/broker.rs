@@ -11,6 +11,13 @@ use std::net::SocketAddr;
 /// The lab is one broker, node 0, the leader of every partition.
 pub(crate) const NODE: i32 = 0;
 
+/// The cluster id Metadata and DescribeCluster answer with.
+pub(crate) const CLUSTER_ID: &str = "offsetlab";
+
+/// Every partition's leader epoch: its one leader has led it since it was created, as a new
+/// partition's first leader does in Kafka (epoch 0).
+pub(crate) const LEADER_EPOCH: i32 = 0;
+
 /// How the listener behaves.
 #[derive(Debug, Clone)]
 pub struct KafkaConfig {
@@ -43,6 +50,14 @@ impl Default for KafkaConfig {
     }
 }
 
+/// How a real client's last transaction ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TxnOutcome {
+    pub(crate) committed: bool,
+    /// When it started (the lab's clock), −1 when it wrote nothing.
+    pub(crate) started_at: i64,
+}
+
 /// One broker: what a request handler is given.
 pub(crate) struct Broker {
     pub(crate) lab: LabHandle,
@@ -53,6 +68,16 @@ pub(crate) struct Broker {
     pub(crate) coordinator: Coordinator,
     /// `transaction.timeout.ms` kept on wall time for real clients' transactions.
     pub(crate) txn_timeouts: crate::txn_timeouts::TxnTimeouts,
+    /// How each real client's last transaction ended, for DescribeTransactions and
+    /// ListTransactions; in memory (a restart forgets it, and the state reads Empty).
+    pub(crate) txn_outcomes: std::sync::Mutex<std::collections::HashMap<String, TxnOutcome>>,
+    /// The partitions each real client's open transaction added (AddPartitionsToTxn, and
+    /// `__consumer_offsets`' for AddOffsetsToTxn) whether or not it wrote there yet — the lab's
+    /// history learns them from the records — so EndTxn knows a transaction that wrote
+    /// nothing from none at all, and DescribeTransactions lists them, as Kafka's coordinator
+    /// does. In memory; cleared when the transaction ends.
+    pub(crate) txn_added:
+        std::sync::Mutex<std::collections::HashMap<String, std::collections::BTreeSet<(String, i32)>>>,
 }
 
 impl Broker {
@@ -64,6 +89,8 @@ impl Broker {
             producers: Producers::default(),
             coordinator: Coordinator::default(),
             txn_timeouts: Default::default(),
+            txn_outcomes: Default::default(),
+            txn_added: Default::default(),
         }
     }
 }

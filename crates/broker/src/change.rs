@@ -120,28 +120,35 @@ pub(crate) fn apply_commands(
 /// A refusal decided before anything is applied: Kafka's error code and its message.
 pub(crate) type Refusal = (i16, String);
 
-/// An admin request's items, each a command to apply by itself or the refusal already decided:
-/// applied one by one ([`apply_each`]) — or with `validate_only`, only checked — and answered
-/// item by item, as Kafka answers a request that names several topics.
+/// An admin request's items, each a command to apply by itself (`None`: nothing to change, a
+/// success) or the refusal already decided: applied one by one ([`apply_each`]) — or with
+/// `validate_only`, only checked — and answered item by item, as Kafka answers a request that
+/// names several topics.
 pub(crate) fn apply_planned(
     lab: &LabHandle,
     s: MutexGuard<'_, Session>,
-    planned: Vec<Result<Command, Refusal>>,
+    planned: Vec<Result<Option<Command>, Refusal>>,
     validate_only: bool,
 ) -> Vec<Result<(), Refusal>> {
     if validate_only {
         drop(s);
         return planned.into_iter().map(|p| p.map(|_| ())).collect();
     }
-    let commands: Vec<Command> = planned.iter().filter_map(|p| p.as_ref().ok().cloned()).collect();
+    let commands: Vec<Command> = planned
+        .iter()
+        .filter_map(|p| p.as_ref().ok().cloned().flatten())
+        .collect();
     let mut applied = apply_each(lab, s, commands).into_iter();
     planned
         .into_iter()
         .map(|p| {
-            p.and_then(|_| match applied.next() {
-                Some(Ok(())) => Ok(()),
-                Some(Err(failure)) => Err((failure.code(), failure.message())),
-                None => Err((UNKNOWN_SERVER_ERROR, "not applied".to_string())),
+            p.and_then(|command| match command.map(|_| applied.next()) {
+                None => Ok(()),
+                Some(applied) => match applied {
+                    Some(Ok(())) => Ok(()),
+                    Some(Err(failure)) => Err((failure.code(), failure.message())),
+                    None => Err((UNKNOWN_SERVER_ERROR, "not applied".to_string())),
+                },
             })
         })
         .collect()

@@ -15,6 +15,7 @@
 //! - [`sasl`]: SASL/PLAIN authentication of a connection, when the listener asks for it.
 
 mod apis;
+mod authorized;
 mod auto_create;
 mod broker;
 mod change;
@@ -26,6 +27,7 @@ pub mod sasl;
 mod server;
 #[cfg(test)]
 mod testing;
+mod topic_configs;
 mod transaction_state;
 mod txn_timeouts;
 

@@ -30,6 +30,17 @@ impl Records {
             Records::Transactional { records, .. } => records.len(),
         }
     }
+
+    /// The largest timestamp among the records (−1 for none): what Kafka keeps for a producer's
+    /// last batch (DescribeProducers' `last_timestamp`, a resend's log append time).
+    pub(crate) fn max_timestamp(&self) -> i64 {
+        match self {
+            Records::Encoded(b) => b.headers().iter().map(|h| h.max_timestamp).max().unwrap_or(-1),
+            Records::Transactional { records, .. } => {
+                records.iter().filter_map(|r| r.timestamp).max().unwrap_or(-1)
+            }
+        }
+    }
 }
 
 /// One partition's share of a Produce request, validated.

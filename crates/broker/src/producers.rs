@@ -28,9 +28,12 @@ struct Entry {
     epoch: i16,
     /// The sequence the next batch must carry.
     next_sequence: i32,
-    /// The last batch written: its first sequence and the offset it got.
+    /// The last batch written: its first sequence, the offset it got and its largest timestamp.
     last_sequence: i32,
     last_offset: i64,
+    last_timestamp: i64,
+    /// The last sequence written (−1 when none under this epoch): DescribeProducers'.
+    last_written: i32,
 }
 
 /// What to do with a producer's batches.
@@ -38,8 +41,9 @@ struct Entry {
 pub enum Verdict {
     /// New: append them.
     Append,
-    /// A resend of the last batch written: answer with its offset, append nothing.
-    Duplicate { base_offset: i64 },
+    /// A resend of the last batch written: answer with its offset (and, as Kafka does, its
+    /// largest timestamp as the log append time), append nothing.
+    Duplicate { base_offset: i64, max_timestamp: i64 },
 }
 
 /// Producer ids handed out, and per (producer, topic, partition) the sequence state.
@@ -68,8 +72,26 @@ impl Producers {
             Some(e) if epoch == e.epoch && sequence == e.next_sequence => Ok(Verdict::Append),
             Some(e) if epoch == e.epoch && sequence == e.last_sequence => Ok(Verdict::Duplicate {
                 base_offset: e.last_offset,
+                max_timestamp: e.last_timestamp,
             }),
             Some(_) => Err(OUT_OF_ORDER_SEQUENCE_NUMBER),
+        }
+    }
+
+    /// A transaction of `producer_id` ended: its markers, written at `now`, are its last batches
+    /// on the `partitions` it wrote (DescribeProducers' `last_timestamp`) — under `bumped`, the epoch the
+    /// end bumped to (transactions v2), where its sequences start again.
+    pub fn marked(&self, producer_id: i64, partitions: &[(String, i32)], now: i64, bumped: Option<i16>) {
+        for ((id, topic, partition), e) in lock(&self.table).iter_mut() {
+            if *id == producer_id && partitions.iter().any(|(t, p)| t == topic && p == partition) {
+                e.last_timestamp = now;
+                if let Some(epoch) = bumped {
+                    e.epoch = epoch;
+                    e.next_sequence = 0;
+                    e.last_sequence = -1;
+                    e.last_written = -1;
+                }
+            }
         }
     }
 
@@ -79,18 +101,46 @@ impl Producers {
         lock(&self.table).retain(|(_, t, _), _| t != topic);
     }
 
-    /// Records that the batches of `run` were appended at `base_offset`.
-    pub fn appended(&self, run: ProducerRun, topic: &str, partition: i32, base_offset: i64) {
+    /// The producers that wrote to `topic`-`partition` (DescribeProducers): (producer id, epoch,
+    /// last sequence written, the last batch's largest timestamp), by producer id.
+    pub fn of_partition(&self, topic: &str, partition: i32) -> Vec<(i64, i16, i32, i64)> {
+        let table = lock(&self.table);
+        let mut out: Vec<(i64, i16, i32, i64)> = table
+            .iter()
+            .filter(|((_, t, p), _)| t == topic && *p == partition)
+            .map(|((id, _, _), e)| (*id, e.epoch, e.last_written, e.last_timestamp))
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
+    /// Records that the batches of `run` were appended at `base_offset`, the largest of their
+    /// timestamps `max_timestamp`.
+    pub fn appended(
+        &self,
+        run: ProducerRun,
+        topic: &str,
+        partition: i32,
+        base_offset: i64,
+        max_timestamp: i64,
+    ) {
         let (id, epoch, sequence, count) = (run.producer_id, run.epoch, run.first_sequence, run.records);
         let mut table = lock(&self.table);
+        // Sequences wrap at i32::MAX, as Kafka's do.
+        let next_sequence = ((i64::from(sequence) + i64::from(count)) % (i64::from(i32::MAX) + 1)) as i32;
         table.insert(
             (id, topic.to_string(), partition),
             Entry {
                 epoch,
-                // Sequences wrap at i32::MAX, as Kafka's do.
-                next_sequence: ((i64::from(sequence) + i64::from(count)) % (i64::from(i32::MAX) + 1)) as i32,
+                next_sequence,
+                last_written: if next_sequence == 0 {
+                    i32::MAX
+                } else {
+                    next_sequence - 1
+                },
                 last_sequence: sequence,
                 last_offset: base_offset,
+                last_timestamp: max_timestamp,
             },
         );
     }
@@ -116,9 +166,16 @@ mod tests {
         assert_eq!(p.init().0, id + 1, "ids are unique");
         let first = run(id, epoch, 0, 3);
         assert_eq!(p.check(first, "t", 0), Ok(Verdict::Append));
-        p.appended(first, "t", 0, 10);
+        p.appended(first, "t", 0, 10, 7_000);
         // The answer was lost; the client sends the same batch again.
-        assert_eq!(p.check(first, "t", 0), Ok(Verdict::Duplicate { base_offset: 10 }));
+        assert_eq!(
+            p.check(first, "t", 0),
+            Ok(Verdict::Duplicate {
+                base_offset: 10,
+                max_timestamp: 7_000
+            })
+        );
+        assert_eq!(p.of_partition("t", 0), [(id, epoch, 2, 7_000)]);
         // The next batch continues the numbering; another partition counts on its own.
         assert_eq!(p.check(run(id, epoch, 3, 2), "t", 0), Ok(Verdict::Append));
         assert_eq!(p.check(run(id, epoch, 0, 2), "t", 1), Ok(Verdict::Append));

@@ -7,6 +7,18 @@ pub use kafka_protocol::error::ResponseError;
 /// No error.
 pub const NONE: i16 = 0;
 
+pub const CONCURRENT_TRANSACTIONS: i16 = ResponseError::ConcurrentTransactions.code();
+pub const FENCED_LEADER_EPOCH: i16 = ResponseError::FencedLeaderEpoch.code();
+pub const INVALID_PRODUCER_ID_MAPPING: i16 = ResponseError::InvalidProducerIdMapping.code();
+pub const INVALID_UPDATE_VERSION: i16 = ResponseError::InvalidUpdateVersion.code();
+pub const LOG_DIR_NOT_FOUND: i16 = ResponseError::LogDirNotFound.code();
+pub const MISMATCHED_ENDPOINT_TYPE: i16 = ResponseError::MismatchedEndpointType.code();
+pub const NO_REASSIGNMENT_IN_PROGRESS: i16 = ResponseError::NoReassignmentInProgress.code();
+pub const PRODUCER_FENCED: i16 = ResponseError::ProducerFenced.code();
+pub const TRANSACTIONAL_ID_NOT_FOUND: i16 = ResponseError::TransactionalIdNotFound.code();
+pub const UNKNOWN_LEADER_EPOCH: i16 = ResponseError::UnknownLeaderEpoch.code();
+pub const UNSUPPORTED_ENDPOINT_TYPE: i16 = ResponseError::UnsupportedEndpointType.code();
+pub const COORDINATOR_NOT_AVAILABLE: i16 = ResponseError::CoordinatorNotAvailable.code();
 pub const ELECTION_NOT_NEEDED: i16 = ResponseError::ElectionNotNeeded.code();
 pub const CORRUPT_MESSAGE: i16 = ResponseError::CorruptMessage.code();
 pub const GROUP_ID_NOT_FOUND: i16 = ResponseError::GroupIdNotFound.code();

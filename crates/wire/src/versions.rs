@@ -5,23 +5,32 @@
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{ApiKey, ApiVersionsResponse};
 
-/// (API, lowest version, highest version) served.
+/// (API, lowest version, highest version) served: what Apache Kafka 4.4 serves for each of
+/// these APIs, up to what the `kafka-protocol` crate can encode (ListOffsets v11, ApiVersions
+/// v5, DescribeLogDirs v5 and TxnOffsetCommit v6 are beyond it, and its OffsetCommit and
+/// OffsetFetch v10 — topics by id — lists v10 but cannot decode a v10 request's topics;
+/// docs/CONFORMANCE.md).
 pub const SERVED: &[(ApiKey, i16, i16)] = &[
     // v3 is the flexible one current clients start with; kcat (librdkafka 2.x) accepts it.
     (ApiKey::ApiVersions, 0, 4),
-    (ApiKey::Metadata, 0, 12),
-    (ApiKey::ListOffsets, 1, 9),
-    (ApiKey::Fetch, 4, 17),
-    // Record batches v2 only (librdkafka speaks them with Produce ≥ 3 and Fetch ≥ 4).
-    (ApiKey::Produce, 3, 12),
+    (ApiKey::Metadata, 0, 13),
+    (ApiKey::ListOffsets, 1, 10),
+    (ApiKey::Fetch, 4, 18),
+    // Record batches v2 only (librdkafka speaks them with Produce ≥ 3 and Fetch ≥ 4); v13 names
+    // topics by id. Advertised from v0, as Kafka 4 does ([`advertised`]).
+    (ApiKey::Produce, 3, 13),
     // Producer ids for idempotent producers (the default of current clients).
     (ApiKey::InitProducerId, 0, 5),
-    // Transactions of real producers (before KIP-890's server-side defence: EndTxn v5,
-    // AddPartitionsToTxn v4+, which change the protocol's shape).
-    (ApiKey::AddPartitionsToTxn, 0, 3),
+    // Transactions of real producers; AddPartitionsToTxn v4+ batches transactions, EndTxn v5
+    // bumps the epoch at each end (KIP-890).
+    (ApiKey::AddPartitionsToTxn, 0, 5),
     (ApiKey::AddOffsetsToTxn, 0, 4),
-    (ApiKey::TxnOffsetCommit, 0, 4),
-    (ApiKey::EndTxn, 0, 4),
+    (ApiKey::TxnOffsetCommit, 0, 5),
+    (ApiKey::EndTxn, 0, 5),
+    // What a transactional or idempotent producer's state looks like (KIP-664).
+    (ApiKey::DescribeProducers, 0, 0),
+    (ApiKey::DescribeTransactions, 0, 0),
+    (ApiKey::ListTransactions, 0, 2),
     // Admin: topics created (mapped onto `topic` lines), records deleted, configs described.
     (ApiKey::CreateTopics, 2, 7),
     (ApiKey::CreatePartitions, 0, 3),
@@ -29,23 +38,36 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeConfigs, 1, 4),
     // A live topic's retention and cleanup settings (`alter-topic` lines).
     (ApiKey::IncrementalAlterConfigs, 0, 1),
-    // What one broker answers truthfully: its one log directory, leaders already elected, nothing
-    // reassigning, no authorizer (SECURITY_DISABLED), no SCRAM users.
+    (ApiKey::AlterConfigs, 0, 2),
+    // What one broker answers truthfully: its one log directory, leaders already elected at
+    // epoch 0, nothing reassigning, no authorizer (SECURITY_DISABLED), no SCRAM users, no
+    // quotas, no feature flags, a quorum of one.
     (ApiKey::DescribeLogDirs, 1, 4),
+    (ApiKey::AlterReplicaLogDirs, 1, 2),
     (ApiKey::DescribeTopicPartitions, 0, 0),
     (ApiKey::ElectLeaders, 0, 2),
     (ApiKey::ListPartitionReassignments, 0, 0),
+    (ApiKey::AlterPartitionReassignments, 0, 1),
+    (ApiKey::OffsetForLeaderEpoch, 2, 4),
     (ApiKey::DescribeAcls, 1, 3),
+    (ApiKey::CreateAcls, 1, 3),
+    (ApiKey::DeleteAcls, 1, 3),
     (ApiKey::DescribeUserScramCredentials, 0, 0),
+    (ApiKey::AlterUserScramCredentials, 0, 0),
+    (ApiKey::DescribeClientQuotas, 0, 1),
+    (ApiKey::AlterClientQuotas, 0, 1),
+    (ApiKey::DescribeCluster, 0, 2),
+    (ApiKey::DescribeQuorum, 0, 2),
+    (ApiKey::UpdateFeatures, 0, 2),
     // Deletions: topics (by name), Empty groups, a group's offsets for topics it does not read.
     (ApiKey::DeleteTopics, 1, 6),
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::OffsetDelete, 0, 0),
-    // The lab's groups, read-only: where their coordinator is, who is in them, what they committed.
-    (ApiKey::FindCoordinator, 0, 5),
+    // The lab's groups: where their coordinator is, who is in them, what they committed.
+    (ApiKey::FindCoordinator, 0, 6),
     (ApiKey::ListGroups, 0, 5),
-    (ApiKey::DescribeGroups, 0, 5),
-    (ApiKey::OffsetFetch, 1, 8),
+    (ApiKey::DescribeGroups, 0, 6),
+    (ApiKey::OffsetFetch, 1, 9),
     // Commits: a member's (checked against its generation), or from outside a group (resets).
     (ApiKey::OffsetCommit, 2, 9),
     // Groups of real clients: the classic (eager) group protocol.
@@ -68,6 +90,20 @@ pub fn served(api_key: ApiKey) -> Option<(i16, i16)> {
         .map(|&(_, lo, hi)| (lo, hi))
 }
 
+/// The range advertised for `api_key` in ApiVersions: the range served, except Produce, which
+/// Kafka 4 advertises from v0 although it serves v3 and later (KAFKA-18659: librdkafka before
+/// 2.10 stops compressing when a broker's Produce starts at v3). A request at an advertised
+/// version that is not served closes its connection, as Kafka's does.
+pub fn advertised(api_key: ApiKey) -> Option<(i16, i16)> {
+    served(api_key).map(|(lo, hi)| {
+        if api_key == ApiKey::Produce {
+            (0, hi)
+        } else {
+            (lo, hi)
+        }
+    })
+}
+
 pub fn is_served(api_key: ApiKey, version: i16) -> bool {
     served(api_key).is_some_and(|(lo, hi)| (lo..=hi).contains(&version))
 }
@@ -80,11 +116,14 @@ pub fn api_versions_response(error_code: i16) -> ApiVersionsResponse {
         .with_api_keys(
             SERVED
                 .iter()
-                .map(|&(k, lo, hi)| {
-                    ApiVersion::default()
-                        .with_api_key(k as i16)
-                        .with_min_version(lo)
-                        .with_max_version(hi)
+                .filter_map(|&(k, _, _)| {
+                    let (lo, hi) = advertised(k)?;
+                    Some(
+                        ApiVersion::default()
+                            .with_api_key(k as i16)
+                            .with_min_version(lo)
+                            .with_max_version(hi),
+                    )
                 })
                 .collect(),
         )
@@ -105,9 +144,13 @@ mod tests {
             );
         }
         assert!(is_served(ApiKey::ApiVersions, 4));
-        assert!(is_served(ApiKey::Produce, 12));
-        // Produce v13 names topics by id (Kafka 4.1); Kafka 4.0 serves up to v12.
-        assert!(!is_served(ApiKey::Produce, 13));
-        assert!(is_served(ApiKey::Fetch, 17) && is_served(ApiKey::Metadata, 12));
+        assert!(
+            is_served(ApiKey::Produce, 13),
+            "v13 names topics by id (Kafka 4.1+)"
+        );
+        assert!(is_served(ApiKey::Fetch, 18) && is_served(ApiKey::Metadata, 13));
+        // Kafka 4 advertises Produce from v0 (KAFKA-18659) and refuses v0–v2 when sent.
+        assert_eq!(advertised(ApiKey::Produce), Some((0, 13)));
+        assert!(!is_served(ApiKey::Produce, 2));
     }
 }

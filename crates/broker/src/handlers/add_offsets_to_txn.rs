@@ -16,5 +16,13 @@ pub(crate) fn handle(broker: &Broker, r: &AddOffsetsToTxnRequest) -> AddOffsetsT
     )
     .err()
     .unwrap_or(NONE);
+    if code == NONE {
+        // The group's offsets ride in the transaction: `__consumer_offsets` is one of its
+        // partitions (the lab's has one).
+        offsetlab_lab::lock(&broker.txn_added)
+            .entry(r.transactional_id.0.to_string())
+            .or_default()
+            .insert((offsetlab_engine::offsets::CONSUMER_OFFSETS_TOPIC.to_string(), 0));
+    }
     AddOffsetsToTxnResponse::default().with_error_code(code)
 }

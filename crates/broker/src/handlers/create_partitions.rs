@@ -45,7 +45,7 @@ pub(crate) fn handle(broker: &Broker, r: &CreatePartitionsRequest) -> CreatePart
         .collect();
     let planned = planned
         .into_iter()
-        .map(|p| p.map(Command::AddPartitions))
+        .map(|p| p.map(|a| Some(Command::AddPartitions(a))))
         .collect();
     let outcomes = change::apply_planned(&broker.lab, s, planned, r.validate_only);
     CreatePartitionsResponse::default().with_results(

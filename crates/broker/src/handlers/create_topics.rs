@@ -16,7 +16,9 @@ use offsetlab_engine::log::TopicConfig;
 use offsetlab_scenario::command::{Command, CreateTopic};
 use offsetlab_scenario::units::MAX_DURATION_MS;
 use offsetlab_wire::error::*;
-use offsetlab_wire::kafka_protocol::messages::create_topics_response::CreatableTopicResult;
+use offsetlab_wire::kafka_protocol::messages::create_topics_response::{
+    CreatableTopicConfigs, CreatableTopicResult,
+};
 use offsetlab_wire::kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 use std::collections::BTreeSet;
 
@@ -47,16 +49,20 @@ pub(crate) fn set_config(c: &mut TopicConfig, name: &str, value: &str) -> Result
     };
     match name {
         "cleanup.policy" => c.cleanup_policy = CleanupPolicy::from_list(value)?,
-        "retention.ms" => c.retention_ms = match long()? {
-            -1 => None,
-            v if v >= 0 => Some(duration(v)?),
-            _ => return Err("retention.ms is -1 (forever) or a number of milliseconds".into()),
-        },
-        "retention.bytes" => c.retention_bytes = match long()? {
-            -1 => None,
-            v if v >= 0 => Some(v as u64),
-            _ => return Err("retention.bytes is -1 (no limit) or a number of bytes".into()),
-        },
+        "retention.ms" => {
+            c.retention_ms = match long()? {
+                -1 => None,
+                v if v >= 0 => Some(duration(v)?),
+                _ => return Err("retention.ms is -1 (forever) or a number of milliseconds".into()),
+            }
+        }
+        "retention.bytes" => {
+            c.retention_bytes = match long()? {
+                -1 => None,
+                v if v >= 0 => Some(v as u64),
+                _ => return Err("retention.bytes is -1 (no limit) or a number of bytes".into()),
+            }
+        }
         "segment.bytes" => c.segment_bytes = positive(long()?)?.min(1 << 30) as usize,
         "segment.ms" => c.segment_ms = duration(positive(long()?)?)?,
         "delete.retention.ms" => c.delete_retention_ms = duration(long()?.max(0))?,
@@ -65,21 +71,51 @@ pub(crate) fn set_config(c: &mut TopicConfig, name: &str, value: &str) -> Result
         "max.message.bytes" => {
             c.max_message_bytes = offsetlab_scenario::command::topic_max_message_bytes(value)?
         }
-        "min.insync.replicas" => c.min_insync_replicas = match long()? {
-            v if (1..=i64::from(u32::MAX)).contains(&v) => v as u32,
-            _ => return Err("min.insync.replicas must be at least 1".into()),
-        },
-        other => {
-            return Err(format!(
-                "the lab does not model '{other}' (it knows cleanup.policy, retention.ms, retention.bytes, segment.bytes, segment.ms, delete.retention.ms, message.timestamp.type, compression.type, max.message.bytes, min.insync.replicas)"
-            ))
+        "min.insync.replicas" => {
+            c.min_insync_replicas = match long()? {
+                v if (1..=i64::from(u32::MAX)).contains(&v) => v as u32,
+                _ => return Err("min.insync.replicas must be at least 1".into()),
+            }
         }
+        // Kafka's other topic configs: accepted at Kafka's default (what the lab does), else
+        // refused, naming it.
+        other => crate::topic_configs::unmodelled(other, value)?,
     }
     Ok(())
 }
 
+/// A topic id for a topic validated but not created (Kafka answers one too, never kept): fresh
+/// for each answer, from the clock.
+fn fleeting_topic_id(name: &str) -> offsetlab_wire::Uuid {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let mut h: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
+    for b in nanos.to_be_bytes().iter().chain(name.as_bytes()) {
+        h ^= u128::from(*b);
+        h = h.wrapping_mul(0x0000_0000_0100_0000_0000_0000_0000_013b);
+    }
+    offsetlab_wire::Uuid::from_u128(h.max(2))
+}
+
+/// What CreateTopics v5+ answers for a created (or validated) topic: its configs, as
+/// DescribeConfigs would describe them, with no synonyms.
+fn described_configs(config: &TopicConfig) -> Vec<CreatableTopicConfigs> {
+    crate::topic_configs::describe(config)
+        .into_iter()
+        .map(|d| {
+            CreatableTopicConfigs::default()
+                .with_name(str_bytes(d.name))
+                .with_value(Some(str_bytes(&d.value)))
+                .with_read_only(false)
+                .with_config_source(d.source)
+                .with_is_sensitive(false)
+        })
+        .collect()
+}
+
 /// CreateTopics: each valid new topic becomes a `topic` command; one batch for the request.
-pub(crate) fn handle(broker: &Broker, r: &CreateTopicsRequest) -> CreateTopicsResponse {
+pub(crate) fn handle(broker: &Broker, r: &CreateTopicsRequest, version: i16) -> CreateTopicsResponse {
     let lab = &broker.lab;
     let s = lab.lock_for_change();
     let mut commands = Vec::new();
@@ -103,6 +139,9 @@ pub(crate) fn handle(broker: &Broker, r: &CreateTopicsRequest) -> CreateTopicsRe
             };
             if !seen.insert(name.clone()) {
                 return refuse(INVALID_REQUEST, format!("'{name}' appears twice in the request"));
+            }
+            if name == offsetlab_engine::offsets::CONSUMER_OFFSETS_TOPIC {
+                return refuse(TOPIC_ALREADY_EXISTS, format!("Topic '{name}' already exists."));
             }
             if !creatable(&name) {
                 return refuse(
@@ -148,21 +187,40 @@ pub(crate) fn handle(broker: &Broker, r: &CreateTopicsRequest) -> CreateTopicsRe
                     return refuse(INVALID_CONFIG, e);
                 }
             }
-            commands.push(Command::Topic(CreateTopic { name, config }));
-            (
+            let result = result
+                .with_error_code(NONE)
+                .with_error_message(None)
+                .with_num_partitions(partitions)
+                .with_replication_factor(1);
+            // From v5 the answer holds the new topic's configs (KIP-525).
+            let result = if version >= 5 {
+                result.with_configs(Some(described_configs(&config)))
+            } else {
                 result
-                    .with_error_code(NONE)
-                    .with_num_partitions(partitions)
-                    .with_replication_factor(1),
-                true,
-            )
+            };
+            commands.push(Command::Topic(CreateTopic { name, config }));
+            (result, true)
         })
         .collect();
     let outcome = if r.validate_only {
+        drop(s);
         Ok(())
     } else {
         change::apply_commands(lab, s, commands)
     };
+    // From v7 each new topic's id (KIP-516).
+    if version >= 7 && outcome.is_ok() {
+        let s = lab.lock();
+        for (result, valid) in &mut results {
+            if *valid {
+                let name = result.name.0.to_string();
+                result.topic_id = match s.lab().topic_id_of(&name) {
+                    Some(id) if !r.validate_only => offsetlab_wire::Uuid::from_bytes(id),
+                    _ => fleeting_topic_id(&name),
+                };
+            }
+        }
+    }
     if let Err(failure) = outcome {
         for (result, valid) in &mut results {
             if *valid {
@@ -203,7 +261,7 @@ mod tests {
     }
 
     fn codes(b: &Broker, topics: Vec<CreatableTopic>) -> Vec<i16> {
-        handle(b, &CreateTopicsRequest::default().with_topics(topics))
+        handle(b, &CreateTopicsRequest::default().with_topics(topics), 7)
             .topics
             .iter()
             .map(|t| t.error_code)
@@ -242,5 +300,40 @@ mod tests {
             .lock()
             .export()
             .contains("topic new partitions=3 retention.ms=1h"));
+    }
+
+    /// v5+ answers with the new topic's configs (every one of Kafka's, the topic's own among
+    /// them) and v7 with its id; a validated topic gets an id too, and the lab stays usable.
+    #[test]
+    fn the_answer_describes_the_new_topic() {
+        let b = broker();
+        let request = |validate_only| {
+            CreateTopicsRequest::default()
+                .with_validate_only(validate_only)
+                .with_topics(vec![topic("described", 2, &[("retention.ms", "3600000")])])
+        };
+        let checked = handle(&b, &request(true), 7);
+        assert!(!checked.topics[0].topic_id.is_nil());
+        assert_eq!(log_end(&b, "described"), -1, "validated, not created");
+        let created = handle(&b, &request(false), 7);
+        let t = &created.topics[0];
+        assert_eq!(
+            (t.error_code, t.num_partitions, t.replication_factor),
+            (NONE, 2, 1)
+        );
+        let id = b.lab.lock().lab().topic_id_of("described").expect("an id");
+        assert_eq!(t.topic_id.as_bytes(), &id);
+        let configs = t.configs.as_deref().unwrap_or_default();
+        assert_eq!(configs.len(), crate::topic_configs::TOPIC_CONFIGS.len());
+        let retention = configs
+            .iter()
+            .find(|c| c.name.as_str() == "retention.ms")
+            .expect("retention.ms");
+        assert_eq!(
+            retention.value.as_ref().map(ToString::to_string).as_deref(),
+            Some("3600000")
+        );
+        let old = handle(&b, &request(false), 4);
+        assert_eq!(old.topics[0].error_code, TOPIC_ALREADY_EXISTS);
     }
 }

@@ -29,9 +29,9 @@ pub(crate) fn handle(broker: &Broker, r: &DeleteGroupsRequest) -> DeleteGroupsRe
     for g in &r.groups_names {
         let group = g.0.to_string();
         let in_lab = s.lab().groups().contains_key(&group) || s.lab().offsets().groups().any(|n| n == group);
-        plan.push(if group.is_empty() {
-            Err(INVALID_GROUP_ID)
-        } else if !known_group(&s, coordinator, &group) {
+        // The lab never has a group with an empty id (it refuses one's commits): not found, as
+        // Kafka answers for a group it does not have.
+        plan.push(if !known_group(&s, coordinator, &group) {
             Err(GROUP_ID_NOT_FOUND)
         } else if s.lab().groups().get(&group).is_some_and(|g| g.has_members())
             // Checked and forgotten in one step, before the lab's line: a client joining from

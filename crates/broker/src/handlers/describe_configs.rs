@@ -1,147 +1,247 @@
-//! DescribeConfigs: the topic configs the lab models, and the broker's (node 0).
+//! DescribeConfigs: a topic's configs (every one Kafka 4.4 has, `topic_configs`), the broker's
+//! (node 0) and a group's (Kafka's defaults: the lab keeps no group configs).
 
 use crate::broker::Broker;
 use crate::str_bytes;
-use offsetlab_engine::log::TopicConfig;
+use crate::topic_configs::*;
 use offsetlab_wire::error::*;
 use offsetlab_wire::kafka_protocol::messages::describe_configs_response::{
-    DescribeConfigsResourceResult, DescribeConfigsResult,
+    DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
 };
 use offsetlab_wire::kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 
 /// DescribeConfigs resource types.
-const RESOURCE_TOPIC: i8 = 2;
+pub(crate) const RESOURCE_TOPIC: i8 = 2;
+pub(crate) const RESOURCE_BROKER: i8 = 4;
+pub(crate) const RESOURCE_GROUP: i8 = 32;
 
-const RESOURCE_BROKER: i8 = 4;
-
-/// Config sources: set on the topic, or Kafka's default.
-const SOURCE_TOPIC: i8 = 1;
-
-const SOURCE_STATIC_BROKER: i8 = 4;
-
-const SOURCE_DEFAULT: i8 = 5;
-
-/// Config types (Kafka's `ConfigDef.Type` as the protocol numbers it).
-const TYPE_BOOLEAN: i8 = 1;
-
-const TYPE_INT: i8 = 3;
-
-const TYPE_LONG: i8 = 5;
-
-const TYPE_STRING: i8 = 2;
-
-const TYPE_LIST: i8 = 7;
-
-/// The type Kafka describes a topic config with.
-fn topic_config_type(name: &str) -> i8 {
-    match name {
-        "cleanup.policy" => TYPE_LIST,
-        "retention.ms" | "retention.bytes" | "segment.ms" | "delete.retention.ms" => TYPE_LONG,
-        "message.timestamp.type" | "compression.type" => TYPE_STRING,
-        _ => TYPE_INT,
-    }
+/// One config as described: (name, value, source, type, read-only, synonyms).
+struct Config {
+    name: String,
+    value: Option<String>,
+    source: i8,
+    kind: i8,
+    read_only: bool,
+    synonyms: Vec<(String, i8, String)>,
 }
 
-/// (name, value, set on the topic rather than Kafka's default, type) of a topic's configs.
-fn topic_configs(c: &TopicConfig) -> Vec<(&'static str, String, bool, i8)> {
-    let d = TopicConfig::default().kafka_configs();
-    c.kafka_configs()
+/// A group's configs (KIP-848, KIP-932, KIP-1071): Kafka 4.4's defaults. The lab keeps no group
+/// configs — its groups are classic ones, which these do not govern — so each is Kafka's
+/// default, and may be set to that only (IncrementalAlterConfigs says why another is refused).
+pub(crate) const GROUP_CONFIGS: &[(&str, i8, &str)] = &[
+    ("consumer.assignment.interval.ms", TYPE_INT, "1000"),
+    ("consumer.heartbeat.interval.ms", TYPE_INT, "5000"),
+    ("consumer.session.timeout.ms", TYPE_INT, "45000"),
+    ("errors.deadletterqueue.copy.record.enable", TYPE_BOOLEAN, "false"),
+    ("errors.deadletterqueue.topic.name", TYPE_STRING, ""),
+    ("share.assignment.interval.ms", TYPE_INT, "1000"),
+    ("share.auto.offset.reset", TYPE_STRING, "latest"),
+    ("share.delivery.count.limit", TYPE_INT, "5"),
+    ("share.heartbeat.interval.ms", TYPE_INT, "5000"),
+    ("share.isolation.level", TYPE_STRING, "read_uncommitted"),
+    ("share.partition.max.record.locks", TYPE_INT, "2000"),
+    ("share.record.lock.duration.ms", TYPE_INT, "30000"),
+    ("share.renew.acknowledge.enable", TYPE_BOOLEAN, "true"),
+    ("share.session.timeout.ms", TYPE_INT, "45000"),
+    ("streams.assignment.interval.ms", TYPE_INT, "1000"),
+    ("streams.assignor.name", TYPE_STRING, "sticky"),
+    ("streams.heartbeat.interval.ms", TYPE_INT, "5000"),
+    ("streams.initial.rebalance.delay.ms", TYPE_INT, "3000"),
+    ("streams.num.standby.replicas", TYPE_INT, "0"),
+    ("streams.rack.aware.assignment.tags", TYPE_LIST, ""),
+    ("streams.session.timeout.ms", TYPE_INT, "45000"),
+];
+
+fn topic_configs(c: &offsetlab_engine::log::TopicConfig) -> Vec<Config> {
+    describe(c)
         .into_iter()
-        .zip(d)
-        .map(|((name, v), (_, default))| {
-            let own = v != default;
-            (name, v, own, topic_config_type(name))
+        .map(|d| Config {
+            name: d.name.to_string(),
+            value: Some(d.value),
+            source: d.source,
+            kind: d.kind,
+            read_only: false,
+            synonyms: d.synonyms,
+        })
+        .collect()
+}
+
+fn group_configs() -> Vec<Config> {
+    GROUP_CONFIGS
+        .iter()
+        .map(|&(name, kind, value)| Config {
+            name: name.to_string(),
+            value: Some(value.to_string()),
+            source: SOURCE_DEFAULT,
+            kind,
+            read_only: false,
+            synonyms: vec![(name.to_string(), SOURCE_DEFAULT, value.to_string())],
         })
         .collect()
 }
 
 /// The broker's configs that clients and tools look for, each with the value this one broker
 /// really has: set by the lab's own flags (`--auto-create-topics`, `--kafka-max-request-bytes`,
-/// the idle timeout, `broker offsets.retention=`) or Kafka's default that the lab keeps.
-fn broker_configs(broker: &Broker, lab: &offsetlab_engine::Lab) -> Vec<(&'static str, String, bool, i8)> {
+/// the idle timeout, `broker offsets.retention=`), by the lab itself (its address, node id, data
+/// directory, one partition of `__consumer_offsets`), or Kafka's default that the lab keeps. The
+/// lab's broker configs are fixed while it runs (IncrementalAlterConfigs on the broker is
+/// refused), so every one is read-only. Synonyms, as Kafka lists them: the value set, then
+/// Kafka's own default behind it.
+fn broker_configs(broker: &Broker, s: &offsetlab_lab::Session) -> Vec<Config> {
+    let lab = s.lab();
     let c = &broker.config;
     let listener = format!("PLAINTEXT://{}", broker.advertised);
-    let retention_minutes = lab.offsets_retention_ms() / 60_000;
-    let default_retention = offsetlab_engine::lab::DEFAULT_OFFSETS_RETENTION_MS / 60_000;
+    let retention_minutes = (lab.offsets_retention_ms() / 60_000).to_string();
     let ms = |d: std::time::Duration| d.as_millis().to_string();
-    // The retention a topic gets when it names none: the lab's default is Kafka's.
-    let retention_ms = offsetlab_engine::log::config::DEFAULT_RETENTION_MS;
-    vec![
-        ("broker.id", "0".into(), false, TYPE_INT),
-        ("node.id", "0".into(), false, TYPE_INT),
-        ("listeners", listener.clone(), true, TYPE_LIST),
-        ("advertised.listeners", listener, true, TYPE_LIST),
+    let node = crate::broker::NODE.to_string();
+    let log_dir = crate::handlers::describe_log_dirs::log_dir(s);
+    let some = |v: &str| Some(v.to_string());
+    // (name, type, the lab's value, Kafka's default)
+    let rows: Vec<(&str, i8, Option<String>, Option<String>)> = vec![
+        ("advertised.listeners", TYPE_LIST, Some(listener.clone()), None),
         (
             "auto.create.topics.enable",
-            c.auto_create_topics.to_string(),
-            !c.auto_create_topics,
             TYPE_BOOLEAN,
+            Some(c.auto_create_topics.to_string()),
+            some("true"),
         ),
-        ("num.partitions", "1".into(), false, TYPE_INT),
-        ("default.replication.factor", "1".into(), false, TYPE_INT),
-        ("min.insync.replicas", "1".into(), false, TYPE_INT),
-        ("offsets.topic.replication.factor", "1".into(), true, TYPE_INT),
+        ("broker.id", TYPE_INT, Some(node.clone()), some("-1")),
         (
-            "transaction.state.log.replication.factor",
-            "1".into(),
-            true,
-            TYPE_INT,
-        ),
-        (
-            "message.max.bytes",
-            c.message_max_bytes.to_string(),
-            false,
-            TYPE_INT,
-        ),
-        (
-            "socket.request.max.bytes",
-            c.max_request_bytes.to_string(),
-            true,
-            TYPE_INT,
+            "compression.type",
+            TYPE_STRING,
+            some("producer"),
+            some("producer"),
         ),
         (
             "connections.max.idle.ms",
-            ms(c.limits.idle_timeout),
-            true,
             TYPE_LONG,
+            Some(ms(c.limits.idle_timeout)),
+            some("600000"),
         ),
+        ("default.replication.factor", TYPE_INT, some("1"), some("1")),
+        ("delete.topic.enable", TYPE_BOOLEAN, some("true"), some("true")),
+        // Not modelled: a group's first rebalance completes at once.
         (
-            "log.retention.hours",
-            (retention_ms / 3_600_000).to_string(),
-            false,
+            "group.initial.rebalance.delay.ms",
             TYPE_INT,
-        ),
-        ("log.retention.ms", retention_ms.to_string(), false, TYPE_LONG),
-        ("log.retention.bytes", "-1".into(), false, TYPE_LONG),
-        (
-            "log.segment.bytes",
-            offsetlab_engine::log::config::DEFAULT_SEGMENT_BYTES.to_string(),
-            false,
-            TYPE_INT,
-        ),
-        ("log.cleanup.policy", "delete".into(), false, TYPE_LIST),
-        (
-            "offsets.retention.minutes",
-            retention_minutes.to_string(),
-            retention_minutes != default_retention,
-            TYPE_INT,
-        ),
-        (
-            "group.min.session.timeout.ms",
-            ms(crate::coordinator::MIN_SESSION),
-            false,
-            TYPE_INT,
+            some("0"),
+            some("3000"),
         ),
         (
             "group.max.session.timeout.ms",
-            ms(crate::coordinator::MAX_SESSION),
-            false,
             TYPE_INT,
+            Some(ms(crate::coordinator::MAX_SESSION)),
+            some("1800000"),
         ),
-    ]
+        (
+            "group.min.session.timeout.ms",
+            TYPE_INT,
+            Some(ms(crate::coordinator::MIN_SESSION)),
+            some("6000"),
+        ),
+        ("listeners", TYPE_LIST, Some(listener), some("PLAINTEXT://:9092")),
+        ("log.cleanup.policy", TYPE_LIST, some("delete"), some("delete")),
+        ("log.dirs", TYPE_LIST, Some(log_dir), None),
+        ("log.retention.bytes", TYPE_LONG, some("-1"), some("-1")),
+        ("log.retention.hours", TYPE_INT, some("168"), some("168")),
+        // Unset, as in Kafka: log.retention.hours stands.
+        ("log.retention.ms", TYPE_LONG, None, None),
+        (
+            "log.segment.bytes",
+            TYPE_INT,
+            Some(offsetlab_engine::log::config::DEFAULT_SEGMENT_BYTES.to_string()),
+            some("1073741824"),
+        ),
+        (
+            "message.max.bytes",
+            TYPE_INT,
+            Some(c.message_max_bytes.to_string()),
+            some("1048588"),
+        ),
+        ("node.id", TYPE_INT, Some(node), None),
+        ("num.partitions", TYPE_INT, some("1"), some("1")),
+        (
+            "offsets.retention.minutes",
+            TYPE_INT,
+            Some(retention_minutes),
+            some("10080"),
+        ),
+        // The lab's __consumer_offsets has one partition.
+        ("offsets.topic.num.partitions", TYPE_INT, some("1"), some("50")),
+        (
+            "offsets.topic.replication.factor",
+            TYPE_SHORT,
+            some("1"),
+            some("3"),
+        ),
+        ("process.roles", TYPE_LIST, some("broker,controller"), None),
+        (
+            "socket.request.max.bytes",
+            TYPE_INT,
+            Some(c.max_request_bytes.to_string()),
+            some("104857600"),
+        ),
+        (
+            "transaction.max.timeout.ms",
+            TYPE_INT,
+            some("900000"),
+            some("900000"),
+        ),
+        (
+            "transaction.state.log.replication.factor",
+            TYPE_SHORT,
+            some("1"),
+            some("3"),
+        ),
+    ];
+    let mut configs: Vec<Config> = rows
+        .into_iter()
+        .map(|(name, kind, value, default)| {
+            let set = value.is_some() && value != default;
+            let source = if set { SOURCE_STATIC_BROKER } else { SOURCE_DEFAULT };
+            let mut synonyms = Vec::new();
+            if let (true, Some(v)) = (set, &value) {
+                synonyms.push((name.to_string(), SOURCE_STATIC_BROKER, v.clone()));
+            }
+            if let Some(d) = &default {
+                synonyms.push((name.to_string(), SOURCE_DEFAULT, d.clone()));
+            }
+            Config {
+                name: name.to_string(),
+                value,
+                source,
+                kind,
+                read_only: true,
+                synonyms,
+            }
+        })
+        .collect();
+    configs.extend(cluster_defaults());
+    configs.sort_by(|a, b| a.name.cmp(&b.name));
+    configs
 }
 
-/// DescribeConfigs for topics (the configs the lab models) and for the broker (node 0).
+/// The cluster's dynamic defaults (the broker resource named ""): what Kafka 4 sets when it
+/// formats a cluster, `min.insync.replicas=1` (KIP-966).
+fn cluster_defaults() -> Vec<Config> {
+    vec![Config {
+        name: "min.insync.replicas".into(),
+        value: Some("1".into()),
+        source: SOURCE_DYNAMIC_DEFAULT_BROKER,
+        kind: TYPE_INT,
+        read_only: true,
+        synonyms: vec![
+            (
+                "min.insync.replicas".into(),
+                SOURCE_DYNAMIC_DEFAULT_BROKER,
+                "1".into(),
+            ),
+            ("min.insync.replicas".into(), SOURCE_DEFAULT, "1".into()),
+        ],
+    }]
+}
+
+/// DescribeConfigs for topics, the broker (node 0, or "" for the cluster's defaults) and groups.
 pub(crate) fn handle(broker: &Broker, r: &DescribeConfigsRequest) -> DescribeConfigsResponse {
     let s = broker.lab.lock();
     let results = r
@@ -152,7 +252,7 @@ pub(crate) fn handle(broker: &Broker, r: &DescribeConfigsRequest) -> DescribeCon
             let base = DescribeConfigsResult::default()
                 .with_resource_type(res.resource_type)
                 .with_resource_name(res.resource_name.clone());
-            let configs: Vec<(&str, String, bool, i8)> = match res.resource_type {
+            let configs: Vec<Config> = match res.resource_type {
                 RESOURCE_TOPIC => match s.lab().topic(&name) {
                     Ok(t) => topic_configs(&t.config),
                     Err(_) => {
@@ -161,12 +261,15 @@ pub(crate) fn handle(broker: &Broker, r: &DescribeConfigsRequest) -> DescribeCon
                             .with_error_message(Some(str_bytes(&format!("no topic '{name}'"))))
                     }
                 },
-                RESOURCE_BROKER if name == "0" || name.is_empty() => broker_configs(broker, s.lab()),
+                RESOURCE_BROKER if name == crate::broker::NODE.to_string() => broker_configs(broker, &s),
+                RESOURCE_BROKER if name.is_empty() => cluster_defaults(),
+                // Kafka describes any group's configs, one it has never seen too.
+                RESOURCE_GROUP => group_configs(),
                 _ => {
                     return base
                         .with_error_code(INVALID_REQUEST)
                         .with_error_message(Some(str_bytes(
-                            "the lab describes topics and its broker, node 0",
+                            "the lab describes topics, groups and its broker, node 0",
                         )))
                 }
             };
@@ -175,20 +278,32 @@ pub(crate) fn handle(broker: &Broker, r: &DescribeConfigsRequest) -> DescribeCon
                     .as_ref()
                     .is_none_or(|keys| keys.iter().any(|k| k.as_str() == n))
             };
-            base.with_error_code(NONE).with_configs(
+            base.with_error_code(NONE).with_error_message(None).with_configs(
                 configs
                     .into_iter()
-                    .filter(|(n, ..)| wanted(n))
-                    .map(|(n, v, set, ty)| {
+                    .filter(|c| wanted(&c.name))
+                    .map(|c| {
                         DescribeConfigsResourceResult::default()
-                            .with_name(str_bytes(n))
-                            .with_value(Some(str_bytes(&v)))
-                            .with_config_source(match (set, res.resource_type) {
-                                (false, _) => SOURCE_DEFAULT,
-                                (true, RESOURCE_BROKER) => SOURCE_STATIC_BROKER,
-                                (true, _) => SOURCE_TOPIC,
+                            .with_name(str_bytes(&c.name))
+                            .with_value(c.value.as_deref().map(str_bytes))
+                            .with_read_only(c.read_only)
+                            .with_config_source(c.source)
+                            .with_config_type(c.kind)
+                            .with_is_sensitive(false)
+                            .with_documentation(None)
+                            .with_synonyms(if r.include_synonyms {
+                                c.synonyms
+                                    .iter()
+                                    .map(|(n, source, v)| {
+                                        DescribeConfigsSynonym::default()
+                                            .with_name(str_bytes(n))
+                                            .with_value(Some(str_bytes(v)))
+                                            .with_source(*source)
+                                    })
+                                    .collect()
+                            } else {
+                                Vec::new()
                             })
-                            .with_config_type(ty)
                     })
                     .collect(),
             )
@@ -232,14 +347,15 @@ mod tests {
             value(&all, "advertised.listeners"),
             Some(("PLAINTEXT://127.0.0.1:9092", SOURCE_STATIC_BROKER))
         );
+        assert!(
+            all.configs.iter().all(|c| c.read_only),
+            "the lab's broker configs are fixed while it runs"
+        );
         assert_eq!(
             value(&all, "message.max.bytes"),
             Some(("1048588", SOURCE_DEFAULT))
         );
-        assert_eq!(
-            value(&all, "log.retention.ms"),
-            Some(("604800000", SOURCE_DEFAULT))
-        );
+        assert_eq!(value(&all, "log.retention.hours"), Some(("168", SOURCE_DEFAULT)));
         assert_eq!(
             value(&all, "offsets.retention.minutes"),
             Some(("10080", SOURCE_DEFAULT))
@@ -257,6 +373,11 @@ mod tests {
         assert_eq!(
             describe(&b, RESOURCE_BROKER, "7", None).error_code,
             INVALID_REQUEST
+        );
+        assert_eq!(
+            value(&all, "log.retention.ms"),
+            Some(("", SOURCE_DEFAULT)),
+            "unset, as in Kafka"
         );
     }
 

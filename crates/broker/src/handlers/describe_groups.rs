@@ -59,9 +59,10 @@ fn summarized(g: DescribedGroup) -> DescribedGroup {
 /// The lab's groups as a Kafka coordinator describes them: members with the partitions they own
 /// (the consumer protocol's assignment bytes), the assignor as the protocol. An unknown group is
 /// `Dead`, as Kafka answers.
-pub(crate) fn handle(broker: &Broker, r: &DescribeGroupsRequest) -> DescribeGroupsResponse {
+pub(crate) fn handle(broker: &Broker, r: &DescribeGroupsRequest, version: i16) -> DescribeGroupsResponse {
     let (s, coordinator) = (broker.lab.lock(), &broker.coordinator);
     let lab = s.lab();
+    let ops = crate::authorized::if_asked(r.include_authorized_operations, crate::authorized::GROUP);
     let groups = r
         .groups
         .iter()
@@ -121,6 +122,17 @@ pub(crate) fn handle(broker: &Broker, r: &DescribeGroupsRequest) -> DescribeGrou
                     .with_members(members),
             )
         })
+        .map(|g: DescribedGroup| {
+            // From v6 (KIP-1043) a group that does not exist is an error, not a Dead group.
+            let missing = version >= 6 && g.group_state.as_str() == "Dead";
+            if missing {
+                let message = format!("Group {} not found.", g.group_id.0.as_str());
+                g.with_error_code(offsetlab_wire::error::GROUP_ID_NOT_FOUND)
+                    .with_error_message(Some(str_bytes(&message)))
+            } else {
+                g.with_authorized_operations(ops)
+            }
+        })
         .collect();
     DescribeGroupsResponse::default().with_groups(groups)
 }
@@ -132,7 +144,7 @@ mod tests {
 
     fn describe(b: &Broker) -> DescribedGroup {
         let r = DescribeGroupsRequest::default().with_groups(vec![GroupId(name("analytics-prod"))]);
-        handle(b, &r).groups.remove(0)
+        handle(b, &r, 5).groups.remove(0)
     }
 
     fn act(b: &Broker, lines: &[&str]) {

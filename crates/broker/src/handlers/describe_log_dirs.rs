@@ -12,6 +12,12 @@ use offsetlab_wire::kafka_protocol::messages::describe_log_dirs_response::{
 };
 use offsetlab_wire::kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse, TopicName};
 
+/// The lab's one log directory (its generation's `logs`; `(memory)` for a lab in memory).
+pub(crate) fn log_dir(s: &offsetlab_lab::Session) -> String {
+    s.generation_dir()
+        .map_or("(memory)".to_string(), |g| g.join("logs").display().to_string())
+}
+
 pub(crate) fn handle(broker: &Broker, r: &DescribeLogDirsRequest) -> DescribeLogDirsResponse {
     let s = broker.lab.lock();
     let lab = s.lab();
@@ -51,9 +57,7 @@ pub(crate) fn handle(broker: &Broker, r: &DescribeLogDirsRequest) -> DescribeLog
             })
         })
         .collect();
-    let dir = s
-        .generation_dir()
-        .map_or("(memory)".to_string(), |g| g.join("logs").display().to_string());
+    let dir = log_dir(&s);
     DescribeLogDirsResponse::default().with_results(vec![DescribeLogDirsResult::default()
         .with_error_code(NONE)
         .with_log_dir(str_bytes(&dir))

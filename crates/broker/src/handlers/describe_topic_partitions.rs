@@ -23,9 +23,8 @@ use offsetlab_wire::Uuid;
 /// Kafka's `max.request.partition.size.limit`: partitions one response describes at most.
 const MAX_PARTITIONS: usize = 2000;
 
-/// `topic_authorized_operations` when nobody asked for them.
-const OPERATIONS_NOT_REQUESTED: i32 = i32::MIN;
-
+/// Every topic's authorized operations are answered (the request has no flag for them): with
+/// no authorizer, all of them ([`crate::authorized`]).
 pub(crate) fn handle(broker: &Broker, r: &DescribeTopicPartitionsRequest) -> DescribeTopicPartitionsResponse {
     let s = broker.lab.lock();
     let lab = s.lab();
@@ -64,7 +63,7 @@ pub(crate) fn handle(broker: &Broker, r: &DescribeTopicPartitionsRequest) -> Des
                     DescribeTopicPartitionsResponseTopic::default()
                         .with_name(Some(TopicName(str_bytes(&name))))
                         .with_error_code(UNKNOWN_TOPIC_OR_PARTITION)
-                        .with_topic_authorized_operations(OPERATIONS_NOT_REQUESTED),
+                        .with_topic_authorized_operations(crate::authorized::TOPIC),
                 );
                 continue;
             }
@@ -93,7 +92,7 @@ pub(crate) fn handle(broker: &Broker, r: &DescribeTopicPartitionsRequest) -> Des
                 DescribeTopicPartitionsResponsePartition::default()
                     .with_partition_index(p)
                     .with_leader_id(BrokerId(NODE))
-                    .with_leader_epoch(-1)
+                    .with_leader_epoch(crate::broker::LEADER_EPOCH)
                     .with_replica_nodes(vec![BrokerId(NODE)])
                     .with_isr_nodes(vec![BrokerId(NODE)])
                     .with_eligible_leader_replicas(Some(Vec::new()))
@@ -106,7 +105,7 @@ pub(crate) fn handle(broker: &Broker, r: &DescribeTopicPartitionsRequest) -> Des
                 .with_topic_id(Uuid::from_bytes(lab.topic_id_of(&name).unwrap_or_default()))
                 .with_is_internal(name == CONSUMER_OFFSETS_TOPIC)
                 .with_partitions(described)
-                .with_topic_authorized_operations(OPERATIONS_NOT_REQUESTED),
+                .with_topic_authorized_operations(crate::authorized::TOPIC),
         );
         if next_cursor.is_some() {
             break;

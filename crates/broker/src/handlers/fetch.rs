@@ -72,12 +72,33 @@ fn fetch(s: &Session, r: &FetchRequest, version: i16) -> (FetchResponse, usize) 
                 .iter()
                 .map(|p| {
                     let tp = TopicPartition::new(name.clone(), p.partition);
-                    let base = PartitionData::default().with_partition_index(p.partition);
+                    // A partition in error has no offsets to tell (−1) and no records, as in
+                    // Kafka's answer — which holds an empty list of aborted transactions for a
+                    // partition it does not have, and none for one it refuses to read.
+                    let refused = |code: i16| {
+                        let unknown = code == UNKNOWN_TOPIC_OR_PARTITION || code == UNKNOWN_TOPIC_ID;
+                        PartitionData::default()
+                            .with_partition_index(p.partition)
+                            .with_error_code(code)
+                            .with_high_watermark(-1)
+                            .with_last_stable_offset(-1)
+                            .with_log_start_offset(-1)
+                            .with_aborted_transactions(unknown.then(Vec::new))
+                            .with_records(Some(Bytes::new()))
+                    };
+                    // A read_committed client gets the aborted transactions' list (empty: the
+                    // lab drops aborted records itself); a read_uncommitted one none (null).
+                    let base = PartitionData::default()
+                        .with_partition_index(p.partition)
+                        .with_aborted_transactions(match level {
+                            IsolationLevel::ReadCommitted => Some(Vec::new()),
+                            IsolationLevel::ReadUncommitted => None,
+                        });
                     if resolved.is_none() {
-                        return base.with_error_code(UNKNOWN_TOPIC_ID);
+                        return refused(UNKNOWN_TOPIC_ID);
                     }
                     let Ok((log, txns)) = lab.fetchable(&tp) else {
-                        return base.with_error_code(UNKNOWN_TOPIC_OR_PARTITION);
+                        return refused(UNKNOWN_TOPIC_OR_PARTITION);
                     };
                     let (start, end) = (log.log_start_offset(), log.log_end_offset());
                     let lso = txns.last_stable_offset(end);
@@ -86,7 +107,7 @@ fn fetch(s: &Session, r: &FetchRequest, version: i16) -> (FetchResponse, usize) 
                         .with_last_stable_offset(lso)
                         .with_log_start_offset(start);
                     if p.fetch_offset < start || p.fetch_offset > end {
-                        return base.with_error_code(OFFSET_OUT_OF_RANGE);
+                        return refused(OFFSET_OUT_OF_RANGE);
                     }
                     // The records the client may see: no markers; with read_committed, nothing
                     // at or past the last stable offset and nothing aborted (dropped here, so the
@@ -118,7 +139,7 @@ fn fetch(s: &Session, r: &FetchRequest, version: i16) -> (FetchResponse, usize) 
                             .is_some()
                         {
                             if version < FIRST_ZSTD_FETCH && holds_zstd(&raw) {
-                                return base.with_error_code(UNSUPPORTED_COMPRESSION_TYPE);
+                                return refused(UNSUPPORTED_COMPRESSION_TYPE);
                             }
                             total += raw.len();
                             return base.with_records(Some(Bytes::from(raw)));

@@ -1,14 +1,17 @@
 //! IncrementalAlterConfigs (`kafka-configs.sh --alter --entity-type topics --add-config …`,
 //! `AdminClient.incrementalAlterConfigs`): a live topic's retention and cleanup settings
 //! change, one `alter-topic` line per topic, each applied by itself. SET takes Kafka's raw value
-//! (milliseconds, bytes, `-1` for none); DELETE goes back to Kafka's default. What the lab fixes
-//! at creation (partitions, segment settings), a config it does not model, APPEND or SUBTRACT
-//! (SET the whole list instead) and the broker's own configs are refused, nothing
-//! changed.
+//! (milliseconds, bytes, `-1` for none); DELETE goes back to Kafka's default; APPEND and
+//! SUBTRACT add to and take from a list (`cleanup.policy`). A config the lab does not model may
+//! be set to Kafka's default only (it is what the lab does); segment settings are fixed when
+//! the lab creates the topic. The broker's configs are set when the lab starts, and it keeps no
+//! group configs: those are refused (INVALID_REQUEST), a config a group does not have
+//! INVALID_CONFIG first, as Kafka judges it.
 
 use crate::broker::Broker;
 use crate::change::{self, Refusal};
 use crate::str_bytes;
+use crate::topic_configs::{kafka_topic_config, TYPE_LIST};
 use offsetlab_engine::log::TopicConfig;
 use offsetlab_scenario::command::{AlterTopic, Command};
 use offsetlab_wire::error::*;
@@ -17,24 +20,87 @@ use offsetlab_wire::kafka_protocol::messages::incremental_alter_configs_response
 use offsetlab_wire::kafka_protocol::messages::{
     IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
 };
+use std::collections::BTreeSet;
 
-const RESOURCE_TOPIC: i8 = 2;
+pub(crate) const RESOURCE_TOPIC: i8 = 2;
+pub(crate) const RESOURCE_BROKER: i8 = 4;
+pub(crate) const RESOURCE_GROUP: i8 = 32;
 
 const OP_SET: i8 = 0;
-
 const OP_DELETE: i8 = 1;
+const OP_APPEND: i8 = 2;
+const OP_SUBTRACT: i8 = 3;
+
+/// What a resource that is not a topic gets: the broker's configs are fixed while the lab runs
+/// (INVALID_REQUEST); a group's are Kafka's defaults, kept nowhere — a config a group does not
+/// have is INVALID_CONFIG, as Kafka answers it, one set to its default (or deleted) changes
+/// nothing, and another value is INVALID_REQUEST. Each config: (name, the value it would take;
+/// `None` for Kafka's default).
+pub(crate) fn other_resource(resource_type: i8, configs: &[(&str, Option<&str>)]) -> Result<(), Refusal> {
+    match resource_type {
+        RESOURCE_BROKER => Err((
+            INVALID_REQUEST,
+            "the lab's broker configs are set when it starts (its flags); it alters none while it runs"
+                .into(),
+        )),
+        RESOURCE_GROUP => {
+            for &(name, value) in configs {
+                let Some(&(_, _, default)) = crate::handlers::describe_configs::GROUP_CONFIGS
+                    .iter()
+                    .find(|(g, _, _)| *g == name)
+                else {
+                    return Err((INVALID_CONFIG, format!("Unknown group config name: {name}")));
+                };
+                if value.is_some_and(|v| v != default) {
+                    return Err((
+                        INVALID_REQUEST,
+                        format!("the lab keeps no group configs: {name} is Kafka's default, {default}, for every group"),
+                    ));
+                }
+            }
+            Ok(())
+        }
+        _ => Err((INVALID_REQUEST, "the lab alters topics' configs".into())),
+    }
+}
+
+/// Refuses a resource that names a config twice, as Kafka does.
+pub(crate) fn no_duplicates<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<(), Refusal> {
+    let mut seen = BTreeSet::new();
+    for n in names {
+        if !seen.insert(n) {
+            return Err((
+                INVALID_REQUEST,
+                format!("Error due to duplicate config keys: {n}"),
+            ));
+        }
+    }
+    Ok(())
+}
 
 pub(crate) fn handle(broker: &Broker, r: &IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse {
     let s = broker.lab.lock_for_change();
-    let planned: Vec<Result<AlterTopic, Refusal>> = r
+    let planned: Vec<Result<Option<AlterTopic>, Refusal>> = r
         .resources
         .iter()
         .map(|res| {
+            let names: Vec<&str> = res.configs.iter().map(|c| c.name.as_str()).collect();
+            no_duplicates(names.iter().copied())?;
             if res.resource_type != RESOURCE_TOPIC {
-                return Err((
-                    INVALID_REQUEST,
-                    "the lab alters topics; its broker's configs are set when it starts".into(),
-                ));
+                let configs: Vec<(&str, Option<&str>)> = res
+                    .configs
+                    .iter()
+                    .map(|c| match c.config_operation {
+                        OP_SET => Ok((c.name.as_str(), Some(c.value.as_ref().map_or("", |v| v.as_str())))),
+                        OP_DELETE => Ok((c.name.as_str(), None)),
+                        _ => Err((
+                            INVALID_REQUEST,
+                            format!("{}: APPEND and SUBTRACT apply to list configs", c.name.as_str()),
+                        )),
+                    })
+                    .collect::<Result<_, Refusal>>()?;
+                other_resource(res.resource_type, &configs)?;
+                return Ok(None);
             }
             let topic = res.resource_name.to_string();
             if offsetlab_engine::names::is_internal_topic(&topic) {
@@ -43,20 +109,24 @@ pub(crate) fn handle(broker: &Broker, r: &IncrementalAlterConfigsRequest) -> Inc
                     format!("'{topic}' is one of Kafka's internal topics: its configs are the broker's"),
                 ));
             }
-            if s.lab().topic(&topic).is_err() {
-                return Err((UNKNOWN_TOPIC_OR_PARTITION, format!("no topic '{topic}'")));
-            }
+            let current = match s.lab().topic(&topic) {
+                Ok(t) => t.config.clone(),
+                Err(_) => return Err((UNKNOWN_TOPIC_OR_PARTITION, format!("no topic '{topic}'"))),
+            };
             let mut alter = AlterTopic {
                 topic,
                 ..AlterTopic::default()
             };
             for c in &res.configs {
-                set(&mut alter, c)?;
+                set(&mut alter, &current, c)?;
             }
-            Ok(alter)
+            Ok(Some(alter))
         })
         .collect();
-    let planned = planned.into_iter().map(|p| p.map(Command::AlterTopic)).collect();
+    let planned = planned
+        .into_iter()
+        .map(|p| p.map(|a| a.filter(changes_something).map(Command::AlterTopic)))
+        .collect();
     let outcomes = change::apply_planned(&broker.lab, s, planned, r.validate_only);
     IncrementalAlterConfigsResponse::default().with_responses(
         r.resources
@@ -77,33 +147,78 @@ pub(crate) fn handle(broker: &Broker, r: &IncrementalAlterConfigsRequest) -> Inc
     )
 }
 
+/// Whether an `alter-topic` line would set anything (a config set to Kafka's default that the
+/// lab does not model sets nothing: the request succeeds with no line).
+pub(crate) fn changes_something(a: &AlterTopic) -> bool {
+    *a != AlterTopic {
+        topic: a.topic.clone(),
+        ..AlterTopic::default()
+    }
+}
+
+/// A list config's items, as Kafka splits them.
+fn items(list: &str) -> Vec<String> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|i| !i.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The topic's current value of `name`, as described.
+fn current_value(current: &TopicConfig, name: &str) -> Option<String> {
+    current
+        .kafka_configs()
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| v.clone())
+        .or_else(|| kafka_topic_config(name).map(|k| k.default.to_string()))
+}
+
 /// One config operation, into the line's settings.
-fn set(alter: &mut AlterTopic, c: &AlterableConfig) -> Result<(), Refusal> {
+fn set(alter: &mut AlterTopic, current: &TopicConfig, c: &AlterableConfig) -> Result<(), Refusal> {
     let name = c.name.as_str();
     let invalid = |why: String| (INVALID_CONFIG, format!("{name}: {why}"));
-    let value = match c.config_operation {
-        OP_SET => c
-            .value
-            .as_ref()
-            .map(|v| v.as_str())
-            .ok_or_else(|| invalid("SET needs a value".into()))?,
-        OP_DELETE => "",
-        _ => {
-            return Err(invalid(
-                "APPEND and SUBTRACT are not served: SET the whole list (cleanup.policy=compact,delete)"
-                    .into(),
-            ))
+    let given = c.value.as_ref().map(|v| v.as_str());
+    let value: Option<String> = match c.config_operation {
+        OP_SET => Some(
+            given
+                .ok_or_else(|| invalid("SET needs a value".into()))?
+                .to_string(),
+        ),
+        OP_DELETE => None,
+        OP_APPEND | OP_SUBTRACT => {
+            if kafka_topic_config(name).is_none_or(|k| k.kind != TYPE_LIST) {
+                return Err(invalid("APPEND and SUBTRACT apply to list configs only".into()));
+            }
+            let mut list = items(&current_value(current, name).unwrap_or_default());
+            for item in items(given.unwrap_or_default()) {
+                if c.config_operation == OP_APPEND {
+                    if !list.contains(&item) {
+                        list.push(item);
+                    }
+                } else {
+                    list.retain(|i| *i != item);
+                }
+            }
+            Some(list.join(","))
         }
+        op => return Err((INVALID_REQUEST, format!("{name}: no config operation {op}"))),
     };
-    let deleting = c.config_operation == OP_DELETE;
-    if matches!(name, "segment.bytes" | "segment.ms" | "segment.records") {
-        return Err(invalid(
-            "segment settings are fixed when the lab creates a topic".into(),
-        ));
-    }
-    // Read as CreateTopics reads it (Kafka's raw units, the lab's bounds); DELETE is the default.
+    apply(alter, current, name, value.as_deref())
+}
+
+/// `name` set to `value` (`None`: back to Kafka's default) in `alter`, read as CreateTopics
+/// reads it (Kafka's raw units, the lab's bounds).
+pub(crate) fn apply(
+    alter: &mut AlterTopic,
+    current: &TopicConfig,
+    name: &str,
+    value: Option<&str>,
+) -> Result<(), Refusal> {
+    let invalid = |why: String| (INVALID_CONFIG, format!("{name}: {why}"));
     let mut parsed = TopicConfig::default();
-    if !deleting {
+    if let Some(value) = value {
         crate::handlers::create_topics::set_config(&mut parsed, name, value)
             .map_err(|e| (INVALID_CONFIG, e))?;
     }
@@ -116,11 +231,20 @@ fn set(alter: &mut AlterTopic, c: &AlterableConfig) -> Result<(), Refusal> {
         "min.insync.replicas" => alter.min_insync_replicas = Some(parsed.min_insync_replicas),
         "compression.type" => alter.compression_type = Some(parsed.compression_type),
         "max.message.bytes" => alter.max_message_bytes = Some(parsed.max_message_bytes),
-        _ => {
-            return Err(invalid(
-                "not a config the lab models on a live topic (retention.ms, retention.bytes, cleanup.policy, delete.retention.ms, message.timestamp.type, compression.type, max.message.bytes, min.insync.replicas)".into(),
-            ))
+        "segment.bytes" | "segment.ms" => {
+            let keeps = match name {
+                "segment.bytes" => parsed.segment_bytes == current.segment_bytes,
+                _ => parsed.segment_ms == current.segment_ms,
+            };
+            if !keeps {
+                return Err(invalid(
+                    "segment settings are fixed when the lab creates a topic".into(),
+                ));
+            }
         }
+        // Another of Kafka's topic configs: accepted at Kafka's default only (set_config
+        // judged the value), nothing to change.
+        _ => {}
     }
     Ok(())
 }
@@ -188,7 +312,12 @@ mod tests {
         for (configs, code) in [
             (vec![("segment.bytes", OP_SET, Some("1000"))], INVALID_CONFIG),
             (vec![("compression.type", OP_SET, Some("brotli"))], INVALID_CONFIG),
-            (vec![("cleanup.policy", 2, Some("compact"))], INVALID_CONFIG),
+            (vec![("retention.ms", 2, Some("1"))], INVALID_CONFIG),
+            (
+                vec![("retention.ms", 0, Some("1")), ("retention.ms", 0, Some("2"))],
+                INVALID_REQUEST,
+            ),
+            (vec![("segment.jitter.ms", 0, Some("5"))], INVALID_CONFIG),
             (vec![("retention.ms", OP_SET, Some("soon"))], INVALID_CONFIG),
             (
                 vec![("retention.ms", OP_SET, Some("9223372036854775807"))],
@@ -213,6 +342,48 @@ mod tests {
         assert_eq!(
             handle(&b, &unknown).responses[0].error_code,
             UNKNOWN_TOPIC_OR_PARTITION
+        );
+    }
+
+    #[test]
+    fn lists_take_append_and_subtract_and_unmodelled_configs_their_default() {
+        let b = broker();
+        let policy = |b: &Broker| {
+            b.lab
+                .lock()
+                .lab()
+                .topic("orders")
+                .expect("orders")
+                .config
+                .cleanup_policy
+                .to_string()
+        };
+        let apply = |configs: &[(&str, i8, Option<&str>)]| {
+            handle(&b, &alter("orders", configs, false)).responses[0].error_code
+        };
+        assert_eq!(apply(&[("cleanup.policy", OP_APPEND, Some("compact"))]), NONE);
+        assert_eq!(policy(&b), "compact,delete");
+        assert_eq!(apply(&[("cleanup.policy", OP_SUBTRACT, Some("delete"))]), NONE);
+        assert_eq!(policy(&b), "compact");
+        assert_eq!(
+            apply(&[("segment.jitter.ms", OP_SET, Some("0"))]),
+            NONE,
+            "Kafka's default: what the lab does"
+        );
+        let group =
+            IncrementalAlterConfigsRequest::default().with_resources(vec![AlterConfigsResource::default()
+                .with_resource_type(RESOURCE_GROUP)
+                .with_resource_name(name("g"))
+                .with_configs(vec![AlterableConfig::default()
+                    .with_name(name("consumer.session.timeout.ms"))
+                    .with_value(Some(name("50000")))])]);
+        assert_eq!(handle(&b, &group).responses[0].error_code, INVALID_REQUEST);
+        let mut at_default = group.clone();
+        at_default.resources[0].configs[0].value = Some(name("45000"));
+        assert_eq!(
+            handle(&b, &at_default).responses[0].error_code,
+            NONE,
+            "Kafka's default, kept by every group"
         );
     }
 }

@@ -3,14 +3,15 @@
 //!
 //! The lab's one transaction coordinator (in the engine) keeps the producer ids, epochs, open
 //! transactions, markers and last stable offsets; these handlers check a request's producer id
-//! and epoch against it (an older epoch is a fenced instance: INVALID_PRODUCER_EPOCH) and write
+//! and epoch against it (an older epoch is a fenced instance: INVALID_PRODUCER_EPOCH, or
+//! PRODUCER_FENCED where the version knows it; an unknown id INVALID_PRODUCER_ID_MAPPING) and write
 //! what changes as commands — `init-txn`, `txn-offsets`, `end-txn` (the records themselves come
 //! as `txn-send` commands from Produce). TxnOffsetCommit also passes the group coordinator's check of
 //! member and generation (KIP-447), so a zombie consumer cannot commit a transaction's offsets.
 //!
-//! Not modelled: a wall-clock `transaction.timeout.ms` (an abandoned transaction is aborted when
-//! the same `transactional.id` calls initTransactions again, or when the lab's clock passes its
-//! timeout), and KIP-890's server-side defence (EndTxn v5, AddPartitionsToTxn v4+).
+//! KIP-890's transactions v2 in part: EndTxn v5 bumps the epoch at each end, AddPartitionsToTxn
+//! v4+ takes several transactions; the lab finalizes no `transaction.version`, so clients use
+//! v1 (docs/CONFORMANCE.md).
 
 use crate::broker::Broker;
 use crate::change;
@@ -61,9 +62,14 @@ pub(crate) fn handle(broker: &Broker, r: &InitProducerIdRequest) -> InitProducer
         return refuse(UNKNOWN_SERVER_ERROR);
     };
     match change::save(lab, s) {
-        Ok(()) => InitProducerIdResponse::default()
-            .with_producer_id(ProducerId(producer_id))
-            .with_producer_epoch(epoch),
+        Ok(()) => {
+            // A new epoch starts with nothing in its transaction (Kafka's state: Empty).
+            offsetlab_lab::lock(&broker.txn_outcomes).remove(txn_id);
+            offsetlab_lab::lock(&broker.txn_added).remove(txn_id);
+            InitProducerIdResponse::default()
+                .with_producer_id(ProducerId(producer_id))
+                .with_producer_epoch(epoch)
+        }
         Err(failure) => refuse(failure.code()),
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::broker::Broker;
 use crate::coordinator::Join;
-use offsetlab_wire::error::{INCONSISTENT_GROUP_PROTOCOL, UNKNOWN_MEMBER_ID};
+use offsetlab_wire::error::{INCONSISTENT_GROUP_PROTOCOL, INVALID_GROUP_ID, NONE, UNKNOWN_MEMBER_ID};
 use offsetlab_wire::kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse};
 use std::sync::Arc;
 
@@ -15,7 +15,30 @@ pub(crate) async fn handle(
     client_id: &str,
     host: &str,
 ) -> Option<JoinGroupResponse> {
+    let response = join(broker, r, version, client_id, host).await?;
+    // From v7 a refusal names no protocol (null), as Kafka's does.
+    Some(if version >= 7 && response.error_code != NONE {
+        response.with_protocol_name(None)
+    } else {
+        response
+    })
+}
+
+async fn join(
+    broker: &Arc<Broker>,
+    r: JoinGroupRequest,
+    version: i16,
+    client_id: &str,
+    host: &str,
+) -> Option<JoinGroupResponse> {
     let name = r.group_id.0.to_string();
+    if name.is_empty() {
+        return Some(
+            JoinGroupResponse::default()
+                .with_error_code(INVALID_GROUP_ID)
+                .with_generation_id(-1),
+        );
+    }
     let lab = broker.lab.clone();
     let (lab_members, lab_generation) = tokio::task::spawn_blocking(move || {
         lab.lock()

@@ -27,8 +27,11 @@ pub(crate) async fn handle(
             per_member
                 .iter()
                 .map(|(id, code)| {
+                    // No static membership here: every member's instance id is null, as Kafka
+                    // answers for a dynamic member.
                     MemberResponse::default()
                         .with_member_id(str_bytes(id))
+                        .with_group_instance_id(None)
                         .with_error_code(*code)
                 })
                 .collect(),

@@ -82,6 +82,7 @@ mod tests {
             &b,
             &DescribeGroupsRequest::default()
                 .with_groups(vec![GroupId(name("analytics-prod")), GroupId(name("nobody"))]),
+            5,
         );
         let g = &described.groups[0];
         assert_eq!((g.group_state.as_str(), g.members.len()), ("Stable", 1));
@@ -142,6 +143,7 @@ mod tests {
             &b,
             &DescribeGroupsRequest::default()
                 .with_groups(vec![GroupId(name("audit")), GroupId(name("nobody"))]),
+            5,
         );
         let states: Vec<&str> = described.groups.iter().map(|g| g.group_state.as_str()).collect();
         assert_eq!(states, ["Empty", "Dead"]);

@@ -41,7 +41,7 @@ fn max_timestamp(log: &dyn offsetlab_engine::log::PartitionLog) -> (i64, i64) {
     found
 }
 
-pub(crate) fn handle(broker: &Broker, r: &ListOffsetsRequest) -> ListOffsetsResponse {
+pub(crate) fn handle(broker: &Broker, r: &ListOffsetsRequest, version: i16) -> ListOffsetsResponse {
     let s = broker.lab.lock();
     let lab = s.lab();
     let level = isolation(r.isolation_level);
@@ -86,7 +86,16 @@ pub(crate) fn handle(broker: &Broker, r: &ListOffsetsRequest) -> ListOffsetsResp
                                     None => (-1, -1),
                                 },
                             };
-                            base.with_offset(offset).with_timestamp(timestamp)
+                            // An offset found was written under the partition's one leader epoch
+                            // (v4+ says which).
+                            let epoch = if offset >= 0 && version >= 4 {
+                                crate::broker::LEADER_EPOCH
+                            } else {
+                                -1
+                            };
+                            base.with_offset(offset)
+                                .with_timestamp(timestamp)
+                                .with_leader_epoch(epoch)
                         })
                         .collect(),
                 )
@@ -112,6 +121,7 @@ mod tests {
                 .with_partitions(vec![ListOffsetsPartition::default()
                     .with_partition_index(0)
                     .with_timestamp(spec)])]),
+            9,
         );
         let p = &r.topics[0].partitions[0];
         (p.error_code, p.offset, p.timestamp)

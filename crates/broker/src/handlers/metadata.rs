@@ -1,10 +1,11 @@
 //! Metadata: the one broker (node 0, the leader of every partition) and the topics asked for —
 //! created first when the request allows it and `--auto-create-topics` is on.
 
-use crate::broker::{Broker, NODE};
+use crate::broker::{Broker, LEADER_EPOCH, NODE};
 use crate::str_bytes;
 use offsetlab_engine::offsets::CONSUMER_OFFSETS_TOPIC;
 use offsetlab_wire::error::*;
+use offsetlab_wire::kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use offsetlab_wire::kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
@@ -12,16 +13,45 @@ use offsetlab_wire::kafka_protocol::messages::{BrokerId, MetadataRequest, Metada
 use offsetlab_wire::Uuid;
 
 pub(crate) fn handle(broker: &Broker, r: &MetadataRequest, version: i16) -> MetadataResponse {
-    // Before v4 a Metadata request always allowed creation; since, the client says.
+    // Topics by id arrived with v12 (KIP-516): Kafka refuses them before, whole.
+    // A topic asked for by id has no name (or an empty one).
+    let nameless = |t: &MetadataRequestTopic| t.name.as_ref().is_none_or(|n| n.0.is_empty());
+    let by_id = r
+        .topics
+        .iter()
+        .flatten()
+        .any(|t| nameless(t) && !t.topic_id.is_nil());
+    if version < 12 && by_id {
+        return MetadataResponse::default()
+            .with_cluster_id(None)
+            .with_controller_id(BrokerId(-1))
+            .with_topics(
+                r.topics
+                    .iter()
+                    .flatten()
+                    .map(|t| {
+                        MetadataResponseTopic::default()
+                            .with_name(t.name.clone())
+                            .with_topic_id(t.topic_id)
+                            .with_error_code(INVALID_REQUEST)
+                    })
+                    .collect(),
+            );
+    }
+    // Before v4 a Metadata request always allowed creation; since, the client says. A topic it
+    // creates is not in this answer (UNKNOWN_TOPIC_OR_PARTITION), as Kafka's creation reaches
+    // the controller after the answer: the client asks again.
+    let mut just_created = Vec::new();
     if broker.config.auto_create_topics && (version < 4 || r.allow_auto_topic_creation) {
         let wanted: Vec<String> = r
             .topics
             .iter()
             .flatten()
+            .filter(|t| !nameless(t))
             .filter_map(|t| t.name.as_ref().map(|n| n.0.to_string()))
             .collect();
         if !wanted.is_empty() {
-            crate::auto_create::create_topics(&broker.lab, &wanted);
+            just_created = crate::auto_create::create_topics(&broker.lab, &wanted);
         }
     }
     let advertised = broker.advertised;
@@ -40,12 +70,12 @@ pub(crate) fn handle(broker: &Broker, r: &MetadataRequest, version: i16) -> Meta
     let names: Vec<String> = match &r.topics {
         // Null (or, before v1, empty) means every topic.
         None => every(),
-        Some(ts) if ts.is_empty() => every(),
+        Some(ts) if ts.is_empty() && version == 0 => every(),
         Some(ts) => ts
             .iter()
             .filter_map(|t| match &t.name {
-                Some(n) => Some(n.0.to_string()),
-                None => {
+                Some(n) if !nameless(t) => Some(n.0.to_string()),
+                _ => {
                     let found = lab.topic_named_by_id(t.topic_id.as_bytes()).map(str::to_string);
                     if found.is_none() {
                         unknown_ids.push(t.topic_id);
@@ -56,9 +86,17 @@ pub(crate) fn handle(broker: &Broker, r: &MetadataRequest, version: i16) -> Meta
             .collect(),
     };
     let id_of = |name: &str| Uuid::from_bytes(lab.topic_id_of(name).unwrap_or_default());
+    let topic_ops =
+        crate::authorized::if_asked(r.include_topic_authorized_operations, crate::authorized::TOPIC);
     let mut topics: Vec<MetadataResponseTopic> = names
         .iter()
         .map(|name| {
+            if just_created.contains(name) {
+                return MetadataResponseTopic::default()
+                    .with_name(Some(TopicName(str_bytes(name))))
+                    .with_error_code(UNKNOWN_TOPIC_OR_PARTITION)
+                    .with_topic_authorized_operations(topic_ops);
+            }
             match lab.topic(name).map(|t| t.partitions.len()).or_else(|e| {
                 if name == CONSUMER_OFFSETS_TOPIC {
                     Ok(1)
@@ -71,12 +109,14 @@ pub(crate) fn handle(broker: &Broker, r: &MetadataRequest, version: i16) -> Meta
                     .with_topic_id(id_of(name))
                     .with_error_code(NONE)
                     .with_is_internal(name == CONSUMER_OFFSETS_TOPIC)
+                    .with_topic_authorized_operations(topic_ops)
                     .with_partitions(
                         (0..partitions as i32)
                             .map(|p| {
                                 MetadataResponsePartition::default()
                                     .with_partition_index(p)
                                     .with_leader_id(BrokerId(NODE))
+                                    .with_leader_epoch(LEADER_EPOCH)
                                     .with_replica_nodes(vec![BrokerId(NODE)])
                                     .with_isr_nodes(vec![BrokerId(NODE)])
                             })
@@ -86,6 +126,7 @@ pub(crate) fn handle(broker: &Broker, r: &MetadataRequest, version: i16) -> Meta
                 // client gives up on at once; an unknown one it waits for, as topics appear.
                 Err(_) => MetadataResponseTopic::default()
                     .with_name(Some(TopicName(str_bytes(name))))
+                    .with_topic_authorized_operations(topic_ops)
                     .with_error_code(if crate::auto_create::creatable(name) {
                         UNKNOWN_TOPIC_OR_PARTITION
                     } else {
@@ -96,6 +137,7 @@ pub(crate) fn handle(broker: &Broker, r: &MetadataRequest, version: i16) -> Meta
         .collect();
     topics.extend(unknown_ids.into_iter().map(|id| {
         MetadataResponseTopic::default()
+            .with_name(None)
             .with_topic_id(id)
             .with_error_code(UNKNOWN_TOPIC_ID)
     }));
@@ -104,8 +146,12 @@ pub(crate) fn handle(broker: &Broker, r: &MetadataRequest, version: i16) -> Meta
             .with_node_id(BrokerId(NODE))
             .with_host(str_bytes(&advertised.ip().to_string()))
             .with_port(i32::from(advertised.port()))])
-        .with_cluster_id(Some(str_bytes("offsetlab")))
+        .with_cluster_id(Some(str_bytes(crate::broker::CLUSTER_ID)))
         .with_controller_id(BrokerId(NODE))
+        .with_cluster_authorized_operations(crate::authorized::if_asked(
+            r.include_cluster_authorized_operations,
+            crate::authorized::CLUSTER,
+        ))
         .with_topics(topics)
 }
 
@@ -113,7 +159,6 @@ pub(crate) fn handle(broker: &Broker, r: &MetadataRequest, version: i16) -> Meta
 mod tests {
     use super::*;
     use crate::testing::{broker, name};
-    use offsetlab_wire::kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 
     fn asking(topics: &[&str]) -> MetadataRequest {
         MetadataRequest::default().with_topics(Some(
@@ -182,7 +227,12 @@ mod tests {
     fn a_request_that_allows_it_creates_the_topic() {
         let b = broker();
         let r = handle(&b, &asking(&["fresh"]).with_allow_auto_topic_creation(true), 9);
-        assert_eq!(r.topics[0].error_code, NONE);
+        assert_eq!(
+            r.topics[0].error_code, UNKNOWN_TOPIC_OR_PARTITION,
+            "created, and in the next answer (as Kafka's controller creates it after answering)"
+        );
+        let r = handle(&b, &asking(&["fresh"]), 9);
+        assert_eq!((r.topics[0].error_code, r.topics[0].partitions.len()), (NONE, 1));
         let r = handle(&b, &asking(&["other"]).with_allow_auto_topic_creation(false), 9);
         assert_eq!(
             r.topics[0].error_code, UNKNOWN_TOPIC_OR_PARTITION,

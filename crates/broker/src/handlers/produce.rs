@@ -35,6 +35,7 @@ use offsetlab_wire::kafka_protocol::messages::produce_response::{
 use offsetlab_wire::kafka_protocol::messages::TopicName;
 use offsetlab_wire::kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use offsetlab_wire::kafka_protocol::protocol::StrBytes;
+use offsetlab_wire::Uuid;
 use std::collections::BTreeMap;
 use std::sync::MutexGuard;
 
@@ -43,8 +44,11 @@ type PartitionRecords = (i32, Option<Bytes>);
 
 /// Per partition of the request, in its order: the base offset and the partition's log start
 /// offset, or why it was refused.
-/// Per partition: (base offset, log start offset, whether the topic stamps LogAppendTime).
-type Answers = Vec<Vec<Result<(i64, i64, bool), Refusal>>>;
+/// Per partition: (base offset, log start offset, the log append time to answer with: the lab's
+/// clock on a `LogAppendTime` topic, a resent batch's first answer's, or none).
+/// A refusal carries the log start offset to answer with: −1, except for a sequence out of order,
+/// which Kafka's log refuses after finding the partition (and answers with its log start).
+type Answers = Vec<Vec<Result<(i64, i64, Option<i64>), (Refusal, i64)>>>;
 
 /// Appends a Produce request's records: every partition's answer, with the offset its first
 /// record was given.
@@ -56,6 +60,9 @@ pub(crate) fn handle(broker: &Broker, r: ProduceRequest, version: i16, client_id
 /// A Produce request's batches, validated, waiting for the lab's lock.
 pub(crate) struct Checked {
     topics: Vec<(String, Vec<PartitionRecords>)>,
+    /// Each topic's id as the request named it (v13+, KIP-516; nil before): the answer names
+    /// the topic by it. An id the lab never gave out leaves the name empty.
+    ids: Vec<Uuid>,
     checked: Vec<Vec<Result<Produced, Refusal>>>,
     txn_id: Option<String>,
     client_id: String,
@@ -78,11 +85,21 @@ pub(crate) fn records_bytes(r: &ProduceRequest) -> usize {
 pub(crate) fn check(broker: &Broker, r: ProduceRequest, version: i16, client_id: &str) -> Checked {
     let txn_id = r.transactional_id.as_ref().map(|t| String::from(t.as_str()));
     let acks = r.acks;
+    let ids: Vec<Uuid> = r.topic_data.iter().map(|t| t.topic_id).collect();
     let mut topics = take_records(r);
     // Each topic's `max.message.bytes` (the broker's `message.max.bytes` for one it does not have
-    // yet), read in one short look at the lab: the walk itself runs without its lock.
+    // yet), read in one short look at the lab: the walk itself runs without its lock. From
+    // v13 topics are named by id.
     let limits: Vec<usize> = {
         let s = broker.lab.lock();
+        if version >= 13 {
+            for ((name, _), id) in topics.iter_mut().zip(&ids) {
+                *name = s
+                    .lab()
+                    .topic_named_by_id(id.as_bytes())
+                    .map_or_else(String::new, str::to_string);
+            }
+        }
         topics
             .iter()
             .map(|(name, _)| {
@@ -109,6 +126,7 @@ pub(crate) fn check(broker: &Broker, r: ProduceRequest, version: i16, client_id:
         .collect();
     Checked {
         topics,
+        ids,
         checked,
         txn_id,
         client_id: client_id.to_string(),
@@ -120,13 +138,17 @@ pub(crate) fn check(broker: &Broker, r: ProduceRequest, version: i16, client_id:
 pub(crate) fn append(broker: &Broker, s: MutexGuard<'_, Session>, c: Checked) -> ProduceResponse {
     let Checked {
         topics,
+        ids,
         checked,
         txn_id,
         client_id,
         acks,
     } = c;
-    let now = s.lab().now();
     let mut plan = Plan::new(broker, &s, &topics, txn_id, &client_id);
+    if ids.iter().any(|id| !id.is_nil()) {
+        // A topic named by an id the lab never gave out (v13).
+        plan.refused.insert(String::new(), UNKNOWN_TOPIC_ID);
+    }
     plan.acks_all = acks == -1;
     let answers: Answers = topics
         .iter()
@@ -144,11 +166,13 @@ pub(crate) fn append(broker: &Broker, s: MutexGuard<'_, Session>, c: Checked) ->
     } = plan;
     let outcome = change::apply(&broker.lab, s, changes);
     if outcome.is_ok() {
-        for (producer, topic, partition, base) in appended {
-            broker.producers.appended(producer, &topic, partition, base);
+        for (producer, topic, partition, base, max_timestamp) in appended {
+            broker
+                .producers
+                .appended(producer, &topic, partition, base, max_timestamp);
         }
     }
-    respond(topics, answers, &outcome, now)
+    respond(topics, &ids, answers, &outcome)
 }
 
 /// The request's names and partition indexes as plain values, its records taken out: with the
@@ -179,8 +203,9 @@ struct Plan<'a> {
     changes: Vec<Change>,
     /// Where each partition's next record goes once the planned changes are applied.
     planned: BTreeMap<(String, i32), i64>,
-    /// Idempotent producers' batches in this request, noted once they are stored.
-    appended: Vec<(ProducerRun, String, i32, i64)>,
+    /// Idempotent producers' batches in this request (with their largest timestamp), noted
+    /// once they are stored.
+    appended: Vec<(ProducerRun, String, i32, i64, i64)>,
     /// `acks=all`: a topic wanting more in-sync replicas than the lab's one is refused.
     acks_all: bool,
 }
@@ -224,16 +249,26 @@ impl<'a> Plan<'a> {
         name: &str,
         index: i32,
         checked: Result<Produced, Refusal>,
-    ) -> Result<(i64, i64, bool), Refusal> {
-        let base = self.base_offset(name, index, checked)?;
-        let lab = self.session.lab();
-        let log_start = lab
+    ) -> Result<(i64, i64, Option<i64>), (Refusal, i64)> {
+        let log_start = self
+            .session
+            .lab()
             .partition_log(&TopicPartition::new(name, index))
             .map_or(0, |l| l.log_start_offset());
+        let (base, duplicate_time) = self.base_offset(name, index, checked).map_err(|refusal| {
+            let start = if refusal.0 == OUT_OF_ORDER_SEQUENCE_NUMBER {
+                log_start
+            } else {
+                -1
+            };
+            (refusal, start)
+        })?;
+        let lab = self.session.lab();
         let log_append_time = lab.topic(name).is_ok_and(|t| {
             t.config.message_timestamp_type == offsetlab_engine::log::TimestampType::LogAppendTime
         });
-        Ok((base, log_start, log_append_time))
+        let now = lab.now();
+        Ok((base, log_start, duplicate_time.or(log_append_time.then_some(now))))
     }
 
     fn base_offset(
@@ -241,7 +276,7 @@ impl<'a> Plan<'a> {
         name: &str,
         index: i32,
         checked: Result<Produced, Refusal>,
-    ) -> Result<i64, Refusal> {
+    ) -> Result<(i64, Option<i64>), Refusal> {
         if let Some(&code) = self.refused.get(name) {
             return Err((code, format!("'{name}' cannot be created by a client")));
         }
@@ -296,8 +331,14 @@ impl<'a> Plan<'a> {
                 .map_err(|code| (code, "a batch is missing before this one".to_string()))?,
             None => Verdict::Append,
         };
-        if let Verdict::Duplicate { base_offset } = verdict {
-            return Ok(base_offset);
+        // A resend: Kafka answers with the first write's offset, and as its log append time
+        // the batch's largest timestamp, which it kept for it.
+        if let Verdict::Duplicate {
+            base_offset,
+            max_timestamp,
+        } = verdict
+        {
+            return Ok((base_offset, Some(max_timestamp)));
         }
         if produced.transactional && !self.is_current_transactional(&produced) {
             return Err((
@@ -305,7 +346,7 @@ impl<'a> Plan<'a> {
                 "this producer id and epoch are not the transactional.id's current ones (fenced)".to_string(),
             ));
         }
-        Ok(self.append(name, index, produced))
+        Ok((self.append(name, index, produced), None))
     }
 
     /// A transactional batch's producer is its `transactional.id`'s current one.
@@ -337,7 +378,8 @@ impl<'a> Plan<'a> {
         self.planned
             .insert((name.to_string(), index), end + records.len() as i64);
         if let Some(producer) = producer {
-            self.appended.push((producer, name.to_string(), index, end));
+            self.appended
+                .push((producer, name.to_string(), index, end, records.max_timestamp()));
         }
         match records {
             Records::Transactional {
@@ -355,14 +397,30 @@ impl<'a> Plan<'a> {
                     })));
                 }
             }
-            Records::Encoded(batches) => self.changes.push(Change::Produced {
-                topic: name.to_string(),
-                partition: index,
-                client: self.client.clone(),
-                batches,
-            }),
+            Records::Encoded(mut batches) => {
+                stamp_leader_epoch(&mut batches);
+                self.changes.push(Change::Produced {
+                    topic: name.to_string(),
+                    partition: index,
+                    client: self.client.clone(),
+                    batches,
+                })
+            }
         }
         end
+    }
+}
+
+/// Writes the partition's leader epoch into each batch (`partitionLeaderEpoch`, bytes 12–15,
+/// outside the CRC), as a leader does on append: producers send −1.
+fn stamp_leader_epoch(batches: &mut offsetlab_records::ProducedBatches) {
+    let (bytes, headers) = batches.parts_mut();
+    let mut at = 0;
+    for h in headers.iter() {
+        if let Some(field) = bytes.get_mut(at + 12..at + 16) {
+            field.copy_from_slice(&crate::broker::LEADER_EPOCH.to_be_bytes());
+        }
+        at += h.total_len;
     }
 }
 
@@ -371,27 +429,28 @@ impl<'a> Plan<'a> {
 /// answers) — or its error, or the error that kept the whole request from being stored.
 fn respond(
     topics: Vec<(String, Vec<PartitionRecords>)>,
+    ids: &[Uuid],
     answers: Answers,
     outcome: &Result<(), change::Failure>,
-    now: i64,
 ) -> ProduceResponse {
-    let answer = |index: i32, answer: Result<(i64, i64, bool), Refusal>| {
+    let answer = |index: i32, answer: Result<(i64, i64, Option<i64>), (Refusal, i64)>| {
         let base = PartitionProduceResponse::default()
             .with_index(index)
             .with_log_append_time_ms(-1)
             .with_log_start_offset(-1);
-        let (code, message) = match (answer, outcome) {
+        let ((code, message), log_start) = match (answer, outcome) {
             (Ok((offset, log_start, log_append_time)), Ok(())) => {
                 return base
                     .with_error_code(NONE)
                     .with_base_offset(offset)
-                    .with_log_append_time_ms(if log_append_time { now } else { -1 })
+                    .with_log_append_time_ms(log_append_time.unwrap_or(-1))
                     .with_log_start_offset(log_start)
             }
-            (Ok(_), Err(failure)) => (failure.code(), failure.message()),
+            (Ok(_), Err(failure)) => ((failure.code(), failure.message()), -1),
             (Err(refusal), _) => refusal,
         };
         base.with_error_code(code)
+            .with_log_start_offset(log_start)
             .with_base_offset(-1)
             .with_error_message(Some(str_bytes(&message)))
     };
@@ -399,9 +458,11 @@ fn respond(
         topics
             .into_iter()
             .zip(answers)
-            .map(|((name, parts), topic_answers)| {
+            .zip(ids)
+            .map(|(((name, parts), topic_answers), id)| {
                 TopicProduceResponse::default()
                     .with_name(TopicName(StrBytes::from_string(name)))
+                    .with_topic_id(*id)
                     .with_partition_responses(
                         parts
                             .iter()
