@@ -65,8 +65,26 @@ pub fn find_coordinator(t: &mut Target) -> Step<()> {
             )?;
         }
         if v >= 6 {
-            // A share-group partition's coordinator (KIP-932): "group:topicId:partition".
+            // A share-group partition's coordinator (KIP-932): "group:topicId:partition". Kafka
+            // creates its share-state topic on the first such request, answering
+            // COORDINATOR_NOT_AVAILABLE until then: asked (quietly) until it has one.
             let share = format!("{g1}:AAAAAAAAAAAAAAAAAAAAAA:0");
+            if t.side == "kafka" {
+                let key = share.clone();
+                t.wait_until(
+                    "found a share coordinator",
+                    std::time::Duration::from_secs(60),
+                    |t| {
+                        let r = t.quiet(
+                            v,
+                            FindCoordinatorRequest::default()
+                                .with_key_type(2)
+                                .with_coordinator_keys(vec![s(&key)]),
+                        )?;
+                        Ok(r.coordinators.iter().all(|c| c.error_code == 0))
+                    },
+                )?;
+            }
             t.ask(
                 "share",
                 v,

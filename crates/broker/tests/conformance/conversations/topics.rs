@@ -101,13 +101,15 @@ fn asking(names: &[&str]) -> MetadataRequest {
     ))
 }
 
-/// Only this run's topics and Kafka's internal ones: a real Kafka holds other runs' too.
+/// Only this run's topics and the internal topics both brokers have reason to hold: a real
+/// Kafka holds other runs' too, and internal topics of features the lab lacks once a client
+/// used them (`__share_group_state`).
 fn ours(run: &str) -> impl Fn(&mut MetadataResponse) + '_ {
     move |m: &mut MetadataResponse| {
         m.topics.retain(|t| {
-            t.name
-                .as_ref()
-                .is_none_or(|n| n.0.contains(run) || n.0.starts_with("__"))
+            t.name.as_ref().is_none_or(|n| {
+                n.0.contains(run) || matches!(n.0.as_str(), "__consumer_offsets" | "__transaction_state")
+            })
         })
     }
 }
