@@ -227,6 +227,10 @@ pub struct OpenTxn {
     /// partition, offset.
     #[serde(default)]
     pub offsets: Vec<(String, TopicPartition, Offset)>,
+    /// What a TxnOffsetCommit sent along with some of those offsets, committed with them as an
+    /// OffsetCommit's are: group, partition, leader epoch (−1 for none), metadata.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub offset_details: Vec<(String, TopicPartition, i32, String)>,
 }
 
 impl OpenTxn {

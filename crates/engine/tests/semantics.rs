@@ -1622,12 +1622,25 @@ fn a_real_clients_transaction_commits_or_aborts_with_its_offsets() {
     assert!(err.to_string().contains("PRODUCER_FENCED"), "{err}");
     lab.external_txn_send("copy-loop", pid, 1, &out, &[rec("c")])
         .expect("send");
-    lab.external_txn_offsets("copy-loop", pid, 1, "copy", &[(tp(), 4)])
-        .expect("offsets");
+    let metadata = [(tp(), "batch 4".to_string())].into_iter().collect();
+    let leader_epochs = [(tp(), 0)].into_iter().collect();
+    lab.external_txn_offsets(
+        "copy-loop",
+        pid,
+        1,
+        "copy",
+        &[(tp(), 4)],
+        &metadata,
+        &leader_epochs,
+    )
+    .expect("offsets");
     assert_eq!(committed(&lab, "copy"), None, "offsets wait for the commit");
     lab.external_end_transaction("copy-loop", pid, 1, true)
         .expect("commit");
     assert_eq!(committed(&lab, "copy"), Some(4));
+    // Committed with what the TxnOffsetCommit sent along, as an OffsetCommit's offsets are.
+    let (_, kept) = lab.offsets().group_offsets("copy").next().expect("the commit");
+    assert_eq!((kept.leader_epoch, kept.metadata.as_str()), (0, "batch 4"));
     assert_eq!(lab.last_stable_offset(&out).expect("lso"), 5);
     let txns = lab.partition_txns(&out).expect("txns");
     assert!(txns.is_aborted(0) && txns.is_aborted(1) && !txns.is_aborted(3));

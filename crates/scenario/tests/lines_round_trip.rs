@@ -505,15 +505,31 @@ fn command() -> impl Strategy<Value = Command> {
                 records,
             })
         ),
-        (nonempty_text(), producer(), text(), offsets()).prop_map(
-            |(txn_id, (producer_id, epoch), group, offsets)| Command::TxnOffsets(TxnOffsets {
-                txn_id,
-                producer_id,
-                epoch,
-                group,
-                offsets,
-            })
-        ),
+        (
+            nonempty_text(),
+            producer(),
+            text(),
+            offsets(),
+            proptest::collection::btree_map(
+                (topic(), partition()).prop_map(|(t, p)| TopicPartition::new(t, p)),
+                text(),
+                0..3
+            ),
+            leader_epochs(),
+        )
+            .prop_map(
+                |(txn_id, (producer_id, epoch), group, offsets, metadata, leader_epochs)| {
+                    Command::TxnOffsets(TxnOffsets {
+                        txn_id,
+                        producer_id,
+                        epoch,
+                        group,
+                        offsets,
+                        metadata,
+                        leader_epochs,
+                    })
+                }
+            ),
         (nonempty_text(), producer(), any::<bool>()).prop_map(|(txn_id, (producer_id, epoch), commit)| {
             Command::EndTxn(EndTxn {
                 txn_id,

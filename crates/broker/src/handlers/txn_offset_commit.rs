@@ -10,6 +10,7 @@ use offsetlab_wire::kafka_protocol::messages::txn_offset_commit_response::{
     TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
 };
 use offsetlab_wire::kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
+use std::collections::BTreeMap;
 
 /// TxnOffsetCommit: a `txn-offsets` line, after the producer check and (v3+, KIP-447) the group
 /// coordinator's check of the consumer's member id and generation.
@@ -43,15 +44,36 @@ pub(crate) fn handle(broker: &Broker, r: &TxnOffsetCommitRequest) -> TxnOffsetCo
         code = UNKNOWN_TOPIC_OR_PARTITION;
     }
     if code == NONE && !offsets.is_empty() {
+        // The metadata and leader epoch sent along, kept with the offsets as an OffsetCommit's.
+        let mut metadata = BTreeMap::new();
+        let mut leader_epochs = BTreeMap::new();
+        for t in &r.topics {
+            for p in &t.partitions {
+                let tp = TopicPartition::new(t.name.0.to_string(), p.partition_index);
+                if let Some(m) = p.committed_metadata.as_ref().filter(|m| !m.is_empty()) {
+                    metadata.insert(tp.clone(), m.to_string());
+                }
+                if p.committed_leader_epoch >= 0 {
+                    leader_epochs.insert(tp, p.committed_leader_epoch);
+                }
+            }
+        }
         let offsets = Command::TxnOffsets(TxnOffsets {
             txn_id,
             producer_id: r.producer_id.0,
             epoch: r.producer_epoch,
             group,
             offsets,
+            metadata,
+            leader_epochs,
         });
         if let Err(failure) = change::apply_commands(lab, s, vec![offsets]) {
-            code = failure.code();
+            code = match failure {
+                change::Failure::Refused(offsetlab_engine::LabError::OffsetMetadataTooLarge { .. }) => {
+                    OFFSET_METADATA_TOO_LARGE
+                }
+                failure => failure.code(),
+            };
         }
     }
     TxnOffsetCommitResponse::default().with_topics(

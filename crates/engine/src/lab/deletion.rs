@@ -182,6 +182,7 @@ impl Lab {
         for producer in self.producers.values_mut() {
             if let Some(open) = &mut producer.ongoing {
                 open.offsets.retain(|(_, tp, _)| tp.topic != topic);
+                open.offset_details.retain(|(_, tp, _, _)| tp.topic != topic);
             }
         }
         self.topics.remove(topic);

@@ -393,6 +393,7 @@ impl Lab {
             started_at: now,
             writes: Vec::new(),
             offsets: Vec::new(),
+            offset_details: Vec::new(),
         });
         for (offset, r) in &offsets {
             txn.writes.push(crate::txn::TxnWrite {
@@ -419,7 +420,8 @@ impl Lab {
     }
 
     /// `sendOffsetsToTransaction()`: offsets a group commits if, and only if, the transaction
-    /// commits.
+    /// commits — with the metadata and leader epochs sent along, as an OffsetCommit keeps them.
+    #[allow(clippy::too_many_arguments)]
     pub fn external_txn_offsets(
         &mut self,
         txn_id: &str,
@@ -427,8 +429,13 @@ impl Lab {
         epoch: i16,
         group: &str,
         offsets: &[(TopicPartition, Offset)],
+        metadata: &std::collections::BTreeMap<TopicPartition, String>,
+        leader_epochs: &std::collections::BTreeMap<TopicPartition, i32>,
     ) -> Result<(), LabError> {
         crate::names::check_group_id(group)?;
+        for (tp, m) in metadata {
+            crate::offsets::check_metadata(tp, m)?;
+        }
         for (tp, o) in offsets {
             self.partition_log(tp)?;
             // A committed offset is a position in the log (as in `external_commit`).
@@ -444,10 +451,22 @@ impl Lab {
             started_at: now,
             writes: Vec::new(),
             offsets: Vec::new(),
+            offset_details: Vec::new(),
         });
         for (tp, o) in offsets {
             txn.offsets.retain(|(g, t, _)| !(g == group && t == tp));
             txn.offsets.push((group.to_string(), tp.clone(), *o));
+            txn.offset_details.retain(|(g, t, _, _)| !(g == group && t == tp));
+            let (m, e) = (metadata.get(tp), leader_epochs.get(tp));
+            if m.is_some() || e.is_some() {
+                let details = (
+                    group.to_string(),
+                    tp.clone(),
+                    e.copied().unwrap_or(-1),
+                    m.cloned().unwrap_or_default(),
+                );
+                txn.offset_details.push(details);
+            }
         }
         let what: Vec<String> = offsets.iter().map(|(tp, o)| format!("{tp} → {o}")).collect();
         self.say(
@@ -484,7 +503,13 @@ impl Lab {
         if commit {
             for (group, tp, offset) in &txn.offsets {
                 self.offsets_only_group(group, &tp.topic)?;
-                self.offsets.commit_offset(group, tp, *offset, now);
+                let (epoch, metadata) = txn
+                    .offset_details
+                    .iter()
+                    .find(|(g, t, _, _)| g == group && t == tp)
+                    .map_or((-1, String::new()), |(_, _, e, m)| (*e, m.clone()));
+                self.offsets
+                    .commit_offset_with(group, tp, *offset, epoch, metadata, now);
             }
         }
         self.say(

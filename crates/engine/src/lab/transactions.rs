@@ -178,6 +178,7 @@ impl Lab {
             started_at: now,
             writes: Vec::new(),
             offsets: Vec::new(),
+            offset_details: Vec::new(),
         });
         let adds_partition = !txn.writes.iter().any(|w| w.output == out);
         txn.writes.push(TxnWrite {

@@ -6,15 +6,18 @@
 //!   (aborting what a previous instance left open);
 //! - `txn-send TXNID producer-id=P epoch=E topic=T partition=N records=JSON` — records written
 //!   inside the open transaction (`records` as in `send`);
-//! - `txn-offsets TXNID producer-id=P epoch=E group=G offsets=T:P=O[,…]` —
-//!   `sendOffsetsToTransaction()`;
+//! - `txn-offsets TXNID producer-id=P epoch=E group=G offsets=T:P=O[,…] [metadata=JSON]
+//!   [leader-epochs=T:P=E,…]` — `sendOffsetsToTransaction()`, with the metadata and leader
+//!   epochs sent along (as `commit-offsets` keeps them);
 //! - `end-txn TXNID producer-id=P epoch=E commit|abort` — `commitTransaction()` /
 //!   `abortTransaction()`: the markers, and on commit the offsets;
 //! - `txn-timeout TXNID producer-id=P epoch=E` — the transaction stayed open past its
 //!   `transaction.timeout.ms` of wall time (its producer was killed or hangs): the coordinator
 //!   aborts it and bumps the epoch, fencing that producer.
 
-use super::external::{offsets_text, parse_offsets};
+use super::external::{
+    offsets_text, parse_leader_epochs, parse_metadata, parse_offsets, write_leader_epochs, write_metadata,
+};
 use crate::error::ParseError;
 use crate::token::{Args, Quoted};
 use crate::units::{count, duration_ms};
@@ -22,6 +25,7 @@ use offsetlab_engine::clock::format_duration;
 use offsetlab_engine::lab::SentRecord;
 use offsetlab_engine::record::{Offset, TopicPartition};
 use offsetlab_engine::{Lab, LabError};
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// A `transactional.id`: any non-empty string, as Kafka takes it (quoted on the line when it is
@@ -148,6 +152,10 @@ pub struct TxnOffsets {
     pub epoch: i16,
     pub group: String,
     pub offsets: Vec<(TopicPartition, Offset)>,
+    /// The metadata strings sent with the offsets, for the partitions that sent any.
+    pub metadata: BTreeMap<TopicPartition, String>,
+    /// The leader epochs sent with the offsets, for the partitions that sent one.
+    pub leader_epochs: BTreeMap<TopicPartition, i32>,
 }
 
 impl TxnOffsets {
@@ -158,12 +166,18 @@ impl TxnOffsets {
         let offsets = args
             .parsed("offsets", parse_offsets)?
             .ok_or_else(|| ParseError::new("txn-offsets: missing offsets=T:P=O,…"))?;
+        let metadata = args.parsed("metadata", parse_metadata)?.unwrap_or_default();
+        let leader_epochs = args
+            .parsed("leader-epochs", parse_leader_epochs)?
+            .unwrap_or_default();
         Ok(Self {
             txn_id,
             producer_id,
             epoch,
             group,
             offsets,
+            metadata,
+            leader_epochs,
         })
     }
 
@@ -174,6 +188,8 @@ impl TxnOffsets {
             self.epoch,
             &self.group,
             &self.offsets,
+            &self.metadata,
+            &self.leader_epochs,
         )
     }
 }
@@ -188,7 +204,9 @@ impl fmt::Display for TxnOffsets {
             self.epoch,
             Quoted(&self.group),
             offsets_text(&self.offsets)
-        )
+        )?;
+        write_metadata(f, &self.metadata)?;
+        write_leader_epochs(f, &self.leader_epochs)
     }
 }
 
