@@ -16,6 +16,9 @@
 #      ... then the Java client (kafka-clients/java): the Java consumer's auto-commit inside poll()
 #      killed at five planned instants, against the model's prediction, and its producer, group,
 #      admin and transactional flows, on the lab's listener and on Apache Kafka
+#      ... then conformance (crates/broker/tests/conformance): the same conversations, every API
+#      key at every version the lab advertises, sent to the lab's listener and to that Kafka;
+#      any difference docs/CONFORMANCE.md does not explain fails it
 #   8. the oracle scenarios (scenarios/oracle, scripts/oracle_scenarios.py): twelve stories from
 #      Kafka's documentation and KIPs, on the model, on Apache Kafka and on the lab's listener
 #   9. three Apache Kafka brokers: a lesson and the admin commands across partition leaders and
@@ -96,6 +99,11 @@ bash scripts/cluster_runs.sh ./target/debug/offsetlab "$bootstrap"
 
 echo "== the Java client (kafka-clients, Apache Kafka's release): crash vs model and flows, on the lab's listener and on Apache Kafka"
 bash scripts/java_crash_vs_model.sh --lab "$kafka" --apache "$bootstrap" ./target/debug/offsetlab
+
+echo "== conformance: the lab's listener and Apache Kafka asked the same, every API at every version the lab advertises"
+started=$SECONDS
+OFFSETLAB_APACHE_KAFKA=$bootstrap cargo test --locked -p offsetlab-broker --test conformance -- --ignored
+echo "  conformance: $(seconds_since "$started") s (report: target/conformance-report.json, differences explained in docs/CONFORMANCE.md)"
 scripts/apache-kafka.sh stop --dir "$kafka_dir"
 kafka_dir=
 

@@ -20,18 +20,32 @@ use std::time::Duration;
 #[derive(Default)]
 struct Deliveries {
     failed: Mutex<Vec<String>>,
-    /// The offsets the cluster gave, per partition, in order.
-    offsets: Mutex<Vec<(i32, i64)>>,
+    /// Per record delivered: its partition, the model's offset for it and the cluster's.
+    /// Reports are matched by the model's offset each record carries, not by the order they
+    /// arrive in: rdkafka may serve them from two polling threads at once (its own and a
+    /// flush), so two reports can be pushed here out of order.
+    offsets: Mutex<Vec<Delivered>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Delivered {
+    partition: i32,
+    wanted: i64,
+    got: i64,
 }
 
 impl ClientContext for Deliveries {}
 
 impl ProducerContext for Deliveries {
-    type DeliveryOpaque = ();
+    type DeliveryOpaque = Box<i64>;
 
-    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
+    fn delivery(&self, result: &DeliveryResult<'_>, wanted: Box<i64>) {
         match result {
-            Ok(m) => lock(&self.offsets).push((m.partition(), m.offset())),
+            Ok(m) => lock(&self.offsets).push(Delivered {
+                partition: m.partition(),
+                wanted: *wanted,
+                got: m.offset(),
+            }),
             Err((e, _)) => lock(&self.failed).push(e.to_string()),
         }
     }
@@ -117,8 +131,10 @@ impl Sender {
             why,
         };
         for r in records {
-            let mut record: BaseRecord<'_, [u8], [u8]> =
-                BaseRecord::to(topic).partition(partition).timestamp(r.timestamp);
+            let mut record: BaseRecord<'_, [u8], [u8], Box<i64>> =
+                BaseRecord::with_opaque_to(topic, Box::new(r.offset))
+                    .partition(partition)
+                    .timestamp(r.timestamp);
             if let Some(k) = &r.key {
                 record = record.key(k.as_slice());
             }
@@ -137,13 +153,15 @@ impl Sender {
             return Err(refused(first));
         }
         // At the model's offsets, or the audit would compare other records.
-        let got: Vec<i64> = lock(&context.offsets)
+        let mut delivered: Vec<Delivered> = lock(&context.offsets)
             .drain(..)
-            .filter(|(p, _)| *p == partition)
-            .map(|(_, o)| o)
+            .filter(|d| d.partition == partition)
             .collect();
+        delivered.sort_by_key(|d| d.wanted);
+        let got: Vec<i64> = delivered.iter().map(|d| d.got).collect();
         let wanted: Vec<i64> = records.iter().map(|r| r.offset).collect();
-        if got != wanted {
+        let placed: Vec<i64> = delivered.iter().map(|d| d.wanted).collect();
+        if got != wanted || placed != wanted {
             return Err(refused(format!(
                 "the cluster put them at offsets {got:?}, not the model's {wanted:?} (was the topic written to by another client?)"
             )));
