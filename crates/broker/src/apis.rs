@@ -139,9 +139,12 @@ pub(crate) async fn answer(frame: Bytes, broker: &Arc<Broker>, client: &mut Clie
                 .map_or("does not serve it".to_string(), |(lo, hi)| {
                     format!("serves v{lo}–v{hi}")
                 });
-            eprintln!(
-                "offsetlab: client '{sender}' ({}) sent {api_key:?} v{version}; the lab {served}: connection closed",
-                client.host
+            tracing::warn!(
+                client = ?sender,
+                host = %client.host,
+                api = ?api_key,
+                version,
+                "a request at a version the lab does not serve (it {served}): connection closed"
             );
             return Reply::Close;
         }
@@ -156,10 +159,11 @@ pub(crate) async fn answer(frame: Bytes, broker: &Arc<Broker>, client: &mut Clie
     let users = broker.config.sasl_plain.as_deref();
     if !crate::sasl::admits(users, &client.sasl, api_key) {
         // Kafka's authenticator takes nothing else before authentication, and closes.
-        eprintln!(
-            "offsetlab: client '{}' ({}) sent {api_key:?} before authenticating (the listener is SASL_PLAINTEXT): connection closed",
-            client_id.escape_debug(),
-            client.host
+        tracing::warn!(
+            client = ?client_id,
+            host = %client.host,
+            api = ?api_key,
+            "a request before authenticating (the listener is SASL_PLAINTEXT): connection closed"
         );
         return Reply::Close;
     }
@@ -198,8 +202,8 @@ fn sasl_reply<T: Into<ResponseKind>>(
     version: i16,
     answer: crate::sasl::Answer<T>,
 ) -> Reply {
-    if let Some(line) = answer.log {
-        eprintln!("{line}");
+    if let Some(failure) = &answer.log {
+        failure.log();
     }
     match encode(correlation_id, api_key, version, &answer.response.into()) {
         Ok(frame) if answer.close => Reply::FrameThenClose(frame),

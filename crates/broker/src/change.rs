@@ -217,8 +217,9 @@ pub(crate) fn settle(
     let result = apply_commands(lab, s, commands);
     if let Err(e) = &result {
         coordinator.unsettled(&settled, std::time::Instant::now());
-        eprintln!(
-            "offsetlab: the lab refused what the group coordinator settled ({}): {shown:?}",
+        tracing::warn!(
+            commands = ?shown,
+            "the lab refused what the group coordinator settled: {}",
             e.message()
         );
     }

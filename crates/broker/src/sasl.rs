@@ -171,8 +171,32 @@ pub(crate) enum SaslState {
 pub(crate) struct Answer<T> {
     pub(crate) response: T,
     pub(crate) close: bool,
-    /// A line for the server's log (a failed authentication), if any.
-    pub(crate) log: Option<String>,
+    /// What the server's log says of it (a failed authentication), if anything.
+    pub(crate) log: Option<AuthFailure>,
+}
+
+/// A failed authentication as the server's log tells it: who, from where, as whom, and why.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct AuthFailure {
+    /// Empty for a bare token (after a v0 handshake), which carries no client id.
+    pub(crate) client_id: String,
+    pub(crate) host: String,
+    pub(crate) user: Option<String>,
+    pub(crate) message: String,
+}
+
+impl AuthFailure {
+    /// One warning on the server's log; the password is never in it. The names are the
+    /// client's own strings, quoted and escaped (`?`) so that none can forge a line.
+    pub(crate) fn log(&self) {
+        tracing::warn!(
+            client = ?self.client_id,
+            host = %self.host,
+            user = self.user.as_deref(),
+            "failed SASL/PLAIN authentication: {}",
+            self.message
+        );
+    }
 }
 
 /// Whether a request of `api_key` may be served on a connection in `state`: everything on a
@@ -226,7 +250,7 @@ pub(crate) fn authenticate(
     token: &[u8],
     client: (&str, &str),
 ) -> Answer<SaslAuthenticateResponse> {
-    let answer = |error: i16, message: Option<&str>, close: bool, log: Option<String>| Answer {
+    let answer = |error: i16, message: Option<&str>, close: bool, log: Option<AuthFailure>| Answer {
         response: SaslAuthenticateResponse::default()
             .with_error_code(error)
             .with_error_message(message.map(|m| StrBytes::from_string(m.to_string())))
@@ -271,7 +295,10 @@ pub(crate) fn authenticate(
     }
     match conclude(users, state, token, client) {
         Ok(()) => answer(NONE, None, false, None),
-        Err((message, log)) => answer(SASL_AUTHENTICATION_FAILED, Some(&message), true, Some(log)),
+        Err(failure) => {
+            let message = failure.message.clone();
+            answer(SASL_AUTHENTICATION_FAILED, Some(&message), true, Some(failure))
+        }
     }
 }
 
@@ -287,43 +314,32 @@ pub(crate) fn authenticate_bare(
     match conclude(users, state, token, client) {
         // A bare answer: the server's token (PLAIN has none) behind its 4-byte size.
         Ok(()) => Some(0u32.to_be_bytes().to_vec()),
-        Err((_, log)) => {
-            eprintln!("{log}");
+        Err(failure) => {
+            failure.log();
             None
         }
     }
 }
 
-/// Checks a PLAIN token: the connection authenticated (`state`), or what the client is told and
-/// the server's log line.
+/// Checks a PLAIN token: the connection authenticated (`state`), or the failure (its message is
+/// what the client is told).
 fn conclude(
     users: &PlainUsers,
     state: &mut SaslState,
     token: &[u8],
     (client_id, host): (&str, &str),
-) -> Result<(), (String, String)> {
+) -> Result<(), AuthFailure> {
     match check_plain(users, token) {
         Ok(user) => {
             *state = SaslState::Authenticated(user);
             Ok(())
         }
-        Err(failure) => {
-            // A bare token (after a v0 handshake) carries no client id.
-            let who = if client_id.is_empty() {
-                format!("a client ({host})")
-            } else {
-                format!("client '{}' ({host})", client_id.escape_debug())
-            };
-            let as_user = failure
-                .user
-                .as_deref()
-                .map_or(String::new(), |u| format!(" as '{}'", u.escape_debug()));
-            let log = format!(
-                "offsetlab: {who} failed SASL/PLAIN authentication{as_user}: {}",
-                failure.message
-            );
-            Err((failure.message, log))
-        }
+        Err(failure) => Err(AuthFailure {
+            client_id: client_id.to_string(),
+            host: host.to_string(),
+            user: failure.user,
+            message: failure.message,
+        }),
     }
 }
 
@@ -463,8 +479,13 @@ mod tests {
             Some("Authentication failed: Invalid username or password")
         );
         assert_eq!(
-            a.log.as_deref(),
-            Some("offsetlab: client 'billing' (/10.0.0.7) failed SASL/PLAIN authentication as 'ada': Authentication failed: Invalid username or password")
+            a.log,
+            Some(AuthFailure {
+                client_id: "billing".into(),
+                host: "/10.0.0.7".into(),
+                user: Some("ada".into()),
+                message: "Authentication failed: Invalid username or password".into(),
+            })
         );
         assert_eq!(state, SaslState::Handshaken { framed: true }, "not authenticated");
     }

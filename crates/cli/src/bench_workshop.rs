@@ -285,7 +285,13 @@ async fn measure(learners: usize, idle: usize, pace: Duration, json: bool) -> an
         tokio::spawn(listen(addr, cookie.clone(), Arc::clone(&events)));
     }
     let total: usize = (0..learners)
-        .map(|i| lessons::steps(&LESSONS[i % LESSONS.len()]).iter().map(|s| s.lines.len()).sum::<usize>() + 1)
+        .map(|i| {
+            lessons::steps(&LESSONS[i % LESSONS.len()])
+                .iter()
+                .map(|s| s.lines.len())
+                .sum::<usize>()
+                + 1
+        })
         .sum();
     let bar = crate::bench_cmd::bar(total as u64, "lesson steps replayed", json);
     let started = Instant::now();

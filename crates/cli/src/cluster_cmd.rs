@@ -124,11 +124,20 @@ impl ClusterArgs {
             agent_program,
             sink_dir,
             timeout: Duration::from_secs(10),
-            progress,
+            progress: progress.then_some(say_wall_time as fn(Duration)),
             reuse: self.reuse_topic.iter().cloned().collect(),
         };
         Ok((opts, scratch))
     }
+}
+
+/// What a run on a cluster prints before it waits for wall time: a `tick` there lasts as long
+/// as it says.
+fn say_wall_time(wait: Duration) {
+    eprintln!(
+        "  … {:.1} s of wall time (the scenario's clock is the cluster's)",
+        wait.as_secs_f64()
+    );
 }
 
 /// Client properties as Kafka's tools take them: a `--command-config` file's `key=value` lines

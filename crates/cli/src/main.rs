@@ -31,6 +31,7 @@ mod conn;
 mod explore_cmd;
 mod groups_cmd;
 mod lessons_cmd;
+mod logging;
 mod offsets_cmd;
 mod output;
 mod run_cmd;
@@ -726,6 +727,7 @@ fn main() -> ExitCode {
         }
     };
     cli.color.install();
+    logging::install();
     // As many file descriptors as the system allows this process: the segment file pool and
     // the listeners' connection caps are sized from it (a failure leaves the limit as it was).
     let _ = offsetlab_storage::raise_descriptor_limit();

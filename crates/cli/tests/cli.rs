@@ -334,11 +334,7 @@ fn colour_on_a_terminal_unless_no_color_and_never_into_a_pipe() {
 #[test]
 fn json_and_errors_into_a_pipe_stay_plain_even_when_colour_is_forced() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let o = offsetlab_in(
-        dir.path(),
-        &["lessons", "1", "--json", "--color", "always"],
-        &[],
-    );
+    let o = offsetlab_in(dir.path(), &["lessons", "1", "--json", "--color", "always"], &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(!stdout(&o).contains(ESC), "{}", stdout(&o));
     assert_eq!(json(&o)["groups"]["analytics-prod"]["audit"]["lost"], 3);

@@ -95,7 +95,9 @@ pub enum LabError {
     #[error("REBALANCE_IN_PROGRESS: group {group} is settling its assignment")]
     RebalanceInProgress { group: String },
     /// DeleteRecords up to an offset past the log end: Kafka's `OFFSET_OUT_OF_RANGE`.
-    #[error("OFFSET_OUT_OF_RANGE: {tp} can delete records up to its log end offset {log_end} (asked {asked})")]
+    #[error(
+        "OFFSET_OUT_OF_RANGE: {tp} can delete records up to its log end offset {log_end} (asked {asked})"
+    )]
     OffsetOutOfRange { tp: String, log_end: i64, asked: i64 },
     /// Commit metadata longer than `offset.metadata.max.bytes`: Kafka's
     /// `OFFSET_METADATA_TOO_LARGE`, and nothing is stored.

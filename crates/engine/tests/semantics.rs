@@ -2028,8 +2028,14 @@ fn offsets_altered_from_outside_are_stored_as_given() {
 fn a_rewind_keeps_the_loss_it_takes_back_in_view() {
     let lose_three = || {
         let mut lab = lab_with_orders(12);
-        lab.add_consumer(consumer("c1", "g", CommitStrategy::AutoTimer, SinkKind::Append, 4))
-            .expect("consumer");
+        lab.add_consumer(consumer(
+            "c1",
+            "g",
+            CommitStrategy::AutoTimer,
+            SinkKind::Append,
+            4,
+        ))
+        .expect("consumer");
         lab.poll("c1").expect("poll");
         lab.process("c1", Some(1)).expect("process one");
         lab.tick(5_000).expect("the timer commits 4 with 1..3 in flight");
@@ -2079,7 +2085,8 @@ fn offsets_expire_by_subscription_while_stable_and_from_the_moment_the_group_emp
     lab.set_offsets_retention(MINUTE).expect("1m");
     let legacy = TopicPartition::new("legacy", 0);
     let none = std::collections::BTreeMap::new();
-    let stored = |lab: &Lab, tp: &TopicPartition| lab.offsets().fetch(&OffsetKey::new("g", tp)).map(|v| v.offset);
+    let stored =
+        |lab: &Lab, tp: &TopicPartition| lab.offsets().fetch(&OffsetKey::new("g", tp)).map(|v| v.offset);
     lab.alter_offsets("g", &[(legacy.clone(), 2)], &none, &Default::default())
         .expect("an offset for a topic the group will not read");
     lab.add_consumer(ConsumerConfig {
@@ -2139,8 +2146,14 @@ fn offsets_expire_by_subscription_while_stable_and_from_the_moment_the_group_emp
 #[test]
 fn a_deleted_group_is_dead_until_a_member_or_a_commit_brings_it_back() {
     let mut lab = lab_with_orders(4);
-    lab.add_consumer(consumer("c1", "g", CommitStrategy::ManualBatch, SinkKind::Append, 10))
-        .expect("c1");
+    lab.add_consumer(consumer(
+        "c1",
+        "g",
+        CommitStrategy::ManualBatch,
+        SinkKind::Append,
+        10,
+    ))
+    .expect("c1");
     poll_and_process(&mut lab, "c1");
     let err = lab.delete_group("g").expect_err("a member");
     assert_eq!(err.kafka_error(), Some("NON_EMPTY_GROUP"));
@@ -2169,8 +2182,14 @@ fn a_deleted_group_is_dead_until_a_member_or_a_commit_brings_it_back() {
 #[test]
 fn a_commit_naming_a_member_is_fenced_in_a_group_of_lab_consumers() {
     let mut lab = lab_with_orders(6);
-    lab.add_consumer(consumer("c1", "g", CommitStrategy::ManualBatch, SinkKind::Append, 3))
-        .expect("c1");
+    lab.add_consumer(consumer(
+        "c1",
+        "g",
+        CommitStrategy::ManualBatch,
+        SinkKind::Append,
+        3,
+    ))
+    .expect("c1");
     poll_and_process(&mut lab, "c1");
     let generation = lab.group("g").expect("g").generation;
     let none = std::collections::BTreeMap::new();
@@ -2184,8 +2203,15 @@ fn a_commit_naming_a_member_is_fenced_in_a_group_of_lab_consumers() {
     assert_eq!(committed(&lab, "g"), Some(3));
     let mut metadata = std::collections::BTreeMap::new();
     metadata.insert(tp(), "explicit".to_string());
-    lab.external_commit("g", "c1#1", generation, &[(tp(), 4)], &metadata, &Default::default())
-        .expect("the member's own commit");
+    lab.external_commit(
+        "g",
+        "c1#1",
+        generation,
+        &[(tp(), 4)],
+        &metadata,
+        &Default::default(),
+    )
+    .expect("the member's own commit");
     let v = lab.offsets().fetch(&OffsetKey::new("g", &tp())).expect("stored");
     assert_eq!((v.offset, v.metadata.as_str()), (4, "explicit"));
     lab.close("c1").expect("close");

@@ -179,11 +179,7 @@ pub fn crash_replay(
     let variant = with_settings(script, target, strategy, sink);
     let mut runner = Runner::new(Lab::default());
     let mut kept = Vec::new();
-    for line in variant
-        .lines
-        .iter()
-        .filter(|l| !l.command.is_claim())
-    {
+    for line in variant.lines.iter().filter(|l| !l.command.is_claim()) {
         match runner.apply(line) {
             Err(ScenarioError::Rejected {
                 error: LabError::NothingInFlight(_) | LabError::NoOpenTransaction(_),

@@ -121,7 +121,14 @@ pub fn find(id: &str) -> Option<&'static Lesson> {
 }
 
 /// Commands that build a lesson's world: a lesson's first run of them is one step.
-const SETUP_COMMANDS: &[&str] = &["topic", "produce", "consumer", "reset-offsets", "alter-topic", "init-txn"];
+const SETUP_COMMANDS: &[&str] = &[
+    "topic",
+    "produce",
+    "consumer",
+    "reset-offsets",
+    "alter-topic",
+    "init-txn",
+];
 
 /// A comment line that opens the lesson's recap rather than explaining the next step.
 const RECAP: &str = "Recap:";
@@ -171,7 +178,11 @@ pub fn steps(lesson: &Lesson) -> Vec<Step> {
         explanation.extend(trailing);
         let joins = match steps.last_mut() {
             Some(last) if last.kind == StepKind::Setup && kind == StepKind::Setup => true,
-            Some(last) => open && last.kind == kind && matches!(kind, StepKind::Action | StepKind::Crash) && explanation.is_empty(),
+            Some(last) => {
+                open && last.kind == kind
+                    && matches!(kind, StepKind::Action | StepKind::Crash)
+                    && explanation.is_empty()
+            }
             None => false,
         };
         match steps.last_mut() {
@@ -208,8 +219,14 @@ fn prediction(after: &[Step]) -> Option<Prediction> {
     let mut found: Vec<(&str, u64, Option<String>)> = Vec::new();
     for step in after.iter().take_while(|s| s.kind != StepKind::Crash) {
         for line in step.lines.iter().filter(|_| step.kind == StepKind::Check) {
-            let pairs: Vec<(&str, &str)> = line.split_whitespace().filter_map(|w| w.split_once('=')).collect();
-            let group = pairs.iter().find(|(k, _)| *k == "group").map(|(_, g)| g.to_string());
+            let pairs: Vec<(&str, &str)> = line
+                .split_whitespace()
+                .filter_map(|w| w.split_once('='))
+                .collect();
+            let group = pairs
+                .iter()
+                .find(|(k, _)| *k == "group")
+                .map(|(_, g)| g.to_string());
             for (k, v) in &pairs {
                 if let (Some(key), Ok(v)) = (PREDICTED.iter().find(|p| *p == k), v.parse::<u64>()) {
                     found.push((key, v, group.clone()));
@@ -236,7 +253,17 @@ const PREDICTED: &[&str] = &["lost", "duplicate-rows", "duplicates"];
 /// Four distinct candidates around `answer`, zero always among them.
 fn choices(answer: u64) -> Vec<u64> {
     let mut c: Vec<u64> = vec![0];
-    for candidate in [answer, answer + 1, answer.saturating_sub(1), answer * 2, answer + 2, answer + 3, 1, 2, 4] {
+    for candidate in [
+        answer,
+        answer + 1,
+        answer.saturating_sub(1),
+        answer * 2,
+        answer + 2,
+        answer + 3,
+        1,
+        2,
+        4,
+    ] {
         if c.len() == 4 {
             break;
         }
@@ -348,14 +375,24 @@ mod tests {
         assert_eq!(ask("2").map(|p| (p.0, p.1)), Some(("duplicate-rows".into(), 3)));
         assert_eq!(ask("3").map(|p| (p.0, p.1)), Some(("duplicate-rows".into(), 0)));
         // Two crashes in a row are one step, asked about the loss the lesson then proves.
-        let crash = steps(find("10").expect("lesson 10")).into_iter().find(|s| s.kind == StepKind::Crash);
+        let crash = steps(find("10").expect("lesson 10"))
+            .into_iter()
+            .find(|s| s.kind == StepKind::Crash);
         let crash = crash.expect("a crash step");
         assert_eq!(crash.lines, ["crash j1", "crash r1"]);
         let p = crash.predict.expect("a prediction");
-        assert_eq!((p.key.as_str(), p.answer, p.group.as_deref()), ("lost", 3, Some("rdkafka")));
+        assert_eq!(
+            (p.key.as_str(), p.answer, p.group.as_deref()),
+            ("lost", 3, Some("rdkafka"))
+        );
         for n in ["1", "2", "3", "9", "10"] {
             let all = steps(find(n).expect("lesson"));
-            assert!(all.iter().filter(|s| s.kind == StepKind::Crash).all(|s| s.predict.is_some()), "lesson {n}");
+            assert!(
+                all.iter()
+                    .filter(|s| s.kind == StepKind::Crash)
+                    .all(|s| s.predict.is_some()),
+                "lesson {n}"
+            );
         }
         for answer in [0, 1, 3, 12] {
             let c = choices(answer);

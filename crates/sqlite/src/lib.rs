@@ -226,7 +226,8 @@ const INSERT_SQL: &str =
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
 
 /// The upsert sink's overwrite of an order's row (its id and position kept).
-const UPDATE_SQL: &str = "UPDATE rows SET topic = ?2, partition = ?3, source_offset = ?4, value = ?5, consumer = ?6,
+const UPDATE_SQL: &str =
+    "UPDATE rows SET topic = ?2, partition = ?3, source_offset = ?4, value = ?5, consumer = ?6,
          incarnation = ?7, reason = ?8, applied_at = ?9, writes = writes + 1
      WHERE order_id = ?1";
 

@@ -317,9 +317,9 @@ impl Scope {
                 a.last_label = note.label;
                 a.last_action_ms = Some(offsetlab_lab::session::wall_clock_ms());
             }) {
-                eprintln!(
-                    "warning: learner {}'s activity was not saved: {e}",
-                    learner.number
+                tracing::warn!(
+                    learner = learner.number,
+                    "the learner's activity was not saved: {e}"
                 );
             }
         }

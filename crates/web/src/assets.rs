@@ -55,12 +55,7 @@ const MODULES: &[Asset] = assets![
 ];
 
 /// The pages and their stylesheet, served at the root.
-const FILES: &[Asset] = assets![
-    "index.html",
-    "style.css",
-    "instructor.html",
-    "instructor.js",
-];
+const FILES: &[Asset] = assets!["index.html", "style.css", "instructor.html", "instructor.js",];
 
 fn content_type(path: &str) -> &'static str {
     match path.rsplit('.').next() {
@@ -110,13 +105,17 @@ mod tests {
         let mut found = Vec::new();
         let mut dirs = vec![root.join("js")];
         while let Some(dir) = dirs.pop() {
-            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
             for e in entries.flatten() {
                 let p = e.path();
                 if p.is_dir() {
                     dirs.push(p);
                 } else if p.extension().is_some_and(|x| x == "js") {
-                    let rel = p.strip_prefix(&root).map(|r| r.to_string_lossy().replace('\\', "/"));
+                    let rel = p
+                        .strip_prefix(&root)
+                        .map(|r| r.to_string_lossy().replace('\\', "/"));
                     found.extend(rel.ok());
                 }
             }

@@ -904,23 +904,42 @@ async fn an_action_is_named_as_the_learner_pressed_it() {
     assert_eq!(a.status, 200, "{}", a.body);
     let ada_in_room = room_learner(&room(s.addr).await, 1);
     assert_eq!(ada_in_room["last_label"], "Crash mid-batch");
-    assert_eq!(ada_in_room["last_action"], "poll c1 +1 more", "the lines kept as detail");
+    assert_eq!(
+        ada_in_room["last_action"], "poll c1 +1 more",
+        "the lines kept as detail"
+    );
 
     // Too long, or with control characters: refused, nothing changed, nothing noted.
     let before = state(s.addr, &ada).await["version"].clone();
     for bad in ["x".repeat(81), "Crash\nmid-batch".into(), "a\u{202E}b".into()] {
         let a = labelled(s.addr, &ada, &["poll c1"], &bad).await;
         assert_eq!(a.status, 400, "{bad:?}: {}", a.body);
-        assert!(a.json()["error"].as_str().unwrap_or("").contains("label"), "{}", a.body);
+        assert!(
+            a.json()["error"].as_str().unwrap_or("").contains("label"),
+            "{}",
+            a.body
+        );
     }
     assert_eq!(state(s.addr, &ada).await["version"], before);
-    assert_eq!(room_learner(&room(s.addr).await, 1)["last_label"], "Crash mid-batch");
-    assert_eq!(labelled(s.addr, &ada, &["poll c1"], &"é".repeat(80)).await.status, 200);
+    assert_eq!(
+        room_learner(&room(s.addr).await, 1)["last_label"],
+        "Crash mid-batch"
+    );
+    assert_eq!(
+        labelled(s.addr, &ada, &["poll c1"], &"é".repeat(80)).await.status,
+        200
+    );
 
     // A change the page did not name shows its lines, as before.
     assert_eq!(act(s.addr, &ada, &["poll c1"]).await.status, 200);
     let ada_in_room = room_learner(&room(s.addr).await, 1);
-    assert_eq!((ada_in_room["last_label"].clone(), ada_in_room["last_action"].clone()), (Value::Null, "poll c1".into()));
+    assert_eq!(
+        (
+            ada_in_room["last_label"].clone(),
+            ada_in_room["last_action"].clone()
+        ),
+        (Value::Null, "poll c1".into())
+    );
 
     // Outside a workshop a label is checked the same way, and changes nothing else.
     let lab = offsetlab_lab::LabHandle::new(
@@ -938,8 +957,18 @@ async fn an_action_is_named_as_the_learner_pressed_it() {
         )
         .await;
     });
-    assert_eq!(labelled(addr, "", &["topic t partitions=1"], "Make a topic").await.status, 200);
-    assert_eq!(labelled(addr, "", &["topic u partitions=1"], &"x".repeat(81)).await.status, 400);
+    assert_eq!(
+        labelled(addr, "", &["topic t partitions=1"], "Make a topic")
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        labelled(addr, "", &["topic u partitions=1"], &"x".repeat(81))
+            .await
+            .status,
+        400
+    );
 }
 
 #[tokio::test]
@@ -999,8 +1028,14 @@ async fn the_room_summary_counts_learners_per_step_and_who_finished() {
     assert_eq!(progress(&who[0], report(Some(n), 1, Some(1))).await, 200);
     // A guided step past the end, a lesson there is not: refused, nothing kept.
     assert_eq!(progress(&who[3], report(None, 0, Some(4))).await, 400);
-    assert_eq!(progress(&who[3], r#"{"lesson": 12, "step": 0, "steps": 1}"#.into()).await, 400);
-    assert_eq!(progress(&who[3], r#"{"lesson": null, "guided": -1}"#.into()).await, 400);
+    assert_eq!(
+        progress(&who[3], r#"{"lesson": 12, "step": 0, "steps": 1}"#.into()).await,
+        400
+    );
+    assert_eq!(
+        progress(&who[3], r#"{"lesson": null, "guided": -1}"#.into()).await,
+        400
+    );
 
     let r = room(s.addr).await;
     let summary = &r["summary"];
@@ -1008,7 +1043,10 @@ async fn the_room_summary_counts_learners_per_step_and_who_finished() {
     assert_eq!(summary["free_play"], 2, "Cy and Di: {summary}");
     assert_eq!(summary["untouched"], 1, "Di never did anything");
     let one = &summary["lessons"][0];
-    assert_eq!((one["lesson"].as_u64(), one["steps"].as_u64()), (Some(u64::from(n)), Some(steps as u64)));
+    assert_eq!(
+        (one["lesson"].as_u64(), one["steps"].as_u64()),
+        (Some(u64::from(n)), Some(steps as u64))
+    );
     assert_eq!(one["on_step"], serde_json::json!({ "1": 2 }));
     assert_eq!(one["finished"], serde_json::json!([3]));
     assert!(one["title"].as_str().is_some_and(|t| !t.is_empty()));
@@ -1042,27 +1080,69 @@ async fn the_instructor_views_a_learners_lab_through_their_page_read_only() {
     // Learner 2's lab, whoever's cookie comes along (the instructor joined as Ada), and never
     // counted against Bob's rate (three a second here).
     for _ in 0..5 {
-        let a = send(s.addr, "GET", "/api/state", None, &format!("{}{ada}", viewing("2"))).await;
+        let a = send(
+            s.addr,
+            "GET",
+            "/api/state",
+            None,
+            &format!("{}{ada}", viewing("2")),
+        )
+        .await;
         assert_eq!(a.status, 200, "{}", a.body);
         assert_eq!(a.json()["version"], bobs["version"]);
         assert!(!a.body.contains(&id), "the instructor never holds a learner's id");
-        assert!(a.body.contains("<learner 2>"), "where the lab lives, the id taken out");
+        assert!(
+            a.body.contains("<learner 2>"),
+            "where the lab lives, the id taken out"
+        );
     }
-    let records = send(s.addr, "GET", "/api/records?topic=orders&partition=0&from=0&limit=5", None, &viewing("2")).await;
+    let records = send(
+        s.addr,
+        "GET",
+        "/api/records?topic=orders&partition=0&from=0&limit=5",
+        None,
+        &viewing("2"),
+    )
+    .await;
     assert_eq!(records.status, 200, "{}", records.body);
     assert_eq!(records.json()["records"].as_array().map(Vec::len), Some(5));
     // The answer was rewritten: its length is the new one.
-    let length = records
-        .head
-        .lines()
-        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length: ").map(str::to_string));
-    assert!(length.as_ref().is_none_or(|n| *n == records.body.len().to_string()), "{length:?}");
-    assert_eq!(send(s.addr, "GET", "/api/scenario", None, &viewing("2")).await.status, 200);
-    assert_eq!(send(s.addr, "HEAD", "/api/state", None, &viewing("2")).await.status, 200);
-    let me = send(s.addr, "GET", "/api/workshop/me", None, &viewing("2")).await.json();
-    assert_eq!((me["learner"]["number"].clone(), me["read_only"].clone()), (2.into(), true.into()));
+    let length = records.head.lines().find_map(|l| {
+        l.to_ascii_lowercase()
+            .strip_prefix("content-length: ")
+            .map(str::to_string)
+    });
+    assert!(
+        length
+            .as_ref()
+            .is_none_or(|n| *n == records.body.len().to_string()),
+        "{length:?}"
+    );
+    assert_eq!(
+        send(s.addr, "GET", "/api/scenario", None, &viewing("2"))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        send(s.addr, "HEAD", "/api/state", None, &viewing("2"))
+            .await
+            .status,
+        200
+    );
+    let me = send(s.addr, "GET", "/api/workshop/me", None, &viewing("2"))
+        .await
+        .json();
+    assert_eq!(
+        (me["learner"]["number"].clone(), me["read_only"].clone()),
+        (2.into(), true.into())
+    );
     assert_eq!(me["push"], Value::Null);
-    assert_eq!(send(s.addr, "GET", "/api/state", None, &bob).await.status, 200, "Bob's own rate untouched");
+    assert_eq!(
+        send(s.addr, "GET", "/api/state", None, &bob).await.status,
+        200,
+        "Bob's own rate untouched"
+    );
 
     // Nothing a viewer sends changes a lab, the room or a learner's file.
     for (method, path, body) in [
@@ -1078,9 +1158,15 @@ async fn the_instructor_views_a_learners_lab_through_their_page_read_only() {
     ] {
         let a = send(s.addr, method, path, Some(body), &viewing("2")).await;
         assert_eq!(a.status, 403, "{method} {path}: {}", a.body);
-        assert_eq!(a.json()["error"], "read-only: the instructor views this lab", "{method} {path}");
+        assert_eq!(
+            a.json()["error"],
+            "read-only: the instructor views this lab",
+            "{method} {path}"
+        );
     }
-    let after = send(s.addr, "GET", "/api/state", None, &viewing("2")).await.json();
+    let after = send(s.addr, "GET", "/api/state", None, &viewing("2"))
+        .await
+        .json();
     assert_eq!(after["version"], bobs["version"]);
     assert_eq!(s.workshop.room.len(), 2, "nobody joined, nobody removed");
     assert!(room_learner(&room(s.addr).await, 2)["quiz_answered"] == 0);
@@ -1096,9 +1182,20 @@ async fn the_instructor_views_a_learners_lab_through_their_page_read_only() {
             assert!(!a.body.contains("\"version\""));
         }
     }
-    assert_eq!(send(s.addr, "GET", "/api/state", None, &viewing("9")).await.status, 404);
+    assert_eq!(
+        send(s.addr, "GET", "/api/state", None, &viewing("9"))
+            .await
+            .status,
+        404
+    );
     for bad in ["two", "-1", "", "1, 2"] {
-        assert_eq!(send(s.addr, "GET", "/api/state", None, &viewing(bad)).await.status, 400, "{bad:?}");
+        assert_eq!(
+            send(s.addr, "GET", "/api/state", None, &viewing(bad))
+                .await
+                .status,
+            400,
+            "{bad:?}"
+        );
     }
     let twice = format!("{}X-Offsetlab-Learner: 1\r\n", viewing("2"));
     assert_eq!(send(s.addr, "GET", "/api/state", None, &twice).await.status, 400);
@@ -1115,12 +1212,46 @@ async fn a_removed_learner_frees_their_seat_and_their_cookie_opens_nothing() {
 
     // Only the instructor removes, and only a learner the room has.
     for who in ["", "Authorization: Bearer nope\r\n", &ada] {
-        assert_eq!(send(s.addr, "DELETE", "/api/instructor/learners/1", None, who).await.status, 401);
+        assert_eq!(
+            send(s.addr, "DELETE", "/api/instructor/learners/1", None, who)
+                .await
+                .status,
+            401
+        );
     }
-    assert_eq!(send(s.addr, "DELETE", "/api/instructor/learners/7", None, &instructor()).await.status, 404);
-    assert_eq!(send(s.addr, "DELETE", "/api/instructor/learners/0", None, &instructor()).await.status, 404);
+    assert_eq!(
+        send(
+            s.addr,
+            "DELETE",
+            "/api/instructor/learners/7",
+            None,
+            &instructor()
+        )
+        .await
+        .status,
+        404
+    );
+    assert_eq!(
+        send(
+            s.addr,
+            "DELETE",
+            "/api/instructor/learners/0",
+            None,
+            &instructor()
+        )
+        .await
+        .status,
+        404
+    );
 
-    let a = send(s.addr, "DELETE", "/api/instructor/learners/1", None, &instructor()).await;
+    let a = send(
+        s.addr,
+        "DELETE",
+        "/api/instructor/learners/1",
+        None,
+        &instructor(),
+    )
+    .await;
     assert_eq!(a.status, 200, "{}", a.body);
     assert_eq!(a.json()["removed"], serde_json::json!([1]));
     assert!(!a.body.contains(&ada[26..58]), "no id in the answer");
@@ -1130,7 +1261,12 @@ async fn a_removed_learner_frees_their_seat_and_their_cookie_opens_nothing() {
         assert_eq!(refused.status, 401, "{path}: {}", refused.body);
         assert_eq!(refused.json()["join"], true);
     }
-    assert_eq!(send(s.addr, "GET", "/api/state", None, &viewing("1")).await.status, 404);
+    assert_eq!(
+        send(s.addr, "GET", "/api/state", None, &viewing("1"))
+            .await
+            .status,
+        404
+    );
     // Her directory is moved aside whole, not deleted.
     let dir = &s.workshop.room.config().dir;
     let id = ada.trim_end().rsplit('=').next().expect("id");
@@ -1140,11 +1276,24 @@ async fn a_removed_learner_frees_their_seat_and_their_cookie_opens_nothing() {
 
     // The room has a seat; a newcomer gets a number nobody had.
     let cy = send(s.addr, "POST", "/api/workshop/join", Some(r#"{"name":"Cy"}"#), "").await;
-    assert_eq!((cy.status, cy.json()["number"].as_u64()), (201, Some(3)), "{}", cy.body);
+    assert_eq!(
+        (cy.status, cy.json()["number"].as_u64()),
+        (201, Some(3)),
+        "{}",
+        cy.body
+    );
     let r = room(s.addr).await;
-    let numbers: Vec<u64> = r["learners"].as_array().expect("learners").iter().filter_map(|l| l["number"].as_u64()).collect();
+    let numbers: Vec<u64> = r["learners"]
+        .as_array()
+        .expect("learners")
+        .iter()
+        .filter_map(|l| l["number"].as_u64())
+        .collect();
     assert_eq!(numbers, vec![2, 3]);
-    assert_eq!(state(s.addr, &bob).await["groups"]["analytics-prod"]["audit"]["lost"], 0);
+    assert_eq!(
+        state(s.addr, &bob).await["groups"]["analytics-prod"]["audit"]["lost"],
+        0
+    );
 }
 
 #[tokio::test]
@@ -1157,23 +1306,45 @@ async fn a_flooded_room_is_cleared_of_learners_who_never_did_anything() {
     }
     assert_eq!(act(s.addr, &ada, &["poll c1"]).await.status, 200);
     let q = r#"{"question":0,"choice":1}"#;
-    assert_eq!(send(s.addr, "POST", "/api/workshop/quiz", Some(q), &bob).await.status, 200);
+    assert_eq!(
+        send(s.addr, "POST", "/api/workshop/quiz", Some(q), &bob)
+            .await
+            .status,
+        200
+    );
     assert_eq!(room(s.addr).await["summary"]["untouched"], 4);
 
     // Idle for a minute: nobody yet (they all just joined).
     let body = |m: u64| serde_json::json!({ "idle_minutes": m }).to_string();
     let path = "/api/instructor/remove-untouched";
     let a = send(s.addr, "POST", path, Some(&body(1)), &instructor()).await;
-    assert_eq!((a.status, a.json()["removed"].clone()), (200, serde_json::json!([])), "{}", a.body);
+    assert_eq!(
+        (a.status, a.json()["removed"].clone()),
+        (200, serde_json::json!([])),
+        "{}",
+        a.body
+    );
     assert_eq!(send(s.addr, "POST", path, Some(&body(0)), "").await.status, 401);
-    assert_eq!(send(s.addr, "POST", path, Some(&body(100_000)), &instructor()).await.status, 400);
-    assert_eq!(send(s.addr, "POST", path, Some("{}"), &instructor()).await.status, 400);
+    assert_eq!(
+        send(s.addr, "POST", path, Some(&body(100_000)), &instructor())
+            .await
+            .status,
+        400
+    );
+    assert_eq!(
+        send(s.addr, "POST", path, Some("{}"), &instructor()).await.status,
+        400
+    );
 
     let a = send(s.addr, "POST", path, Some(&body(0)), &instructor()).await;
     assert_eq!(a.status, 200, "{}", a.body);
     assert_eq!(a.json()["removed"], serde_json::json!([3, 4, 5, 6]));
     let r = room(s.addr).await;
-    assert_eq!(r["learners"].as_array().map(Vec::len), Some(2), "Ada acted, Bob answered the quiz");
+    assert_eq!(
+        r["learners"].as_array().map(Vec::len),
+        Some(2),
+        "Ada acted, Bob answered the quiz"
+    );
     assert_eq!(r["summary"]["untouched"], 0);
     assert!(state(s.addr, &ada).await["version"].is_u64());
 }
@@ -1186,8 +1357,14 @@ async fn a_removed_learners_number_is_not_given_again_after_a_restart() {
     room.join("Ada").expect("join");
     let bob = room.join("Bob").expect("join");
     room.remove(2).expect("removed");
-    assert!(room.lab(&bob).is_err(), "a removed learner's lab is not opened again");
-    assert!(bob.update(|a| a.guided = Some(1)).is_err(), "nor their file written");
+    assert!(
+        room.lab(&bob).is_err(),
+        "a removed learner's lab is not opened again"
+    );
+    assert!(
+        bob.update(|a| a.guided = Some(1)).is_err(),
+        "nor their file written"
+    );
     room.close_all();
     drop(room);
     let room = Room::open(config).expect("reopened");

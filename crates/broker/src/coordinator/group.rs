@@ -125,22 +125,19 @@ impl Group {
     pub(super) fn depart(&mut self, group: &str, id: &str, why: Departure) {
         if let Some(m) = self.members.get(id) {
             let reason = match why {
-                Departure::LeaveGroup => "left the group (LeaveGroup)".to_string(),
+                Departure::LeaveGroup => "member left the group (LeaveGroup)".to_string(),
                 Departure::SessionExpired => format!(
-                    "removed: no heartbeat within its session.timeout.ms ({} ms)",
+                    "member removed: no heartbeat within its session.timeout.ms ({} ms)",
                     m.session_timeout.as_millis()
                 ),
                 Departure::NotRejoined => format!(
-                    "removed: did not rejoin within the rebalance timeout ({} ms)",
+                    "member removed: did not rejoin within the rebalance timeout ({} ms)",
                     m.rebalance_timeout.as_millis()
                 ),
             };
-            eprintln!(
-                "offsetlab: group '{}': member '{}' (client '{}') {reason}",
-                group.escape_debug(),
-                id.escape_debug(),
-                m.client_id.escape_debug()
-            );
+            // The ids are the clients' own strings: quoted and escaped (`?`), so none can forge
+            // a line of the log.
+            tracing::info!(group = ?group, member = ?id, client = ?m.client_id, "{reason}");
         }
         self.remove(id);
     }

@@ -126,7 +126,7 @@ pub fn run_points(
             let mut point_opts = opts.clone();
             point_opts.prefix = prefix.clone();
             point_opts.sink_dir = opts.sink_dir.join(format!("point-{k}"));
-            point_opts.progress = false;
+            point_opts.progress = None;
             std::fs::create_dir_all(&point_opts.sink_dir).map_err(|e| RunError::Line {
                 line: 0,
                 text: String::new(),

@@ -82,8 +82,9 @@ pub struct RunOptions {
     pub sink_dir: PathBuf,
     /// How long one request to the cluster may take.
     pub timeout: Duration,
-    /// Say on stderr when the run waits for wall time.
-    pub progress: bool,
+    /// Told how long the run is about to wait for wall time (once a wait, and only for a
+    /// second or more): the caller says so where its user looks; `None` says nothing.
+    pub progress: Option<fn(Duration)>,
     /// Scenario topics the run takes as they are on the cluster (`--reuse-topic`, under the
     /// run's prefix) instead of creating them: their records are read into the model first,
     /// and the run never writes to them nor deletes them.
@@ -708,12 +709,11 @@ impl ClusterRun {
                 .filter(|(when, _)| *when <= at)
                 .min();
             let until = next_fire.as_ref().map_or(at, |(when, _)| *when);
-            if self.opts.progress && !said && until.saturating_duration_since(now) >= Duration::from_secs(1) {
-                eprintln!(
-                    "  … {:.1} s of wall time (the scenario's clock is the cluster's)",
-                    at.saturating_duration_since(now).as_secs_f64()
-                );
-                said = true;
+            if let Some(tell) = self.opts.progress.filter(|_| !said) {
+                if until.saturating_duration_since(now) >= Duration::from_secs(1) {
+                    tell(at.saturating_duration_since(now));
+                    said = true;
+                }
             }
             // In slices, so that a Ctrl-C stops the run within a moment.
             while Instant::now() < until {

@@ -153,7 +153,10 @@ impl Lab {
             .get(group)
             .ok_or_else(|| LabError::UnknownGroup(group.to_string()))?;
         let (member, is_member) = match g.external.as_ref() {
-            Some(external) => (member.to_string(), external.members.iter().any(|m| m.id == member)),
+            Some(external) => (
+                member.to_string(),
+                external.members.iter().any(|m| m.id == member),
+            ),
             None => {
                 // The lab's own consumers: by member id, or by name for the incarnation running.
                 let id = self

@@ -64,7 +64,10 @@ mod tests {
     fn subtracting_ranges() {
         assert_eq!(subtract(&[(1, 4)], &[]), vec![(1, 4)]);
         assert_eq!(subtract(&[(1, 4)], &[(1, 4)]), vec![]);
-        assert_eq!(subtract(&[(1, 10)], &[(2, 3), (5, 7)]), vec![(1, 2), (3, 5), (7, 10)]);
+        assert_eq!(
+            subtract(&[(1, 10)], &[(2, 3), (5, 7)]),
+            vec![(1, 2), (3, 5), (7, 10)]
+        );
         assert_eq!(subtract(&[(1, 4), (6, 8)], &[(0, 7)]), vec![(7, 8)]);
     }
 }

@@ -357,8 +357,8 @@ impl Lab {
             .filter_map(|(k, v)| {
                 let base = match self.groups.get(&k.group) {
                     Some(g) if g.has_members() => {
-                        let stable_consumers = g.state() == crate::group::GroupState::Stable
-                            && g.protocol_type() == "consumer";
+                        let stable_consumers =
+                            g.state() == crate::group::GroupState::Stable && g.protocol_type() == "consumer";
                         if !stable_consumers || self.subscribes(&k.group, &k.topic) {
                             return None;
                         }
@@ -372,9 +372,9 @@ impl Lab {
                 };
                 let pending = self.producers.values().any(|p| {
                     p.ongoing.as_ref().is_some_and(|t| {
-                        t.offsets
-                            .iter()
-                            .any(|(g, tp, _)| *g == k.group && tp.topic == k.topic && tp.partition == k.partition)
+                        t.offsets.iter().any(|(g, tp, _)| {
+                            *g == k.group && tp.topic == k.topic && tp.partition == k.partition
+                        })
                     })
                 });
                 (!pending).then(|| (k.clone(), base.saturating_add(self.offsets_retention_ms)))
@@ -396,7 +396,10 @@ impl Lab {
         let mut groups: Vec<String> = Vec::new();
         for key in due {
             self.offsets.delete(&key, now);
-            let empty = !self.groups.get(&key.group).is_some_and(crate::group::Group::has_members);
+            let empty = !self
+                .groups
+                .get(&key.group)
+                .is_some_and(crate::group::Group::has_members);
             let why = if empty {
                 format!("with group {} empty", key.group)
             } else {

@@ -142,7 +142,12 @@ fn replayed_writes(sink: &mut dyn Sink) {
             // A new order after the overwrites gets the next id: an overwrite takes none.
             sink.apply(&write(&tp, 4, "o-4", DeliveryReason::First))
                 .expect("apply");
-            let ids: Vec<u64> = sink.rows(0, 100).expect("rows").iter().map(|r| r.row_id).collect();
+            let ids: Vec<u64> = sink
+                .rows(0, 100)
+                .expect("rows")
+                .iter()
+                .map(|r| r.row_id)
+                .collect();
             assert_eq!(ids, [1, 2, 3, 4], "{:?}: row ids without gaps", sink.kind());
         }
     }

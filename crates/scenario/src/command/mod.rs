@@ -474,7 +474,8 @@ mod tests {
         assert!(err("expect-error NON_EMPTY_GROUP").contains("missing the line"));
         assert!(err("expect-error non_empty delete-group g").contains("not the name of a Kafka error"));
         assert!(err("expect-error NON_EMPTY_GROUP expect lost=0").contains("an action, not a claim"));
-        assert!(err("expect-error NON_EMPTY_GROUP expect-error X delete-group g").contains("an action, not a claim"));
+        assert!(err("expect-error NON_EMPTY_GROUP expect-error X delete-group g")
+            .contains("an action, not a claim"));
         assert!(err("expect-error NON_EMPTY_GROUP fly g").contains("unknown command 'fly'"));
     }
 }

@@ -97,10 +97,7 @@ pub struct FileLog {
 /// write the disk refuses — a full disk, no descriptors — is not this: it fails the request
 /// instead, see [`Health`].)
 fn storage_failure(what: &str, dir: &Path, e: &dyn std::fmt::Display) -> ! {
-    eprintln!(
-        "offsetlab: cannot {what} {}: {e} — stopping the lab",
-        dir.display()
-    );
+    tracing::error!(dir = %dir.display(), "cannot {what}: {e} — stopping the lab");
     std::process::abort()
 }
 

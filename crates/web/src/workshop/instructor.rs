@@ -25,12 +25,7 @@ pub(crate) async fn get_room(State(app): State<AppState>, headers: HeaderMap) ->
     };
     let mut tallies: std::collections::BTreeMap<u32, std::collections::BTreeMap<u32, u32>> =
         Default::default();
-    let room: Vec<_> = w
-        .room
-        .learners()
-        .into_iter()
-        .map(|l| (l.activity(), l))
-        .collect();
+    let room: Vec<_> = w.room.learners().into_iter().map(|l| (l.activity(), l)).collect();
     let learners: Vec<serde_json::Value> = room
         .iter()
         .map(|(a, l)| {

@@ -297,8 +297,7 @@ pub fn write_activity(dir: &Path, activity: &Activity) -> std::io::Result<()> {
 pub fn read_activity(dir: &Path) -> Result<Activity, String> {
     let path = dir.join(LEARNER_FILE);
     let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut a: Activity =
-        serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut a: Activity = serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
     a.completed.retain(|n| lesson_exists(*n));
     a.guided = a.guided.map(|g| g.min(GUIDED_STEPS));
     Ok(a)

@@ -204,7 +204,9 @@ impl Room {
             learners.highest = learners.highest.max(learner.number);
             learners.by_id.insert(id, learner);
         }
-        learners.highest = learners.highest.max(highest_removed(&config.dir.join(REMOVED_DIR)));
+        learners.highest = learners
+            .highest
+            .max(highest_removed(&config.dir.join(REMOVED_DIR)));
         let push_path = config.dir.join(PUSH_FILE);
         let push = match std::fs::read(&push_path) {
             Ok(bytes) => Some(
@@ -309,7 +311,7 @@ impl Room {
         };
         if let Err(e) = write_activity(&dir, &activity) {
             if let Err(close) = lab.lock().close() {
-                eprintln!("warning: the lab of a join that failed did not close cleanly: {close}");
+                tracing::warn!("the lab of a join that failed did not close cleanly: {close}");
             }
             return Err(RoomError::Io(format!(
                 "{}: {e}",
@@ -361,7 +363,10 @@ impl Room {
             // Closed: a request still holding it is refused from now on, and writes nothing.
             let mut s = lab.lock();
             if let Err(e) = s.close() {
-                eprintln!("warning: removed learner {number}'s lab did not close cleanly: {e}");
+                tracing::warn!(
+                    learner = number,
+                    "a removed learner's lab did not close cleanly: {e}"
+                );
             }
             s.version()
         });
@@ -492,9 +497,9 @@ impl Room {
         learner.seen_version.fetch_max(s.version(), Ordering::SeqCst);
         if let Err(e) = s.close() {
             // The next open recovers from the files, as after a crash.
-            eprintln!(
-                "warning: learner {}'s lab did not close cleanly: {e}",
-                learner.number
+            tracing::warn!(
+                learner = learner.number,
+                "the learner's lab did not close cleanly: {e}"
             );
         }
         true
@@ -601,9 +606,9 @@ impl Room {
             if let Some(lab) = r.lab.take() {
                 learner.in_memory.store(false, Ordering::SeqCst);
                 if let Err(e) = lab.lock().close() {
-                    eprintln!(
-                        "warning: learner {}'s lab did not close cleanly: {e}",
-                        learner.number
+                    tracing::warn!(
+                        learner = learner.number,
+                        "the learner's lab did not close cleanly: {e}"
                     );
                 }
             }

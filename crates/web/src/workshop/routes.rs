@@ -162,8 +162,7 @@ fn refuse_viewer(app: &AppState, headers: &HeaderMap) -> Result<(), Refusal> {
 pub(crate) fn room_error(e: &RoomError) -> Response {
     if let RoomError::Removed = e {
         // As a cookie the room does not have: the page shows its join form.
-        return Refusal::MustJoin("the instructor removed you from the workshop: join again")
-            .into_response();
+        return Refusal::MustJoin("the instructor removed you from the workshop: join again").into_response();
     }
     json_error(
         StatusCode::from_u16(e.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
@@ -185,7 +184,10 @@ async fn get_me(State(app): State<AppState>, headers: HeaderMap) -> Response {
     };
     let (learner, read_only) = match viewer_of(&Method::GET, &headers, &app) {
         Ok(Some((_, learner))) => (Some(learner), true),
-        Ok(None) => (cookie(&headers, LEARNER_COOKIE).and_then(|id| w.room.find(id)), false),
+        Ok(None) => (
+            cookie(&headers, LEARNER_COOKIE).and_then(|id| w.room.find(id)),
+            false,
+        ),
         Err(e) => return e.into_response(),
     };
     let caps = w.room.config().caps;
@@ -407,4 +409,3 @@ pub(crate) fn instructor(app: &AppState, headers: &HeaderMap) -> Result<Arc<Work
     }
     Ok(w)
 }
-

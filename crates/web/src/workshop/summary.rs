@@ -59,7 +59,9 @@ pub fn summarize<'a>(activities: impl IntoIterator<Item = &'a Activity>) -> Room
         match &a.progress {
             None => s.free_play += 1,
             Some(p) => {
-                let entry = lessons.entry(p.lesson).or_insert_with(|| new_lesson(p.lesson, p.steps));
+                let entry = lessons
+                    .entry(p.lesson)
+                    .or_insert_with(|| new_lesson(p.lesson, p.steps));
                 if p.step < p.steps {
                     *entry.on_step.entry(p.step).or_default() += 1;
                 }
@@ -102,7 +104,12 @@ mod tests {
     use super::*;
     use crate::workshop::learner::Progress;
 
-    fn learner(number: u32, progress: Option<(u32, u32)>, completed: &[u32], guided: Option<u32>) -> Activity {
+    fn learner(
+        number: u32,
+        progress: Option<(u32, u32)>,
+        completed: &[u32],
+        guided: Option<u32>,
+    ) -> Activity {
         let steps = |n: u32| {
             offsetlab_scenario::lessons::steps(
                 offsetlab_scenario::lessons::LESSONS
@@ -142,10 +149,17 @@ mod tests {
         let one = &s.lessons[0];
         assert_eq!(one.lesson, 1);
         assert!(!one.title.is_empty() && one.steps > 4);
-        assert_eq!(one.on_step, BTreeMap::from([(1, 2), (4, 1)]), "learner 4 is at the end");
+        assert_eq!(
+            one.on_step,
+            BTreeMap::from([(1, 2), (4, 1)]),
+            "learner 4 is at the end"
+        );
         assert_eq!(one.finished, vec![4, 5]);
         let two = &s.lessons[1];
-        assert_eq!((two.lesson, two.on_step.len(), two.finished.clone()), (2, 0, vec![5]));
+        assert_eq!(
+            (two.lesson, two.on_step.len(), two.finished.clone()),
+            (2, 0, vec![5])
+        );
         assert_eq!(s.guided.on_step, BTreeMap::from([(0, 2)]));
         assert_eq!(s.guided.finished, vec![2, 4]);
         assert_eq!(s.guided.steps, GUIDED_STEPS);

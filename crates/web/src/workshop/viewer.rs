@@ -89,9 +89,10 @@ pub(crate) async fn read_only(State(app): State<AppState>, req: Request, next: N
         format!("<learner {}>", learner.number).as_bytes(),
     );
     parts.headers.remove(header::CONTENT_LENGTH);
-    parts
-        .headers
-        .insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));
+    parts.headers.insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-store"),
+    );
     Response::from_parts(parts, axum::body::Body::from(hidden))
 }
 
