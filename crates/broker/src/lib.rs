@@ -10,6 +10,7 @@
 //! - [`apis`]: a request decoded, dispatched to its handler, the response encoded.
 //! - `handlers/`: one file per API key.
 //! - [`coordinator`]: the group coordinator for real clients (Kafka's classic protocol).
+//! - [`delayed_fetch`]: a fetch with nothing to read yet, parked until a change can answer it.
 //! - [`producers`]: idempotent producers' ids and sequence numbers.
 //! - [`change`]: how a handler changes the lab, and which Kafka error code a refusal is.
 //! - [`sasl`]: SASL/PLAIN authentication of a connection, when the listener asks for it.
@@ -20,6 +21,7 @@ mod auto_create;
 mod broker;
 mod change;
 mod coordinator;
+mod delayed_fetch;
 mod handlers;
 mod produced;
 mod producers;

@@ -1,6 +1,7 @@
 //! Fetch: the stored record batches from a fetch position, as a broker serves them.
 
 use crate::broker::Broker;
+use crate::delayed_fetch::DelayedFetch;
 use crate::handlers::list_offsets::isolation;
 use bytes::Bytes;
 use offsetlab_engine::log::PartitionLog;
@@ -13,9 +14,6 @@ use offsetlab_wire::kafka_protocol::messages::fetch_response::{FetchableTopicRes
 use offsetlab_wire::kafka_protocol::messages::{FetchRequest, FetchResponse};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// A fetch waits at most this long for records (the lab does not wake fetches on produce yet).
-const MAX_FETCH_WAIT: Duration = Duration::from_millis(500);
 
 /// Records a fetch hands out per partition at most.
 const MAX_FETCH_RECORDS: usize = 5_000;
@@ -39,6 +37,39 @@ fn holds_zstd(bytes: &[u8]) -> bool {
         at += h.total_len;
     }
     false
+}
+
+/// One read of the lab for a fetch: the answer it would get now.
+pub(crate) struct Read {
+    pub(crate) response: FetchResponse,
+    /// Bytes of record batches in it, control batches included.
+    pub(crate) bytes: usize,
+    /// Whether a partition is answered with an error (unknown, out of range, deleted, …).
+    pub(crate) errors: bool,
+}
+
+impl Read {
+    /// Whether the fetch can be answered with this now (Kafka's `DelayedFetch.tryComplete`):
+    /// `min_bytes` of batches across its partitions, or a partition in error — an error is
+    /// answered at once, not at the end of the wait.
+    pub(crate) fn satisfies(&self, min_bytes: usize) -> bool {
+        self.errors || self.bytes >= min_bytes
+    }
+}
+
+/// The fetch as the lab would answer it now.
+pub(crate) fn read(s: &Session, r: &FetchRequest, version: i16) -> Read {
+    let (response, bytes) = fetch(s, r, version);
+    let errors = response
+        .responses
+        .iter()
+        .flat_map(|t| &t.partitions)
+        .any(|p| p.error_code != NONE);
+    Read {
+        response,
+        bytes,
+        errors,
+    }
 }
 
 /// The fetch response and how many bytes of record batches it carries.
@@ -194,24 +225,16 @@ fn encoded(
     out
 }
 
-/// Fetch: answered once `min.bytes` of record batches are ready (control batches count: they
-/// move a read_committed client past a transaction's end), or after `max.wait.ms` — capped at
-/// [`MAX_FETCH_WAIT`] — with what there is then.
+/// Fetch: answered once `fetch.min.bytes` of record batches are ready across its partitions
+/// (control batches count: they move a read_committed client past a transaction's end) or a
+/// partition is in error, or after `max.wait.ms` with what there is then. A fetch that must wait
+/// is parked and woken by the changes that can complete it ([`DelayedFetch`]).
 pub(crate) async fn handle(broker: &Arc<Broker>, r: FetchRequest, version: i16) -> Option<FetchResponse> {
-    let wait = Duration::from_millis(u64::try_from(r.max_wait_ms).unwrap_or(0)).min(MAX_FETCH_WAIT);
-    let min_bytes = usize::try_from(r.min_bytes).unwrap_or(1).max(1);
-    let r = Arc::new(r);
-    let look = |r: &Arc<FetchRequest>| {
-        let (lab, r) = (broker.lab.clone(), Arc::clone(r));
-        tokio::task::spawn_blocking(move || fetch(&lab.lock(), &r, version))
-    };
-    let (first, bytes) = look(&r).await.ok()?;
-    if bytes >= min_bytes || wait.is_zero() {
-        return Some(first);
-    }
-    // Not enough to read: wait (up to max.wait.ms) and look once more.
-    tokio::time::sleep(wait).await;
-    Some(look(&r).await.ok()?.0)
+    let wait = Duration::from_millis(u64::try_from(r.max_wait_ms).unwrap_or(0));
+    let deadline = tokio::time::Instant::now() + wait;
+    DelayedFetch::new(&broker.lab, r, version, deadline)
+        .complete(&broker.lab)
+        .await
 }
 
 #[cfg(test)]
