@@ -146,7 +146,13 @@ mod tests {
         r.responses
             .iter()
             .flat_map(|t| &t.partitions)
-            .map(|p| (p.partition_index, p.error_code, p.records.as_ref().map_or(0, |b| b.len())))
+            .map(|p| {
+                (
+                    p.partition_index,
+                    p.error_code,
+                    p.records.as_ref().map_or(0, |b| b.len()),
+                )
+            })
             .collect()
     }
 
@@ -162,7 +168,11 @@ mod tests {
         let appended = Instant::now();
         change(&b.lab, &["produce orders count=1 partition=0"]);
         let r = task.await.expect("the fetch ran").expect("an answer");
-        assert!(appended.elapsed() < WOKEN, "answered {:?} after the append", appended.elapsed());
+        assert!(
+            appended.elapsed() < WOKEN,
+            "answered {:?} after the append",
+            appended.elapsed()
+        );
         let got = bytes(&r);
         assert_eq!((got[0].0, got[0].1), (0, NONE));
         assert!(got[0].2 > 0, "the appended record: {got:?}");
@@ -177,7 +187,11 @@ mod tests {
             .complete(&b.lab)
             .await
             .expect("an answer");
-        assert!(started.elapsed() >= Duration::from_millis(300), "{:?}", started.elapsed());
+        assert!(
+            started.elapsed() >= Duration::from_millis(300),
+            "{:?}",
+            started.elapsed()
+        );
         assert_eq!(bytes(&r), vec![(0, NONE, 0)]);
     }
 
@@ -194,13 +208,25 @@ mod tests {
                 r#"txn-send pay-writer producer-id=1000 epoch=0 topic=payments partition=0 records=[{"key":"p-1","value":"a"},{"key":"p-2","value":"b"}]"#,
             ],
         );
-        let task = parked(&b.lab, request("payments", &[(0, 0)], 30_000, 1).with_isolation_level(1)).await;
+        let task = parked(
+            &b.lab,
+            request("payments", &[(0, 0)], 30_000, 1).with_isolation_level(1),
+        )
+        .await;
         let committed = Instant::now();
         change(&b.lab, &["end-txn pay-writer producer-id=1000 epoch=0 commit"]);
         let r = task.await.expect("the fetch ran").expect("an answer");
-        assert!(committed.elapsed() < WOKEN, "answered {:?} after the commit", committed.elapsed());
+        assert!(
+            committed.elapsed() < WOKEN,
+            "answered {:?} after the commit",
+            committed.elapsed()
+        );
         let p = &r.responses[0].partitions[0];
-        assert_eq!((p.error_code, p.last_stable_offset), (NONE, 3), "two records and the marker");
+        assert_eq!(
+            (p.error_code, p.last_stable_offset),
+            (NONE, 3),
+            "two records and the marker"
+        );
         assert!(bytes(&r)[0].2 > 0);
     }
 
@@ -209,7 +235,10 @@ mod tests {
     #[tokio::test]
     async fn min_bytes_is_counted_across_partitions() {
         let b = broker();
-        change(&b.lab, &["topic clicks partitions=2", "produce clicks count=1 partition=0"]);
+        change(
+            &b.lab,
+            &["topic clicks partitions=2", "produce clicks count=1 partition=0"],
+        );
         let one_batch = {
             let s = b.lab.lock();
             crate::handlers::fetch::read(&s, &request("clicks", &[(0, 0)], 0, 1), 11).bytes
@@ -220,7 +249,10 @@ mod tests {
         // Partition 1 has nothing yet: one batch is not enough.
         let mut task = task;
         let one = tokio::time::timeout(Duration::from_millis(200), &mut task).await;
-        assert!(one.is_err(), "answered with one batch of {one_batch} bytes, under {min_bytes}");
+        assert!(
+            one.is_err(),
+            "answered with one batch of {one_batch} bytes, under {min_bytes}"
+        );
         let appended = Instant::now();
         change(&b.lab, &["produce clicks count=2 partition=1"]);
         let r = task.await.expect("the fetch ran").expect("an answer");
