@@ -630,7 +630,7 @@ fn a_run_that_fails_or_is_stopped_with_live_consumers_leaves_nothing_behind() {
     // SIGTERM in the middle of the minute's tick, c1 still live.
     let stopped = dir.path().join("stopped.scn");
     std::fs::write(&stopped, scenario("expect in-flight=4")).expect("write");
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_offsetlab"))
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_offsetlab"))
         .args([
             "run",
             &stopped.display().to_string(),
@@ -643,13 +643,22 @@ fn a_run_that_fails_or_is_stopped_with_live_consumers_leaves_nothing_behind() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn");
+    let said = lines_of(child.stderr.take().expect("stderr"));
     wait_for_state(&lab, "live-term-g with a member", |s| {
         s["groups"]["live-term-g"]["members"]
             .as_array()
             .is_some_and(|m| m.len() == 1)
     });
-    // Past the poll and its expect line, into the tick.
-    std::thread::sleep(std::time::Duration::from_secs(2));
+    // Past the poll and its expect line, into the minute's tick: the run says so before it
+    // waits it out.
+    let mut stderr = Vec::new();
+    wait_for(&said, "the tick's wall-time notice", &mut stderr, |l| {
+        l.trim_start()
+            .strip_prefix("… ")
+            .and_then(|l| l.strip_suffix(" s of wall time (the scenario's clock is the cluster's)"))
+            .and_then(|s| s.parse::<f64>().ok())
+            .is_some_and(|s| s >= 30.0)
+    });
     let pid = child.id().to_string();
     let killed = std::process::Command::new("kill")
         .args(["-TERM", &pid])
@@ -657,7 +666,8 @@ fn a_run_that_fails_or_is_stopped_with_live_consumers_leaves_nothing_behind() {
         .expect("kill");
     assert!(killed.success());
     let o = child.wait_with_output().expect("the run");
-    let out = text(&o);
+    stderr.extend(said.iter());
+    let out = format!("{}\n{}", text(&o), stderr.join("\n"));
     assert_eq!(o.status.code(), Some(130), "{out}");
     assert!(out.contains("interrupted"), "{out}");
     assert!(!out.contains("warning: cleaning up"), "{out}");
@@ -747,7 +757,6 @@ fn spawn_run(
     file: &std::path::Path,
     prefix: &str,
 ) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
-    use std::io::BufRead;
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_offsetlab"))
         .args([
             "run",
@@ -762,32 +771,49 @@ fn spawn_run(
         .spawn()
         .expect("spawn");
     let stdout = child.stdout.take().expect("stdout");
+    (child, lines_of(stdout))
+}
+
+/// The lines of a child's output as they come, read on a thread of their own.
+fn lines_of(output: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines() {
+        for line in std::io::BufReader::new(output).lines() {
             let Ok(line) = line else { break };
             if tx.send(line).is_err() {
                 break;
             }
         }
     });
-    (child, rx)
+    rx
 }
 
 /// Reads `lines` until one equals `wanted` (60 s at most); every line read is kept in `seen`.
 fn wait_for_line(lines: &std::sync::mpsc::Receiver<String>, wanted: &str, seen: &mut Vec<String>) {
+    wait_for(lines, wanted, seen, |l| l == wanted);
+}
+
+/// Reads `lines` until one is `found` (60 s at most), `what` naming it; every line read is kept
+/// in `seen`.
+fn wait_for(
+    lines: &std::sync::mpsc::Receiver<String>,
+    what: &str,
+    seen: &mut Vec<String>,
+    found: impl Fn(&str) -> bool,
+) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         match lines.recv_timeout(left) {
             Ok(line) => {
-                let found = line == wanted;
+                let hit = found(&line);
                 seen.push(line);
-                if found {
+                if hit {
                     return;
                 }
             }
-            Err(_) => panic!("never printed {wanted:?}:\n{}", seen.join("\n")),
+            Err(_) => panic!("never printed {what:?}:\n{}", seen.join("\n")),
         }
     }
 }
@@ -803,6 +829,7 @@ fn freeze(pid: u32, time: std::time::Duration) {
         assert!(ok.success());
     };
     signal("-STOP");
+    // How long the cluster stays silent is the test: a stall of wall time.
     std::thread::sleep(time);
     signal("-CONT");
 }

@@ -168,7 +168,7 @@ fn kill_loop(flush: &str, rounds: usize, seed: u64) {
             let seed = rng.next();
             std::thread::spawn(move || client(addr, oracle, stop, next_seq, seed))
         };
-        // Kill at a random moment, with requests in flight.
+        // Kill at a random moment, with requests in flight: the random wait is the test.
         std::thread::sleep(Duration::from_millis(20 + rng.next() % 180));
         drop(lab); // SIGKILL
         stop.store(true, Ordering::Relaxed);

@@ -201,7 +201,11 @@ mod tests {
     fn at_the_cap_the_longest_idle_connection_makes_room() {
         let c = Connections::new(2);
         let a = c.admit().expect("a");
-        std::thread::sleep(Duration::from_millis(2));
+        // `b` active strictly after `a`: admitted once the clock has moved past `a`'s admission.
+        let admitted = Instant::now();
+        while Instant::now() <= admitted {
+            std::thread::yield_now();
+        }
         let b = c.admit().expect("b");
         b.busy(false);
         let _c = c.admit().expect("room made");
