@@ -4,7 +4,7 @@
 
 use crate::exit;
 use indicatif::{ProgressBar, ProgressStyle};
-use offsetlab_engine::audit::DeliveryReason;
+use offsetlab_engine::delivery::DeliveryReason;
 use offsetlab_engine::log::config::SegmentLimits;
 use offsetlab_engine::log::{PartitionLog, TopicConfig};
 use offsetlab_engine::record::{NewRecord, TopicPartition};

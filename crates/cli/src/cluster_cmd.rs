@@ -185,12 +185,6 @@ fn read_script(input: Option<&Input>) -> Result<(String, Script), (String, u8)> 
     }
 }
 
-/// Says `e` (one line) and gives its exit code.
-pub(crate) fn said((e, code): (String, u8)) -> u8 {
-    crate::style::say_error!("{e}");
-    code
-}
-
 fn property(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
@@ -218,11 +212,11 @@ pub fn run(
 ) -> u8 {
     let (origin, script) = match read_script(Some(input)) {
         Ok(s) => s,
-        Err(e) => return said(e),
+        Err(e) => return exit::said(e),
     };
     let (opts, _scratch) = match args.options(bootstrap, sqlite, !json && !quiet) {
         Ok(o) => o,
-        Err(e) => return said(e),
+        Err(e) => return exit::said(e),
     };
     let verbose = !json && !quiet;
     stop_on_signal();
@@ -353,7 +347,7 @@ pub fn explore(
     };
     let (origin, script) = match read_script(file.map(Input::File).as_ref()) {
         Ok(s) => s,
-        Err(e) => return said(e),
+        Err(e) => return exit::said(e),
     };
     let target = match offsetlab_scenario::explore::target_consumer(&script, consumer) {
         Ok(t) => t,
@@ -364,7 +358,7 @@ pub fn explore(
     };
     let (opts, _scratch) = match args.options(bootstrap, None, false) {
         Ok(o) => o,
-        Err(e) => return said(e),
+        Err(e) => return exit::said(e),
     };
     let model = match cluster_explore::model_cell(&script, &target, strategy, sink) {
         Ok(c) => c,

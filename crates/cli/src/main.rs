@@ -28,8 +28,10 @@ mod bench_lab;
 mod bench_workshop;
 mod cluster_cmd;
 mod conn;
+mod exit;
 mod explore_cmd;
 mod groups_cmd;
+mod lesson_lookup;
 mod lessons_cmd;
 mod logging;
 mod offsets_cmd;
@@ -44,20 +46,6 @@ mod tour_cmd;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
-
-/// Exit codes, stable for scripts and CI.
-pub mod exit {
-    /// Everything ran and every `expect` held.
-    pub const OK: u8 = 0;
-    /// An `expect` line did not hold.
-    pub const EXPECTATION_FAILED: u8 = 1;
-    /// The scenario is malformed, or the lab rejected one of its actions (also clap's usage errors).
-    pub const INVALID_SCENARIO: u8 = 2;
-    /// A file could not be read or a sink database could not be opened.
-    pub const IO_ERROR: u8 = 3;
-    /// Ctrl-C or SIGTERM stopped a run before its end (128 + SIGINT, as shells report it).
-    pub const INTERRUPTED: u8 = offsetlab_cluster::run::INTERRUPTED_EXIT;
-}
 
 #[derive(Parser)]
 #[command(
@@ -771,8 +759,8 @@ fn main() -> ExitCode {
                 execute,
                 json,
             ),
-            (Err(e), _) => cluster_cmd::said(e),
-            (_, Err(e)) => cluster_cmd::said((e, exit::INVALID_SCENARIO)),
+            (Err(e), _) => exit::said(e),
+            (_, Err(e)) => exit::said((e, exit::INVALID_SCENARIO)),
         },
         Some(Cmd::Groups {
             connect,
@@ -782,7 +770,7 @@ fn main() -> ExitCode {
             ..
         }) => match connect.endpoint() {
             Ok(endpoint) => groups_cmd::run(&endpoint, list, group, json),
-            Err(e) => cluster_cmd::said(e),
+            Err(e) => exit::said(e),
         },
         Some(Cmd::Topics {
             connect,
@@ -792,11 +780,11 @@ fn main() -> ExitCode {
             json,
         }) => match connect.endpoint() {
             Ok(endpoint) => topics_cmd::run(&endpoint, list, topic, json),
-            Err(e) => cluster_cmd::said(e),
+            Err(e) => exit::said(e),
         },
         Some(Cmd::Offsets { connect, group, json }) => match connect.endpoint() {
             Ok(endpoint) => offsets_cmd::run(&endpoint, group.as_deref(), json),
-            Err(e) => cluster_cmd::said(e),
+            Err(e) => exit::said(e),
         },
         Some(Cmd::Tour) => tour_cmd::tour(),
         Some(Cmd::Run {
@@ -811,7 +799,7 @@ fn main() -> ExitCode {
             run_cmd::Input::new(file.as_deref(), lesson.as_deref()),
             cluster.bootstrap_server.clone(),
         ) {
-            (Err(e), _) => cluster_cmd::said(e),
+            (Err(e), _) => exit::said(e),
             (Ok(input), Some(bootstrap)) => cluster_cmd::run(
                 &input,
                 &cluster,

@@ -23,7 +23,7 @@ impl<'a> Input<'a> {
     /// `run FILE` or `run --lesson LESSON` (clap lets exactly one through).
     pub fn new(file: Option<&'a Path>, lesson: Option<&str>) -> Result<Self, (String, u8)> {
         match (file, lesson) {
-            (_, Some(l)) => crate::lessons_cmd::resolve(l)
+            (_, Some(l)) => crate::lesson_lookup::resolve(l)
                 .map(Input::Lesson)
                 .map_err(|e| (e.to_string(), exit::INVALID_SCENARIO)),
             (Some(f), None) => Ok(Input::File(f)),
@@ -68,7 +68,7 @@ impl<'a> Input<'a> {
 pub fn run_input(input: &Input, json: bool, sqlite: Option<&Path>, quiet: bool) -> u8 {
     let source = match input.source() {
         Ok(s) => s,
-        Err(e) => return crate::cluster_cmd::said(e),
+        Err(e) => return exit::said(e),
     };
     let sinks: Box<dyn SinkFactory> = match sqlite {
         None => Box::new(MemorySinks),

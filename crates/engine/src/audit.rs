@@ -20,68 +20,11 @@
 //! delivery log, and the property tests check that both always agree.
 
 use crate::clock::Millis;
+use crate::delivery::DeliveryReason;
 use crate::log::PartitionLog;
 use crate::record::{Offset, TopicPartition};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
-
-/// Why a record was applied to the sink.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum DeliveryReason {
-    /// The first time this group applied the record.
-    First,
-    /// Again, because a consumer crashed before its commit covered the record.
-    CrashRedelivery,
-    /// Again, because the partition moved to another member (or back) in a rebalance.
-    RebalanceRedelivery,
-    /// Again, after a graceful restart or an automatic `auto.offset.reset`.
-    RestartRedelivery,
-    /// Again, because someone rewound on purpose: a seek or an offset reset.
-    Replay,
-}
-
-impl DeliveryReason {
-    pub fn is_redelivery(self) -> bool {
-        matches!(
-            self,
-            Self::CrashRedelivery | Self::RebalanceRedelivery | Self::RestartRedelivery
-        )
-    }
-
-    pub const ALL: [DeliveryReason; 5] = [
-        Self::First,
-        Self::CrashRedelivery,
-        Self::RebalanceRedelivery,
-        Self::RestartRedelivery,
-        Self::Replay,
-    ];
-
-    /// The kebab-case name used in JSON and in the SQLite sink.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::First => "first",
-            Self::CrashRedelivery => "crash-redelivery",
-            Self::RebalanceRedelivery => "rebalance-redelivery",
-            Self::RestartRedelivery => "restart-redelivery",
-            Self::Replay => "replay",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|r| r.name() == name)
-    }
-
-    pub fn label(self) -> &'static str {
-        match self {
-            Self::First => "first delivery",
-            Self::CrashRedelivery => "crash redelivery",
-            Self::RebalanceRedelivery => "rebalance redelivery",
-            Self::RestartRedelivery => "restart redelivery",
-            Self::Replay => "deliberate replay",
-        }
-    }
-}
 
 /// One application of a record to a group's sink.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,8 +5,8 @@
 //! a commit. Everything in this module is the first kind: a `crash` clears it, a `restart`
 //! rebuilds it from the committed offsets (or the sink's, or `auto.offset.reset`).
 
-use crate::audit::DeliveryReason;
 use crate::clock::Millis;
+use crate::delivery::DeliveryReason;
 use crate::record::{Offset, Record, TopicPartition};
 use crate::sink::SinkKind;
 use crate::strategy::{AutoOffsetReset, CommitStrategy};

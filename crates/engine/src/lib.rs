@@ -15,6 +15,7 @@ mod spelled;
 pub mod audit;
 pub mod clock;
 pub mod consumer;
+pub mod delivery;
 pub mod error;
 pub mod group;
 pub mod lab;

@@ -14,8 +14,8 @@
 //! The per-partition bookkeeping lives beside the log, as Kafka keeps its producer state
 //! snapshot and `.txnindex` files beside the segments: [`PartitionTxns`].
 
-use crate::audit::DeliveryReason;
 use crate::clock::Millis;
+use crate::delivery::DeliveryReason;
 use crate::record::{Offset, TopicPartition};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};

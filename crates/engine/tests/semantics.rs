@@ -1,9 +1,9 @@
 //! One test per semantic point of DESIGN.md that the engine covers, driven through the `Lab`
 //! API exactly as a scenario would drive it.
 
-use offsetlab_engine::audit::DeliveryReason;
 use offsetlab_engine::clock::LAB_EPOCH_MS;
 use offsetlab_engine::consumer::{ConsumerConfig, ConsumerState};
+use offsetlab_engine::delivery::DeliveryReason;
 use offsetlab_engine::lab::{ProduceSpec, ResetSpec, SeekTarget};
 use offsetlab_engine::log::TopicConfig;
 use offsetlab_engine::offsets::OffsetKey;

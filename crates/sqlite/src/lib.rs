@@ -19,7 +19,7 @@
 //! stored as `TEXT`, any other bytes as a `BLOB` ([`column`]): SQLite compares the two as
 //! different values, so distinct binary keys stay distinct rows and `sqlite3` shows text as text.
 
-use offsetlab_engine::audit::DeliveryReason;
+use offsetlab_engine::delivery::DeliveryReason;
 use offsetlab_engine::record::{Offset, RecordBytes, TopicPartition};
 use offsetlab_engine::sink::{
     Sink, SinkError, SinkFactory, SinkKind, SinkRow, SinkStats, SinkWrite, WriteOutcome,

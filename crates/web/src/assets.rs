@@ -75,7 +75,7 @@ fn serve(table: &[Asset], path: &str) -> Response {
             *body,
         )
             .into_response(),
-        None => crate::api::json_error(StatusCode::NOT_FOUND, "no such file", 0),
+        None => crate::json::json_error(StatusCode::NOT_FOUND, "no such file", 0),
     }
 }
 

@@ -8,7 +8,8 @@
 //! page may not be framed by another (`X-Frame-Options`, CSP `frame-ancestors`: no clickjacking),
 //! and every error has a JSON body, whoever produced it.
 
-use crate::api::{json_error, AppState};
+use crate::json::json_error;
+use crate::state::AppState;
 use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
 use axum::middleware::Next;

@@ -11,9 +11,13 @@ mod assets;
 pub mod cluster;
 mod guard;
 pub mod http;
+mod json;
+mod scope;
+mod state;
 pub mod workshop;
 
-pub use api::{router, AppState, MAX_PAGE};
+pub use api::{router, MAX_PAGE};
+pub use state::AppState;
 
 /// Largest request body accepted (a scenario import); actions are far smaller.
 pub const MAX_BODY_BYTES: usize = 4 << 20;

@@ -955,7 +955,11 @@ impl ClusterRun {
 
     /// Why each partition the model's consumer holds after a poll came to it, for those it
     /// did not hold before (all of them after an eager rejoin).
-    fn taken_over(&self, name: &str, before: &Before) -> Vec<(i32, offsetlab_engine::audit::DeliveryReason)> {
+    fn taken_over(
+        &self,
+        name: &str,
+        before: &Before,
+    ) -> Vec<(i32, offsetlab_engine::delivery::DeliveryReason)> {
         let Ok(c) = self.model.lab.consumer(name) else {
             return Vec::new();
         };

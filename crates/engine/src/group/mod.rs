@@ -8,8 +8,9 @@
 //! holding its partitions, until `session.timeout.ms` passes without a heartbeat — and a rebalance
 //! waits for it until then.
 
-use crate::audit::{DeliveryReason, GroupAudit};
+use crate::audit::GroupAudit;
 use crate::clock::Millis;
+use crate::delivery::DeliveryReason;
 use crate::record::TopicPartition;
 use crate::sink::{Sink, SinkKind};
 use serde::{Deserialize, Serialize};

@@ -312,7 +312,7 @@ impl Lab {
             let zombie = !self.group(&cfg.group).is_ok_and(|g| g.is_member(&member));
             let repeat = match origin {
                 Some(o) if !zombie => o.repeat_reason(),
-                _ => crate::audit::DeliveryReason::RebalanceRedelivery,
+                _ => crate::delivery::DeliveryReason::RebalanceRedelivery,
             };
             let tp = item.tp.clone();
             let offset = item.record.offset;
@@ -327,7 +327,7 @@ impl Lab {
             } else {
                 match self.apply_to_sink(name, &item, repeat)? {
                     Ok(reason) => {
-                        if reason.is_redelivery() || reason == crate::audit::DeliveryReason::Replay {
+                        if reason.is_redelivery() || reason == crate::delivery::DeliveryReason::Replay {
                             again = Some(reason);
                         }
                     }
@@ -378,7 +378,7 @@ impl Lab {
         member: &str,
         cfg: &ConsumerConfig,
         item: &InFlight,
-        again: Option<crate::audit::DeliveryReason>,
+        again: Option<crate::delivery::DeliveryReason>,
         run: &mut AppliedRun,
     ) {
         let (tp, offset) = (&item.tp, item.record.offset);
@@ -455,8 +455,8 @@ impl Lab {
         &mut self,
         name: &str,
         item: &InFlight,
-        repeat: crate::audit::DeliveryReason,
-    ) -> Result<Result<crate::audit::DeliveryReason, String>, LabError> {
+        repeat: crate::delivery::DeliveryReason,
+    ) -> Result<Result<crate::delivery::DeliveryReason, String>, LabError> {
         let c = self.consumer(name)?;
         let (group, incarnation, generation, member) =
             (c.config.group.clone(), c.incarnation, c.generation, c.member_id());

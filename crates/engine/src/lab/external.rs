@@ -407,7 +407,7 @@ impl Lab {
                 key: r.key.clone().unwrap_or_default(),
                 value: r.value.clone().unwrap_or_default(),
                 incarnation: 0,
-                reason: crate::audit::DeliveryReason::First,
+                reason: crate::delivery::DeliveryReason::First,
             });
         }
         let (first, last) = (offsets[0].0, offsets[offsets.len() - 1].0);

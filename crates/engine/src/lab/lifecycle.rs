@@ -3,9 +3,9 @@
 
 use super::membership::Departure;
 use super::Lab;
-use crate::audit::DeliveryReason;
 use crate::clock::{format_duration, format_instant};
 use crate::consumer::{Consumer, ConsumerConfig, ConsumerState};
+use crate::delivery::DeliveryReason;
 use crate::error::LabError;
 use crate::group::{Group, Handoff};
 use crate::narrative::EventKind;

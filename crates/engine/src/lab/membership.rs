@@ -3,9 +3,9 @@
 //! expiring.
 
 use super::Lab;
-use crate::audit::DeliveryReason;
 use crate::clock::{format_duration, Millis};
 use crate::consumer::{Consumer, ConsumerState, FetchState, PositionOrigin};
+use crate::delivery::DeliveryReason;
 use crate::error::LabError;
 use crate::group::{range_assign, sticky_assign, Group, Handoff, Member, PendingRebalance};
 use crate::narrative::EventKind;

@@ -1,8 +1,8 @@
 //! `kafka-consumer-groups.sh --reset-offsets`, with a dry run that shows the blast radius.
 
 use super::Lab;
-use crate::audit::DeliveryReason;
 use crate::clock::Millis;
+use crate::delivery::DeliveryReason;
 use crate::error::LabError;
 use crate::group::Handoff;
 use crate::narrative::EventKind;

@@ -14,9 +14,10 @@
 //! `transaction.timeout.ms` passes and the transaction coordinator aborts it on its own.
 
 use super::Lab;
-use crate::audit::{Delivery, DeliveryReason};
+use crate::audit::Delivery;
 use crate::clock::{format_duration, format_instant, Millis};
 use crate::consumer::{InFlight, PositionOrigin};
+use crate::delivery::DeliveryReason;
 use crate::error::LabError;
 use crate::log::partitioner::partition_for_key;
 use crate::narrative::EventKind;

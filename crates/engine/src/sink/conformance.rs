@@ -3,7 +3,7 @@
 //! Call [`run`] with a function that opens a fresh, empty sink of the given kind.
 
 use super::{Sink, SinkKind, SinkWrite, WriteOutcome};
-use crate::audit::DeliveryReason;
+use crate::delivery::DeliveryReason;
 use crate::record::{Offset, TopicPartition};
 
 fn write<'a>(tp: &'a TopicPartition, offset: Offset, key: &'a str, reason: DeliveryReason) -> SinkWrite<'a> {

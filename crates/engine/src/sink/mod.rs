@@ -14,8 +14,8 @@ pub mod memory;
 #[cfg(any(test, feature = "testkit"))]
 pub mod conformance;
 
-use crate::audit::DeliveryReason;
 use crate::clock::Millis;
+use crate::delivery::DeliveryReason;
 use crate::record::{Offset, RecordBytes, TopicPartition};
 use serde::{Deserialize, Serialize};
 

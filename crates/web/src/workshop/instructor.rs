@@ -2,10 +2,11 @@
 //! lab read, a lesson or a scenario pushed to everyone, learners removed. Every endpoint needs
 //! the instructor's token ([`instructor`]); learners are named by number, never by id.
 
-use super::routes::{instructor, room_error};
+use super::access::{instructor, room_error};
 use super::summary::summarize;
 use super::Workshop;
-use crate::api::{json_error, ApiJson, AppState};
+use crate::json::{json_error, ApiJson};
+use crate::state::AppState;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};

@@ -7,14 +7,17 @@
 //!   instructor sees of them.
 //! - [`room`]: every learner, labs opened on demand and evicted when idle, pushes.
 //! - [`rate`]: a learner's request rate.
+//! - [`access`]: who is asking — a learner's cookie, the instructor's token, the learner an
+//!   instructor views — or why the request is refused.
 //! - [`routes`]: the endpoints: joining, a learner's progress and quiz answers; `instructor`:
 //!   the instructor's API; [`summary`]: where the room is, counted for the instructor's page;
 //!   [`viewer`]: the instructor viewing a learner's lab through the learner's page, read-only.
 //!
 //! Every endpoint of the lab itself (`/api/state`, `/api/actions`, …) is the same in workshop
-//! mode: the cookie picks *which* lab it serves ([`crate::api`]'s `Scope`), before anything
+//! mode: the cookie picks *which* lab it serves ([`crate::scope::Scope`]), before anything
 //! else runs.
 
+pub(crate) mod access;
 mod instructor;
 pub mod learner;
 pub mod rate;

@@ -3,60 +3,25 @@
 //! The instructor's page opens `/?learner=N` in a new tab, the token in that tab's
 //! `sessionStorage`; that page sends every request with `Authorization: Bearer TOKEN` and
 //! `X-Offsetlab-Learner: N`. Such a request is learner N's, whatever cookie the browser has
-//! (the instructor may have joined as a learner too): [`viewer_of`] checks it before anything
+//! (the instructor may have joined as a learner too): [`viewer_of`](super::access::viewer_of) checks it before anything
 //! else — the token (`401`), a read (`GET`/`HEAD`, else `403`: nothing a viewer sends changes a
-//! lab, a learner's file or the room), a learner the room has (`404`) — and `api.rs`'s `Scope`
-//! then serves learner N's lab. It is not counted against the learner's request rate.
+//! lab, a learner's file or the room), a learner the room has (`404`) — and the lab's `Scope`
+//! (`scope.rs`) then serves learner N's lab. It is not counted against the learner's request rate.
 //!
 //! The instructor never holds a learner's id (it is their cookie): [`read_only`], a layer
 //! around every endpoint, takes it out of what a viewer is answered (a lab's state says where
 //! its files are, a narrative line names a sink's path) — `<learner N>` in its place.
 
-use super::routes::{instructor, Refusal};
-use super::{Learner, Workshop};
-use crate::api::{json_error, AppState};
+use super::access::viewer_of;
+use crate::json::json_error;
+use crate::state::AppState;
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::http::{header, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use std::sync::Arc;
-
-/// The header that names the learner whose lab the instructor views.
-pub const LEARNER_HEADER: &str = "x-offsetlab-learner";
 
 /// The most of an answer the viewer's layer reads to take the id out of it.
 const MAX_VIEWED_BYTES: usize = 64 << 20;
-
-/// The workshop and the learner whose lab the instructor views.
-pub(crate) type Viewed = (Arc<Workshop>, Arc<Learner>);
-
-/// `Ok(None)` for a request that names no learner (no `X-Offsetlab-Learner`); learner N, for a
-/// read by the instructor naming them; else why not.
-pub(crate) fn viewer_of(
-    method: &Method,
-    headers: &HeaderMap,
-    app: &AppState,
-) -> Result<Option<Viewed>, Refusal> {
-    let mut named = headers.get_all(LEARNER_HEADER).iter();
-    let Some(value) = named.next() else {
-        return Ok(None);
-    };
-    let w = instructor(app, headers)?;
-    let number = value
-        .to_str()
-        .ok()
-        .map(str::trim)
-        .filter(|v| v.bytes().all(|b| b.is_ascii_digit()))
-        .and_then(|v| v.parse::<u32>().ok());
-    let (Some(number), None) = (number, named.next()) else {
-        return Err(Refusal::BadViewer);
-    };
-    if *method != Method::GET && *method != Method::HEAD {
-        return Err(Refusal::ReadOnly);
-    }
-    let learner = w.room.by_number(number).ok_or(Refusal::NoSuchLearner(number))?;
-    Ok(Some((w, learner)))
-}
 
 /// A request naming no learner, untouched. A viewer's: refused as [`viewer_of`] says, or
 /// answered with the learner's id taken out (an event stream, which names no path, as it is).
