@@ -1289,6 +1289,7 @@ def main():
         print(f"error: no scenario in {args.scenarios}", file=sys.stderr)
         return 2
     import concurrent.futures
+    import multiprocessing
     import threading
     java_libs = kafka_libs()
     started = time.time()
@@ -1318,18 +1319,49 @@ def main():
         return sum(duration_ms(l.word(0, "a duration")) for l in parse_scenario(job[1])[0] if l.cmd == "tick")
     jobs.sort(key=ticks_ms, reverse=True)
 
-    def run(job):
+    def perform_and_compare(job, sender):
+        """In a process of its own: one story performed and compared, its result sent back."""
         entry, path, model, target, bootstrap, lab_http = job
-        story, failure, seconds = perform(path, target, bootstrap, java_libs, lab_http)
         try:
-            problems, finals = compare(entry["name"], path, model, story, failure, target)
+            story, failure, seconds = perform(path, target, bootstrap, java_libs, lab_http)
+            try:
+                problems, finals = compare(entry["name"], path, model, story, failure, target)
+            finally:
+                story.close()
+            sender.send({"seconds": round(seconds, 1), "checks": story.checks, "errors": story.errors,
+                         "final": finals, "notes": story.notes, "problems": problems})
+        except BaseException as e:
+            sender.send({"seconds": 0.0, "checks": [], "errors": [], "final": {}, "notes": [],
+                         "problems": [f"{target}: the story failed to run: {type(e).__name__}: {e}"]})
         finally:
-            story.close()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            sender.close()
+
+    def run(job):
+        # Each story runs in a forked process of its own, not in a thread of this one:
+        # confluent-kafka's clients are not safe to create, use and garbage-collect from several
+        # threads of one interpreter (confluent-kafka-python #1761, #1797) — three stories at
+        # once crashed the driver with SIGSEGV one run in two. The parent holds no Kafka client.
+        entry, path, model, target, bootstrap, lab_http = job
+        context = multiprocessing.get_context("fork")
+        receiver, sender = context.Pipe(duplex=False)
+        child = context.Process(target=perform_and_compare, args=(job, sender))
+        child.start()
+        sender.close()
+        try:
+            result = receiver.recv()
+        except EOFError:
+            result = None
+        child.join()
+        if result is None:
+            result = {"seconds": 0.0, "checks": [], "errors": [], "final": {}, "notes": [],
+                      "problems": [f"{target}: the story's process died (exit {child.exitcode}) before it answered"]}
+        problems, seconds = result["problems"], result["seconds"]
         if model["exit"] != 0:
             problems.insert(0, f"the model does not hold the scenario (exit {model['exit']}): {model['message']}")
-        entry["targets"][target] = {"seconds": round(seconds, 1), "checks": story.checks, "errors": story.errors,
-                                    "final": finals, "notes": story.notes, "problems": problems}
-        n_figures = len(story.checks) + len(story.errors) + len(finals)
+        entry["targets"][target] = dict(result, problems=problems)
+        n_figures = len(result["checks"]) + len(result["errors"]) + len(result["final"])
         status = "FAIL" if problems else "PASS"
         known = entry["listener_disagrees"] if target == "listener" else None
         if known and problems and model["exit"] == 0:
