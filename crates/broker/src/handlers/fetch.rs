@@ -1,7 +1,7 @@
 //! Fetch: the stored record batches from a fetch position, as a broker serves them.
 
 use crate::broker::Broker;
-use crate::delayed_fetch::DelayedFetch;
+use crate::delayed_fetch::{DelayedFetch, Read};
 use crate::handlers::list_offsets::isolation;
 use bytes::Bytes;
 use offsetlab_engine::log::PartitionLog;
@@ -37,24 +37,6 @@ fn holds_zstd(bytes: &[u8]) -> bool {
         at += h.total_len;
     }
     false
-}
-
-/// One read of the lab for a fetch: the answer it would get now.
-pub(crate) struct Read {
-    pub(crate) response: FetchResponse,
-    /// Bytes of record batches in it, control batches included.
-    pub(crate) bytes: usize,
-    /// Whether a partition is answered with an error (unknown, out of range, deleted, …).
-    pub(crate) errors: bool,
-}
-
-impl Read {
-    /// Whether the fetch can be answered with this now (Kafka's `DelayedFetch.tryComplete`):
-    /// `min_bytes` of batches across its partitions, or a partition in error — an error is
-    /// answered at once, not at the end of the wait.
-    pub(crate) fn satisfies(&self, min_bytes: usize) -> bool {
-        self.errors || self.bytes >= min_bytes
-    }
 }
 
 /// The fetch as the lab would answer it now.
@@ -232,7 +214,7 @@ fn encoded(
 pub(crate) async fn handle(broker: &Arc<Broker>, r: FetchRequest, version: i16) -> Option<FetchResponse> {
     let wait = Duration::from_millis(u64::try_from(r.max_wait_ms).unwrap_or(0));
     let deadline = tokio::time::Instant::now() + wait;
-    DelayedFetch::new(&broker.lab, r, version, deadline)
+    DelayedFetch::new(&broker.lab, r, version, deadline, read)
         .complete(&broker.lab)
         .await
 }
@@ -326,5 +308,187 @@ mod tests {
             r.responses[0].partitions[0].error_code,
             UNKNOWN_TOPIC_OR_PARTITION
         );
+    }
+}
+
+#[cfg(test)]
+mod waiting {
+    //! A Fetch with nothing to read yet waits parked ([`DelayedFetch`]) and is answered by the
+    //! change that gives it enough, or at its `max.wait.ms`.
+    use super::*;
+    use crate::testing::{broker, name};
+    use offsetlab_lab::LabHandle;
+    use offsetlab_wire::kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    use offsetlab_wire::kafka_protocol::messages::TopicName;
+    use tokio::time::Instant;
+
+    /// A fetch of `topic`'s partitions, each from its offset, waiting up to `wait_ms` for
+    /// `min_bytes`.
+    fn request(topic: &str, partitions: &[(i32, i64)], wait_ms: i32, min_bytes: i32) -> FetchRequest {
+        FetchRequest::default()
+            .with_max_wait_ms(wait_ms)
+            .with_min_bytes(min_bytes)
+            .with_topics(vec![FetchTopic::default()
+                .with_topic(TopicName(name(topic)))
+                .with_partitions(
+                    partitions
+                        .iter()
+                        .map(|&(partition, offset)| {
+                            FetchPartition::default()
+                                .with_partition(partition)
+                                .with_fetch_offset(offset)
+                                .with_partition_max_bytes(1 << 20)
+                        })
+                        .collect(),
+                )])
+    }
+
+    /// Applies `lines` as a front end does: the change saved and announced.
+    fn change(lab: &LabHandle, lines: &[&str]) {
+        let lines: Vec<String> = lines.iter().map(ToString::to_string).collect();
+        let mut s = lab.lock();
+        s.apply_lines(&lines).expect("the lines apply");
+        lab.changed(&mut s).expect("saved");
+    }
+
+    /// Starts the fetch and checks that it is parked: nothing to answer, so no answer within
+    /// a moment (the fetch's own wait is far longer).
+    async fn parked(b: &Arc<Broker>, r: FetchRequest) -> tokio::task::JoinHandle<Option<FetchResponse>> {
+        let b = Arc::clone(b);
+        let mut task = tokio::spawn(async move { handle(&b, r, 11).await });
+        let early = tokio::time::timeout(Duration::from_millis(200), &mut task).await;
+        assert!(early.is_err(), "answered with nothing to read: {early:?}");
+        task
+    }
+
+    /// Bytes of record batches per partition of an answer.
+    fn bytes(r: &FetchResponse) -> Vec<(i32, i16, usize)> {
+        r.responses
+            .iter()
+            .flat_map(|t| &t.partitions)
+            .map(|p| {
+                (
+                    p.partition_index,
+                    p.error_code,
+                    p.records.as_ref().map_or(0, |b| b.len()),
+                )
+            })
+            .collect()
+    }
+
+    /// The answer is woken by the append, not by its deadline (30 s away). How soon is a
+    /// benchmark's question (docs/BENCHMARKS.md: a few milliseconds); a quarter second here
+    /// tells a woken fetch from one that polls or sleeps out a wait.
+    const WOKEN: Duration = Duration::from_millis(250);
+
+    #[tokio::test]
+    async fn a_parked_fetch_is_answered_when_a_record_is_appended() {
+        let b = Arc::new(broker());
+        let task = parked(&b, request("orders", &[(0, 12)], 30_000, 1)).await;
+        let appended = Instant::now();
+        change(&b.lab, &["produce orders count=1 partition=0"]);
+        let r = task.await.expect("the fetch ran").expect("an answer");
+        assert!(
+            appended.elapsed() < WOKEN,
+            "answered {:?} after the append",
+            appended.elapsed()
+        );
+        let got = bytes(&r);
+        assert_eq!((got[0].0, got[0].1), (0, NONE));
+        assert!(got[0].2 > 0, "the appended record: {got:?}");
+    }
+
+    #[tokio::test]
+    async fn with_nothing_appended_it_is_answered_at_max_wait_with_nothing() {
+        let b = Arc::new(broker());
+        let started = Instant::now();
+        let r = handle(&b, request("orders", &[(0, 12)], 300, 1), 11)
+            .await
+            .expect("an answer");
+        assert!(
+            started.elapsed() >= Duration::from_millis(300),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(bytes(&r), vec![(0, NONE, 0)]);
+    }
+
+    /// A `read_committed` fetch sees nothing of an open transaction: it is answered by the
+    /// commit's marker, which moves the last stable offset past the records.
+    #[tokio::test]
+    async fn a_read_committed_fetch_waits_for_the_transactions_commit() {
+        let b = Arc::new(broker());
+        change(
+            &b.lab,
+            &[
+                "topic payments",
+                "init-txn pay-writer",
+                r#"txn-send pay-writer producer-id=1000 epoch=0 topic=payments partition=0 records=[{"key":"p-1","value":"a"},{"key":"p-2","value":"b"}]"#,
+            ],
+        );
+        let task = parked(
+            &b,
+            request("payments", &[(0, 0)], 30_000, 1).with_isolation_level(1),
+        )
+        .await;
+        let committed = Instant::now();
+        change(&b.lab, &["end-txn pay-writer producer-id=1000 epoch=0 commit"]);
+        let r = task.await.expect("the fetch ran").expect("an answer");
+        assert!(
+            committed.elapsed() < WOKEN,
+            "answered {:?} after the commit",
+            committed.elapsed()
+        );
+        let p = &r.responses[0].partitions[0];
+        assert_eq!(
+            (p.error_code, p.last_stable_offset),
+            (NONE, 3),
+            "two records and the marker"
+        );
+        assert!(bytes(&r)[0].2 > 0);
+    }
+
+    /// `fetch.min.bytes` counts across the fetch's partitions: one partition's record is not
+    /// enough, the second partition's completes it.
+    #[tokio::test]
+    async fn min_bytes_is_counted_across_partitions() {
+        let b = Arc::new(broker());
+        change(
+            &b.lab,
+            &["topic clicks partitions=2", "produce clicks count=1 partition=0"],
+        );
+        let one_batch = {
+            let s = b.lab.lock();
+            read(&s, &request("clicks", &[(0, 0)], 0, 1), 11).bytes
+        };
+        let min_bytes = i32::try_from(one_batch * 3 / 2).expect("small");
+        let task = parked(&b, request("clicks", &[(0, 1), (1, 0)], 30_000, min_bytes)).await;
+        change(&b.lab, &["produce clicks count=1 partition=0"]);
+        // Partition 1 has nothing yet: one batch is not enough.
+        let mut task = task;
+        let one = tokio::time::timeout(Duration::from_millis(200), &mut task).await;
+        assert!(
+            one.is_err(),
+            "answered with one batch of {one_batch} bytes, under {min_bytes}"
+        );
+        let appended = Instant::now();
+        change(&b.lab, &["produce clicks count=2 partition=1"]);
+        let r = task.await.expect("the fetch ran").expect("an answer");
+        assert!(appended.elapsed() < WOKEN);
+        let got = bytes(&r);
+        assert!(got.iter().all(|(_, e, n)| *e == NONE && *n > 0), "{got:?}");
+    }
+
+    /// A partition that goes away is an error, answered at once — not at the deadline.
+    #[tokio::test]
+    async fn a_deleted_topic_is_answered_at_once() {
+        let b = Arc::new(broker());
+        change(&b.lab, &["topic clicks", "produce clicks count=2"]);
+        let task = parked(&b, request("clicks", &[(0, 2)], 30_000, 1)).await;
+        let deleted = Instant::now();
+        change(&b.lab, &["delete-topic clicks"]);
+        let r = task.await.expect("the fetch ran").expect("an answer");
+        assert!(deleted.elapsed() < WOKEN);
+        assert_eq!(bytes(&r)[0].1, UNKNOWN_TOPIC_OR_PARTITION);
     }
 }
