@@ -105,6 +105,16 @@ pub enum LabError {
     OffsetMetadataTooLarge { tp: String, bytes: usize, limit: usize },
     #[error("storage: {0}")]
     Storage(StorageError),
+    /// A share group's acknowledgement of a record the member does not hold (not acquired, or
+    /// acquired by another member, or its lock expired).
+    #[error("INVALID_RECORD_STATE: {0}")]
+    InvalidRecordState(String),
+    /// A config value Kafka's validation refuses (a share group's delivery limit out of bounds).
+    #[error("INVALID_CONFIG: {0}")]
+    InvalidConfig(String),
+    /// A group id used by a group of the other type (a consumer group's id for a share group).
+    #[error("INCONSISTENT_GROUP_PROTOCOL: {0}")]
+    InconsistentGroupProtocol(String),
 }
 
 impl LabError {
@@ -131,6 +141,9 @@ impl LabError {
             Self::OffsetOutOfRange { .. } => "OFFSET_OUT_OF_RANGE",
             Self::OffsetMetadataTooLarge { .. } => "OFFSET_METADATA_TOO_LARGE",
             Self::Storage(_) => "KAFKA_STORAGE_ERROR",
+            Self::InvalidRecordState(_) => "INVALID_RECORD_STATE",
+            Self::InvalidConfig(_) => "INVALID_CONFIG",
+            Self::InconsistentGroupProtocol(_) => "INCONSISTENT_GROUP_PROTOCOL",
             Self::UnknownConsumer(_)
             | Self::ConsumerExists(_)
             | Self::InvalidArgument(_)

@@ -26,6 +26,7 @@ pub mod offsets;
 pub mod order;
 pub mod record;
 mod serde_pairs;
+pub mod share;
 pub mod sink;
 pub mod strategy;
 pub mod txn;

@@ -27,6 +27,9 @@ impl Lab {
     /// With librdkafka (`auto-timer`), `commit()` commits the stored offsets, which also cover
     /// everything handed out.
     pub fn commit(&mut self, name: &str) -> Result<(), LabError> {
+        if self.is_share_consumer(name) {
+            return self.share_commit(name);
+        }
         let c = self.running(name, "a dead consumer cannot commit")?;
         if c.config.is_transactional_producer() {
             self.commit_transaction(name, "commitTransaction");

@@ -38,6 +38,11 @@ struct Fetched {
 impl Lab {
     /// `poll()`: hands up to `max.poll.records` records to the application.
     pub fn poll(&mut self, name: &str) -> Result<usize, LabError> {
+        if self.is_share_consumer(name) {
+            return Err(LabError::InvalidArgument(format!(
+                "{name} is a share consumer: its poll acquires records (share-poll {name})"
+            )));
+        }
         self.running(name, "restart it before polling")?;
         let now = self.now();
         let c = self.consumer_mut(name)?;
@@ -288,6 +293,9 @@ impl Lab {
     /// group's sink (or, with Kafka transactions, producing its output inside the open
     /// transaction), and makes the commits the strategy makes after processing.
     pub fn process(&mut self, name: &str, count: Option<usize>) -> Result<usize, LabError> {
+        if self.is_share_consumer(name) {
+            return self.share_process(name, count);
+        }
         let c = self.running(name, "restart it before processing")?;
         if c.in_flight.is_empty() {
             return Err(LabError::NothingInFlight(name.to_string()));

@@ -155,6 +155,14 @@ impl Lab {
                 c.config.group
             )));
         }
+        if let Some(g) = self.share.groups.values().find(|g| {
+            g.partitions.keys().any(|tp| tp.topic == topic) || g.members.iter().any(|m| m.topic == topic)
+        }) {
+            return Err(LabError::InvalidArgument(format!(
+                "share group '{}' reads topic '{topic}': the lab keeps the topics its share groups' figures come from",
+                g.name
+            )));
+        }
         if t.txns.iter().any(|p| !p.open_transactions().is_empty()) {
             return Err(LabError::InvalidArgument(format!(
                 "a transaction is open on topic '{topic}': commit or abort it first"

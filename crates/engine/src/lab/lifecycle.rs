@@ -14,7 +14,7 @@ use crate::record::TopicPartition;
 impl Lab {
     /// Starts a consumer: it joins its group, which rebalances and hands it partitions.
     pub fn add_consumer(&mut self, config: ConsumerConfig) -> Result<(), LabError> {
-        if self.consumers.contains_key(&config.name) {
+        if self.consumers.contains_key(&config.name) || self.is_share_consumer(&config.name) {
             return Err(LabError::ConsumerExists(config.name.clone()));
         }
         crate::names::check_consumer_name(&config.name)?;
@@ -36,6 +36,7 @@ impl Lab {
             }
         }
         self.validate_transactional(&config)?;
+        self.check_group_type(&config.group, false)?;
         if let Some(g) = self.groups.get(&config.group) {
             if g.external.as_ref().is_some_and(|e| !e.members.is_empty()) {
                 return Err(LabError::InvalidArgument(format!(
@@ -154,6 +155,9 @@ impl Lab {
 
     /// Kill -9: the process and everything in its memory vanish; the group is not told.
     pub fn crash(&mut self, name: &str) -> Result<(), LabError> {
+        if self.is_share_consumer(name) {
+            return self.share_crash(name);
+        }
         self.running(name, "only a running consumer can crash")?;
         let now = self.now();
         let c = self.consumer_mut(name)?;
@@ -193,6 +197,9 @@ impl Lab {
     /// member id. If the old incarnation's session has not expired yet, the group's rebalance
     /// waits for it.
     pub fn restart(&mut self, name: &str) -> Result<(), LabError> {
+        if self.is_share_consumer(name) {
+            return self.share_restart(name);
+        }
         let c = self.consumer(name)?;
         if c.is_running() {
             return Err(LabError::WrongState {
@@ -294,6 +301,9 @@ impl Lab {
 
     /// Graceful shutdown: the strategy's close-time commit (and the revoke hook), then LeaveGroup.
     pub fn close(&mut self, name: &str) -> Result<(), LabError> {
+        if self.is_share_consumer(name) {
+            return self.share_close(name);
+        }
         self.running(name, "only a running consumer can close")?;
         let c = self.consumer(name)?;
         let group = c.config.group.clone();

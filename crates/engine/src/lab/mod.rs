@@ -16,6 +16,8 @@ mod lifecycle;
 mod membership;
 mod reset;
 mod rewind;
+mod share;
+mod share_timers;
 mod snapshot;
 mod time;
 mod topics;
@@ -93,6 +95,8 @@ pub struct Lab {
     next_producer_id: i64,
     /// Topics created so far (what a topic id is derived from).
     topics_created: u64,
+    /// Share groups (KIP-932) and share consumers.
+    share: crate::share::ShareState,
 }
 
 /// Kafka's default `offsets.retention.minutes`: 7 days.
@@ -140,6 +144,7 @@ impl Lab {
             producers: BTreeMap::new(),
             next_producer_id: 1000,
             topics_created: 0,
+            share: crate::share::ShareState::default(),
         })
     }
 

@@ -44,6 +44,9 @@ pub struct LabSnapshot {
     /// Topics created so far (a snapshot of a lab before topic ids: the count of its topics).
     #[serde(default)]
     topics_created: Option<u64>,
+    /// Share groups and share consumers (none in a snapshot from before them).
+    #[serde(default, skip_serializing_if = "crate::share::ShareState::is_empty")]
+    share: crate::share::ShareState,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -160,6 +163,7 @@ impl Lab {
             producers: self.producers.clone(),
             next_producer_id: self.next_producer_id,
             topics_created: Some(self.topics_created),
+            share: self.share.clone(),
             offsets_log_end: self.offsets.log().log_end_offset(),
         }
     }
@@ -216,6 +220,7 @@ impl Lab {
             producers: snapshot.producers,
             next_producer_id: snapshot.next_producer_id,
             topics_created,
+            share: snapshot.share,
         };
         lab.say(
             crate::narrative::EventKind::Setup,

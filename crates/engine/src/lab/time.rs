@@ -122,7 +122,7 @@ impl Lab {
         }
         self.clock.advance_to(target);
         self.enforce_retention();
-        Ok(())
+        self.share_follow_log_starts()
     }
 
     /// Retention, as Kafka's log cleaner applies it with `cleanup.policy=delete`: whole closed
@@ -204,6 +204,7 @@ impl Lab {
             self.next_poll_deadline(),
             self.next_offset_expiry(),
             self.next_transaction_timeout(),
+            self.next_share_timer(),
         ]
         .into_iter()
         .flatten()
@@ -336,6 +337,7 @@ impl Lab {
         self.expire_poll_intervals(now)?;
         self.expire_offsets(now);
         self.expire_transactions(now);
+        self.fire_share_timers(now)?;
         Ok(())
     }
 

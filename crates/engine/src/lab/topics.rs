@@ -256,6 +256,16 @@ impl Lab {
         for g in groups {
             self.request_rebalance(&g, &format!("topic {topic} has new partitions"));
         }
+        let share_groups: Vec<String> = self
+            .share
+            .groups
+            .values()
+            .filter(|g| g.members.iter().any(|m| m.topic == topic))
+            .map(|g| g.name.clone())
+            .collect();
+        for g in share_groups {
+            self.share_reassign(&g)?;
+        }
         Ok(())
     }
 
@@ -405,6 +415,7 @@ impl Lab {
             EventKind::Warning,
             format!("DeleteRecords on {topic}-{partition}: log start offset {start} → {now_start} ({removed} record(s) gone for every group, read or not)"),
         );
+        self.share_follow_log_starts()?;
         Ok(removed)
     }
 

@@ -1,0 +1,99 @@
+//! [`ShareGroup`]: a share group's members, its assignment, its configs, and one
+//! [`SharePartition`] per partition it has started reading.
+//!
+//! A share group has no committed offsets and no generations fencing stale commits: what a
+//! consumer group keeps in `__consumer_offsets` a share group keeps per record, on the
+//! partition (Kafka persists it through the share coordinator in `__share_group_state`).
+//! An acknowledgement is checked against the record's lock, not against a member epoch.
+
+use super::audit::{ShareFigures, SharePartitionAudit};
+use super::config::ShareGroupConfig;
+use super::partition::SharePartition;
+use crate::clock::Millis;
+use crate::record::TopicPartition;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A member of a share group: one incarnation of a share consumer (`s1#2`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShareMember {
+    pub id: String,
+    /// The share consumer it is an incarnation of.
+    pub consumer: String,
+    pub topic: String,
+    /// When it crashed: a crashed member sends no heartbeat and stays in the group until
+    /// `share.session.timeout.ms` has passed.
+    pub crashed_at: Option<Millis>,
+    pub assignment: BTreeSet<TopicPartition>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShareGroup {
+    pub name: String,
+    pub config: ShareGroupConfig,
+    /// In join order: the assignor walks them so.
+    pub members: Vec<ShareMember>,
+    /// Bumped on every membership change (Kafka's group epoch).
+    pub epoch: i32,
+    #[serde(with = "crate::serde_pairs")]
+    pub partitions: BTreeMap<TopicPartition, SharePartition>,
+    #[serde(with = "crate::serde_pairs")]
+    pub audit: BTreeMap<TopicPartition, SharePartitionAudit>,
+}
+
+impl ShareGroup {
+    pub fn new(name: &str, config: ShareGroupConfig) -> Self {
+        Self {
+            name: name.to_string(),
+            config,
+            members: Vec::new(),
+            epoch: 0,
+            partitions: BTreeMap::new(),
+            audit: BTreeMap::new(),
+        }
+    }
+
+    /// Kafka's name of the group's state: `Empty` without members, else `Stable` (the lab
+    /// settles an assignment at once, so it never shows `Assigning` or `Reconciling`).
+    pub fn state_name(&self) -> &'static str {
+        if self.members.is_empty() {
+            "Empty"
+        } else {
+            "Stable"
+        }
+    }
+
+    pub fn member(&self, id: &str) -> Option<&ShareMember> {
+        self.members.iter().find(|m| m.id == id)
+    }
+
+    /// The figures of the partitions `filter` keeps, summed.
+    pub fn figures(&self, filter: impl Fn(&TopicPartition) -> bool) -> ShareFigures {
+        self.audit
+            .iter()
+            .filter(|(tp, _)| filter(tp))
+            .map(|(_, a)| a.figures())
+            .fold(ShareFigures::default(), |a, b| a + b)
+    }
+
+    /// Recomputes the assignment with the share assignor, members keeping what they can.
+    pub(crate) fn reassign(&mut self, partitions_of: impl Fn(&str) -> Vec<TopicPartition>) {
+        let mut by_topic: BTreeMap<String, Vec<(String, BTreeSet<TopicPartition>)>> = BTreeMap::new();
+        for m in &self.members {
+            by_topic
+                .entry(m.topic.clone())
+                .or_default()
+                .push((m.id.clone(), m.assignment.clone()));
+        }
+        let mut assigned: BTreeMap<String, BTreeSet<TopicPartition>> = BTreeMap::new();
+        for (topic, members) in by_topic {
+            for (id, set) in super::assignor::assign(&members, &partitions_of(&topic)) {
+                assigned.entry(id).or_default().extend(set);
+            }
+        }
+        for m in &mut self.members {
+            m.assignment = assigned.remove(&m.id).unwrap_or_default();
+        }
+        self.epoch += 1;
+    }
+}

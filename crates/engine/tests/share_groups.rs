@@ -1,0 +1,446 @@
+//! Share groups (KIP-932): every rule the lab models, each checked through the lab's own API —
+//! acquisition, the delivery states, lock expiry, the delivery limit, implicit and explicit
+//! acknowledgement, `share.auto.offset.reset`, the SPSO, and a consumer group on the same topic.
+
+use offsetlab_engine::consumer::ConsumerConfig;
+use offsetlab_engine::lab::ProduceSpec;
+use offsetlab_engine::log::TopicConfig;
+use offsetlab_engine::record::TopicPartition;
+use offsetlab_engine::share::{
+    AcknowledgeType, AcknowledgementMode, DeliveryState, ShareAutoOffsetReset, ShareConsumerConfig,
+    ShareGroupConfigChange,
+};
+use offsetlab_engine::strategy::AutoOffsetReset;
+use offsetlab_engine::Lab;
+
+fn tp() -> TopicPartition {
+    TopicPartition::new("orders", 0)
+}
+
+fn produce(lab: &mut Lab, count: u64) {
+    lab.produce(
+        "orders",
+        &ProduceSpec {
+            count,
+            ..ProduceSpec::default()
+        },
+    )
+    .expect("produce");
+}
+
+/// A lab with `orders` holding `records`, and share group `sg` reading from the earliest.
+fn lab_with(records: u64) -> Lab {
+    let mut lab = Lab::default();
+    lab.create_topic("orders", TopicConfig::default()).expect("topic");
+    produce(&mut lab, records);
+    lab.alter_share_group(
+        "sg",
+        &ShareGroupConfigChange {
+            auto_offset_reset: Some(ShareAutoOffsetReset::Earliest),
+            ..Default::default()
+        },
+    )
+    .expect("config");
+    lab
+}
+
+fn join(lab: &mut Lab, name: &str, mode: AcknowledgementMode, max_poll: usize) {
+    let mut c = ShareConsumerConfig::new(name, "sg", "orders");
+    c.acknowledgement_mode = mode;
+    c.max_poll_records = max_poll;
+    lab.add_share_consumer(c).expect("join");
+}
+
+fn state(lab: &Lab, offset: i64) -> Option<DeliveryState> {
+    lab.share_group("sg").expect("group").partitions[&tp()]
+        .record(offset)
+        .map(|r| r.state)
+}
+
+fn spso(lab: &Lab) -> i64 {
+    lab.share_group("sg").expect("group").partitions[&tp()].start_offset
+}
+
+fn held(lab: &Lab, name: &str) -> Vec<i64> {
+    lab.share_consumer(name)
+        .expect("consumer")
+        .held
+        .iter()
+        .map(|h| h.offset)
+        .collect()
+}
+
+#[test]
+fn two_members_share_one_partition_and_never_hold_the_same_record() {
+    let mut lab = lab_with(6);
+    join(&mut lab, "s1", AcknowledgementMode::Explicit, 3);
+    join(&mut lab, "s2", AcknowledgementMode::Explicit, 3);
+    let g = lab.share_group("sg").expect("group");
+    assert!(
+        g.members.iter().all(|m| m.assignment.contains(&tp())),
+        "both read orders-0"
+    );
+    assert_eq!(lab.share_poll("s1").expect("poll"), 3);
+    assert_eq!(lab.share_poll("s2").expect("poll"), 3);
+    assert_eq!(held(&lab, "s1"), vec![0, 1, 2]);
+    assert_eq!(held(&lab, "s2"), vec![3, 4, 5]);
+    assert_eq!(lab.share_poll("s1").expect("poll"), 0, "everything is acquired");
+}
+
+#[test]
+fn latest_is_the_default_and_resolves_at_the_first_fetch() {
+    let mut lab = Lab::default();
+    lab.create_topic("orders", TopicConfig::default()).expect("topic");
+    produce(&mut lab, 4);
+    join(&mut lab, "s1", AcknowledgementMode::Implicit, 500);
+    produce(&mut lab, 2);
+    assert_eq!(
+        lab.share_poll("s1").expect("poll"),
+        0,
+        "latest: the group starts at the log end"
+    );
+    assert_eq!(
+        spso(&lab),
+        6,
+        "resolved at the first fetch, after the two records sent since the join"
+    );
+    produce(&mut lab, 1);
+    assert_eq!(lab.share_poll("s1").expect("poll"), 1);
+}
+
+#[test]
+fn earliest_starts_at_the_log_start_and_a_later_reset_moves_nothing() {
+    let mut lab = lab_with(3);
+    join(&mut lab, "s1", AcknowledgementMode::Implicit, 500);
+    assert_eq!(lab.share_poll("s1").expect("poll"), 3);
+    lab.alter_share_group(
+        "sg",
+        &ShareGroupConfigChange {
+            auto_offset_reset: Some(ShareAutoOffsetReset::Latest),
+            ..Default::default()
+        },
+    )
+    .expect("config");
+    assert_eq!(spso(&lab), 0, "an initialised SPSO moves only with the records");
+}
+
+#[test]
+fn explicit_accept_release_reject_and_the_spso() {
+    let mut lab = lab_with(4);
+    join(&mut lab, "s1", AcknowledgementMode::Explicit, 500);
+    lab.share_poll("s1").expect("poll");
+    let r = |o: i64| vec![(tp(), o)];
+    lab.share_acknowledge("s1", Some(&r(1)), AcknowledgeType::Accept)
+        .expect("accept");
+    assert_eq!(
+        (state(&lab, 1), spso(&lab)),
+        (Some(DeliveryState::Acknowledged), 0)
+    );
+    lab.share_acknowledge("s1", Some(&r(0)), AcknowledgeType::Reject)
+        .expect("reject");
+    assert_eq!(
+        spso(&lab),
+        2,
+        "0 archived and 1 acknowledged: both delivery-complete"
+    );
+    lab.share_acknowledge("s1", Some(&r(2)), AcknowledgeType::Release)
+        .expect("release");
+    assert_eq!(state(&lab, 2), Some(DeliveryState::Available));
+    assert_eq!(held(&lab, "s1"), vec![3]);
+    lab.share_poll("s1").expect("poll");
+    let again = lab
+        .share_consumer("s1")
+        .expect("s1")
+        .held
+        .iter()
+        .find(|h| h.offset == 2)
+        .cloned();
+    assert_eq!(
+        again.map(|h| h.delivery_count),
+        Some(2),
+        "the released record comes back, second delivery"
+    );
+    let f = lab.share_group("sg").expect("sg").figures(|_| true);
+    assert_eq!(
+        (f.skipped, f.lost, f.archived),
+        (1, 1, 1),
+        "0 rejected on purpose; 1 accepted unprocessed"
+    );
+}
+
+#[test]
+fn an_acknowledgement_of_a_record_not_held_is_refused_and_changes_nothing() {
+    let mut lab = lab_with(4);
+    join(&mut lab, "s1", AcknowledgementMode::Explicit, 2);
+    join(&mut lab, "s2", AcknowledgementMode::Explicit, 2);
+    lab.share_poll("s1").expect("poll");
+    lab.share_poll("s2").expect("poll");
+    let before = serde_json::to_string(&lab.snapshot_without_narrative()).expect("json");
+    for offsets in [vec![(tp(), 2)], vec![(tp(), 0), (tp(), 9)]] {
+        let e = lab
+            .share_acknowledge("s1", Some(&offsets), AcknowledgeType::Accept)
+            .expect_err("s1 does not hold it");
+        assert_eq!(e.kafka_error(), Some("INVALID_RECORD_STATE"), "{e}");
+    }
+    let after = serde_json::to_string(&lab.snapshot_without_narrative()).expect("json");
+    assert_eq!(before, after);
+}
+
+#[test]
+fn implicit_mode_accepts_the_previous_poll_at_the_next() {
+    let mut lab = lab_with(4);
+    join(&mut lab, "s1", AcknowledgementMode::Implicit, 2);
+    lab.share_poll("s1").expect("poll");
+    lab.process("s1", None).expect("process");
+    lab.share_poll("s1").expect("poll");
+    assert_eq!(spso(&lab), 2, "offsets 0 and 1 accepted by the second poll");
+    assert_eq!(held(&lab, "s1"), vec![2, 3]);
+    let e = lab
+        .share_acknowledge("s1", None, AcknowledgeType::Accept)
+        .expect_err("implicit mode");
+    assert!(e.to_string().contains("implicit"), "{e}");
+    // Handed to a worker that never finished: the next poll accepts them anyway.
+    lab.share_poll("s1").expect("poll");
+    let f = lab.share_group("sg").expect("sg").figures(|_| true);
+    assert_eq!((f.lost, f.deliveries, f.accepted), (2, 2, 4));
+    lab.commit("s1").expect("commitSync");
+}
+
+#[test]
+fn a_crashed_members_records_come_back_after_the_lock_not_before() {
+    let mut lab = lab_with(4);
+    join(&mut lab, "s1", AcknowledgementMode::Implicit, 2);
+    join(&mut lab, "s2", AcknowledgementMode::Implicit, 2);
+    lab.share_poll("s1").expect("poll");
+    lab.process("s1", None).expect("process");
+    lab.crash("s1").expect("crash");
+    lab.share_poll("s2").expect("poll");
+    assert_eq!(
+        held(&lab, "s2"),
+        vec![2, 3],
+        "0 and 1 are still locked by the dead member"
+    );
+    lab.process("s2", None).expect("process");
+    lab.commit("s2").expect("commitSync accepts 2 and 3");
+    assert_eq!(spso(&lab), 0, "the dead member's records hold the SPSO");
+    lab.tick(29_999).expect("tick");
+    assert_eq!(state(&lab, 0), Some(DeliveryState::Acquired));
+    lab.tick(1).expect("tick");
+    assert_eq!(
+        state(&lab, 0),
+        Some(DeliveryState::Available),
+        "30 s: the lock expired"
+    );
+    lab.share_poll("s2").expect("poll");
+    assert_eq!(held(&lab, "s2"), vec![0, 1]);
+    lab.process("s2", None).expect("process");
+    lab.commit("s2").expect("commit");
+    let f = lab.share_group("sg").expect("sg").figures(|_| true);
+    assert_eq!(
+        (f.duplicates, f.lost, spso(&lab)),
+        (2, 0, 4),
+        "processed twice, lost none"
+    );
+    assert_eq!(
+        lab.share_group("sg").expect("sg").members.len(),
+        2,
+        "the dead member waits for its session"
+    );
+    lab.tick(15_000).expect("tick");
+    assert_eq!(
+        lab.share_group("sg").expect("sg").members.len(),
+        1,
+        "45 s after the crash it is gone"
+    );
+}
+
+#[test]
+fn the_delivery_limit_archives_a_poison_record() {
+    let mut lab = lab_with(1);
+    lab.alter_share_group(
+        "sg",
+        &ShareGroupConfigChange {
+            delivery_count_limit: Some(3),
+            ..Default::default()
+        },
+    )
+    .expect("config");
+    join(&mut lab, "s1", AcknowledgementMode::Explicit, 1);
+    for attempt in 1..=3u16 {
+        assert_eq!(lab.share_poll("s1").expect("poll"), 1, "attempt {attempt}");
+        lab.share_acknowledge("s1", None, AcknowledgeType::Release)
+            .expect("release");
+    }
+    assert_eq!(
+        lab.share_poll("s1").expect("poll"),
+        0,
+        "archived after its third delivery"
+    );
+    assert_eq!(spso(&lab), 1);
+    let f = lab.share_group("sg").expect("sg").figures(|_| true);
+    assert_eq!((f.archived, f.lost, f.acquisitions), (1, 1, 3));
+}
+
+#[test]
+fn a_lock_timeout_at_the_limit_archives_too() {
+    let mut lab = lab_with(1);
+    lab.alter_share_group(
+        "sg",
+        &ShareGroupConfigChange {
+            delivery_count_limit: Some(2),
+            record_lock_duration_ms: Some(15_000),
+            ..Default::default()
+        },
+    )
+    .expect("config");
+    join(&mut lab, "s1", AcknowledgementMode::Explicit, 1);
+    lab.share_poll("s1").expect("poll");
+    lab.tick(15_000).expect("tick");
+    assert_eq!(state(&lab, 0), Some(DeliveryState::Available));
+    lab.share_poll("s1").expect("poll");
+    lab.tick(15_000).expect("tick");
+    assert_eq!(spso(&lab), 1, "second delivery timed out: archived");
+}
+
+#[test]
+fn config_bounds_are_kafkas_and_a_refusal_changes_nothing() {
+    let mut lab = lab_with(1);
+    for change in [
+        ShareGroupConfigChange {
+            delivery_count_limit: Some(11),
+            ..Default::default()
+        },
+        ShareGroupConfigChange {
+            record_lock_duration_ms: Some(1_000),
+            ..Default::default()
+        },
+    ] {
+        let e = lab.alter_share_group("sg", &change).expect_err("out of range");
+        assert_eq!(e.kafka_error(), Some("INVALID_CONFIG"));
+    }
+    let g = lab.share_group("sg").expect("sg");
+    assert_eq!(
+        (g.config.delivery_count_limit, g.config.record_lock_duration_ms),
+        (5, 30_000)
+    );
+}
+
+#[test]
+fn the_in_flight_limit_stops_acquisition_at_the_window() {
+    let mut lab = lab_with(150);
+    lab.alter_share_group(
+        "sg",
+        &ShareGroupConfigChange {
+            partition_max_record_locks: Some(100),
+            ..Default::default()
+        },
+    )
+    .expect("config");
+    join(&mut lab, "s1", AcknowledgementMode::Explicit, 500);
+    assert_eq!(lab.share_poll("s1").expect("poll"), 100);
+    let all: Vec<(TopicPartition, i64)> = (1..100).map(|o| (tp(), o)).collect();
+    lab.share_acknowledge("s1", Some(&all), AcknowledgeType::Accept)
+        .expect("accept");
+    assert_eq!(
+        lab.share_poll("s1").expect("poll"),
+        0,
+        "offset 0 still holds the window open"
+    );
+    lab.share_acknowledge("s1", None, AcknowledgeType::Accept)
+        .expect("accept 0");
+    assert_eq!(lab.share_poll("s1").expect("poll"), 50);
+}
+
+#[test]
+fn close_releases_what_the_member_holds_even_in_implicit_mode() {
+    let mut lab = lab_with(2);
+    join(&mut lab, "s1", AcknowledgementMode::Implicit, 500);
+    lab.share_poll("s1").expect("poll");
+    lab.process("s1", None).expect("process");
+    lab.close("s1").expect("close");
+    assert_eq!(
+        state(&lab, 0),
+        Some(DeliveryState::Available),
+        "released, not accepted"
+    );
+    assert!(lab.share_group("sg").expect("sg").members.is_empty());
+    lab.restart("s1").expect("restart");
+    assert_eq!(lab.share_poll("s1").expect("poll"), 2);
+}
+
+#[test]
+fn acknowledging_never_changes_the_log_and_a_consumer_group_reads_it_all() {
+    let mut lab = lab_with(5);
+    join(&mut lab, "s1", AcknowledgementMode::Explicit, 500);
+    lab.share_poll("s1").expect("poll");
+    lab.share_acknowledge("s1", Some(&[(tp(), 0)]), AcknowledgeType::Reject)
+        .expect("reject");
+    lab.share_acknowledge("s1", None, AcknowledgeType::Accept)
+        .expect("accept");
+    let log = lab.partition_log(&tp()).expect("log");
+    assert_eq!((log.log_start_offset(), log.log_end_offset()), (0, 5));
+    let mut c = ConsumerConfig::new("c1", "audit", "orders");
+    c.auto_offset_reset = AutoOffsetReset::Earliest;
+    lab.add_consumer(c).expect("consumer");
+    assert_eq!(
+        lab.poll("c1").expect("poll"),
+        5,
+        "the consumer group reads every record from 0"
+    );
+}
+
+#[test]
+fn a_group_id_has_one_type() {
+    let mut lab = lab_with(1);
+    lab.add_consumer(ConsumerConfig::new("c1", "g", "orders"))
+        .expect("consumer");
+    let e = lab
+        .add_share_consumer(ShareConsumerConfig::new("s1", "g", "orders"))
+        .expect_err("g is a consumer group");
+    assert_eq!(e.kafka_error(), Some("INCONSISTENT_GROUP_PROTOCOL"));
+    join(&mut lab, "s1", AcknowledgementMode::Implicit, 1);
+    let e = lab
+        .add_consumer(ConsumerConfig::new("c2", "sg", "orders"))
+        .expect_err("sg is a share group");
+    assert_eq!(e.kafka_error(), Some("INCONSISTENT_GROUP_PROTOCOL"));
+    assert!(lab.poll("s1").is_err(), "a share consumer polls with share-poll");
+}
+
+#[test]
+fn the_log_start_moving_archives_what_was_never_delivered() {
+    let mut lab = lab_with(6);
+    join(&mut lab, "s1", AcknowledgementMode::Explicit, 2);
+    lab.share_poll("s1").expect("poll");
+    lab.share_acknowledge("s1", None, AcknowledgeType::Release)
+        .expect("release");
+    lab.delete_records("orders", 0, 4).expect("delete");
+    assert_eq!(spso(&lab), 4);
+    let f = lab.share_group("sg").expect("sg").figures(|_| true);
+    assert_eq!(
+        f.lost, 2,
+        "0 and 1 were released and deleted before anyone processed them"
+    );
+    assert_eq!(lab.share_poll("s1").expect("poll"), 2);
+    assert_eq!(held(&lab, "s1"), vec![4, 5]);
+}
+
+#[test]
+fn share_state_survives_a_snapshot() {
+    let mut lab = lab_with(4);
+    join(&mut lab, "s1", AcknowledgementMode::Explicit, 2);
+    lab.share_poll("s1").expect("poll");
+    lab.process("s1", Some(1)).expect("process");
+    let json = serde_json::to_string(&lab.snapshot()).expect("serialize");
+    let back = serde_json::from_str(&json).expect("deserialize");
+    let restored = Lab::restore(
+        back,
+        Box::new(offsetlab_engine::log::MemoryStore),
+        Box::new(offsetlab_engine::sink::MemorySinks),
+    )
+    .expect("restore");
+    assert_eq!(restored.share(), lab.share());
+    assert_eq!(
+        restored.share_group("sg").expect("sg").partitions[&tp()].next_lock_expiry(),
+        Some(lab.now() + 30_000)
+    );
+}
