@@ -172,6 +172,9 @@ impl Usage {
                         self.records += n;
                         self.bytes += n * (RECORD_OVERHEAD + ORDER_EVENT_BYTES);
                     }
+                } else if let Ok(c) = lab.share_consumer(&p.consumer) {
+                    // Its applications are kept in the share group's audit.
+                    self.sink_writes += p.count.unwrap_or(usize::MAX).min(c.held.len()) as u64;
                 }
             }
             // A commit or abort writes one marker per partition of the transaction: bounded by
@@ -199,6 +202,22 @@ impl Usage {
                     self.in_flight += (c.config.max_poll_records as u64).min(self.records);
                 }
             }
+            // A share consumer is a consumer and its group a group; what it acquires is held in
+            // flight like a poll's records.
+            Command::ShareConsumer(c) => {
+                if !lab.is_share_consumer(&c.config.name) {
+                    self.consumers += 1;
+                }
+                if !lab.share().groups.contains_key(&c.config.group) {
+                    self.groups += 1;
+                }
+            }
+            Command::SharePoll(p) => {
+                if let Ok(c) = lab.share_consumer(&p.consumer) {
+                    self.in_flight += (c.config.max_poll_records as u64).min(self.records);
+                }
+            }
+            Command::AlterShareGroup(a) if !lab.share().groups.contains_key(&a.group) => self.groups += 1,
             Command::Rebalance(r) => self.groups += new_group(&r.group),
             Command::CommitOffsets(c) => {
                 self.groups += new_group(&c.group);

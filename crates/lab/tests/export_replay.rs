@@ -42,6 +42,10 @@ enum Op {
     Rewind,
     /// `produce u key=K` on a compacted topic, then `compact u`.
     Compacted(u8),
+    /// The share consumer polls, processes some of what it holds and acknowledges it (accept,
+    /// release or reject by the number), or crashes and starts again.
+    Share(u8),
+    ShareCrash,
 }
 
 fn text() -> impl Strategy<Value = String> {
@@ -64,6 +68,8 @@ fn op() -> impl Strategy<Value = Op> {
         Just(Op::Crash),
         Just(Op::Rewind),
         (0..4u8).prop_map(Op::Compacted),
+        any::<u8>().prop_map(Op::Share),
+        Just(Op::ShareCrash),
     ]
 }
 
@@ -147,7 +153,9 @@ proptest! {
         let (a, b) = (tempfile::tempdir().expect("dir"), tempfile::tempdir().expect("dir"));
         let setup = "topic t segment.bytes=600 retention.bytes=1800 retention.ms=-1\n\
                      topic u cleanup.policy=compact segment.records=3\n\
-                     consumer c1 group='the group' topic=t commit=manual-batch max-poll=5 reset=earliest sink=upsert\n";
+                     consumer c1 group='the group' topic=t commit=manual-batch max-poll=5 reset=earliest sink=upsert\n\
+                     alter-share-group 'the share group' share.auto.offset.reset=earliest share.delivery.count.limit=2\n\
+                     share-consumer s1 group='the share group' topic=t ack=explicit max-poll=3\n";
         let mut s = Session::new(durable(a.path()), setup).expect("lab");
         let mut sequence = 0;
         for op in &ops {
@@ -190,6 +198,17 @@ proptest! {
                     s.apply_lines(&[format!("produce u key='key {k}' value='{{\"n\": {k}}}'"), "compact u".to_string()])
                         .expect("compacted");
                 }
+                Op::Share(n) => {
+                    let ack = ["accept", "release", "reject"][usize::from(*n % 3)];
+                    s.apply_lines(&["share-poll s1".to_string()]).expect("share-poll");
+                    // Nothing held: nothing to process or acknowledge (refused, changes nothing).
+                    let _ = s.apply_lines(&[format!("process s1 count={}", 1 + n % 2)]);
+                    let _ = s.apply_lines(&[format!("share-ack s1 {ack}")]);
+                }
+                Op::ShareCrash => {
+                    s.apply_lines(&["crash s1".to_string(), "tick 31s".to_string(), "restart s1".to_string()])
+                        .expect("crash and restart");
+                }
                 Op::DeleteRecords(n) => {
                     let end = s.lab().partition_log(&TopicPartition::new("t", 0)).expect("t-0").log_end_offset();
                     let before = i64::from(*n).min(end);
@@ -205,6 +224,7 @@ proptest! {
             prop_assert_eq!(&live.1, &again.1, "records of {}", topic);
             prop_assert_eq!(&live.2, &again.2, "figures");
         }
+        prop_assert_eq!(replayed.lab().share(), s.lab().share(), "share groups");
         prop_assert_eq!(replayed.export(), export, "the replay exports the same file");
     }
 }

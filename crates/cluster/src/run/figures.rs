@@ -76,7 +76,7 @@ pub fn on_cluster(key: ExpectKey) -> bool {
     !matches!(
         key,
         ExpectKey::Generation | ExpectKey::AbortedRead | ExpectKey::LastStableOffset
-    )
+    ) && !key.is_share_only()
 }
 
 /// The groups whose figures a run reports: those its consumers read with.

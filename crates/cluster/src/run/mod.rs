@@ -305,6 +305,11 @@ fn not_yet(command: &Command) -> Option<String> {
         Command::AddPartitions(_) => later("add-partitions"),
         Command::DeleteRecords(_) => later("delete-records"),
         Command::DeleteTopic(_) | Command::DeleteGroup(_) | Command::DeleteOffsets(_) => later("deleting"),
+        Command::ShareConsumer(_)
+        | Command::SharePoll(_)
+        | Command::ShareAck(_)
+        | Command::AlterShareGroup(_) => later("a share group (KIP-932)"),
+        Command::Expect(e) if e.share_group.is_some() => later("expect share-group"),
         Command::Expect(e) => e
             .checks
             .iter()

@@ -10,6 +10,11 @@
 //! `generation`, `polled` (the offsets its last poll handed over: `4..7,9`, `-` for none).
 //! Offsets that do not exist are written `-`.
 //!
+//! With `share-group=G` the keys are a share group's (KIP-932): `spso`, `speo`, `in-flight`
+//! (SPEO − SPSO), `acquired`, `available` (records of the window in that state), `archived`,
+//! `acquisitions`, `lost`, `duplicates`, `deliveries`, `skipped` (the audit, cumulative),
+//! `group-state`; and with `offset=O` one record's `record-state`, `delivery-count`, `owner`.
+//!
 //! `group` may be left out when the lab has one group; `topic` when the group reads one topic;
 //! `partition` when the topic has one partition (group counts are summed over partitions when it
 //! is left out).
@@ -48,9 +53,18 @@ pub enum ExpectKey {
     GroupState,
     Metadata,
     Polled,
+    Spso,
+    Speo,
+    Acquired,
+    Available,
+    Archived,
+    Acquisitions,
+    RecordState,
+    DeliveryCount,
+    Owner,
 }
 
-const KEYS: [(&str, ExpectKey); 23] = [
+const KEYS: [(&str, ExpectKey); 32] = [
     ("lost", ExpectKey::Lost),
     ("duplicates", ExpectKey::Duplicates),
     ("duplicate-rows", ExpectKey::DuplicateRows),
@@ -74,6 +88,15 @@ const KEYS: [(&str, ExpectKey); 23] = [
     ("group-state", ExpectKey::GroupState),
     ("metadata", ExpectKey::Metadata),
     ("polled", ExpectKey::Polled),
+    ("spso", ExpectKey::Spso),
+    ("speo", ExpectKey::Speo),
+    ("acquired", ExpectKey::Acquired),
+    ("available", ExpectKey::Available),
+    ("archived", ExpectKey::Archived),
+    ("acquisitions", ExpectKey::Acquisitions),
+    ("record-state", ExpectKey::RecordState),
+    ("delivery-count", ExpectKey::DeliveryCount),
+    ("owner", ExpectKey::Owner),
 ];
 
 impl ExpectKey {
@@ -92,8 +115,43 @@ impl ExpectKey {
     fn is_text(self) -> bool {
         matches!(
             self,
-            Self::State | Self::GroupState | Self::Metadata | Self::Polled
+            Self::State | Self::GroupState | Self::Metadata | Self::Polled | Self::RecordState | Self::Owner
         )
+    }
+
+    /// Keys only a share group has (`share-group=G`).
+    pub fn is_share_only(self) -> bool {
+        matches!(
+            self,
+            Self::Spso
+                | Self::Speo
+                | Self::Acquired
+                | Self::Available
+                | Self::Archived
+                | Self::Acquisitions
+                | Self::RecordState
+                | Self::DeliveryCount
+                | Self::Owner
+        )
+    }
+
+    /// Keys of one record of a share partition (`offset=O`).
+    pub fn is_record_key(self) -> bool {
+        matches!(self, Self::RecordState | Self::DeliveryCount | Self::Owner)
+    }
+
+    /// Keys a share group answers besides its own.
+    fn is_share_key(self) -> bool {
+        self.is_share_only()
+            || matches!(
+                self,
+                Self::Lost
+                    | Self::Duplicates
+                    | Self::Deliveries
+                    | Self::Skipped
+                    | Self::InFlight
+                    | Self::GroupState
+            )
     }
 
     fn is_log_key(self) -> bool {
@@ -107,6 +165,10 @@ impl ExpectKey {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Expect {
     pub group: Option<String>,
+    /// A share group's figures instead of a consumer group's.
+    pub share_group: Option<String>,
+    /// One record of a share partition (`record-state`, `delivery-count`, `owner`).
+    pub offset: Option<i64>,
     pub topic: Option<String>,
     pub partition: Option<i32>,
     pub consumer: Option<String>,
@@ -116,6 +178,10 @@ pub struct Expect {
 impl Expect {
     pub fn parse(args: &mut Args) -> Result<Self, ParseError> {
         let group = args.option("group");
+        let share_group = args.option("share-group");
+        let offset = args.parsed("offset", |v| {
+            crate::units::count(v, i64::MAX as u64).map(|o| o as i64)
+        })?;
         let topic = args.option("topic");
         let partition = args.parsed("partition", |v| crate::units::count(v, 10_000).map(|p| p as i32))?;
         let consumer = args.option("consumer");
@@ -136,7 +202,25 @@ impl Expect {
                     "expect: {k}={v}: expected a number (or - for none)"
                 )));
             }
+            if key.is_share_only() && share_group.is_none() {
+                return Err(ParseError::new(format!(
+                    "expect: {k} is a share group's figure: add share-group=G"
+                )));
+            }
+            if share_group.is_some() && !key.is_share_key() {
+                return Err(ParseError::new(format!(
+                    "expect: {k} is not a share group's figure"
+                )));
+            }
+            if key.is_record_key() != offset.is_some() {
+                return Err(ParseError::new(format!(
+                    "expect: {k}: record-state, delivery-count and owner need offset=O, and offset=O takes only them"
+                )));
+            }
             checks.push((key, v));
+        }
+        if group.is_some() && share_group.is_some() {
+            return Err(ParseError::new("expect: group= or share-group=, not both"));
         }
         if checks.is_empty() {
             return Err(ParseError::new(
@@ -145,6 +229,8 @@ impl Expect {
         }
         Ok(Self {
             group,
+            share_group,
+            offset,
             topic,
             partition,
             consumer,
@@ -171,11 +257,21 @@ impl Expect {
     /// The value of `key` in the lab now, as text.
     pub fn actual(&self, lab: &Lab, key: ExpectKey) -> Result<String, LabError> {
         let opt = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
+        if let Some(group) = &self.share_group {
+            return super::expect_share::share_actual(self, lab, key, group);
+        }
         if key.is_consumer_key() {
             let name = match &self.consumer {
                 Some(c) => c.clone(),
-                None => only(lab.consumers().keys(), "consumer", "consumer=NAME")?,
+                None => only(
+                    lab.consumers().keys().chain(lab.share().consumers.keys()),
+                    "consumer",
+                    "consumer=NAME",
+                )?,
             };
+            if lab.is_share_consumer(&name) {
+                return super::expect_share::consumer_actual(self, lab, key, &name);
+            }
             let c = lab.consumer(&name)?;
             return Ok(match key {
                 ExpectKey::State => c.state.label().to_string(),
@@ -347,7 +443,7 @@ impl Expect {
 
 /// Offsets as the `polled` key writes them: runs of consecutive offsets as `a..b`, single ones
 /// alone, comma-separated (`0..2,4..5`); `-` for none.
-fn offset_ranges(offsets: impl IntoIterator<Item = i64>) -> String {
+pub(super) fn offset_ranges(offsets: impl IntoIterator<Item = i64>) -> String {
     let mut runs: Vec<(i64, i64)> = Vec::new();
     for o in offsets {
         match runs.last_mut() {
@@ -388,7 +484,7 @@ fn single<'a>(parts: &[&'a PartitionView]) -> Result<&'a PartitionView, LabError
 }
 
 /// The only element of `items`, or an error asking for the option that picks one.
-fn only<T: fmt::Display>(
+pub(super) fn only<T: fmt::Display>(
     items: impl IntoIterator<Item = T>,
     what: &str,
     option: &str,
@@ -411,11 +507,17 @@ impl fmt::Display for Expect {
         if let Some(g) = &self.group {
             write!(f, " group={}", Quoted(g))?;
         }
+        if let Some(g) = &self.share_group {
+            write!(f, " share-group={}", Quoted(g))?;
+        }
         if let Some(t) = &self.topic {
             write!(f, " topic={}", Quoted(t))?;
         }
         if let Some(p) = self.partition {
             write!(f, " partition={p}")?;
+        }
+        if let Some(o) = self.offset {
+            write!(f, " offset={o}")?;
         }
         if let Some(c) = &self.consumer {
             write!(f, " consumer={}", Quoted(c))?;

@@ -46,6 +46,7 @@ mod delete;
 mod delete_records;
 mod expect;
 mod expect_error;
+mod expect_share;
 mod external;
 mod external_txn;
 mod fault;
@@ -58,6 +59,7 @@ mod restart_coordinator;
 mod seek;
 mod send;
 mod send_stored;
+mod share;
 mod tick;
 mod topic;
 
@@ -86,6 +88,7 @@ pub use restart_coordinator::RestartCoordinator;
 pub use seek::{Seek, SeekTo};
 pub use send::Send;
 pub use send_stored::SendStored;
+pub use share::{AlterShareGroup, ShareAck, SharePoll, StartShareConsumer};
 pub use tick::Tick;
 pub use topic::{max_message_bytes as topic_max_message_bytes, CreateTopic};
 
@@ -132,6 +135,11 @@ pub enum Command {
     Broker(Broker),
     RestartCoordinator(RestartCoordinator),
     Fault(Fault),
+    /// Share groups (KIP-932).
+    ShareConsumer(StartShareConsumer),
+    SharePoll(SharePoll),
+    ShareAck(ShareAck),
+    AlterShareGroup(AlterShareGroup),
     Expect(Expect),
     /// `expect-error CODE LINE`: the line is refused with Kafka's error CODE.
     ExpectError(ExpectError),
@@ -155,7 +163,7 @@ pub enum ApplyError {
 }
 
 /// The command names, in the order `docs/SCENARIOS.md` documents them.
-pub const COMMANDS: [&str; 35] = [
+pub const COMMANDS: [&str; 39] = [
     "topic",
     "produce",
     "send",
@@ -189,6 +197,10 @@ pub const COMMANDS: [&str; 35] = [
     "end-txn",
     "txn-timeout",
     "fault",
+    "share-consumer",
+    "share-poll",
+    "share-ack",
+    "alter-share-group",
     "expect",
     "expect-error",
 ];
@@ -252,6 +264,10 @@ impl Command {
             "broker" => Command::Broker(Broker::parse(&mut args)?),
             "restart-coordinator" => Command::RestartCoordinator(RestartCoordinator::parse(&mut args)?),
             "fault" => Command::Fault(Fault::parse(&mut args)?),
+            "share-consumer" => Command::ShareConsumer(StartShareConsumer::parse(&mut args)?),
+            "share-poll" => Command::SharePoll(SharePoll::parse(&mut args)?),
+            "share-ack" => Command::ShareAck(ShareAck::parse(&mut args)?),
+            "alter-share-group" => Command::AlterShareGroup(AlterShareGroup::parse(&mut args)?),
             "expect" => Command::Expect(Expect::parse(&mut args)?),
             "expect-error" => {
                 return Err(ParseError::new(
@@ -305,6 +321,10 @@ impl Command {
             Command::Broker(c) => c.apply(lab)?,
             Command::RestartCoordinator(c) => c.apply(lab)?,
             Command::Fault(c) => c.apply(lab)?,
+            Command::ShareConsumer(c) => c.apply(lab)?,
+            Command::SharePoll(c) => c.apply(lab)?,
+            Command::ShareAck(c) => c.apply(lab)?,
+            Command::AlterShareGroup(c) => c.apply(lab)?,
             Command::Expect(c) => c.check(lab)?,
             Command::ExpectError(c) => c.check(lab)?,
         }
@@ -331,6 +351,9 @@ impl Command {
             Command::Close(c) => Some(&c.consumer),
             Command::Seek(c) => Some(&c.consumer),
             Command::Fault(c) => Some(&c.consumer),
+            Command::ShareConsumer(c) => Some(&c.config.name),
+            Command::SharePoll(c) => Some(&c.consumer),
+            Command::ShareAck(c) => Some(&c.consumer),
             _ => None,
         }
     }
@@ -373,6 +396,10 @@ impl fmt::Display for Command {
             Command::Broker(c) => c.fmt(f),
             Command::RestartCoordinator(c) => c.fmt(f),
             Command::Fault(c) => c.fmt(f),
+            Command::ShareConsumer(c) => c.fmt(f),
+            Command::SharePoll(c) => c.fmt(f),
+            Command::ShareAck(c) => c.fmt(f),
+            Command::AlterShareGroup(c) => c.fmt(f),
             Command::Expect(c) => c.fmt(f),
             Command::ExpectError(c) => c.fmt(f),
         }
@@ -420,6 +447,16 @@ mod tests {
             "broker offsets.retention=2d",
             "restart-coordinator",
             "fault c1 after=7",
+            "share-consumer s1 group=sg topic=orders ack=explicit max-poll=3",
+            "share-consumer s2 group=sg topic=orders",
+            "share-poll s1",
+            "share-ack s1 offsets=3,4 accept",
+            "share-ack s1 partition=1 release",
+            "share-ack s1 reject",
+            "alter-share-group sg share.auto.offset.reset=earliest share.record.lock.duration.ms=15s share.delivery.count.limit=3",
+            "alter-share-group sg share.partition.max.record.locks=100 share.session.timeout.ms=1m",
+            "expect share-group=sg partition=0 spso=4 speo=6 in-flight=2 acquired=1 archived=1",
+            "expect share-group=sg offset=3 record-state=acquired delivery-count=2 owner=s1#1",
             r#"rebalance copy generation=3 protocol=range members=[{"id":"rdkafka-1","client":"rdkafka","host":"/127.0.0.1","partitions":{"orders":[0,1]}},{"id":"rdkafka-2","client":"rdkafka","host":"/127.0.0.1","partitions":{}}]"#,
             "rebalance copy generation=4 protocol=range members=[]",
             "commit-offsets copy member=rdkafka-1 generation=3 offsets=orders:0=17,my-topic:1=4",
@@ -477,5 +514,16 @@ mod tests {
         assert!(err("expect-error NON_EMPTY_GROUP expect-error X delete-group g")
             .contains("an action, not a claim"));
         assert!(err("expect-error NON_EMPTY_GROUP fly g").contains("unknown command 'fly'"));
+        assert!(err("share-ack s1 maybe").contains("unknown acknowledge type 'maybe'"));
+        assert!(err("share-ack s1 offsets=1,x accept").contains("offsets=1,x"));
+        assert!(
+            err("share-consumer s1 group=sg topic=t ack=sometimes").contains("share.acknowledgement.mode")
+        );
+        assert!(err("alter-share-group sg").contains("nothing to change"));
+        assert!(err("alter-share-group sg share.delivery.count.limit=-1").contains("must not be negative"));
+        assert!(err("expect spso=3").contains("add share-group=G"));
+        assert!(err("expect share-group=sg committed=3").contains("not a share group's figure"));
+        assert!(err("expect share-group=sg delivery-count=2").contains("need offset=O"));
+        assert!(err("expect share-group=sg offset=2 spso=2").contains("need offset=O"));
     }
 }
