@@ -10,16 +10,17 @@ use offsetlab_engine::log::config::CleanupPolicy;
 use offsetlab_engine::log::{Compression, CompressionType, TimestampType, TopicConfig};
 use offsetlab_engine::record::RecordBytes;
 use offsetlab_engine::record::TopicPartition;
-use offsetlab_engine::share::config::ShareGroupConfigChange;
-use offsetlab_engine::share::{
-    AcknowledgeType, AcknowledgementMode, ShareAutoOffsetReset, ShareConsumerConfig,
-};
 use offsetlab_engine::sink::SinkKind;
 use offsetlab_engine::strategy::{AutoOffsetReset, CommitStrategy};
 use offsetlab_engine::txn::IsolationLevel;
 use offsetlab_scenario::command::*;
 use offsetlab_scenario::units::rfc3339;
 use proptest::prelude::*;
+
+/// The share-group lines' generators (KIP-932).
+#[path = "lines_round_trip/share.rs"]
+mod share;
+use share::share_command;
 
 /// Text with every character that means something to the tokenizer, and anything at all.
 fn text() -> BoxedStrategy<String> {
@@ -371,124 +372,6 @@ const ALL_EXPECT_KEYS: [ExpectKey; 23] = [
     ExpectKey::Metadata,
     ExpectKey::Polled,
 ];
-
-/// The keys an `expect share-group=G` line takes without `offset=`, and with it.
-const SHARE_KEYS: [ExpectKey; 12] = [
-    ExpectKey::Spso,
-    ExpectKey::Speo,
-    ExpectKey::InFlight,
-    ExpectKey::Acquired,
-    ExpectKey::Available,
-    ExpectKey::Archived,
-    ExpectKey::Acquisitions,
-    ExpectKey::Lost,
-    ExpectKey::Duplicates,
-    ExpectKey::Deliveries,
-    ExpectKey::Skipped,
-    ExpectKey::GroupState,
-];
-const RECORD_KEYS: [ExpectKey; 3] = [ExpectKey::RecordState, ExpectKey::DeliveryCount, ExpectKey::Owner];
-
-/// Share-group lines (KIP-932): share consumers, polls, acknowledgements, group configs and
-/// their `expect` lines.
-fn share_command() -> impl Strategy<Value = Command> {
-    let number = || prop_oneof![Just("-".to_string()), any::<i64>().prop_map(|n| n.to_string())];
-    let checks = |keys: &'static [ExpectKey]| {
-        proptest::collection::btree_map(0..keys.len(), (number(), text()), 1..4).prop_map(move |m| {
-            m.into_iter()
-                .map(|(i, (n, t))| {
-                    let key = keys[i];
-                    let text_key = matches!(
-                        key,
-                        ExpectKey::GroupState | ExpectKey::RecordState | ExpectKey::Owner
-                    );
-                    (key, if text_key { t } else { n })
-                })
-                .collect::<Vec<_>>()
-        })
-    };
-    let mode = prop_oneof![
-        Just(AcknowledgementMode::Implicit),
-        Just(AcknowledgementMode::Explicit)
-    ];
-    let ack = prop_oneof![
-        Just(AcknowledgeType::Accept),
-        Just(AcknowledgeType::Release),
-        Just(AcknowledgeType::Reject)
-    ];
-    let reset = prop_oneof![
-        Just(ShareAutoOffsetReset::Latest),
-        Just(ShareAutoOffsetReset::Earliest)
-    ];
-    let change = (
-        proptest::option::of(reset),
-        proptest::option::of(positive_duration()),
-        proptest::option::of(any::<u16>()),
-        proptest::option::of(any::<u32>()),
-        proptest::option::of(positive_duration()),
-    )
-        .prop_map(|(r, lock, limit, locks, session)| ShareGroupConfigChange {
-            auto_offset_reset: r,
-            record_lock_duration_ms: lock,
-            delivery_count_limit: limit,
-            partition_max_record_locks: locks,
-            session_timeout_ms: session,
-        })
-        .prop_filter("something to change", |c| !c.is_empty());
-    prop_oneof![
-        (text(), text(), text(), mode, 1..=1_000_000usize).prop_map(|(name, group, topic, mode, max)| {
-            let mut config = ShareConsumerConfig::new(&name, &group, &topic);
-            config.acknowledgement_mode = mode;
-            config.max_poll_records = max;
-            Command::ShareConsumer(StartShareConsumer { config })
-        }),
-        text().prop_map(|consumer| Command::SharePoll(SharePoll { consumer })),
-        (
-            text(),
-            proptest::option::of(partition()),
-            proptest::option::of(proptest::collection::vec(0..=i64::MAX, 1..4)),
-            ack
-        )
-            .prop_map(|(consumer, partition, offsets, ack)| Command::ShareAck(ShareAck {
-                consumer,
-                partition,
-                offsets,
-                ack,
-            })),
-        (text(), change)
-            .prop_map(|(group, change)| Command::AlterShareGroup(AlterShareGroup { group, change })),
-        (
-            text(),
-            proptest::option::of(text()),
-            proptest::option::of(partition()),
-            checks(&SHARE_KEYS)
-        )
-            .prop_map(|(g, topic, partition, checks)| Command::Expect(Expect {
-                group: None,
-                share_group: Some(g),
-                offset: None,
-                topic,
-                partition,
-                consumer: None,
-                checks,
-            })),
-        (
-            text(),
-            0..=i64::MAX,
-            proptest::option::of(partition()),
-            checks(&RECORD_KEYS)
-        )
-            .prop_map(|(g, offset, partition, checks)| Command::Expect(Expect {
-                group: None,
-                share_group: Some(g),
-                offset: Some(offset),
-                topic: None,
-                partition,
-                consumer: None,
-                checks,
-            })),
-    ]
-}
 
 /// Every command kind, with values from the generators above.
 fn command() -> impl Strategy<Value = Command> {
