@@ -13,6 +13,9 @@
 #               broker process's CPU seconds for each phase
 #   latency     a consumer waiting with fetch.wait.max.ms=500 while a producer sends one record
 #               every 50 ms (200 records): the time from send to receipt, p50 / p99 / worst
+#   contention  reads under load (scripts/contention_bench.py): 4 producers at full speed and 20
+#               consumers in 4 groups, and — on the lab — two pages following /api/events; the
+#               p50 / p99 of a Fetch, a Metadata and (the lab) a GET /api/state meanwhile
 # Each round starts every broker afresh, in an order that alternates between rounds. The
 # machine is noisy: compare the brokers' figures within a round (ratios), not across runs.
 # Results go in docs/BENCHMARKS.md.
@@ -48,14 +51,16 @@ echo "apache kafka: $(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' 
 # Starts BROKER in DIR; sets `addr` and `pid` (the process whose CPU is measured).
 start() {
   local broker=$1 dir=$2
+  http=
   mkdir -p "$dir"
   case "$broker" in
     lab)
       ./target/release/offsetlab serve --data "$dir/lab" --http 127.0.0.1:0 --kafka 127.0.0.1:0 >"$dir/log" 2>&1 &
       pid=$!
       pids=("$pid")
-      for _ in $(seq 1 100); do grep -q "Kafka listener on" "$dir/log" && break; sleep 0.1; done
+      for _ in $(seq 1 100); do grep -qs "Kafka listener on" "$dir/log" && grep -qs "offsetlab lab on" "$dir/log" && break; sleep 0.1; done
       addr=$(sed -n 's/^Kafka listener on \([^ ]*\).*/\1/p' "$dir/log")
+      http=$(sed -n 's|^offsetlab lab on http://\([^ ]*\).*|\1|p' "$dir/log")
       ;;
     kafka)
       # A 1 GiB heap, as Kafka's own start script gives a broker.
@@ -99,7 +104,9 @@ for round in $(seq 1 "$rounds"); do
       dir="$work/$broker-$round-$mode"
       start "$broker" "$dir"
       printf '%-5s round %s: ' "$broker" "$round"
-      if [ "$mode" = latency ]; then
+      if [ "$mode" = contention ]; then
+        "$venv/bin/python" scripts/contention_bench.py "$addr" "$([ "$broker" = lab ] && echo "$http" || echo -)" 20
+      elif [ "$mode" = latency ]; then
         BROKER_PID=$pid "$venv/bin/python" scripts/listener_bench.py "$addr" "latency-$round" 200 latency
       else
         BROKER_PID=$pid "$venv/bin/python" scripts/listener_bench.py "$addr" "bench-$round" "$records" "$mode"
