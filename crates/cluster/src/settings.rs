@@ -12,7 +12,7 @@
 
 use crate::names::Prefix;
 use offsetlab_engine::consumer::{Assignor, ConsumerConfig};
-use offsetlab_engine::strategy::{AutoOffsetReset, CommitStrategy};
+use offsetlab_engine::strategy::{AutoOffsetReset, CommitStrategy, CommitWhen};
 use offsetlab_engine::txn::IsolationLevel;
 use serde::{Deserialize, Serialize};
 
@@ -139,9 +139,13 @@ impl ConsumerSettings {
                 },
             ),
         ];
-        let auto = self.strategy == CommitStrategy::AutoTimer && !self.offsets_in_sink;
+        // Only a strategy whose commits come from the client's own timer lets it commit; the
+        // offset store that timer commits is filled by poll only for it.
+        let rules = self.strategy.rules();
+        let auto = rules.when == CommitWhen::Timer && !self.offsets_in_sink;
+        let store = rules.stores_on_poll && !self.offsets_in_sink;
         p.push(("enable.auto.commit".into(), auto.to_string()));
-        p.push(("enable.auto.offset.store".into(), auto.to_string()));
+        p.push(("enable.auto.offset.store".into(), store.to_string()));
         if auto {
             p.push((
                 "auto.commit.interval.ms".into(),

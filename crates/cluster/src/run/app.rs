@@ -16,7 +16,7 @@ use offsetlab_engine::consumer::ConsumerConfig;
 use offsetlab_engine::delivery::DeliveryReason;
 use offsetlab_engine::record::TopicPartition;
 use offsetlab_engine::sink::{Sink, SinkError, SinkWrite, WriteOutcome};
-use offsetlab_engine::strategy::CommitStrategy;
+use offsetlab_engine::strategy::{CommitCall, CommitSource, CommitWhen};
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -313,7 +313,8 @@ impl Application {
         let agent = AgentProcess::start(program, &config.name, &settings, ASK_TIMEOUT)?;
         let stopped = agent.stopped.clone();
         let commits = config.commits_to_kafka();
-        let timer = (config.strategy == CommitStrategy::AutoTimer && commits).then_some(TimerPhase {
+        let rules = config.strategy.rules();
+        let timer = (rules.when == CommitWhen::Timer && commits).then_some(TimerPhase {
             low: agent
                 .created
                 .checked_sub(super::agent_process::CREATED_SLACK)
@@ -338,7 +339,7 @@ impl Application {
                 positions: BTreeMap::new(),
                 processed: BTreeMap::new(),
                 positions_moved: None,
-                next_poll_commit: (config.strategy == CommitStrategy::AutoPoll && commits)
+                next_poll_commit: (rules.when == CommitWhen::InsidePoll && commits)
                     .then(|| now.saturating_add(config.auto_commit_interval_ms)),
                 timer,
                 pending_async: Vec::new(),
@@ -417,7 +418,7 @@ impl Application {
     /// processed (each only what changed, an effect) — then the client's LeaveGroup.
     pub fn close(&mut self, name: &str) -> Result<Crashed, AppError> {
         let c = self.consumer(name)?;
-        let (strategy, commits) = (c.config.strategy, c.config.commits_to_kafka());
+        let (on_close, commits) = (c.config.strategy.rules().on_close, c.config.commits_to_kafka());
         let (positions, processed) = (c.positions.clone(), c.processed.clone());
         let group = c.config.group.clone();
         if c.config.is_transactional_producer() && c.agent.is_some() {
@@ -425,8 +426,8 @@ impl Application {
                 return Ok(true);
             }
         } else if commits && c.agent.is_some() {
-            let crashed = match strategy {
-                CommitStrategy::AutoTimer => {
+            let crashed = match on_close {
+                Some(CommitSource::Stored) => {
                     // librdkafka commits its stored offsets itself as it closes.
                     let held = self
                         .groups
@@ -436,11 +437,9 @@ impl Application {
                     let changed = positions.iter().any(|(p, o)| held.get(p) != Some(o));
                     changed && self.effect(name)?
                 }
-                CommitStrategy::AutoPoll => self.commit(name, positions, true)?,
-                CommitStrategy::ManualBatch | CommitStrategy::ManualRecord | CommitStrategy::ManualAsync => {
-                    self.commit(name, processed, true)?
-                }
-                CommitStrategy::BeforeProcess => false,
+                Some(CommitSource::Position) => self.commit(name, positions, true)?,
+                Some(CommitSource::Processed) => self.commit(name, processed, true)?,
+                None => false,
             };
             if crashed {
                 return Ok(true);
@@ -454,7 +453,8 @@ impl Application {
         let (group, from) = (c.config.group.clone(), c.config.name.clone());
         let partitions: Vec<i32> = c.repeat.keys().copied().collect();
         let stored = c.positions.clone();
-        let auto = c.config.strategy == CommitStrategy::AutoTimer;
+        // The client's own close committed its offset store (what poll handed over).
+        let auto = c.config.strategy.rules().on_close == Some(CommitSource::Stored);
         if let Some(g) = self.groups.get_mut(&group) {
             for p in partitions {
                 g.handoffs
@@ -681,8 +681,12 @@ impl Application {
         if self.consumer(name)?.config.is_transactional_producer() {
             return self.commit_txn(name);
         }
-        let positions = self.consumer(name)?.positions.clone();
-        self.commit(name, positions, false)
+        let c = self.consumer(name)?;
+        let offsets = match c.config.strategy.rules().explicit {
+            CommitSource::Stored | CommitSource::Position => c.positions.clone(),
+            CommitSource::Processed => c.processed.clone(),
+        };
+        self.commit(name, offsets, false)
     }
 
     /// `poll NAME` at model time `now`, as `plan` says the model's went: how many records the
@@ -704,7 +708,7 @@ impl Application {
         }
         let starts = self.sink_starts(name, assigned.as_deref())?;
         let c = self.consumer(name)?;
-        let strategy = c.config.strategy;
+        let rules = c.config.strategy.rules();
         let max = c.config.max_poll_records;
         if let Some(due) = c.next_poll_commit.filter(|&d| now >= d) {
             // The Java client's auto-commit runs first in poll(): what earlier polls returned.
@@ -768,10 +772,7 @@ impl Application {
         if self.effect(name)? {
             return Ok((n, true));
         }
-        if strategy == CommitStrategy::BeforeProcess
-            && n > 0
-            && self.consumer(name)?.config.commits_to_kafka()
-        {
+        if rules.when == CommitWhen::AfterPoll && n > 0 && self.consumer(name)?.config.commits_to_kafka() {
             let positions = self.consumer(name)?.positions.clone();
             if self.commit(name, positions, true)? {
                 return Ok((n, true));
@@ -792,14 +793,12 @@ impl Application {
         let offsets = if !cfg.commits_to_kafka() || cfg.is_transactional_producer() {
             None
         } else {
-            match cfg.strategy {
-                CommitStrategy::AutoTimer | CommitStrategy::AutoPoll => Some(c.positions.clone()),
-                CommitStrategy::ManualBatch | CommitStrategy::ManualRecord | CommitStrategy::ManualAsync
-                    if cfg.commit_on_revoke =>
-                {
-                    Some(c.processed.clone())
-                }
-                _ => None,
+            // The offset store and the positions are one here: the store is filled as poll
+            // hands records over.
+            match cfg.strategy.rules().at_revoke(cfg.commit_on_revoke) {
+                Some(CommitSource::Stored | CommitSource::Position) => Some(c.positions.clone()),
+                Some(CommitSource::Processed) => Some(c.processed.clone()),
+                None => None,
             }
         };
         if let Some(offsets) = offsets {
@@ -907,12 +906,7 @@ impl Application {
                 if self.effect(name)? {
                     return Ok((done, true));
                 }
-                let commits = match cfg.strategy {
-                    CommitStrategy::ManualRecord => true,
-                    CommitStrategy::ManualBatch => item.last_of_batch,
-                    _ => false,
-                };
-                if commits && self.commit_txn(name)? {
+                if cfg.strategy.rules().commits_after_record(item.last_of_batch) && self.commit_txn(name)? {
                     return Ok((done, true));
                 }
                 continue;
@@ -971,17 +965,17 @@ impl Application {
             if self.effect(name)? {
                 return Ok((done, true));
             }
-            let crashed = match cfg.strategy {
-                _ if !cfg.commits_to_kafka() => false,
-                CommitStrategy::ManualRecord => {
+            let rules = cfg.strategy.rules();
+            let crashed = match rules.call {
+                _ if !cfg.commits_to_kafka() || !rules.commits_after_record(item.last_of_batch) => false,
+                CommitCall::Sync if rules.when == CommitWhen::AfterEachRecord => {
                     self.commit(name, BTreeMap::from([(r.partition, r.offset + 1)]), false)?
                 }
-                CommitStrategy::ManualBatch if item.last_of_batch => {
+                CommitCall::Sync => {
                     let processed = self.consumer(name)?.processed.clone();
                     self.commit(name, processed, false)?
                 }
-                CommitStrategy::ManualAsync if item.last_of_batch => self.send_async(name, now)?,
-                _ => false,
+                CommitCall::Async => self.send_async(name, now)?,
             };
             if crashed {
                 return Ok((done, true));

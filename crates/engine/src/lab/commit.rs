@@ -8,19 +8,7 @@ use crate::group::{check_commit, Fenced};
 use crate::narrative::EventKind;
 use crate::offsets::{OffsetAndMetadata, OffsetKey};
 use crate::record::{Offset, TopicPartition};
-use crate::strategy::CommitStrategy;
-
-/// Which offsets a commit takes from the consumer's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CommitSource {
-    /// The fetch position: everything handed out by poll (Java's `commitSync()` with no
-    /// arguments, and what Java auto-commit commits).
-    Position,
-    /// librdkafka's offset store: what poll handed to the application.
-    Stored,
-    /// What the application finished processing.
-    Processed,
-}
+pub(crate) use crate::strategy::CommitSource;
 
 impl Lab {
     /// An explicit `commitSync()`: commits the current positions, processed or not.
@@ -33,15 +21,13 @@ impl Lab {
         let c = self.running(name, "a dead consumer cannot commit")?;
         if c.config.is_transactional_producer() {
             self.commit_transaction(name, "commitTransaction");
-        } else if c.config.strategy == CommitStrategy::AutoTimer {
-            self.commit_from(
-                name,
-                CommitSource::Stored,
-                "explicit commit() of the stored offsets",
-                false,
-            );
         } else {
-            self.commit_from(name, CommitSource::Position, "explicit commitSync()", false);
+            let source = c.config.strategy.rules().explicit;
+            let why = match source {
+                CommitSource::Stored => "explicit commit() of the stored offsets",
+                CommitSource::Position | CommitSource::Processed => "explicit commitSync()",
+            };
+            self.commit_from(name, source, why, false);
         }
         Ok(())
     }
@@ -66,38 +52,30 @@ impl Lab {
         if !c.config.commits_to_kafka() {
             return false;
         }
-        match c.config.strategy {
-            CommitStrategy::AutoTimer => self.commit_from(
-                name,
-                CommitSource::Stored,
-                "auto-commit of stored offsets at close/revoke",
-                true,
-            ),
-            CommitStrategy::AutoPoll => self.commit_from(
-                name,
-                CommitSource::Position,
-                "auto-commit of consumed offsets at close/revoke",
-                true,
-            ),
-            CommitStrategy::ManualBatch | CommitStrategy::ManualRecord | CommitStrategy::ManualAsync
-                if at_revoke && !c.config.commit_on_revoke =>
-            {
-                false
-            }
-            CommitStrategy::ManualBatch | CommitStrategy::ManualRecord | CommitStrategy::ManualAsync => self
-                .commit_from(
-                    name,
-                    CommitSource::Processed,
-                    "commitSync of processed offsets at close/revoke",
-                    true,
-                ),
-            CommitStrategy::BeforeProcess => false,
-        }
+        let rules = c.config.strategy.rules();
+        let source = if at_revoke {
+            rules.at_revoke(c.config.commit_on_revoke)
+        } else {
+            rules.on_close
+        };
+        let Some(source) = source else {
+            return false;
+        };
+        let why = match source {
+            CommitSource::Stored => "auto-commit of stored offsets at close/revoke",
+            CommitSource::Position => "auto-commit of consumed offsets at close/revoke",
+            CommitSource::Processed => "commitSync of processed offsets at close/revoke",
+        };
+        self.commit_from(name, source, why, true)
     }
 
-    /// The librdkafka auto-commit timer fired.
+    /// The librdkafka auto-commit timer fired: it commits what the strategy's commits take
+    /// (the offset store).
     pub(crate) fn timer_commit(&mut self, name: &str) -> bool {
-        self.commit_from(name, CommitSource::Stored, "auto-commit timer", true)
+        let Some(source) = self.consumers.get(name).map(|c| c.config.strategy.rules().takes) else {
+            return false;
+        };
+        self.commit_from(name, source, "auto-commit timer", true)
     }
 
     /// Commits the offsets `source` names for all assigned partitions. Returns whether the

@@ -1,6 +1,5 @@
 //! The poll loop: poll, process, commit, seek — and the commits each strategy makes on its own.
 
-use super::commit::CommitSource;
 use super::Lab;
 use crate::audit::Delivery;
 use crate::consumer::{ConsumerConfig, InFlight, PositionOrigin};
@@ -8,7 +7,7 @@ use crate::error::LabError;
 use crate::narrative::EventKind;
 use crate::record::{Offset, TopicPartition};
 use crate::sink::{SinkWrite, WriteOutcome};
-use crate::strategy::{AutoOffsetReset, CommitStrategy};
+use crate::strategy::{AutoOffsetReset, CommitCall, CommitWhen};
 
 /// Where a seek goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,11 +63,12 @@ impl Lab {
             return Ok(0);
         }
         // Java auto-commit runs at the start of poll(), committing what earlier polls returned.
-        if cfg.strategy == CommitStrategy::AutoPoll && auto_commit_due.is_some_and(|d| now >= d) {
+        let rules = cfg.strategy.rules();
+        if rules.when == CommitWhen::InsidePoll && auto_commit_due.is_some_and(|d| now >= d) {
             if let Some(c) = self.consumers.get_mut(name) {
                 c.next_auto_commit = Some(now + cfg.auto_commit_interval_ms);
             }
-            if self.commit_from(name, CommitSource::Position, "auto-commit inside poll()", true) {
+            if self.commit_from(name, rules.takes, "auto-commit inside poll()", true) {
                 return Ok(0);
             }
         }
@@ -101,7 +101,7 @@ impl Lab {
         }
         for (tp, _, last) in &per_tp {
             if let Some(fs) = c.assignment.get_mut(tp) {
-                if cfg.strategy == CommitStrategy::AutoTimer {
+                if rules.stores_on_poll {
                     // enable.auto.offset.store: stored the moment the record is handed over.
                     fs.stored = Some(last + 1);
                 }
@@ -114,8 +114,8 @@ impl Lab {
         if self.effect(name) {
             return Ok(n);
         }
-        if cfg.strategy == CommitStrategy::BeforeProcess && n > 0 && cfg.commits_to_kafka() {
-            self.commit_from(name, CommitSource::Position, "commit before processing", true);
+        if rules.when == CommitWhen::AfterPoll && n > 0 && cfg.commits_to_kafka() {
+            self.commit_from(name, rules.takes, "commit before processing", true);
         }
         Ok(n)
     }
@@ -426,12 +426,16 @@ impl Lab {
         member: &str,
         run: &mut AppliedRun,
     ) -> bool {
-        let last = item.last_of_batch;
+        let rules = cfg.strategy.rules();
+        if !rules.commits_after_record(item.last_of_batch) {
+            return false;
+        }
+        let each = rules.when == CommitWhen::AfterEachRecord;
         if cfg.is_transactional_producer() {
-            let why = match cfg.strategy {
-                CommitStrategy::ManualRecord => "commitTransaction after the record",
-                CommitStrategy::ManualBatch if last => "commitTransaction after the batch",
-                _ => return false,
+            let why = if each {
+                "commitTransaction after the record"
+            } else {
+                "commitTransaction after the batch"
             };
             self.flush_run(member, run);
             return self.commit_transaction(name, why);
@@ -439,21 +443,14 @@ impl Lab {
         if !cfg.commits_to_kafka() {
             return false;
         }
-        match cfg.strategy {
-            CommitStrategy::ManualRecord => {
-                self.flush_run(member, run);
+        self.flush_run(member, run);
+        match rules.call {
+            CommitCall::Sync if each => {
                 let next = vec![(item.tp.clone(), item.record.offset + 1)];
                 self.commit_offsets(name, next, "commitSync after the record", false, false)
             }
-            CommitStrategy::ManualBatch if last => {
-                self.flush_run(member, run);
-                self.commit_from(name, CommitSource::Processed, "commitSync after the batch", false)
-            }
-            CommitStrategy::ManualAsync if last => {
-                self.flush_run(member, run);
-                self.send_async(name)
-            }
-            _ => false,
+            CommitCall::Sync => self.commit_from(name, rules.takes, "commitSync after the batch", false),
+            CommitCall::Async => self.send_async(name),
         }
     }
 

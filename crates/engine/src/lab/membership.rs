@@ -12,7 +12,7 @@ use crate::narrative::EventKind;
 use crate::offsets::OffsetKey;
 use crate::record::{Offset, TopicPartition};
 use crate::sink::SinkKind;
-use crate::strategy::{AutoOffsetReset, CommitStrategy};
+use crate::strategy::{AutoOffsetReset, CommitSource};
 use std::collections::BTreeMap;
 
 /// A rebalance's outcome, as it is narrated and handed out.
@@ -400,16 +400,7 @@ impl Lab {
     /// the consumer drops those partitions and their in-flight records.
     fn revoke_some(&mut self, name: &str, tps: &[TopicPartition]) -> Result<(), LabError> {
         let c = self.consumer(name)?;
-        let source = match c.config.strategy {
-            CommitStrategy::AutoTimer => Some(super::commit::CommitSource::Stored),
-            CommitStrategy::AutoPoll => Some(super::commit::CommitSource::Position),
-            CommitStrategy::ManualBatch | CommitStrategy::ManualRecord | CommitStrategy::ManualAsync
-                if c.config.commit_on_revoke =>
-            {
-                Some(super::commit::CommitSource::Processed)
-            }
-            _ => None,
-        };
+        let source = c.config.strategy.rules().at_revoke(c.config.commit_on_revoke);
         let member = c.member_id();
         if c.config.is_transactional_producer() {
             if self.close_commit(name, true) || !self.consumer(name)?.is_running() {
@@ -421,14 +412,14 @@ impl Lab {
                 .filter_map(|tp| {
                     let f = c.assignment.get(tp)?;
                     let o = match source {
-                        super::commit::CommitSource::Position => Some(f.position),
-                        super::commit::CommitSource::Stored => f.stored,
-                        super::commit::CommitSource::Processed => f.processed,
+                        CommitSource::Position => Some(f.position),
+                        CommitSource::Stored => f.stored,
+                        CommitSource::Processed => f.processed,
                     }?;
                     Some((tp.clone(), o))
                 })
                 .collect();
-            let handed_over = source != super::commit::CommitSource::Processed;
+            let handed_over = source != CommitSource::Processed;
             if self.commit_offsets(name, offsets, "commit in the revoke hook", true, handed_over) {
                 return Ok(()); // a planned crash
             }

@@ -5,7 +5,7 @@ use crate::clock::{format_duration, format_instant, Millis};
 use crate::consumer::ConsumerState;
 use crate::error::LabError;
 use crate::narrative::EventKind;
-use crate::strategy::CommitStrategy;
+use crate::strategy::CommitWhen;
 
 /// What one auto-commit timer firing would do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,7 +64,7 @@ impl Lab {
             .consumers
             .iter()
             .filter(|(_, c)| {
-                c.state == ConsumerState::Running && c.config.strategy == CommitStrategy::AutoTimer
+                c.state == ConsumerState::Running && c.config.strategy.rules().when == CommitWhen::Timer
             })
             .filter(|(name, _)| self.timer_firing(name) == Firing::Writes)
             .filter_map(|(_, c)| c.next_auto_commit)
@@ -183,7 +183,9 @@ impl Lab {
         let timers = self
             .consumers
             .values()
-            .filter(|c| c.state == ConsumerState::Running && c.config.strategy == CommitStrategy::AutoTimer)
+            .filter(|c| {
+                c.state == ConsumerState::Running && c.config.strategy.rules().when == CommitWhen::Timer
+            })
             .filter_map(|c| c.next_auto_commit)
             .min();
         [timers, self.next_other_timer()].into_iter().flatten().min()
@@ -231,7 +233,7 @@ impl Lab {
         }
         let mut due = Vec::new();
         for (name, c) in &self.consumers {
-            if c.state != ConsumerState::Running || c.config.strategy != CommitStrategy::AutoTimer {
+            if c.state != ConsumerState::Running || c.config.strategy.rules().when != CommitWhen::Timer {
                 continue;
             }
             let Some(d) = c.next_auto_commit.filter(|&d| d < end) else {
@@ -326,7 +328,7 @@ impl Lab {
             let Some(c) = self.consumers.get_mut(name) else {
                 continue;
             };
-            if c.is_running() && c.config.strategy == CommitStrategy::AutoTimer {
+            if c.is_running() && c.config.strategy.rules().when == CommitWhen::Timer {
                 if let Some(due) = c.next_auto_commit.filter(|&d| d <= now) {
                     c.next_auto_commit = Some(due.saturating_add(c.config.auto_commit_interval_ms));
                     self.timer_commit(name);

@@ -11,7 +11,7 @@ use crate::log::SegmentInfo;
 use crate::offsets::OffsetKey;
 use crate::record::{Offset, TopicPartition};
 use crate::sink::{SinkKind, SinkStats};
-use crate::strategy::CommitStrategy;
+use crate::strategy::{CommitStrategy, CommitWhen};
 use crate::txn::IsolationLevel;
 use crate::txn::TransactionalProducer;
 use serde::Serialize;
@@ -288,7 +288,7 @@ impl Lab {
                 .collect(),
             in_flight: c.in_flight.len(),
             pending_async_commits: c.pending_async.len(),
-            auto_commit_due_in_ms: (c.config.strategy == CommitStrategy::AutoTimer)
+            auto_commit_due_in_ms: (c.config.strategy.rules().when == CommitWhen::Timer)
                 .then_some(c.next_auto_commit)
                 .flatten()
                 .map(|t| t - self.now()),
