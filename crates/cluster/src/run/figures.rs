@@ -71,12 +71,32 @@ impl GroupFigures {
     }
 }
 
-/// The expect keys a run can check on a cluster.
+/// The expect keys a run can check on a cluster: exactly those [`actual`] reads off it. A
+/// scenario with any other is refused before it starts, not at its `expect` line half-way
+/// through a run (a group's generation, a transaction's last stable offset and aborted reads,
+/// the coordinator's group state, a topic's metadata, what a poll handed out and share groups
+/// are the model's to tell).
 pub fn on_cluster(key: ExpectKey) -> bool {
-    !matches!(
+    matches!(
         key,
-        ExpectKey::Generation | ExpectKey::AbortedRead | ExpectKey::LastStableOffset
-    ) && !key.is_share_only()
+        ExpectKey::State
+            | ExpectKey::InFlight
+            | ExpectKey::Position
+            | ExpectKey::SinkRows
+            | ExpectKey::DistinctKeys
+            | ExpectKey::DuplicateRows
+            | ExpectKey::Lost
+            | ExpectKey::Duplicates
+            | ExpectKey::Redeliveries
+            | ExpectKey::CrashRedeliveries
+            | ExpectKey::Replays
+            | ExpectKey::Skipped
+            | ExpectKey::Deliveries
+            | ExpectKey::Lag
+            | ExpectKey::Committed
+            | ExpectKey::LogEndOffset
+            | ExpectKey::LogStartOffset
+    )
 }
 
 /// The groups whose figures a run reports: those its consumers read with.
@@ -388,6 +408,25 @@ fn actual(e: &Expect, key: ExpectKey, run: &mut ClusterRun) -> Result<String, Li
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every key `on_cluster` admits is one `actual` answers: none is refused mid-run.
+    #[test]
+    fn the_keys_checked_on_a_cluster_are_those_it_can_answer() {
+        use ExpectKey as K;
+        for key in [
+            K::Generation,
+            K::GroupState,
+            K::Metadata,
+            K::Polled,
+            K::LastStableOffset,
+            K::Spso,
+        ] {
+            assert!(!on_cluster(key), "{} is not read off a cluster", key.name());
+        }
+        for key in [K::Lost, K::Committed, K::State, K::Position, K::SinkRows, K::Lag] {
+            assert!(on_cluster(key), "{}", key.name());
+        }
+    }
 
     fn group(name: &str, committed: Option<i64>, lost: u64, rows: u64) -> GroupFigures {
         GroupFigures {
