@@ -18,6 +18,7 @@ mod reset;
 mod rewind;
 mod share;
 mod share_timers;
+mod share_view;
 mod snapshot;
 mod time;
 mod topics;
@@ -26,6 +27,10 @@ mod view;
 
 pub use consume::SeekTarget;
 pub use reset::{ResetPlan, ResetRow, ResetSpec};
+pub use share_view::{
+    HeldRecordView, ShareAuditView, ShareConsumerView, ShareGroupView, ShareMemberView, SharePartitionView,
+    ShareRecordView, MAX_VIEW_COMPLETED,
+};
 pub use snapshot::{LabSnapshot, SNAPSHOT_VERSION};
 pub use topics::{
     sent_batch_matches, BatchPacking, ProduceSpec, SentHeader, SentRecord, MAX_PARTITIONS, MAX_SEND_RECORDS,

@@ -28,6 +28,9 @@ pub struct LabView {
     pub consumers: Vec<ConsumerView>,
     pub consumer_offsets: ConsumerOffsetsView,
     pub transactions: Vec<TransactionView>,
+    /// Share groups (KIP-932), by name: `lab/share_view.rs`.
+    pub share_groups: BTreeMap<String, super::share_view::ShareGroupView>,
+    pub share_consumers: Vec<super::share_view::ShareConsumerView>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -254,6 +257,8 @@ impl Lab {
                 log_end_offset: self.offsets.log().log_end_offset(),
                 latest,
             },
+            share_groups: self.share_group_views()?,
+            share_consumers: self.share_consumer_views(),
         })
     }
 
