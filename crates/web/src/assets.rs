@@ -50,6 +50,7 @@ const MODULES: &[Asset] = assets![
     "js/panels/log_strip.js",
     "js/panels/narrative.js",
     "js/panels/plan.js",
+    "js/panels/share_group.js",
     "js/panels/sink.js",
     "js/panels/transactions.js",
 ];

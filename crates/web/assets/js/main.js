@@ -15,6 +15,7 @@ import { renderNarrative, setupNarrative } from './panels/narrative.js';
 import { renderSink } from './panels/sink.js';
 import { renderConsumerOffsets } from './panels/consumer_offsets.js';
 import { renderTransactions } from './panels/transactions.js';
+import { renderShareGroup } from './panels/share_group.js';
 import { renderConsumers } from './panels/consumers.js';
 import { renderGroupTabs, renderClock, setupClock } from './panels/group_bar.js';
 import { renderPlan } from './panels/plan.js';
@@ -40,6 +41,7 @@ function render(previous) {
   renderSink();
   renderConsumerOffsets();
   renderTransactions();
+  renderShareGroup();
   renderConsumers();
   renderExperiment();
   renderGuided();
