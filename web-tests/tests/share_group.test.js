@@ -105,6 +105,56 @@ for (const viewport of [{ width: 1280, height: 900 }, { width: 390, height: 844 
   });
 }
 
+test('lesson 12 walked through on the page: a prediction, the checks answered, the recap, and the quiz links to it', async () => {
+  const page = await openLab(browser, lab.url);
+  await page.click('#tab-lessons');
+  await page.click('.lesson-list li:has-text("Lesson 12") button:has-text("Start")');
+  await page.waitForSelector('#lesson-panel:not([hidden])');
+  let predicted = null;
+  // Each step is done once and then waited for: the panel moves on to the next step.
+  const stepOf = (text) => Number((text.match(/Step (\d+) of/) || [])[1]);
+  const moved = (n) => page.waitForFunction((k) => {
+    const t = document.querySelector('#lesson-panel').textContent;
+    return t.includes('Lesson complete') || !t.includes(`Step ${k} of`);
+  }, n);
+  for (let guard = 0; guard < 100; guard++) {
+    const panel = await page.textContent('#lesson-panel');
+    if (panel.includes('Lesson complete')) break;
+    const step = stepOf(panel);
+    if (await page.$('#lesson-panel .q input')) {
+      const owner = await page.$('#lesson-panel input[data-key="owner"]');
+      if (owner) {
+        // Read off the strip, as a learner would: who holds offset 3, delivered how often.
+        const slot = '#share-panel .share-row[data-row="share"] .slot[data-offset="3"]';
+        await page.fill('#lesson-panel input[data-key="delivery-count"]', await page.getAttribute(slot, 'data-delivery-count'));
+        await page.press('#lesson-panel input[data-key="delivery-count"]', 'Enter');
+        await owner.fill(await page.getAttribute(slot, 'data-owner'));
+        await owner.press('Enter');
+      } else await page.locator('#lesson-panel button:has-text("Show me the answer")').click();
+      await moved(step);
+    } else if (await page.$('#lesson-panel .predict') && !(await page.$('#lesson-panel .predict .choice[aria-pressed="true"]'))) {
+      predicted = await page.textContent('#lesson-panel .predict p');
+      await page.click('#lesson-panel .predict .choice >> nth=1');
+    } else {
+      await page.locator('#lesson-panel button.primary').click();
+      await moved(step);
+    }
+  }
+  assert.match(await page.textContent('#lesson-panel'), /Lesson complete/);
+  assert.match(predicted || '', /applied more than once/, 'the crash asks about the records applied twice, not the poison record');
+  assert.match(await page.textContent('#lesson-panel .recap'), /acknowledging is not deleting/);
+  const s = await state(lab.url);
+  assert.equal(s.share_groups.workers.partitions[0].spso, 8);
+  assert.equal(s.groups.audit.committed['orders-0'], 8);
+  // The quiz's question about acknowledging runs this lesson.
+  await page.click('#lesson-panel button:has-text("All lessons")');
+  await page.click('#tab-learn');
+  const q = page.locator('#learn-quiz .quiz-q', { hasText: 'acknowledging a record deletes it' });
+  await q.locator('input >> nth=0').check();
+  assert.match(await q.locator('.answer button').textContent(), /Run lesson 12/);
+  assert.deepEqual(page.errors, []);
+});
+
 test('a share consumer crashed from its button: its records stay locked, then come back', async () => {
   const load = await fetch(`${lab.url}/api/scenario`, { method: 'POST', body: `${linesUntil('share-poll s2').join('\n')}\n` });
   assert.ok(load.ok);

@@ -32,6 +32,7 @@ pub const LESSONS: &[Lesson] = lessons![
     "09-exactly-once-two-ways",
     "10-java-vs-librdkafka-auto-commit",
     "11-misconceptions",
+    "12-share-group-acks-keep-the-log",
 ];
 
 impl Lesson {
@@ -128,6 +129,8 @@ const SETUP_COMMANDS: &[&str] = &[
     "reset-offsets",
     "alter-topic",
     "init-txn",
+    "alter-share-group",
+    "share-consumer",
 ];
 
 /// A comment line that opens the lesson's recap rather than explaining the next step.
@@ -225,7 +228,7 @@ fn prediction(after: &[Step]) -> Option<Prediction> {
                 .collect();
             let group = pairs
                 .iter()
-                .find(|(k, _)| *k == "group")
+                .find(|(k, _)| *k == "group" || *k == "share-group")
                 .map(|(_, g)| g.to_string());
             for (k, v) in &pairs {
                 if let (Some(key), Ok(v)) = (PREDICTED.iter().find(|p| *p == k), v.parse::<u64>()) {
@@ -234,7 +237,18 @@ fn prediction(after: &[Step]) -> Option<Prediction> {
             }
         }
     }
-    let first = |key: &str, nonzero: bool| found.iter().find(|f| f.0 == key && (!nonzero || f.1 > 0));
+    // A loss the lesson proves later, for a group it first showed lost nothing after this crash,
+    // came from something else (a poison record archived, say): not this crash's cost.
+    let caused = |i: usize| {
+        let f = &found[i];
+        f.0 != "lost" || f.1 == 0 || !found[..i].iter().any(|g| g.0 == "lost" && g.1 == 0 && g.2 == f.2)
+    };
+    let first = |key: &str, nonzero: bool| {
+        (0..found.len())
+            .filter(|&i| caused(i))
+            .map(|i| &found[i])
+            .find(|f| f.0 == key && (!nonzero || f.1 > 0))
+    };
     let (key, answer, group) = first("lost", true)
         .or_else(|| first("duplicate-rows", false))
         .or_else(|| first("duplicates", false))
@@ -385,7 +399,18 @@ mod tests {
             (p.key.as_str(), p.answer, p.group.as_deref()),
             ("lost", 3, Some("rdkafka"))
         );
-        for n in ["1", "2", "3", "9", "10"] {
+        // Lesson 12's crash costs two records applied twice; the poison record it archives
+        // later, after a check that showed nothing lost, is not asked about.
+        let p = steps(find("12").expect("lesson 12"))
+            .into_iter()
+            .find(|s| s.kind == StepKind::Crash)
+            .and_then(|s| s.predict)
+            .expect("a prediction");
+        assert_eq!(
+            (p.key.as_str(), p.answer, p.group.as_deref()),
+            ("duplicates", 2, Some("workers"))
+        );
+        for n in ["1", "2", "3", "9", "10", "12"] {
             let all = steps(find(n).expect("lesson"));
             assert!(
                 all.iter()

@@ -89,6 +89,13 @@ export default {
       explanation: 'A COMMIT or ABORT marker is a control record with its own offset; consumers step over it (and compaction leaves gaps too). That is also why a consumer that commits "last record processed + 1" shows a lag of 1 at the end of a transactional topic.',
       run: { lesson: 9 },
     },
+    {
+      question: 'In a share group, acknowledging a record deletes it from the topic.',
+      options: ['True: a share group is a queue, so an accepted record is gone', 'False: only its delivery state changes; the log keeps the record'],
+      correct: 1,
+      explanation: 'A share group keeps a state per record (acquired, acknowledged, archived) beside the log, on the partition leader. The log is not touched: a consumer group on the same topic still reads every record from offset 0, and only retention deletes.',
+      run: { lesson: 12 },
+    },
   ],
   interview: {
     question: 'What is a consumer offset, and how does it let a consumer replay events it has already processed?',
@@ -117,7 +124,7 @@ export default {
       { q: 'And from Kafka to Kafka?', a: 'A transactional producer sends the output and the consumed offsets (sendOffsetsToTransaction) in one transaction; a crash aborts it, and downstream consumers with read_committed never see the aborted output.', run: { lesson: 9 } },
     ],
     redflags: [
-      { claim: 'Kafka removes the message once it is acknowledged.', why: 'That is a queue. Kafka keeps records until retention; offsets are bookmarks.', run: { lesson: 5 } },
+      { claim: 'Kafka removes the message once it is acknowledged.', why: 'That is a queue. Kafka keeps records until retention; offsets are bookmarks — and a share group’s acknowledgements change a record’s state, never the log.', run: { lesson: 12 } },
       { claim: 'Auto-commit means I can never lose messages.', why: 'Timer-based auto-commit commits what was handed over, not what was processed.', run: { lesson: 1 } },
       { claim: 'Committing after processing gives exactly-once.', why: 'It gives at-least-once; duplicates arrive after every crash between the write and the commit.', run: { lesson: 2 } },
       { claim: 'Offsets are timestamps, so I can compare them across partitions.', why: 'Offsets are per-partition positions; time lives in the record timestamp.', run: { lesson: 8 } },

@@ -17,6 +17,9 @@ export const KEY_LABELS = {
   committed: 'the committed offset', lag: 'the lag', 'log-end-offset': 'the log end offset', 'log-start-offset': 'the log start offset',
   state: 'the consumer state', 'last-stable-offset': 'the last stable offset', 'aborted-read': 'records of aborted transactions applied',
   position: 'the consumer position', 'in-flight': 'records in flight', generation: 'the generation',
+  spso: 'the share-partition start offset (SPSO)', speo: 'the share-partition end offset (SPEO)', acquired: 'records acquired',
+  available: 'records available', archived: 'records archived', 'record-state': 'the record’s state', 'delivery-count': 'its delivery count',
+  owner: 'the member holding it', acquisitions: 'acquisitions', 'group-state': 'the group’s state', polled: 'the offsets the last poll handed over',
 };
 
 const PREDICT_QUESTION = {
@@ -28,8 +31,11 @@ const PREDICT_QUESTION = {
 function parseExpect(line) {
   const scope = [], checks = [];
   for (const tok of line.split(/\s+/).slice(1)) {
-    const [k, v] = tok.split('=');
-    if (['group', 'topic', 'partition', 'consumer'].includes(k)) scope.push(`${k} ${v}`);
+    const [k, raw] = tok.split('=');
+    // A quoted value (`owner="s1#1"`) is what a learner reads on the page, unquoted.
+    let v = raw;
+    if (raw && raw.startsWith('"')) { try { v = JSON.parse(raw); } catch { v = raw; } }
+    if (['group', 'share-group', 'topic', 'partition', 'consumer', 'offset'].includes(k)) scope.push(`${k} ${v}`);
     else checks.push({ key: k, value: v });
   }
   return { scope, checks };
