@@ -214,6 +214,11 @@ fn sasl_reply<T: Into<ResponseKind>>(
 
 /// The response to every request but Produce; `None` for an API the listener does not serve
 /// (or a handler that panicked).
+///
+/// Over 100 lines, and kept whole on purpose: it is Kafka's `KafkaApis.handle`, one arm per
+/// API key, each a line or two naming the handler and whether it runs on a blocking thread.
+/// Split in groups it would only hide which APIs are served and how, which this one `match`
+/// shows at a glance (and the compiler checks it against `RequestKind`).
 async fn dispatch(
     body: RequestKind,
     version: i16,

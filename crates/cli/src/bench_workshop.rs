@@ -238,9 +238,63 @@ fn ms(d: Duration) -> f64 {
 
 async fn measure(learners: usize, idle: usize, pace: Duration, json: bool) -> anyhow::Result<Figures> {
     let dir = tempfile::tempdir()?;
+    let room = room_memory(&dir.path().join("idle"), idle, json).await?;
+    let ClassAtWork {
+        latencies,
+        errors,
+        wall,
+        events,
+    } = class_at_work(&dir.path().join("class"), learners, pace, json).await?;
+    let RoomMemory {
+        rss_before,
+        rss_resident,
+        rss_evicted,
+        joins,
+        restores,
+    } = room;
+    let mb_to_kb = |mb: f64| mb * 1024.0 / idle.max(1) as f64;
+    Ok(Figures {
+        idle_learners: idle,
+        rss_before_mb: rss_before,
+        rss_all_resident_mb: rss_resident,
+        rss_all_evicted_mb: rss_evicted,
+        resident_kb_per_learner: mb_to_kb(rss_resident - rss_before),
+        evicted_kb_per_learner: mb_to_kb(rss_evicted - rss_before),
+        join_ms_p50: percentile(&joins, 0.5),
+        restore_samples: restores.len(),
+        restore_ms_p50: percentile(&restores, 0.5),
+        restore_ms_p95: percentile(&restores, 0.95),
+        restore_ms_max: restores.last().copied().unwrap_or(0.0),
+        learners,
+        pace_ms: pace.as_millis() as u64,
+        actions: latencies.len(),
+        errors: errors.len(),
+        first_error: errors
+            .first()
+            .map(|e| offsetlab_lab::clip::clip(e, 300).into_owned()),
+        action_ms_p50: percentile(&latencies, 0.5),
+        action_ms_p95: percentile(&latencies, 0.95),
+        action_ms_p99: percentile(&latencies, 0.99),
+        action_ms_max: latencies.last().copied().unwrap_or(0.0),
+        actions_per_s: latencies.len() as f64 / wall.as_secs_f64().max(1e-9),
+        live_update_events: events,
+        wall_s: wall.as_secs_f64(),
+    })
+}
 
-    // 1. The room's memory.
-    let (addr, workshop) = start(&dir.path().join("idle"), idle).await?;
+/// What the room's memory came to: RSS before, with every lab resident, with every lab evicted;
+/// each join's and a sample of restores' latencies (ms, sorted).
+struct RoomMemory {
+    rss_before: f64,
+    rss_resident: f64,
+    rss_evicted: f64,
+    joins: Vec<f64>,
+    restores: Vec<f64>,
+}
+
+/// The room's memory (part 1): `idle` learners join, their labs are evicted, some come back.
+async fn room_memory(dir: &std::path::Path, idle: usize, json: bool) -> anyhow::Result<RoomMemory> {
+    let (addr, workshop) = start(dir, idle).await?;
     let rss_before = crate::bench_cmd::rss_mb();
     let bar = crate::bench_cmd::bar(idle as u64, "learners joining", json);
     let mut joins = Vec::with_capacity(idle);
@@ -274,8 +328,33 @@ async fn measure(learners: usize, idle: usize, pace: Duration, json: bool) -> an
     joins.sort_by(f64::total_cmp);
     restores.sort_by(f64::total_cmp);
 
-    // 2. A class at work.
-    let (addr, _class) = start(&dir.path().join("class"), learners).await?;
+    Ok(RoomMemory {
+        rss_before,
+        rss_resident,
+        rss_evicted,
+        joins,
+        restores,
+    })
+}
+
+/// A class at work: every action's latency (ms, sorted), the errors, the wall time, and the
+/// live-update events the learners' streams received.
+struct ClassAtWork {
+    latencies: Vec<f64>,
+    errors: Vec<String>,
+    wall: Duration,
+    events: u64,
+}
+
+/// A class at work (part 2): `learners` replay a lesson each, an action every `pace`, their starts
+/// spread over one pace, each listening to its lab's events.
+async fn class_at_work(
+    dir: &std::path::Path,
+    learners: usize,
+    pace: Duration,
+    json: bool,
+) -> anyhow::Result<ClassAtWork> {
+    let (addr, _class) = start(dir, learners).await?;
     let mut cookies = Vec::with_capacity(learners);
     for i in 0..learners {
         cookies.push(join(addr, &format!("student {i}")).await?);
@@ -301,36 +380,7 @@ async fn measure(learners: usize, idle: usize, pace: Duration, json: bool) -> an
         let lines: Vec<String> = lessons::steps(lesson).into_iter().flat_map(|s| s.lines).collect();
         let offset = pace.mul_f64(i as f64 / learners.max(1) as f64);
         let bar = bar.clone();
-        tasks.push(tokio::spawn(async move {
-            tokio::time::sleep(offset).await;
-            let mut next = tokio::time::Instant::now();
-            let mut latencies = Vec::with_capacity(lines.len() + 1);
-            let mut errors = Vec::new();
-            // The lesson's start: an empty lab, then its steps.
-            let actions = std::iter::once(None).chain(lines.iter().map(Some));
-            for line in actions {
-                tokio::time::sleep_until(next).await;
-                next += pace;
-                let t = Instant::now();
-                let answer = match line {
-                    None => request(addr, "POST", "/api/scenario", "", &cookie).await,
-                    Some(l) => {
-                        let body = serde_json::json!({ "lines": [l] }).to_string();
-                        request(addr, "POST", "/api/actions", &body, &cookie).await
-                    }
-                };
-                latencies.push(ms(t.elapsed()));
-                bar.inc(1);
-                match answer {
-                    Ok((200, _)) => {}
-                    Ok((status, body)) => {
-                        errors.push(format!("{status} on `{}`: {body}", line.map_or("(start)", |l| l)))
-                    }
-                    Err(e) => errors.push(e.to_string()),
-                }
-            }
-            (latencies, errors)
-        }));
+        tasks.push(tokio::spawn(learner(addr, cookie, lines, offset, pace, bar)));
     }
     let mut latencies = Vec::with_capacity(total);
     let mut errors = Vec::new();
@@ -344,32 +394,50 @@ async fn measure(learners: usize, idle: usize, pace: Duration, json: bool) -> an
     latencies.sort_by(f64::total_cmp);
     // The last events in flight.
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let mb_to_kb = |mb: f64| mb * 1024.0 / idle.max(1) as f64;
-    Ok(Figures {
-        idle_learners: idle,
-        rss_before_mb: rss_before,
-        rss_all_resident_mb: rss_resident,
-        rss_all_evicted_mb: rss_evicted,
-        resident_kb_per_learner: mb_to_kb(rss_resident - rss_before),
-        evicted_kb_per_learner: mb_to_kb(rss_evicted - rss_before),
-        join_ms_p50: percentile(&joins, 0.5),
-        restore_samples: restores.len(),
-        restore_ms_p50: percentile(&restores, 0.5),
-        restore_ms_p95: percentile(&restores, 0.95),
-        restore_ms_max: restores.last().copied().unwrap_or(0.0),
-        learners,
-        pace_ms: pace.as_millis() as u64,
-        actions: latencies.len(),
-        errors: errors.len(),
-        first_error: errors
-            .first()
-            .map(|e| offsetlab_lab::clip::clip(e, 300).into_owned()),
-        action_ms_p50: percentile(&latencies, 0.5),
-        action_ms_p95: percentile(&latencies, 0.95),
-        action_ms_p99: percentile(&latencies, 0.99),
-        action_ms_max: latencies.last().copied().unwrap_or(0.0),
-        actions_per_s: latencies.len() as f64 / wall.as_secs_f64().max(1e-9),
-        live_update_events: events.load(std::sync::atomic::Ordering::Relaxed),
-        wall_s: wall.as_secs_f64(),
+    Ok(ClassAtWork {
+        latencies,
+        errors,
+        wall,
+        events: events.load(std::sync::atomic::Ordering::Relaxed),
     })
+}
+
+/// One learner of the class: from `offset`, the lesson's start then each of its lines, one
+/// every `pace`; each action's latency, and what failed.
+async fn learner(
+    addr: SocketAddr,
+    cookie: String,
+    lines: Vec<String>,
+    offset: Duration,
+    pace: Duration,
+    bar: indicatif::ProgressBar,
+) -> (Vec<f64>, Vec<String>) {
+    tokio::time::sleep(offset).await;
+    let mut next = tokio::time::Instant::now();
+    let mut latencies = Vec::with_capacity(lines.len() + 1);
+    let mut errors = Vec::new();
+    // The lesson's start: an empty lab, then its steps.
+    let actions = std::iter::once(None).chain(lines.iter().map(Some));
+    for line in actions {
+        tokio::time::sleep_until(next).await;
+        next += pace;
+        let t = Instant::now();
+        let answer = match line {
+            None => request(addr, "POST", "/api/scenario", "", &cookie).await,
+            Some(l) => {
+                let body = serde_json::json!({ "lines": [l] }).to_string();
+                request(addr, "POST", "/api/actions", &body, &cookie).await
+            }
+        };
+        latencies.push(ms(t.elapsed()));
+        bar.inc(1);
+        match answer {
+            Ok((200, _)) => {}
+            Ok((status, body)) => {
+                errors.push(format!("{status} on `{}`: {body}", line.map_or("(start)", |l| l)))
+            }
+            Err(e) => errors.push(e.to_string()),
+        }
+    }
+    (latencies, errors)
 }

@@ -397,71 +397,7 @@ pub fn explore(
         });
         println!("{out:#}");
     } else {
-        let show = |o: Option<cluster_explore::Outcome>| {
-            o.map_or_else(
-                || vec!["-".to_string(); 3],
-                |o| {
-                    vec![
-                        o.lost.to_string(),
-                        o.redeliveries.to_string(),
-                        o.duplicate_rows.to_string(),
-                    ]
-                },
-            )
-        };
-        let rows: Vec<Vec<String>> = measured
-            .iter()
-            .map(|p| {
-                let mut row = vec![p.crash_point.to_string()];
-                row.extend(show(Some(p.model)));
-                row.extend(show(p.cluster));
-                row.push(format!("{:.1}", p.wall_ms as f64 / 1000.0));
-                row.push(if p.agrees() { "yes".into() } else { "NO".into() });
-                row
-            })
-            .collect();
-        println!();
-        crate::output::figures_table(
-            &[
-                "CRASH-POINT",
-                "MODEL-LOST",
-                "MODEL-DUPLICATES",
-                "MODEL-DUPLICATE-ROWS",
-                "CLUSTER-LOST",
-                "CLUSTER-DUPLICATES",
-                "CLUSTER-DUPLICATE-ROWS",
-                "WALL-S",
-                "SAME",
-            ],
-            &rows,
-            &|column, cell| match column {
-                1 | 4 => crate::output::count_cell(cell, crate::style::LOSS),
-                2 | 3 | 5 | 6 => crate::output::count_cell(cell, crate::style::DUPLICATE),
-                8 if cell == "NO" => crate::style::LOSS,
-                8 => crate::style::GOOD,
-                _ => anstyle::Style::new(),
-            },
-        );
-        for p in &measured {
-            for w in &p.warnings {
-                crate::style::say_warning!("crash point {}: {w}", p.crash_point);
-            }
-        }
-        for p in measured.iter().filter(|p| p.error.is_some()) {
-            println!(
-                "crash point {}: {}",
-                p.crash_point,
-                p.error.as_deref().unwrap_or_default()
-            );
-        }
-        println!(
-            "\n{}",
-            if agree {
-                "Every crash point on the cluster left what the explorer predicts."
-            } else {
-                "The cluster and the explorer differ (above)."
-            }
-        );
+        print_points(&measured, agree);
     }
     if offsetlab_cluster::run::interrupted() {
         exit::INTERRUPTED
@@ -472,6 +408,76 @@ pub fn explore(
     } else {
         exit::EXPECTATION_FAILED
     }
+}
+
+/// The crash points measured on the cluster beside the model's, as a table, then their
+/// warnings and errors, and whether they all agree.
+fn print_points(measured: &[offsetlab_cluster::run::explore::Point], agree: bool) {
+    let show = |o: Option<offsetlab_cluster::run::explore::Outcome>| {
+        o.map_or_else(
+            || vec!["-".to_string(); 3],
+            |o| {
+                vec![
+                    o.lost.to_string(),
+                    o.redeliveries.to_string(),
+                    o.duplicate_rows.to_string(),
+                ]
+            },
+        )
+    };
+    let rows: Vec<Vec<String>> = measured
+        .iter()
+        .map(|p| {
+            let mut row = vec![p.crash_point.to_string()];
+            row.extend(show(Some(p.model)));
+            row.extend(show(p.cluster));
+            row.push(format!("{:.1}", p.wall_ms as f64 / 1000.0));
+            row.push(if p.agrees() { "yes".into() } else { "NO".into() });
+            row
+        })
+        .collect();
+    println!();
+    crate::output::figures_table(
+        &[
+            "CRASH-POINT",
+            "MODEL-LOST",
+            "MODEL-DUPLICATES",
+            "MODEL-DUPLICATE-ROWS",
+            "CLUSTER-LOST",
+            "CLUSTER-DUPLICATES",
+            "CLUSTER-DUPLICATE-ROWS",
+            "WALL-S",
+            "SAME",
+        ],
+        &rows,
+        &|column, cell| match column {
+            1 | 4 => crate::output::count_cell(cell, crate::style::LOSS),
+            2 | 3 | 5 | 6 => crate::output::count_cell(cell, crate::style::DUPLICATE),
+            8 if cell == "NO" => crate::style::LOSS,
+            8 => crate::style::GOOD,
+            _ => anstyle::Style::new(),
+        },
+    );
+    for p in measured {
+        for w in &p.warnings {
+            crate::style::say_warning!("crash point {}: {w}", p.crash_point);
+        }
+    }
+    for p in measured.iter().filter(|p| p.error.is_some()) {
+        println!(
+            "crash point {}: {}",
+            p.crash_point,
+            p.error.as_deref().unwrap_or_default()
+        );
+    }
+    println!(
+        "\n{}",
+        if agree {
+            "Every crash point on the cluster left what the explorer predicts."
+        } else {
+            "The cluster and the explorer differ (above)."
+        }
+    );
 }
 
 /// What `serve --bootstrap-server` runs its page's lines on: a run with no script yet.

@@ -3,27 +3,14 @@
 use crate::exit;
 use crate::style::{paint, HEADING};
 use anstream::println;
-use offsetlab_scenario::explore::explore as explore_matrix;
+use offsetlab_scenario::explore::{explore as explore_matrix, Cell};
 use offsetlab_scenario::Script;
 use std::path::Path;
 
 pub fn explore(file: Option<&Path>, consumer: Option<&str>, json: bool) -> u8 {
-    let (origin, source) = match file {
-        None => ("seed".to_string(), offsetlab_scenario::SEED_SCENARIO.to_string()),
-        Some(f) => match std::fs::read_to_string(f) {
-            Ok(s) => (f.display().to_string(), s),
-            Err(e) => {
-                crate::style::say_error!("cannot read {}: {e}", f.display());
-                return exit::IO_ERROR;
-            }
-        },
-    };
-    let script = match Script::parse(&source) {
-        Ok(s) => s,
-        Err(e) => {
-            crate::style::say_error!("{origin}:{}: {}", e.line(), e.reason());
-            return exit::INVALID_SCENARIO;
-        }
+    let (origin, script) = match read_script(file) {
+        Ok(read) => read,
+        Err(code) => return code,
     };
     let started = std::time::Instant::now();
     let cells = match explore_matrix(&script, consumer) {
@@ -44,6 +31,37 @@ pub fn explore(file: Option<&Path>, consumer: Option<&str>, json: bool) -> u8 {
         }
         return exit::OK;
     }
+    print_matrix(&cells, &origin);
+    let runs: u64 = cells.iter().map(|c| c.crash_points + 1).sum();
+    println!("\n{runs} runs in {:.1} ms.", elapsed.as_secs_f64() * 1000.0);
+    print_verdicts(&cells, file.is_none());
+    exit::OK
+}
+
+/// The scenario to explore (the seed without a file) and what to call it in messages; the
+/// exit code when it cannot be read or parsed.
+fn read_script(file: Option<&Path>) -> Result<(String, Script), u8> {
+    let (origin, source) = match file {
+        None => ("seed".to_string(), offsetlab_scenario::SEED_SCENARIO.to_string()),
+        Some(f) => match std::fs::read_to_string(f) {
+            Ok(s) => (f.display().to_string(), s),
+            Err(e) => {
+                crate::style::say_error!("cannot read {}: {e}", f.display());
+                return Err(exit::IO_ERROR);
+            }
+        },
+    };
+    match Script::parse(&source) {
+        Ok(script) => Ok((origin, script)),
+        Err(e) => {
+            crate::style::say_error!("{origin}:{}: {}", e.line(), e.reason());
+            Err(exit::INVALID_SCENARIO)
+        }
+    }
+}
+
+/// The matrix as a table: a row per strategy × sink, losses and duplicates coloured.
+fn print_matrix(cells: &[Cell], origin: &str) {
     println!(
         "{}\n",
         paint(
@@ -84,9 +102,12 @@ pub fn explore(file: Option<&Path>, consumer: Option<&str>, json: bool) -> u8 {
             _ => anstyle::Style::new(),
         },
     );
-    let runs: u64 = cells.iter().map(|c| c.crash_points + 1).sum();
-    println!("\n{runs} runs in {:.1} ms.", elapsed.as_secs_f64() * 1000.0);
-    let names = |pred: &dyn Fn(&offsetlab_scenario::explore::Cell) -> bool| {
+}
+
+/// Which cells lost or duplicated at some crash point; for the seed (`seed`), the claim the
+/// matrix checks.
+fn print_verdicts(cells: &[Cell], seed: bool) {
+    let names = |pred: &dyn Fn(&Cell) -> bool| {
         let mut v: Vec<String> = cells
             .iter()
             .filter(|c| pred(c))
@@ -111,7 +132,7 @@ pub fn explore(file: Option<&Path>, consumer: Option<&str>, json: bool) -> u8 {
         "Duplicate rows at some crash point: {}",
         marked(names(&|c| c.max_duplicate_rows > 0), crate::style::DUPLICATE)
     );
-    if file.is_none() {
+    if seed {
         println!(
             "\nThe claim: commit-before and timer auto-commit lose records; commit-after never loses but"
         );
@@ -120,5 +141,4 @@ pub fn explore(file: Option<&Path>, consumer: Option<&str>, json: bool) -> u8 {
         );
         println!("sink and Kafka transactions (kafka-tx) neither lose nor duplicate.");
     }
-    exit::OK
 }

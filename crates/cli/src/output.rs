@@ -5,7 +5,7 @@ use crate::style::{self, paint};
 use anstream::println;
 use anstyle::Style;
 use offsetlab_engine::clock::format_instant;
-use offsetlab_engine::lab::{LabView, ResetPlan};
+use offsetlab_engine::lab::{GroupView, LabView, ResetPlan};
 use offsetlab_engine::narrative::Event;
 
 /// A table with left-aligned columns as wide as their widest cell, one space apart, as Kafka's
@@ -136,97 +136,107 @@ pub fn summary(view: &LabView) {
     );
     transactions(view);
     for (name, g) in &view.groups {
-        println!();
-        println!(
-            "{}  ({}, generation {}, members: {}; offsets in {})",
-            paint(style::HEADING, format!("group {name}")),
-            g.state,
-            g.generation,
-            if g.members.is_empty() {
-                "none".to_string()
-            } else {
-                g.members.join(", ")
-            },
-            if g.offsets_source == "sink" {
-                "the transactional sink"
-            } else {
-                "__consumer_offsets"
-            }
-        );
-        println!(
-            "  {:<16} {:>10} {:>10} {:>10} {:>6} {:>9}  OWNER",
-            "TOPIC-PARTITION", "COMMITTED", "LOG-START", "LOG-END", "LAG", "POSITION"
-        );
-        let dash = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
-        for p in &g.partitions {
-            println!(
-                "  {:<16} {:>10} {:>10} {:>10} {:>6} {:>9}  {}",
-                format!("{}-{}", p.topic, p.partition),
-                dash(p.committed),
-                p.log_start_offset,
-                p.log_end_offset,
-                dash(p.lag),
-                dash(p.position),
-                p.owner.clone().unwrap_or_else(|| "-".into())
-            );
+        group_summary(name, g);
+    }
+}
+
+/// One group's part of the final table: its partitions, its sink and its audit.
+fn group_summary(name: &str, g: &GroupView) {
+    println!();
+    println!(
+        "{}  ({}, generation {}, members: {}; offsets in {})",
+        paint(style::HEADING, format!("group {name}")),
+        g.state,
+        g.generation,
+        if g.members.is_empty() {
+            "none".to_string()
+        } else {
+            g.members.join(", ")
+        },
+        if g.offsets_source == "sink" {
+            "the transactional sink"
+        } else {
+            "__consumer_offsets"
         }
-        let a = &g.audit;
+    );
+    println!(
+        "  {:<16} {:>10} {:>10} {:>10} {:>6} {:>9}  OWNER",
+        "TOPIC-PARTITION", "COMMITTED", "LOG-START", "LOG-END", "LAG", "POSITION"
+    );
+    let dash = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
+    for p in &g.partitions {
         println!(
-            "  sink ({}): {} rows, {} distinct orders, {}",
-            g.sink.kind,
-            g.sink.rows,
-            g.sink.distinct_keys,
+            "  {:<16} {:>10} {:>10} {:>10} {:>6} {:>9}  {}",
+            format!("{}-{}", p.topic, p.partition),
+            dash(p.committed),
+            p.log_start_offset,
+            p.log_end_offset,
+            dash(p.lag),
+            dash(p.position),
+            p.owner.clone().unwrap_or_else(|| "-".into())
+        );
+    }
+    group_audit(g);
+}
+
+/// A group's sink and audit: rows, losses and duplicates, and the offsets lost.
+fn group_audit(g: &GroupView) {
+    let a = &g.audit;
+    println!(
+        "  sink ({}): {} rows, {} distinct orders, {}",
+        g.sink.kind,
+        g.sink.rows,
+        g.sink.distinct_keys,
+        paint(
+            style::count(g.sink.duplicate_rows, style::DUPLICATE),
+            format!("{} duplicate rows", g.sink.duplicate_rows)
+        )
+    );
+    println!(
+        "  {}   {} ({} redeliveries, {} of them after a crash; {} deliberate replays)   skipped on purpose: {}",
+        paint(style::count(a.lost, style::LOSS), format!("silently lost: {}", a.lost)),
+        paint(
+            style::count(a.duplicates, style::DUPLICATE),
+            format!("duplicates: {}", a.duplicates)
+        ),
+        a.redeliveries,
+        a.crash_redeliveries,
+        a.replays,
+        a.skipped
+    );
+    if g.isolation == offsetlab_engine::txn::IsolationLevel::ReadCommitted {
+        println!("  isolation.level=read_committed");
+    }
+    if a.aborted_read > 0 {
+        println!(
+            "  records of aborted transactions applied: {} (read_uncommitted)",
+            a.aborted_read
+        );
+    }
+    for p in g.partitions.iter().filter(|p| !p.lost_ranges.is_empty()) {
+        let ranges: Vec<String> = p
+            .lost_ranges
+            .iter()
+            .map(|(a, b)| {
+                if b - a == 1 {
+                    format!("{a}")
+                } else {
+                    format!("{a}..{}", b - 1)
+                }
+            })
+            .collect();
+        println!(
+            "  {}",
             paint(
-                style::count(g.sink.duplicate_rows, style::DUPLICATE),
-                format!("{} duplicate rows", g.sink.duplicate_rows)
+                style::LOSS,
+                format!(
+                    "lost in {}-{}: offsets {}",
+                    p.topic,
+                    p.partition,
+                    ranges.join(", ")
+                )
             )
         );
-        println!(
-            "  {}   {} ({} redeliveries, {} of them after a crash; {} deliberate replays)   skipped on purpose: {}",
-            paint(style::count(a.lost, style::LOSS), format!("silently lost: {}", a.lost)),
-            paint(
-                style::count(a.duplicates, style::DUPLICATE),
-                format!("duplicates: {}", a.duplicates)
-            ),
-            a.redeliveries,
-            a.crash_redeliveries,
-            a.replays,
-            a.skipped
-        );
-        if g.isolation == offsetlab_engine::txn::IsolationLevel::ReadCommitted {
-            println!("  isolation.level=read_committed");
-        }
-        if a.aborted_read > 0 {
-            println!(
-                "  records of aborted transactions applied: {} (read_uncommitted)",
-                a.aborted_read
-            );
-        }
-        for p in g.partitions.iter().filter(|p| !p.lost_ranges.is_empty()) {
-            let ranges: Vec<String> = p
-                .lost_ranges
-                .iter()
-                .map(|(a, b)| {
-                    if b - a == 1 {
-                        format!("{a}")
-                    } else {
-                        format!("{a}..{}", b - 1)
-                    }
-                })
-                .collect();
-            println!(
-                "  {}",
-                paint(
-                    style::LOSS,
-                    format!(
-                        "lost in {}-{}: offsets {}",
-                        p.topic,
-                        p.partition,
-                        ranges.join(", ")
-                    )
-                )
-            );
-        }
     }
 }
 

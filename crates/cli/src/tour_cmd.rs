@@ -184,6 +184,16 @@ pub fn tour() -> u8 {
 
 fn play(tour: &mut Tour) -> Result<(), String> {
     let [(_, step1), (_, step2), (_, step3)] = scripts();
+    intro(tour);
+    timer_append(tour, &step1)?;
+    after_upsert(tour, &step2)?;
+    rewind_both(tour, &step3)?;
+    what_you_saw();
+    Ok(())
+}
+
+/// The crash the tour is about, said once before its three steps.
+fn intro(tour: &Tour) {
     println!(
         "{}\n",
         paint(
@@ -205,7 +215,10 @@ fn play(tour: &mut Tour) -> Result<(), String> {
             )
         );
     }
+}
 
+/// ① The seed: timer auto-commit, append-only sink — records lost.
+fn timer_append(tour: &mut Tour, script: &str) -> Result<(), String> {
     // ① The seed: timer auto-commit, append-only sink.
     heading("① A timer auto-commit, an append-only sink");
     knob(TIMER_APPEND);
@@ -213,7 +226,7 @@ fn play(tour: &mut Tour) -> Result<(), String> {
     println!("  commits it every 5 s, written or not. At t=5s c1 has written 0..4; 5, 6, 7 are still in its hands.");
     println!();
     let guess = tour.ask("How many of the 12 orders will never reach the sink?");
-    let events = tour.run(&step1)?;
+    let events = tour.run(script)?;
     let g = tour.group("analytics-prod")?;
     highlights(&events);
     println!(
@@ -228,7 +241,12 @@ fn play(tour: &mut Tour) -> Result<(), String> {
     verdict(guess, g.audit.lost);
     why("the timer committed offset 8 before 5, 6 and 7 were written; the restarted consumer starts at the committed offset, so nothing ever writes them — and nothing says so.");
     tour.pause("step ②");
+    Ok(())
+}
 
+/// ② The same crash with a commit after the batch and an upsert sink — no loss, no
+/// duplicate row.
+fn after_upsert(tour: &mut Tour, script: &str) -> Result<(), String> {
     // ② The same crash: commit after the batch, upsert sink.
     heading("② A commit after the batch, an upsert sink — the same crash at the same point");
     knob(AFTER_UPSERT);
@@ -237,7 +255,7 @@ fn play(tour: &mut Tour) -> Result<(), String> {
     println!();
     let lost_guess = tour.ask("How many orders will be lost this time?");
     let rows_guess = tour.ask("And how many duplicate rows will the sink hold?");
-    let events = tour.run(&step2)?;
+    let events = tour.run(script)?;
     let g = tour.group("orders-view")?;
     highlights(&events);
     println!(
@@ -257,7 +275,11 @@ fn play(tour: &mut Tour) -> Result<(), String> {
     verdict(rows_guess, g.sink.duplicate_rows);
     why("the last commit was 4, the end of the first batch, so the restarted consumer reads 4..7 again (at-least-once) and the upsert rewrites the order it had already written instead of adding a row.");
     tour.pause("step ③");
+    Ok(())
+}
 
+/// ③ Both groups rewound and replayed: the append sink doubles, the upsert converges.
+fn rewind_both(tour: &mut Tour, script: &str) -> Result<(), String> {
     // ③ Rewind both.
     heading("③ Rewind both groups to the start of the log and replay it");
     for line in REWIND.lines() {
@@ -268,7 +290,7 @@ fn play(tour: &mut Tour) -> Result<(), String> {
         "  (a group's offsets move only while it has no members), rewound to 0, restarted, read to the end."
     );
     println!();
-    tour.run(&step3)?;
+    tour.run(script)?;
     let ledger = tour.group("analytics-prod")?;
     let view = tour.group("orders-view")?;
     let row = |name: &str, g: &GroupView| {
@@ -324,7 +346,11 @@ fn play(tour: &mut Tour) -> Result<(), String> {
         )
     );
     tour.pause("what it means");
+    Ok(())
+}
 
+/// What the three steps showed, and where to go next.
+fn what_you_saw() {
     heading("What you saw");
     println!("  commit before the work is done (a timer, commit-before)  → a crash loses records, silently");
     println!("  commit after the work                                    → a crash replays records (at-least-once)");
@@ -337,7 +363,6 @@ fn play(tour: &mut Tour) -> Result<(), String> {
     );
     println!("  offsetlab explore        every commit strategy × sink, crashed at every instant");
     println!("  offsetlab seed > my.scn  the seed scenario to change, then: offsetlab run my.scn");
-    Ok(())
 }
 
 fn heading(text: &str) {

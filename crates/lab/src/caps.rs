@@ -77,6 +77,12 @@ pub struct Usage {
     pub history_lines: usize,
 }
 
+/// A record's bytes in a batch beyond its key and value, at most (varints, attributes, the
+/// batch header shared out).
+const RECORD_OVERHEAD: u64 = 80;
+/// A generated order event's value, at most.
+const ORDER_EVENT_BYTES: u64 = 256;
+
 impl Usage {
     /// What `lab`, built by `history_lines` lines, holds now — all but its bytes, which take a
     /// walk over every segment: what is measured after each line of a batch (`bytes` is 0).
@@ -133,11 +139,13 @@ impl Usage {
         self.history_lines += 1;
         // The line itself, kept as text in the history.
         self.bytes += command.to_string().len() as u64 + 1;
-        let new_group = |g: &str| usize::from(!lab.groups().contains_key(g));
-        // A record's bytes in a batch beyond its key and value, at most (varints, attributes,
-        // the batch header shared out), and a generated order event's value, at most.
-        const RECORD_OVERHEAD: u64 = 80;
-        const ORDER_EVENT_BYTES: u64 = 256;
+        self.grow_records(command, lab);
+        self.grow_members(command, lab);
+        self
+    }
+
+    /// The records and bytes `command` appends (or has a sink write), at most.
+    fn grow_records(&mut self, command: &Command, lab: &Lab) {
         match command {
             Command::Produce(p) => {
                 self.records += p.spec.count;
@@ -180,6 +188,15 @@ impl Usage {
             // A commit or abort writes one marker per partition of the transaction: bounded by
             // the partitions, counted as one each.
             Command::EndTxn(_) | Command::TxnTimeout(_) => self.records += self.partitions,
+            _ => {}
+        }
+    }
+
+    /// The topics, partitions, consumers and groups `command` adds, the records a poll holds
+    /// in flight, and the offsets a commit from outside a group writes.
+    fn grow_members(&mut self, command: &Command, lab: &Lab) {
+        let new_group = |g: &str| usize::from(!lab.groups().contains_key(g));
+        match command {
             Command::Topic(t) => {
                 self.topics += 1;
                 self.partitions += u64::try_from(t.config.partitions).unwrap_or(0);
@@ -231,7 +248,6 @@ impl Usage {
             Command::AlterOffsets(a) => self.groups += new_group(&a.group),
             _ => {}
         }
-        self
     }
 }
 

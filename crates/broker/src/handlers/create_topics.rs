@@ -13,9 +13,11 @@ use crate::change;
 use crate::str_bytes;
 use offsetlab_engine::log::config::CleanupPolicy;
 use offsetlab_engine::log::TopicConfig;
+use offsetlab_engine::Lab;
 use offsetlab_scenario::command::{Command, CreateTopic};
 use offsetlab_scenario::units::MAX_DURATION_MS;
 use offsetlab_wire::error::*;
+use offsetlab_wire::kafka_protocol::messages::create_topics_request::CreatableTopic;
 use offsetlab_wire::kafka_protocol::messages::create_topics_response::{
     CreatableTopicConfigs, CreatableTopicResult,
 };
@@ -114,6 +116,61 @@ fn described_configs(config: &TopicConfig) -> Vec<CreatableTopicConfigs> {
         .collect()
 }
 
+/// A topic of the request as the `topic` line that creates it, or why it cannot be created
+/// (an error code and Kafka's message): its name, replication factor, assignment, partition
+/// count and configs checked as Kafka checks them on one broker.
+fn checked(t: &CreatableTopic, lab: &Lab) -> Result<TopicConfig, (i16, String)> {
+    let name = t.name.0.as_str();
+    if name == offsetlab_engine::offsets::CONSUMER_OFFSETS_TOPIC {
+        return Err((TOPIC_ALREADY_EXISTS, format!("Topic '{name}' already exists.")));
+    }
+    if !creatable(name) {
+        return Err((
+            INVALID_TOPIC_EXCEPTION,
+            format!("'{name}' is not a name a client may create"),
+        ));
+    }
+    if lab.topic(name).is_ok() {
+        return Err((TOPIC_ALREADY_EXISTS, format!("Topic '{name}' already exists.")));
+    }
+    if !matches!(t.replication_factor, -1 | 1) {
+        return Err((
+            INVALID_REPLICATION_FACTOR,
+            format!(
+                "Replication factor: {} larger than available brokers: 1 (the lab is one broker).",
+                t.replication_factor
+            ),
+        ));
+    }
+    if !t.assignments.is_empty() {
+        return Err((
+            INVALID_REPLICA_ASSIGNMENT,
+            "the lab assigns its partitions itself".into(),
+        ));
+    }
+    let partitions = match t.num_partitions {
+        -1 => 1,
+        n if (1..=10_000).contains(&n) => n,
+        n => {
+            return Err((
+                INVALID_PARTITIONS,
+                format!("Number of partitions must be 1 to 10000 (got {n})."),
+            ))
+        }
+    };
+    let mut config = TopicConfig {
+        partitions,
+        ..TopicConfig::default()
+    };
+    for c in &t.configs {
+        let value = c.value.as_ref().map_or("", |v| v.as_str());
+        if let Err(e) = set_config(&mut config, c.name.as_str(), value) {
+            return Err((INVALID_CONFIG, e));
+        }
+    }
+    Ok(config)
+}
+
 /// CreateTopics: each valid new topic becomes a `topic` command; one batch for the request.
 pub(crate) fn handle(broker: &Broker, r: &CreateTopicsRequest, version: i16) -> CreateTopicsResponse {
     let lab = &broker.lab;
@@ -140,53 +197,11 @@ pub(crate) fn handle(broker: &Broker, r: &CreateTopicsRequest, version: i16) -> 
             if !seen.insert(name.clone()) {
                 return refuse(INVALID_REQUEST, format!("'{name}' appears twice in the request"));
             }
-            if name == offsetlab_engine::offsets::CONSUMER_OFFSETS_TOPIC {
-                return refuse(TOPIC_ALREADY_EXISTS, format!("Topic '{name}' already exists."));
-            }
-            if !creatable(&name) {
-                return refuse(
-                    INVALID_TOPIC_EXCEPTION,
-                    format!("'{name}' is not a name a client may create"),
-                );
-            }
-            if s.lab().topic(&name).is_ok() {
-                return refuse(TOPIC_ALREADY_EXISTS, format!("Topic '{name}' already exists."));
-            }
-            if !matches!(t.replication_factor, -1 | 1) {
-                return refuse(
-                    INVALID_REPLICATION_FACTOR,
-                    format!(
-                        "Replication factor: {} larger than available brokers: 1 (the lab is one broker).",
-                        t.replication_factor
-                    ),
-                );
-            }
-            if !t.assignments.is_empty() {
-                return refuse(
-                    INVALID_REPLICA_ASSIGNMENT,
-                    "the lab assigns its partitions itself".into(),
-                );
-            }
-            let partitions = match t.num_partitions {
-                -1 => 1,
-                n if (1..=10_000).contains(&n) => n,
-                n => {
-                    return refuse(
-                        INVALID_PARTITIONS,
-                        format!("Number of partitions must be 1 to 10000 (got {n})."),
-                    )
-                }
+            let config = match checked(t, s.lab()) {
+                Ok(config) => config,
+                Err((code, message)) => return refuse(code, message),
             };
-            let mut config = TopicConfig {
-                partitions,
-                ..TopicConfig::default()
-            };
-            for c in &t.configs {
-                let value = c.value.as_ref().map_or("", |v| v.as_str());
-                if let Err(e) = set_config(&mut config, c.name.as_str(), value) {
-                    return refuse(INVALID_CONFIG, e);
-                }
-            }
+            let partitions = config.partitions;
             let result = result
                 .with_error_code(NONE)
                 .with_error_message(None)

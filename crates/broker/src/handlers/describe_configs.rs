@@ -80,6 +80,57 @@ fn group_configs() -> Vec<Config> {
         .collect()
 }
 
+/// A broker config: its name, type, the lab's value and Kafka's default.
+type Row<'a> = (&'a str, i8, Option<String>, Option<String>);
+
+/// The broker configs whose value is Kafka's, or fixed by what the lab is (one node, one
+/// partition of `__consumer_offsets`, no initial rebalance delay), whatever its flags: (name,
+/// type, the lab's value, Kafka's default).
+const KEPT_DEFAULTS: [(&str, i8, Option<&str>, Option<&str>); 14] = [
+    (
+        "compression.type",
+        TYPE_STRING,
+        Some("producer"),
+        Some("producer"),
+    ),
+    ("default.replication.factor", TYPE_INT, Some("1"), Some("1")),
+    ("delete.topic.enable", TYPE_BOOLEAN, Some("true"), Some("true")),
+    // Not modelled: a group's first rebalance completes at once.
+    (
+        "group.initial.rebalance.delay.ms",
+        TYPE_INT,
+        Some("0"),
+        Some("3000"),
+    ),
+    ("log.cleanup.policy", TYPE_LIST, Some("delete"), Some("delete")),
+    ("log.retention.bytes", TYPE_LONG, Some("-1"), Some("-1")),
+    ("log.retention.hours", TYPE_INT, Some("168"), Some("168")),
+    // Unset, as in Kafka: log.retention.hours stands.
+    ("log.retention.ms", TYPE_LONG, None, None),
+    ("num.partitions", TYPE_INT, Some("1"), Some("1")),
+    // The lab's __consumer_offsets has one partition.
+    ("offsets.topic.num.partitions", TYPE_INT, Some("1"), Some("50")),
+    (
+        "offsets.topic.replication.factor",
+        TYPE_SHORT,
+        Some("1"),
+        Some("3"),
+    ),
+    ("process.roles", TYPE_LIST, Some("broker,controller"), None),
+    (
+        "transaction.max.timeout.ms",
+        TYPE_INT,
+        Some("900000"),
+        Some("900000"),
+    ),
+    (
+        "transaction.state.log.replication.factor",
+        TYPE_SHORT,
+        Some("1"),
+        Some("3"),
+    ),
+];
+
 /// The broker's configs that clients and tools look for, each with the value this one broker
 /// really has: set by the lab's own flags (`--auto-create-topics`, `--kafka-max-request-bytes`,
 /// the idle timeout, `broker offsets.retention=`), by the lab itself (its address, node id, data
@@ -97,7 +148,7 @@ fn broker_configs(broker: &Broker, s: &offsetlab_lab::Session) -> Vec<Config> {
     let log_dir = crate::handlers::describe_log_dirs::log_dir(s);
     let some = |v: &str| Some(v.to_string());
     // (name, type, the lab's value, Kafka's default)
-    let rows: Vec<(&str, i8, Option<String>, Option<String>)> = vec![
+    let mut rows: Vec<Row<'_>> = vec![
         ("advertised.listeners", TYPE_LIST, Some(listener.clone()), None),
         (
             "auto.create.topics.enable",
@@ -107,25 +158,10 @@ fn broker_configs(broker: &Broker, s: &offsetlab_lab::Session) -> Vec<Config> {
         ),
         ("broker.id", TYPE_INT, Some(node.clone()), some("-1")),
         (
-            "compression.type",
-            TYPE_STRING,
-            some("producer"),
-            some("producer"),
-        ),
-        (
             "connections.max.idle.ms",
             TYPE_LONG,
             Some(ms(c.limits.idle_timeout)),
             some("600000"),
-        ),
-        ("default.replication.factor", TYPE_INT, some("1"), some("1")),
-        ("delete.topic.enable", TYPE_BOOLEAN, some("true"), some("true")),
-        // Not modelled: a group's first rebalance completes at once.
-        (
-            "group.initial.rebalance.delay.ms",
-            TYPE_INT,
-            some("0"),
-            some("3000"),
         ),
         (
             "group.max.session.timeout.ms",
@@ -140,12 +176,7 @@ fn broker_configs(broker: &Broker, s: &offsetlab_lab::Session) -> Vec<Config> {
             some("6000"),
         ),
         ("listeners", TYPE_LIST, Some(listener), some("PLAINTEXT://:9092")),
-        ("log.cleanup.policy", TYPE_LIST, some("delete"), some("delete")),
         ("log.dirs", TYPE_LIST, Some(log_dir), None),
-        ("log.retention.bytes", TYPE_LONG, some("-1"), some("-1")),
-        ("log.retention.hours", TYPE_INT, some("168"), some("168")),
-        // Unset, as in Kafka: log.retention.hours stands.
-        ("log.retention.ms", TYPE_LONG, None, None),
         (
             "log.segment.bytes",
             TYPE_INT,
@@ -159,66 +190,48 @@ fn broker_configs(broker: &Broker, s: &offsetlab_lab::Session) -> Vec<Config> {
             some("1048588"),
         ),
         ("node.id", TYPE_INT, Some(node), None),
-        ("num.partitions", TYPE_INT, some("1"), some("1")),
         (
             "offsets.retention.minutes",
             TYPE_INT,
             Some(retention_minutes),
             some("10080"),
         ),
-        // The lab's __consumer_offsets has one partition.
-        ("offsets.topic.num.partitions", TYPE_INT, some("1"), some("50")),
-        (
-            "offsets.topic.replication.factor",
-            TYPE_SHORT,
-            some("1"),
-            some("3"),
-        ),
-        ("process.roles", TYPE_LIST, some("broker,controller"), None),
         (
             "socket.request.max.bytes",
             TYPE_INT,
             Some(c.max_request_bytes.to_string()),
             some("104857600"),
         ),
-        (
-            "transaction.max.timeout.ms",
-            TYPE_INT,
-            some("900000"),
-            some("900000"),
-        ),
-        (
-            "transaction.state.log.replication.factor",
-            TYPE_SHORT,
-            some("1"),
-            some("3"),
-        ),
     ];
-    let mut configs: Vec<Config> = rows
-        .into_iter()
-        .map(|(name, kind, value, default)| {
-            let set = value.is_some() && value != default;
-            let source = if set { SOURCE_STATIC_BROKER } else { SOURCE_DEFAULT };
-            let mut synonyms = Vec::new();
-            if let (true, Some(v)) = (set, &value) {
-                synonyms.push((name.to_string(), SOURCE_STATIC_BROKER, v.clone()));
-            }
-            if let Some(d) = &default {
-                synonyms.push((name.to_string(), SOURCE_DEFAULT, d.clone()));
-            }
-            Config {
-                name: name.to_string(),
-                value,
-                source,
-                kind,
-                read_only: true,
-                synonyms,
-            }
-        })
-        .collect();
+    rows.extend(KEPT_DEFAULTS.iter().map(|&(name, kind, value, default)| {
+        (name, kind, value.map(str::to_string), default.map(str::to_string))
+    }));
+    let mut configs: Vec<Config> = rows.into_iter().map(read_only_config).collect::<Vec<_>>();
     configs.extend(cluster_defaults());
     configs.sort_by(|a, b| a.name.cmp(&b.name));
     configs
+}
+
+/// A broker config the lab has fixed: read-only, set when its value is not Kafka's default,
+/// with its synonyms — the value set, then the default behind it.
+fn read_only_config((name, kind, value, default): Row<'_>) -> Config {
+    let set = value.is_some() && value != default;
+    let source = if set { SOURCE_STATIC_BROKER } else { SOURCE_DEFAULT };
+    let mut synonyms = Vec::new();
+    if let (true, Some(v)) = (set, &value) {
+        synonyms.push((name.to_string(), SOURCE_STATIC_BROKER, v.clone()));
+    }
+    if let Some(d) = &default {
+        synonyms.push((name.to_string(), SOURCE_DEFAULT, d.clone()));
+    }
+    Config {
+        name: name.to_string(),
+        value,
+        source,
+        kind,
+        read_only: true,
+        synonyms,
+    }
 }
 
 /// The cluster's dynamic defaults (the broker resource named ""): what Kafka 4 sets when it

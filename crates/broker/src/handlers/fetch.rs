@@ -8,8 +8,10 @@ use offsetlab_engine::log::PartitionLog;
 use offsetlab_engine::record::TopicPartition;
 use offsetlab_engine::txn::IsolationLevel;
 use offsetlab_engine::txn::PartitionTxns;
+use offsetlab_engine::Lab;
 use offsetlab_lab::session::Session;
 use offsetlab_wire::error::*;
+use offsetlab_wire::kafka_protocol::messages::fetch_request::FetchPartition;
 use offsetlab_wire::kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use offsetlab_wire::kafka_protocol::messages::{FetchRequest, FetchResponse};
 use std::sync::Arc;
@@ -57,15 +59,15 @@ pub(crate) fn read(s: &Session, r: &FetchRequest, version: i16) -> Read {
 /// The fetch response and how many bytes of record batches it carries.
 fn fetch(s: &Session, r: &FetchRequest, version: i16) -> (FetchResponse, usize) {
     let lab = s.lab();
-    let level = isolation(r.isolation_level);
-    let mut total = 0;
     // The response's own limit (`fetch.max.bytes`, KIP-74): partitions are served in the order
     // asked until it is reached; the first batch goes out even if it alone is larger.
-    let response_limit = usize::try_from(r.max_bytes).unwrap_or(0);
-    let response_limit = if response_limit == 0 {
-        usize::MAX
-    } else {
-        response_limit
+    let limit = usize::try_from(r.max_bytes).unwrap_or(0);
+    let mut reading = Reading {
+        lab,
+        level: isolation(r.isolation_level),
+        version,
+        limit: if limit == 0 { usize::MAX } else { limit },
+        total: 0,
     };
     let responses = r
         .topics
@@ -79,89 +81,10 @@ fn fetch(s: &Session, r: &FetchRequest, version: i16) -> (FetchResponse, usize) 
             } else {
                 Some(t.topic.0.to_string())
             };
-            let name = resolved.clone().unwrap_or_default();
             let partitions = t
                 .partitions
                 .iter()
-                .map(|p| {
-                    let tp = TopicPartition::new(name.clone(), p.partition);
-                    // A partition in error has no offsets to tell (−1) and no records, as in
-                    // Kafka's answer — which holds an empty list of aborted transactions for a
-                    // partition it does not have, and none for one it refuses to read.
-                    let refused = |code: i16| {
-                        let unknown = code == UNKNOWN_TOPIC_OR_PARTITION || code == UNKNOWN_TOPIC_ID;
-                        PartitionData::default()
-                            .with_partition_index(p.partition)
-                            .with_error_code(code)
-                            .with_high_watermark(-1)
-                            .with_last_stable_offset(-1)
-                            .with_log_start_offset(-1)
-                            .with_aborted_transactions(unknown.then(Vec::new))
-                            .with_records(Some(Bytes::new()))
-                    };
-                    // A read_committed client gets the aborted transactions' list (empty: the
-                    // lab drops aborted records itself); a read_uncommitted one none (null).
-                    let base = PartitionData::default()
-                        .with_partition_index(p.partition)
-                        .with_aborted_transactions(match level {
-                            IsolationLevel::ReadCommitted => Some(Vec::new()),
-                            IsolationLevel::ReadUncommitted => None,
-                        });
-                    if resolved.is_none() {
-                        return refused(UNKNOWN_TOPIC_ID);
-                    }
-                    let Ok((log, txns)) = lab.fetchable(&tp) else {
-                        return refused(UNKNOWN_TOPIC_OR_PARTITION);
-                    };
-                    let (start, end) = (log.log_start_offset(), log.log_end_offset());
-                    let lso = txns.last_stable_offset(end);
-                    let base = base
-                        .with_high_watermark(end)
-                        .with_last_stable_offset(lso)
-                        .with_log_start_offset(start);
-                    if p.fetch_offset < start || p.fetch_offset > end {
-                        return refused(OFFSET_OUT_OF_RANGE);
-                    }
-                    // The records the client may see: no markers; with read_committed, nothing
-                    // at or past the last stable offset and nothing aborted (dropped here, so the
-                    // client needs no aborted-transactions list).
-                    let upper = match level {
-                        IsolationLevel::ReadCommitted => lso,
-                        IsolationLevel::ReadUncommitted => end,
-                    };
-                    if total > 0 && total >= response_limit {
-                        return base.with_records(Some(Bytes::new()));
-                    }
-                    let budget = usize::try_from(p.partition_max_bytes)
-                        .unwrap_or(0)
-                        .min(response_limit - total)
-                        .max(1);
-                    // The stored batches as they are, when nothing in them must be hidden: what a
-                    // broker does, and no record is decoded or encoded. Aborted records under
-                    // read_committed take the path below, which drops them.
-                    let hides_nothing = level == IsolationLevel::ReadUncommitted
-                        || txns
-                            .aborted_offsets()
-                            .range(p.fetch_offset..upper.max(p.fetch_offset))
-                            .next()
-                            .is_none();
-                    if hides_nothing && p.fetch_offset < upper {
-                        let mut raw = Vec::new();
-                        if log
-                            .read_batches(p.fetch_offset, upper, budget, &mut raw)
-                            .is_some()
-                        {
-                            if version < FIRST_ZSTD_FETCH && holds_zstd(&raw) {
-                                return refused(UNSUPPORTED_COMPRESSION_TYPE);
-                            }
-                            total += raw.len();
-                            return base.with_records(Some(Bytes::from(raw)));
-                        }
-                    }
-                    let out = encoded(log, txns, p.fetch_offset, upper, budget, level);
-                    total += out.len();
-                    base.with_records(Some(Bytes::from(out)))
-                })
+                .map(|p| reading.partition(resolved.as_deref(), p))
                 .collect();
             FetchableTopicResponse::default()
                 .with_topic(t.topic.clone())
@@ -169,7 +92,102 @@ fn fetch(s: &Session, r: &FetchRequest, version: i16) -> (FetchResponse, usize) 
                 .with_partitions(partitions)
         })
         .collect();
-    (FetchResponse::default().with_responses(responses), total)
+    (FetchResponse::default().with_responses(responses), reading.total)
+}
+
+/// One Fetch being read: what its partitions share — the lab, the isolation level, the
+/// request's version, the response's byte limit and the bytes it carries so far.
+struct Reading<'a> {
+    lab: &'a Lab,
+    level: IsolationLevel,
+    version: i16,
+    limit: usize,
+    total: usize,
+}
+
+impl Reading<'_> {
+    /// One partition's answer: its offsets and the records from its fetch position, within
+    /// its own limit and what is left of the response's; `topic` is `None` for an id the lab
+    /// does not know.
+    fn partition(&mut self, topic: Option<&str>, p: &FetchPartition) -> PartitionData {
+        // A partition in error has no offsets to tell (−1) and no records, as in
+        // Kafka's answer — which holds an empty list of aborted transactions for a
+        // partition it does not have, and none for one it refuses to read.
+        let refused = |code: i16| {
+            let unknown = code == UNKNOWN_TOPIC_OR_PARTITION || code == UNKNOWN_TOPIC_ID;
+            PartitionData::default()
+                .with_partition_index(p.partition)
+                .with_error_code(code)
+                .with_high_watermark(-1)
+                .with_last_stable_offset(-1)
+                .with_log_start_offset(-1)
+                .with_aborted_transactions(unknown.then(Vec::new))
+                .with_records(Some(Bytes::new()))
+        };
+        // A read_committed client gets the aborted transactions' list (empty: the
+        // lab drops aborted records itself); a read_uncommitted one none (null).
+        let base = PartitionData::default()
+            .with_partition_index(p.partition)
+            .with_aborted_transactions(match self.level {
+                IsolationLevel::ReadCommitted => Some(Vec::new()),
+                IsolationLevel::ReadUncommitted => None,
+            });
+        let Some(name) = topic else {
+            return refused(UNKNOWN_TOPIC_ID);
+        };
+        let tp = TopicPartition::new(name, p.partition);
+        let Ok((log, txns)) = self.lab.fetchable(&tp) else {
+            return refused(UNKNOWN_TOPIC_OR_PARTITION);
+        };
+        let (start, end) = (log.log_start_offset(), log.log_end_offset());
+        let lso = txns.last_stable_offset(end);
+        let base = base
+            .with_high_watermark(end)
+            .with_last_stable_offset(lso)
+            .with_log_start_offset(start);
+        if p.fetch_offset < start || p.fetch_offset > end {
+            return refused(OFFSET_OUT_OF_RANGE);
+        }
+        // The records the client may see: no markers; with read_committed, nothing
+        // at or past the last stable offset and nothing aborted (dropped here, so the
+        // client needs no aborted-transactions list).
+        let upper = match self.level {
+            IsolationLevel::ReadCommitted => lso,
+            IsolationLevel::ReadUncommitted => end,
+        };
+        if self.total > 0 && self.total >= self.limit {
+            return base.with_records(Some(Bytes::new()));
+        }
+        let budget = usize::try_from(p.partition_max_bytes)
+            .unwrap_or(0)
+            .min(self.limit - self.total)
+            .max(1);
+        // The stored batches as they are, when nothing in them must be hidden: what a
+        // broker does, and no record is decoded or encoded. Aborted records under
+        // read_committed take the path below, which drops them.
+        let hides_nothing = self.level == IsolationLevel::ReadUncommitted
+            || txns
+                .aborted_offsets()
+                .range(p.fetch_offset..upper.max(p.fetch_offset))
+                .next()
+                .is_none();
+        if hides_nothing && p.fetch_offset < upper {
+            let mut raw = Vec::new();
+            if log
+                .read_batches(p.fetch_offset, upper, budget, &mut raw)
+                .is_some()
+            {
+                if self.version < FIRST_ZSTD_FETCH && holds_zstd(&raw) {
+                    return refused(UNSUPPORTED_COMPRESSION_TYPE);
+                }
+                self.total += raw.len();
+                return base.with_records(Some(Bytes::from(raw)));
+            }
+        }
+        let out = encoded(log, txns, p.fetch_offset, upper, budget, self.level);
+        self.total += out.len();
+        base.with_records(Some(Bytes::from(out)))
+    }
 }
 
 /// The records from `from` (below `upper`, about `budget` bytes) encoded again, a batch per run

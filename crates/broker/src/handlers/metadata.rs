@@ -4,6 +4,7 @@
 use crate::broker::{Broker, LEADER_EPOCH, NODE};
 use crate::str_bytes;
 use offsetlab_engine::offsets::CONSUMER_OFFSETS_TOPIC;
+use offsetlab_engine::Lab;
 use offsetlab_wire::error::*;
 use offsetlab_wire::kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use offsetlab_wire::kafka_protocol::messages::metadata_response::{
@@ -14,46 +15,15 @@ use offsetlab_wire::Uuid;
 
 pub(crate) fn handle(broker: &Broker, r: &MetadataRequest, version: i16) -> MetadataResponse {
     // Topics by id arrived with v12 (KIP-516): Kafka refuses them before, whole.
-    // A topic asked for by id has no name (or an empty one).
-    let nameless = |t: &MetadataRequestTopic| t.name.as_ref().is_none_or(|n| n.0.is_empty());
     let by_id = r
         .topics
         .iter()
         .flatten()
         .any(|t| nameless(t) && !t.topic_id.is_nil());
     if version < 12 && by_id {
-        return MetadataResponse::default()
-            .with_cluster_id(None)
-            .with_controller_id(BrokerId(-1))
-            .with_topics(
-                r.topics
-                    .iter()
-                    .flatten()
-                    .map(|t| {
-                        MetadataResponseTopic::default()
-                            .with_name(t.name.clone())
-                            .with_topic_id(t.topic_id)
-                            .with_error_code(INVALID_REQUEST)
-                    })
-                    .collect(),
-            );
+        return refused_by_id(r);
     }
-    // Before v4 a Metadata request always allowed creation; since, the client says. A topic it
-    // creates is not in this answer (UNKNOWN_TOPIC_OR_PARTITION), as Kafka's creation reaches
-    // the controller after the answer: the client asks again.
-    let mut just_created = Vec::new();
-    if broker.config.auto_create_topics && (version < 4 || r.allow_auto_topic_creation) {
-        let wanted: Vec<String> = r
-            .topics
-            .iter()
-            .flatten()
-            .filter(|t| !nameless(t))
-            .filter_map(|t| t.name.as_ref().map(|n| n.0.to_string()))
-            .collect();
-        if !wanted.is_empty() {
-            just_created = crate::auto_create::create_topics(&broker.lab, &wanted);
-        }
-    }
+    let just_created = auto_create(broker, r, version);
     let advertised = broker.advertised;
     let s = broker.lab.lock();
     let lab = s.lab();
@@ -85,7 +55,6 @@ pub(crate) fn handle(broker: &Broker, r: &MetadataRequest, version: i16) -> Meta
             })
             .collect(),
     };
-    let id_of = |name: &str| Uuid::from_bytes(lab.topic_id_of(name).unwrap_or_default());
     let topic_ops =
         crate::authorized::if_asked(r.include_topic_authorized_operations, crate::authorized::TOPIC);
     let mut topics: Vec<MetadataResponseTopic> = names
@@ -97,42 +66,7 @@ pub(crate) fn handle(broker: &Broker, r: &MetadataRequest, version: i16) -> Meta
                     .with_error_code(UNKNOWN_TOPIC_OR_PARTITION)
                     .with_topic_authorized_operations(topic_ops);
             }
-            match lab.topic(name).map(|t| t.partitions.len()).or_else(|e| {
-                if name == CONSUMER_OFFSETS_TOPIC {
-                    Ok(1)
-                } else {
-                    Err(e)
-                }
-            }) {
-                Ok(partitions) => MetadataResponseTopic::default()
-                    .with_name(Some(TopicName(str_bytes(name))))
-                    .with_topic_id(id_of(name))
-                    .with_error_code(NONE)
-                    .with_is_internal(name == CONSUMER_OFFSETS_TOPIC)
-                    .with_topic_authorized_operations(topic_ops)
-                    .with_partitions(
-                        (0..partitions as i32)
-                            .map(|p| {
-                                MetadataResponsePartition::default()
-                                    .with_partition_index(p)
-                                    .with_leader_id(BrokerId(NODE))
-                                    .with_leader_epoch(LEADER_EPOCH)
-                                    .with_replica_nodes(vec![BrokerId(NODE)])
-                                    .with_isr_nodes(vec![BrokerId(NODE)])
-                            })
-                            .collect(),
-                    ),
-                // A name no client may use (an internal topic, illegal characters) is an error a
-                // client gives up on at once; an unknown one it waits for, as topics appear.
-                Err(_) => MetadataResponseTopic::default()
-                    .with_name(Some(TopicName(str_bytes(name))))
-                    .with_topic_authorized_operations(topic_ops)
-                    .with_error_code(if crate::auto_create::creatable(name) {
-                        UNKNOWN_TOPIC_OR_PARTITION
-                    } else {
-                        INVALID_TOPIC_EXCEPTION
-                    }),
-            }
+            topic_answer(lab, name, topic_ops)
         })
         .collect();
     topics.extend(unknown_ids.into_iter().map(|id| {
@@ -153,6 +87,91 @@ pub(crate) fn handle(broker: &Broker, r: &MetadataRequest, version: i16) -> Meta
             crate::authorized::CLUSTER,
         ))
         .with_topics(topics)
+}
+
+/// Topics by id arrived with v12 (KIP-516): Kafka refuses a request naming one before, whole.
+fn refused_by_id(r: &MetadataRequest) -> MetadataResponse {
+    MetadataResponse::default()
+        .with_cluster_id(None)
+        .with_controller_id(BrokerId(-1))
+        .with_topics(
+            r.topics
+                .iter()
+                .flatten()
+                .map(|t| {
+                    MetadataResponseTopic::default()
+                        .with_name(t.name.clone())
+                        .with_topic_id(t.topic_id)
+                        .with_error_code(INVALID_REQUEST)
+                })
+                .collect(),
+        )
+}
+
+/// The topics this request creates, with `--auto-create-topics`. Before v4 a Metadata request
+/// always allowed creation; since, the client says. A topic it creates is not in this answer
+/// (UNKNOWN_TOPIC_OR_PARTITION), as Kafka's creation reaches the controller after the answer:
+/// the client asks again.
+fn auto_create(broker: &Broker, r: &MetadataRequest, version: i16) -> Vec<String> {
+    if !broker.config.auto_create_topics || (version >= 4 && !r.allow_auto_topic_creation) {
+        return Vec::new();
+    }
+    let wanted: Vec<String> = r
+        .topics
+        .iter()
+        .flatten()
+        .filter(|t| !nameless(t))
+        .filter_map(|t| t.name.as_ref().map(|n| n.0.to_string()))
+        .collect();
+    if wanted.is_empty() {
+        return Vec::new();
+    }
+    crate::auto_create::create_topics(&broker.lab, &wanted)
+}
+
+/// A topic asked for by id has no name (or an empty one).
+fn nameless(t: &MetadataRequestTopic) -> bool {
+    t.name.as_ref().is_none_or(|n| n.0.is_empty())
+}
+
+/// One topic of the answer by name: its partitions, all led by this node, or why it has none.
+fn topic_answer(lab: &Lab, name: &str, topic_ops: i32) -> MetadataResponseTopic {
+    match lab.topic(name).map(|t| t.partitions.len()).or_else(|e| {
+        if name == CONSUMER_OFFSETS_TOPIC {
+            Ok(1)
+        } else {
+            Err(e)
+        }
+    }) {
+        Ok(partitions) => MetadataResponseTopic::default()
+            .with_name(Some(TopicName(str_bytes(name))))
+            .with_topic_id(Uuid::from_bytes(lab.topic_id_of(name).unwrap_or_default()))
+            .with_error_code(NONE)
+            .with_is_internal(name == CONSUMER_OFFSETS_TOPIC)
+            .with_topic_authorized_operations(topic_ops)
+            .with_partitions(
+                (0..partitions as i32)
+                    .map(|p| {
+                        MetadataResponsePartition::default()
+                            .with_partition_index(p)
+                            .with_leader_id(BrokerId(NODE))
+                            .with_leader_epoch(LEADER_EPOCH)
+                            .with_replica_nodes(vec![BrokerId(NODE)])
+                            .with_isr_nodes(vec![BrokerId(NODE)])
+                    })
+                    .collect(),
+            ),
+        // A name no client may use (an internal topic, illegal characters) is an error a
+        // client gives up on at once; an unknown one it waits for, as topics appear.
+        Err(_) => MetadataResponseTopic::default()
+            .with_name(Some(TopicName(str_bytes(name))))
+            .with_topic_authorized_operations(topic_ops)
+            .with_error_code(if crate::auto_create::creatable(name) {
+                UNKNOWN_TOPIC_OR_PARTITION
+            } else {
+                INVALID_TOPIC_EXCEPTION
+            }),
+    }
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@
 
 use crate::error::ParseError;
 use crate::token::{Args, Quoted};
-use offsetlab_engine::lab::PartitionView;
+use offsetlab_engine::lab::{GroupView, PartitionView};
 use offsetlab_engine::record::TopicPartition;
 use offsetlab_engine::{Lab, LabError};
 use std::fmt;
@@ -256,61 +256,11 @@ impl Expect {
 
     /// The value of `key` in the lab now, as text.
     pub fn actual(&self, lab: &Lab, key: ExpectKey) -> Result<String, LabError> {
-        let opt = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
         if let Some(group) = &self.share_group {
             return super::expect_share::share_actual(self, lab, key, group);
         }
         if key.is_consumer_key() {
-            let name = match &self.consumer {
-                Some(c) => c.clone(),
-                None => only(
-                    lab.consumers().keys().chain(lab.share().consumers.keys()),
-                    "consumer",
-                    "consumer=NAME",
-                )?,
-            };
-            if lab.is_share_consumer(&name) {
-                return super::expect_share::consumer_actual(self, lab, key, &name);
-            }
-            let c = lab.consumer(&name)?;
-            return Ok(match key {
-                ExpectKey::State => c.state.label().to_string(),
-                ExpectKey::InFlight => c.in_flight.len().to_string(),
-                ExpectKey::Generation => c.generation.to_string(),
-                ExpectKey::Polled => {
-                    let polled: Vec<&(TopicPartition, i64)> = c
-                        .last_poll
-                        .iter()
-                        .filter(|(tp, _)| self.partition.is_none_or(|p| tp.partition == p))
-                        .collect();
-                    let partitions: std::collections::BTreeSet<&TopicPartition> =
-                        polled.iter().map(|(tp, _)| tp).collect();
-                    if partitions.len() > 1 {
-                        return Err(LabError::InvalidArgument(format!(
-                            "expect: consumer '{name}''s last poll handed over records of several partitions: add partition=P"
-                        )));
-                    }
-                    offset_ranges(polled.iter().map(|(_, o)| *o))
-                }
-                _ => {
-                    let tp = match self.partition {
-                        Some(p) => TopicPartition::new(c.config.topic.clone(), p),
-                        None => {
-                            let mut assigned = c.assignment.keys();
-                            match (assigned.next(), assigned.next()) {
-                                (Some(tp), None) => tp.clone(),
-                                (None, _) => return Ok("-".to_string()),
-                                (Some(_), Some(_)) => {
-                                    return Err(LabError::InvalidArgument(format!(
-                                        "expect: consumer '{name}' has several partitions: add partition=P"
-                                    )))
-                                }
-                            }
-                        }
-                    };
-                    opt(c.assignment.get(&tp).map(|f| f.position))
-                }
-            });
+            return self.consumer_actual(lab, key);
         }
         if key.is_log_key() && self.group.is_none() && self.topic.is_some() {
             let topic = self.topic.clone().unwrap_or_default();
@@ -323,6 +273,66 @@ impl Expect {
             }
             .to_string());
         }
+        self.group_actual(lab, key)
+    }
+
+    /// A consumer's figure: its state, records in flight, generation, last poll or position.
+    fn consumer_actual(&self, lab: &Lab, key: ExpectKey) -> Result<String, LabError> {
+        let name = match &self.consumer {
+            Some(c) => c.clone(),
+            None => only(
+                lab.consumers().keys().chain(lab.share().consumers.keys()),
+                "consumer",
+                "consumer=NAME",
+            )?,
+        };
+        if lab.is_share_consumer(&name) {
+            return super::expect_share::consumer_actual(self, lab, key, &name);
+        }
+        let c = lab.consumer(&name)?;
+        Ok(match key {
+            ExpectKey::State => c.state.label().to_string(),
+            ExpectKey::InFlight => c.in_flight.len().to_string(),
+            ExpectKey::Generation => c.generation.to_string(),
+            ExpectKey::Polled => {
+                let polled: Vec<&(TopicPartition, i64)> = c
+                    .last_poll
+                    .iter()
+                    .filter(|(tp, _)| self.partition.is_none_or(|p| tp.partition == p))
+                    .collect();
+                let partitions: std::collections::BTreeSet<&TopicPartition> =
+                    polled.iter().map(|(tp, _)| tp).collect();
+                if partitions.len() > 1 {
+                    return Err(LabError::InvalidArgument(format!(
+                        "expect: consumer '{name}''s last poll handed over records of several partitions: add partition=P"
+                    )));
+                }
+                offset_ranges(polled.iter().map(|(_, o)| *o))
+            }
+            _ => {
+                let tp = match self.partition {
+                    Some(p) => TopicPartition::new(c.config.topic.clone(), p),
+                    None => {
+                        let mut assigned = c.assignment.keys();
+                        match (assigned.next(), assigned.next()) {
+                            (Some(tp), None) => tp.clone(),
+                            (None, _) => return Ok("-".to_string()),
+                            (Some(_), Some(_)) => {
+                                return Err(LabError::InvalidArgument(format!(
+                                    "expect: consumer '{name}' has several partitions: add partition=P"
+                                )))
+                            }
+                        }
+                    }
+                };
+                or_dash(c.assignment.get(&tp).map(|f| f.position))
+            }
+        })
+    }
+
+    /// A group's figure: its state, what `__consumer_offsets` holds for it, or its view's
+    /// figures summed over the partitions the line names.
+    fn group_actual(&self, lab: &Lab, key: ExpectKey) -> Result<String, LabError> {
         let group = match &self.group {
             Some(g) => g.clone(),
             None => only(lab.groups().keys(), "group", "group=G")?,
@@ -348,23 +358,68 @@ impl Expect {
             _ => None,
         };
         if let Some(topic) = stored_key {
-            // As OffsetFetch answers for one partition: what `__consumer_offsets` holds, for any
-            // group and partition — one the group no longer reads, a deleted group's, a deleted
-            // topic's.
-            let tp = match self.partition {
-                Some(p) => TopicPartition::new(topic.clone(), p),
-                None => self.single_partition(lab, topic)?,
-            };
-            let stored = lab
-                .offsets()
-                .fetch(&offsetlab_engine::offsets::OffsetKey::new(&group, &tp));
-            return Ok(match (key, stored) {
-                (_, None) => "-".to_string(),
-                (ExpectKey::Committed, Some(v)) => v.offset.to_string(),
-                (_, Some(v)) => v.metadata.clone(),
-            });
+            return self.stored_actual(lab, key, &group, topic);
         }
         let view = lab.group_view(&group)?;
+        let parts = self.partitions_named(&view, &group)?;
+        let sum = |f: &dyn Fn(&PartitionView) -> u64| parts.iter().map(|p| f(p)).sum::<u64>().to_string();
+        Ok(match key {
+            ExpectKey::SinkRows => view.sink.rows.to_string(),
+            ExpectKey::DistinctKeys => view.sink.distinct_keys.to_string(),
+            ExpectKey::DuplicateRows => view.sink.duplicate_rows.to_string(),
+            ExpectKey::Lost => sum(&|p| p.audit.lost),
+            ExpectKey::Duplicates => sum(&|p| p.audit.duplicates),
+            ExpectKey::Redeliveries => sum(&|p| p.audit.redeliveries),
+            ExpectKey::CrashRedeliveries => sum(&|p| p.audit.crash_redeliveries),
+            ExpectKey::Replays => sum(&|p| p.audit.replays),
+            ExpectKey::Skipped => sum(&|p| p.audit.skipped),
+            ExpectKey::Deliveries => sum(&|p| p.audit.deliveries),
+            ExpectKey::Lag => {
+                let lags: Option<Vec<i64>> = parts.iter().map(|p| p.lag).collect();
+                or_dash(lags.map(|l| l.iter().sum()))
+            }
+            // As stored: a negative committed offset (an admin's −1 or −2) is no position, but it
+            // is what `__consumer_offsets` holds.
+            ExpectKey::Committed => {
+                let p = single(&parts)?;
+                or_dash(p.committed.or(p.kafka_committed))
+            }
+            ExpectKey::LogEndOffset => single(&parts)?.log_end_offset.to_string(),
+            ExpectKey::LogStartOffset => single(&parts)?.log_start_offset.to_string(),
+            ExpectKey::LastStableOffset => single(&parts)?.last_stable_offset.to_string(),
+            ExpectKey::AbortedRead => sum(&|p| p.aborted_read),
+            ExpectKey::Metadata => {
+                return Err(LabError::InvalidArgument(
+                    "expect: metadata is per partition: add topic=T (and partition=P)".into(),
+                ))
+            }
+            _ => unreachable_key(key)?,
+        })
+    }
+
+    /// As OffsetFetch answers for one partition: what `__consumer_offsets` holds, for any group
+    /// and partition — one the group no longer reads, a deleted group's, a deleted topic's.
+    fn stored_actual(&self, lab: &Lab, key: ExpectKey, group: &str, topic: &str) -> Result<String, LabError> {
+        let tp = match self.partition {
+            Some(p) => TopicPartition::new(topic, p),
+            None => self.single_partition(lab, topic)?,
+        };
+        let stored = lab
+            .offsets()
+            .fetch(&offsetlab_engine::offsets::OffsetKey::new(group, &tp));
+        Ok(match (key, stored) {
+            (_, None) => "-".to_string(),
+            (ExpectKey::Committed, Some(v)) => v.offset.to_string(),
+            (_, Some(v)) => v.metadata.clone(),
+        })
+    }
+
+    /// The partitions of `view` the line names (its topic, its partition), at least one.
+    fn partitions_named<'v>(
+        &self,
+        view: &'v GroupView,
+        group: &str,
+    ) -> Result<Vec<&'v PartitionView>, LabError> {
         let parts: Vec<&PartitionView> = match (&self.topic, self.partition) {
             (None, None) => view.partitions.iter().collect(),
             (topic, partition) => {
@@ -390,39 +445,7 @@ impl Expect {
                 "group '{group}' reads no such topic-partition"
             )));
         }
-        let sum = |f: &dyn Fn(&PartitionView) -> u64| parts.iter().map(|p| f(p)).sum::<u64>().to_string();
-        Ok(match key {
-            ExpectKey::SinkRows => view.sink.rows.to_string(),
-            ExpectKey::DistinctKeys => view.sink.distinct_keys.to_string(),
-            ExpectKey::DuplicateRows => view.sink.duplicate_rows.to_string(),
-            ExpectKey::Lost => sum(&|p| p.audit.lost),
-            ExpectKey::Duplicates => sum(&|p| p.audit.duplicates),
-            ExpectKey::Redeliveries => sum(&|p| p.audit.redeliveries),
-            ExpectKey::CrashRedeliveries => sum(&|p| p.audit.crash_redeliveries),
-            ExpectKey::Replays => sum(&|p| p.audit.replays),
-            ExpectKey::Skipped => sum(&|p| p.audit.skipped),
-            ExpectKey::Deliveries => sum(&|p| p.audit.deliveries),
-            ExpectKey::Lag => {
-                let lags: Option<Vec<i64>> = parts.iter().map(|p| p.lag).collect();
-                opt(lags.map(|l| l.iter().sum()))
-            }
-            // As stored: a negative committed offset (an admin's −1 or −2) is no position, but it
-            // is what `__consumer_offsets` holds.
-            ExpectKey::Committed => {
-                let p = single(&parts)?;
-                opt(p.committed.or(p.kafka_committed))
-            }
-            ExpectKey::LogEndOffset => single(&parts)?.log_end_offset.to_string(),
-            ExpectKey::LogStartOffset => single(&parts)?.log_start_offset.to_string(),
-            ExpectKey::LastStableOffset => single(&parts)?.last_stable_offset.to_string(),
-            ExpectKey::AbortedRead => sum(&|p| p.aborted_read),
-            ExpectKey::Metadata => {
-                return Err(LabError::InvalidArgument(
-                    "expect: metadata is per partition: add topic=T (and partition=P)".into(),
-                ))
-            }
-            _ => unreachable_key(key)?,
-        })
+        Ok(parts)
     }
 
     fn single_partition(&self, lab: &Lab, topic: &str) -> Result<TopicPartition, LabError> {
@@ -464,6 +487,11 @@ pub(super) fn offset_ranges(offsets: impl IntoIterator<Item = i64>) -> String {
         })
         .collect::<Vec<_>>()
         .join(",")
+}
+
+/// A figure that may be missing, as `expect` writes it: `-` for none.
+fn or_dash(v: Option<i64>) -> String {
+    v.map_or("-".to_string(), |v| v.to_string())
 }
 
 fn unreachable_key(key: ExpectKey) -> Result<String, LabError> {

@@ -1,0 +1,165 @@
+//! What a run refuses before it creates anything: lines a cluster cannot run (or this runner
+//! does not run yet), rebalances it does not mirror, writes to a reused topic, groups that
+//! exist. Apart from the runner, since all of it is decided on the script alone (or one
+//! question to the cluster), before the first line runs.
+
+use super::error::RunError;
+use super::figures;
+use crate::admin::{Cluster, ClusterError};
+use crate::names::Prefix;
+use crate::preflight::{self, Unrunnable};
+use offsetlab_scenario::command::Command;
+use offsetlab_scenario::Script;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+/// Every line that cannot run on a cluster (with why), before anything is created.
+pub fn check(script: &Script, prefix: &Prefix, reuse: &BTreeSet<String>) -> Result<(), RunError> {
+    for topic in reuse {
+        let declared = script
+            .lines
+            .iter()
+            .any(|l| matches!(&l.command, Command::Topic(t) if &t.name == topic));
+        if !declared {
+            return Err(RunError::Reuse {
+                topic: topic.clone(),
+                why: format!("the scenario has no `topic {topic}` line"),
+            });
+        }
+    }
+    let mut refused = preflight::check(script);
+    refused.extend(script.lines.iter().filter_map(|l| {
+        not_yet(&l.command)
+            .or_else(|| writes_to_reused(&l.command, reuse))
+            .map(|why| Unrunnable {
+                line: l.number,
+                text: l.text.clone(),
+                why,
+            })
+    }));
+    // Several consumers in one group rebalance among themselves: mirrored for the eager
+    // protocol and a sink whose offsets are Kafka's or the sink's own.
+    let mut consumers_of: BTreeMap<String, Vec<&offsetlab_engine::consumer::ConsumerConfig>> =
+        BTreeMap::new();
+    for l in &script.lines {
+        if let Command::Consumer(c) = &l.command {
+            let group = consumers_of.entry(c.config.group.clone()).or_default();
+            if !group.iter().any(|other| other.name == c.config.name) {
+                group.push(&c.config);
+            }
+            if group.len() > 1 {
+                if let Some(why) = group.iter().find_map(|c| rebalance_not_mirrored(c)) {
+                    refused.push(Unrunnable {
+                        line: l.number,
+                        text: l.text.clone(),
+                        why: format!("a second consumer in group {}: {why}", c.config.group),
+                    });
+                }
+            }
+        }
+    }
+    refused.sort_by_key(|u| u.line);
+    if !refused.is_empty() {
+        return Err(RunError::Unrunnable(refused));
+    }
+    prefix.check(script)?;
+    Ok(())
+}
+
+/// Why a rebalance between running members of a group with this consumer is not run on a
+/// cluster yet: the cooperative protocol's partial revocations, and a kafka-tx application's
+/// transaction aborted in its revoke hook, are not mirrored.
+pub(super) fn rebalance_not_mirrored(c: &offsetlab_engine::consumer::ConsumerConfig) -> Option<String> {
+    let later = |what: &str| {
+        Some(format!(
+            "rebalances between running members with {what} are not run on a cluster yet (it runs on the model: drop --bootstrap-server)"
+        ))
+    };
+    if c.assignor == offsetlab_engine::consumer::Assignor::CooperativeSticky {
+        return later("the cooperative protocol (assignor=cooperative-sticky)");
+    }
+    if c.is_transactional_producer() {
+        return later("sink=kafka-tx");
+    }
+    None
+}
+
+/// Why a line would write to a reused topic, which a run never does: it takes it as it is.
+pub(super) fn writes_to_reused(command: &Command, reuse: &BTreeSet<String>) -> Option<String> {
+    let topic = match command {
+        Command::Produce(p) => &p.topic,
+        Command::Consumer(c) if c.config.is_transactional_producer() => c.config.output.as_ref()?,
+        _ => return None,
+    };
+    reuse
+        .contains(topic)
+        .then(|| format!("topic {topic} is reused (--reuse-topic): a run writes only to topics it created"))
+}
+
+/// Lines a cluster could run that this runner does not run yet: said, never approximated.
+pub(super) fn not_yet(command: &Command) -> Option<String> {
+    let later = |what: &str| {
+        Some(format!(
+            "{what} is not run on a cluster yet (it runs on the model: drop --bootstrap-server)"
+        ))
+    };
+    match command {
+        Command::Abort(_) => later("abort"),
+        Command::AlterOffsets(_) => later("alter-offsets"),
+        Command::AlterTopic(_) => later("alter-topic"),
+        Command::AddPartitions(_) => later("add-partitions"),
+        Command::DeleteRecords(_) => later("delete-records"),
+        Command::DeleteTopic(_) | Command::DeleteGroup(_) | Command::DeleteOffsets(_) => later("deleting"),
+        Command::ShareConsumer(_)
+        | Command::SharePoll(_)
+        | Command::ShareAck(_)
+        | Command::AlterShareGroup(_) => later("a share group (KIP-932)"),
+        Command::Expect(e) if e.share_group.is_some() => later("expect share-group"),
+        Command::Expect(e) => e
+            .checks
+            .iter()
+            .find(|(k, _)| !figures::on_cluster(*k))
+            .and_then(|(k, _)| later(&format!("expect {}", k.name()))),
+        _ => None,
+    }
+}
+
+/// The wall time a script's ticks add up to.
+pub fn ticks(script: &Script) -> Duration {
+    let ms: i64 = script
+        .lines
+        .iter()
+        .filter_map(|l| match &l.command {
+            Command::Tick(t) => Some(t.duration_ms.max(0)),
+            _ => None,
+        })
+        .sum();
+    Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+}
+
+/// A run uses only groups of its own: one that exists on the cluster (any state but Dead) is
+/// refused before the run touches it.
+pub(super) fn refuse_existing_group(cluster: &Cluster, name: &str) -> Result<(), RunError> {
+    if cluster.group_exists(name)? {
+        return Err(ClusterError::Refused {
+            what: format!("group {name:?}"),
+            why: "it exists on the cluster: a run uses only groups of its own (choose another --prefix)"
+                .into(),
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// Every group a script names (its consumers' and its offset resets').
+pub(super) fn script_groups(script: &Script) -> BTreeSet<String> {
+    script
+        .lines
+        .iter()
+        .filter_map(|l| match &l.command {
+            Command::Consumer(c) => Some(c.config.group.clone()),
+            Command::ResetOffsets(r) => Some(r.group.clone()),
+            _ => None,
+        })
+        .collect()
+}
