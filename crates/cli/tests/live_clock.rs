@@ -110,6 +110,44 @@ fn a_new_lab_runs_on_wall_time_and_its_timers_fire_while_nobody_acts() {
     );
 }
 
+/// A request refused before it reaches the lab — a line that does not read (400), or lines
+/// that would step a live clock further past wall time than it could follow — changes nothing,
+/// not even the clock: no `clock` line is added for it. A lesson's `tick 45s` still runs.
+#[test]
+fn a_refused_request_adds_no_clock_line_and_a_far_future_clock_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().display().to_string();
+    let lab = serve(&["--data", &data, "--http", "127.0.0.1:0"]);
+    let lines = |lab: &Lab| state(lab)["history_lines"].as_u64().expect("lines");
+    let before = lines(&lab);
+    let res = act(&lab, &["produce orders count=1", "this is not a line"]);
+    assert!(res.starts_with("HTTP/1.1 400"), "{res}");
+    assert_eq!(lines(&lab), before, "a 400 adds no line, not even the clock's");
+
+    for far in [
+        vec!["clock 9999-12-31T00:00:00Z"],
+        vec!["tick 1h", "tick 1s"],
+        vec!["tick 30d"],
+    ] {
+        let res = act(&lab, &far);
+        assert!(res.starts_with("HTTP/1.1 400"), "{far:?}: {res}");
+        assert!(
+            res.contains("the clock is live") && res.contains("pause the clock"),
+            "{res}"
+        );
+        assert_eq!(lines(&lab), before, "{far:?} changed the history");
+    }
+    let s = state(&lab);
+    assert_eq!(s["clock_mode"], "live");
+    assert!(!export(&lab).contains("9999"), "the far clock is nowhere");
+
+    // What a lesson does after a crash, on a live clock: allowed.
+    act_ok(&lab, &["tick 45s"]);
+    // Paused, the clock may be stepped anywhere.
+    set_clock(&lab, "paused");
+    act_ok(&lab, &["tick 30d"]);
+}
+
 #[test]
 fn pausing_loading_and_going_live_again_and_a_restart_keeps_the_mode() {
     let dir = tempfile::tempdir().expect("tempdir");

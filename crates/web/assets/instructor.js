@@ -122,6 +122,11 @@ function renderSummary(room) {
   }
   items.push(h('li', { 'data-free-play': '' }, h('strong', {}, 'Free play'), `: ${s.free_play}`));
   if (s.untouched) items.push(h('li', { class: 'muted' }, `${s.untouched} of ${s.learners} never did anything yet`));
+  // Learners whose file did not read when the server started: set aside, their work untouched.
+  for (const u of room.unreadable || []) {
+    items.unshift(h('li', { 'data-unreadable': '' }, h('strong', {}, 'A learner is set aside'),
+      ` — ${u.problem}. Their lab is untouched in ${u.dir}; fix or remove that file and restart the server, and they are back.`));
+  }
   $('#summary').replaceChildren(...items);
 }
 

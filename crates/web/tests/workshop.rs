@@ -538,10 +538,43 @@ async fn a_restarted_server_has_every_learner_back() {
     assert_eq!(lab.lock().history_len(), lines);
     room.close_all();
     drop(room);
-    // A learner's file that does not read stops the room, naming it: never dropped.
+    // A learner's file that does not read sets that learner aside, naming the file, and the
+    // room opens for the others; nothing of theirs is dropped or changed.
     std::fs::write(back.dir.join("learner.json"), b"{ not json").expect("write");
-    let e = Room::open(config).err().expect("refused").to_string();
-    assert!(e.contains("learner.json"), "{e}");
+    let room = Room::open(config.clone()).expect("the room opens for the others");
+    assert_eq!(room.len(), 1, "Bob is back");
+    assert!(room.find(&id).is_none(), "Zoë's id opens no lab");
+    assert!(
+        room.is_unreadable(&id),
+        "and is known as set aside, not as a stranger"
+    );
+    let aside = room.unreadable();
+    assert_eq!(aside.len(), 1);
+    assert!(aside[0].problem.contains("learner.json"), "{}", aside[0].problem);
+    let shown = aside[0].for_instructor().to_string();
+    assert!(
+        shown.contains("learner.json") && !shown.contains(&id),
+        "no id for the instructor: {shown}"
+    );
+    assert_eq!(
+        std::fs::read(back.dir.join("learner.json")).expect("kept"),
+        b"{ not json",
+        "the file is left as it was"
+    );
+    let bob = room.join("Cy").expect("a new learner joins meanwhile");
+    assert_eq!(bob.number, 3, "after the highest number the room knows");
+    room.close_all();
+    drop(room);
+    // A learner's file deleted beside their lab: set aside and named, not dropped in silence.
+    std::fs::remove_file(back.dir.join("learner.json")).expect("rm");
+    let room = Room::open(config).expect("reopened");
+    assert!(room.is_unreadable(&id));
+    assert!(
+        room.unreadable()[0].problem.contains("missing"),
+        "{:?}",
+        room.unreadable()
+    );
+    assert!(back.dir.exists(), "the lab is still there");
 }
 
 #[tokio::test]

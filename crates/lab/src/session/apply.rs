@@ -101,8 +101,10 @@ pub(crate) struct Batch {
 }
 
 impl Session {
-    /// Applies `lines` as one batch: all of them, or none.
-    pub fn apply_lines(&mut self, lines: &[String]) -> Result<Applied, ActionError> {
+    /// `lines` read as commands, each with its 1-based line number (blank lines and comments
+    /// left out), or the first that does not read as a `400`. Nothing is locked or changed: a
+    /// front end checks a request with it before it takes the lab.
+    pub fn parse_lines(lines: &[String]) -> Result<Vec<(usize, Change)>, ActionError> {
         let mut commands = Vec::with_capacity(lines.len());
         for (i, text) in lines.iter().enumerate() {
             match Command::parse(text) {
@@ -119,6 +121,12 @@ impl Session {
                 }
             }
         }
+        Ok(commands)
+    }
+
+    /// Applies `lines` as one batch: all of them, or none.
+    pub fn apply_lines(&mut self, lines: &[String]) -> Result<Applied, ActionError> {
+        let commands = Self::parse_lines(lines)?;
         let canonical: Vec<String> = commands.iter().map(|(_, c)| c.to_string()).collect();
         let mut applied = self.apply_numbered(commands).map_err(|mut e| {
             // Name the line as it was written.

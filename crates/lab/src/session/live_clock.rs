@@ -61,6 +61,12 @@ impl std::str::FromStr for ClockMode {
     }
 }
 
+/// How far a line may step a live lab's clock past wall time. A lesson's `tick 45s` after a
+/// crash is a live lab's normal flow (its clock runs that far ahead, and wall time catches up);
+/// a `clock 9999-12-31T00:00:00Z` or a `tick 30d` would leave it unable to follow wall time
+/// for that long — pausing the clock is the way to step it that far.
+pub const LIVE_AHEAD_MAX_MS: Millis = 60 * 60 * 1000;
+
 /// Wall time in epoch milliseconds, Kafka's unit (0 for a system clock set before 1970).
 pub fn wall_clock_ms() -> Millis {
     std::time::SystemTime::now()
@@ -134,6 +140,38 @@ impl Session {
         self.apply_changes(vec![Change::Command(Command::Clock(Clock { at_ms: wall }))])?;
         self.caught_up_at = Some(self.version);
         Ok(true)
+    }
+
+    /// Refuses, before anything is applied, lines that would step a live lab's clock more than
+    /// [`LIVE_AHEAD_MAX_MS`] past `wall` (a `clock` line or `tick`s); a paused lab takes any.
+    /// Lines that do not parse are left to [`Session::apply_lines`] to refuse.
+    pub fn refuse_far_ahead(&self, lines: &[String], wall: Millis) -> Result<(), ActionError> {
+        if self.clock != ClockMode::Live {
+            return Ok(());
+        }
+        let mut at = self.lab.now().max(wall);
+        for (i, text) in lines.iter().enumerate() {
+            match Command::parse(text) {
+                Ok(Some(Command::Clock(c))) => at = at.max(c.at_ms),
+                Ok(Some(Command::Tick(t))) => at = at.saturating_add(t.duration_ms),
+                _ => continue,
+            }
+            let ahead = at.saturating_sub(wall);
+            if ahead > LIVE_AHEAD_MAX_MS {
+                return Err(ActionError {
+                    status: 400,
+                    error: format!(
+                        "the clock is live: this line would put it {} ahead of wall time, and it could not follow wall time again until then (at most {} ahead); pause the clock to step it by hand",
+                        offsetlab_engine::clock::format_duration(ahead),
+                        offsetlab_engine::clock::format_duration(LIVE_AHEAD_MAX_MS)
+                    ),
+                    line: i + 1,
+                    text: text.clone(),
+                    cause: None,
+                });
+            }
+        }
+        Ok(())
     }
 
     /// A new hold of the session's lock begins ([`crate::LabHandle::lock`]): a catch-up made

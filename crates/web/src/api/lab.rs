@@ -89,8 +89,16 @@ pub(super) async fn post_actions(scope: Scope, ApiJson(actions): ApiJson<Actions
     scope
         .change(
             what,
-            LabHandle::lock_for_change,
-            move |s| s.apply_lines(&actions.lines),
+            LabHandle::lock,
+            move |s| {
+                // Refused before the live clock catches up: a refused request adds no `clock`
+                // line either — it changes nothing.
+                let wall = offsetlab_lab::session::wall_clock_ms();
+                Session::parse_lines(&actions.lines)?;
+                s.refuse_far_ahead(&actions.lines, wall)?;
+                s.catch_up_if_stale(wall)?;
+                s.apply_lines(&actions.lines)
+            },
             |applied, state| Json(serde_json::json!({ "applied": applied, "state": state })).into_response(),
         )
         .await

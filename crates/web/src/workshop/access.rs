@@ -37,6 +37,9 @@ pub(crate) enum Refusal {
     ReadOnly,
     /// The instructor named a learner the room does not have.
     NoSuchLearner(u32),
+    /// The cookie names a learner whose file did not read when the server started: set aside
+    /// until the instructor fixes it (never sent to join again as somebody new).
+    Unreadable,
 }
 
 impl IntoResponse for Refusal {
@@ -87,6 +90,11 @@ impl IntoResponse for Refusal {
                 "read-only: the instructor views this lab",
                 0,
             ),
+            Refusal::Unreadable => json_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "your lab is here but could not be read when the server started; nothing was changed or deleted — ask the instructor (the server's console names the file)",
+                0,
+            ),
             Refusal::NoSuchLearner(n) => json_error(
                 StatusCode::NOT_FOUND,
                 &format!("there is no learner {n} (removed, or never joined)"),
@@ -110,6 +118,9 @@ pub(crate) fn learner_of(headers: &HeaderMap, w: &Workshop) -> Result<Arc<Learne
         ));
     };
     let Some(learner) = w.room.find(id) else {
+        if w.room.is_unreadable(id) {
+            return Err(Refusal::Unreadable);
+        }
         return Err(Refusal::MustJoin(
             "this browser's learner id is not one of this workshop's (a forged id, or a lab from another server): join again",
         ));

@@ -60,6 +60,7 @@ pub(crate) async fn get_room(State(app): State<AppState>, headers: HeaderMap) ->
         "resident": learners.iter().filter(|l| l["resident"] == true).count(),
         "push": w.room.push(),
         "demo": w.demo.is_some(),
+        "unreadable": w.room.unreadable().iter().map(|u| u.for_instructor()).collect::<Vec<_>>(),
     }))
     .into_response()
 }

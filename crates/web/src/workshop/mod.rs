@@ -25,12 +25,14 @@ pub mod room;
 pub(crate) mod routes;
 pub mod secret;
 pub mod summary;
+pub mod unreadable;
 pub mod viewer;
 
 pub use learner::Learner;
 pub use rate::RateLimit;
 pub use room::{Push, Room, RoomError, WorkshopConfig};
 pub use secret::{Secret, Token};
+pub use unreadable::Unreadable;
 
 /// Event streams (`/api/events`, one per open tab) a learner may hold at once. A closed tab's
 /// stream is let go at its next keep-alive (15 s), so there is room for reloads.

@@ -23,6 +23,7 @@
 use super::learner::{read_activity, write_activity, Activity, Learner, Resident};
 use super::rate::RateLimit;
 use super::secret::Secret;
+use super::unreadable::Unreadable;
 use offsetlab_lab::caps::Caps;
 use offsetlab_lab::session::ClockMode;
 use offsetlab_lab::LabHandle;
@@ -131,6 +132,8 @@ struct Learners {
     /// The highest number any learner had, removed ones too: numbers are never given twice, so
     /// the instructor's "learner 7" is one person for the whole workshop.
     highest: u32,
+    /// Learners whose file did not read when the room opened: set aside, never dropped.
+    unreadable: Vec<Unreadable>,
 }
 
 pub struct Room {
@@ -165,8 +168,10 @@ const PUSH_FILE: &str = "push.json";
 
 impl Room {
     /// The room in `config.dir`, with every learner it had (their labs stay on disk until they
-    /// are next used). A learner's file that does not read stops the start, naming it: a
-    /// learner's work is never dropped to make the room open.
+    /// are next used). A learner whose file does not read — corrupt, missing beside a lab, or
+    /// giving a number another learner has — is set aside ([`Unreadable`]): named on the
+    /// console and to the instructor, their directory untouched, while the room opens for the
+    /// others. Only what stops every learner (the room's own directory, its push) stops it.
     pub fn open(config: WorkshopConfig) -> Result<Self, RoomError> {
         let io = |e: std::io::Error, p: &std::path::Path| RoomError::Io(format!("{}: {e}", p.display()));
         let learners_dir = config.dir.join(LEARNERS_DIR);
@@ -181,27 +186,39 @@ impl Room {
             };
             let dir = entry.path();
             if !dir.join(super::learner::LEARNER_FILE).exists() {
-                // A join interrupted before its learner existed: no one has this id's cookie.
+                // A join interrupted before its learner existed (the lab is made first, the
+                // learner's file last): no browser has this id, unless the file was deleted.
+                // Either way the directory is kept and named, never dropped in silence.
+                if has_a_lab(&dir) {
+                    let problem = format!(
+                        "{}: missing (a join cut short, or the file was deleted)",
+                        dir.join(super::learner::LEARNER_FILE).display()
+                    );
+                    learners.unreadable.push(Unreadable::new(id, dir, problem));
+                }
                 continue;
             }
-            let activity = read_activity(&dir).map_err(|e| {
-                RoomError::Io(format!(
-                    "{e}\nThe workshop will not start without this learner; fix or remove that directory."
-                ))
-            })?;
-            let learner = Arc::new(Learner::new(id.clone(), dir, activity, config.rate));
-            if learners
-                .by_number
-                .insert(learner.number, Arc::clone(&learner))
-                .is_some()
-            {
-                return Err(RoomError::Io(format!(
-                    "two learners in {} have number {}",
-                    learners_dir.display(),
-                    learner.number
-                )));
+            let activity = match read_activity(&dir) {
+                Ok(a) => a,
+                Err(problem) => {
+                    learners.unreadable.push(Unreadable::new(id, dir, problem));
+                    continue;
+                }
+            };
+            if let Some(other) = learners.by_number.get(&activity.number) {
+                let problem = format!(
+                    "{}: number {} is learner {}'s too",
+                    dir.join(super::learner::LEARNER_FILE).display(),
+                    activity.number,
+                    other.name()
+                );
+                learners.highest = learners.highest.max(activity.number);
+                learners.unreadable.push(Unreadable::new(id, dir, problem));
+                continue;
             }
+            let learner = Arc::new(Learner::new(id.clone(), dir, activity, config.rate));
             learners.highest = learners.highest.max(learner.number);
+            learners.by_number.insert(learner.number, Arc::clone(&learner));
             learners.by_id.insert(id, learner);
         }
         learners.highest = learners
@@ -232,6 +249,22 @@ impl Room {
 
     pub fn config(&self) -> &WorkshopConfig {
         &self.config
+    }
+
+    /// The learners set aside when the room opened ([`Unreadable`]).
+    pub fn unreadable(&self) -> Vec<Unreadable> {
+        offsetlab_lab::lock(&self.learners).unreadable.clone()
+    }
+
+    /// Whether `id` is a learner set aside when the room opened.
+    pub fn is_unreadable(&self, id: &str) -> bool {
+        let Some(id) = Secret::parse(id) else {
+            return false;
+        };
+        offsetlab_lab::lock(&self.learners)
+            .unreadable
+            .iter()
+            .any(|u| u.id == id)
     }
 
     /// The learner whose cookie this is, if it is one.
@@ -618,6 +651,13 @@ impl Room {
     pub fn is_closing(&self) -> bool {
         self.closing.load(Ordering::SeqCst)
     }
+}
+
+/// Whether a learner's directory holds anything besides a half-written file: a lab.
+fn has_a_lab(dir: &std::path::Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|mut entries| {
+        entries.any(|e| e.is_ok_and(|e| !e.file_name().to_string_lossy().ends_with(".tmp")))
+    })
 }
 
 /// The highest number of the learners moved into `removed/` (0 if none): a directory that does
