@@ -12,20 +12,37 @@ use crate::narrative::EventKind;
 use crate::record::TopicPartition;
 
 impl Lab {
-    /// Starts a consumer: it joins its group, which rebalances and hands it partitions.
-    pub fn add_consumer(&mut self, config: ConsumerConfig) -> Result<(), LabError> {
-        if self.consumers.contains_key(&config.name) || self.is_share_consumer(&config.name) {
-            return Err(LabError::ConsumerExists(config.name.clone()));
+    /// What every new consumer — of a consumer group or a share group — must be: a name no
+    /// consumer of either kind has, valid names, an existing topic, a batch size in range.
+    pub(crate) fn check_new_consumer(
+        &self,
+        name: &str,
+        group: &str,
+        topic: &str,
+        max_poll_records: usize,
+    ) -> Result<(), LabError> {
+        if self.consumers.contains_key(name) || self.is_share_consumer(name) {
+            return Err(LabError::ConsumerExists(name.to_string()));
         }
-        crate::names::check_consumer_name(&config.name)?;
-        crate::names::check_group_id(&config.group)?;
-        self.topic(&config.topic)?;
-        if config.max_poll_records == 0 || config.max_poll_records > 1_000_000 {
+        crate::names::check_consumer_name(name)?;
+        crate::names::check_group_id(group)?;
+        self.topic(topic)?;
+        if max_poll_records == 0 || max_poll_records > 1_000_000 {
             return Err(LabError::InvalidArgument(format!(
-                "max-poll must be between 1 and 1000000 (got {})",
-                config.max_poll_records
+                "max-poll must be between 1 and 1000000 (got {max_poll_records})"
             )));
         }
+        Ok(())
+    }
+
+    /// Starts a consumer: it joins its group, which rebalances and hands it partitions.
+    pub fn add_consumer(&mut self, config: ConsumerConfig) -> Result<(), LabError> {
+        self.check_new_consumer(
+            &config.name,
+            &config.group,
+            &config.topic,
+            config.max_poll_records,
+        )?;
         for (what, v) in [
             ("interval", config.auto_commit_interval_ms),
             ("session-timeout", config.session_timeout_ms),

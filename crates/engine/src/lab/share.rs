@@ -68,18 +68,12 @@ impl Lab {
     /// group `group` (created with Kafka's default configs when it is new) and the share
     /// assignor runs.
     pub fn add_share_consumer(&mut self, config: ShareConsumerConfig) -> Result<(), LabError> {
-        if self.consumers.contains_key(&config.name) || self.share.consumers.contains_key(&config.name) {
-            return Err(LabError::ConsumerExists(config.name.clone()));
-        }
-        crate::names::check_consumer_name(&config.name)?;
-        crate::names::check_group_id(&config.group)?;
-        self.topic(&config.topic)?;
-        if config.max_poll_records == 0 || config.max_poll_records > 1_000_000 {
-            return Err(LabError::InvalidArgument(format!(
-                "max-poll must be between 1 and 1000000 (got {})",
-                config.max_poll_records
-            )));
-        }
+        self.check_new_consumer(
+            &config.name,
+            &config.group,
+            &config.topic,
+            config.max_poll_records,
+        )?;
         self.check_group_type(&config.group, true)?;
         let group = config.group.clone();
         let name = config.name.clone();
