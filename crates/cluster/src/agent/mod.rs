@@ -10,7 +10,7 @@ mod polling;
 use crate::protocol::{decode, encode, Delivered, PartitionOffset, Reply, Request};
 use crate::settings::ConsumerSettings;
 use offsetlab_records::RecordBytes;
-use polling::{delivered, STEP};
+use polling::{admitted, STEP};
 use rdkafka::client::ClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, RebalanceProtocol};
@@ -82,6 +82,7 @@ pub fn run(
         early: Vec::new(),
         reset: settings.reset.clone(),
         settled: BTreeSet::new(),
+        sought: BTreeMap::new(),
         producer,
         open_txn: false,
     };
@@ -205,6 +206,8 @@ struct Agent {
     reset: String,
     /// Partitions whose start by `auto.offset.reset=latest` was waited for.
     settled: BTreeSet<(String, i32)>,
+    /// Where a seek put a partition, until a record at or past it comes ([`polling::admitted`]).
+    sought: BTreeMap<(String, i32), i64>,
     /// A read-process-write application's transactional producer, and whether it has a
     /// transaction open.
     producer: Option<BaseProducer>,
@@ -389,7 +392,7 @@ impl Agent {
         let deadline = Instant::now() + JOIN;
         while Instant::now() < deadline && !self.consumer.assignment().is_ok_and(|a| a.count() > 0) {
             if let Some(Ok(m)) = self.consumer.poll(STEP) {
-                self.early.push(delivered(&m));
+                self.early.extend(admitted(&mut self.sought, &self.consumer, &m));
             }
         }
     }
@@ -403,6 +406,7 @@ impl Agent {
             self.early
                 .retain(|r| !(r.topic == o.topic && r.partition == o.partition));
             self.reached.insert((o.topic.clone(), o.partition), o.offset);
+            self.sought.insert((o.topic.clone(), o.partition), o.offset);
         }
         Ok(Reply::Sought {
             offsets: wanted.to_vec(),
