@@ -16,8 +16,11 @@ use std::sync::Arc;
 /// What a request gets.
 pub(crate) enum Reply {
     Frame(BytesMut),
-    /// Answered, and then the connection is closed (a failed SASL authentication).
-    FrameThenClose(BytesMut),
+    /// A failed SASL authentication: after [`FAILED_AUTHENTICATION_DELAY`], the answer (none
+    /// for a bare v0 token) and then the connection closed.
+    ///
+    /// [`FAILED_AUTHENTICATION_DELAY`]: crate::auth_failures::FAILED_AUTHENTICATION_DELAY
+    FailedAuthentication(Option<BytesMut>),
     /// A produce with `acks=0` is not answered.
     Nothing,
     /// Malformed or unserved: the connection is closed.
@@ -110,9 +113,10 @@ pub(crate) async fn answer(frame: Bytes, broker: &Arc<Broker>, client: &mut Clie
     if crate::sasl::awaits_bare_token(&client.sasl) {
         // After a v0 SaslHandshake the frame is the client's SASL token, not a request.
         let users = broker.config.sasl_plain.as_deref();
-        return match crate::sasl::authenticate_bare(users, &mut client.sasl, &frame, ("", client.host)) {
+        let log = &broker.auth_failures;
+        return match crate::sasl::authenticate_bare(users, &mut client.sasl, &frame, ("", client.host), log) {
             Some(bare) => Reply::Frame(BytesMut::from(&bare[..])),
-            None => Reply::Close,
+            None => Reply::FailedAuthentication(None),
         };
     }
     // Read before the frame is decoded (and taken), and only for a version the lab does not
@@ -170,12 +174,12 @@ pub(crate) async fn answer(frame: Bytes, broker: &Arc<Broker>, client: &mut Clie
     let body = match body {
         RequestKind::SaslHandshake(r) => {
             let a = crate::sasl::handshake(users, &mut client.sasl, r.mechanism.as_str(), version);
-            return sasl_reply(correlation_id, api_key, version, a);
+            return sasl_reply(correlation_id, api_key, version, a, broker);
         }
         RequestKind::SaslAuthenticate(r) => {
             let who = (client_id.as_str(), client.host);
             let a = crate::sasl::authenticate(users, &mut client.sasl, &r.auth_bytes, who);
-            return sasl_reply(correlation_id, api_key, version, a);
+            return sasl_reply(correlation_id, api_key, version, a, broker);
         }
         RequestKind::Produce(r) => {
             let acks = r.acks;
@@ -201,12 +205,13 @@ fn sasl_reply<T: Into<ResponseKind>>(
     api_key: ApiKey,
     version: i16,
     answer: crate::sasl::Answer<T>,
+    broker: &Broker,
 ) -> Reply {
     if let Some(failure) = &answer.log {
-        failure.log();
+        broker.auth_failures.record(failure);
     }
     match encode(correlation_id, api_key, version, &answer.response.into()) {
-        Ok(frame) if answer.close => Reply::FrameThenClose(frame),
+        Ok(frame) if answer.close => Reply::FailedAuthentication(Some(frame)),
         Ok(frame) => Reply::Frame(frame),
         Err(_) => Reply::Close,
     }

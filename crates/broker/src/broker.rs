@@ -65,6 +65,8 @@ pub(crate) struct Broker {
     /// The address clients are told to connect to (Metadata, FindCoordinator).
     pub(crate) advertised: SocketAddr,
     pub(crate) producers: Producers,
+    /// Failed SASL authentications, for the log (written within bounds).
+    pub(crate) auth_failures: crate::auth_failures::AuthFailureLog,
     pub(crate) coordinator: Coordinator,
     /// `transaction.timeout.ms` kept on wall time for real clients' transactions.
     pub(crate) txn_timeouts: crate::txn_timeouts::TxnTimeouts,
@@ -87,6 +89,7 @@ impl Broker {
             config,
             advertised,
             producers: Producers::default(),
+            auth_failures: Default::default(),
             coordinator: Coordinator::default(),
             txn_timeouts: Default::default(),
             txn_outcomes: Default::default(),

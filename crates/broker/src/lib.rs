@@ -16,6 +16,7 @@
 //! - [`sasl`]: SASL/PLAIN authentication of a connection, when the listener asks for it.
 
 mod apis;
+mod auth_failures;
 mod authorized;
 mod auto_create;
 mod broker;

@@ -309,13 +309,14 @@ pub(crate) fn authenticate_bare(
     state: &mut SaslState,
     token: &[u8],
     client: (&str, &str),
+    log: &crate::auth_failures::AuthFailureLog,
 ) -> Option<Vec<u8>> {
     let users = users.filter(|_| awaits_bare_token(state))?;
     match conclude(users, state, token, client) {
         // A bare answer: the server's token (PLAIN has none) behind its 4-byte size.
         Ok(()) => Some(0u32.to_be_bytes().to_vec()),
         Err(failure) => {
-            failure.log();
+            log.record(&failure);
             None
         }
     }
@@ -540,12 +541,12 @@ mod tests {
         assert_eq!(h.response.error_code, NONE);
         assert!(awaits_bare_token(&state));
         assert!(!admits(Some(&u), &state, ApiKey::Metadata));
-        let ok = authenticate_bare(Some(&u), &mut state, &token("", "ada", "s3cret"), ("c", "/h"));
+        let ok = authenticate_bare(Some(&u), &mut state, &token("", "ada", "s3cret"), ("c", "/h"), &Default::default());
         assert_eq!(ok, Some(vec![0, 0, 0, 0]), "an empty token behind its size");
         assert_eq!(state, SaslState::Authenticated("ada".into()));
         let mut state = SaslState::Handshaken { framed: false };
         assert_eq!(
-            authenticate_bare(Some(&u), &mut state, &token("", "ada", "nope"), ("c", "/h")),
+            authenticate_bare(Some(&u), &mut state, &token("", "ada", "nope"), ("c", "/h"), &Default::default()),
             None,
             "closed without a word"
         );

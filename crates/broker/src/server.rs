@@ -17,6 +17,9 @@ use tokio::net::{TcpListener, TcpStream};
 /// A request frame at least this large is left the only owner of its bytes (see [`connection`]).
 const OWN_BUFFER_FRAME: usize = 64 << 10;
 
+/// A connection's first buffer, and the least room a read makes.
+const READ_CHUNK: usize = 16 << 10;
+
 /// Accepts connections until the runtime stops.
 pub(crate) async fn accept(listener: TcpListener, broker: Arc<Broker>) {
     let open = Connections::new(broker.config.limits.max_connections);
@@ -37,7 +40,7 @@ async fn connection(mut stream: TcpStream, broker: &Arc<Broker>, slot: Slot) -> 
     let host = stream
         .peer_addr()
         .map_or_else(|_| "/unknown".to_string(), |a| format!("/{}", a.ip()));
-    let mut buf = BytesMut::with_capacity(64 << 10);
+    let mut buf = BytesMut::with_capacity(READ_CHUNK);
     let mut client = Client {
         host: &host,
         sasl: Default::default(),
@@ -55,16 +58,20 @@ async fn connection(mut stream: TcpStream, broker: &Arc<Broker>, slot: Slot) -> 
                 // (usually nothing, or the start of the next request) a buffer of its own, so
                 // the frame's bytes have one owner and a Produce request's batches can be
                 // appended in place, not copied first.
-                let mut rest = BytesMut::with_capacity(buf.len().max(64 << 10));
+                let mut rest = BytesMut::with_capacity(buf.len().max(READ_CHUNK));
                 rest.extend_from_slice(&buf);
                 buf = rest;
             }
             slot.busy(true);
             match answer(frame.freeze(), broker, &mut client).await {
                 Reply::Frame(out) => stream.write_all(&out).await?,
-                // A failed authentication: the client hears why, then the connection ends.
-                Reply::FrameThenClose(out) => {
-                    stream.write_all(&out).await?;
+                // A failed authentication: after Kafka's delay, the client hears why, then the
+                // connection ends.
+                Reply::FailedAuthentication(out) => {
+                    tokio::time::sleep(crate::auth_failures::FAILED_AUTHENTICATION_DELAY).await;
+                    if let Some(out) = out {
+                        stream.write_all(&out).await?;
+                    }
                     return Ok(());
                 }
                 Reply::Nothing => {}
@@ -73,8 +80,7 @@ async fn connection(mut stream: TcpStream, broker: &Arc<Broker>, slot: Slot) -> 
             slot.busy(false);
             deadline = tokio::time::Instant::now() + idle;
         }
-        let want = bytes_wanted(&buf, frame_limit(broker, &client)).clamp(1, 1 << 20);
-        buf.reserve(want);
+        buf.reserve(read_room(buf.len(), bytes_wanted(&buf, frame_limit(broker, &client))));
         let read = tokio::select! {
             // Closed to make room for a new connection.
             () = slot.closed() => return Ok(()),
@@ -90,6 +96,15 @@ async fn connection(mut stream: TcpStream, broker: &Arc<Broker>, slot: Slot) -> 
     }
 }
 
+/// How much room the next read makes: what the frame being read still needs, but no more than
+/// has already arrived (and at least [`READ_CHUNK`]). A client that announced a 100 MB request
+/// and sent a few bytes of it holds kilobytes, not the megabyte a read used to make room for
+/// (5 GB at the 5,000-connection cap); a large request that really arrives doubles its buffer
+/// as it comes, a few reads per megabyte.
+fn read_room(buffered: usize, wanted: usize) -> usize {
+    wanted.clamp(1, buffered.max(READ_CHUNK))
+}
+
 /// The largest frame a connection may send now: `socket.request.max.bytes`, or — on a SASL
 /// listener, before the client authenticated — Kafka's `sasl.server.max.receive.size` (512 KiB),
 /// so that nobody unauthenticated makes the lab hold a large request.
@@ -100,5 +115,28 @@ fn frame_limit(broker: &Broker, client: &Client<'_>) -> usize {
             max.min(crate::sasl::MAX_UNAUTHENTICATED_FRAME)
         }
         _ => max,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_half_sent_request_holds_what_arrived_not_what_it_announced() {
+        // A 100 MB request announced, its size (4 bytes) arrived: one chunk.
+        assert_eq!(read_room(4, 100 << 20), READ_CHUNK);
+        // What arrives doubles the room, never more than the frame still needs.
+        assert_eq!(read_room(1 << 20, 99 << 20), 1 << 20);
+        assert_eq!(read_room(1 << 20, 300), 300);
+        // A read always makes some room.
+        assert_eq!(read_room(0, 0), 1);
+        // From the announcement to the whole frame, the buffer stays within twice what came.
+        let (total, mut buffered, mut capacity) = (100usize << 20, 4usize, READ_CHUNK);
+        while buffered < total {
+            capacity = capacity.max(buffered + read_room(buffered, total - buffered));
+            assert!(capacity <= 2 * buffered.max(READ_CHUNK), "{capacity} for {buffered}");
+            buffered = capacity; // the read filled the room
+        }
     }
 }

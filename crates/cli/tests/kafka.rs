@@ -1453,8 +1453,37 @@ fn a_sasl_listener_serves_only_who_authenticates() {
     let token = b"\0ada\0guess";
     let mut bare = (token.len() as u32).to_be_bytes().to_vec();
     bare.extend_from_slice(token);
+    let sent = std::time::Instant::now();
     s.write_all(&bare).expect("token");
     assert!(closed(&mut s));
+    // Not at once: after Kafka's connection.failed.authentication.delay.ms (100 ms).
+    assert!(
+        sent.elapsed() >= std::time::Duration::from_millis(100),
+        "closed after {:?}",
+        sent.elapsed()
+    );
+    // A password-guessing loop on 30 connections at once: each guess waits its 100 ms, and the
+    // log says a few of them and then counts the rest instead of writing a line per guess.
+    let guesses: Vec<_> = (0..30)
+        .map(|_| {
+            let mut s = connect();
+            let bare = bare.clone();
+            let handshake = request(17, 0, 1, "guesser", b"\x00\x05PLAIN");
+            std::thread::spawn(move || {
+                s.write_all(&handshake).expect("handshake");
+                let mut size = [0u8; 4];
+                s.read_exact(&mut size).expect("an answer");
+                let mut rest = vec![0u8; u32::from_be_bytes(size) as usize];
+                s.read_exact(&mut rest).expect("its bytes");
+                s.write_all(&bare).expect("token");
+                let mut buf = [0u8; 16];
+                s.read(&mut buf).expect("closed, not timed out") == 0
+            })
+        })
+        .collect();
+    for g in guesses {
+        assert!(g.join().expect("a guess"), "closed");
+    }
 
     // Before authenticating, a frame over Kafka's sasl.server.max.receive.size (512 KiB) is
     // refused on its size alone, with nothing allocated for it.
@@ -1559,4 +1588,12 @@ fn a_sasl_listener_serves_only_who_authenticates() {
         "{log}"
     );
     assert!(!log.contains("s3cret"), "no password in the log: {log}");
+    let written = log
+        .lines()
+        .filter(|l| l.contains("failed SASL/PLAIN authentication: "))
+        .count();
+    assert!(
+        written < 30 && log.contains("further ones are counted"),
+        "{written} failures written one by one: {log}"
+    );
 }
