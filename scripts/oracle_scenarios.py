@@ -283,6 +283,20 @@ def child_main():
                 else:
                     state["pending_errors"].append(m.error().name())
 
+    def seek_once_started(c, tp):
+        """librdkafka refuses a seek (_STATE) on a partition it has not started fetching: right
+        after the assignment, while it still looks the committed offset up. Tried again, the
+        consumer's callbacks served meanwhile, until the partition has started."""
+        deadline = time.time() + 10
+        while True:
+            try:
+                c.seek(tp)
+                return
+            except KafkaException as e:
+                if e.args[0].code() != KafkaError._STATE or time.time() >= deadline:
+                    raise
+                serve(c, 0.1, lambda: False)
+
     debug = os.environ.get("ORACLE_DEBUG")
     for raw in sys.stdin:
         if debug:
@@ -378,7 +392,7 @@ def child_main():
                     offset = found.offset if found.offset >= 0 else OFFSET_END
                 else:
                     offset = to
-                c.seek(TopicPartition(t, p, offset))
+                seek_once_started(c, TopicPartition(t, p, offset))
                 state["eof"].pop((t, p), None)
                 if offset >= 0:
                     state["sought"][(t, p)] = offset

@@ -401,8 +401,7 @@ impl Agent {
     /// dropped, and its position is where the next record comes from.
     fn seek(&mut self, wanted: &[PartitionOffset]) -> rdkafka::error::KafkaResult<Reply> {
         for o in wanted {
-            self.consumer
-                .seek(&o.topic, o.partition, Offset::Offset(o.offset), SEEK)?;
+            self.seek_once_started(o)?;
             self.early
                 .retain(|r| !(r.topic == o.topic && r.partition == o.partition));
             self.reached.insert((o.topic.clone(), o.partition), o.offset);
@@ -411,6 +410,26 @@ impl Agent {
         Ok(Reply::Sought {
             offsets: wanted.to_vec(),
         })
+    }
+
+    /// librdkafka refuses a seek ("Erroneous state") on a partition it has not started
+    /// fetching: right after the assignment, while it still looks the committed offset up. Tried
+    /// again, the client's events served meanwhile (its partitions paused), for up to [`SEEK`].
+    fn seek_once_started(&mut self, o: &PartitionOffset) -> rdkafka::error::KafkaResult<()> {
+        let deadline = Instant::now() + SEEK;
+        loop {
+            match self
+                .consumer
+                .seek(&o.topic, o.partition, Offset::Offset(o.offset), SEEK)
+            {
+                Err(rdkafka::error::KafkaError::Seek(m))
+                    if m.contains("Erroneous state") && Instant::now() < deadline =>
+                {
+                    self.serve(STEP);
+                }
+                done => return done,
+            }
+        }
     }
 
     /// With `auto.offset.reset=none`, the first partition of its assignment that has no
