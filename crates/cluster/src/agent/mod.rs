@@ -51,6 +51,7 @@ pub fn run(
                 .collect(),
         ),
         holding: std::sync::atomic::AtomicBool::new(true),
+        rebalanced: std::sync::atomic::AtomicU64::new(0),
     };
     let created = Instant::now();
     let consumer: BaseConsumer<StartAt> = config.create_with_context(starts)?;
@@ -138,9 +139,15 @@ struct StartAt {
     /// waited out there, not inside the scenario's first poll), and nothing is fetched — or
     /// stored for an auto-commit — before the scenario polls.
     holding: std::sync::atomic::AtomicBool,
+    /// How many assignments and revocations the client has called back with.
+    rebalanced: std::sync::atomic::AtomicU64,
 }
 
 impl StartAt {
+    fn rebalances(&self) -> u64 {
+        self.rebalanced.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     fn starts(&self) -> BTreeMap<(String, i32), i64> {
         self.offsets
             .lock()
@@ -154,6 +161,7 @@ impl ClientContext for StartAt {}
 impl ConsumerContext for StartAt {
     fn rebalance(&self, consumer: &BaseConsumer<Self>, err: RDKafkaRespErr, tpl: &mut TopicPartitionList) {
         let cooperative = matches!(consumer.rebalance_protocol(), RebalanceProtocol::Cooperative);
+        self.rebalanced.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let done: KafkaResult<()> = match err {
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
                 let partitions: Vec<(String, i32)> = tpl
@@ -206,8 +214,8 @@ struct Agent {
     reset: String,
     /// Partitions whose start by `auto.offset.reset=latest` was waited for.
     settled: BTreeSet<(String, i32)>,
-    /// Where a seek put a partition, until a record at or past it comes ([`polling::admitted`]).
-    sought: BTreeMap<(String, i32), i64>,
+    /// The partitions a seek moved since the last rebalance ([`polling::admitted`]).
+    sought: BTreeMap<(String, i32), polling::Sought>,
     /// A read-process-write application's transactional producer, and whether it has a
     /// transaction open.
     producer: Option<BaseProducer>,
@@ -405,7 +413,14 @@ impl Agent {
             self.early
                 .retain(|r| !(r.topic == o.topic && r.partition == o.partition));
             self.reached.insert((o.topic.clone(), o.partition), o.offset);
-            self.sought.insert((o.topic.clone(), o.partition), o.offset);
+            let rebalances = self.consumer.context().rebalances();
+            self.sought.insert(
+                (o.topic.clone(), o.partition),
+                polling::Sought {
+                    next: o.offset,
+                    rebalances,
+                },
+            );
         }
         Ok(Reply::Sought {
             offsets: wanted.to_vec(),

@@ -5,10 +5,10 @@
 //! transactions, seeks) are one client call each and stay in `mod.rs`; this is the part that
 //! waits on the client's queue.
 
-use super::{Agent, StartAt, LEADER_CHECK, SEEK, WATERMARKS};
-use rdkafka::consumer::BaseConsumer;
+use super::{Agent, StartAt, LEADER_CHECK, WATERMARKS};
 use crate::protocol::{Delivered, Reply};
 use offsetlab_records::RecordBytes;
+use rdkafka::consumer::BaseConsumer;
 use rdkafka::consumer::Consumer;
 use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
@@ -367,31 +367,40 @@ pub(super) const STEP: Duration = Duration::from_millis(50);
 /// How long a consumer that holds its partitions and found nothing waits before saying so.
 pub(super) const SETTLE: Duration = Duration::from_millis(1000);
 
-/// The record the client handed out, unless it comes from before where a seek put its
-/// partition. librdkafka looks a newly assigned partition's committed offset up asynchronously
+/// The record the client handed out, unless a seek since the last rebalance put its partition
+/// past it. librdkafka looks a newly assigned partition's committed offset up asynchronously
 /// and starts fetching from it (or from `auto.offset.reset`) when the answer comes — after a
 /// seek made meanwhile, which it then overrides: `seek c1 to=@1s` right after the consumer
-/// joined, then records from offset 0 (seen one oracle run in a few). Such a record is dropped
-/// and the seek made again, as an application seeking right after its assignment must with
-/// this client; the first record at or past the seek's offset ends the watch.
+/// joined, then records from offset 0 (one oracle run in a few). So after a seek, a record
+/// before the partition's next offset (the seek's, then one past each record handed out) is
+/// such a late start's, or a repeat of one, and is dropped; what the late start fetches from
+/// the seek's offset on is what the seek would have fetched. A rebalance ends the watch: the
+/// partition then starts afresh from its committed offset.
 pub(super) fn admitted(
-    sought: &mut BTreeMap<(String, i32), i64>,
+    sought: &mut BTreeMap<(String, i32), Sought>,
     consumer: &BaseConsumer<StartAt>,
     m: &rdkafka::message::BorrowedMessage<'_>,
 ) -> Option<Delivered> {
     let key = (m.topic().to_string(), m.partition());
-    match sought.get(&key) {
-        Some(&at) if m.offset() < at => {
-            // A failed seek leaves the late start's position; the next stale record tries again.
-            let _ = consumer.seek(m.topic(), m.partition(), Offset::Offset(at), SEEK);
-            return None;
-        }
-        Some(_) => {
+    let rebalances = consumer.context().rebalances();
+    if let Some(s) = sought.get_mut(&key) {
+        if s.rebalances != rebalances {
             sought.remove(&key);
+        } else if m.offset() < s.next {
+            return None;
+        } else {
+            s.next = m.offset() + 1;
         }
-        None => {}
     }
     Some(delivered(m))
+}
+
+/// A partition a seek moved: the offset the next record it hands out must be at least, and the
+/// client's rebalance count when the seek was made.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Sought {
+    pub(super) next: i64,
+    pub(super) rebalances: u64,
 }
 
 pub(super) fn delivered(m: &rdkafka::message::BorrowedMessage<'_>) -> Delivered {
