@@ -327,8 +327,9 @@ impl OffsetStore {
     /// Compacts the closed segments: keeps only the latest record per key. Tombstones are kept
     /// (Kafka drops them after `delete.retention.ms`). Returns how many records were removed.
     /// A clean close of the topic's log.
-    pub(crate) fn close(&mut self) -> Result<(), String> {
-        self.log.close()
+    /// Its log, for [`crate::lab::Lab::logs_to_close`].
+    pub(crate) fn log_mut(&mut self) -> &mut (dyn PartitionLog + 'static) {
+        self.log.as_mut()
     }
 
     pub fn compact(&mut self, now: Millis) -> crate::log::Cleaned {

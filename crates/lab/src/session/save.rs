@@ -1,6 +1,7 @@
 //! Saving the lab after a change: the history's new lines, then the snapshot — at once, or after the fsync under `--flush always` ([`PendingSave`]).
 
 use super::*;
+use offsetlab_engine::log::PartitionLog;
 use offsetlab_storage::lock;
 
 /// A save that must wait for the logs (`--flush always`): the serialized lab, written once every
@@ -200,12 +201,53 @@ impl Session {
             // Not saved, not marked clean: the next start recovers from the files.
             return Err(storage(why));
         }
-        self.lab.close_logs()?;
+        close_in_parallel(self.lab.logs_to_close())?;
         self.persist()?;
         FileStore::mark_clean(&g.dir.join("logs")).map_err(storage)?;
         // Closed means closed: a request that still held the session (a server stopping with a
         // request in flight) changes nothing the clean marker would then belie.
         self.broken = Some("the lab was closed (the server is stopping, or the lab was put away)".into());
         Ok(())
+    }
+}
+
+/// How many threads close a durable lab's logs.
+const CLOSING_THREADS: usize = 8;
+
+/// Closes every log, spread over [`CLOSING_THREADS`] threads: each close is an fsync or more
+/// (segments, snapshot, recovery point, directory), bound by the disk's latency, not the CPU —
+/// so several in flight at once take a fraction of the time one after the other does (a
+/// 10,000-partition lab took over 20 s to stop). The first failure is returned; the other
+/// logs are still closed.
+fn close_in_parallel(logs: Vec<&mut (dyn PartitionLog + 'static)>) -> Result<(), LabError> {
+    let per_thread = logs.len().div_ceil(CLOSING_THREADS).max(1);
+    let mut chunks: Vec<Vec<&mut (dyn PartitionLog + 'static)>> = Vec::new();
+    let mut logs = logs.into_iter().peekable();
+    while logs.peek().is_some() {
+        chunks.push(logs.by_ref().take(per_thread).collect());
+    }
+    let failures: Vec<String> = std::thread::scope(|scope| {
+        let handles: Vec<_> = chunks
+            .into_iter()
+            .map(|chunk| {
+                scope.spawn(move || {
+                    chunk
+                        .into_iter()
+                        .filter_map(|log| log.close().err())
+                        .collect::<Vec<String>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| vec!["a thread closing logs panicked".to_string()])
+            })
+            .collect()
+    });
+    match failures.into_iter().next() {
+        Some(why) => Err(LabError::storage(why)),
+        None => Ok(()),
     }
 }

@@ -756,3 +756,36 @@ fn share_groups_survive_a_restart_and_an_export() {
     let replayed = Session::new(SinkBackend::Memory, &export).expect("the export replays");
     assert_eq!(replayed.lab().share(), &share, "replayed");
 }
+
+/// A clean close reaches every log — closed on several threads — so each writes what lets the
+/// next start skip its recovery, and the lab restores whole.
+#[test]
+fn a_clean_close_closes_every_log() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut s = Session::new(
+        durable(dir.path()),
+        "topic wide partitions=40\nproduce wide count=100\n",
+    )
+    .expect("lab");
+    s.save().expect("saved");
+    let export = s.export();
+    let logs = s.generation_dir().expect("durable").join("logs");
+    s.close().expect("closed");
+    let mut recovery_points = 0;
+    let mut dirs = vec![logs];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).expect("read").flatten() {
+            if e.path().is_dir() {
+                dirs.push(e.path());
+            } else if e.file_name() == "recovery-point" {
+                recovery_points += 1;
+            }
+        }
+    }
+    assert_eq!(recovery_points, 41, "40 partitions and __consumer_offsets");
+    drop(s);
+    let (restored, _) = Session::restore(dir.path(), FlushPolicy::Never)
+        .expect("restores")
+        .expect("a lab");
+    assert_eq!(restored.export(), export);
+}
