@@ -106,8 +106,14 @@ fn read_offset_file(path: &Path) -> Option<Offset> {
 }
 
 /// Writes a small file atomically: a temporary file, synced, renamed over the old one.
+/// Replaces the file at `path` with `bytes`, synced — but not its directory: the caller syncs
+/// the directory once for every file it replaced there (a clean close replaces two files per
+/// partition; a directory sync each made six fsyncs a partition where four do).
 fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    crate::write_atomically(path, bytes, true)
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes)?;
+    std::fs::File::open(&tmp)?.sync_all()?;
+    std::fs::rename(&tmp, path)
 }
 
 fn sync_dir(dir: &Path) -> io::Result<()> {
