@@ -7,6 +7,7 @@
 
 use crate::clock::Millis;
 use crate::delivery::DeliveryReason;
+use crate::group::{GroupProtocol, ServerAssignor};
 use crate::record::{Offset, Record, TopicPartition};
 use crate::sink::SinkKind;
 use crate::strategy::{AutoOffsetReset, CommitStrategy};
@@ -51,6 +52,12 @@ pub struct ConsumerConfig {
     pub output: Option<String>,
     /// `transaction.timeout.ms` of that producer.
     pub transaction_timeout_ms: Millis,
+    /// `group.protocol`: classic (JoinGroup/SyncGroup) or Kafka 4's consumer protocol (KIP-848).
+    #[serde(default)]
+    pub group_protocol: GroupProtocol,
+    /// `group.remote.assignor`: the coordinator's assignor a consumer-protocol member asks for.
+    #[serde(default)]
+    pub remote_assignor: ServerAssignor,
 }
 
 impl ConsumerConfig {
@@ -73,6 +80,8 @@ impl ConsumerConfig {
             isolation: IsolationLevel::ReadUncommitted,
             output: None,
             transaction_timeout_ms: DEFAULT_TRANSACTION_TIMEOUT_MS,
+            group_protocol: GroupProtocol::Classic,
+            remote_assignor: ServerAssignor::Uniform,
         }
     }
 
@@ -211,6 +220,10 @@ pub struct Consumer {
     /// application with its messages).
     #[serde(default)]
     pub pending_error: Option<String>,
+    /// Consumer protocol: partitions the coordinator asked this member to revoke; its next
+    /// `poll()` runs the revoke callback for them and the heartbeat after acknowledges it.
+    #[serde(default)]
+    pub revoking: std::collections::BTreeSet<TopicPartition>,
 }
 
 impl Consumer {
@@ -228,6 +241,7 @@ impl Consumer {
             last_poll_at: 0,
             last_poll: Vec::new(),
             pending_error: None,
+            revoking: Default::default(),
         }
     }
 
@@ -253,6 +267,7 @@ impl Consumer {
         self.poll_cursor = 0;
         self.last_poll.clear();
         self.pending_error = None;
+        self.revoking.clear();
     }
 
     /// In-flight records of `tp` below `offset`: what a commit up to `offset` would skip if the

@@ -115,6 +115,10 @@ pub enum LabError {
     /// A group id used by a group of the other type (a consumer group's id for a share group).
     #[error("INCONSISTENT_GROUP_PROTOCOL: {0}")]
     InconsistentGroupProtocol(String),
+    /// Consumer protocol: a static member's new process heartbeats with a `group.instance.id`
+    /// whose previous process never sent its static leave (it crashed) and is still a member.
+    #[error("UNRELEASED_INSTANCE_ID: {0}")]
+    UnreleasedInstanceId(String),
 }
 
 impl LabError {
@@ -144,6 +148,7 @@ impl LabError {
             Self::InvalidRecordState(_) => "INVALID_RECORD_STATE",
             Self::InvalidConfig(_) => "INVALID_CONFIG",
             Self::InconsistentGroupProtocol(_) => "INCONSISTENT_GROUP_PROTOCOL",
+            Self::UnreleasedInstanceId(_) => "UNRELEASED_INSTANCE_ID",
             Self::UnknownConsumer(_)
             | Self::ConsumerExists(_)
             | Self::InvalidArgument(_)

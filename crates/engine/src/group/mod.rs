@@ -16,7 +16,12 @@ use crate::sink::{Sink, SinkKind};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
+mod consumer_group;
 mod protocol;
+pub use consumer_group::{
+    ConsumerGroup, ConsumerGroupMember, EpochFenced, GroupProtocol, MemberState, Reconciled, ServerAssignor,
+    CONSUMER_HEARTBEAT_INTERVAL_MS, CONSUMER_SESSION_TIMEOUT_MS,
+};
 pub use protocol::{check_commit, Fenced, GroupState};
 
 /// A member of a group: one incarnation of a consumer.
@@ -121,6 +126,10 @@ pub struct Group {
     /// in-memory stand-in (they never write to a lab sink): a client that makes a thousand
     /// groups must not hold a thousand databases open. The first lab consumer opens the real one.
     pub sink_opened: bool,
+    /// `Some` while the group speaks Kafka 4's consumer protocol (KIP-848): its epochs, target
+    /// assignment and the reconciliation state of each member. `members` and `owners` stay the
+    /// membership and who owns what (assigned or being revoked), for every figure that reads them.
+    pub consumer: Option<ConsumerGroup>,
 }
 
 impl Group {
@@ -140,6 +149,7 @@ impl Group {
             external: None,
             dead: false,
             sink_opened: true,
+            consumer: None,
         }
     }
 
@@ -166,6 +176,8 @@ impl Group {
     pub fn state_name(&self) -> &'static str {
         if self.dead && !self.has_members() {
             "Dead"
+        } else if let Some(c) = &self.consumer {
+            c.state_name()
         } else {
             self.state().name()
         }
@@ -183,8 +195,18 @@ impl Group {
     pub fn protocol_type(&self) -> &str {
         match &self.external {
             Some(e) => &e.protocol_type,
+            None if self.consumer.is_some() => "consumer",
             None if self.offsets_only() => "",
             None => "consumer",
+        }
+    }
+
+    /// The group's protocol: `consumer` for a KIP-848 group, else `classic`.
+    pub fn protocol(&self) -> GroupProtocol {
+        if self.consumer.is_some() {
+            GroupProtocol::Consumer
+        } else {
+            GroupProtocol::Classic
         }
     }
 

@@ -4,7 +4,7 @@
 use super::Lab;
 use crate::consumer::PendingCommit;
 use crate::error::LabError;
-use crate::group::{check_commit, Fenced};
+use crate::group::{check_commit, EpochFenced, Fenced};
 use crate::narrative::EventKind;
 use crate::offsets::{OffsetAndMetadata, OffsetKey};
 use crate::record::{Offset, TopicPartition};
@@ -167,6 +167,22 @@ impl Lab {
         let Some(g) = self.groups.get(&group) else {
             return false;
         };
+        if let Some(cg) = &g.consumer {
+            let why = match cg.check_commit(&member, generation) {
+                Ok(()) => return true,
+                Err(EpochFenced::UnknownMember) => format!(
+                    "commit from {member} rejected with UNKNOWN_MEMBER_ID: consumer group {group} has no such member (the zombie is fenced)"
+                ),
+                Err(EpochFenced::StaleMemberEpoch { current }) => format!(
+                    "commit from {member} rejected with STALE_MEMBER_EPOCH: it carries member epoch {generation}, the member is at epoch {current} in group {group}"
+                ),
+                Err(EpochFenced::IllegalGeneration { current }) => format!(
+                    "commit from {member} rejected with ILLEGAL_GENERATION: a classic member of consumer group {group}, at generation {current}, not {generation}"
+                ),
+            };
+            self.say(EventKind::Refused, why);
+            return false;
+        }
         let why = match check_commit(g.state(), g.is_member(&member), generation, g.generation) {
             Ok(()) => return true,
             Err(Fenced::UnknownMember) => format!(

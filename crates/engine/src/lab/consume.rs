@@ -50,6 +50,9 @@ impl Lab {
         if self.rejoin_if_needed(name)? {
             return Ok(0);
         }
+        if self.reconcile_in_poll(name)? {
+            return Ok(0);
+        }
         let c = self.consumer(name)?;
         let cfg = c.config.clone();
         let member = c.member_id();

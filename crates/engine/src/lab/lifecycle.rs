@@ -185,7 +185,17 @@ impl Lab {
         let member = c.member_id();
         c.wipe_memory();
         c.state = ConsumerState::Crashed { at: now };
-        let expires = now.saturating_add(timeout);
+        // Under the consumer protocol the broker's session timeout counts from the member's
+        // last heartbeat (every 5 s), not from the crash.
+        let (expires, setting) = match self.consumer_session_expiry(&group, &member) {
+            Some(at) => (at, "group.consumer.session.timeout.ms"),
+            None => (now.saturating_add(timeout), "session.timeout.ms"),
+        };
+        let timeout = if setting == "session.timeout.ms" {
+            timeout
+        } else {
+            crate::group::CONSUMER_SESSION_TIMEOUT_MS
+        };
         if let Some(g) = self.groups.get_mut(&group) {
             if let Some(m) = g.members.iter_mut().find(|m| m.id == member) {
                 m.expires_at = Some(expires);
@@ -201,7 +211,7 @@ impl Lab {
         self.say(
             EventKind::Crash,
             format!(
-                "{member} crashed (kill -9) and lost {}. It sent no LeaveGroup: group {group} keeps it as a member, its partitions stalled, until session.timeout.ms ({}) passes without a heartbeat, at {}",
+                "{member} crashed (kill -9) and lost {}. It sent no LeaveGroup: group {group} keeps it as a member, its partitions stalled, until {setting} ({}) passes without a heartbeat, at {}",
                 lost.join(", "),
                 format_duration(timeout),
                 format_instant(expires)
@@ -226,6 +236,7 @@ impl Lab {
             });
         }
         let group = c.config.group.clone();
+        self.check_instance_released(name)?;
         let c = self.consumer_mut(name)?;
         c.incarnation += 1;
         c.state = ConsumerState::Running;
@@ -291,7 +302,13 @@ impl Lab {
                 r.rejoined.insert(member.clone());
             }
         }
-        let generation = g.generation;
+        let mut generation = g.generation;
+        let mut mine = mine;
+        if let Some((epoch, taken)) = self.replace_static_member(group, &old, &member) {
+            // Consumer protocol: the member epoch and assignment carry over, no new group epoch.
+            generation = epoch;
+            mine = taken;
+        }
         let c = self.consumer_mut(name)?;
         c.generation = generation;
         c.last_poll_at = now;
@@ -343,6 +360,12 @@ impl Lab {
         let timeout = c.config.session_timeout_ms;
         if c.config.group_instance_id.is_some() {
             // A static member's close sends no LeaveGroup: it expects to be back soon.
+            let timeout = match self.groups.get(&group).and_then(|g| g.consumer.as_ref()) {
+                Some(cg) if cg.members.get(&member).is_some_and(|m| !m.classic) => {
+                    crate::group::CONSUMER_SESSION_TIMEOUT_MS
+                }
+                _ => timeout,
+            };
             let expires = self.now().saturating_add(timeout);
             if let Some(m) = self
                 .groups

@@ -52,6 +52,10 @@ impl Lab {
             cooperative: c.config.assignor == crate::consumer::Assignor::CooperativeSticky,
         };
         let id = member.id.clone();
+        let consumer_protocol = c.config.group_protocol == crate::group::GroupProtocol::Consumer;
+        if !consumer_protocol {
+            self.classic_join_replaces_empty_consumer_group(group);
+        }
         let g = self
             .groups
             .get_mut(group)
@@ -61,6 +65,9 @@ impl Lab {
         }
         g.empty_since = None;
         g.dead = false;
+        if consumer_protocol || g.consumer.is_some() {
+            return self.join_consumer_group(name, group, member);
+        }
         g.members.push(member);
         self.request_rebalance(group, &format!("{id} joined"));
         if let Some(r) = self.groups.get_mut(group).and_then(|g| g.rebalance.as_mut()) {
@@ -78,6 +85,9 @@ impl Lab {
             // LeaveGroup from a member the coordinator already removed (a fenced zombie):
             // UNKNOWN_MEMBER_ID, and nothing changes.
             return Ok(());
+        }
+        if g.consumer.is_some() {
+            return self.leave_consumer_group(group, member_id, how);
         }
         g.members.retain(|m| m.id != member_id);
         if let Some(r) = g.rebalance.as_mut() {
@@ -300,7 +310,7 @@ impl Lab {
                 .get(&owner)
                 .is_some_and(|c| c.is_running() && c.member_id() == old)
             {
-                self.revoke_some(&owner, &tps)?;
+                self.revoke_some(&owner, &tps, "cooperative")?;
             }
         }
         Ok(kept)
@@ -398,7 +408,8 @@ impl Lab {
 
     /// The cooperative revoke: the hook commits what the strategy commits, for `tps` only, then
     /// the consumer drops those partitions and their in-flight records.
-    fn revoke_some(&mut self, name: &str, tps: &[TopicPartition]) -> Result<(), LabError> {
+    /// `how` names the protocol in the narrative (`cooperative`, `consumer protocol`, `eager`).
+    pub(crate) fn revoke_some(&mut self, name: &str, tps: &[TopicPartition], how: &str) -> Result<(), LabError> {
         let c = self.consumer(name)?;
         let source = c.config.strategy.rules().at_revoke(c.config.commit_on_revoke);
         let member = c.member_id();
@@ -435,7 +446,7 @@ impl Lab {
         self.say(
             EventKind::Group,
             format!(
-                "{member} revokes {} (cooperative){}",
+                "{member} revokes {} ({how}){}",
                 list.join(", "),
                 if dropped > 0 {
                     format!("; {dropped} polled record(s) of them dropped unprocessed")

@@ -9,6 +9,7 @@
 
 mod commit;
 mod consume;
+mod consumer_protocol;
 mod deletion;
 mod external;
 mod group_metadata;

@@ -85,6 +85,9 @@ struct GroupSnapshot {
     /// Older snapshots opened every group's sink.
     #[serde(default = "opened")]
     sink_opened: bool,
+    /// A consumer-protocol group's coordinator state (KIP-848; older snapshots: none).
+    #[serde(default)]
+    consumer: Option<crate::group::ConsumerGroup>,
 }
 
 fn opened() -> bool {
@@ -149,6 +152,7 @@ impl Lab {
                     external: g.external.clone(),
                     dead: g.dead,
                     sink_opened: g.sink_opened,
+                    consumer: g.consumer.clone(),
                 })
                 .collect(),
             consumers: self.consumers.clone(),
@@ -317,6 +321,7 @@ fn reopen_group(g: GroupSnapshot, sinks: &mut dyn SinkFactory) -> Result<Group, 
     group.external = g.external;
     group.dead = g.dead;
     group.sink_opened = g.sink_opened;
+    group.consumer = g.consumer;
     Ok(group)
 }
 

@@ -207,6 +207,7 @@ impl Lab {
             self.next_offset_expiry(),
             self.next_transaction_timeout(),
             self.next_share_timer(),
+            self.next_useful_heartbeat(),
         ]
         .into_iter()
         .flatten()
@@ -306,7 +307,12 @@ impl Lab {
             return Firing::Nothing;
         }
         match self.groups.get(group) {
-            Some(g) if g.is_member(&c.member_id()) && g.generation == c.generation => Firing::Writes,
+            Some(g) if g.consumer.as_ref().is_some_and(|cg| cg.check_commit(&c.member_id(), c.generation).is_ok()) => {
+                Firing::Writes
+            }
+            Some(g) if g.consumer.is_none() && g.is_member(&c.member_id()) && g.generation == c.generation => {
+                Firing::Writes
+            }
             Some(_) => Firing::Refused,
             // No group to ask: the commit goes nowhere, and says nothing (as `accepts_commit`).
             None => Firing::Nothing,
@@ -335,6 +341,7 @@ impl Lab {
                 }
             }
         }
+        self.fire_heartbeats(now)?;
         self.expire_sessions(now)?;
         self.expire_poll_intervals(now)?;
         self.expire_offsets(now);
