@@ -9,6 +9,7 @@
 
 mod commit;
 mod consume;
+mod consumer_group_view;
 mod consumer_protocol;
 mod deletion;
 mod external;
@@ -27,6 +28,7 @@ mod transactions;
 mod view;
 
 pub use consume::SeekTarget;
+pub use consumer_group_view::{ConsumerGroupMemberView, ConsumerGroupView};
 pub use reset::{ResetPlan, ResetRow, ResetSpec};
 pub use share_view::{
     HeldRecordView, ShareAuditView, ShareConsumerView, ShareGroupView, ShareMemberView, SharePartitionView,

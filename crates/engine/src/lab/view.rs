@@ -188,6 +188,11 @@ pub struct GroupView {
     pub sink: SinkView,
     pub audit: AuditView,
     pub partitions: Vec<PartitionView>,
+    /// `classic` or `consumer` (Kafka 4's consumer group protocol, KIP-848).
+    pub protocol: crate::group::GroupProtocol,
+    /// A consumer-protocol group's epochs and each member's reconciliation; `None` for a
+    /// classic group.
+    pub consumer_group: Option<super::ConsumerGroupView>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -214,6 +219,12 @@ pub struct ConsumerView {
     pub pending_async_commits: usize,
     /// Milliseconds until the librdkafka auto-commit timer fires (auto-timer only).
     pub auto_commit_due_in_ms: Option<Millis>,
+    /// `group.protocol` and, under the consumer protocol, `group.remote.assignor`.
+    pub group_protocol: crate::group::GroupProtocol,
+    pub remote_assignor: crate::group::ServerAssignor,
+    /// Consumer protocol: partitions the coordinator asked it to revoke, which its next poll
+    /// gives up.
+    pub revoking: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -297,6 +308,9 @@ impl Lab {
                 .then_some(c.next_auto_commit)
                 .flatten()
                 .map(|t| t - self.now()),
+            group_protocol: c.config.group_protocol,
+            remote_assignor: c.config.remote_assignor,
+            revoking: c.revoking.iter().map(ToString::to_string).collect(),
         }
     }
 
@@ -360,6 +374,8 @@ impl Lab {
             },
             isolation: self.group_isolation(name),
             partitions,
+            protocol: g.protocol(),
+            consumer_group: self.consumer_group_view(name),
         })
     }
 
