@@ -257,12 +257,12 @@ test('the quiz keeps a score, its answers are of even length, each linked to the
     const [a, b] = q.options.map((o) => o.length);
     assert.ok(Math.max(a, b) <= 1.25 * Math.min(a, b), `${q.legend}: answers of ${a} and ${b} characters`);
   }
-  assert.match(await page.textContent('#learn-quiz .quiz-score'), /Score: 0 of 11/);
+  assert.match(await page.textContent('#learn-quiz .quiz-score'), /Score: 0 of 12/);
   // Answer every question with its first option: the score counts the right ones.
   for (let i = 0; i < questions.length; i++) await page.check(`#learn-quiz input[name="quiz-${i}"] >> nth=0`);
   const score = await page.textContent('#learn-quiz .quiz-score');
-  const right = Number(/Score: (\d+) of 11\./.exec(score)[1]);
-  assert.ok(right > 0 && right < 11, `the first option is not always the right one (${score})`);
+  const right = Number(/Score: (\d+) of 12\./.exec(score)[1]);
+  assert.ok(right > 0 && right < 12, `the first option is not always the right one (${score})`);
   // The session-timeout question runs the lesson about crashes and session timeouts.
   const timeout = page.locator('#learn-quiz .quiz-q', { hasText: 'hands its partitions to another member' });
   assert.match(await timeout.locator('.answer button').textContent(), /Run lesson 7/);

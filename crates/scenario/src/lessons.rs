@@ -33,6 +33,7 @@ pub const LESSONS: &[Lesson] = lessons![
     "10-java-vs-librdkafka-auto-commit",
     "11-misconceptions",
     "12-share-group-acks-keep-the-log",
+    "13-one-scale-out-three-protocols",
 ];
 
 impl Lesson {

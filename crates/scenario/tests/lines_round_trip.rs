@@ -267,11 +267,18 @@ fn consumer_config() -> BoxedStrategy<ConsumerConfig> {
                 c.session_timeout_ms = session;
                 c.max_poll_interval_ms = max_poll_interval;
                 c.group_instance_id = instance;
-                c.assignor = if sticky {
-                    Assignor::CooperativeSticky
-                } else {
-                    Assignor::Range
-                };
+                // Three ways to be assigned: eager range, cooperative-sticky (classic), or the
+                // consumer protocol with the coordinator's uniform assignor.
+                match (sticky, revoke) {
+                    (true, _) => c.assignor = Assignor::CooperativeSticky,
+                    (false, true) => {
+                        c.group_protocol = offsetlab_engine::group::GroupProtocol::Consumer;
+                        if committed {
+                            c.remote_assignor = offsetlab_engine::group::ServerAssignor::Range;
+                        }
+                    }
+                    (false, false) => c.assignor = Assignor::Range,
+                }
                 c.commit_on_revoke = revoke;
                 c.async_commit_latency_ms = latency;
                 c.isolation = if committed {

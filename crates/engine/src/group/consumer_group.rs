@@ -109,13 +109,12 @@ impl ConsumerGroupMember {
         }
     }
 
-    /// Its next heartbeat at or after `now` (never at the instant of the last one sent): they
-    /// come every interval from the last one sent.
-    pub fn next_heartbeat_from(&self, now: Millis) -> Millis {
+    /// Its next heartbeat strictly after `now`: they come every interval from the last one
+    /// sent (one due at `now` itself has been sent already, before whatever happens at `now`).
+    pub fn next_heartbeat_after(&self, now: Millis) -> Millis {
         let i = CONSUMER_HEARTBEAT_INTERVAL_MS;
         let since = now.saturating_sub(self.heartbeat_at).max(0);
-        let k = ((since + i - 1) / i).max(1);
-        self.heartbeat_at.saturating_add(i.saturating_mul(k))
+        self.heartbeat_at.saturating_add(i.saturating_mul(since / i + 1))
     }
 
     /// Its last heartbeat at or before `now`: what its session counts from when it dies.

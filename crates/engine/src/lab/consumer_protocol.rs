@@ -432,17 +432,15 @@ impl Lab {
     /// change nothing are not timers (a member's session cannot expire while it runs).
     pub(crate) fn next_useful_heartbeat(&self) -> Option<crate::clock::Millis> {
         let now = self.now();
-        self.heartbeats_needed()
+        self.members_to_reconcile()
             .into_iter()
-            .map(|(_, at)| at)
-            .filter(|&at| at >= now)
+            .map(|(_, m)| m.next_heartbeat_after(now))
             .min()
     }
 
-    /// (consumer, when) for each running consumer-protocol member whose next heartbeat would
+    /// (consumer, member) for each running consumer-protocol member whose next heartbeat would
     /// reconcile it further.
-    fn heartbeats_needed(&self) -> Vec<(String, crate::clock::Millis)> {
-        let now = self.now();
+    fn members_to_reconcile(&self) -> Vec<(String, ConsumerGroupMember)> {
         let mut out = Vec::new();
         for (name, c) in &self.consumers {
             if !c.is_running() || c.config.group_protocol != GroupProtocol::Consumer {
@@ -461,18 +459,23 @@ impl Lab {
                 .reconcile(&member, &|tp| owned.contains(tp))
                 .is_some_and(|r| r.changed());
             if changes {
-                out.push((name.clone(), m.next_heartbeat_from(now)));
+                out.push((name.clone(), m.clone()));
             }
         }
         out
     }
 
-    /// Fires the heartbeats due at `now` that reconcile their member further.
-    pub(crate) fn fire_heartbeats(&mut self, now: crate::clock::Millis) -> Result<(), LabError> {
+    /// Fires the heartbeats that fall after `since` and by `now` and reconcile their member
+    /// further.
+    pub(crate) fn fire_heartbeats(
+        &mut self,
+        since: crate::clock::Millis,
+        now: crate::clock::Millis,
+    ) -> Result<(), LabError> {
         let due: Vec<String> = self
-            .heartbeats_needed()
+            .members_to_reconcile()
             .into_iter()
-            .filter(|(_, at)| *at <= now)
+            .filter(|(_, m)| m.next_heartbeat_after(since) <= now)
             .map(|(name, _)| name)
             .collect();
         for name in due {

@@ -117,8 +117,9 @@ impl Lab {
             if self.skip_steady_timer_commits(at, target) {
                 continue;
             }
+            let since = self.now();
             self.clock.advance_to(at);
-            self.fire_due(at)?;
+            self.fire_due(since, at)?;
         }
         self.clock.advance_to(target);
         self.enforce_retention();
@@ -319,7 +320,9 @@ impl Lab {
         }
     }
 
-    fn fire_due(&mut self, now: Millis) -> Result<(), LabError> {
+    /// Fires what falls due at `now`; the clock read `since` before it moved there (a heartbeat
+    /// at `since` itself already went, before whatever else happened at that instant).
+    fn fire_due(&mut self, since: Millis, now: Millis) -> Result<(), LabError> {
         let names: Vec<String> = self.consumers.keys().cloned().collect();
         for name in &names {
             let Some(c) = self.consumers.get(name) else {
@@ -341,7 +344,7 @@ impl Lab {
                 }
             }
         }
-        self.fire_heartbeats(now)?;
+        self.fire_heartbeats(since, now)?;
         self.expire_sessions(now)?;
         self.expire_poll_intervals(now)?;
         self.expire_offsets(now);

@@ -1,9 +1,13 @@
 //! `consumer NAME group=G topic=T [commit=STRATEGY] [interval=DUR] [max-poll=N]
 //! [sink=append|upsert|transactional|kafka-tx] [reset=earliest|latest|none] [session-timeout=DUR]
 //! [max-poll-interval=DUR] [assignor=range|cooperative-sticky] [instance-id=ID] [commit-on-revoke=yes|no] [async-latency=DUR]
-//! [isolation=read_uncommitted|read_committed] [sink=kafka-tx output=TOPIC [transaction-timeout=DUR]]`
+//! [isolation=read_uncommitted|read_committed] [sink=kafka-tx output=TOPIC [transaction-timeout=DUR]]
+//! [group-protocol=classic|consumer [assignor=uniform|range]]`
 //!
-//! Starts a consumer process that joins group G. The defaults are Kafka's: auto-commit on a
+//! Starts a consumer process that joins group G. With `group-protocol=consumer` (Kafka 4's
+//! consumer group protocol, KIP-848) the coordinator assigns the partitions, so `assignor` names
+//! the server-side assignor the member asks for (`group.remote.assignor`: `uniform`, the
+//! default, or `range`). The defaults are Kafka's: auto-commit on a
 //! 5 s timer, `max.poll.records=500`, `auto.offset.reset=latest`, `session.timeout.ms=45s`,
 //! `isolation.level=read_uncommitted`, `transaction.timeout.ms=60s`. With `sink=kafka-tx` the
 //! consumer is a read-process-write application: it produces each processed record to `output`
@@ -14,6 +18,7 @@ use crate::token::{Args, Quoted};
 use crate::units::{count, duration_ms};
 use offsetlab_engine::clock::format_duration;
 use offsetlab_engine::consumer::ConsumerConfig;
+use offsetlab_engine::group::{GroupProtocol, ServerAssignor};
 use offsetlab_engine::{Lab, LabError};
 use std::fmt;
 
@@ -52,7 +57,26 @@ impl StartConsumer {
         if let Some(ms) = args.parsed("max-poll-interval", positive_duration)? {
             c.max_poll_interval_ms = ms;
         }
-        if let Some(a) = args.parsed("assignor", |v| v.parse())? {
+        if let Some(p) = args.parsed("group-protocol", |v| v.parse())? {
+            c.group_protocol = p;
+        }
+        if c.group_protocol == GroupProtocol::Consumer {
+            if let Some(a) = args.parsed("assignor", |v| {
+                v.parse().map_err(|e| {
+                    format!("{e}: with group-protocol=consumer the coordinator assigns, with a server-side assignor")
+                })
+            })? {
+                c.remote_assignor = a;
+            }
+        } else if let Some(a) = args.parsed("assignor", |v| {
+            v.parse().map_err(|e| {
+                if v.parse::<ServerAssignor>().is_ok() {
+                    format!("{v} is a server-side assignor of the consumer protocol: add group-protocol=consumer")
+                } else {
+                    e
+                }
+            })
+        })? {
             c.assignor = a;
         }
         if let Some(id) = args.option("instance-id") {
@@ -128,7 +152,12 @@ impl fmt::Display for StartConsumer {
                 format_duration(c.max_poll_interval_ms)
             )?;
         }
-        if c.assignor != d.assignor {
+        if c.group_protocol == GroupProtocol::Consumer {
+            write!(f, " group-protocol={}", c.group_protocol)?;
+            if c.remote_assignor != d.remote_assignor {
+                write!(f, " assignor={}", c.remote_assignor)?;
+            }
+        } else if c.assignor != d.assignor {
             write!(f, " assignor={}", c.assignor)?;
         }
         if let Some(id) = &c.group_instance_id {

@@ -10,6 +10,13 @@
 //! `generation`, `polled` (the offsets its last poll handed over: `4..7,9`, `-` for none).
 //! Offsets that do not exist are written `-`.
 //!
+//! Kafka 4's consumer protocol (KIP-848): the group keys `group-epoch` and `group-protocol`
+//! (`classic` or `consumer`); the consumer keys `member-epoch`, `member-state` (`stable`,
+//! `unrevoked-partitions`, `unreleased-partitions`), and the partitions of its topic it is
+//! `assigned` (owns and fetches), `revoking` (must give up at its next poll) and `awaiting` (the
+//! target gives it, another member has not released) — written `0,2,5`, `-` for none
+//! (`expect_epochs.rs`).
+//!
 //! With `share-group=G` the keys are a share group's (KIP-932): `spso`, `speo`, `in-flight`
 //! (SPEO − SPSO), `acquired`, `available` (records of the window in that state), `archived`,
 //! `acquisitions`, `lost`, `duplicates`, `deliveries`, `skipped` (the audit, cumulative),
@@ -62,9 +69,16 @@ pub enum ExpectKey {
     RecordState,
     DeliveryCount,
     Owner,
+    GroupEpoch,
+    GroupProtocol,
+    MemberEpoch,
+    MemberState,
+    Assigned,
+    Revoking,
+    Awaiting,
 }
 
-const KEYS: [(&str, ExpectKey); 32] = [
+const KEYS: [(&str, ExpectKey); 39] = [
     ("lost", ExpectKey::Lost),
     ("duplicates", ExpectKey::Duplicates),
     ("duplicate-rows", ExpectKey::DuplicateRows),
@@ -97,6 +111,13 @@ const KEYS: [(&str, ExpectKey); 32] = [
     ("record-state", ExpectKey::RecordState),
     ("delivery-count", ExpectKey::DeliveryCount),
     ("owner", ExpectKey::Owner),
+    ("group-epoch", ExpectKey::GroupEpoch),
+    ("group-protocol", ExpectKey::GroupProtocol),
+    ("member-epoch", ExpectKey::MemberEpoch),
+    ("member-state", ExpectKey::MemberState),
+    ("assigned", ExpectKey::Assigned),
+    ("revoking", ExpectKey::Revoking),
+    ("awaiting", ExpectKey::Awaiting),
 ];
 
 impl ExpectKey {
@@ -108,6 +129,14 @@ impl ExpectKey {
         matches!(
             self,
             Self::State | Self::Position | Self::InFlight | Self::Generation | Self::Polled
+        ) || self.is_member_key()
+    }
+
+    /// A consumer-protocol member's keys (KIP-848).
+    pub(super) fn is_member_key(self) -> bool {
+        matches!(
+            self,
+            Self::MemberEpoch | Self::MemberState | Self::Assigned | Self::Revoking | Self::Awaiting
         )
     }
 
@@ -115,7 +144,17 @@ impl ExpectKey {
     fn is_text(self) -> bool {
         matches!(
             self,
-            Self::State | Self::GroupState | Self::Metadata | Self::Polled | Self::RecordState | Self::Owner
+            Self::State
+                | Self::GroupState
+                | Self::Metadata
+                | Self::Polled
+                | Self::RecordState
+                | Self::Owner
+                | Self::GroupProtocol
+                | Self::MemberState
+                | Self::Assigned
+                | Self::Revoking
+                | Self::Awaiting
         )
     }
 
@@ -289,6 +328,9 @@ impl Expect {
         if lab.is_share_consumer(&name) {
             return super::expect_share::consumer_actual(self, lab, key, &name);
         }
+        if key.is_member_key() {
+            return super::expect_epochs::member_actual(lab, &name, key);
+        }
         let c = lab.consumer(&name)?;
         Ok(match key {
             ExpectKey::State => c.state.label().to_string(),
@@ -337,6 +379,9 @@ impl Expect {
             Some(g) => g.clone(),
             None => only(lab.groups().keys(), "group", "group=G")?,
         };
+        if matches!(key, ExpectKey::GroupEpoch | ExpectKey::GroupProtocol) {
+            return super::expect_epochs::group_actual(lab, &group, key);
+        }
         if key == ExpectKey::GroupState {
             // A group the coordinator does not have is Dead, as DescribeGroups reports it.
             return Ok(lab

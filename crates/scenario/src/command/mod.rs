@@ -45,6 +45,7 @@ mod consumer;
 mod delete;
 mod delete_records;
 mod expect;
+mod expect_epochs;
 mod expect_error;
 mod expect_share;
 mod external;

@@ -96,6 +96,13 @@ export default {
       explanation: 'A share group keeps a state per record (acquired, acknowledged, archived) beside the log, on the partition leader. The log is not touched: a consumer group on the same topic still reads every record from offset 0, and only retention deletes.',
       run: { lesson: 12 },
     },
+    {
+      question: 'When a consumer joins a group, every member stops until the rebalance completes.',
+      options: ['Always: any rebalance pauses the whole group', 'Not with Kafka 4’s consumer protocol'],
+      correct: 1,
+      explanation: 'With group.protocol=consumer (KIP-848) members heartbeat and the coordinator reconciles them one by one: a partition that moves is revoked by its owner’s next poll and handed over on the new owner’s next heartbeat; the others keep being read. A commit carries the member epoch, and a stale one is refused.',
+      run: { lesson: 13 },
+    },
   ],
   interview: {
     question: 'What is a consumer offset, and how does it let a consumer replay events it has already processed?',
