@@ -402,3 +402,18 @@ fn a_classic_member_joins_a_consumer_group_as_a_classic_member() {
     assert_eq!(cg(&lab).state_name(), "Stable");
     assert_eq!(held(&lab, "c3").len(), 2);
 }
+
+#[test]
+fn a_deleted_consumer_group_starts_again_at_epoch_one() {
+    let mut lab = lab();
+    join(&mut lab, "c1");
+    join(&mut lab, "c2");
+    lab.close("c1").expect("close");
+    lab.close("c2").expect("close");
+    assert!(cg(&lab).group_epoch > 1);
+    lab.delete_group("g").expect("an Empty group can be deleted");
+    assert_eq!(lab.group("g").expect("kept for its consumers").state_name(), "Dead");
+    lab.restart("c1").expect("restart");
+    assert_eq!(cg(&lab).group_epoch, 1);
+    assert_eq!(epoch(&lab, "c1#2"), 1);
+}

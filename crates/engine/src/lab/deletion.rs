@@ -129,6 +129,8 @@ impl Lab {
                 g.rebalance = None;
                 g.external = None;
                 g.empty_since = None;
+                // A consumer group's epochs go with it: whoever joins next starts a new group.
+                g.consumer = None;
                 g.dead = true;
             }
         } else {
