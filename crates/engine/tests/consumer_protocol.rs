@@ -417,3 +417,29 @@ fn a_deleted_consumer_group_starts_again_at_epoch_one() {
     assert_eq!(cg(&lab).group_epoch, 1);
     assert_eq!(epoch(&lab, "c1#2"), 1);
 }
+
+/// The sequence Apache Kafka 4.4 gave librdkafka members (group.protocol=consumer, the uniform
+/// assignor) on six partitions: 0-2 / 3-5 for two members, then 0,1 / 3,4 / 2,5 for three; when
+/// the second leaves, its partitions are free at once and the survivors' next heartbeats take
+/// 3 and 4 (0,1,3 / 2,4,5).
+#[test]
+fn the_uniform_targets_kafka_gave_and_a_leave_frees_partitions_at_once() {
+    let mut lab = two_stable();
+    join(&mut lab, "c3");
+    assert_eq!(cg(&lab).target_of("c1#1"), tps(&[0, 1]));
+    assert_eq!(cg(&lab).target_of("c2#1"), tps(&[3, 4]));
+    assert_eq!(cg(&lab).target_of("c3#1"), tps(&[2, 5]));
+    for _ in 0..3 {
+        lab.tick(HEARTBEAT).expect("tick");
+        lab.poll("c1").expect("poll");
+        lab.poll("c2").expect("poll");
+    }
+    assert_eq!(cg(&lab).state_name(), "Stable");
+    lab.close("c2").expect("close");
+    assert_eq!(cg(&lab).target_of("c1#1"), tps(&[0, 1, 3]));
+    assert_eq!(cg(&lab).target_of("c3#1"), tps(&[2, 4, 5]));
+    assert_eq!(cg(&lab).owner_of(&TopicPartition::new("orders", 3), ""), None, "free at once");
+    lab.tick(HEARTBEAT).expect("the next heartbeats");
+    assert_eq!(assigned(&lab, "c1#1"), tps(&[0, 1, 3]));
+    assert_eq!(assigned(&lab, "c3#1"), tps(&[2, 4, 5]));
+}
