@@ -420,6 +420,8 @@ mod tests {
             r#"produce orders count=1 key=o-3 value={"order_id":"o-3","status":"paid"} partition=0"#,
             "consumer c1 group=analytics-prod topic=orders commit=manual-batch interval=5s max-poll=4 sink=upsert reset=earliest",
             "consumer c2 group=g topic=orders assignor=cooperative-sticky instance-id=s-2 commit-on-revoke=no max-poll-interval=1m",
+            "consumer c3 group=g topic=orders group-protocol=consumer",
+            "consumer c4 group=g topic=orders instance-id=s-4 group-protocol=consumer assignor=range",
             "poll c1",
             "process c1 count=all",
             "process c1 count=2",
@@ -526,5 +528,10 @@ mod tests {
         assert!(err("expect share-group=sg committed=3").contains("not a share group's figure"));
         assert!(err("expect share-group=sg delivery-count=2").contains("need offset=O"));
         assert!(err("expect share-group=sg offset=2 spso=2").contains("need offset=O"));
+        assert!(err("consumer c1 group=g topic=t group-protocol=kip848").contains("unknown group protocol"));
+        assert!(err("consumer c1 group=g topic=t group-protocol=consumer assignor=cooperative-sticky")
+            .contains("the coordinator assigns, with a server-side assignor"));
+        assert!(err("consumer c1 group=g topic=t assignor=uniform").contains("add group-protocol=consumer"));
+        assert!(err("expect consumer=c1 member-epoch=x").contains("expected a number"));
     }
 }
