@@ -45,7 +45,10 @@ impl Window {
     /// What the failure at `now` gets.
     pub(crate) fn note(&mut self, now: Instant) -> Note {
         let mut unwritten = 0;
-        if self.started.is_none_or(|s| now.saturating_duration_since(s) >= WINDOW) {
+        if self
+            .started
+            .is_none_or(|s| now.saturating_duration_since(s) >= WINDOW)
+        {
             unwritten = std::mem::take(&mut self.counted);
             self.started = Some(now);
             self.written = 0;

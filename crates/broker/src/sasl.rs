@@ -541,12 +541,24 @@ mod tests {
         assert_eq!(h.response.error_code, NONE);
         assert!(awaits_bare_token(&state));
         assert!(!admits(Some(&u), &state, ApiKey::Metadata));
-        let ok = authenticate_bare(Some(&u), &mut state, &token("", "ada", "s3cret"), ("c", "/h"), &Default::default());
+        let ok = authenticate_bare(
+            Some(&u),
+            &mut state,
+            &token("", "ada", "s3cret"),
+            ("c", "/h"),
+            &Default::default(),
+        );
         assert_eq!(ok, Some(vec![0, 0, 0, 0]), "an empty token behind its size");
         assert_eq!(state, SaslState::Authenticated("ada".into()));
         let mut state = SaslState::Handshaken { framed: false };
         assert_eq!(
-            authenticate_bare(Some(&u), &mut state, &token("", "ada", "nope"), ("c", "/h"), &Default::default()),
+            authenticate_bare(
+                Some(&u),
+                &mut state,
+                &token("", "ada", "nope"),
+                ("c", "/h"),
+                &Default::default()
+            ),
             None,
             "closed without a word"
         );

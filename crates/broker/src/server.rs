@@ -80,7 +80,10 @@ async fn connection(mut stream: TcpStream, broker: &Arc<Broker>, slot: Slot) -> 
             slot.busy(false);
             deadline = tokio::time::Instant::now() + idle;
         }
-        buf.reserve(read_room(buf.len(), bytes_wanted(&buf, frame_limit(broker, &client))));
+        buf.reserve(read_room(
+            buf.len(),
+            bytes_wanted(&buf, frame_limit(broker, &client)),
+        ));
         let read = tokio::select! {
             // Closed to make room for a new connection.
             () = slot.closed() => return Ok(()),
@@ -135,7 +138,10 @@ mod tests {
         let (total, mut buffered, mut capacity) = (100usize << 20, 4usize, READ_CHUNK);
         while buffered < total {
             capacity = capacity.max(buffered + read_room(buffered, total - buffered));
-            assert!(capacity <= 2 * buffered.max(READ_CHUNK), "{capacity} for {buffered}");
+            assert!(
+                capacity <= 2 * buffered.max(READ_CHUNK),
+                "{capacity} for {buffered}"
+            );
             buffered = capacity; // the read filled the room
         }
     }

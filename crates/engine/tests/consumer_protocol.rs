@@ -50,11 +50,16 @@ fn config(name: &str, protocol: GroupProtocol) -> ConsumerConfig {
 }
 
 fn join(lab: &mut Lab, name: &str) {
-    lab.add_consumer(config(name, GroupProtocol::Consumer)).expect("join");
+    lab.add_consumer(config(name, GroupProtocol::Consumer))
+        .expect("join");
 }
 
 fn cg(lab: &Lab) -> &ConsumerGroup {
-    lab.group("g").expect("group").consumer.as_ref().expect("a consumer group")
+    lab.group("g")
+        .expect("group")
+        .consumer
+        .as_ref()
+        .expect("a consumer group")
 }
 
 fn tps(ps: &[i32]) -> BTreeSet<TopicPartition> {
@@ -63,12 +68,21 @@ fn tps(ps: &[i32]) -> BTreeSet<TopicPartition> {
 
 /// What the coordinator says `member` owns.
 fn assigned(lab: &Lab, member: &str) -> BTreeSet<TopicPartition> {
-    cg(lab).members.get(member).map(|m| m.assigned.clone()).unwrap_or_default()
+    cg(lab)
+        .members
+        .get(member)
+        .map(|m| m.assigned.clone())
+        .unwrap_or_default()
 }
 
 /// What the consumer process holds.
 fn held(lab: &Lab, name: &str) -> BTreeSet<TopicPartition> {
-    lab.consumer(name).expect("consumer").assignment.keys().cloned().collect()
+    lab.consumer(name)
+        .expect("consumer")
+        .assignment
+        .keys()
+        .cloned()
+        .collect()
 }
 
 fn epoch(lab: &Lab, member: &str) -> i32 {
@@ -158,7 +172,10 @@ fn a_partition_moves_only_after_its_old_owner_revoked_it() {
     lab.poll("c1").expect("poll");
     assert_eq!(epoch(&lab, "c1#1"), 3);
     assert!(!held(&lab, "c1").contains(&moving));
-    assert!(!assigned(&lab, "c3#1").contains(&moving), "not before c3's next heartbeat");
+    assert!(
+        !assigned(&lab, "c3#1").contains(&moving),
+        "not before c3's next heartbeat"
+    );
     lab.tick(HEARTBEAT).expect("tick");
     assert!(assigned(&lab, "c3#1").contains(&moving));
     assert!(held(&lab, "c3").contains(&moving));
@@ -214,7 +231,10 @@ fn no_partition_has_two_owners_during_a_scale_out() {
         .expect("step");
     }
     assert_eq!(cg(&lab).state_name(), "Stable");
-    assert_eq!([epoch(&lab, "c1#1"), epoch(&lab, "c2#1"), epoch(&lab, "c3#1")], [3; 3]);
+    assert_eq!(
+        [epoch(&lab, "c1#1"), epoch(&lab, "c2#1"), epoch(&lab, "c3#1")],
+        [3; 3]
+    );
 }
 
 #[test]
@@ -233,7 +253,8 @@ fn a_commit_with_a_stale_member_epoch_is_refused() {
     lab.tick(HEARTBEAT).expect("tick");
     assert_eq!(epoch(&lab, "c1#1"), 2);
     lab.poll("c1").expect("poll");
-    lab.process("c1", None).expect("process: sends commitAsync stamped with epoch 2");
+    lab.process("c1", None)
+        .expect("process: sends commitAsync stamped with epoch 2");
     // c2 leaves: c1's next heartbeat moves it to epoch 3 before the async commit lands.
     lab.close("c2").expect("close");
     lab.tick(HEARTBEAT).expect("tick");
@@ -266,10 +287,15 @@ fn a_zombie_is_fenced_with_unknown_member_id() {
     }
     assert!(!cg(&lab).members.contains_key("c1#1"));
     let before: Vec<Option<i64>> = (0..6).map(|p| committed(&lab, p)).collect();
-    lab.process("c1", None).expect("the zombie finishes its batch and commits");
+    lab.process("c1", None)
+        .expect("the zombie finishes its batch and commits");
     let after: Vec<Option<i64>> = (0..6).map(|p| committed(&lab, p)).collect();
     assert_eq!(before, after);
-    assert!(lab.narrative().events().iter().any(|e| e.text.contains("UNKNOWN_MEMBER_ID")));
+    assert!(lab
+        .narrative()
+        .events()
+        .iter()
+        .any(|e| e.text.contains("UNKNOWN_MEMBER_ID")));
 }
 
 #[test]
@@ -278,16 +304,26 @@ fn the_session_expires_45s_after_the_last_heartbeat() {
     // Heartbeats every 5 s since c2 joined at 0 s (c2's last one: 10 s); the crash is at 12 s.
     lab.tick(2_000).expect("tick");
     lab.crash("c2").expect("crash");
-    let expires = lab.group("g").expect("g").members.iter().find(|m| m.id == "c2#1").and_then(|m| m.expires_at);
+    let expires = lab
+        .group("g")
+        .expect("g")
+        .members
+        .iter()
+        .find(|m| m.id == "c2#1")
+        .and_then(|m| m.expires_at);
     let last_heartbeat = cg(&lab).members["c2#1"].last_heartbeat_by(lab.now());
     assert_eq!(expires, Some(last_heartbeat + 45_000));
     assert!(last_heartbeat < lab.now());
     lab.tick(expires.expect("set") - lab.now() - 1).expect("tick");
-    assert!(cg(&lab).members.contains_key("c2#1"), "still a member 1 ms before");
+    assert!(
+        cg(&lab).members.contains_key("c2#1"),
+        "still a member 1 ms before"
+    );
     lab.tick(1).expect("tick");
     assert!(!cg(&lab).members.contains_key("c2#1"));
     assert_eq!(cg(&lab).group_epoch, 3);
-    lab.tick(HEARTBEAT).expect("c1's heartbeat takes the free partitions");
+    lab.tick(HEARTBEAT)
+        .expect("c1's heartbeat takes the free partitions");
     assert_eq!(assigned(&lab, "c1#1"), tps(&[0, 1, 2, 3, 4, 5]));
 }
 
@@ -376,22 +412,28 @@ fn a_consumer_member_upgrades_a_classic_group_and_the_last_one_out_downgrades_it
 #[test]
 fn an_empty_group_takes_the_protocol_of_whoever_joins_it() {
     let mut lab = lab();
-    lab.add_consumer(config("c1", GroupProtocol::Classic)).expect("classic");
+    lab.add_consumer(config("c1", GroupProtocol::Classic))
+        .expect("classic");
     lab.close("c1").expect("close");
     join(&mut lab, "c2");
     assert_eq!(cg(&lab).group_epoch, 1, "the empty classic group was replaced");
     lab.close("c2").expect("close");
     assert_eq!(lab.group("g").expect("g").state_name(), "Empty");
-    lab.add_consumer(config("c3", GroupProtocol::Classic)).expect("classic");
+    lab.add_consumer(config("c3", GroupProtocol::Classic))
+        .expect("classic");
     let g = lab.group("g").expect("g");
-    assert!(g.consumer.is_none(), "the empty consumer group was replaced by a classic one");
+    assert!(
+        g.consumer.is_none(),
+        "the empty consumer group was replaced by a classic one"
+    );
     assert_eq!(g.state_name(), "Stable");
 }
 
 #[test]
 fn a_classic_member_joins_a_consumer_group_as_a_classic_member() {
     let mut lab = two_stable();
-    lab.add_consumer(config("c3", GroupProtocol::Classic)).expect("classic join");
+    lab.add_consumer(config("c3", GroupProtocol::Classic))
+        .expect("classic join");
     assert!(cg(&lab).members["c3#1"].classic);
     for _ in 0..3 {
         lab.tick(HEARTBEAT).expect("tick");
@@ -412,7 +454,10 @@ fn a_deleted_consumer_group_starts_again_at_epoch_one() {
     lab.close("c2").expect("close");
     assert!(cg(&lab).group_epoch > 1);
     lab.delete_group("g").expect("an Empty group can be deleted");
-    assert_eq!(lab.group("g").expect("kept for its consumers").state_name(), "Dead");
+    assert_eq!(
+        lab.group("g").expect("kept for its consumers").state_name(),
+        "Dead"
+    );
     lab.restart("c1").expect("restart");
     assert_eq!(cg(&lab).group_epoch, 1);
     assert_eq!(epoch(&lab, "c1#2"), 1);
@@ -438,7 +483,11 @@ fn the_uniform_targets_kafka_gave_and_a_leave_frees_partitions_at_once() {
     lab.close("c2").expect("close");
     assert_eq!(cg(&lab).target_of("c1#1"), tps(&[0, 1, 3]));
     assert_eq!(cg(&lab).target_of("c3#1"), tps(&[2, 4, 5]));
-    assert_eq!(cg(&lab).owner_of(&TopicPartition::new("orders", 3), ""), None, "free at once");
+    assert_eq!(
+        cg(&lab).owner_of(&TopicPartition::new("orders", 3), ""),
+        None,
+        "free at once"
+    );
     lab.tick(HEARTBEAT).expect("the next heartbeats");
     assert_eq!(assigned(&lab, "c1#1"), tps(&[0, 1, 3]));
     assert_eq!(assigned(&lab, "c3#1"), tps(&[2, 4, 5]));

@@ -111,7 +111,11 @@ fn check(lab: &Lab) -> Result<(), TestCaseError> {
     // The processes that are members hold disjoint partitions (a zombie removed from the group
     // may still believe it holds some: the coordinator does not, and fences its commits).
     let mut held = BTreeSet::new();
-    for c in lab.consumers().values().filter(|c| c.is_running() && g.is_member(&c.member_id())) {
+    for c in lab
+        .consumers()
+        .values()
+        .filter(|c| c.is_running() && g.is_member(&c.member_id()))
+    {
         for tp in c.assignment.keys() {
             prop_assert!(held.insert(tp.clone()), "{} held by two member processes", tp);
         }
@@ -119,7 +123,10 @@ fn check(lab: &Lab) -> Result<(), TestCaseError> {
     let Some(cg) = &g.consumer else {
         return Ok(());
     };
-    prop_assert!(cg.owners_disjoint(), "the coordinator has a partition owned twice");
+    prop_assert!(
+        cg.owners_disjoint(),
+        "the coordinator has a partition owned twice"
+    );
     prop_assert_eq!(&g.owners, &cg.owners());
     let ids: BTreeSet<&String> = g.members.iter().map(|m| &m.id).collect();
     prop_assert_eq!(ids, cg.members.keys().collect::<BTreeSet<_>>());
@@ -129,7 +136,12 @@ fn check(lab: &Lab) -> Result<(), TestCaseError> {
         };
         let owns: BTreeSet<&TopicPartition> = m.assigned.iter().chain(&m.pending_revocation).collect();
         for tp in c.assignment.keys() {
-            prop_assert!(owns.contains(tp), "{} holds {} the coordinator gave it not", m.member_id, tp);
+            prop_assert!(
+                owns.contains(tp),
+                "{} holds {} the coordinator gave it not",
+                m.member_id,
+                tp
+            );
         }
         prop_assert!(m.member_epoch <= cg.group_epoch);
         if !m.classic {

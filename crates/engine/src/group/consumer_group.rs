@@ -262,7 +262,11 @@ impl ConsumerGroup {
     /// The assignor the group uses: the one most members ask for; a tie goes to the one listed
     /// first in `group.consumer.assignors` (uniform).
     pub fn assignor(&self) -> ServerAssignor {
-        let ranged = self.members.values().filter(|m| m.assignor == ServerAssignor::Range).count();
+        let ranged = self
+            .members
+            .values()
+            .filter(|m| m.assignor == ServerAssignor::Range)
+            .count();
         if ranged * 2 > self.members.len() {
             ServerAssignor::Range
         } else {
@@ -296,7 +300,9 @@ impl ConsumerGroup {
         };
         let next = match m.state {
             MemberState::Stable if m.member_epoch == self.assignment_epoch => return Some(out),
-            MemberState::Stable | MemberState::UnreleasedPartitions => self.next_assignment(&m, m.member_epoch, client_owns),
+            MemberState::Stable | MemberState::UnreleasedPartitions => {
+                self.next_assignment(&m, m.member_epoch, client_owns)
+            }
             MemberState::UnrevokedPartitions => {
                 if m.pending_revocation.iter().any(client_owns) {
                     return Some(out);
@@ -368,9 +374,13 @@ impl ConsumerGroup {
         if epoch == m.member_epoch {
             Ok(())
         } else if m.classic {
-            Err(EpochFenced::IllegalGeneration { current: m.member_epoch })
+            Err(EpochFenced::IllegalGeneration {
+                current: m.member_epoch,
+            })
         } else {
-            Err(EpochFenced::StaleMemberEpoch { current: m.member_epoch })
+            Err(EpochFenced::StaleMemberEpoch {
+                current: m.member_epoch,
+            })
         }
     }
 

@@ -77,9 +77,13 @@ impl Lab {
             self.say(EventKind::Group, n);
         }
         let how = if classic {
-            "joins with the classic protocol (JoinGroup) and is reconciled by the coordinator's assignment".to_string()
+            "joins with the classic protocol (JoinGroup) and is reconciled by the coordinator's assignment"
+                .to_string()
         } else {
-            format!("sends its first heartbeat (member epoch 0, group.remote.assignor={})", cfg.remote_assignor)
+            format!(
+                "sends its first heartbeat (member epoch 0, group.remote.assignor={})",
+                cfg.remote_assignor
+            )
         };
         self.say(EventKind::Group, format!("{id} {how}"));
         self.bump_group_epoch(group, &format!("{id} joined"));
@@ -226,7 +230,11 @@ impl Lab {
         };
         if m.classic {
             let behind = m.member_epoch != cg.assignment_epoch || m.state != MemberState::Stable;
-            return if behind { self.classic_rejoin(name) } else { Ok(false) };
+            return if behind {
+                self.classic_rejoin(name)
+            } else {
+                Ok(false)
+            };
         }
         let revoking: Vec<TopicPartition> = c
             .revoking
@@ -269,7 +277,14 @@ impl Lab {
             .collect();
         self.say(
             EventKind::Group,
-            format!("{member} rejoins group {group} inside poll() (classic protocol in a consumer group){}", if give_up.is_empty() { String::new() } else { format!(": its revoke hook gives up {}", list(&give_up)) }),
+            format!(
+                "{member} rejoins group {group} inside poll() (classic protocol in a consumer group){}",
+                if give_up.is_empty() {
+                    String::new()
+                } else {
+                    format!(": its revoke hook gives up {}", list(&give_up))
+                }
+            ),
         );
         if !give_up.is_empty() {
             self.revoke_some(name, &give_up, if cooperative { "cooperative" } else { "eager" })?;
@@ -314,7 +329,10 @@ impl Lab {
             Departure::Closed => DeliveryReason::RestartRedelivery,
             Departure::Dead => DeliveryReason::CrashRedelivery,
         };
-        for tp in gone.iter().flat_map(|m| m.assigned.iter().chain(&m.pending_revocation)) {
+        for tp in gone
+            .iter()
+            .flat_map(|m| m.assigned.iter().chain(&m.pending_revocation))
+        {
             g.handoffs.insert(
                 tp.clone(),
                 Handoff {
@@ -375,7 +393,10 @@ impl Lab {
     /// member (its own `session.timeout.ms` counts).
     pub(crate) fn consumer_session_expiry(&self, group: &str, member: &str) -> Option<crate::clock::Millis> {
         let m = self.groups.get(group)?.consumer.as_ref()?.members.get(member)?;
-        (!m.classic).then(|| m.last_heartbeat_by(self.now()).saturating_add(CONSUMER_SESSION_TIMEOUT_MS))
+        (!m.classic).then(|| {
+            m.last_heartbeat_by(self.now())
+                .saturating_add(CONSUMER_SESSION_TIMEOUT_MS)
+        })
     }
 
     /// Static membership under the consumer protocol: a new process may take its instance's

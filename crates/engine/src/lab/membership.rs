@@ -409,7 +409,12 @@ impl Lab {
     /// The cooperative revoke: the hook commits what the strategy commits, for `tps` only, then
     /// the consumer drops those partitions and their in-flight records.
     /// `how` names the protocol in the narrative (`cooperative`, `consumer protocol`, `eager`).
-    pub(crate) fn revoke_some(&mut self, name: &str, tps: &[TopicPartition], how: &str) -> Result<(), LabError> {
+    pub(crate) fn revoke_some(
+        &mut self,
+        name: &str,
+        tps: &[TopicPartition],
+        how: &str,
+    ) -> Result<(), LabError> {
         let c = self.consumer(name)?;
         let source = c.config.strategy.rules().at_revoke(c.config.commit_on_revoke);
         let member = c.member_id();

@@ -308,10 +308,16 @@ impl Lab {
             return Firing::Nothing;
         }
         match self.groups.get(group) {
-            Some(g) if g.consumer.as_ref().is_some_and(|cg| cg.check_commit(&c.member_id(), c.generation).is_ok()) => {
+            Some(g)
+                if g.consumer
+                    .as_ref()
+                    .is_some_and(|cg| cg.check_commit(&c.member_id(), c.generation).is_ok()) =>
+            {
                 Firing::Writes
             }
-            Some(g) if g.consumer.is_none() && g.is_member(&c.member_id()) && g.generation == c.generation => {
+            Some(g)
+                if g.consumer.is_none() && g.is_member(&c.member_id()) && g.generation == c.generation =>
+            {
                 Firing::Writes
             }
             Some(_) => Firing::Refused,

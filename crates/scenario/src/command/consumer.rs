@@ -71,7 +71,9 @@ impl StartConsumer {
         } else if let Some(a) = args.parsed("assignor", |v| {
             v.parse().map_err(|e| {
                 if v.parse::<ServerAssignor>().is_ok() {
-                    format!("{v} is a server-side assignor of the consumer protocol: add group-protocol=consumer")
+                    format!(
+                        "{v} is a server-side assignor of the consumer protocol: add group-protocol=consumer"
+                    )
                 } else {
                     e
                 }

@@ -529,8 +529,10 @@ mod tests {
         assert!(err("expect share-group=sg delivery-count=2").contains("need offset=O"));
         assert!(err("expect share-group=sg offset=2 spso=2").contains("need offset=O"));
         assert!(err("consumer c1 group=g topic=t group-protocol=kip848").contains("unknown group protocol"));
-        assert!(err("consumer c1 group=g topic=t group-protocol=consumer assignor=cooperative-sticky")
-            .contains("the coordinator assigns, with a server-side assignor"));
+        assert!(
+            err("consumer c1 group=g topic=t group-protocol=consumer assignor=cooperative-sticky")
+                .contains("the coordinator assigns, with a server-side assignor")
+        );
         assert!(err("consumer c1 group=g topic=t assignor=uniform").contains("add group-protocol=consumer"));
         assert!(err("expect consumer=c1 member-epoch=x").contains("expected a number"));
     }
