@@ -37,6 +37,7 @@ pub fn why_not(command: &Command) -> Option<String> {
         Command::Broker(_) => Some("the cluster's broker settings are not the scenario's to change".into()),
         Command::RestartCoordinator(_) => Some("the cluster's group coordinator is not the scenario's to restart".into()),
         Command::Compact(_) => Some("the cluster's log cleaner decides when a compacted topic is cleaned".into()),
+        Command::TruncateLog(_) => Some("a cluster's brokers truncate a log only in their own recovery".into()),
         Command::Topic(t) if t.config.segment_records.is_some() => Some(
             "Kafka rolls segments by bytes and time (segment.bytes, segment.ms); no setting counts records".into(),
         ),

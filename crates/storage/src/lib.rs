@@ -15,10 +15,12 @@
 //!   marker, so the next start reads no record data;
 //! - after an unclean stop every segment is scanned: batch headers only below the recovery
 //!   point (segments synced when they rolled), every batch validated from there on; a torn or
-//!   corrupt tail is truncated, later segments are deleted, indexes rebuilt;
+//!   corrupt tail is truncated, later segments are taken out of the log, indexes rebuilt —
+//!   what is cut kept aside in the partition's `cut/` directory, never deleted;
 //! - compaction rewrites a segment beside the old one, syncs it, renames it over the old one and
 //!   syncs the directory, so a crash leaves either the old or the new segment.
 
+mod aside;
 mod durability;
 mod health;
 mod index;
@@ -28,6 +30,7 @@ mod segment;
 mod slots;
 mod sync;
 
+pub use aside::CUT_DIR;
 pub use durability::{Durability, FlushPolicy};
 pub use health::{Fault, FaultKind, Health};
 pub use log::{AppendError, FileLog, OpenReport};

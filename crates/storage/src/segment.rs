@@ -196,6 +196,8 @@ pub struct Scan {
     pub stopped: Option<String>,
     /// Batches scanned.
     pub batches: u64,
+    /// Where the bytes after the stop were kept when the segment was cut there.
+    pub aside: Option<PathBuf>,
 }
 
 /// A segment's files are named, not held: each use asks the pool for an open handle
@@ -319,7 +321,10 @@ impl FileSegment {
         let len = log.metadata()?.len();
         let s = scan(Arc::clone(&log), base, len, 0, validate)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+        let mut s = s;
         if s.meta.len < len {
+            // Kept aside first: a recovery never discards what it cuts.
+            s.aside = Some(crate::aside::keep_tail(&log, dir, base, s.meta.len, len)?);
             log.set_len(s.meta.len)?;
             log.sync_all()?;
         }
@@ -513,5 +518,6 @@ pub fn scan(
         index,
         stopped,
         batches,
+        aside: None,
     })
 }

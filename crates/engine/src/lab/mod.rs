@@ -25,6 +25,7 @@ mod snapshot;
 mod time;
 mod topics;
 mod transactions;
+mod truncation;
 mod view;
 
 pub use consume::SeekTarget;
@@ -35,6 +36,7 @@ pub use share_view::{
     ShareRecordView, MAX_VIEW_COMPLETED,
 };
 pub use snapshot::{LabSnapshot, SNAPSHOT_VERSION};
+pub use truncation::TailLoss;
 pub use topics::{
     sent_batch_matches, BatchPacking, ProduceSpec, SentHeader, SentRecord, MAX_PARTITIONS, MAX_SEND_RECORDS,
 };

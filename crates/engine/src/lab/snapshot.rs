@@ -177,9 +177,21 @@ impl Lab {
     /// offsets view rebuilt by replaying `__consumer_offsets`.
     pub fn restore(
         snapshot: LabSnapshot,
+        store: Box<dyn LogStore>,
+        sinks: Box<dyn SinkFactory>,
+    ) -> Result<Self, LabError> {
+        Self::restore_reporting(snapshot, store, sinks).map(|(lab, _)| lab)
+    }
+
+    /// [`Lab::restore`], and the logs found shorter than the lab had acknowledged — a tail lost
+    /// to a machine crash, cut by the store's recovery — each as the offsets it lost
+    /// (`committed_past_end` left empty: [`Lab::truncate_log`] fills it in when the caller
+    /// writes the loss down).
+    pub fn restore_reporting(
+        snapshot: LabSnapshot,
         mut store: Box<dyn LogStore>,
         mut sinks: Box<dyn SinkFactory>,
-    ) -> Result<Self, LabError> {
+    ) -> Result<(Self, Vec<super::TailLoss>), LabError> {
         if snapshot.version != SNAPSHOT_VERSION {
             return Err(LabError::storage(format!(
                 "lab snapshot version {} (this offsetlab reads {SNAPSHOT_VERSION})",
@@ -187,9 +199,20 @@ impl Lab {
             )));
         }
         let mut notes = Vec::new();
+        let mut losses = Vec::new();
         let now = snapshot.clock.now();
-        let mut reconcile = |name: String, log: &mut dyn crate::log::PartitionLog, acknowledged: Offset| {
-            notes.extend(reconcile(&name, log, acknowledged, now));
+        let mut reconcile = |tp: TopicPartition, log: &mut dyn crate::log::PartitionLog, acknowledged: Offset| {
+            let end = log.log_end_offset();
+            if end < acknowledged {
+                losses.push(super::TailLoss {
+                    topic: tp.topic.clone(),
+                    partition: tp.partition,
+                    from: end,
+                    to: acknowledged,
+                    committed_past_end: Vec::new(),
+                });
+            }
+            notes.extend(reconcile(&tp.to_string(), log, acknowledged, now));
         };
         let mut offsets_log = store
             .open(
@@ -199,12 +222,13 @@ impl Lab {
             )
             .map_err(LabError::storage)?;
         reconcile(
-            format!("{}-0", crate::offsets::CONSUMER_OFFSETS_TOPIC),
+            TopicPartition::new(crate::offsets::CONSUMER_OFFSETS_TOPIC, 0),
             offsets_log.as_mut(),
             snapshot.offsets_log_end,
         );
         let topics_created = snapshot.topics_created.unwrap_or(snapshot.topics.len() as u64);
         let topics = reopen_topics(snapshot.topics, store.as_mut(), &mut reconcile)?;
+        drop(reconcile);
         let mut groups = BTreeMap::new();
         for g in snapshot.groups {
             groups.insert(g.name.clone(), reopen_group(g, sinks.as_mut())?);
@@ -237,7 +261,7 @@ impl Lab {
                 }
             ),
         );
-        Ok(lab)
+        Ok((lab, losses))
     }
 }
 
@@ -270,7 +294,7 @@ fn reconcile(
 fn reopen_topics(
     snapshots: Vec<TopicSnapshot>,
     store: &mut dyn LogStore,
-    reconcile: &mut dyn FnMut(String, &mut dyn crate::log::PartitionLog, Offset),
+    reconcile: &mut dyn FnMut(TopicPartition, &mut dyn crate::log::PartitionLog, Offset),
 ) -> Result<BTreeMap<String, Topic>, LabError> {
     let mut topics = BTreeMap::new();
     for t in snapshots {
@@ -280,7 +304,7 @@ fn reopen_topics(
             .map_err(LabError::storage)?;
         for (p, log) in partitions.iter_mut().enumerate() {
             if let Some(&acknowledged) = t.log_end_offsets.get(p) {
-                reconcile(format!("{}-{p}", t.name), log.as_mut(), acknowledged);
+                reconcile(TopicPartition::new(&t.name, p as i32), log.as_mut(), acknowledged);
             }
         }
         let mut txns = t.txns;

@@ -272,6 +272,16 @@ impl OffsetStore {
         self.log.as_ref()
     }
 
+    /// The topic's tail from `offset` on gone (a recovery cut it), its active segment sealed,
+    /// and the view rebuilt from what is left, as a coordinator that loads the cut log would.
+    /// How many records went.
+    pub(crate) fn truncate_to(&mut self, offset: Offset, now: Millis) -> usize {
+        let n = self.log.truncate_to(offset);
+        self.log.seal_active(now);
+        self.rebuild_view();
+        n
+    }
+
     /// The raw records of the topic, decoded, from `from` on.
     pub fn records(&self, from: Offset, max: usize) -> Vec<OffsetRecord> {
         let mut out = Vec::new();

@@ -63,6 +63,7 @@ mod send_stored;
 mod share;
 mod tick;
 mod topic;
+mod truncate_log;
 
 pub use abort::Abort;
 pub use add_partitions::AddPartitions;
@@ -75,6 +76,7 @@ pub use compact::Compact;
 pub use consumer::StartConsumer;
 pub use delete::{DeleteGroup, DeleteOffsets, DeleteTopic};
 pub use delete_records::DeleteRecords;
+pub use truncate_log::TruncateLog;
 pub use expect::{Expect, ExpectKey};
 pub use expect_error::ExpectError;
 pub use external::{CommitOffsets, Rebalance};
@@ -130,6 +132,8 @@ pub enum Command {
     AlterOffsets(AlterOffsets),
     AlterTopic(AlterTopic),
     DeleteRecords(DeleteRecords),
+    /// A log's tail lost (a restart's recovery cut it).
+    TruncateLog(TruncateLog),
     DeleteTopic(DeleteTopic),
     DeleteGroup(DeleteGroup),
     DeleteOffsets(DeleteOffsets),
@@ -164,7 +168,7 @@ pub enum ApplyError {
 }
 
 /// The command names, in the order `docs/SCENARIOS.md` documents them.
-pub const COMMANDS: [&str; 39] = [
+pub const COMMANDS: [&str; 40] = [
     "topic",
     "produce",
     "send",
@@ -183,6 +187,7 @@ pub const COMMANDS: [&str; 39] = [
     "alter-offsets",
     "compact",
     "delete-records",
+    "truncate-log",
     "add-partitions",
     "alter-topic",
     "delete-topic",
@@ -256,6 +261,7 @@ impl Command {
             "reset-offsets" => Command::ResetOffsets(ResetOffsets::parse(&mut args)?),
             "compact" => Command::Compact(Compact::parse(&mut args)?),
             "delete-records" => Command::DeleteRecords(DeleteRecords::parse(&mut args)?),
+            "truncate-log" => Command::TruncateLog(TruncateLog::parse(&mut args)?),
             "add-partitions" => Command::AddPartitions(AddPartitions::parse(&mut args)?),
             "alter-offsets" => Command::AlterOffsets(AlterOffsets::parse(&mut args)?),
             "alter-topic" => Command::AlterTopic(AlterTopic::parse(&mut args)?),
@@ -313,6 +319,7 @@ impl Command {
             Command::ResetOffsets(c) => return Ok(Outcome::Reset(c.apply(lab)?)),
             Command::Compact(c) => c.apply(lab)?,
             Command::DeleteRecords(c) => c.apply(lab)?,
+            Command::TruncateLog(c) => c.apply(lab)?,
             Command::AddPartitions(c) => c.apply(lab)?,
             Command::AlterOffsets(c) => c.apply(lab)?,
             Command::AlterTopic(c) => c.apply(lab)?,
@@ -388,6 +395,7 @@ impl fmt::Display for Command {
             Command::ResetOffsets(c) => c.fmt(f),
             Command::Compact(c) => c.fmt(f),
             Command::DeleteRecords(c) => c.fmt(f),
+            Command::TruncateLog(c) => c.fmt(f),
             Command::AddPartitions(c) => c.fmt(f),
             Command::AlterOffsets(c) => c.fmt(f),
             Command::AlterTopic(c) => c.fmt(f),
@@ -444,6 +452,8 @@ mod tests {
             "expect group=analytics-prod lost=0 duplicates=4 committed=12",
             "compact __consumer_offsets",
             "delete-records orders partition=0 before=4",
+            "truncate-log orders partition=0 to=300 was=500",
+            "truncate-log orders partition=1 to=0",
             "delete-topic scratch",
             "delete-group copy",
             "delete-offsets copy topic=orders partitions=0,2",

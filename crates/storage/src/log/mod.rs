@@ -68,6 +68,9 @@ pub struct OpenReport {
     pub dropped_segments: usize,
     /// Batches validated (CRC checked) during recovery.
     pub validated_batches: u64,
+    /// Where what the recovery cut off was kept (`cut/` in the partition's directory): a
+    /// segment's torn tail, or a whole segment that followed a corrupt one.
+    pub kept_aside: Vec<PathBuf>,
     pub notes: Vec<String>,
 }
 

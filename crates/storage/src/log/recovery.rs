@@ -32,11 +32,9 @@ impl FileLog {
         let mut broken = false;
         for (i, &base) in bases.iter().enumerate() {
             if broken {
-                // Everything after a corrupt batch is gone, as in Kafka's recovery.
-                for ext in ["log", "index", "timeindex"] {
-                    let _ = std::fs::remove_file(FileSegment::path(&self.dir, base, ext));
-                }
-                self.report.dropped_segments += 1;
+                // Everything after a corrupt batch is out of the log, as in Kafka's recovery —
+                // moved aside, not deleted.
+                self.set_aside(base)?;
                 continue;
             }
             // Only a segment wholly below the recovery point is trusted without its CRCs.
@@ -48,6 +46,7 @@ impl FileLog {
                 self.report.validated_batches += scan.batches;
             }
             self.report.truncated_bytes += before - seg.meta.len;
+            self.report.kept_aside.extend(scan.aside);
             if let Some(why) = scan.stopped {
                 self.report.notes.push(format!("segment {base}: {why}"));
                 broken = true;
@@ -55,8 +54,8 @@ impl FileLog {
             let expected = self.segments.last().map(|s| s.meta.next_offset);
             if expected.is_some_and(|e| seg.meta.base_offset < e) {
                 // Overlaps the previous segment: not a log this store wrote.
-                seg.delete_files()?;
-                self.report.dropped_segments += 1;
+                seg.forget_files();
+                self.set_aside(base)?;
                 broken = true;
                 continue;
             }
@@ -83,6 +82,22 @@ impl FileLog {
         if self.report.dropped_segments > 0 || !self.report.notes.is_empty() {
             sync_dir(&self.dir)?;
         }
+        Ok(())
+    }
+
+    /// Segment `base` taken out of the log: its `.log` file kept in `cut/`, its indexes gone.
+    fn set_aside(&mut self, base: Offset) -> io::Result<()> {
+        let log_file = FileSegment::path(&self.dir, base, "log");
+        self.pool.forget(&log_file);
+        self.report
+            .kept_aside
+            .push(crate::aside::move_segment(&self.dir, &log_file, base)?);
+        for ext in ["index", "timeindex"] {
+            let path = FileSegment::path(&self.dir, base, ext);
+            self.pool.forget(&path);
+            let _ = std::fs::remove_file(path);
+        }
+        self.report.dropped_segments += 1;
         Ok(())
     }
 }
