@@ -356,9 +356,12 @@ impl Caps {
         let mut usage = start;
         let mut barriers = 0;
         for (i, change) in changes.into_iter().enumerate() {
-            // Each compaction or DeleteRecords saves the lab first and rewrites logs: one per
-            // request, so no request is a thousand rewrites.
-            if let Growth::Command(Command::Compact(_) | Command::DeleteRecords(_)) = change {
+            // Each compaction, DeleteRecords or truncation saves the lab first and rewrites logs:
+            // one per request, so no request is a thousand rewrites.
+            if let Growth::Command(
+                Command::Compact(_) | Command::DeleteRecords(_) | Command::TruncateLog(_),
+            ) = change
+            {
                 barriers += 1;
                 if barriers > 1 {
                     return Err(CapExceeded {

@@ -25,28 +25,55 @@ pub(crate) fn clipped_line(command: &Command) -> String {
     offsetlab_engine::names::clipped(&command.to_string())
 }
 
+/// The partitions a `truncate-log` line of `history` cuts: where a crash may have torn the
+/// bytes of earlier `send … stored=` lines ([`ProducedStore::surviving`]).
+pub(crate) fn torn_partitions<'a>(history: impl IntoIterator<Item = &'a Command>) -> Torn {
+    history
+        .into_iter()
+        .filter_map(|c| match c {
+            Command::TruncateLog(t) => Some((t.topic.clone(), t.partition)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Partitions whose tail a restart found lost, by topic and partition.
+pub(crate) type Torn = std::collections::BTreeSet<(String, i32)>;
+
 /// Applies one history line to `lab` and records it in `history`. A `send … stored=` line's
 /// batches come from `from` (the store of the lab being replayed) and go to `produced`, under the
-/// line's new position; without `from` such a line cannot replay.
+/// line's new position; without `from` such a line cannot replay. On a partition in `torn`
+/// (a later `truncate-log` cuts it) the batches a crash tore are replayed as stand-ins: the
+/// offsets they held are taken again, and the truncation cuts them.
 pub(crate) fn replay(
     lab: &mut Lab,
     produced: &mut ProducedStore,
     history: &mut Vec<Command>,
     command: &Command,
-    from: Option<&ProducedStore>,
+    (from, torn): (Option<&ProducedStore>, &Torn),
 ) -> Result<(), ApplyError> {
     match (command, from) {
         (Command::SendStored(line), Some(from)) => {
-            let mut batches = from.batches(line)?;
-            let stored = append_produced(
-                lab,
-                produced,
-                &line.topic,
-                line.partition,
-                &line.client,
-                &mut batches,
-            )?;
-            history.extend(stored.into_iter().map(Command::SendStored));
+            let (batches, missing) = if torn.contains(&(line.topic.clone(), line.partition)) {
+                from.surviving(line)?
+            } else {
+                (Some(from.batches(line)?), 0)
+            };
+            if let Some(mut batches) = batches {
+                let stored = append_produced(
+                    lab,
+                    produced,
+                    &line.topic,
+                    line.partition,
+                    &line.client,
+                    &mut batches,
+                )?;
+                history.extend(stored.into_iter().map(Command::SendStored));
+            }
+            for stand_in in stand_ins(line, missing) {
+                stand_in.apply(lab)?;
+                history.push(stand_in);
+            }
         }
         _ => {
             command.apply(lab)?;
@@ -95,7 +122,8 @@ pub(crate) fn append_produced(
 pub(crate) struct Batch {
     /// The history's length before the batch: what an undo goes back to.
     history_mark: usize,
-    /// The line of a compaction or DeleteRecords that saved the lab in the middle of the batch.
+    /// The line of a compaction, DeleteRecords or truncation that saved the lab in the middle
+    /// of the batch.
     kept_before: Option<usize>,
     reset_plans: Vec<ResetPlan>,
 }
@@ -298,11 +326,14 @@ impl Session {
         line: usize,
         command: Command,
     ) -> Result<(), ActionError> {
-        if matches!(command, Command::Compact(_) | Command::DeleteRecords(_)) {
-            // Compaction and DeleteRecords destroy records for good. Everything before them is
-            // saved first, so a restart's truncation to the saved state can never undo a record
-            // they superseded (a cleaner never cleans past the high watermark). (A deleted
-            // topic's files are only renamed aside until the deletion is saved.)
+        if matches!(
+            command,
+            Command::Compact(_) | Command::DeleteRecords(_) | Command::TruncateLog(_)
+        ) {
+            // Compaction, DeleteRecords and a truncation destroy records for good. Everything
+            // before them is saved first, so a restart's truncation to the saved state can never
+            // undo a record they superseded (a cleaner never cleans past the high watermark). (A
+            // deleted topic's files are only renamed aside until the deletion is saved.)
             if let Err(e) = self.barrier() {
                 let fault = self.fault_in(&e).unwrap_or(Fault {
                     kind: FaultKind::Io,
@@ -387,8 +418,15 @@ impl Session {
     pub(crate) fn rebuild(&mut self, upto: usize) -> Result<(), LabError> {
         let (mut lab, generation, mut produced) = self.fresh_lab()?;
         let mut history = Vec::with_capacity(upto);
+        let torn = torn_partitions(&self.history[..upto]);
         for c in &self.history[..upto] {
-            if let Err(e) = replay(&mut lab, &mut produced, &mut history, c, Some(&self.produced)) {
+            if let Err(e) = replay(
+                &mut lab,
+                &mut produced,
+                &mut history,
+                c,
+                (Some(&self.produced), &torn),
+            ) {
                 if let Some(g) = &generation {
                     forget_generation(&g.dir);
                 }

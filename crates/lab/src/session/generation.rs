@@ -189,19 +189,26 @@ impl Session {
         let (mut lab, generation, mut produced) = self.fresh_lab().map_err(|e| internal(&e))?;
         let mut history = Vec::new();
         let nothing = crate::caps::Usage::default();
+        let torn = torn_partitions(script.lines.iter().map(|l| &l.command));
         for (i, line) in script.lines.iter().enumerate() {
-            let replayed =
-                replay(&mut lab, &mut produced, &mut history, &line.command, stored).map_err(|e| {
-                    let error = match &e {
-                        ApplyError::Lab(e) => e.to_string(),
-                        ApplyError::Expectation(f) => format!("expectation failed: {f}"),
-                    };
-                    let cause = match e {
-                        ApplyError::Lab(e) => Some(Box::new(e)),
-                        ApplyError::Expectation(_) => None,
-                    };
-                    (422, error, cause)
-                });
+            let replayed = replay(
+                &mut lab,
+                &mut produced,
+                &mut history,
+                &line.command,
+                (stored, &torn),
+            )
+            .map_err(|e| {
+                let error = match &e {
+                    ApplyError::Lab(e) => e.to_string(),
+                    ApplyError::Expectation(f) => format!("expectation failed: {f}"),
+                };
+                let cause = match e {
+                    ApplyError::Lab(e) => Some(Box::new(e)),
+                    ApplyError::Expectation(_) => None,
+                };
+                (422, error, cause)
+            });
             // What the lab holds as it is built, against the caps (its bytes once it is built).
             let replayed = replayed.and_then(|()| {
                 match self.caps {

@@ -42,6 +42,9 @@ mod files;
 mod generation;
 mod live_clock;
 mod produced;
+mod recovered;
+#[cfg(test)]
+mod recovery_tests;
 mod restore;
 mod rollback;
 mod save;
@@ -58,6 +61,7 @@ pub use generation::SinkBackend;
 use generation::*;
 pub use live_clock::{read_clock_mode, starting_at, wall_clock_ms, ClockMode, CLOCK_FILE};
 use produced::*;
+pub use recovered::Recovered;
 use restore::*;
 pub use save::PendingSave;
 use save::*;
@@ -87,6 +91,8 @@ pub struct Session {
     /// What the lab may grow to (a workshop's learner lab); `None` bounds only what the engine
     /// itself bounds.
     caps: Option<crate::caps::Caps>,
+    /// What the last start found lost ([`Session::recovered`]).
+    recovered: Vec<Recovered>,
 }
 
 /// What [`Lab::next_deadline`] is a function of, as far as a session can tell.
@@ -116,6 +122,7 @@ impl Session {
             caught_up_at: None,
             deadline: std::cell::Cell::new(None),
             caps: None,
+            recovered: Vec::new(),
         };
         s.load_from(source, stored)?;
         Ok(s)

@@ -76,12 +76,76 @@ impl ProducedStore {
         Ok(batches)
     }
 
+    /// The batches of `line` still whole, and how many of its records are not: for a line on a
+    /// partition whose tail a crash tore (a later `truncate-log` cuts it), whose kept segment —
+    /// the same file as the log's — the recovery cut. `None` when no batch survived.
+    pub(crate) fn surviving(&self, line: &SendStored) -> Result<(Option<ProducedBatches>, usize), LabError> {
+        let Self::Dir(dir) = self else {
+            // An in-memory lab's copies are never torn.
+            return Ok((Some(self.batches(line)?), 0));
+        };
+        if let Ok(batches) = self.batches(line) {
+            return Ok((Some(batches), 0));
+        }
+        let io = |e: std::io::Error| storage(format!("{line}: {e}"));
+        let file = match std::fs::File::open(dir.join(&line.file)) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((None, line.count)),
+            Err(e) => return Err(io(e)),
+        };
+        let there = file
+            .metadata()
+            .map_err(io)?
+            .len()
+            .saturating_sub(line.at)
+            .min(line.len);
+        let mut bytes = vec![0; usize::try_from(there).map_err(|_| storage(format!("{line}: too large")))?];
+        std::os::unix::fs::FileExt::read_exact_at(&file, &mut bytes, line.at).map_err(io)?;
+        // Whole batches from the start: base offset (8), length (4), then `length` bytes.
+        let mut whole = 0usize;
+        while let Some(len) = bytes.get(whole + 8..whole + 12) {
+            let len = i32::from_be_bytes([len[0], len[1], len[2], len[3]]);
+            let end = usize::try_from(len)
+                .ok()
+                .and_then(|l| (whole + 12).checked_add(l));
+            match end {
+                Some(end) if end <= bytes.len() => whole = end,
+                _ => break,
+            }
+        }
+        bytes.truncate(whole);
+        let batches = (whole > 0)
+            .then(|| ProducedBatches::validate(bytes).ok())
+            .flatten()
+            .filter(|b| b.records() <= line.count);
+        let kept = batches.as_ref().map_or(0, ProducedBatches::records);
+        Ok((batches, line.count - kept))
+    }
+
     /// The line's records, as `send … records=[…]` lines spell them out.
     /// One line for the stored line, with its batches' sizes, so a replay lays the records out
     /// in segments as the client's batches were (more than one only past `MAX_SEND_RECORDS`,
     /// cut between batches).
     pub(crate) fn spelled_out(&self, line: &SendStored) -> Result<Vec<Command>, LabError> {
-        let stored = self.batches(line)?;
+        Ok(spell(line, &self.batches(line)?))
+    }
+
+    /// [`ProducedStore::spelled_out`] for a line on a partition whose tail a crash tore: its
+    /// surviving batches spelled out, then stand-ins for the records it lost ([`stand_ins`]).
+    pub(crate) fn spelled_out_torn(&self, line: &SendStored) -> Result<Vec<Command>, LabError> {
+        let (stored, missing) = self.surviving(line)?;
+        let mut lines = stored.map(|s| spell(line, &s)).unwrap_or_default();
+        lines.extend(stand_ins(line, missing));
+        Ok(lines)
+    }
+}
+
+/// The records of `stored` (the batches of `line`) as `send … records=[…]` lines.
+/// One line for the stored line, with its batches' sizes, so a replay lays the records out
+/// in segments as the client's batches were (more than one only past `MAX_SEND_RECORDS`,
+/// cut between batches).
+fn spell(line: &SendStored, stored: &ProducedBatches) -> Vec<Command> {
+    {
         let mut lines = Vec::new();
         let (mut records, mut sizes) = (Vec::new(), Vec::new());
         // One line per run of batches in one codec: a line says how its batches were compressed.
@@ -158,8 +222,35 @@ impl ProducedStore {
             let packing = BatchPacking::in_codec(codec.unwrap_or(Compression::None));
             lines.push(spelled_send(line, records, sizes, packing));
         }
-        Ok(lines)
+        lines
     }
+}
+
+/// What stands in, in a replay, for `missing` records of `line` a crash tore: `send` lines of
+/// records that say so, which take the offsets the lost records held until the `truncate-log`
+/// line after them cuts them again. (What the lab served from those records before the crash —
+/// sink rows, an audit — is replayed from the stand-ins: their content is lost with the bytes.)
+pub(crate) fn stand_ins(line: &SendStored, missing: usize) -> Vec<Command> {
+    let lost = SentRecord {
+        key: None,
+        value: Some("lost: a crash tore this record's bytes before the restart cut the log".into()),
+        timestamp: None,
+        headers: Vec::new(),
+        batch_timestamp: None,
+    };
+    let mut lines = Vec::new();
+    let mut left = missing;
+    while left > 0 {
+        let n = left.min(MAX_SEND_RECORDS);
+        lines.push(spelled_send(
+            line,
+            vec![lost.clone(); n],
+            Vec::new(),
+            BatchPacking::default(),
+        ));
+        left -= n;
+    }
+    lines
 }
 
 /// A `send … records=` line for (part of) a stored line.
@@ -185,9 +276,14 @@ impl Session {
     /// own; batches that can no longer be read are named in a comment.
     pub fn export(&self) -> String {
         let mut out = String::from("# exported from the offsetlab web lab\n");
+        let torn = torn_partitions(&self.history);
         for c in &self.history {
             match c {
-                Command::SendStored(line) => match self.produced.spelled_out(line) {
+                Command::SendStored(line) => match if torn.contains(&(line.topic.clone(), line.partition)) {
+                    self.produced.spelled_out_torn(line)
+                } else {
+                    self.produced.spelled_out(line)
+                } {
                     Ok(sends) => {
                         for s in sends {
                             out.push_str(&s.to_string());

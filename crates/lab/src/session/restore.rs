@@ -127,7 +127,8 @@ impl Found {
             store.health(),
         );
         let sinks = SqliteSinks::new(dir.join("sinks")).map_err(|e| at(&e))?;
-        let lab = Lab::restore(self.snapshot, Box::new(store), Box::new(sinks)).map_err(|e| at(&e))?;
+        let (lab, losses) =
+            Lab::restore_reporting(self.snapshot, Box::new(store), Box::new(sinks)).map_err(|e| at(&e))?;
         if let Some(fault) = health.take() {
             return Err(RestoreError::new(&logs, fault));
         }
@@ -136,14 +137,22 @@ impl Found {
             .map(|name| format!("{name}: never acknowledged, removed"))
             .collect();
         notes.extend(remove_abandoned_generations(root, self.number));
+        let mut aside: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
         if let Ok(r) = reports.lock() {
             for (log, report) in r.iter() {
                 if report.truncated_bytes > 0 || report.dropped_segments > 0 {
                     notes.push(format!(
-                        "{log}: cut {} byte(s) of torn or corrupt tail, dropped {} segment(s)",
-                        report.truncated_bytes, report.dropped_segments
+                        "{log}: cut {} byte(s) of torn or corrupt tail, took {} segment(s) out (kept in {}/{})",
+                        report.truncated_bytes,
+                        report.dropped_segments,
+                        log,
+                        offsetlab_storage::CUT_DIR
                     ));
                 }
+                aside
+                    .entry(log.clone())
+                    .or_default()
+                    .extend(report.kept_aside.iter().cloned());
             }
         }
         let (history_bytes, commands) = (self.history_text.len() as u64, self.history.len());
@@ -160,6 +169,7 @@ impl Found {
             caught_up_at: None,
             deadline: std::cell::Cell::new(None),
             caps: None,
+            recovered: Vec::new(),
             generation: Some(Generation {
                 number: self.number,
                 dir: dir.clone(),
@@ -179,9 +189,12 @@ impl Found {
             history: self.history,
             produced: ProducedStore::Dir(dir.join(PRODUCED_DIR)),
         };
+        let mut session = session;
         session
             .note_restored_save(history_bytes, narrative_bytes, narrative_events)
             .map_err(|e| at(&e))?;
+        session.write_down_losses(losses, &aside).map_err(|e| at(&e))?;
+        notes.extend(session.recovered().iter().map(|r| format!("LOST {r}")));
         Ok((session, summary(clean, &notes)))
     }
 

@@ -27,6 +27,10 @@ pub struct State {
     pub storage: StorageInfo,
     /// `live` while the clock reads wall time (`serve`), `paused` while it waits to be stepped.
     pub clock_mode: ClockMode,
+    /// What the last start found lost: partitions whose tail a crash tore, the offsets lost
+    /// (absent when nothing was).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub recovered: Vec<Recovered>,
 }
 
 /// Where the lab keeps its logs, shown on the page.
@@ -119,6 +123,7 @@ impl Session {
             consumer_offsets_group_records,
             history_lines: self.history.len(),
             clock_mode: self.clock,
+            recovered: self.recovered.clone(),
             storage: match &self.generation {
                 Some(g) => StorageInfo {
                     logs: "disk",
