@@ -615,16 +615,20 @@ fn command() -> impl Strategy<Value = Command> {
                 before,
             })
         }),
-        (text(), partition(), 0..=i64::MAX / 2, proptest::option::of(0..=i64::MAX / 2)).prop_map(
-            |(topic, partition, to, more)| {
+        (
+            text(),
+            partition(),
+            0..=i64::MAX / 2,
+            proptest::option::of(0..=i64::MAX / 2)
+        )
+            .prop_map(|(topic, partition, to, more)| {
                 Command::TruncateLog(TruncateLog {
                     topic,
                     partition,
                     to,
                     was: more.map(|m| to + m),
                 })
-            }
-        ),
+            }),
         (text(), 1..=10_000i32)
             .prop_map(|(topic, count)| Command::AddPartitions(AddPartitions { topic, count })),
         (

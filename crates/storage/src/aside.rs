@@ -72,7 +72,11 @@ mod tests {
         assert_ne!(first, second);
         assert_eq!(std::fs::read(&first).unwrap(), bytes[1_000..]);
         assert_eq!(std::fs::read(&second).unwrap(), bytes[1_000..]);
-        assert!(first.ends_with("cut/00000000000000000300-1000.log"), "{}", first.display());
+        assert!(
+            first.ends_with("cut/00000000000000000300-1000.log"),
+            "{}",
+            first.display()
+        );
         let moved = move_segment(dir.path(), &segment, 512).unwrap();
         assert!(!segment.exists());
         assert_eq!(std::fs::read(moved).unwrap(), bytes);

@@ -36,10 +36,10 @@ pub use share_view::{
     ShareRecordView, MAX_VIEW_COMPLETED,
 };
 pub use snapshot::{LabSnapshot, SNAPSHOT_VERSION};
-pub use truncation::TailLoss;
 pub use topics::{
     sent_batch_matches, BatchPacking, ProduceSpec, SentHeader, SentRecord, MAX_PARTITIONS, MAX_SEND_RECORDS,
 };
+pub use truncation::TailLoss;
 pub use view::{GroupView, LabView, PartitionView, SinkView, TopicView};
 
 use crate::clock::{Clock, Millis};

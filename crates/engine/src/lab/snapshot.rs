@@ -201,19 +201,20 @@ impl Lab {
         let mut notes = Vec::new();
         let mut losses = Vec::new();
         let now = snapshot.clock.now();
-        let mut reconcile = |tp: TopicPartition, log: &mut dyn crate::log::PartitionLog, acknowledged: Offset| {
-            let end = log.log_end_offset();
-            if end < acknowledged {
-                losses.push(super::TailLoss {
-                    topic: tp.topic.clone(),
-                    partition: tp.partition,
-                    from: end,
-                    to: acknowledged,
-                    committed_past_end: Vec::new(),
-                });
-            }
-            notes.extend(reconcile(&tp.to_string(), log, acknowledged, now));
-        };
+        let mut reconcile =
+            |tp: TopicPartition, log: &mut dyn crate::log::PartitionLog, acknowledged: Offset| {
+                let end = log.log_end_offset();
+                if end < acknowledged {
+                    losses.push(super::TailLoss {
+                        topic: tp.topic.clone(),
+                        partition: tp.partition,
+                        from: end,
+                        to: acknowledged,
+                        committed_past_end: Vec::new(),
+                    });
+                }
+                notes.extend(reconcile(&tp.to_string(), log, acknowledged, now));
+            };
         let mut offsets_log = store
             .open(
                 crate::offsets::CONSUMER_OFFSETS_TOPIC,

@@ -102,7 +102,10 @@ impl Lab {
         if topic == CONSUMER_OFFSETS_TOPIC {
             self.offsets.truncate_to(to, now);
         } else {
-            let log = self.topic_mut(topic)?.partitions.get_mut(usize::try_from(partition).unwrap_or(usize::MAX));
+            let log = self
+                .topic_mut(topic)?
+                .partitions
+                .get_mut(usize::try_from(partition).unwrap_or(usize::MAX));
             if let Some(log) = log {
                 log.truncate_to(to);
                 log.seal_active(now);

@@ -76,7 +76,6 @@ pub use compact::Compact;
 pub use consumer::StartConsumer;
 pub use delete::{DeleteGroup, DeleteOffsets, DeleteTopic};
 pub use delete_records::DeleteRecords;
-pub use truncate_log::TruncateLog;
 pub use expect::{Expect, ExpectKey};
 pub use expect_error::ExpectError;
 pub use external::{CommitOffsets, Rebalance};
@@ -94,6 +93,7 @@ pub use send_stored::SendStored;
 pub use share::{AlterShareGroup, ShareAck, SharePoll, StartShareConsumer};
 pub use tick::Tick;
 pub use topic::{max_message_bytes as topic_max_message_bytes, CreateTopic};
+pub use truncate_log::TruncateLog;
 
 use crate::error::ParseError;
 use crate::token::{tokenize, Args};

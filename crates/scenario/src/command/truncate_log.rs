@@ -36,7 +36,9 @@ impl TruncateLog {
             .ok_or_else(|| ParseError::new("truncate-log: missing to=OFFSET"))?;
         let was = args.parsed("was", offset)?;
         if was.is_some_and(|w| w < to) {
-            return Err(ParseError::new("truncate-log: was= is the log end before the cut, at least to="));
+            return Err(ParseError::new(
+                "truncate-log: was= is the log end before the cut, at least to=",
+            ));
         }
         Ok(Self {
             topic,
