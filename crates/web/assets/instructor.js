@@ -127,6 +127,14 @@ function renderSummary(room) {
     items.unshift(h('li', { 'data-unreadable': '' }, h('strong', {}, 'A learner is set aside'),
       ` — ${u.problem}. Their lab is untouched in ${u.dir}; fix or remove that file and restart the server, and they are back.`));
   }
+  // Learners whose lab lost acknowledged records in a crash (a torn log tail, cut at restart).
+  for (const l of room.learners) {
+    for (const r of l.recovered || []) {
+      const groups = (r.committed_past_end || []).map(([g, o]) => `; group ${g} committed ${o}, past the new end: its next fetch meets OFFSET_OUT_OF_RANGE and auto.offset.reset decides`).join('');
+      items.unshift(h('li', { 'data-recovered': l.number }, h('strong', {}, `Learner ${l.number} (${l.name}) lost records in a crash`),
+        ` — ${r.topic}-${r.partition}: offsets ${r.from}–${r.to - 1} lost, the log now ends at ${r.from}${groups}. The cut bytes are kept in ${(r.kept_aside || []).join(', ') || 'their lab'}.`));
+    }
+  }
   $('#summary').replaceChildren(...items);
 }
 

@@ -1405,3 +1405,59 @@ async fn a_removed_learners_number_is_not_given_again_after_a_restart() {
     assert_eq!(room.join("Cy").expect("join").number, 3);
     room.close_all();
 }
+
+/// A learner's lab whose log tail a crash tore: the restore that opens it again names the
+/// partition and the offsets lost to the instructor (`recovered` in the room), with no id.
+#[tokio::test]
+async fn a_learners_torn_log_is_shown_to_the_instructor() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = WorkshopConfig::new(dir.path().join("workshop"));
+    let room = Room::open(config.clone()).expect("room");
+    let ada = room.join("Ada").expect("join");
+    {
+        let lab = room.lab(&ada).expect("lab");
+        let mut s = lab.lock();
+        s.apply_lines(&[
+            "topic torn partitions=1".to_string(),
+            "produce torn count=20".to_string(),
+        ])
+        .expect("produced");
+        lab.changed(&mut s).expect("saved");
+    }
+    room.close_all();
+    let id = ada.id.as_str().to_string();
+    drop(room);
+    // A power cut: the stop was not clean, and the segment's last 30 bytes never reached the disk.
+    let root = ada.dir.join("lab");
+    let current = std::fs::read_to_string(root.join("current")).expect("current");
+    let logs = root
+        .join(format!("gen-{:06}", current.trim().parse::<u64>().expect("n")))
+        .join("logs");
+    let _ = std::fs::remove_file(logs.join(".clean-shutdown"));
+    let segment = logs.join("torn-0/00000000000000000000.log");
+    let len = std::fs::metadata(&segment).expect("segment").len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&segment)
+        .and_then(|f| f.set_len(len - 30))
+        .expect("cut");
+    let room = Room::open(config).expect("reopened");
+    let back = room.find(&id).expect("Ada");
+    assert!(
+        back.recovered().is_empty(),
+        "nothing known before the lab is opened"
+    );
+    room.lab(&back).expect("the lab opens");
+    let shown = serde_json::to_string(&back.recovered()).expect("json");
+    let recovered = back.recovered();
+    let [r] = recovered.as_slice() else {
+        panic!("one loss: {shown}");
+    };
+    assert_eq!(
+        (r.loss.topic.as_str(), r.loss.partition, r.loss.to),
+        ("torn", 0, 20)
+    );
+    assert!(r.loss.from < 20, "{r}");
+    assert!(!shown.contains(&id), "no id for the instructor: {shown}");
+    assert!(shown.contains("torn-0/cut/"), "where the cut bytes are: {shown}");
+}

@@ -8,7 +8,7 @@
 import { $, $$, setText } from './dom.js';
 import { request, readOnly } from './api.js';
 import { ui, onState, rerender, refresh, listen } from './store.js';
-import { hideAlert } from './toast.js';
+import { hideAlert, showAlert } from './toast.js';
 import { renderCards } from './panels/cards.js';
 import { renderLog, renderPartitionSelect, setupLog } from './panels/log.js';
 import { renderNarrative, setupNarrative } from './panels/narrative.js';
@@ -51,7 +51,11 @@ function render(previous) {
   renderClock();
   renderCluster();
   const st = ui.state.storage;
-  setText($('#storage'), st && st.logs === 'disk' ? `logs on disk (segment files) · --flush ${st.flush}` : 'logs in memory');
+  const lost = recoveredText(ui.state.recovered);
+  setText($('#storage'), (st && st.logs === 'disk' ? `logs on disk (segment files) · --flush ${st.flush}` : 'logs in memory') + (lost ? ` · ${lost}` : ''));
+  $('#storage').classList.toggle('lost', Boolean(lost));
+  // Said once per page: what the last start lost stays in the footer and the narrative.
+  if (lost && !toldRecovered) { toldRecovered = true; showAlert(lost); }
   $('#storage').title = st && st.dir ? `${st.dir}: segment files, SQLite sinks and the lab's snapshot; a restart (even kill -9) picks up here` : 'nothing survives a restart';
   renderLessonPanel();
   reportProgress();
@@ -59,6 +63,19 @@ function render(previous) {
     const again = $$('[data-line], [data-focus]').find((el) => (el.dataset.line || el.dataset.focus) === focusKey && !el.disabled);
     if (again) again.focus();
   }
+}
+
+let toldRecovered = false;
+
+// The partitions whose tail the last start found torn (a machine crash under --flush never),
+// the offsets lost, and the groups left committed past the new end.
+function recoveredText(recovered) {
+  if (!recovered || !recovered.length) return '';
+  const each = recovered.map((r) => {
+    const groups = (r.committed_past_end || []).map(([g, o]) => `group ${g} committed ${o}, past the end: its next fetch meets OFFSET_OUT_OF_RANGE`);
+    return [`${r.topic}-${r.partition}: offsets ${r.from}–${r.to - 1} lost, the log now ends at ${r.from}`, ...groups].join('; ');
+  });
+  return `The lab restarted after a crash and cut a damaged log tail — ${each.join(' · ')}. The cut bytes are kept in the partition's cut/ directory.`;
 }
 
 function showView(name) {

@@ -49,6 +49,7 @@ pub(crate) async fn get_room(State(app): State<AppState>, headers: HeaderMap) ->
                 "seen_ms": l.seen_ms(),
                 "pages": l.pages(),
                 "resident": l.is_resident(),
+                "recovered": l.recovered(),
             })
         })
         .collect();

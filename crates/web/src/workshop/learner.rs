@@ -187,6 +187,9 @@ pub struct Learner {
     /// Set once the instructor removed them: their lab is not opened again, their file not
     /// written again (its directory was moved aside).
     pub(super) removed: AtomicBool,
+    /// What the restores of their lab found lost since the room opened (a log's torn tail):
+    /// shown to the instructor, who may have to tell them why records went missing.
+    pub(super) recovered: Mutex<Vec<offsetlab_lab::session::Recovered>>,
 }
 
 /// The learner's lab while it is in memory, and when it was last used.
@@ -215,7 +218,13 @@ impl Learner {
             activity: Mutex::new(activity),
             bucket: Mutex::new(Bucket::full(rate, now)),
             removed: AtomicBool::new(false),
+            recovered: Mutex::new(Vec::new()),
         }
+    }
+
+    /// What the restores of their lab found lost since the room opened.
+    pub fn recovered(&self) -> Vec<offsetlab_lab::session::Recovered> {
+        offsetlab_lab::lock(&self.recovered).clone()
     }
 
     pub fn name(&self) -> String {

@@ -462,6 +462,16 @@ impl Room {
             )
         })?;
         let mut session = opened.session;
+        for r in session.recovered() {
+            // The lab's own warning names the partition; this one names whose lab it is.
+            tracing::warn!(
+                learner = learner.number,
+                loss = %r,
+                "learner {}'s lab lost acknowledged records in a crash: shown to the instructor",
+                learner.number
+            );
+        }
+        offsetlab_lab::lock(&learner.recovered).extend(session.recovered().iter().cloned());
         session.set_caps(Some(self.config.caps));
         session.advance_version_past(learner.seen_version.load(Ordering::SeqCst));
         Ok(LabHandle::with_changes(session, learner.changes.clone()))
