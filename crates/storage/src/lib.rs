@@ -27,6 +27,7 @@ mod index;
 mod log;
 mod pool;
 mod segment;
+pub mod shape;
 mod slots;
 mod sync;
 

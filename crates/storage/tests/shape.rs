@@ -1,0 +1,116 @@
+//! A kept segment's shape reads back as the segment it replaced, values zeroed: every byte
+//! range a history line can name, every batch valid, offsets, timestamps, keys and headers kept.
+
+use offsetlab_records::batch::{encode_consecutive, Batch, BatchHeader};
+use offsetlab_records::NewRecord;
+use offsetlab_storage::shape::{keep_shape, read_shape, shape_path};
+use proptest::prelude::*;
+
+/// (timestamp, key, value length, value byte) per record, batches of them.
+type Spec = Vec<Vec<(i64, Option<Vec<u8>>, Option<usize>, u8)>>;
+
+fn spec() -> impl Strategy<Value = Spec> {
+    let record = (
+        0i64..1 << 40,
+        proptest::option::of(proptest::collection::vec(any::<u8>(), 0..12)),
+        proptest::option::of(0usize..3000),
+        1u8..,
+    );
+    proptest::collection::vec(proptest::collection::vec(record, 1..20), 1..30)
+}
+
+/// The encoded batches, and where each batch starts.
+fn encode(spec: &Spec) -> (Vec<u8>, Vec<usize>) {
+    let mut buf = Vec::new();
+    let mut starts = Vec::new();
+    let mut offset = 0;
+    for batch in spec {
+        let values: Vec<Option<Vec<u8>>> = batch.iter().map(|r| r.2.map(|n| vec![r.3; n])).collect();
+        let records: Vec<NewRecord<'_>> = batch
+            .iter()
+            .zip(&values)
+            .map(|(r, v)| NewRecord::new(r.0, r.1.as_deref(), v.as_deref()))
+            .collect();
+        starts.push(buf.len());
+        encode_consecutive(&mut buf, offset, &records, -1);
+        offset += records.len() as i64;
+    }
+    (buf, starts)
+}
+
+/// (offset, timestamp, key, value) of every record of back-to-back batches.
+fn records(mut bytes: &[u8]) -> Vec<(i64, i64, Option<Vec<u8>>, Option<Vec<u8>>)> {
+    let mut out = Vec::new();
+    while !bytes.is_empty() {
+        let header = BatchHeader::parse(bytes).expect("a header");
+        let batch = Batch::parse(bytes).expect("a valid batch: its CRC was written again");
+        out.extend(batch.records().map(|r| {
+            (
+                r.offset,
+                r.timestamp,
+                r.key.map(<[u8]>::to_vec),
+                r.value.map(<[u8]>::to_vec),
+            )
+        }));
+        bytes = &bytes[header.total_len..];
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn a_shape_reads_back_as_its_segment_with_values_zeroed(spec in spec(), pick in any::<prop::sample::Index>(), span in 1usize..8) {
+        let dir = tempfile::tempdir().expect("dir");
+        let kept = dir.path().join("t-0-00000000000000000000.log");
+        let (bytes, starts) = encode(&spec);
+        std::fs::write(&kept, &bytes).expect("write");
+        keep_shape(&kept).expect("shaped");
+        prop_assert!(!kept.exists(), "the kept file is gone");
+        let whole = read_shape(&shape_path(&kept), 0, bytes.len() as u64).expect("read whole");
+        prop_assert_eq!(whole.len(), bytes.len());
+        let (before, after) = (records(&bytes), records(&whole));
+        prop_assert_eq!(before.len(), after.len());
+        for (b, a) in before.iter().zip(&after) {
+            prop_assert_eq!((b.0, b.1, &b.2), (a.0, a.1, &a.2));
+            prop_assert_eq!(b.3.as_ref().map(Vec::len), a.3.as_ref().map(Vec::len));
+            prop_assert!(a.3.iter().flatten().all(|&x| x == 0));
+        }
+        // Any run of whole batches a history line names reads back alone.
+        let first = pick.index(starts.len());
+        let last = (first + span).min(starts.len());
+        let end = starts.get(last).copied().unwrap_or(bytes.len());
+        let part = read_shape(&shape_path(&kept), starts[first] as u64, (end - starts[first]) as u64).expect("a range");
+        prop_assert_eq!(&part[..], &whole[starts[first]..end]);
+    }
+}
+
+/// Values compress away: a segment of 100-byte records leaves a small fraction of itself.
+#[test]
+fn a_shape_is_a_small_fraction_of_its_segment() {
+    let spec: Spec = (0..200)
+        .map(|b| {
+            (0..50)
+                .map(|i| {
+                    (
+                        1_700_000_000_000 + b * 50 + i,
+                        Some(format!("k-{}", i % 7).into_bytes()),
+                        Some(100),
+                        7u8,
+                    )
+                })
+                .collect()
+        })
+        .collect();
+    let dir = tempfile::tempdir().expect("dir");
+    let kept = dir.path().join("kept.log");
+    let (bytes, _) = encode(&spec);
+    std::fs::write(&kept, &bytes).expect("write");
+    let shape = keep_shape(&kept).expect("shaped");
+    assert!(
+        shape * 10 < bytes.len() as u64,
+        "{shape} of {} bytes",
+        bytes.len()
+    );
+}
