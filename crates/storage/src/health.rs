@@ -14,7 +14,7 @@
 
 use crate::lock;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 /// What ran out, or broke (the engine's kind of storage error).
@@ -23,10 +23,12 @@ pub use offsetlab_engine::error::StorageKind as FaultKind;
 /// A write the disk refused: the engine's storage error.
 pub use offsetlab_engine::error::StorageError as Fault;
 
-/// The first fault since the owner last looked.
+/// The first fault since the owner last looked — and the kept segments whose log file
+/// retention (or DeleteRecords) deleted since then, for the owner to shape ([`crate::shape`]).
 #[derive(Debug, Default)]
 pub struct Health {
     fault: Mutex<Option<Fault>>,
+    unlinked: Mutex<Vec<PathBuf>>,
 }
 
 impl Health {
@@ -44,6 +46,16 @@ impl Health {
     /// The fault noted since the last call, if any.
     pub fn take(&self) -> Option<Fault> {
         lock(&self.fault).take()
+    }
+
+    /// Notes that the log file `kept` is a link to was deleted by retention or DeleteRecords.
+    pub fn note_unlinked(&self, kept: PathBuf) {
+        lock(&self.unlinked).push(kept);
+    }
+
+    /// The kept links noted since the last call.
+    pub fn take_unlinked(&self) -> Vec<PathBuf> {
+        std::mem::take(&mut *lock(&self.unlinked))
     }
 
     /// Whether a fault is waiting to be taken.

@@ -46,6 +46,8 @@ mod recovered;
 #[cfg(test)]
 mod recovery_tests;
 mod restore;
+#[cfg(test)]
+mod retention_tests;
 mod rollback;
 mod save;
 mod state;

@@ -47,7 +47,24 @@ impl ProducedStore {
         let bytes = match self {
             Self::Dir(dir) => {
                 let io = |e: std::io::Error| storage(format!("{line}: {e}"));
-                let file = std::fs::File::open(dir.join(&line.file)).map_err(io)?;
+                let path = dir.join(&line.file);
+                let file = match std::fs::File::open(&path) {
+                    Ok(f) => f,
+                    // Retention deleted the segment: its shape stands in for it.
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                        let bytes = offsetlab_storage::shape::read_shape(
+                            &offsetlab_storage::shape::shape_path(&path),
+                            line.at,
+                            line.len,
+                        )
+                        .map_err(|e| match e.kind() {
+                            std::io::ErrorKind::NotFound | std::io::ErrorKind::UnexpectedEof => missing(),
+                            _ => io(e),
+                        })?;
+                        return checked(line, bytes);
+                    }
+                    Err(e) => return Err(io(e)),
+                };
                 // Checked against the file before anything is allocated for it.
                 let end = line.at.checked_add(line.len).ok_or_else(missing)?;
                 if file.metadata().map_err(io)?.len() < end {
@@ -66,14 +83,7 @@ impl ProducedStore {
                 v[range].to_vec()
             }
         };
-        let batches = ProducedBatches::validate(bytes).map_err(|e| storage(format!("{line}: {e}")))?;
-        if batches.records() != line.count {
-            return Err(storage(format!(
-                "{line}: the stored batches hold {} records",
-                batches.records()
-            )));
-        }
-        Ok(batches)
+        checked(line, bytes)
     }
 
     /// The batches of `line` still whole, and how many of its records are not: for a line on a
@@ -224,6 +234,18 @@ fn spell(line: &SendStored, stored: &ProducedBatches) -> Vec<Command> {
         }
         lines
     }
+}
+
+/// `bytes` as the batches of `line`: validated, holding the records it counts.
+fn checked(line: &SendStored, bytes: Vec<u8>) -> Result<ProducedBatches, LabError> {
+    let batches = ProducedBatches::validate(bytes).map_err(|e| storage(format!("{line}: {e}")))?;
+    if batches.records() != line.count {
+        return Err(storage(format!(
+            "{line}: the stored batches hold {} records",
+            batches.records()
+        )));
+    }
+    Ok(batches)
 }
 
 /// What stands in, in a replay, for `missing` records of `line` a crash tore: `send` lines of

@@ -249,7 +249,12 @@ impl Found {
             .collect();
         if let Ok(entries) = std::fs::read_dir(self.dir.join(PRODUCED_DIR)) {
             for e in entries.filter_map(Result::ok) {
-                if !named.contains(e.file_name().to_string_lossy().as_ref()) {
+                let name = e.file_name().to_string_lossy().into_owned();
+                // A segment retention deleted is kept as its shape.
+                let of = name
+                    .strip_suffix(offsetlab_storage::shape::SHAPE_SUFFIX)
+                    .unwrap_or(&name);
+                if !named.contains(of) {
                     let _ = std::fs::remove_file(e.path());
                 }
             }

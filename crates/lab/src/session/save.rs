@@ -140,6 +140,7 @@ impl Session {
                 "{e}; and the lab could not go back to its last save: {again}"
             )),
         })?;
+        self.shape_deleted_segments();
         // What is in the narrative's file need not stay in memory.
         if self.generation.is_some() {
             let narrative = self.lab.narrative_mut();
@@ -147,6 +148,28 @@ impl Session {
             narrative.forget_before(keep_from);
         }
         Ok(saved)
+    }
+
+    /// The kept segments whose log file retention or DeleteRecords deleted, replaced by their
+    /// shapes ([`offsetlab_storage::shape`]): the history still replays them — same offsets,
+    /// sizes, timestamps and keys — and the disk retention was to free is freed. A file that
+    /// cannot be shaped stays whole (a warning says so): it costs disk, never the history.
+    fn shape_deleted_segments(&self) {
+        let Some(g) = &self.generation else {
+            return;
+        };
+        let unlinked = g.health.take_unlinked();
+        if unlinked.is_empty() {
+            return;
+        }
+        for kept in &unlinked {
+            if let Err(e) = offsetlab_storage::shape::keep_shape(kept) {
+                tracing::warn!(file = %kept.display(), "a kept segment retention deleted stays whole: {e}");
+            }
+        }
+        if let Err(e) = std::fs::File::open(g.dir.join(PRODUCED_DIR)).and_then(|d| d.sync_all()) {
+            tracing::warn!("syncing the kept segments' directory: {e}");
+        }
     }
 
     pub(crate) fn try_save(&self) -> Result<Option<PendingSave>, LabError> {

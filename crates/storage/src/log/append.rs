@@ -246,6 +246,39 @@ impl FileLog {
         Err(io::Error::other("no free name for a kept segment"))
     }
 
+    /// The kept link to segment `index`'s log file, if it has one: the name this process gave
+    /// it, or — after a restart, which does not know — a kept name for its base offset that is
+    /// the same file.
+    pub(crate) fn kept_link_of(&self, index: usize) -> Option<PathBuf> {
+        use std::os::unix::fs::MetadataExt;
+        let kept_dir = self.kept_dir.as_ref()?;
+        let seg = &self.segments[index];
+        if let Some(name) = &seg.kept_as {
+            return Some(kept_dir.join(name));
+        }
+        let this = std::fs::metadata(FileSegment::path(&self.dir, seg.meta.base_offset, "log")).ok()?;
+        let stem = kept_stem(
+            &self
+                .dir
+                .file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default(),
+            seg.meta.base_offset,
+        );
+        for n in 0u32.. {
+            let name = if n == 0 {
+                format!("{stem}.log")
+            } else {
+                format!("{stem}.{n}.log")
+            };
+            let there = std::fs::metadata(kept_dir.join(&name)).ok()?;
+            if (there.dev(), there.ino()) == (this.dev(), this.ino()) {
+                return Some(kept_dir.join(name));
+            }
+        }
+        None
+    }
+
     /// An empty active segment takes its first record now: it is created at this instant and
     /// based at the log end (a truncation may have left it based lower).
     pub(crate) fn active_mut_created(&mut self, now: Millis) -> io::Result<()> {

@@ -87,11 +87,19 @@ impl FileLog {
     }
 
     /// Deletes whole segments that end at or before `offset`, never the active one.
+    /// A kept link to a deleted segment is named to the store's owner, which replaces it by the
+    /// segment's shape ([`crate::shape`]): the disk retention frees is freed.
     pub(crate) fn remove_segments_upto(&mut self, offset: Offset) {
         while self.segments.len() > 1 && self.next_offset_of(0) <= offset {
+            let kept = self.kept_link_of(0);
             let seg = self.segments.remove(0);
-            if let Err(e) = seg.delete_files() {
-                self.fault("delete a segment in", &e);
+            match seg.delete_files() {
+                Err(e) => self.fault("delete a segment in", &e),
+                Ok(()) => {
+                    if let Some(kept) = kept {
+                        self.health.note_unlinked(kept);
+                    }
+                }
             }
         }
     }
