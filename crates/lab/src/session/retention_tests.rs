@@ -70,6 +70,11 @@ fn retention_frees_the_disk_and_the_history_still_replays_to_the_same_figures() 
             .expect("read");
         assert!(s.save().expect("saved").is_none());
     }
+    // A restart between: the logs learn again which kept links are their segments'.
+    drop(s);
+    let (mut s, _) = Session::restore(dir.path(), FlushPolicy::Never)
+        .expect("restores")
+        .expect("a lab");
     let gen = s.generation_dir().expect("durable").to_path_buf();
     let kept_before = bytes_under(&gen.join(PRODUCED_DIR));
     assert!(kept_before > 500_000, "{kept_before}");
