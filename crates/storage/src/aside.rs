@@ -62,23 +62,23 @@ mod tests {
 
     #[test]
     fn a_cut_tail_reads_back_as_it_was_and_names_never_collide() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().expect("test io");
         let segment = dir.path().join("seg.log");
         let bytes: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
-        std::fs::write(&segment, &bytes).unwrap();
-        let file = File::open(&segment).unwrap();
-        let first = keep_tail(&file, dir.path(), 300, 1_000, bytes.len() as u64).unwrap();
-        let second = keep_tail(&file, dir.path(), 300, 1_000, bytes.len() as u64).unwrap();
+        std::fs::write(&segment, &bytes).expect("test io");
+        let file = File::open(&segment).expect("test io");
+        let first = keep_tail(&file, dir.path(), 300, 1_000, bytes.len() as u64).expect("test io");
+        let second = keep_tail(&file, dir.path(), 300, 1_000, bytes.len() as u64).expect("test io");
         assert_ne!(first, second);
-        assert_eq!(std::fs::read(&first).unwrap(), bytes[1_000..]);
-        assert_eq!(std::fs::read(&second).unwrap(), bytes[1_000..]);
+        assert_eq!(std::fs::read(&first).expect("test io"), bytes[1_000..]);
+        assert_eq!(std::fs::read(&second).expect("test io"), bytes[1_000..]);
         assert!(
             first.ends_with("cut/00000000000000000300-1000.log"),
             "{}",
             first.display()
         );
-        let moved = move_segment(dir.path(), &segment, 512).unwrap();
+        let moved = move_segment(dir.path(), &segment, 512).expect("test io");
         assert!(!segment.exists());
-        assert_eq!(std::fs::read(moved).unwrap(), bytes);
+        assert_eq!(std::fs::read(moved).expect("test io"), bytes);
     }
 }

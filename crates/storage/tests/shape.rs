@@ -38,8 +38,11 @@ fn encode(spec: &Spec) -> (Vec<u8>, Vec<usize>) {
     (buf, starts)
 }
 
-/// (offset, timestamp, key, value) of every record of back-to-back batches.
-fn records(mut bytes: &[u8]) -> Vec<(i64, i64, Option<Vec<u8>>, Option<Vec<u8>>)> {
+/// A record read back: (offset, timestamp, key, value).
+type Read = (i64, i64, Option<Vec<u8>>, Option<Vec<u8>>);
+
+/// Every record of back-to-back batches.
+fn records(mut bytes: &[u8]) -> Vec<Read> {
     let mut out = Vec::new();
     while !bytes.is_empty() {
         let header = BatchHeader::parse(bytes).expect("a header");

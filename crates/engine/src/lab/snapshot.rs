@@ -229,7 +229,6 @@ impl Lab {
         );
         let topics_created = snapshot.topics_created.unwrap_or(snapshot.topics.len() as u64);
         let topics = reopen_topics(snapshot.topics, store.as_mut(), &mut reconcile)?;
-        drop(reconcile);
         let mut groups = BTreeMap::new();
         for g in snapshot.groups {
             groups.insert(g.name.clone(), reopen_group(g, sinks.as_mut())?);
