@@ -247,6 +247,17 @@ fn a_garbled_batch_is_never_served_and_everything_after_it_goes() {
         "the segment after the corrupt one"
     );
     assert!(!log.open_report().notes.is_empty());
+    // Nothing cut is deleted: the garbled segment's tail and the whole segment after it are
+    // kept aside, byte for byte.
+    let aside = &log.open_report().kept_aside;
+    assert_eq!(aside.len(), 2, "{aside:?}");
+    let tail = std::fs::read(&aside[0]).expect("the cut tail");
+    assert!(
+        bytes.ends_with(&tail) && tail.len() >= bytes.len() - middle,
+        "{} bytes kept",
+        tail.len()
+    );
+    assert!(aside[1].exists(), "the segment after it");
     let mut expected: Vec<Offset> = (0..5).collect();
     expected.extend(5..(got.len() as Offset));
     assert_eq!(got, expected, "a clean prefix");
