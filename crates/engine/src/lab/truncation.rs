@@ -132,3 +132,73 @@ impl Lab {
         Ok(loss)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::ProduceSpec;
+    use crate::log::TopicConfig;
+
+    fn lab_with(records: u64) -> Lab {
+        let mut lab = Lab::default();
+        let config = TopicConfig {
+            partitions: 1,
+            ..TopicConfig::default()
+        };
+        lab.create_topic("orders", config).expect("topic");
+        let spec = ProduceSpec {
+            count: records,
+            key: None,
+            value: None,
+            partition: Some(0),
+            tombstone: false,
+        };
+        lab.produce("orders", &spec).expect("produced");
+        lab
+    }
+
+    #[test]
+    fn a_truncation_names_what_it_lost_and_the_next_record_takes_the_first_lost_offset() {
+        let mut lab = lab_with(10);
+        let tp = TopicPartition::new("orders", 0);
+        lab.alter_offsets("g", &[(tp.clone(), 8)], &Default::default(), &Default::default())
+            .expect("committed 8");
+        let loss = lab.truncate_log("orders", 0, 5, None).expect("cut");
+        assert_eq!((loss.from, loss.to), (5, 10));
+        assert_eq!(loss.committed_past_end, vec![("g".to_string(), 8)]);
+        assert!(loss.to_string().contains("offsets 5..9 lost"), "{loss}");
+        assert_eq!(lab.partition_log(&tp).expect("log").log_end_offset(), 5);
+        // The committed offset stays where it was: the group meets OFFSET_OUT_OF_RANGE later.
+        let committed = lab
+            .offsets()
+            .view()
+            .get(&OffsetKey::new("g", &tp))
+            .map(|v| v.offset);
+        assert_eq!(committed, Some(8));
+        let spec = ProduceSpec {
+            count: 1,
+            key: None,
+            value: None,
+            partition: Some(0),
+            tombstone: false,
+        };
+        let written = lab.produce("orders", &spec).expect("produced");
+        assert_eq!(written.get(&0), Some(&(5, 5)));
+    }
+
+    #[test]
+    fn a_truncation_past_the_end_or_before_the_start_is_refused_and_changes_nothing() {
+        let mut lab = lab_with(3);
+        let before = lab.narrative().len();
+        assert!(matches!(
+            lab.truncate_log("orders", 0, 4, None),
+            Err(LabError::OffsetOutOfRange { .. })
+        ));
+        assert!(lab.truncate_log("orders", 1, 0, None).is_err());
+        assert_eq!(lab.narrative().len(), before);
+        // The log's own end is no loss, and says so.
+        let loss = lab.truncate_log("orders", 0, 3, Some(3)).expect("nothing to cut");
+        assert_eq!(loss.lost(), 0);
+        assert!(loss.to_string().contains("nothing lost"), "{loss}");
+    }
+}
