@@ -168,7 +168,7 @@ fn lessons_are_listed_and_runnable_by_number() {
         .iter()
         .filter_map(|l| l["number"].as_i64())
         .collect();
-    assert_eq!(numbers, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+    assert_eq!(numbers, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]);
     let o = offsetlab(&["lessons", "3"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("upsert"));
