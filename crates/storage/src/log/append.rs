@@ -211,20 +211,7 @@ impl FileLog {
         }
         let source = FileSegment::path(&self.dir, seg.meta.base_offset, "log");
         let this = std::fs::metadata(&source)?;
-        let stem = kept_stem(
-            &self
-                .dir
-                .file_name()
-                .map(|n| n.to_string_lossy())
-                .unwrap_or_default(),
-            seg.meta.base_offset,
-        );
-        for n in 0u32.. {
-            let name = if n == 0 {
-                format!("{stem}.log")
-            } else {
-                format!("{stem}.{n}.log")
-            };
+        for name in self.kept_names(seg.meta.base_offset) {
             let link = kept_dir.join(&name);
             match std::fs::hard_link(&source, &link) {
                 Ok(()) => {
@@ -257,20 +244,7 @@ impl FileLog {
             return Some(kept_dir.join(name));
         }
         let this = std::fs::metadata(FileSegment::path(&self.dir, seg.meta.base_offset, "log")).ok()?;
-        let stem = kept_stem(
-            &self
-                .dir
-                .file_name()
-                .map(|n| n.to_string_lossy())
-                .unwrap_or_default(),
-            seg.meta.base_offset,
-        );
-        for n in 0u32.. {
-            let name = if n == 0 {
-                format!("{stem}.log")
-            } else {
-                format!("{stem}.{n}.log")
-            };
+        for name in self.kept_names(seg.meta.base_offset) {
             let there = std::fs::metadata(kept_dir.join(&name)).ok()?;
             if (there.dev(), there.ino()) == (this.dev(), this.ino()) {
                 return Some(kept_dir.join(name));
@@ -295,5 +269,23 @@ impl FileLog {
             old.delete_files()?;
         }
         Ok(())
+    }
+
+    /// The names a kept copy of the segment at `base` may have in `produced/`, in the order they
+    /// are tried: `<stem>.log`, then `<stem>.1.log`, … (a clash with another file takes the next).
+    fn kept_names(&self, base: Offset) -> impl Iterator<Item = String> {
+        let dir_name = self
+            .dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let stem = kept_stem(&dir_name, base);
+        (0u32..).map(move |n| {
+            if n == 0 {
+                format!("{stem}.log")
+            } else {
+                format!("{stem}.{n}.log")
+            }
+        })
     }
 }
