@@ -208,13 +208,22 @@ def ranges(offsets):
 def child_main():
     """The consumer process. One JSON request a line on stdin, one JSON answer a line on stdout.
 
-    Between requests its partitions are paused, so that records are handed over only inside a
-    `poll` — the lab's poll(): up to max-poll records, ending early at the end of the log
+    Records are handed over only inside a `poll` — the lab's poll(): up to max-poll records, ending early at the end of the log
     (partition EOF at the end offset the broker gave when the poll began: the high watermark,
     or the last stable offset under read_committed). A poll while the group rebalances rejoins
     (the revoke hook runs; what it commits is the parent's business) and, once the new
     assignment comes, goes on to fetch — as a Java poll() does, and the lab's; while the group
     still waits for other members it hands nothing over.
+
+    Between polls the consumer's callbacks are served by consuming (librdkafka has no other
+    way); a record that comes out meanwhile is kept for the next poll and its partition paused
+    then — never before: a partition is not paused or resumed before its fetcher has started.
+    librdkafka starts a newly assigned partition's fetcher, once its committed offset is
+    known, with a versioned op, and a pause made in that instant — a newer version reaching the
+    partition first — makes the start outdated: dropped, and the partition is never fetched
+    (librdkafka #2190, #5591). Paused right after assign(), as this process once did, one
+    oracle run in some hundreds on the lab's listener lost its partition so: the listener's
+    OffsetFetch answer comes back as the pause is made.
 
     ORACLE_DEBUG=1 in the environment prints each request to stderr."""
     from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition, OFFSET_END, OFFSET_BEGINNING
@@ -228,8 +237,11 @@ def child_main():
     # `seek c1 to=@1s` right after the consumer joined, then records 0..5). A record before that
     # offset is such a late start's, or a repeat of one, and is dropped; what the late start
     # fetches from the seek's offset on is what the seek would have fetched.
+    # "early": records that came out while callbacks were served, in order, the next poll's.
+    # "held": the partitions this process paused (librdkafka keeps a partition's pause across
+    # a revocation and a new assignment, and so does this set).
     state = {"consumer": None, "assigned": [], "revoked": 0, "assigns": 0, "events": [], "pending_errors": [],
-             "eof": {}, "sought": {}}
+             "eof": {}, "sought": {}, "early": [], "held": set()}
 
     def answer(obj):
         out.write(json.dumps(obj) + "\n")
@@ -238,20 +250,34 @@ def child_main():
     def on_assign(c, parts):
         state["sought"] = {}
         c.assign(parts)
-        c.pause(parts)
         state["assigned"] = [(p.topic, p.partition) for p in parts]
         state["eof"] = {}
+        state["early"] = []
         state["assigns"] += 1
         state["events"].append("assign")
 
     def on_revoke(c, parts):
         state["sought"] = {}
+        state["early"] = []
         state["revoked"] += 1
         state["events"].append("revoke")
         state["assigned"] = []
 
     def tps():
         return [TopicPartition(t, p) for t, p in state["assigned"]]
+
+    def admitted(m):
+        """The record as the application sees it, or None for one a seek made obsolete."""
+        tp = (m.topic(), m.partition())
+        if tp in state["sought"]:
+            if m.offset() < state["sought"][tp]:
+                return None
+            state["sought"][tp] = m.offset() + 1
+        key = m.key()
+        return [m.topic(), m.partition(), m.offset(), key.decode("utf-8", "replace") if key is not None else None]
+
+    def early_of(tp):
+        return [r for r in state["early"] if (r[0], r[1]) == tp]
 
     def generation(c):
         # librdkafka's serialized group metadata: "CGMDv2:" then the generation (int32, host order).
@@ -262,24 +288,33 @@ def child_main():
         # librdkafka's position() is the offset after the last record handed over; before the
         # first one it knows none, and the end of the log it fetched to (a partition EOF) is
         # where it is.
+        # A record kept for the next poll has not been handed over: the position is its offset.
         positions = {}
         if state["assigned"]:
             for tp in c.position(tps()):
+                kept = early_of((tp.topic, tp.partition))
                 pos = tp.offset if tp.offset >= 0 else state["eof"].get((tp.topic, tp.partition))
-                positions[f"{tp.topic}:{tp.partition}"] = pos
+                positions[f"{tp.topic}:{tp.partition}"] = kept[0][2] if kept else pos
         return {"assigned": state["assigned"], "positions": positions, "generation": generation(c),
                 "member": c.memberid()}
 
     def serve(c, seconds, until):
-        """Serves the consumer's callbacks (its partitions paused) until `until()` or `seconds`
-        pass. An error the consumer reports meanwhile (an offset reset refused) is kept for the
-        next poll, which hands it to the application."""
+        """Serves the consumer's callbacks until `until()` or `seconds` pass. A record that comes
+        out meanwhile is kept for the next poll and its partition paused — its fetcher has
+        started, so the pause cannot outdate the start. An error the consumer reports meanwhile
+        (an offset reset refused) is kept for the next poll, which hands it to the application."""
         deadline = time.time() + seconds
         while time.time() < deadline and not until():
             for m in c.consume(num_messages=1, timeout=0.1):
                 if m.error() is None:
-                    raise RuntimeError(f"a record from a paused partition: {m.topic()}-{m.partition()}@{m.offset()}")
-                if m.error().code() == KafkaError._PARTITION_EOF:
+                    record = admitted(m)
+                    if record is not None:
+                        state["early"].append(record)
+                    tp = (m.topic(), m.partition())
+                    if tp not in state["held"]:
+                        c.pause([TopicPartition(*tp)])
+                        state["held"].add(tp)
+                elif m.error().code() == KafkaError._PARTITION_EOF:
                     state["eof"][(m.topic(), m.partition())] = m.offset()
                 else:
                     state["pending_errors"].append(m.error().name())
@@ -336,8 +371,18 @@ def child_main():
                 for tp in tps():
                     lo, hi = c.get_watermark_offsets(tp, timeout=10, cached=False)
                     ends[(tp.topic, tp.partition)] = hi
-                c.resume(tps())
-                eof, deadline = {}, time.time() + req["timeout"]
+                # What came out while callbacks were served goes first; a partition resumes
+                # once nothing of it is left kept (else its next records would overtake).
+                take = min(req["max"], len(state["early"]))
+                result["records"], state["early"] = state["early"][:take], state["early"][take:]
+                kept = {(r[0], r[1]) for r in state["early"]}
+                for tp in [tp for tp in state["held"] if tp not in kept]:
+                    c.resume([TopicPartition(*tp)])
+                    state["held"].discard(tp)
+                # A partition already at the end its EOF said: librdkafka says an EOF once.
+                eof = {tp: state["eof"][tp] for tp, end in ends.items()
+                       if tp not in kept and state["eof"].get(tp, -1) >= end}
+                deadline = time.time() + req["timeout"]
                 while len(result["records"]) < req["max"] and time.time() < deadline:
                     if "revoke" in state["events"][before:]:
                         result["rebalanced"] = True
@@ -345,14 +390,9 @@ def child_main():
                     for m in c.consume(num_messages=req["max"] - len(result["records"]), timeout=0.1):
                         err = m.error()
                         if err is None:
-                            tp = (m.topic(), m.partition())
-                            if tp in state["sought"]:
-                                if m.offset() < state["sought"][tp]:
-                                    continue
-                                state["sought"][tp] = m.offset() + 1
-                            key = m.key()
-                            result["records"].append([m.topic(), m.partition(), m.offset(),
-                                                      key.decode("utf-8", "replace") if key is not None else None])
+                            record = admitted(m)
+                            if record is not None:
+                                result["records"].append(record)
                         elif err.code() == KafkaError._PARTITION_EOF:
                             eof[(m.topic(), m.partition())] = m.offset()
                             state["eof"][(m.topic(), m.partition())] = m.offset()
@@ -366,8 +406,6 @@ def child_main():
                 else:
                     if len(result["records"]) < req["max"] and ends:
                         result["timed_out"] = True
-                if state["assigned"]:
-                    c.pause(tps())
                 answer({"ok": True, **result, **snapshot(c)})
             elif op == "commit":
                 c = state["consumer"]
@@ -394,6 +432,7 @@ def child_main():
                     offset = to
                 seek_once_started(c, TopicPartition(t, p, offset))
                 state["eof"].pop((t, p), None)
+                state["early"] = [r for r in state["early"] if (r[0], r[1]) != (t, p)]
                 if offset >= 0:
                     state["sought"][(t, p)] = offset
                 else:
