@@ -2,7 +2,9 @@
 # The listener's benchmark, side by side with Apache Kafka in one run: the same client
 # (confluent-kafka, librdkafka 2.x) against the lab's Kafka listener and against a real Apache
 # Kafka (scripts/apache-kafka.sh: the release pinned in apache-kafka/pom.xml, one KRaft broker),
-# and — when $TANSU names a tansu binary — against tansu 0.6 too.
+# and — when $TANSU names a tansu binary — against tansu 0.6 too; when $LAB_BEFORE names another
+# offsetlab binary (an earlier build), against it too, as `lab-before`: a change's before and
+# after measured in the same rounds.
 #
 #   scripts/bench_listener.sh [ROUNDS] [RECORDS] [MODES]
 #
@@ -25,6 +27,10 @@ rounds="${1:-3}"
 records="${2:-1000000}"
 modes="${3:-batch latency}"
 brokers="lab kafka"
+if [ -n "${LAB_BEFORE:-}" ]; then
+  [ -x "$LAB_BEFORE" ] || { echo "error: LAB_BEFORE=$LAB_BEFORE is not an executable offsetlab binary" >&2; exit 1; }
+  brokers="lab-before $brokers"
+fi
 if [ -n "${TANSU:-}" ]; then
   [ -x "$TANSU" ] || { echo "error: TANSU=$TANSU is not an executable tansu binary" >&2; exit 1; }
   brokers="$brokers tansu"
@@ -54,8 +60,10 @@ start() {
   http=
   mkdir -p "$dir"
   case "$broker" in
-    lab)
-      ./target/release/offsetlab serve --data "$dir/lab" --http 127.0.0.1:0 --kafka 127.0.0.1:0 >"$dir/log" 2>&1 &
+    lab|lab-before)
+      local bin=./target/release/offsetlab
+      [ "$broker" = lab-before ] && bin=$LAB_BEFORE
+      "$bin" serve --data "$dir/lab" --http 127.0.0.1:0 --kafka 127.0.0.1:0 >"$dir/log" 2>&1 &
       pid=$!
       pids=("$pid")
       for _ in $(seq 1 100); do grep -qs "Kafka listener on" "$dir/log" && grep -qs "offsetlab lab on" "$dir/log" && break; sleep 0.1; done
@@ -103,9 +111,9 @@ for round in $(seq 1 "$rounds"); do
     for broker in "${order[@]}"; do
       dir="$work/$broker-$round-$mode"
       start "$broker" "$dir"
-      printf '%-5s round %s: ' "$broker" "$round"
+      printf '%-10s round %s: ' "$broker" "$round"
       if [ "$mode" = contention ]; then
-        "$venv/bin/python" scripts/contention_bench.py "$addr" "$([ "$broker" = lab ] && echo "$http" || echo -)" 20
+        "$venv/bin/python" scripts/contention_bench.py "$addr" "$([ -n "$http" ] && echo "$http" || echo -)" 20
       elif [ "$mode" = latency ]; then
         BROKER_PID=$pid "$venv/bin/python" scripts/listener_bench.py "$addr" "latency-$round" 200 latency
       else

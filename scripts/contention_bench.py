@@ -8,7 +8,8 @@ they can (confluent-kafka, 100-byte values, to a topic of 8 partitions) and 20 c
 4 groups (5 each) reading it and committing every second. Beside them, with HTTP_HOST:PORT (the
 lab's page; Apache Kafka has none), two "pages" follow the lab as the browser does: they listen
 to /api/events and fetch /api/state once per burst of announcements (one request in flight
-each). A probe thread meanwhile sends, over its own connection, a Metadata request (v1, every
+each), asking for at least the version announced (`?min_version=N`, which a lab from before the
+read view ignores). A probe thread meanwhile sends, over its own connection, a Metadata request (v1, every
 topic) and a Fetch (v4, 64 KiB of partition 0 from offset 0, max.wait.ms 0 — answerable at
 once), one after the other, and times each round trip.
 
@@ -119,12 +120,15 @@ def pages(http, stop, times, n=2):
     def page():
         events = urllib.request.urlopen(f"http://{http}/api/events", timeout=60)
         wanted = threading.Event()
+        announced = [0]
 
         def listen():
             for line in events:
                 if stop.is_set():
                     return
-                if line.startswith(b"event: state"):
+                if line.startswith(b"data: "):
+                    version = json.loads(line[len(b"data: "):]).get("version", 0)
+                    announced[0] = max(announced[0], version)
                     wanted.set()
 
         threading.Thread(target=listen, daemon=True).start()
@@ -133,7 +137,8 @@ def pages(http, stop, times, n=2):
                 continue
             wanted.clear()
             started = time.perf_counter()
-            with urllib.request.urlopen(f"http://{http}/api/state", timeout=60) as r:
+            url = f"http://{http}/api/state?min_version={announced[0]}"
+            with urllib.request.urlopen(url, timeout=60) as r:
                 r.read()
             times.append((time.perf_counter() - started) * 1000)
 

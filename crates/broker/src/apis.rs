@@ -3,7 +3,8 @@
 //! encoded. Handlers that take the lab's lock run on a blocking thread, so a slow save never
 //! stalls the async workers that read other connections — except a Produce that cannot wait
 //! (a free lock, a save that syncs nothing: [`produce_on_worker`]), which is appended where it
-//! was read.
+//! was read. Fetch, Metadata, ListOffsets and OffsetFetch read the lab's published view
+//! ([`offsetlab_lab::read_view`]) where they were read, waiting for no lock.
 
 use crate::broker::Broker;
 use crate::handlers::*;
@@ -224,7 +225,7 @@ fn sasl_reply<T: Into<ResponseKind>>(
 /// API key, each a line or two naming the handler and whether it runs on a blocking thread.
 /// Split in groups it would only hide which APIs are served and how, which this one `match`
 /// shows at a glance (and the compiler checks it against `RequestKind`).
-async fn dispatch(
+pub(crate) async fn dispatch(
     body: RequestKind,
     version: i16,
     broker: &Arc<Broker>,
@@ -233,11 +234,17 @@ async fn dispatch(
 ) -> Option<ResponseKind> {
     Some(match body {
         RequestKind::ApiVersions(_) => ResponseKind::ApiVersions(api_versions::handle()),
-        RequestKind::Metadata(r) => {
+        // Read from the lab's published view, here; on a blocking thread only what waits for the
+        // lab's lock: a topic to create, a log that lost records since the view.
+        RequestKind::Metadata(r) if metadata::may_create(broker, &r, version) => {
             ResponseKind::Metadata(blocking(broker, move |b| metadata::handle(b, &r, version)).await?)
         }
+        RequestKind::Metadata(r) => ResponseKind::Metadata(metadata::answer(broker, &r, version, &[])),
         RequestKind::ListOffsets(r) => {
-            ResponseKind::ListOffsets(blocking(broker, move |b| list_offsets::handle(b, &r, version)).await?)
+            ResponseKind::ListOffsets(match list_offsets::answer(&broker.lab.view(), &r, version) {
+                Some(answer) => answer,
+                None => blocking(broker, move |b| list_offsets::handle(b, &r, version)).await?,
+            })
         }
         RequestKind::Fetch(r) => ResponseKind::Fetch(fetch::handle(broker, r, version).await?),
         RequestKind::InitProducerId(r) => {
@@ -349,9 +356,7 @@ async fn dispatch(
         RequestKind::LeaveGroup(r) => {
             ResponseKind::LeaveGroup(leave_group::handle(broker, r, version).await?)
         }
-        RequestKind::OffsetFetch(r) => {
-            ResponseKind::OffsetFetch(blocking(broker, move |b| offset_fetch::handle(b, &r, version)).await?)
-        }
+        RequestKind::OffsetFetch(r) => ResponseKind::OffsetFetch(offset_fetch::handle(broker, &r, version)),
         RequestKind::OffsetCommit(r) => {
             ResponseKind::OffsetCommit(blocking(broker, move |b| offset_commit::handle(b, &r)).await?)
         }

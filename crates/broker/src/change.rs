@@ -8,9 +8,9 @@ use crate::coordinator::Coordinator;
 use offsetlab_engine::LabError;
 use offsetlab_lab::session::{ActionError, Change, Session};
 use offsetlab_lab::LabHandle;
+use offsetlab_lab::SessionGuard;
 use offsetlab_scenario::command::Command;
 use offsetlab_wire::error::*;
-use std::sync::MutexGuard;
 
 /// Why a change the listener asked for did not take effect.
 #[derive(Debug, Clone)]
@@ -74,7 +74,7 @@ pub(crate) fn code(e: &LabError) -> i16 {
 
 /// Saves the lab after a change: at once, or — under `--flush always` — after the fsync,
 /// waited for with the session's lock released. `Ok` only once the change is durable.
-pub(crate) fn save(lab: &LabHandle, mut s: MutexGuard<'_, Session>) -> Result<(), Failure> {
+pub(crate) fn save(lab: &LabHandle, mut s: SessionGuard<'_>) -> Result<(), Failure> {
     match lab.changed(&mut s) {
         Ok(Some(pending)) => {
             drop(s);
@@ -95,11 +95,7 @@ fn live_clock(s: &mut Session) {
 }
 
 /// Applies `changes` as one batch, all or none, and saves the lab.
-pub(crate) fn apply(
-    lab: &LabHandle,
-    mut s: MutexGuard<'_, Session>,
-    changes: Vec<Change>,
-) -> Result<(), Failure> {
+pub(crate) fn apply(lab: &LabHandle, mut s: SessionGuard<'_>, changes: Vec<Change>) -> Result<(), Failure> {
     if changes.is_empty() {
         return Ok(());
     }
@@ -111,7 +107,7 @@ pub(crate) fn apply(
 /// [`apply`] for commands.
 pub(crate) fn apply_commands(
     lab: &LabHandle,
-    s: MutexGuard<'_, Session>,
+    s: SessionGuard<'_>,
     commands: Vec<Command>,
 ) -> Result<(), Failure> {
     apply(lab, s, commands.into_iter().map(Change::Command).collect())
@@ -126,7 +122,7 @@ pub(crate) type Refusal = (i16, String);
 /// names several topics.
 pub(crate) fn apply_planned(
     lab: &LabHandle,
-    s: MutexGuard<'_, Session>,
+    s: SessionGuard<'_>,
     planned: Vec<Result<Option<Command>, Refusal>>,
     validate_only: bool,
 ) -> Vec<Result<(), Refusal>> {
@@ -162,7 +158,7 @@ pub(crate) fn apply_planned(
 /// that failure too, never acknowledged for a change the lab no longer has.
 pub(crate) fn apply_each(
     lab: &LabHandle,
-    mut s: MutexGuard<'_, Session>,
+    mut s: SessionGuard<'_>,
     commands: Vec<Command>,
 ) -> Vec<Result<(), Failure>> {
     live_clock(&mut s);

@@ -14,8 +14,14 @@
 //! `fetch.min.bytes` of record batches across all the partitions it reads (control batches count:
 //! a transaction's marker is what moves a `read_committed` client on), or any partition in error
 //! — unknown, out of range, deleted — which is answered at once rather than at the deadline.
+//!
+//! A read takes no lock of the lab's: it reads the published view ([`LabHandle::view`]), which
+//! the change is published in before it is announced, and the partitions' bytes through their
+//! own logs. A read bounded to [`INLINE_READ_BYTES`] runs where the request was read; a larger
+//! one on a blocking thread, as does the rare read that must wait for the lab's lock (a log it
+//! reads lost records since the view: [`LabHandle::read_locked`]).
 
-use offsetlab_lab::session::Session;
+use offsetlab_lab::read_view::ReadView;
 use offsetlab_lab::LabHandle;
 use offsetlab_wire::kafka_protocol::messages::{FetchRequest, FetchResponse};
 use std::sync::Arc;
@@ -40,9 +46,16 @@ impl Read {
     }
 }
 
-/// How a fetch reads the lab (`handlers::fetch::read`): the purgatory decides when, the
-/// handler what.
-pub(crate) type ReadFn = fn(&Session, &FetchRequest, i16) -> Read;
+/// How a fetch reads the lab's view (`handlers::fetch::read`; `None`: a log it reads lost
+/// records since the view was published): the purgatory decides when, the handler what.
+pub(crate) type ReadFn = fn(&ReadView, &FetchRequest, i16) -> Option<Read>;
+
+/// A fetch that can carry at most this much (`handlers::fetch::bound`) is read on the async
+/// worker that read the request: a read of the page cache this size takes well under a
+/// millisecond, less than the hop to a blocking thread and back costs a loaded machine. A
+/// larger one is read on a blocking thread, so that a consumer catching up on megabytes never
+/// holds up the other connections of its worker.
+pub(crate) const INLINE_READ_BYTES: usize = 1 << 20;
 
 /// A fetch waiting for enough to read.
 pub(crate) struct DelayedFetch {
@@ -51,19 +64,21 @@ pub(crate) struct DelayedFetch {
     min_bytes: usize,
     deadline: Instant,
     read: ReadFn,
+    /// Whether it is read where it was received ([`INLINE_READ_BYTES`]).
+    inline: bool,
     /// Subscribed before the first read, so that no change after that read can be missed.
     changes: broadcast::Receiver<u64>,
 }
 
 impl DelayedFetch {
     /// A fetch of `request` on `lab`, read with `read`, to be answered by `deadline` at the
-    /// latest.
+    /// latest; it can carry at most `bound` bytes.
     pub(crate) fn new(
         lab: &LabHandle,
-        request: FetchRequest,
-        version: i16,
+        (request, version): (FetchRequest, i16),
         deadline: Instant,
         read: ReadFn,
+        bound: usize,
     ) -> Self {
         let min_bytes = usize::try_from(request.min_bytes).unwrap_or(1).max(1);
         Self {
@@ -73,6 +88,7 @@ impl DelayedFetch {
             min_bytes,
             deadline,
             read,
+            inline: bound <= INLINE_READ_BYTES,
         }
     }
 
@@ -113,12 +129,28 @@ impl DelayedFetch {
         }
     }
 
-    /// One read of the lab, on a blocking thread (it takes the lab's lock).
+    /// One read of the lab: of its published view, here or on a blocking thread; under its lock
+    /// if a log lost records since that view.
     async fn read(&self, lab: &LabHandle) -> Option<Read> {
+        if self.inline {
+            if let Some(now) = (self.read)(&lab.view(), &self.request, self.version) {
+                return Some(now);
+            }
+        }
         let (lab, request, version) = (lab.clone(), Arc::clone(&self.request), self.version);
         let read = self.read;
-        tokio::task::spawn_blocking(move || read(&lab.lock(), &request, version))
-            .await
-            .ok()
+        tokio::task::spawn_blocking(move || {
+            read(&lab.view(), &request, version).or_else(|| {
+                let locked = lab.read_locked(|view| read(view, &request, version));
+                if locked.is_none() {
+                    // Every log of a session's lab is shared: this is a lab built otherwise.
+                    tracing::error!("a fetch could not read a log of the lab even under its lock");
+                }
+                locked
+            })
+        })
+        .await
+        .ok()
+        .flatten()
     }
 }

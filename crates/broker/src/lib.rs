@@ -26,6 +26,8 @@ mod delayed_fetch;
 mod handlers;
 mod produced;
 mod producers;
+#[cfg(test)]
+mod reads_while_writing;
 pub mod sasl;
 mod server;
 #[cfg(test)]

@@ -95,7 +95,7 @@ impl Scope {
     /// clock to wall time first), on a blocking thread.
     async fn on_session<T: Send + 'static>(
         &self,
-        lock: for<'a> fn(&'a LabHandle) -> std::sync::MutexGuard<'a, Session>,
+        lock: for<'a> fn(&'a LabHandle) -> offsetlab_lab::SessionGuard<'a>,
         f: impl FnOnce(&mut Session) -> T + Send + 'static,
     ) -> Result<T, Response> {
         let lab = self.lab.clone();
@@ -141,7 +141,7 @@ impl Scope {
     pub(crate) async fn change<T: 'static>(
         &self,
         what: String,
-        lock: for<'a> fn(&'a LabHandle) -> std::sync::MutexGuard<'a, Session>,
+        lock: for<'a> fn(&'a LabHandle) -> offsetlab_lab::SessionGuard<'a>,
         change: impl FnOnce(&mut Session) -> Result<T, ActionError> + Send + 'static,
         respond: impl FnOnce(T, &LabState) -> Response + Send + 'static,
     ) -> Response {

@@ -7,9 +7,7 @@ use bytes::Bytes;
 use offsetlab_engine::log::PartitionLog;
 use offsetlab_engine::record::TopicPartition;
 use offsetlab_engine::txn::IsolationLevel;
-use offsetlab_engine::txn::PartitionTxns;
-use offsetlab_engine::Lab;
-use offsetlab_lab::session::Session;
+use offsetlab_lab::read_view::{PartitionRead, ReadView};
 use offsetlab_wire::error::*;
 use offsetlab_wire::kafka_protocol::messages::fetch_request::FetchPartition;
 use offsetlab_wire::kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
@@ -41,29 +39,45 @@ fn holds_zstd(bytes: &[u8]) -> bool {
     false
 }
 
-/// The fetch as the lab would answer it now.
-pub(crate) fn read(s: &Session, r: &FetchRequest, version: i16) -> Read {
-    let (response, bytes) = fetch(s, r, version);
+/// The fetch as the lab's published view answers it (`None`: a log it reads lost records since
+/// the view was published — read again under the lab's lock, [`offsetlab_lab::LabHandle::read_locked`]).
+pub(crate) fn read(view: &ReadView, r: &FetchRequest, version: i16) -> Option<Read> {
+    let (response, bytes) = fetch(view, r, version)?;
     let errors = response
         .responses
         .iter()
         .flat_map(|t| &t.partitions)
         .any(|p| p.error_code != NONE);
-    Read {
+    Some(Read {
         response,
         bytes,
         errors,
+    })
+}
+
+/// The most a fetch may carry, as its limits say: the response's, else the sum of its
+/// partitions' (the first batch of a partition goes out whatever its size, so this bounds the
+/// read's work, not its bytes exactly).
+pub(crate) fn bound(r: &FetchRequest) -> usize {
+    let partitions: usize = r
+        .topics
+        .iter()
+        .flat_map(|t| &t.partitions)
+        .map(|p| usize::try_from(p.partition_max_bytes).unwrap_or(0))
+        .fold(0, usize::saturating_add);
+    match usize::try_from(r.max_bytes).unwrap_or(0) {
+        0 => partitions,
+        limit => limit.min(partitions),
     }
 }
 
-/// The fetch response and how many bytes of record batches it carries.
-fn fetch(s: &Session, r: &FetchRequest, version: i16) -> (FetchResponse, usize) {
-    let lab = s.lab();
+/// The fetch response and how many bytes of record batches it carries; `None` as for [`read`].
+fn fetch(view: &ReadView, r: &FetchRequest, version: i16) -> Option<(FetchResponse, usize)> {
     // The response's own limit (`fetch.max.bytes`, KIP-74): partitions are served in the order
     // asked until it is reached; the first batch goes out even if it alone is larger.
     let limit = usize::try_from(r.max_bytes).unwrap_or(0);
     let mut reading = Reading {
-        lab,
+        view,
         level: isolation(r.isolation_level),
         version,
         limit: if limit == 0 { usize::MAX } else { limit },
@@ -77,7 +91,7 @@ fn fetch(s: &Session, r: &FetchRequest, version: i16) -> (FetchResponse, usize) 
             // deleted topic's, after a topic of the same name came back — is UNKNOWN_TOPIC_ID.
             let by_id = t.topic.0.is_empty() && !t.topic_id.is_nil();
             let resolved = if by_id {
-                lab.topic_named_by_id(t.topic_id.as_bytes()).map(str::to_string)
+                view.topic_named_by_id(t.topic_id.as_bytes()).map(str::to_string)
             } else {
                 Some(t.topic.0.to_string())
             };
@@ -85,20 +99,22 @@ fn fetch(s: &Session, r: &FetchRequest, version: i16) -> (FetchResponse, usize) 
                 .partitions
                 .iter()
                 .map(|p| reading.partition(resolved.as_deref(), p))
-                .collect();
-            FetchableTopicResponse::default()
-                .with_topic(t.topic.clone())
-                .with_topic_id(t.topic_id)
-                .with_partitions(partitions)
+                .collect::<Option<Vec<_>>>()?;
+            Some(
+                FetchableTopicResponse::default()
+                    .with_topic(t.topic.clone())
+                    .with_topic_id(t.topic_id)
+                    .with_partitions(partitions),
+            )
         })
-        .collect();
-    (FetchResponse::default().with_responses(responses), reading.total)
+        .collect::<Option<Vec<_>>>()?;
+    Some((FetchResponse::default().with_responses(responses), reading.total))
 }
 
-/// One Fetch being read: what its partitions share — the lab, the isolation level, the
+/// One Fetch being read: what its partitions share — the lab's view, the isolation level, the
 /// request's version, the response's byte limit and the bytes it carries so far.
 struct Reading<'a> {
-    lab: &'a Lab,
+    view: &'a ReadView,
     level: IsolationLevel,
     version: i16,
     limit: usize,
@@ -108,8 +124,8 @@ struct Reading<'a> {
 impl Reading<'_> {
     /// One partition's answer: its offsets and the records from its fetch position, within
     /// its own limit and what is left of the response's; `topic` is `None` for an id the lab
-    /// does not know.
-    fn partition(&mut self, topic: Option<&str>, p: &FetchPartition) -> PartitionData {
+    /// does not know. `None` when its log lost records since the view was published.
+    fn partition(&mut self, topic: Option<&str>, p: &FetchPartition) -> Option<PartitionData> {
         // A partition in error has no offsets to tell (−1) and no records, as in
         // Kafka's answer — which holds an empty list of aborted transactions for a
         // partition it does not have, and none for one it refuses to read.
@@ -133,20 +149,23 @@ impl Reading<'_> {
                 IsolationLevel::ReadUncommitted => None,
             });
         let Some(name) = topic else {
-            return refused(UNKNOWN_TOPIC_ID);
+            return Some(refused(UNKNOWN_TOPIC_ID));
         };
         let tp = TopicPartition::new(name, p.partition);
-        let Ok((log, txns)) = self.lab.fetchable(&tp) else {
-            return refused(UNKNOWN_TOPIC_OR_PARTITION);
+        let Some(part) = self.view.partition(&tp) else {
+            return Some(refused(UNKNOWN_TOPIC_OR_PARTITION));
         };
-        let (start, end) = (log.log_start_offset(), log.log_end_offset());
-        let lso = txns.last_stable_offset(end);
+        let (start, end, lso) = (
+            part.log_start_offset(),
+            part.high_watermark(),
+            part.last_stable_offset(),
+        );
         let base = base
             .with_high_watermark(end)
             .with_last_stable_offset(lso)
             .with_log_start_offset(start);
         if p.fetch_offset < start || p.fetch_offset > end {
-            return refused(OFFSET_OUT_OF_RANGE);
+            return Some(refused(OFFSET_OUT_OF_RANGE));
         }
         // The records the client may see: no markers; with read_committed, nothing
         // at or past the last stable offset and nothing aborted (dropped here, so the
@@ -156,7 +175,7 @@ impl Reading<'_> {
             IsolationLevel::ReadUncommitted => end,
         };
         if self.total > 0 && self.total >= self.limit {
-            return base.with_records(Some(Bytes::new()));
+            return Some(base.with_records(Some(Bytes::new())));
         }
         let budget = usize::try_from(p.partition_max_bytes)
             .unwrap_or(0)
@@ -166,27 +185,27 @@ impl Reading<'_> {
         // broker does, and no record is decoded or encoded. Aborted records under
         // read_committed take the path below, which drops them.
         let hides_nothing = self.level == IsolationLevel::ReadUncommitted
-            || txns
+            || part
                 .aborted_offsets()
                 .range(p.fetch_offset..upper.max(p.fetch_offset))
                 .next()
                 .is_none();
-        if hides_nothing && p.fetch_offset < upper {
-            let mut raw = Vec::new();
-            if log
-                .read_batches(p.fetch_offset, upper, budget, &mut raw)
-                .is_some()
-            {
-                if self.version < FIRST_ZSTD_FETCH && holds_zstd(&raw) {
-                    return refused(UNSUPPORTED_COMPRESSION_TYPE);
+        // Below the view's bounds only: the log may already hold a change in progress.
+        let (from, level) = (p.fetch_offset, self.level);
+        let out = part.read(|log| {
+            if hides_nothing && from < upper {
+                let mut raw = Vec::new();
+                if log.read_batches(from, upper, budget, &mut raw).is_some() {
+                    return raw;
                 }
-                self.total += raw.len();
-                return base.with_records(Some(Bytes::from(raw)));
             }
+            encoded(log, part, from, upper, budget, level)
+        })?;
+        if self.version < FIRST_ZSTD_FETCH && holds_zstd(&out) {
+            return Some(refused(UNSUPPORTED_COMPRESSION_TYPE));
         }
-        let out = encoded(log, txns, p.fetch_offset, upper, budget, self.level);
         self.total += out.len();
-        base.with_records(Some(Bytes::from(out)))
+        Some(base.with_records(Some(Bytes::from(out))))
     }
 }
 
@@ -195,7 +214,7 @@ impl Reading<'_> {
 /// aborted records, and what an in-memory log serves.
 fn encoded(
     log: &dyn PartitionLog,
-    txns: &PartitionTxns,
+    txns: &PartitionRead,
     from: i64,
     upper: i64,
     budget: usize,
@@ -232,7 +251,8 @@ fn encoded(
 pub(crate) async fn handle(broker: &Arc<Broker>, r: FetchRequest, version: i16) -> Option<FetchResponse> {
     let wait = Duration::from_millis(u64::try_from(r.max_wait_ms).unwrap_or(0));
     let deadline = tokio::time::Instant::now() + wait;
-    DelayedFetch::new(&broker.lab, r, version, deadline, read)
+    let bound = bound(&r);
+    DelayedFetch::new(&broker.lab, (r, version), deadline, read, bound)
         .complete(&broker.lab)
         .await
 }
@@ -271,7 +291,7 @@ mod tests {
     #[test]
     fn records_from_the_fetch_position_with_the_partitions_offsets() {
         let b = broker();
-        let (r, bytes) = fetch(&b.lab.lock(), &request(5, 0), 11);
+        let (r, bytes) = fetch(&b.lab.view(), &request(5, 0), 11).expect("read from the view");
         let p = &r.responses[0].partitions[0];
         assert_eq!(
             (p.error_code, p.high_watermark, p.log_start_offset),
@@ -301,27 +321,27 @@ mod tests {
             r.topics[0].topic_id = offsetlab_wire::Uuid::from_bytes(id);
             r
         };
-        let (r, _) = fetch(&b.lab.lock(), &by_id(id), 11);
+        let (r, _) = fetch(&b.lab.view(), &by_id(id), 11).expect("read from the view");
         let p = &r.responses[0].partitions[0];
         assert_eq!((p.error_code, offsets(p).len()), (NONE, 5));
         assert_eq!(r.responses[0].topic_id.as_bytes(), &id);
         apply(&["delete-topic clicks", "topic clicks", "produce clicks count=3"]);
-        let (r, _) = fetch(&b.lab.lock(), &by_id(id), 11);
+        let (r, _) = fetch(&b.lab.view(), &by_id(id), 11).expect("read from the view");
         assert_eq!(r.responses[0].partitions[0].error_code, UNKNOWN_TOPIC_ID);
         let new = b.lab.lock().lab().topic_id_of("clicks").expect("an id");
         assert_ne!(new, id, "a topic created again has a new id");
-        let (r, _) = fetch(&b.lab.lock(), &by_id(new), 11);
+        let (r, _) = fetch(&b.lab.view(), &by_id(new), 11).expect("read from the view");
         assert_eq!(offsets(&r.responses[0].partitions[0]).len(), 3);
     }
 
     #[test]
     fn an_unknown_partition_and_a_position_past_the_end_are_errors() {
         let b = broker();
-        let (r, _) = fetch(&b.lab.lock(), &request(99, 0), 11);
+        let (r, _) = fetch(&b.lab.view(), &request(99, 0), 11).expect("read from the view");
         assert_eq!(r.responses[0].partitions[0].error_code, OFFSET_OUT_OF_RANGE);
         let mut unknown = request(0, 0);
         unknown.topics[0].topic = TopicName(name("nope"));
-        let (r, _) = fetch(&b.lab.lock(), &unknown, 11);
+        let (r, _) = fetch(&b.lab.view(), &unknown, 11).expect("read from the view");
         assert_eq!(
             r.responses[0].partitions[0].error_code,
             UNKNOWN_TOPIC_OR_PARTITION
@@ -476,8 +496,9 @@ mod waiting {
             &["topic clicks partitions=2", "produce clicks count=1 partition=0"],
         );
         let one_batch = {
-            let s = b.lab.lock();
-            read(&s, &request("clicks", &[(0, 0)], 0, 1), 11).bytes
+            read(&b.lab.view(), &request("clicks", &[(0, 0)], 0, 1), 11)
+                .expect("read from the view")
+                .bytes
         };
         let min_bytes = i32::try_from(one_batch * 3 / 2).expect("small");
         let task = parked(&b, request("clicks", &[(0, 1), (1, 0)], 30_000, min_bytes)).await;

@@ -1,9 +1,14 @@
 //! ListOffsets: a partition's earliest offset (-2), latest (-1: the log end, or the last stable
 //! offset for a read_committed client) or the first offset at or after a timestamp.
+//!
+//! Answered from the lab's published view ([`offsetlab_lab::read_view`]) and the partitions'
+//! logs below its bounds, without the lab's lock — unless a log lost records since the view,
+//! or the largest timestamp (−3) is asked of a log a change is appending to: then under it.
 
 use crate::broker::Broker;
 use offsetlab_engine::record::TopicPartition;
 use offsetlab_engine::txn::IsolationLevel;
+use offsetlab_lab::read_view::ReadView;
 use offsetlab_wire::error::*;
 use offsetlab_wire::kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
@@ -20,8 +25,12 @@ pub(crate) fn isolation(level: i8) -> IsolationLevel {
 
 /// The offset and timestamp of the first record with the largest timestamp: the segment whose
 /// largest timestamp is the largest (the first of equals), then its records. (−1, −1) for an
-/// empty log.
-fn max_timestamp(log: &dyn offsetlab_engine::log::PartitionLog) -> (i64, i64) {
+/// empty log. `None` when the log holds records past `end`, the view's high watermark (a
+/// change in progress): its segments' figures count them.
+fn max_timestamp(log: &dyn offsetlab_engine::log::PartitionLog, end: i64) -> Option<(i64, i64)> {
+    if log.log_end_offset() != end {
+        return None;
+    }
     let mut best: Option<offsetlab_engine::log::SegmentInfo> = None;
     for s in log.segments() {
         if s.max_timestamp.is_some() && s.max_timestamp > best.as_ref().and_then(|b| b.max_timestamp) {
@@ -29,7 +38,7 @@ fn max_timestamp(log: &dyn offsetlab_engine::log::PartitionLog) -> (i64, i64) {
         }
     }
     let Some(s) = best else {
-        return (-1, -1);
+        return Some((-1, -1));
     };
     let max = s.max_timestamp.unwrap_or(-1);
     let mut found = (-1, -1);
@@ -38,70 +47,86 @@ fn max_timestamp(log: &dyn offsetlab_engine::log::PartitionLog) -> (i64, i64) {
             found = (r.offset, r.timestamp);
         }
     });
-    found
+    Some(found)
 }
 
+/// The answer: from the lab's published view, else under its lock. Blocking in the second
+/// case; [`answer`] alone never waits.
 pub(crate) fn handle(broker: &Broker, r: &ListOffsetsRequest, version: i16) -> ListOffsetsResponse {
-    let s = broker.lab.lock();
-    let lab = s.lab();
+    answer(&broker.lab.view(), r, version)
+        .or_else(|| broker.lab.read_locked(|view| answer(view, r, version)))
+        .unwrap_or_else(|| {
+            // Every log of a session's lab is shared: this is a lab built otherwise.
+            tracing::error!("ListOffsets could not read a log of the lab even under its lock");
+            ListOffsetsResponse::default()
+        })
+}
+
+/// The answer from `view`; `None` when a log it reads lost records since the view was
+/// published, or holds more than the view for the largest timestamp (−3).
+pub(crate) fn answer(view: &ReadView, r: &ListOffsetsRequest, version: i16) -> Option<ListOffsetsResponse> {
     let level = isolation(r.isolation_level);
     let topics = r
         .topics
         .iter()
         .map(|t| {
             let name = t.name.0.to_string();
-            ListOffsetsTopicResponse::default()
-                .with_name(t.name.clone())
-                .with_partitions(
-                    t.partitions
-                        .iter()
-                        .map(|p| {
-                            let tp = TopicPartition::new(name.clone(), p.partition_index);
-                            let base = ListOffsetsPartitionResponse::default()
-                                .with_partition_index(p.partition_index);
-                            let Ok((log, _)) = lab.fetchable(&tp) else {
-                                return base.with_error_code(UNKNOWN_TOPIC_OR_PARTITION);
-                            };
-                            let latest = match level {
-                                IsolationLevel::ReadCommitted => {
-                                    lab.last_stable_offset(&tp).unwrap_or(log.log_end_offset())
-                                }
-                                IsolationLevel::ReadUncommitted => log.log_end_offset(),
-                            };
-                            let (offset, timestamp) = match p.timestamp {
-                                // Earliest (-2), and earliest local (-4, KIP-405): one broker
-                                // with no tiered storage keeps every retained record locally.
-                                -2 | -4 => (log.log_start_offset(), -1),
-                                -1 => (latest, -1),
-                                // The record with the largest timestamp (KIP-734).
-                                -3 => max_timestamp(log),
-                                // Latest tiered (-5, KIP-1005): nothing is tiered here.
-                                -5 => (-1, -1),
-                                ts => match log.offset_for_timestamp(ts) {
-                                    Some(o) => {
-                                        let mut at = -1;
-                                        log.read(o, 1, &mut |r| at = r.timestamp);
-                                        (o, at)
-                                    }
-                                    None => (-1, -1),
-                                },
-                            };
-                            // An offset found was written under the partition's one leader epoch
-                            // (v4+ says which).
-                            let epoch = if offset >= 0 && version >= 4 {
-                                crate::broker::LEADER_EPOCH
-                            } else {
-                                -1
-                            };
-                            base.with_offset(offset)
-                                .with_timestamp(timestamp)
-                                .with_leader_epoch(epoch)
-                        })
-                        .collect(),
-                )
+            Some(
+                ListOffsetsTopicResponse::default()
+                    .with_name(t.name.clone())
+                    .with_partitions(
+                        t.partitions
+                            .iter()
+                            .map(|p| {
+                                let tp = TopicPartition::new(name.clone(), p.partition_index);
+                                let base = ListOffsetsPartitionResponse::default()
+                                    .with_partition_index(p.partition_index);
+                                let Some(part) = view.partition(&tp) else {
+                                    return Some(base.with_error_code(UNKNOWN_TOPIC_OR_PARTITION));
+                                };
+                                let end = part.high_watermark();
+                                let latest = match level {
+                                    IsolationLevel::ReadCommitted => part.last_stable_offset(),
+                                    IsolationLevel::ReadUncommitted => end,
+                                };
+                                let (offset, timestamp) = match p.timestamp {
+                                    // Earliest (-2), and earliest local (-4, KIP-405): one broker
+                                    // with no tiered storage keeps every retained record locally.
+                                    -2 | -4 => (part.log_start_offset(), -1),
+                                    -1 => (latest, -1),
+                                    // The record with the largest timestamp (KIP-734).
+                                    -3 => part.read(|log| max_timestamp(log, end))??,
+                                    // Latest tiered (-5, KIP-1005): nothing is tiered here.
+                                    -5 => (-1, -1),
+                                    // The view's records only: one past its end is none of them.
+                                    ts => part.read(|log| match log.offset_for_timestamp(ts) {
+                                        Some(o) if o < end => {
+                                            let mut at = -1;
+                                            log.read(o, 1, &mut |r| at = r.timestamp);
+                                            (o, at)
+                                        }
+                                        _ => (-1, -1),
+                                    })?,
+                                };
+                                // An offset found was written under the partition's one leader epoch
+                                // (v4+ says which).
+                                let epoch = if offset >= 0 && version >= 4 {
+                                    crate::broker::LEADER_EPOCH
+                                } else {
+                                    -1
+                                };
+                                Some(
+                                    base.with_offset(offset)
+                                        .with_timestamp(timestamp)
+                                        .with_leader_epoch(epoch),
+                                )
+                            })
+                            .collect::<Option<Vec<_>>>()?,
+                    ),
+            )
         })
-        .collect();
-    ListOffsetsResponse::default().with_topics(topics)
+        .collect::<Option<Vec<_>>>()?;
+    Some(ListOffsetsResponse::default().with_topics(topics))
 }
 
 #[cfg(test)]

@@ -1,10 +1,13 @@
 //! Metadata: the one broker (node 0, the leader of every partition) and the topics asked for —
 //! created first when the request allows it and `--auto-create-topics` is on.
+//!
+//! Answered from the lab's published view ([`offsetlab_lab::read_view`]), without its lock —
+//! unless the request may create a topic, which is a change: [`handle`] makes it first.
 
 use crate::broker::{Broker, LEADER_EPOCH, NODE};
 use crate::str_bytes;
 use offsetlab_engine::offsets::CONSUMER_OFFSETS_TOPIC;
-use offsetlab_engine::Lab;
+use offsetlab_lab::read_view::ReadView;
 use offsetlab_wire::error::*;
 use offsetlab_wire::kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use offsetlab_wire::kafka_protocol::messages::metadata_response::{
@@ -13,24 +16,60 @@ use offsetlab_wire::kafka_protocol::messages::metadata_response::{
 use offsetlab_wire::kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, TopicName};
 use offsetlab_wire::Uuid;
 
+/// The answer, after creating the topics the request may create: blocking, when it creates
+/// ([`may_create`]), since that waits for the lab's lock.
 pub(crate) fn handle(broker: &Broker, r: &MetadataRequest, version: i16) -> MetadataResponse {
-    // Topics by id arrived with v12 (KIP-516): Kafka refuses them before, whole.
-    let by_id = r
-        .topics
+    let just_created = if refuses_ids(r, version) {
+        Vec::new()
+    } else {
+        auto_create(broker, r, version)
+    };
+    answer(broker, r, version, &just_created)
+}
+
+/// Whether the request may create a topic: one it names by name that the lab's view does not
+/// hold, when the request allows it and `--auto-create-topics` is on. Any other is answered from
+/// the view alone ([`answer`]).
+pub(crate) fn may_create(broker: &Broker, r: &MetadataRequest, version: i16) -> bool {
+    if !allows_creation(broker, r, version) || refuses_ids(r, version) {
+        return false;
+    }
+    let view = broker.lab.view();
+    r.topics
         .iter()
         .flatten()
-        .any(|t| nameless(t) && !t.topic_id.is_nil());
-    if version < 12 && by_id {
+        .filter(|t| !nameless(t))
+        .filter_map(|t| t.name.as_ref())
+        .any(|n| view.topic(n.0.as_str()).is_none() && n.0.as_str() != CONSUMER_OFFSETS_TOPIC)
+}
+
+/// Topics by id arrived with v12 (KIP-516): Kafka refuses a request naming one before, whole.
+fn refuses_ids(r: &MetadataRequest, version: i16) -> bool {
+    version < 12
+        && r.topics
+            .iter()
+            .flatten()
+            .any(|t| nameless(t) && !t.topic_id.is_nil())
+}
+
+/// The answer from the lab's published view; `just_created` are the topics this request
+/// created, which it does not list yet.
+pub(crate) fn answer(
+    broker: &Broker,
+    r: &MetadataRequest,
+    version: i16,
+    just_created: &[String],
+) -> MetadataResponse {
+    if refuses_ids(r, version) {
         return refused_by_id(r);
     }
-    let just_created = auto_create(broker, r, version);
     let advertised = broker.advertised;
-    let s = broker.lab.lock();
-    let lab = s.lab();
+    let view = broker.lab.view();
+    let lab = &*view;
     // Every topic, `__consumer_offsets` among them: Kafka lists its internal topic (marked
     // internal), and any consumer may read it.
     let every = || {
-        let mut names: Vec<String> = lab.topics().keys().cloned().collect();
+        let mut names: Vec<String> = lab.topics().map(|t| t.name.clone()).collect();
         names.push(CONSUMER_OFFSETS_TOPIC.to_string());
         names
     };
@@ -113,7 +152,7 @@ fn refused_by_id(r: &MetadataRequest) -> MetadataResponse {
 /// (UNKNOWN_TOPIC_OR_PARTITION), as Kafka's creation reaches the controller after the answer:
 /// the client asks again.
 fn auto_create(broker: &Broker, r: &MetadataRequest, version: i16) -> Vec<String> {
-    if !broker.config.auto_create_topics || (version >= 4 && !r.allow_auto_topic_creation) {
+    if !allows_creation(broker, r, version) {
         return Vec::new();
     }
     let wanted: Vec<String> = r
@@ -129,21 +168,25 @@ fn auto_create(broker: &Broker, r: &MetadataRequest, version: i16) -> Vec<String
     crate::auto_create::create_topics(&broker.lab, &wanted)
 }
 
+/// Whether the request may create topics: before v4 a Metadata request always allowed it; since,
+/// the client says — and `--auto-create-topics` must be on.
+fn allows_creation(broker: &Broker, r: &MetadataRequest, version: i16) -> bool {
+    broker.config.auto_create_topics && (version < 4 || r.allow_auto_topic_creation)
+}
+
 /// A topic asked for by id has no name (or an empty one).
 fn nameless(t: &MetadataRequestTopic) -> bool {
     t.name.as_ref().is_none_or(|n| n.0.is_empty())
 }
 
 /// One topic of the answer by name: its partitions, all led by this node, or why it has none.
-fn topic_answer(lab: &Lab, name: &str, topic_ops: i32) -> MetadataResponseTopic {
-    match lab.topic(name).map(|t| t.partitions.len()).or_else(|e| {
-        if name == CONSUMER_OFFSETS_TOPIC {
-            Ok(1)
-        } else {
-            Err(e)
-        }
-    }) {
-        Ok(partitions) => MetadataResponseTopic::default()
+fn topic_answer(lab: &ReadView, name: &str, topic_ops: i32) -> MetadataResponseTopic {
+    match lab
+        .topic(name)
+        .map(|t| t.partitions().len())
+        .or_else(|| (name == CONSUMER_OFFSETS_TOPIC).then_some(1))
+    {
+        Some(partitions) => MetadataResponseTopic::default()
             .with_name(Some(TopicName(str_bytes(name))))
             .with_topic_id(Uuid::from_bytes(lab.topic_id_of(name).unwrap_or_default()))
             .with_error_code(NONE)
@@ -163,7 +206,7 @@ fn topic_answer(lab: &Lab, name: &str, topic_ops: i32) -> MetadataResponseTopic 
             ),
         // A name no client may use (an internal topic, illegal characters) is an error a
         // client gives up on at once; an unknown one it waits for, as topics appear.
-        Err(_) => MetadataResponseTopic::default()
+        None => MetadataResponseTopic::default()
             .with_name(Some(TopicName(str_bytes(name))))
             .with_topic_authorized_operations(topic_ops)
             .with_error_code(if crate::auto_create::creatable(name) {

@@ -1,9 +1,11 @@
 //! OffsetFetch: groups' committed offsets, from the coordinator's view of `__consumer_offsets`.
 //! Up to v7 a request asks for one group; from v8 (KIP-709) for several, answered group by group.
+//! Read from the lab's published view ([`offsetlab_lab::read_view`]): it never waits for the
+//! lab's lock.
 
 use crate::broker::Broker;
 use crate::str_bytes;
-use offsetlab_engine::Lab;
+use offsetlab_lab::read_view::ReadView;
 use offsetlab_wire::kafka_protocol::messages::offset_fetch_response::{
     OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
     OffsetFetchResponseTopic, OffsetFetchResponseTopics,
@@ -18,12 +20,11 @@ type Committed = (i32, i64, i32, String);
 
 /// `group`'s committed offsets for `topics` (every partition it committed, when `None`), by topic.
 fn committed(
-    lab: &Lab,
+    lab: &ReadView,
     group: &str,
     topics: Option<Vec<(String, Vec<i32>)>>,
 ) -> Vec<(String, Vec<Committed>)> {
     let held: BTreeMap<(String, i32), (i64, i32, String)> = lab
-        .offsets()
         .group_offsets(group)
         .map(|(k, v)| {
             let value = (v.offset, v.leader_epoch, v.metadata.clone());
@@ -53,8 +54,8 @@ fn committed(
 }
 
 pub(crate) fn handle(broker: &Broker, r: &OffsetFetchRequest, version: i16) -> OffsetFetchResponse {
-    let s = broker.lab.lock();
-    let lab = s.lab();
+    let view = broker.lab.view();
+    let lab = &*view;
     if version >= 8 {
         let groups = r
             .groups

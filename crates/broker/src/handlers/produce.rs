@@ -26,7 +26,8 @@ use offsetlab_wire::error::*;
 
 use bytes::Bytes;
 use offsetlab_engine::record::TopicPartition;
-use offsetlab_lab::session::{Change, Session};
+use offsetlab_lab::session::Change;
+use offsetlab_lab::SessionGuard;
 use offsetlab_records::ProducerRun;
 use offsetlab_scenario::command::{Command, TxnSend};
 use offsetlab_wire::kafka_protocol::messages::produce_response::{
@@ -37,7 +38,6 @@ use offsetlab_wire::kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use offsetlab_wire::kafka_protocol::protocol::StrBytes;
 use offsetlab_wire::Uuid;
 use std::collections::BTreeMap;
-use std::sync::MutexGuard;
 
 /// A partition's index in a Produce request and its record batches.
 type PartitionRecords = (i32, Option<Bytes>);
@@ -88,14 +88,13 @@ pub(crate) fn check(broker: &Broker, r: ProduceRequest, version: i16, client_id:
     let ids: Vec<Uuid> = r.topic_data.iter().map(|t| t.topic_id).collect();
     let mut topics = take_records(r);
     // Each topic's `max.message.bytes` (the broker's `message.max.bytes` for one it does not have
-    // yet), read in one short look at the lab: the walk itself runs without its lock. From
-    // v13 topics are named by id.
+    // yet), read from the lab's published view: the walk waits for no lock. From v13 topics are
+    // named by id. (The append checks the topic again under the lock.)
     let limits: Vec<usize> = {
-        let s = broker.lab.lock();
+        let view = broker.lab.view();
         if version >= 13 {
             for ((name, _), id) in topics.iter_mut().zip(&ids) {
-                *name = s
-                    .lab()
+                *name = view
                     .topic_named_by_id(id.as_bytes())
                     .map_or_else(String::new, str::to_string);
             }
@@ -103,9 +102,8 @@ pub(crate) fn check(broker: &Broker, r: ProduceRequest, version: i16, client_id:
         topics
             .iter()
             .map(|(name, _)| {
-                s.lab()
-                    .topic(name)
-                    .map_or(broker.config.message_max_bytes, |t| t.config.max_message_bytes)
+                view.topic(name)
+                    .map_or(broker.config.message_max_bytes, |t| t.max_message_bytes)
             })
             .collect()
     };
@@ -135,7 +133,7 @@ pub(crate) fn check(broker: &Broker, r: ProduceRequest, version: i16, client_id:
 }
 
 /// Appends checked batches under the lab's lock `s`, all-or-nothing, and saves the lab.
-pub(crate) fn append(broker: &Broker, s: MutexGuard<'_, Session>, c: Checked) -> ProduceResponse {
+pub(crate) fn append(broker: &Broker, s: SessionGuard<'_>, c: Checked) -> ProduceResponse {
     let Checked {
         topics,
         ids,

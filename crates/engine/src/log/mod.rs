@@ -171,6 +171,15 @@ pub trait PartitionLog: Send {
     fn close(&mut self) -> Result<(), String> {
         Ok(())
     }
+
+    /// What another thread reads this log through while the lab is busy with something else,
+    /// if the log is shared: a front end wraps each log it gives the lab (the lab session's
+    /// `SharedLog`) so that a Fetch reads stored bytes without waiting for the lab's lock. The
+    /// engine never calls it and never reads a log from two threads; a log that is not shared
+    /// (every log of the engine's own) has none.
+    fn shared(&self) -> Option<std::sync::Arc<dyn std::any::Any + Send + Sync>> {
+        None
+    }
 }
 
 /// How a producer shaped a batch: what a replayed `send` line tells the log so the batch takes

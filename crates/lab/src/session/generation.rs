@@ -270,12 +270,14 @@ impl Session {
     ) -> Result<(), LabError> {
         let Some(g) = generation else {
             (self.lab, self.history, self.produced, self.version) = (lab, history, produced, version);
+            self.installs += 1;
             return Ok(());
         };
         match write_generation(&g, &lab, &history, version, &self.backend) {
             Ok(saved) => {
                 g.set_saved(saved);
                 (self.lab, self.history, self.produced, self.version) = (lab, history, produced, version);
+                self.installs += 1;
                 if let Some(old) = self.generation.replace(g) {
                     forget_generation(&old.dir);
                 }
@@ -295,12 +297,15 @@ impl Session {
         let memory = || ProducedStore::Memory(Vec::new());
         match &self.backend {
             SinkBackend::Memory => Ok((
-                Lab::new(Box::new(MemoryStore), Box::new(MemorySinks)),
+                Lab::new(Box::new(SharedStore::new(MemoryStore)), Box::new(MemorySinks)),
                 None,
                 memory(),
             )),
             SinkBackend::Sqlite(dir) => Ok((
-                Lab::new(Box::new(MemoryStore), Box::new(SqliteSinks::new(dir.clone())?)),
+                Lab::new(
+                    Box::new(SharedStore::new(MemoryStore)),
+                    Box::new(SqliteSinks::new(dir.clone())?),
+                ),
                 None,
                 memory(),
             )),
@@ -318,7 +323,7 @@ impl Session {
                 let durability = store.durability();
                 let health = store.health();
                 let sinks: Box<dyn SinkFactory> = Box::new(SqliteSinks::new(dir.join("sinks"))?);
-                let lab = Lab::try_new(Box::new(store), sinks)?;
+                let lab = Lab::try_new(Box::new(SharedStore::new(store)), sinks)?;
                 let produced = ProducedStore::Dir(dir.join(PRODUCED_DIR));
                 Ok((
                     lab,

@@ -35,6 +35,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::shared_log::SharedStore;
+
 mod apply;
 mod change;
 mod error;
@@ -95,6 +97,10 @@ pub struct Session {
     caps: Option<crate::caps::Caps>,
     /// What the last start found lost ([`Session::recovered`]).
     recovered: Vec<Recovered>,
+    /// How many times a freshly built lab replaced the one in memory ([`Session::install`]: an
+    /// undo by replay keeps the version, but not the logs): with the version, what tells the
+    /// read view it must be published again ([`Session::stamp`]).
+    installs: u64,
 }
 
 /// What [`Lab::next_deadline`] is a function of, as far as a session can tell.
@@ -113,7 +119,7 @@ impl Session {
         stored: Option<&ProducedStore>,
     ) -> Result<Self, ActionError> {
         let mut s = Self {
-            lab: Lab::default(),
+            lab: Lab::new(Box::new(SharedStore::new(MemoryStore)), Box::new(MemorySinks)),
             broken: None,
             history: Vec::new(),
             produced: ProducedStore::Memory(Vec::new()),
@@ -125,6 +131,7 @@ impl Session {
             deadline: std::cell::Cell::new(None),
             caps: None,
             recovered: Vec::new(),
+            installs: 0,
         };
         s.load_from(source, stored)?;
         Ok(s)
@@ -137,6 +144,12 @@ impl Session {
 
     pub fn version(&self) -> u64 {
         self.version
+    }
+
+    /// What the published read view of the session is a function of: the version, which every
+    /// change moves, and the lab's installs, which replace its logs ([`crate::read_view`]).
+    pub(crate) fn stamp(&self) -> (u64, u64) {
+        (self.version, self.installs)
     }
 
     /// Moves the version past `seen`: a lab opened again (a workshop's evicted lab, restored at

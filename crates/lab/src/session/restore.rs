@@ -127,8 +127,8 @@ impl Found {
             store.health(),
         );
         let sinks = SqliteSinks::new(dir.join("sinks")).map_err(|e| at(&e))?;
-        let (lab, losses) =
-            Lab::restore_reporting(self.snapshot, Box::new(store), Box::new(sinks)).map_err(|e| at(&e))?;
+        let (lab, losses) = Lab::restore_reporting(self.snapshot, Box::new(SharedStore::new(store)), Box::new(sinks))
+            .map_err(|e| at(&e))?;
         if let Some(fault) = health.take() {
             return Err(RestoreError::new(&logs, fault));
         }
@@ -170,6 +170,7 @@ impl Found {
             deadline: std::cell::Cell::new(None),
             caps: None,
             recovered: Vec::new(),
+            installs: 0,
             generation: Some(Generation {
                 number: self.number,
                 dir: dir.clone(),

@@ -46,7 +46,7 @@ impl Session {
                 .keeping_segments_in(g.dir.join(PRODUCED_DIR));
             let (health, durability) = (store.health(), store.durability());
             let sinks = SqliteSinks::new(g.dir.join("sinks"))?;
-            let lab = Lab::restore(snapshot, Box::new(store), Box::new(sinks))?;
+            let lab = Lab::restore(snapshot, Box::new(SharedStore::new(store)), Box::new(sinks))?;
             if let Some(fault) = health.take() {
                 return Err(LabError::Storage(fault));
             }
@@ -58,6 +58,7 @@ impl Session {
         match reopened {
             Ok((lab, health, durability)) => {
                 self.lab = lab;
+                self.installs += 1;
                 g.health = health;
                 g.durability = durability;
                 self.version += 1;

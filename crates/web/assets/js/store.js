@@ -38,13 +38,19 @@ export function setState(s) {
 // one more fetch follows it, not one per change.
 let inflight = null;
 let again = false;
+// The newest version the server announced: it announces a version once the state at it is
+// built, so asking for it (`min_version`) is answered from the state the server keeps, without
+// waiting for the lab's lock. 0: none announced — the state as the lab is when asked.
+let announced = 0;
 
-export function refresh() {
+/** Fetches the state again: at least `version` (an announced one), or as the lab is now. */
+export function refresh(version = 0) {
+  announced = Math.max(announced, version);
   if (inflight) { again = true; return inflight; }
   inflight = (async () => {
     do {
       again = false;
-      const res = await request('GET', '/api/state');
+      const res = await request('GET', announced > 0 ? `/api/state?min_version=${announced}` : '/api/state');
       if (res.ok) setState(res.data);
     } while (again);
   })().finally(() => { inflight = null; });
@@ -69,7 +75,7 @@ export function listen(onPush, retryIn = 1000) {
     conn.textContent = 'live';
     // Back after the server restarted: its lab counts versions from 1 again, so the next
     // state is taken whatever its number.
-    if (lost && ui.state) { ui.state.version = -1; refresh(); }
+    if (lost && ui.state) { ui.state.version = -1; announced = 0; refresh(); }
     lost = false;
   });
   es.addEventListener('error', () => {
@@ -78,12 +84,12 @@ export function listen(onPush, retryIn = 1000) {
     // An answer that is not a stream (a 429, a server going away) closes it for good: open a
     // new one after a while, waiting longer each time.
     if (es.readyState === EventSource.CLOSED) {
-      setTimeout(() => { if (ui.state) ui.state.version = -1; listen(onPush, Math.min(retryIn * 2, 30000)); refresh(); }, retryIn);
+      setTimeout(() => { if (ui.state) ui.state.version = -1; announced = 0; listen(onPush, Math.min(retryIn * 2, 30000)); refresh(); }, retryIn);
     }
   });
   es.addEventListener('state', (ev) => {
     const { version } = JSON.parse(ev.data);
-    if (!ui.state || version > ui.state.version) refresh();
+    if (!ui.state || version > ui.state.version) refresh(version);
   });
   es.addEventListener('push', () => onPush());
 }

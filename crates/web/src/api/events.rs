@@ -1,5 +1,12 @@
 //! Server-sent events: the version the lab reached, pushed to every open tab when it changes
 //! (each tab then fetches the new state); in a workshop, also the instructor's pushes.
+//!
+//! The server's one lab announces a version once its state is built ([`built_versions`]): the
+//! tab's `GET /api/state?min_version=N` is then answered from what is kept, never waiting for
+//! the lab's lock, however many tabs ask. A burst of changes is one announcement: the versions
+//! that arrive while a state is being built are taken together, and a tab is told at most
+//! [`ANNOUNCEMENTS_PER_SECOND`] versions a second — a page cannot draw more, and each state
+//! built is a turn of the lab's lock that a producer waits for.
 
 use crate::json::json_error;
 use crate::state::{AppState, Labs};
@@ -7,26 +14,78 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
+use offsetlab_lab::LabHandle;
 use std::convert::Infallible;
+use std::time::Duration;
+use tokio::sync::broadcast::{self, error::RecvError, error::TryRecvError};
 use tokio_stream::wrappers::BroadcastStream;
 use tokio_stream::{Stream, StreamExt};
+
+/// At most this many announcements a second on one event stream.
+const ANNOUNCEMENTS_PER_SECOND: u64 = 20;
+
+/// A `state` event for `version`.
+fn state_event(version: u64) -> SseEvent {
+    SseEvent::default()
+        .event("state")
+        .data(format!("{{\"version\":{version}}}"))
+}
+
+/// What [`built_versions`] carries from one announcement to the next.
+struct Following {
+    lab: LabHandle,
+    changes: broadcast::Receiver<u64>,
+    /// The last version announced, and when.
+    told: Option<(u64, tokio::time::Instant)>,
+}
+
+/// The lab's versions as `state` events, each announced once the page's state at it (or a newer
+/// one) is built and kept: one build per burst of changes, shared by every tab.
+fn built_versions(lab: LabHandle) -> impl Stream<Item = Result<SseEvent, Infallible>> + Send {
+    let changes = lab.subscribe();
+    let following = Following {
+        lab,
+        changes,
+        told: None,
+    };
+    futures_util::stream::unfold(following, |mut f| async move {
+        loop {
+            // A change (or so many that some were dropped: a change all the same).
+            match f.changes.recv().await {
+                Ok(_) | Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => return None,
+            }
+            if let Some((_, at)) = f.told {
+                tokio::time::sleep_until(at + Duration::from_millis(1000 / ANNOUNCEMENTS_PER_SECOND)).await;
+            }
+            // Every change announced meanwhile is in the state built next.
+            while let Ok(_) | Err(TryRecvError::Lagged(_)) = f.changes.try_recv() {}
+            let lab = f.lab.clone();
+            let Ok(Ok(built)) = tokio::task::spawn_blocking(move || lab.state_json(None)).await else {
+                // The state cannot be built (a sink that cannot be read): the tab's own request
+                // says why.
+                continue;
+            };
+            if f.told.is_some_and(|(v, _)| v >= built.version) {
+                continue;
+            }
+            f.told = Some((built.version, tokio::time::Instant::now()));
+            return Some((Ok(state_event(built.version)), f));
+        }
+    })
+}
 
 /// The versions the lab reaches, as `state` events; in a workshop also the instructor's
 /// pushes, as `push` events (the page then asks `/api/workshop/me` what to apply).
 pub(super) async fn get_events(State(app): State<AppState>, headers: axum::http::HeaderMap) -> Response {
     let versions = |rx| {
-        BroadcastStream::new(rx).filter_map(|v: Result<u64, _>| {
-            v.ok().map(|version| {
-                Ok::<_, Infallible>(
-                    SseEvent::default()
-                        .event("state")
-                        .data(format!("{{\"version\":{version}}}")),
-                )
-            })
-        })
+        BroadcastStream::new(rx)
+            .filter_map(|v: Result<u64, _>| v.ok().map(|version| Ok::<_, Infallible>(state_event(version))))
     };
     let stream: std::pin::Pin<Box<dyn Stream<Item = Result<SseEvent, Infallible>> + Send>> = match &app.labs {
-        Labs::One(lab) => Box::pin(versions(lab.subscribe())),
+        // On a cluster the page's state is built per request, with the cluster's figures.
+        Labs::One(lab) if app.cluster.is_some() => Box::pin(versions(lab.subscribe())),
+        Labs::One(lab) => Box::pin(built_versions(lab.clone())),
         Labs::Workshop(w) => {
             let learner = match crate::workshop::access::learner_of(&headers, w) {
                 Ok(l) => l,

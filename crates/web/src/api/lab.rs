@@ -3,6 +3,7 @@
 
 use crate::json::{json_error, ApiJson};
 use crate::scope::Scope;
+use axum::extract::RawQuery;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -18,15 +19,56 @@ pub(crate) fn state_response(session: &Session) -> Response {
     }
 }
 
-pub(super) async fn get_state(scope: Scope) -> Response {
-    let shown = scope.clone();
-    scope
-        .with_session(move |s| match (&shown.cluster, s.state()) {
-            (Some(_), Ok(state)) => Json(shown.shown(&state)).into_response(),
-            _ => state_response(s),
-        })
-        .await
-        .unwrap_or_else(|e| e)
+/// `GET /api/state[?min_version=N]`: the lab's state, built once per version and kept
+/// ([`LabHandle::state_json`]) — every page asking for the same version is sent the same bytes,
+/// and only the first waits for the lab's lock to build them. Without `min_version` the state is
+/// at least the version the lab had when asked (a client that just changed the lab sees its
+/// change); with it, at least version `N` — what a page that was told `N` by `/api/events`
+/// asks, answered at once from what is kept, as the events announce only versions whose state
+/// is built. On a cluster the state is overlaid with the cluster's figures, built each time.
+pub(super) async fn get_state(scope: Scope, RawQuery(query): RawQuery) -> Response {
+    let min_version = match min_version(query.as_deref()) {
+        Ok(v) => v,
+        Err(e) => return json_error(StatusCode::BAD_REQUEST, &e, 0),
+    };
+    if scope.cluster.is_some() {
+        let shown = scope.clone();
+        return scope
+            .with_session(move |s| match s.state() {
+                Ok(state) => Json(shown.shown(&state)).into_response(),
+                Err(_) => state_response(s),
+            })
+            .await
+            .unwrap_or_else(|e| e);
+    }
+    let built = match scope.lab.built_state(min_version) {
+        Some(built) => Ok(built),
+        None => {
+            let lab = scope.lab.clone();
+            match tokio::task::spawn_blocking(move || lab.state_json(min_version)).await {
+                Ok(built) => built,
+                Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
+            }
+        }
+    };
+    match built {
+        Ok(built) => ([(header::CONTENT_TYPE, "application/json")], built.json).into_response(),
+        Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
+    }
+}
+
+/// The `min_version` of a state request's query, if it has one (other parameters are ignored).
+fn min_version(query: Option<&str>) -> Result<Option<u64>, String> {
+    let Some(query) = query else {
+        return Ok(None);
+    };
+    match query.split('&').find_map(|p| p.strip_prefix("min_version=")) {
+        None => Ok(None),
+        Some(v) => v
+            .parse()
+            .map(Some)
+            .map_err(|_| "min_version must be a version number (0 or more)".to_string()),
+    }
 }
 
 #[derive(Deserialize)]
