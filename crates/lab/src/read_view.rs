@@ -8,8 +8,10 @@
 //! partition's log as a [`LogReader`] that reads the stored bytes through the log's own mutex
 //! ([`crate::shared_log`]). It is built once per change by whoever holds the session, when it
 //! lets the session go ([`crate::handle::SessionGuard`]), and shared by every reader until the
-//! next; a topic or the committed offsets that did not change are shared with the view before
-//! (an `Arc` each), so a Produce's view costs what its partitions' offsets cost.
+//! next. What did not change is shared with the view before — a topic whose logs' counts of
+//! changes did not move ([`crate::shared_log`]), the committed offsets while `__consumer_offsets`
+//! did not grow — so a Produce's view costs a look at each log's count and a new entry for the
+//! topics it wrote to.
 //!
 //! What a view shows is what the session held when it was let go: a change's lines applied and
 //! saved — or taken back whole, when a line or the save failed — never a change half done, and
@@ -25,10 +27,11 @@
 
 use crate::session::Session;
 use crate::shared_log::LogReader;
+use offsetlab_engine::lab::Topic;
 use offsetlab_engine::log::PartitionLog;
-use offsetlab_engine::offsets::{OffsetAndMetadata, OffsetKey, CONSUMER_OFFSETS_TOPIC};
+use offsetlab_engine::offsets::{OffsetAndMetadata, OffsetKey, OffsetStore, CONSUMER_OFFSETS_TOPIC};
 use offsetlab_engine::record::{Offset, TopicPartition};
-use offsetlab_engine::txn::PartitionTxns;
+use offsetlab_engine::txn::{PartitionTxns, NO_TRANSACTIONS};
 use offsetlab_engine::Lab;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -41,11 +44,28 @@ pub struct PartitionRead {
     lso: Offset,
     /// Data records of aborted transactions (shared with the view before while none was added).
     aborted: Arc<BTreeSet<Offset>>,
+    /// How many aborted records and markers the partition's transactions counted.
+    txn_marks: (usize, usize),
     log: LogReader,
 }
 
+/// What tells whether a partition's transactions moved. Every change to them also appends to
+/// the log (a transactional record, a marker), which the log's count of changes shows; these
+/// counts say it a second time.
+fn txn_marks(txns: &PartitionTxns) -> (usize, usize) {
+    (txns.aborted_offsets().len(), txns.markers().len())
+}
+
 impl PartitionRead {
+    /// Whether `log` and `txns` are what this was read from, unchanged since.
+    fn unchanged(&self, log: &dyn PartitionLog, txns: &PartitionTxns) -> bool {
+        self.txn_marks == txn_marks(txns) && self.log.unchanged_in(log)
+    }
+
     fn of(log: &dyn PartitionLog, txns: &PartitionTxns, before: Option<&PartitionRead>) -> Self {
+        if let Some(b) = before.filter(|b| b.unchanged(log, txns)) {
+            return b.clone();
+        }
         let end = log.log_end_offset();
         let reader = LogReader::of(log);
         // Aborted records only ever grow on one topic's partition, and a new log is a new topic
@@ -61,14 +81,9 @@ impl PartitionRead {
             end,
             lso: txns.last_stable_offset(end),
             aborted,
+            txn_marks: txn_marks(txns),
             log: reader,
         }
-    }
-
-    fn same_as(&self, other: &PartitionRead) -> bool {
-        (self.start, self.end, self.lso) == (other.start, other.end, other.lso)
-            && Arc::ptr_eq(&self.aborted, &other.aborted)
-            && self.log.same_as(&other.log)
     }
 
     pub fn log_start_offset(&self) -> Offset {
@@ -115,14 +130,34 @@ impl TopicRead {
         &self.partitions
     }
 
-    fn same_as(&self, other: &TopicRead) -> bool {
-        (self.id, self.max_message_bytes) == (other.id, other.max_message_bytes)
-            && self.partitions.len() == other.partitions.len()
+    /// Whether `topic` is what this was read from, unchanged since: checked without building
+    /// anything, so an unchanged topic costs a view a look at each of its logs' counts.
+    fn unchanged(&self, topic: &Topic) -> bool {
+        (self.id, self.max_message_bytes) == (topic.id, topic.config.max_message_bytes)
+            && self.partitions.len() == topic.partitions.len()
             && self
                 .partitions
                 .iter()
-                .zip(&other.partitions)
-                .all(|(a, b)| a.same_as(b))
+                .zip(topic.partitions.iter().zip(&topic.txns))
+                .all(|(p, (log, txns))| p.unchanged(log.as_ref(), txns))
+    }
+
+    fn of(name: &str, topic: &Topic, before: Option<&TopicRead>) -> Self {
+        let partitions = topic
+            .partitions
+            .iter()
+            .zip(&topic.txns)
+            .enumerate()
+            .map(|(i, (log, txns))| {
+                PartitionRead::of(log.as_ref(), txns, before.and_then(|b| b.partitions.get(i)))
+            })
+            .collect();
+        Self {
+            name: name.to_string(),
+            id: topic.id,
+            max_message_bytes: topic.config.max_message_bytes,
+            partitions,
+        }
     }
 }
 
@@ -138,7 +173,7 @@ struct Committed {
 pub struct ReadView {
     version: u64,
     stamp: (u64, u64),
-    topics: BTreeMap<String, Arc<TopicRead>>,
+    topics: BTreeMap<Arc<str>, Arc<TopicRead>>,
     consumer_offsets: Arc<TopicRead>,
     committed: Arc<Committed>,
 }
@@ -147,38 +182,30 @@ impl ReadView {
     /// The view of `session` as it is now; what did not change is shared with `before`.
     pub(crate) fn of(session: &Session, before: Option<&ReadView>) -> Self {
         let lab = session.lab();
+        // Both in name order: the view before is walked beside the lab, not searched.
+        let mut was = before.map(|b| b.topics.iter().peekable());
         let topics = lab
             .topics()
             .iter()
             .map(|(name, t)| {
-                let was = before.and_then(|b| b.topics.get(name));
-                let partitions = t
-                    .partitions
-                    .iter()
-                    .zip(&t.txns)
-                    .enumerate()
-                    .map(|(i, (log, txns))| {
-                        PartitionRead::of(log.as_ref(), txns, was.and_then(|w| w.partitions.get(i)))
-                    })
-                    .collect();
-                let now = TopicRead {
-                    name: name.clone(),
-                    id: t.id,
-                    max_message_bytes: t.config.max_message_bytes,
-                    partitions,
-                };
-                let topic = match was {
-                    Some(w) if w.same_as(&now) => Arc::clone(w),
-                    _ => Arc::new(now),
-                };
-                (name.clone(), topic)
+                let before = was.as_mut().and_then(|was| {
+                    while was.peek().is_some_and(|(k, _)| k.as_ref() < name.as_str()) {
+                        was.next();
+                    }
+                    was.next_if(|(k, _)| k.as_ref() == name.as_str())
+                });
+                match before {
+                    Some((key, was)) if was.unchanged(t) => (Arc::clone(key), Arc::clone(was)),
+                    Some((key, was)) => (Arc::clone(key), Arc::new(TopicRead::of(name, t, Some(was)))),
+                    None => (Arc::from(name.as_str()), Arc::new(TopicRead::of(name, t, None))),
+                }
             })
             .collect();
         Self {
             version: session.version(),
             stamp: session.stamp(),
             topics,
-            consumer_offsets: Arc::new(consumer_offsets(lab, before)),
+            consumer_offsets: consumer_offsets(lab, before),
             committed: committed(lab, before),
         }
     }
@@ -224,7 +251,7 @@ impl ReadView {
         let topic = if tp.topic == CONSUMER_OFFSETS_TOPIC {
             &self.consumer_offsets
         } else {
-            self.topics.get(&tp.topic)?
+            self.topics.get(tp.topic.as_str())?
         };
         topic.partitions.get(usize::try_from(tp.partition).ok()?)
     }
@@ -242,17 +269,18 @@ impl ReadView {
     }
 }
 
-fn consumer_offsets(lab: &Lab, before: Option<&ReadView>) -> TopicRead {
-    let was = before.and_then(|b| b.consumer_offsets.partitions.first());
-    TopicRead {
-        name: CONSUMER_OFFSETS_TOPIC.to_string(),
-        id: lab.topic_id_of(CONSUMER_OFFSETS_TOPIC).unwrap_or_default(),
-        max_message_bytes: offsetlab_engine::offsets::OffsetStore::topic_config().max_message_bytes,
-        partitions: vec![PartitionRead::of(
-            lab.offsets().log(),
-            &offsetlab_engine::txn::NO_TRANSACTIONS,
-            was,
-        )],
+fn consumer_offsets(lab: &Lab, before: Option<&ReadView>) -> Arc<TopicRead> {
+    let log = lab.offsets().log();
+    let was = before.map(|b| &b.consumer_offsets);
+    let partition = was.and_then(|w| w.partitions.first());
+    match (was, partition) {
+        (Some(w), Some(p)) if p.unchanged(log, &NO_TRANSACTIONS) => Arc::clone(w),
+        _ => Arc::new(TopicRead {
+            name: CONSUMER_OFFSETS_TOPIC.to_string(),
+            id: lab.topic_id_of(CONSUMER_OFFSETS_TOPIC).unwrap_or_default(),
+            max_message_bytes: OffsetStore::topic_config().max_message_bytes,
+            partitions: vec![PartitionRead::of(log, &NO_TRANSACTIONS, partition)],
+        }),
     }
 }
 
@@ -271,5 +299,149 @@ fn committed(lab: &Lab, before: Option<&ReadView>) -> Arc<Committed> {
             key,
             offsets: store.view().clone(),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::SinkBackend;
+    use crate::LabHandle;
+
+    fn lab(source: &str) -> LabHandle {
+        LabHandle::new(Session::new(SinkBackend::Memory, source).expect("the lab builds"))
+    }
+
+    fn apply(lab: &LabHandle, lines: &[&str]) {
+        let lines: Vec<String> = lines.iter().map(ToString::to_string).collect();
+        lab.lock().apply_lines(&lines).expect("the lines apply");
+    }
+
+    fn hw(view: &ReadView, topic: &str, partition: i32) -> Option<Offset> {
+        view.partition(&TopicPartition::new(topic, partition))
+            .map(PartitionRead::high_watermark)
+    }
+
+    /// A change's view is published when the session is let go, and shares with the view before
+    /// what the change did not touch: the other topic, the committed offsets.
+    #[test]
+    fn a_change_is_published_and_shares_what_it_did_not_touch() {
+        let lab = lab("topic a partitions=2\ntopic b\nproduce a count=3 partition=1\n");
+        let before = lab.view();
+        assert_eq!(
+            (hw(&before, "a", 1), hw(&before, "b", 0), hw(&before, "b", 1)),
+            (Some(3), Some(0), None)
+        );
+        {
+            let mut s = lab.lock();
+            s.apply_lines(&["produce b count=2".to_string()])
+                .expect("applies");
+            assert_eq!(hw(&lab.view(), "b", 0), Some(0), "not while the session is held");
+        }
+        let after = lab.view();
+        assert_eq!(hw(&after, "b", 0), Some(2));
+        assert!(after.version() > before.version());
+        assert!(
+            Arc::ptr_eq(&before.topics["a"], &after.topics["a"]),
+            "a did not change"
+        );
+        assert!(!Arc::ptr_eq(&before.topics["b"], &after.topics["b"]));
+        assert!(
+            Arc::ptr_eq(&before.committed, &after.committed),
+            "nothing committed"
+        );
+        apply(&lab, &["alter-offsets g offsets=a:1=2"]);
+        let committed = lab.view();
+        assert!(Arc::ptr_eq(&after.topics["b"], &committed.topics["b"]));
+        let offsets: Vec<(String, i32, Offset)> = committed
+            .group_offsets("g")
+            .map(|(k, v)| (k.topic.clone(), k.partition, v.offset))
+            .collect();
+        assert_eq!(offsets, vec![("a".to_string(), 1, 2)]);
+    }
+
+    /// A transaction's records are below the last stable offset only once it ends; aborted ones
+    /// are listed.
+    #[test]
+    fn transactions_move_the_last_stable_offset_and_list_aborted_records() {
+        let lab = lab("topic pay\ninit-txn w\n");
+        let send =
+            r#"txn-send w producer-id=1000 epoch=0 topic=pay partition=0 records=[{"key":"k","value":"v"}]"#;
+        apply(&lab, &[send]);
+        let open = lab.view();
+        let p = open.partition(&TopicPartition::new("pay", 0)).expect("pay-0");
+        assert_eq!((p.high_watermark(), p.last_stable_offset()), (1, 0));
+        apply(&lab, &["end-txn w producer-id=1000 epoch=0 abort"]);
+        let aborted = lab.view();
+        let p = aborted.partition(&TopicPartition::new("pay", 0)).expect("pay-0");
+        assert_eq!((p.high_watermark(), p.last_stable_offset()), (2, 2));
+        assert!(p.is_aborted(0) && !p.is_aborted(1));
+    }
+
+    /// A log that lost records since the view is not read from it; a view built after reads it.
+    #[test]
+    fn a_log_that_lost_records_is_read_again_under_the_lock() {
+        let lab = lab("topic a\nproduce a count=5\n");
+        let before = lab.view();
+        let tp = TopicPartition::new("a", 0);
+        let read = |v: &ReadView| {
+            v.partition(&tp)
+                .and_then(|p| p.read(|log| log.log_start_offset()))
+        };
+        assert_eq!(read(&before), Some(0));
+        apply(&lab, &["delete-records a before=3"]);
+        assert_eq!(read(&before), None, "records went since that view");
+        assert_eq!(read(&lab.view()), Some(3));
+        assert_eq!(lab.read_locked(|v| read(v)), Some(3));
+    }
+}
+
+/// What a view costs beside the change it follows, on a durable lab of 10,000 partitions (one
+/// topic, or 1,000 of 10) and of 8: docs/BENCHMARKS.md ("The read view"). A measurement, not a
+/// check: `cargo test --release -p offsetlab-lab view_cost -- --ignored --nocapture`.
+#[cfg(test)]
+mod cost {
+    use super::*;
+    use crate::session::SinkBackend;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    #[ignore]
+    fn view_cost() {
+        for (topics, partitions) in [(1, 10_000), (1000, 10), (8, 1)] {
+            let mut source = String::new();
+            for t in 0..topics {
+                source.push_str(&format!(
+                    "topic t{t} partitions={partitions}\nproduce t{t} count=20\n"
+                ));
+            }
+            let dir = tempfile::tempdir().expect("dir");
+            let backend = SinkBackend::Durable {
+                root: dir.path().to_path_buf(),
+                flush: offsetlab_storage::FlushPolicy::Never,
+            };
+            let mut s = Session::new(backend, &source).expect("lab");
+            let mut view = ReadView::of(&s, None);
+            let (mut change, mut after) = (Duration::ZERO, Duration::ZERO);
+            let n = 200;
+            for i in 0..n {
+                let line = vec![format!("produce t0 count=1 partition={}", i % partitions)];
+                let started = Instant::now();
+                s.apply_lines(&line).expect("applies");
+                s.save().expect("saved");
+                change += started.elapsed();
+                let started = Instant::now();
+                view = ReadView::of(&s, Some(&view));
+                after += started.elapsed();
+            }
+            let started = Instant::now();
+            let _ = ReadView::of(&s, None);
+            println!(
+                "{topics} topic(s) of {partitions}: a produce applied and saved {:?}, the view after it {:?}, a view from nothing {:?}",
+                change / n,
+                after / n,
+                started.elapsed()
+            );
+        }
     }
 }

@@ -19,6 +19,8 @@
 //! owned it (a topic deleted, a lab rebuilt or restored from its files) or closed. A reader whose
 //! view was published at another epoch is told so (`None`) and reads again under the session's
 //! lock, where the view is current; nothing it read is ever half from before and half after.
+//! Every call that may change a log is counted too (`writes`): a view built after a change shares
+//! with the view before whatever it knew of a log whose count did not move.
 
 use offsetlab_engine::clock::Millis;
 use offsetlab_engine::log::{
@@ -30,12 +32,17 @@ use offsetlab_storage::lock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// One log and the count of the changes that removed records from it (or ended it).
+/// One log, the count of the changes that removed records from it (or ended it), and the count
+/// of all its changes.
 struct LogCell {
     log: Mutex<Box<dyn PartitionLog>>,
     /// Bumped, under `log`'s mutex, by every change that removes or rewrites records below the
     /// log end, and when the log's owner lets go of it.
     epoch: AtomicU64,
+    /// Bumped, under `log`'s mutex, by every call that may change the log (an append, a roll,
+    /// a removal, a close): a view built after a change reuses what it knew of every log whose
+    /// count did not move.
+    writes: AtomicU64,
 }
 
 /// A partition log as a session's lab holds it: the store's log behind a mutex of its own, so
@@ -52,6 +59,7 @@ impl SharedLog {
             cell: Arc::new(LogCell {
                 log: Mutex::new(log),
                 epoch: AtomicU64::new(0),
+                writes: AtomicU64::new(0),
             }),
         }
     }
@@ -60,15 +68,23 @@ impl SharedLog {
         lock(&self.cell.log)
     }
 
+    /// The log, for a call that may change it: counted.
+    fn writing(&self) -> MutexGuard<'_, Box<dyn PartitionLog>> {
+        let log = lock(&self.cell.log);
+        self.cell.writes.fetch_add(1, Ordering::SeqCst);
+        log
+    }
+
     /// Runs a change that may remove records, and bumps the epoch if it did (the log's start or
     /// end moved, or `removed` says records went) — before a reader can take the mutex again.
     fn removing(&mut self, change: impl FnOnce(&mut dyn PartitionLog) -> usize) -> usize {
-        let mut log = lock(&self.cell.log);
+        let mut log = self.writing();
         let before = (log.log_start_offset(), log.log_end_offset());
         let removed = change(&mut **log);
         if removed > 0 || before != (log.log_start_offset(), log.log_end_offset()) {
             self.cell.epoch.fetch_add(1, Ordering::SeqCst);
         }
+        drop(log);
         removed
     }
 }
@@ -84,15 +100,15 @@ impl Drop for SharedLog {
 
 impl PartitionLog for SharedLog {
     fn append(&mut self, record: NewRecord<'_>, now: Millis) -> Offset {
-        self.log().append(record, now)
+        self.writing().append(record, now)
     }
 
     fn append_batch(&mut self, records: &[NewRecord<'_>], now: Millis) -> Offset {
-        self.log().append_batch(records, now)
+        self.writing().append_batch(records, now)
     }
 
     fn append_whole(&mut self, records: &[NewRecord<'_>], now: Millis, stamp: TimestampType) -> Offset {
-        self.log().append_whole(records, now, stamp)
+        self.writing().append_whole(records, now, stamp)
     }
 
     fn append_shaped(
@@ -102,7 +118,7 @@ impl PartitionLog for SharedLog {
         now: Millis,
         stamp: TimestampType,
     ) -> Offset {
-        self.log().append_shaped(records, shape, now, stamp)
+        self.writing().append_shaped(records, shape, now, stamp)
     }
 
     fn append_encoded(
@@ -111,7 +127,7 @@ impl PartitionLog for SharedLog {
         now: Millis,
         stamp: TimestampType,
     ) -> Result<EncodedAppend, String> {
-        self.log().append_encoded(batches, now, stamp)
+        self.writing().append_encoded(batches, now, stamp)
     }
 
     fn log_start_offset(&self) -> Offset {
@@ -169,25 +185,28 @@ impl PartitionLog for SharedLog {
     }
 
     fn seal_active(&mut self, now: Millis) {
-        self.log().seal_active(now);
+        self.writing().seal_active(now);
     }
 
     fn close(&mut self) -> Result<(), String> {
         let mut log = lock(&self.cell.log);
         self.cell.epoch.fetch_add(1, Ordering::SeqCst);
+        self.cell.writes.fetch_add(1, Ordering::SeqCst);
         log.close()
     }
 
-    fn shared(&self) -> Option<Arc<dyn std::any::Any + Send + Sync>> {
-        Some(Arc::clone(&self.cell) as Arc<dyn std::any::Any + Send + Sync>)
+    fn shared(&self) -> Option<&(dyn std::any::Any + Send + Sync)> {
+        Some(&self.cell)
     }
 }
 
-/// A log as a reader found it in a published view: the log's cell and its epoch then.
+/// A log as a reader found it in a published view: the log's cell, and its epoch and count of
+/// changes then.
 #[derive(Clone)]
 pub struct LogReader {
     cell: Option<Arc<LogCell>>,
     epoch: u64,
+    writes: u64,
 }
 
 impl LogReader {
@@ -195,9 +214,29 @@ impl LogReader {
     /// one that never reads if the log is not a [`SharedLog`] — the session builds every lab over
     /// a [`SharedStore`], so that is a lab built some other way.
     pub(crate) fn of(log: &dyn PartitionLog) -> Self {
-        let cell = log.shared().and_then(|s| s.downcast::<LogCell>().ok());
-        let epoch = cell.as_ref().map_or(0, |c| c.epoch.load(Ordering::SeqCst));
-        Self { cell, epoch }
+        let cell = cell_of(log);
+        let (epoch, writes) = cell.map_or((0, 0), |c| {
+            (c.epoch.load(Ordering::SeqCst), c.writes.load(Ordering::SeqCst))
+        });
+        Self {
+            cell: cell.cloned(),
+            epoch,
+            writes,
+        }
+    }
+
+    /// Whether `log` is this log, unchanged since this was taken: what a view built after a
+    /// change reuses of the one before. No count of references moves: a view asks it of every
+    /// log of the lab.
+    pub(crate) fn unchanged_in(&self, log: &dyn PartitionLog) -> bool {
+        match (cell_of(log), &self.cell) {
+            (Some(now), Some(then)) => {
+                Arc::ptr_eq(now, then)
+                    && now.epoch.load(Ordering::SeqCst) == self.epoch
+                    && now.writes.load(Ordering::SeqCst) == self.writes
+            }
+            _ => false,
+        }
     }
 
     /// Runs `f` on the log as it is now, under its mutex, if nothing removed records from it
@@ -209,12 +248,6 @@ impl LogReader {
         (cell.epoch.load(Ordering::SeqCst) == self.epoch).then(|| f(&**log))
     }
 
-    /// Whether this is the same log as `other` at the same epoch: what a view built after a
-    /// change reuses of the one before.
-    pub(crate) fn same_as(&self, other: &LogReader) -> bool {
-        self.epoch == other.epoch && self.is_log_of(other)
-    }
-
     /// Whether `other` reads the same log, whatever was removed from it since.
     pub(crate) fn is_log_of(&self, other: &LogReader) -> bool {
         match (&self.cell, &other.cell) {
@@ -222,6 +255,11 @@ impl LogReader {
             _ => false,
         }
     }
+}
+
+/// The cell of a [`SharedLog`].
+fn cell_of(log: &dyn PartitionLog) -> Option<&Arc<LogCell>> {
+    log.shared()?.downcast_ref::<Arc<LogCell>>()
 }
 
 /// A store whose every log is a [`SharedLog`]: what a session builds its lab over.

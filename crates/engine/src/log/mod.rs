@@ -177,7 +177,7 @@ pub trait PartitionLog: Send {
     /// `SharedLog`) so that a Fetch reads stored bytes without waiting for the lab's lock. The
     /// engine never calls it and never reads a log from two threads; a log that is not shared
     /// (every log of the engine's own) has none.
-    fn shared(&self) -> Option<std::sync::Arc<dyn std::any::Any + Send + Sync>> {
+    fn shared(&self) -> Option<&(dyn std::any::Any + Send + Sync)> {
         None
     }
 }
