@@ -9,6 +9,7 @@
 use crate::broker::Broker;
 use crate::handlers::*;
 use bytes::{Bytes, BytesMut};
+use offsetlab_lab::read_view::LogWait;
 use offsetlab_wire::kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 use offsetlab_wire::request::{decode, DecodeError, Request};
 use offsetlab_wire::response::encode;
@@ -240,12 +241,12 @@ pub(crate) async fn dispatch(
             ResponseKind::Metadata(blocking(broker, move |b| metadata::handle(b, &r, version)).await?)
         }
         RequestKind::Metadata(r) => ResponseKind::Metadata(metadata::answer(broker, &r, version, &[])),
-        RequestKind::ListOffsets(r) => {
-            ResponseKind::ListOffsets(match list_offsets::answer(&broker.lab.view(), &r, version) {
+        RequestKind::ListOffsets(r) => ResponseKind::ListOffsets(
+            match list_offsets::answer(&broker.lab.view(), &r, version, LogWait::Never) {
                 Some(answer) => answer,
                 None => blocking(broker, move |b| list_offsets::handle(b, &r, version)).await?,
-            })
-        }
+            },
+        ),
         RequestKind::Fetch(r) => ResponseKind::Fetch(fetch::handle(broker, r, version).await?),
         RequestKind::InitProducerId(r) => {
             ResponseKind::InitProducerId(blocking(broker, move |b| init_producer_id::handle(b, &r)).await?)

@@ -17,11 +17,12 @@
 //!
 //! A read takes no lock of the lab's: it reads the published view ([`LabHandle::view`]), which
 //! the change is published in before it is announced, and the partitions' bytes through their
-//! own logs. A read bounded to [`INLINE_READ_BYTES`] runs where the request was read; a larger
-//! one on a blocking thread, as does the rare read that must wait for the lab's lock (a log it
-//! reads lost records since the view: [`LabHandle::read_locked`]).
+//! own logs. A read bounded to [`INLINE_READ_BYTES`] runs where the request was read, unless a
+//! log it reads is being written to at that moment; a larger one, or that one, on a blocking
+//! thread, where it waits for the log — as does, for the lab's lock, the rare read that must (a
+//! log it reads lost records since the view: [`LabHandle::read_locked`]).
 
-use offsetlab_lab::read_view::ReadView;
+use offsetlab_lab::read_view::{LogWait, ReadView};
 use offsetlab_lab::LabHandle;
 use offsetlab_wire::kafka_protocol::messages::{FetchRequest, FetchResponse};
 use std::sync::Arc;
@@ -47,8 +48,9 @@ impl Read {
 }
 
 /// How a fetch reads the lab's view (`handlers::fetch::read`; `None`: a log it reads lost
-/// records since the view was published): the purgatory decides when, the handler what.
-pub(crate) type ReadFn = fn(&ReadView, &FetchRequest, i16) -> Option<Read>;
+/// records since the view was published, or — not waiting — is being written to): the
+/// purgatory decides when and where, the handler what.
+pub(crate) type ReadFn = fn(&ReadView, &FetchRequest, i16, LogWait) -> Option<Read>;
 
 /// A fetch that can carry at most this much (`handlers::fetch::bound`) is read on the async
 /// worker that read the request: a read of the page cache this size takes well under a
@@ -133,15 +135,15 @@ impl DelayedFetch {
     /// if a log lost records since that view.
     async fn read(&self, lab: &LabHandle) -> Option<Read> {
         if self.inline {
-            if let Some(now) = (self.read)(&lab.view(), &self.request, self.version) {
+            if let Some(now) = (self.read)(&lab.view(), &self.request, self.version, LogWait::Never) {
                 return Some(now);
             }
         }
         let (lab, request, version) = (lab.clone(), Arc::clone(&self.request), self.version);
         let read = self.read;
         tokio::task::spawn_blocking(move || {
-            read(&lab.view(), &request, version).or_else(|| {
-                let locked = lab.read_locked(|view| read(view, &request, version));
+            read(&lab.view(), &request, version, LogWait::ForTheLog).or_else(|| {
+                let locked = lab.read_locked(|view| read(view, &request, version, LogWait::ForTheLog));
                 if locked.is_none() {
                     // Every log of a session's lab is shared: this is a lab built otherwise.
                     tracing::error!("a fetch could not read a log of the lab even under its lock");

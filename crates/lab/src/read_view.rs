@@ -27,6 +27,7 @@
 
 use crate::session::Session;
 use crate::shared_log::LogReader;
+pub use crate::shared_log::LogWait;
 use offsetlab_engine::lab::Topic;
 use offsetlab_engine::log::PartitionLog;
 use offsetlab_engine::offsets::{OffsetAndMetadata, OffsetKey, OffsetStore, CONSUMER_OFFSETS_TOPIC};
@@ -108,11 +109,13 @@ impl PartitionRead {
     }
 
     /// Runs `f` on the partition's log, if it lost no records since the view was published
-    /// (`None`: read the request again under the session's lock). Only what lies below the
-    /// view's bounds is the view's: `f` must not hand out anything at or past
-    /// [`PartitionRead::high_watermark`] — the log may already hold a change in progress.
-    pub fn read<T>(&self, f: impl FnOnce(&dyn PartitionLog) -> T) -> Option<T> {
-        self.log.read(f)
+    /// (`None`: read the request again under the session's lock) — and, with
+    /// [`LogWait::Never`], if no change is writing to it now (`None`: read again where waiting
+    /// is allowed). Only what lies below the view's bounds is the view's: `f` must not hand out
+    /// anything at or past [`PartitionRead::high_watermark`] — the log may already hold a change
+    /// in progress.
+    pub fn read<T>(&self, wait: LogWait, f: impl FnOnce(&dyn PartitionLog) -> T) -> Option<T> {
+        self.log.read(wait, f)
     }
 }
 
@@ -386,7 +389,7 @@ mod tests {
         let tp = TopicPartition::new("a", 0);
         let read = |v: &ReadView| {
             v.partition(&tp)
-                .and_then(|p| p.read(|log| log.log_start_offset()))
+                .and_then(|p| p.read(LogWait::ForTheLog, |log| log.log_start_offset()))
         };
         assert_eq!(read(&before), Some(0));
         apply(&lab, &["delete-records a before=3"]);

@@ -8,7 +8,8 @@
 //! the cell's mutex for its duration — and that a reader reaches through a [`LogReader`] taken
 //! from the published [`crate::read_view::ReadView`]. So a partition is readable while another
 //! partition appends, and while the session runs a long line; a read and an append of the same
-//! partition take turns for as long as one of them takes.
+//! partition take turns for as long as one of them takes — a read that must not wait its turn (on
+//! an async worker, [`LogWait::Never`]) is told the log is in use and goes where it may wait.
 //!
 //! What a reader may see is decided by the read view, not by the log: it reads below the high
 //! watermark (or the last stable offset) the view was published with, so records appended by a
@@ -200,6 +201,17 @@ impl PartitionLog for SharedLog {
     }
 }
 
+/// Whether a read may wait for a partition's log while a change writes to it (an append, for
+/// as long as it takes; a compaction, for as long as that takes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogWait {
+    /// It waits: a read on a blocking thread.
+    ForTheLog,
+    /// It does not: a read on an async worker, which other connections share. A log in use is
+    /// then `None`, as one that lost records is, and the read goes on where it may wait.
+    Never,
+}
+
 /// A log as a reader found it in a published view: the log's cell, and its epoch and count of
 /// changes then.
 #[derive(Clone)]
@@ -242,9 +254,17 @@ impl LogReader {
     /// Runs `f` on the log as it is now, under its mutex, if nothing removed records from it
     /// (or ended it) since the view was published; `None` otherwise: read again under the
     /// session's lock. Everything below the view's bounds is then as it was when published.
-    pub fn read<T>(&self, f: impl FnOnce(&dyn PartitionLog) -> T) -> Option<T> {
+    /// With [`LogWait::Never`], `None` too when a change is writing to the log at that moment.
+    pub fn read<T>(&self, wait: LogWait, f: impl FnOnce(&dyn PartitionLog) -> T) -> Option<T> {
         let cell = self.cell.as_ref()?;
-        let log = lock(&cell.log);
+        let log = match wait {
+            LogWait::ForTheLog => lock(&cell.log),
+            LogWait::Never => match cell.log.try_lock() {
+                Ok(log) => log,
+                Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => return None,
+            },
+        };
         (cell.epoch.load(Ordering::SeqCst) == self.epoch).then(|| f(&**log))
     }
 
@@ -308,28 +328,37 @@ mod tests {
     fn a_reader_reads_while_appends_go_on_and_not_after_records_were_removed() {
         let mut log = log();
         let reader = LogReader::of(&log);
+        let read = |r: &LogReader, f: fn(&dyn PartitionLog) -> i64| r.read(LogWait::ForTheLog, f);
         log.append(NewRecord::new(9, None, Some(b"y")), 9);
         assert_eq!(
-            reader.read(|l| l.log_end_offset()),
+            read(&reader, |l| l.log_end_offset()),
             Some(5),
             "an append beyond disturbs nothing"
         );
         assert_eq!(log.delete_records_before(0), 0);
-        assert!(reader.read(|_| ()).is_some(), "nothing removed, nothing moved");
+        assert!(read(&reader, |_| 0).is_some(), "nothing removed, nothing moved");
         log.delete_records_before(2);
         assert!(
-            reader.read(|_| ()).is_none(),
+            read(&reader, |_| 0).is_none(),
             "records went: read again under the lock"
         );
         let again = LogReader::of(&log);
-        assert_eq!(again.read(|l| l.log_start_offset()), Some(2));
+        assert_eq!(read(&again, |l| l.log_start_offset()), Some(2));
+        {
+            let _writing = log.log();
+            assert!(
+                again.read(LogWait::Never, |_| ()).is_none(),
+                "in use: not waited for"
+            );
+        }
+        assert!(again.read(LogWait::Never, |_| ()).is_some());
         drop(log);
-        assert!(again.read(|_| ()).is_none(), "the lab let go of the log");
+        assert!(read(&again, |_| 0).is_none(), "the lab let go of the log");
     }
 
     #[test]
     fn a_log_that_is_not_shared_is_never_read_aside() {
         let plain = MemoryLog::new(offsetlab_engine::log::TopicConfig::default().segment_limits());
-        assert!(LogReader::of(&plain).read(|_| ()).is_none());
+        assert!(LogReader::of(&plain).read(LogWait::ForTheLog, |_| ()).is_none());
     }
 }

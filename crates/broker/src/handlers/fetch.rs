@@ -7,7 +7,7 @@ use bytes::Bytes;
 use offsetlab_engine::log::PartitionLog;
 use offsetlab_engine::record::TopicPartition;
 use offsetlab_engine::txn::IsolationLevel;
-use offsetlab_lab::read_view::{PartitionRead, ReadView};
+use offsetlab_lab::read_view::{LogWait, PartitionRead, ReadView};
 use offsetlab_wire::error::*;
 use offsetlab_wire::kafka_protocol::messages::fetch_request::FetchPartition;
 use offsetlab_wire::kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
@@ -40,9 +40,10 @@ fn holds_zstd(bytes: &[u8]) -> bool {
 }
 
 /// The fetch as the lab's published view answers it (`None`: a log it reads lost records since
-/// the view was published — read again under the lab's lock, [`offsetlab_lab::LabHandle::read_locked`]).
-pub(crate) fn read(view: &ReadView, r: &FetchRequest, version: i16) -> Option<Read> {
-    let (response, bytes) = fetch(view, r, version)?;
+/// the view was published — read again under the lab's lock, [`offsetlab_lab::LabHandle::read_locked`]
+/// — or, with [`LogWait::Never`], a change is writing to one now).
+pub(crate) fn read(view: &ReadView, r: &FetchRequest, version: i16, wait: LogWait) -> Option<Read> {
+    let (response, bytes) = fetch(view, r, version, wait)?;
     let errors = response
         .responses
         .iter()
@@ -72,12 +73,13 @@ pub(crate) fn bound(r: &FetchRequest) -> usize {
 }
 
 /// The fetch response and how many bytes of record batches it carries; `None` as for [`read`].
-fn fetch(view: &ReadView, r: &FetchRequest, version: i16) -> Option<(FetchResponse, usize)> {
+fn fetch(view: &ReadView, r: &FetchRequest, version: i16, wait: LogWait) -> Option<(FetchResponse, usize)> {
     // The response's own limit (`fetch.max.bytes`, KIP-74): partitions are served in the order
     // asked until it is reached; the first batch goes out even if it alone is larger.
     let limit = usize::try_from(r.max_bytes).unwrap_or(0);
     let mut reading = Reading {
         view,
+        wait,
         level: isolation(r.isolation_level),
         version,
         limit: if limit == 0 { usize::MAX } else { limit },
@@ -111,10 +113,12 @@ fn fetch(view: &ReadView, r: &FetchRequest, version: i16) -> Option<(FetchRespon
     Some((FetchResponse::default().with_responses(responses), reading.total))
 }
 
-/// One Fetch being read: what its partitions share — the lab's view, the isolation level, the
-/// request's version, the response's byte limit and the bytes it carries so far.
+/// One Fetch being read: what its partitions share — the lab's view and whether it may wait for
+/// a log, the isolation level, the request's version, the response's byte limit and the bytes
+/// it carries so far.
 struct Reading<'a> {
     view: &'a ReadView,
+    wait: LogWait,
     level: IsolationLevel,
     version: i16,
     limit: usize,
@@ -192,7 +196,7 @@ impl Reading<'_> {
                 .is_none();
         // Below the view's bounds only: the log may already hold a change in progress.
         let (from, level) = (p.fetch_offset, self.level);
-        let out = part.read(|log| {
+        let out = part.read(self.wait, |log| {
             if hides_nothing && from < upper {
                 let mut raw = Vec::new();
                 if log.read_batches(from, upper, budget, &mut raw).is_some() {
@@ -291,7 +295,8 @@ mod tests {
     #[test]
     fn records_from_the_fetch_position_with_the_partitions_offsets() {
         let b = broker();
-        let (r, bytes) = fetch(&b.lab.view(), &request(5, 0), 11).expect("read from the view");
+        let (r, bytes) =
+            fetch(&b.lab.view(), &request(5, 0), 11, LogWait::ForTheLog).expect("read from the view");
         let p = &r.responses[0].partitions[0];
         assert_eq!(
             (p.error_code, p.high_watermark, p.log_start_offset),
@@ -321,27 +326,28 @@ mod tests {
             r.topics[0].topic_id = offsetlab_wire::Uuid::from_bytes(id);
             r
         };
-        let (r, _) = fetch(&b.lab.view(), &by_id(id), 11).expect("read from the view");
+        let (r, _) = fetch(&b.lab.view(), &by_id(id), 11, LogWait::ForTheLog).expect("read from the view");
         let p = &r.responses[0].partitions[0];
         assert_eq!((p.error_code, offsets(p).len()), (NONE, 5));
         assert_eq!(r.responses[0].topic_id.as_bytes(), &id);
         apply(&["delete-topic clicks", "topic clicks", "produce clicks count=3"]);
-        let (r, _) = fetch(&b.lab.view(), &by_id(id), 11).expect("read from the view");
+        let (r, _) = fetch(&b.lab.view(), &by_id(id), 11, LogWait::ForTheLog).expect("read from the view");
         assert_eq!(r.responses[0].partitions[0].error_code, UNKNOWN_TOPIC_ID);
         let new = b.lab.lock().lab().topic_id_of("clicks").expect("an id");
         assert_ne!(new, id, "a topic created again has a new id");
-        let (r, _) = fetch(&b.lab.view(), &by_id(new), 11).expect("read from the view");
+        let (r, _) = fetch(&b.lab.view(), &by_id(new), 11, LogWait::ForTheLog).expect("read from the view");
         assert_eq!(offsets(&r.responses[0].partitions[0]).len(), 3);
     }
 
     #[test]
     fn an_unknown_partition_and_a_position_past_the_end_are_errors() {
         let b = broker();
-        let (r, _) = fetch(&b.lab.view(), &request(99, 0), 11).expect("read from the view");
+        let (r, _) =
+            fetch(&b.lab.view(), &request(99, 0), 11, LogWait::ForTheLog).expect("read from the view");
         assert_eq!(r.responses[0].partitions[0].error_code, OFFSET_OUT_OF_RANGE);
         let mut unknown = request(0, 0);
         unknown.topics[0].topic = TopicName(name("nope"));
-        let (r, _) = fetch(&b.lab.view(), &unknown, 11).expect("read from the view");
+        let (r, _) = fetch(&b.lab.view(), &unknown, 11, LogWait::ForTheLog).expect("read from the view");
         assert_eq!(
             r.responses[0].partitions[0].error_code,
             UNKNOWN_TOPIC_OR_PARTITION
@@ -496,9 +502,14 @@ mod waiting {
             &["topic clicks partitions=2", "produce clicks count=1 partition=0"],
         );
         let one_batch = {
-            read(&b.lab.view(), &request("clicks", &[(0, 0)], 0, 1), 11)
-                .expect("read from the view")
-                .bytes
+            read(
+                &b.lab.view(),
+                &request("clicks", &[(0, 0)], 0, 1),
+                11,
+                LogWait::ForTheLog,
+            )
+            .expect("read from the view")
+            .bytes
         };
         let min_bytes = i32::try_from(one_batch * 3 / 2).expect("small");
         let task = parked(&b, request("clicks", &[(0, 1), (1, 0)], 30_000, min_bytes)).await;

@@ -8,7 +8,7 @@
 use crate::broker::Broker;
 use offsetlab_engine::record::TopicPartition;
 use offsetlab_engine::txn::IsolationLevel;
-use offsetlab_lab::read_view::ReadView;
+use offsetlab_lab::read_view::{LogWait, ReadView};
 use offsetlab_wire::error::*;
 use offsetlab_wire::kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
@@ -53,8 +53,9 @@ fn max_timestamp(log: &dyn offsetlab_engine::log::PartitionLog, end: i64) -> Opt
 /// The answer: from the lab's published view, else under its lock. Blocking in the second
 /// case; [`answer`] alone never waits.
 pub(crate) fn handle(broker: &Broker, r: &ListOffsetsRequest, version: i16) -> ListOffsetsResponse {
-    answer(&broker.lab.view(), r, version)
-        .or_else(|| broker.lab.read_locked(|view| answer(view, r, version)))
+    let wait = LogWait::ForTheLog;
+    answer(&broker.lab.view(), r, version, wait)
+        .or_else(|| broker.lab.read_locked(|view| answer(view, r, version, wait)))
         .unwrap_or_else(|| {
             // Every log of a session's lab is shared: this is a lab built otherwise.
             tracing::error!("ListOffsets could not read a log of the lab even under its lock");
@@ -63,8 +64,14 @@ pub(crate) fn handle(broker: &Broker, r: &ListOffsetsRequest, version: i16) -> L
 }
 
 /// The answer from `view`; `None` when a log it reads lost records since the view was
-/// published, or holds more than the view for the largest timestamp (−3).
-pub(crate) fn answer(view: &ReadView, r: &ListOffsetsRequest, version: i16) -> Option<ListOffsetsResponse> {
+/// published, or holds more than the view for the largest timestamp (−3), or — not waiting —
+/// is being written to.
+pub(crate) fn answer(
+    view: &ReadView,
+    r: &ListOffsetsRequest,
+    version: i16,
+    wait: LogWait,
+) -> Option<ListOffsetsResponse> {
     let level = isolation(r.isolation_level);
     let topics = r
         .topics
@@ -95,11 +102,11 @@ pub(crate) fn answer(view: &ReadView, r: &ListOffsetsRequest, version: i16) -> O
                                     -2 | -4 => (part.log_start_offset(), -1),
                                     -1 => (latest, -1),
                                     // The record with the largest timestamp (KIP-734).
-                                    -3 => part.read(|log| max_timestamp(log, end))??,
+                                    -3 => part.read(wait, |log| max_timestamp(log, end))??,
                                     // Latest tiered (-5, KIP-1005): nothing is tiered here.
                                     -5 => (-1, -1),
                                     // The view's records only: one past its end is none of them.
-                                    ts => part.read(|log| match log.offset_for_timestamp(ts) {
+                                    ts => part.read(wait, |log| match log.offset_for_timestamp(ts) {
                                         Some(o) if o < end => {
                                             let mut at = -1;
                                             log.read(o, 1, &mut |r| at = r.timestamp);
