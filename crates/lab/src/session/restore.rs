@@ -127,8 +127,9 @@ impl Found {
             store.health(),
         );
         let sinks = SqliteSinks::new(dir.join("sinks")).map_err(|e| at(&e))?;
-        let (lab, losses) = Lab::restore_reporting(self.snapshot, Box::new(SharedStore::new(store)), Box::new(sinks))
-            .map_err(|e| at(&e))?;
+        let (lab, losses) =
+            Lab::restore_reporting(self.snapshot, Box::new(SharedStore::new(store)), Box::new(sinks))
+                .map_err(|e| at(&e))?;
         if let Some(fault) = health.take() {
             return Err(RestoreError::new(&logs, fault));
         }
