@@ -51,26 +51,35 @@ fn built_versions(lab: LabHandle) -> impl Stream<Item = Result<SseEvent, Infalli
     futures_util::stream::unfold(following, |mut f| async move {
         loop {
             // A change (or so many that some were dropped: a change all the same).
-            match f.changes.recv().await {
-                Ok(_) | Err(RecvError::Lagged(_)) => {}
+            let mut latest = match f.changes.recv().await {
+                Ok(v) => Some(v),
+                Err(RecvError::Lagged(_)) => None,
                 Err(RecvError::Closed) => return None,
-            }
+            };
             if let Some((_, at)) = f.told {
                 tokio::time::sleep_until(at + Duration::from_millis(1000 / ANNOUNCEMENTS_PER_SECOND)).await;
             }
             // Every change announced meanwhile is in the state built next.
-            while let Ok(_) | Err(TryRecvError::Lagged(_)) = f.changes.try_recv() {}
+            loop {
+                match f.changes.try_recv() {
+                    Ok(v) => latest = Some(latest.map_or(v, |l: u64| l.max(v))),
+                    Err(TryRecvError::Lagged(_)) => {}
+                    Err(_) => break,
+                }
+            }
             let lab = f.lab.clone();
-            let Ok(Ok(built)) = tokio::task::spawn_blocking(move || lab.state_json(None)).await else {
-                // The state cannot be built (a sink that cannot be read): the tab's own request
-                // says why.
-                continue;
+            let version = match tokio::task::spawn_blocking(move || lab.state_json(None)).await {
+                Ok(Ok(built)) => built.version,
+                // The state cannot be built (a sink that cannot be read): the change is announced
+                // all the same, and the tab's own request is answered with why — a page left
+                // showing the state before would say nothing changed.
+                _ => latest.unwrap_or_else(|| f.lab.view().version()),
             };
-            if f.told.is_some_and(|(v, _)| v >= built.version) {
+            if f.told.is_some_and(|(v, _)| v >= version) {
                 continue;
             }
-            f.told = Some((built.version, tokio::time::Instant::now()));
-            return Some((Ok(state_event(built.version)), f));
+            f.told = Some((version, tokio::time::Instant::now()));
+            return Some((Ok(state_event(version)), f));
         }
     })
 }
