@@ -208,12 +208,12 @@ def ranges(offsets):
 def child_main():
     """The consumer process. One JSON request a line on stdin, one JSON answer a line on stdout.
 
-    Records are handed over only inside a `poll` — the lab's poll(): up to max-poll records, ending early at the end of the log
-    (partition EOF at the end offset the broker gave when the poll began: the high watermark,
-    or the last stable offset under read_committed). A poll while the group rebalances rejoins
-    (the revoke hook runs; what it commits is the parent's business) and, once the new
-    assignment comes, goes on to fetch — as a Java poll() does, and the lab's; while the group
-    still waits for other members it hands nothing over.
+    Records are handed over only inside a `poll` — the lab's poll(): up to max-poll records,
+    ending early at the end of the log (partition EOF at the end offset the broker gave when the
+    poll began: the high watermark, or the last stable offset under read_committed). A poll
+    while the group rebalances rejoins (the revoke hook runs; what it commits is the parent's
+    business) and, once the new assignment comes, goes on to fetch — as a Java poll() does, and
+    the lab's; while the group still waits for other members it hands nothing over.
 
     Between polls the consumer's callbacks are served by consuming (librdkafka has no other
     way); a record that comes out meanwhile is kept for the next poll and its partition paused
