@@ -5,6 +5,7 @@
 //! commit, and the client's auto-commit timer dies with it — what happens to a consumer killed
 //! in production, which no in-process simulation of a client can be trusted to reproduce.
 
+mod pauses;
 mod polling;
 
 use crate::protocol::{decode, encode, Delivered, PartitionOffset, Reply, Request};
@@ -52,6 +53,7 @@ pub fn run(
         ),
         holding: std::sync::atomic::AtomicBool::new(true),
         rebalanced: std::sync::atomic::AtomicU64::new(0),
+        pauses: pauses::Pauses::default(),
     };
     let created = Instant::now();
     let consumer: BaseConsumer<StartAt> = config.create_with_context(starts)?;
@@ -141,6 +143,8 @@ struct StartAt {
     holding: std::sync::atomic::AtomicBool,
     /// How many assignments and revocations the client has called back with.
     rebalanced: std::sync::atomic::AtomicU64,
+    /// The partitions paused, each asked of librdkafka once ([`pauses`] says why).
+    pauses: pauses::Pauses,
 }
 
 impl StartAt {
@@ -164,28 +168,32 @@ impl ConsumerContext for StartAt {
         self.rebalanced.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let done: KafkaResult<()> = match err {
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
-                let partitions: Vec<(String, i32)> = tpl
-                    .elements()
-                    .iter()
-                    .map(|e| (e.topic().to_string(), e.partition()))
-                    .collect();
+                let partitions = pauses::keys(tpl);
                 let starts = self.starts();
-                for (topic, p) in partitions {
-                    if let Some(&o) = starts.get(&(topic.clone(), p)) {
+                for (topic, p) in &partitions {
+                    if let Some(&o) = starts.get(&(topic.clone(), *p)) {
                         // The partition is in the list: setting its offset cannot fail.
-                        let _ = tpl.set_partition_offset(&topic, p, Offset::Offset(o));
+                        let _ = tpl.set_partition_offset(topic, *p, Offset::Offset(o));
                     }
                 }
+                // Held: paused before the assignment, so that the fetcher's start comes after
+                // the pause — save a partition librdkafka does not know until it is assigned,
+                // paused right after.
+                let holding = self.holding.load(std::sync::atomic::Ordering::SeqCst);
+                let unknown = if holding {
+                    self.pauses.pause(consumer, partitions)
+                } else {
+                    Vec::new()
+                };
                 let assigned = if cooperative {
                     consumer.incremental_assign(tpl)
                 } else {
                     consumer.assign(tpl)
                 };
-                if self.holding.load(std::sync::atomic::Ordering::SeqCst) {
-                    assigned.and_then(|()| consumer.pause(tpl))
-                } else {
-                    assigned
+                if !unknown.is_empty() {
+                    self.pauses.pause(consumer, unknown);
                 }
+                assigned
             }
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
                 if cooperative {

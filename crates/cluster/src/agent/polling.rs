@@ -38,7 +38,10 @@ impl Agent {
             .holding
             .store(true, std::sync::atomic::Ordering::SeqCst);
         if let Ok(assignment) = self.consumer.assignment() {
-            let _ = self.consumer.pause(&assignment);
+            self.consumer
+                .context()
+                .pauses
+                .pause(&self.consumer, super::pauses::keys(&assignment));
         }
     }
 
@@ -92,7 +95,10 @@ impl Agent {
             .holding
             .store(false, std::sync::atomic::Ordering::SeqCst);
         if let Ok(assignment) = self.consumer.assignment() {
-            let _ = self.consumer.resume(&assignment);
+            self.consumer
+                .context()
+                .pauses
+                .resume(&self.consumer, super::pauses::keys(&assignment));
         }
     }
 
@@ -302,17 +308,12 @@ impl Agent {
         let Ok(assignment) = self.consumer.assignment() else {
             return;
         };
-        let (mut pause, mut resume) = (TopicPartitionList::new(), TopicPartitionList::new());
-        for e in assignment.elements() {
-            let list = if e.topic() == self.topic && open.contains_key(&e.partition()) {
-                &mut resume
-            } else {
-                &mut pause
-            };
-            list.add_partition(e.topic(), e.partition());
-        }
-        let _ = self.consumer.pause(&pause);
-        let _ = self.consumer.resume(&resume);
+        let (resume, pause): (Vec<_>, Vec<_>) = super::pauses::keys(&assignment)
+            .into_iter()
+            .partition(|(topic, p)| *topic == self.topic && open.contains_key(p));
+        let pauses = &self.consumer.context().pauses;
+        pauses.pause(&self.consumer, pause);
+        pauses.resume(&self.consumer, resume);
     }
 
     /// Whether this process has read every assigned partition up to its high watermark (asked
