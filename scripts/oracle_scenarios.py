@@ -247,6 +247,28 @@ def child_main():
         out.write(json.dumps(obj) + "\n")
         out.flush()
 
+    # A flight recorder: librdkafka's group and partition debug lines (assignments, op versions,
+    # fetch starts, pauses), the last few hundred kept in memory and printed only when a poll
+    # comes back empty although the log holds records past the consumer's position — the shape
+    # of a partition whose fetcher never started, and of anything else that would look like it.
+    import logging
+    recorded = collections.deque(maxlen=400)
+
+    class Recorder(logging.Handler):
+        def emit(self, record):
+            recorded.append(record.getMessage())
+
+    recorder = logging.getLogger(f"oracle-child-{os.getpid()}")
+    recorder.propagate = False
+    recorder.setLevel(logging.DEBUG)
+    recorder.addHandler(Recorder())
+
+    def dump_recorder(why):
+        print(f"oracle child {os.getpid()}: {why}; librdkafka's last {len(recorded)} group/partition lines:",
+              file=sys.stderr)
+        for line in recorded:
+            print("    " + line, file=sys.stderr)
+
     def on_assign(c, parts):
         state["sought"] = {}
         c.assign(parts)
@@ -341,7 +363,7 @@ def child_main():
         op = req["op"]
         try:
             if op == "start":
-                c = Consumer(req["conf"])
+                c = Consumer({**req["conf"], "debug": "cgrp,topic"}, logger=recorder)
                 state["consumer"] = c
                 c.subscribe([req["topic"]], on_assign=on_assign, on_revoke=on_revoke)
                 serve(c, req["wait"], lambda: state["assigns"] > 0)
@@ -406,6 +428,13 @@ def child_main():
                 else:
                     if len(result["records"]) < req["max"] and ends:
                         result["timed_out"] = True
+                        at = {(tp.topic, tp.partition): tp.offset if tp.offset >= 0 else state["eof"].get(
+                            (tp.topic, tp.partition)) for tp in c.position(tps())}
+                        behind = {tp: (at.get(tp), end) for tp, end in ends.items()
+                                  if end > 0 and (at.get(tp) is None or at[tp] < end)}
+                        if not result["records"] and behind:
+                            dump_recorder(f"a poll ended on its timeout with nothing, behind the log end: "
+                                          f"{behind} (partition: (position, end))")
                 answer({"ok": True, **result, **snapshot(c)})
             elif op == "commit":
                 c = state["consumer"]
