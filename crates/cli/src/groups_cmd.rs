@@ -3,6 +3,7 @@
 //! `kafka-consumer-groups.sh --describe`.
 
 use crate::conn::{Conn, Endpoint};
+use crate::consumer_group_describe::{self, ConsumerProtocol};
 use crate::exit;
 use crate::topics_cmd::{describe as describe_topics, list_offsets, record_timestamp};
 use offsetlab_wire::consumer_protocol;
@@ -32,6 +33,9 @@ struct GroupDescription {
     group: String,
     state: String,
     rows: Vec<Row>,
+    /// A group that speaks the consumer protocol (KIP-848): its epochs and members.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    consumer_protocol: Option<ConsumerProtocol>,
 }
 
 /// Every broker's groups: a broker lists only the groups it coordinates, so each broker of
@@ -111,7 +115,7 @@ impl std::fmt::Display for CoordinatorMoving {
 impl std::error::Error for CoordinatorMoving {}
 
 /// `code` from the coordinator of `group`: an error to ask again when it is one of [`MOVING`].
-fn moving(what: &'static str, group: &str, code: i16) -> anyhow::Result<()> {
+pub(crate) fn moving(what: &'static str, group: &str, code: i16) -> anyhow::Result<()> {
     if MOVING.contains(&code) {
         return Err(CoordinatorMoving {
             what,
@@ -200,6 +204,38 @@ fn describe_once(endpoint: &Endpoint, group: &str) -> anyhow::Result<GroupDescri
     let mut conn = endpoint.connect()?;
     // The group's coordinator answers for it.
     let mut coordinator = coordinator_of(&mut conn, group)?;
+    // Who owns what: (member id, host, client id) by partition.
+    let mut owners: BTreeMap<(String, i32), (String, String, String)> = BTreeMap::new();
+    let (state, consumer_protocol) = match consumer_group_describe::describe(&mut coordinator, group)? {
+        Some((state, cp)) => {
+            for m in &cp.members {
+                for tp in &m.assigned {
+                    owners.insert(
+                        tp.clone(),
+                        (m.member_id.clone(), m.host.clone(), m.client_id.clone()),
+                    );
+                }
+            }
+            (state, Some(cp))
+        }
+        None => (classic_owners(&mut coordinator, group, &mut owners)?, None),
+    };
+    let committed = committed_offsets(&mut coordinator, group)?;
+    let rows = describe_rows(&mut conn, group, &committed, &owners)?;
+    Ok(GroupDescription {
+        group: group.to_string(),
+        state,
+        rows,
+        consumer_protocol,
+    })
+}
+
+/// A classic group's state, from DescribeGroups; each member's partitions go into `owners`.
+fn classic_owners(
+    coordinator: &mut Conn,
+    group: &str,
+    owners: &mut BTreeMap<(String, i32), (String, String, String)>,
+) -> anyhow::Result<String> {
     let version = coordinator.version(ApiKey::DescribeGroups, 5)?;
     let d = call!(
         coordinator,
@@ -213,8 +249,7 @@ fn describe_once(endpoint: &Endpoint, group: &str) -> anyhow::Result<GroupDescri
         .next()
         .ok_or_else(|| anyhow::anyhow!("no description of group {group}"))?;
     moving("DescribeGroups", group, described.error_code)?;
-    // Who owns what: the consumer protocol's assignment of each member.
-    let mut owners: BTreeMap<(String, i32), (String, String, String)> = BTreeMap::new();
+    // The classic protocol's assignment of each member, in its "consumer" protocol encoding.
     for m in &described.members {
         for tp in consumer_protocol::assigned_partitions(&m.member_assignment) {
             owners.insert(
@@ -227,7 +262,16 @@ fn describe_once(endpoint: &Endpoint, group: &str) -> anyhow::Result<GroupDescri
             );
         }
     }
-    let committed = committed_offsets(&mut coordinator, group)?;
+    Ok(described.group_state.to_string())
+}
+
+/// The rows of `--describe`: every partition the group committed to or a member owns.
+fn describe_rows(
+    conn: &mut Conn,
+    group: &str,
+    committed: &BTreeMap<(String, i32), i64>,
+    owners: &BTreeMap<(String, i32), (String, String, String)>,
+) -> anyhow::Result<Vec<Row>> {
     let mut topics: Vec<String> = committed
         .keys()
         .chain(owners.keys())
@@ -235,7 +279,7 @@ fn describe_once(endpoint: &Endpoint, group: &str) -> anyhow::Result<GroupDescri
         .collect();
     topics.sort();
     topics.dedup();
-    let ends = log_ends(&mut conn, topics)?;
+    let ends = log_ends(conn, topics)?;
     let mut keys: Vec<(String, i32)> = committed.keys().chain(owners.keys()).cloned().collect();
     keys.sort();
     keys.dedup();
@@ -264,11 +308,7 @@ fn describe_once(endpoint: &Endpoint, group: &str) -> anyhow::Result<GroupDescri
             }
         })
         .collect();
-    Ok(GroupDescription {
-        group: group.to_string(),
-        state: described.group_state.to_string(),
-        rows,
-    })
+    Ok(rows)
 }
 
 /// `--list`: the groups' names (with `--json`, their states too).
@@ -323,6 +363,9 @@ pub fn run(endpoint: &Endpoint, list_groups: bool, group: Option<String>, json: 
     }
     println!();
     print_rows(&d.rows);
+    if let Some(cp) = &d.consumer_protocol {
+        consumer_group_describe::print(&group, cp);
+    }
     exit::OK
 }
 

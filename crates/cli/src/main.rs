@@ -29,6 +29,7 @@ mod bench_lab;
 mod bench_workshop;
 mod cluster_cmd;
 mod conn;
+mod consumer_group_describe;
 mod exit;
 mod explore_cmd;
 mod groups_cmd;

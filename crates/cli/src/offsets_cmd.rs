@@ -53,11 +53,7 @@ pub fn run(endpoint: &Endpoint, group: Option<&str>, json_out: bool) -> u8 {
             }
             continue;
         };
-        let key_group = match &key {
-            RecordKey::Offset(k) => k.group.as_str(),
-            RecordKey::Group(g) => g.as_str(),
-        };
-        if group.is_some_and(|g| g != key_group) {
+        if group.is_some_and(|g| g != key.group()) {
             continue;
         }
         if json_out {
@@ -195,6 +191,14 @@ fn as_json(r: &Raw, key: &RecordKey) -> Value {
                 None => json!({"error": "not a group metadata value"}),
             }),
         ),
+        RecordKey::Coordinator { kind, group, member } => (
+            json!({"type": kind, "name": schema::coordinator_record_name(*kind),
+                   "data": {"group": group, "memberId": member}}),
+            // Its value is a consumer-protocol structure offsetlab does not decode: its size.
+            r.value
+                .as_deref()
+                .map(|v| json!({"version": leading(Some(v)), "bytes": v.len()})),
+        ),
     };
     json!({"partition": r.partition, "offset": r.offset, "key": key, "value": value})
 }
@@ -212,6 +216,19 @@ fn leading(bytes: Option<&[u8]>) -> Value {
 fn as_text(r: &Raw, key: &RecordKey) -> String {
     let at = format!("{}@{}", r.partition, r.offset);
     match key {
+        RecordKey::Coordinator { kind, group, member } => {
+            let name = schema::coordinator_record_name(*kind)
+                .map_or_else(|| format!("record type {kind}"), str::to_string);
+            let key = match member {
+                Some(m) => format!("{name}(\"{group}\", \"{m}\")"),
+                None => format!("{name}(\"{group}\")"),
+            };
+            let value = match r.value.as_deref() {
+                None => "tombstone".to_string(),
+                Some(v) => format!("(a consumer-protocol value of {} bytes, not decoded)", v.len()),
+            };
+            format!("{at}\t{key}\t{value}")
+        }
         RecordKey::Offset(k) => {
             let value = match r.value.as_deref().map(schema::decode_offset_commit) {
                 None => "tombstone (the offset was deleted or expired)".to_string(),

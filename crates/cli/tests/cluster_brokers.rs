@@ -212,3 +212,138 @@ fn three_brokers_the_page_on_a_cluster_produces_on_the_wall_clock() {
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
 }
+
+/// A group that speaks the consumer protocol (KIP-848: librdkafka's `group.protocol=consumer`)
+/// is described, not "does not exist": DescribeGroups answers for classic groups only, so
+/// `groups --describe` asks the coordinator ConsumerGroupDescribe first, as Kafka's admin client
+/// does — and shows the epochs that protocol is about. Asked of a broker that is not the group's
+/// coordinator.
+#[test]
+fn three_brokers_a_consumer_protocol_group_is_described_with_its_epochs() {
+    use rdkafka::config::ClientConfig;
+    use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+    use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+    let Some(k) = cluster() else { return };
+    let (prefix, _) = k.prefix_coordinated(&format!("kip848-{}", std::process::id()), "readers", |node| {
+        node != 1
+    });
+    let via = k.addr[&1].clone();
+    let (group, topic) = (format!("{prefix}readers"), format!("{prefix}events"));
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", &via)
+        .create()
+        .expect("producer");
+    for i in 0..5 {
+        let key = format!("k{i}");
+        producer
+            .send(BaseRecord::to(&topic).key(&key).payload("v").partition(0))
+            .expect("queued");
+    }
+    producer
+        .flush(std::time::Duration::from_secs(30))
+        .expect("produced");
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &via)
+        .set("group.id", &group)
+        .set("group.protocol", "consumer")
+        .set("enable.auto.commit", "false")
+        .set("auto.offset.reset", "earliest")
+        .create()
+        .expect("consumer");
+    consumer.subscribe(&[&topic]).expect("subscribed");
+    let (mut read, deadline) = (0, std::time::Instant::now() + std::time::Duration::from_secs(60));
+    while read < 5 {
+        assert!(std::time::Instant::now() < deadline, "read {read} of 5 records");
+        if let Some(Ok(_)) = consumer.poll(std::time::Duration::from_millis(200)) {
+            read += 1;
+        }
+    }
+    consumer
+        .commit_consumer_state(CommitMode::Sync)
+        .expect("committed");
+    let described = |json: bool| {
+        let mut args = vec![
+            "groups",
+            "--bootstrap-server",
+            &via,
+            "--describe",
+            "--group",
+            &group,
+        ];
+        if json {
+            args.push("--json");
+        }
+        ok(&args)
+    };
+    // The member's epoch reaches the group's once it owns its target assignment.
+    let (mut v, deadline) = (
+        serde_json::Value::Null,
+        std::time::Instant::now() + std::time::Duration::from_secs(30),
+    );
+    while std::time::Instant::now() < deadline {
+        consumer.poll(std::time::Duration::from_millis(100));
+        v = serde_json::from_str(&described(true)).expect("json");
+        if v["state"] == "Stable" {
+            break;
+        }
+    }
+    assert_eq!(v["state"], "Stable", "{v}");
+    let cp = &v["consumer_protocol"];
+    let epoch = cp["group_epoch"].as_i64().expect("a group epoch");
+    assert!(epoch >= 1, "{v}");
+    assert_eq!(cp["assignment_epoch"].as_i64(), Some(epoch), "{v}");
+    let members = cp["members"].as_array().expect("members");
+    assert_eq!(members.len(), 1, "{v}");
+    let member = members[0]["member_id"].as_str().expect("a member id");
+    assert!(!member.is_empty(), "{v}");
+    assert_eq!(members[0]["member_epoch"].as_i64(), Some(epoch), "{v}");
+    assert_eq!(members[0]["assigned"], serde_json::json!([[topic, 0]]), "{v}");
+    assert_eq!(members[0]["target"], members[0]["assigned"], "{v}");
+    let rows = v["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 1, "{v}");
+    assert_eq!(rows[0]["current_offset"].as_i64(), Some(5), "{v}");
+    assert_eq!(rows[0]["lag"].as_i64(), Some(0), "{v}");
+    assert_eq!(rows[0]["consumer_id"], member, "{v}");
+    let shown = described(false);
+    assert!(
+        shown.contains("speaks the consumer protocol (KIP-848)"),
+        "{shown}"
+    );
+    assert!(shown.contains("MEMBER-EPOCH"), "{shown}");
+    // `__consumer_offsets` holds the protocol's own records of the group beside its offset
+    // commit: each named, with the group (and member) its key gives.
+    let records = ok(&["offsets", "--bootstrap-server", &via, "--group", &group]);
+    for name in [
+        "ConsumerGroupMetadata(",
+        "ConsumerGroupMemberMetadata(",
+        "ConsumerGroupTargetAssignmentMember(",
+        "ConsumerGroupCurrentMemberAssignment(",
+    ] {
+        assert!(
+            records.contains(&format!("{name}\"{group}\"")),
+            "{name}: {records}"
+        );
+    }
+    assert!(
+        records.contains(&format!("('{group}', '{topic}', 0)\toffset=5")),
+        "{records}"
+    );
+    assert!(!records.contains("does not decode"), "{records}");
+    // Closed, the member leaves: the group is Empty and still described, its offset kept.
+    drop(consumer);
+    let v: serde_json::Value = serde_json::from_str(&described(true)).expect("json");
+    assert_eq!(v["state"], "Empty", "{v}");
+    assert_eq!(v["consumer_protocol"]["members"], serde_json::json!([]), "{v}");
+    assert_eq!(v["rows"][0]["current_offset"].as_i64(), Some(5), "{v}");
+    // A group nobody has is still one that does not exist (ConsumerGroupDescribe and
+    // DescribeGroups both say so): exit 2.
+    let none = brokers::offsetlab(&[
+        "groups",
+        "--bootstrap-server",
+        &via,
+        "--describe",
+        "--group",
+        &format!("{prefix}nobody"),
+    ]);
+    assert_eq!(none.status.code(), Some(2), "{}", text(&none));
+}

@@ -66,7 +66,7 @@ impl OffsetKey {
     pub fn decode(bytes: &[u8]) -> Option<Self> {
         match schema::decode_key(bytes)? {
             schema::RecordKey::Offset(k) => Some(k),
-            schema::RecordKey::Group(_) => None,
+            schema::RecordKey::Group(_) | schema::RecordKey::Coordinator { .. } => None,
         }
     }
 

@@ -41,6 +41,39 @@ pub const GROUP_METADATA_VALUE_VERSION: i16 = 3;
 pub enum RecordKey {
     Offset(OffsetKey),
     Group(String),
+    /// A record of a group that speaks the consumer protocol (KIP-848, Kafka 4) — its metadata,
+    /// a member, the target assignment, a member's current assignment — and of the record types
+    /// after it: every key of a group coordinator's record begins with the group id (a member's
+    /// key goes on with the member id). The lab writes none; its tools read them on a cluster.
+    Coordinator {
+        kind: i16,
+        group: String,
+        member: Option<String>,
+    },
+}
+
+impl RecordKey {
+    /// The group the record belongs to.
+    pub fn group(&self) -> &str {
+        match self {
+            Self::Offset(k) => &k.group,
+            Self::Group(g) | Self::Coordinator { group: g, .. } => g,
+        }
+    }
+}
+
+/// Kafka's name of a group coordinator's record type, for the types after the classic two;
+/// `None` for one offsetlab does not know by name.
+pub fn coordinator_record_name(kind: i16) -> Option<&'static str> {
+    Some(match kind {
+        3 => "ConsumerGroupMetadata",
+        4 => "ConsumerGroupPartitionMetadata",
+        5 => "ConsumerGroupMemberMetadata",
+        6 => "ConsumerGroupTargetAssignmentMetadata",
+        7 => "ConsumerGroupTargetAssignmentMember",
+        8 => "ConsumerGroupCurrentMemberAssignment",
+        _ => return None,
+    })
 }
 
 /// A group's membership as the coordinator writes it after each rebalance.
@@ -270,6 +303,12 @@ pub fn decode_key(bytes: &[u8]) -> Option<RecordKey> {
             partition: r.i32()?,
         }),
         GROUP_METADATA_KEY => RecordKey::Group(r.string()?),
+        kind @ 3.. => {
+            let group = r.string()?;
+            // A member's record: the member id follows.
+            let member = if r.0.is_empty() { None } else { Some(r.string()?) };
+            RecordKey::Coordinator { kind, group, member }
+        }
         _ => return None,
     };
     r.0.is_empty().then_some(key)
@@ -457,6 +496,45 @@ mod tests {
 
     /// Kafka 4.4's offset commit value: the flexible version 4 (compact string, tagged fields
     /// with the topic id as tag 0), laid out by hand from its OffsetCommitValue.json.
+    #[test]
+    fn kafka_4s_consumer_protocol_keys_read_with_their_group() {
+        // Keys Apache Kafka 4.4 wrote for a group of librdkafka's `group.protocol=consumer`:
+        // ConsumerGroupMetadata (type 3, the group) and ConsumerGroupMemberMetadata (type 5, the
+        // group and the member).
+        let hex = |s: &str| -> Vec<u8> {
+            (0..s.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
+                .collect()
+        };
+        let group = "kip848-16079-3-readers";
+        assert_eq!(
+            decode_key(&hex("000300166b69703834382d31363037392d332d72656164657273")),
+            Some(RecordKey::Coordinator {
+                kind: 3,
+                group: group.into(),
+                member: None
+            })
+        );
+        let member = decode_key(&hex(
+            "000500166b69703834382d31363037392d332d72656164657273001664694779565055535147327448506c36435561435777",
+        ))
+        .expect("a member's key");
+        assert_eq!(
+            member,
+            RecordKey::Coordinator {
+                kind: 5,
+                group: group.into(),
+                member: Some("diGyVPUSQG2tHPl6CUaCWw".into())
+            }
+        );
+        assert_eq!(member.group(), group);
+        assert_eq!(coordinator_record_name(5), Some("ConsumerGroupMemberMetadata"));
+        // A key cut short, or with bytes past its fields, is no key.
+        assert_eq!(decode_key(&hex("000300166b6970")), None);
+        assert_eq!(decode_key(&hex("000600016100016200")), None);
+    }
+
     #[test]
     fn kafka_4s_flexible_offset_commit_reads() {
         let mut v = vec![0, 4];
