@@ -110,11 +110,12 @@ fn two_stable() -> Lab {
 }
 
 #[test]
-fn the_first_member_gets_every_partition_at_group_epoch_one() {
+fn the_first_member_gets_every_partition_at_group_epoch_two() {
     let mut lab = lab();
     join(&mut lab, "c1");
-    assert_eq!(cg(&lab).group_epoch, 1);
-    assert_eq!(epoch(&lab, "c1#1"), 1);
+    // Kafka 4.4 creates the group at epoch 1; the first member's join bumps it.
+    assert_eq!(cg(&lab).group_epoch, 2);
+    assert_eq!(epoch(&lab, "c1#1"), 2);
     assert_eq!(assigned(&lab, "c1#1"), tps(&[0, 1, 2, 3, 4, 5]));
     assert_eq!(held(&lab, "c1"), tps(&[0, 1, 2, 3, 4, 5]));
     assert_eq!(lab.group("g").expect("g").state_name(), "Stable");
@@ -154,23 +155,23 @@ fn a_partition_moves_only_after_its_old_owner_revoked_it() {
     let mut lab = two_stable();
     join(&mut lab, "c3");
     // Everything is owned: c3 is at the new epoch, awaiting.
-    assert_eq!(cg(&lab).group_epoch, 3);
-    assert_eq!(epoch(&lab, "c3#1"), 3);
+    assert_eq!(cg(&lab).group_epoch, 4);
+    assert_eq!(epoch(&lab, "c3#1"), 4);
     assert!(assigned(&lab, "c3#1").is_empty());
     assert_eq!(cg(&lab).members["c3#1"].state, MemberState::UnreleasedPartitions);
-    // c1's next heartbeat asks it to revoke one partition; it keeps epoch 2 until it has.
+    // c1's next heartbeat asks it to revoke one partition; it keeps epoch 3 until it has.
     lab.tick(HEARTBEAT).expect("tick");
     let c1 = cg(&lab).members["c1#1"].clone();
     assert_eq!(c1.state, MemberState::UnrevokedPartitions);
-    assert_eq!(c1.member_epoch, 2);
+    assert_eq!(c1.member_epoch, 3);
     assert_eq!(c1.pending_revocation.len(), 1);
     let moving = c1.pending_revocation.iter().next().cloned().expect("one");
     // c3 heartbeats too, but the partition is still c1's.
     lab.tick(HEARTBEAT).expect("tick");
     assert!(!assigned(&lab, "c3#1").contains(&moving));
-    // c1's poll revokes it (the callback commits) and acknowledges at once: epoch 3.
+    // c1's poll revokes it (the callback commits) and acknowledges at once: epoch 4.
     lab.poll("c1").expect("poll");
-    assert_eq!(epoch(&lab, "c1#1"), 3);
+    assert_eq!(epoch(&lab, "c1#1"), 4);
     assert!(!held(&lab, "c1").contains(&moving));
     assert!(
         !assigned(&lab, "c3#1").contains(&moving),
@@ -233,7 +234,7 @@ fn no_partition_has_two_owners_during_a_scale_out() {
     assert_eq!(cg(&lab).state_name(), "Stable");
     assert_eq!(
         [epoch(&lab, "c1#1"), epoch(&lab, "c2#1"), epoch(&lab, "c3#1")],
-        [3; 3]
+        [4; 3]
     );
 }
 
@@ -251,14 +252,14 @@ fn a_commit_with_a_stale_member_epoch_is_refused() {
     lab.tick(HEARTBEAT).expect("tick");
     lab.poll("c1").expect("poll");
     lab.tick(HEARTBEAT).expect("tick");
-    assert_eq!(epoch(&lab, "c1#1"), 2);
+    assert_eq!(epoch(&lab, "c1#1"), 3);
     lab.poll("c1").expect("poll");
     lab.process("c1", None)
-        .expect("process: sends commitAsync stamped with epoch 2");
-    // c2 leaves: c1's next heartbeat moves it to epoch 3 before the async commit lands.
+        .expect("process: sends commitAsync stamped with epoch 3");
+    // c2 leaves: c1's next heartbeat moves it to epoch 4 before the async commit lands.
     lab.close("c2").expect("close");
     lab.tick(HEARTBEAT).expect("tick");
-    assert_eq!(epoch(&lab, "c1#1"), 3);
+    assert_eq!(epoch(&lab, "c1#1"), 4);
     let before: Vec<Option<i64>> = (0..6).map(|p| committed(&lab, p)).collect();
     lab.tick(HEARTBEAT).expect("the async commit lands");
     let after: Vec<Option<i64>> = (0..6).map(|p| committed(&lab, p)).collect();
@@ -321,7 +322,7 @@ fn the_session_expires_45s_after_the_last_heartbeat() {
     );
     lab.tick(1).expect("tick");
     assert!(!cg(&lab).members.contains_key("c2#1"));
-    assert_eq!(cg(&lab).group_epoch, 3);
+    assert_eq!(cg(&lab).group_epoch, 4);
     lab.tick(HEARTBEAT)
         .expect("c1's heartbeat takes the free partitions");
     assert_eq!(assigned(&lab, "c1#1"), tps(&[0, 1, 2, 3, 4, 5]));
@@ -416,7 +417,7 @@ fn an_empty_group_takes_the_protocol_of_whoever_joins_it() {
         .expect("classic");
     lab.close("c1").expect("close");
     join(&mut lab, "c2");
-    assert_eq!(cg(&lab).group_epoch, 1, "the empty classic group was replaced");
+    assert_eq!(cg(&lab).group_epoch, 2, "the empty classic group was replaced");
     lab.close("c2").expect("close");
     assert_eq!(lab.group("g").expect("g").state_name(), "Empty");
     lab.add_consumer(config("c3", GroupProtocol::Classic))
@@ -446,21 +447,21 @@ fn a_classic_member_joins_a_consumer_group_as_a_classic_member() {
 }
 
 #[test]
-fn a_deleted_consumer_group_starts_again_at_epoch_one() {
+fn a_deleted_consumer_group_starts_again_at_epoch_two() {
     let mut lab = lab();
     join(&mut lab, "c1");
     join(&mut lab, "c2");
     lab.close("c1").expect("close");
     lab.close("c2").expect("close");
-    assert!(cg(&lab).group_epoch > 1);
+    assert!(cg(&lab).group_epoch > 2);
     lab.delete_group("g").expect("an Empty group can be deleted");
     assert_eq!(
         lab.group("g").expect("kept for its consumers").state_name(),
         "Dead"
     );
     lab.restart("c1").expect("restart");
-    assert_eq!(cg(&lab).group_epoch, 1);
-    assert_eq!(epoch(&lab, "c1#2"), 1);
+    assert_eq!(cg(&lab).group_epoch, 2);
+    assert_eq!(epoch(&lab, "c1#2"), 2);
 }
 
 /// The sequence Apache Kafka 4.4 gave librdkafka members (group.protocol=consumer, the uniform

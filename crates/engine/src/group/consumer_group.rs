@@ -172,6 +172,18 @@ pub struct ConsumerGroup {
 }
 
 impl ConsumerGroup {
+    /// A new consumer group, before its first member joins: at group epoch 1, as Apache Kafka
+    /// 4.4 creates one (`ModernGroup` sets its epoch to 1), so the first member's join bumps it
+    /// to 2 — what `kafka-consumer-groups.sh --describe` shows there for a group's first member,
+    /// with the Java client and librdkafka alike.
+    pub fn created() -> Self {
+        Self {
+            group_epoch: 1,
+            assignment_epoch: 1,
+            ..Self::default()
+        }
+    }
+
     /// A classic group converted on the first consumer-protocol member's join (Kafka's online
     /// upgrade): the group epoch is its generation, each member keeps its assignment at that
     /// epoch and goes on speaking the classic protocol.

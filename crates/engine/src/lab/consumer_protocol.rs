@@ -49,8 +49,9 @@ impl Lab {
         if g.consumer.is_none() {
             if g.members.is_empty() {
                 note = Some(format!("group {group} is a consumer group (group.protocol=consumer, KIP-848): the coordinator assigns its partitions and reconciles each member on its heartbeats — no rebalance barrier"));
-                g.consumer = Some(ConsumerGroup::default());
-                g.generation = 0;
+                let created = ConsumerGroup::created();
+                g.generation = created.group_epoch;
+                g.consumer = Some(created);
             } else {
                 // Kafka answers the classic members' pending JoinGroup/SyncGroup with
                 // REBALANCE_IN_PROGRESS; the conversion keeps the last completed assignment.
