@@ -22,7 +22,12 @@ const renderers = [];
 export function onState(fn) { renderers.push(fn); }
 
 /** Draws the current state again (a choice on the page changed, the state did not). */
-export function rerender() { if (ui.state) for (const fn of renderers) fn(ui.state); }
+export function rerender() {
+  if (!ui.state) return;
+  for (const fn of renderers) fn(ui.state);
+  // The group on screen may be another now (a switch of the experiment's pair): tests read it.
+  window.__group = ui.group;
+}
 
 export function setState(s) {
   if (ui.state && s.version < ui.state.version) return;
