@@ -44,6 +44,7 @@ pub fn why_not(command: &Command) -> Option<String> {
         Command::Send(_)
         | Command::SendStored(_)
         | Command::Rebalance(_)
+        | Command::ConsumerGroupState(_)
         | Command::CommitOffsets(_)
         | Command::InitTxn(_)
         | Command::TxnSend(_)

@@ -90,6 +90,17 @@ pub enum LabError {
         generation: i32,
         current: i32,
     },
+    /// A real client's commit to a consumer-protocol group (KIP-848) at another member epoch
+    /// than the member's: Kafka's `STALE_MEMBER_EPOCH`.
+    #[error(
+        "STALE_MEMBER_EPOCH: {member} committed at member epoch {epoch}, its epoch in group {group} is {current}"
+    )]
+    StaleMemberEpoch {
+        group: String,
+        member: String,
+        epoch: i32,
+        current: i32,
+    },
     /// A commit while the group waits for its leader's assignment: Kafka's
     /// `REBALANCE_IN_PROGRESS`.
     #[error("REBALANCE_IN_PROGRESS: group {group} is settling its assignment")]
@@ -141,6 +152,7 @@ impl LabError {
             // -1) is refused so by the coordinator; kafka-consumer-groups checks the state first.
             Self::GroupActive { .. } | Self::UnknownMember { .. } => "UNKNOWN_MEMBER_ID",
             Self::IllegalGeneration { .. } => "ILLEGAL_GENERATION",
+            Self::StaleMemberEpoch { .. } => "STALE_MEMBER_EPOCH",
             Self::RebalanceInProgress { .. } => "REBALANCE_IN_PROGRESS",
             Self::OffsetOutOfRange { .. } => "OFFSET_OUT_OF_RANGE",
             Self::OffsetMetadataTooLarge { .. } => "OFFSET_METADATA_TOO_LARGE",

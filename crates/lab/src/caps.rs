@@ -236,6 +236,7 @@ impl Usage {
             }
             Command::AlterShareGroup(a) if !lab.share().groups.contains_key(&a.group) => self.groups += 1,
             Command::Rebalance(r) => self.groups += new_group(&r.group),
+            Command::ConsumerGroupState(c) => self.groups += new_group(&c.group),
             Command::CommitOffsets(c) => {
                 self.groups += new_group(&c.group);
                 self.records += c.offsets.len() as u64;

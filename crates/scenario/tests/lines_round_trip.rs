@@ -4,7 +4,7 @@
 //! what makes the history, undo, restart and export agree.
 
 use offsetlab_engine::consumer::{Assignor, ConsumerConfig};
-use offsetlab_engine::group::ExternalMember;
+use offsetlab_engine::group::{ExternalConsumerMember, ExternalMember, MemberState, ServerAssignor};
 use offsetlab_engine::lab::{BatchPacking, ProduceSpec, ResetSpec, SentRecord};
 use offsetlab_engine::log::config::CleanupPolicy;
 use offsetlab_engine::log::{Compression, CompressionType, TimestampType, TopicConfig};
@@ -326,6 +326,41 @@ fn member() -> impl Strategy<Value = ExternalMember> {
         )
 }
 
+/// Partitions as a line groups them: by topic, in topic order.
+fn by_topic_partitions() -> impl Strategy<Value = Vec<TopicPartition>> {
+    proptest::collection::vec((topic(), partition()), 0..4).prop_map(|mut ps| {
+        ps.sort_by(|a, b| a.0.cmp(&b.0));
+        ps.into_iter().map(|(t, p)| TopicPartition::new(t, p)).collect()
+    })
+}
+
+fn consumer_member() -> impl Strategy<Value = ExternalConsumerMember> {
+    (
+        member(),
+        0..=i32::MAX,
+        prop_oneof![
+            Just(MemberState::Stable),
+            Just(MemberState::UnrevokedPartitions),
+            Just(MemberState::UnreleasedPartitions)
+        ],
+        by_topic_partitions(),
+        by_topic_partitions(),
+        prop_oneof![Just(ServerAssignor::Uniform), Just(ServerAssignor::Range)],
+    )
+        .prop_map(|(mut member, epoch, state, revoking, target, assignor)| {
+            // The consumer protocol's session timeout is the broker's: a member carries none.
+            member.session_timeout_ms = None;
+            ExternalConsumerMember {
+                member,
+                epoch,
+                state,
+                revoking,
+                target,
+                assignor,
+            }
+        })
+}
+
 fn reset_spec() -> impl Strategy<Value = (ResetSpec, Option<String>)> {
     prop_oneof![
         Just((ResetSpec::ToEarliest, None)),
@@ -450,6 +485,18 @@ fn command() -> impl Strategy<Value = Command> {
             })
         });
     let external = prop_oneof![
+        (
+            nonempty_text(),
+            0..=i32::MAX,
+            proptest::collection::vec(consumer_member(), 0..3)
+        )
+            .prop_map(
+                |(group, epoch, members)| Command::ConsumerGroupState(ConsumerGroupState {
+                    group,
+                    epoch,
+                    members,
+                })
+            ),
         (
             nonempty_text(),
             0..=i32::MAX,

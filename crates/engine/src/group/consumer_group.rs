@@ -59,10 +59,11 @@ pub enum ServerAssignor {
 spelled!(ServerAssignor, "server assignor", { Uniform => "uniform", Range => "range" });
 
 /// Where a member is in its reconciliation (Kafka's `MemberState`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum MemberState {
     /// It owns its target assignment at the target epoch (or waits for nothing).
+    #[default]
     Stable,
     /// It must revoke partitions before it can move to the target epoch.
     UnrevokedPartitions,

@@ -64,6 +64,25 @@ pub struct ExternalMember {
     pub rebalance_timeout_ms: Option<i32>,
 }
 
+/// A member of a consumer-protocol group (KIP-848) of real clients, as the listener's
+/// coordinator reports it after a heartbeat changed something: who it is, its member epoch, where
+/// it is in its reconciliation, what it owns, what it must still revoke and what the target
+/// assignment gives it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ExternalConsumerMember {
+    /// Its id, client id, host, subscription and instance id; `partitions` are those it owns
+    /// and may fetch (not those it is revoking).
+    pub member: ExternalMember,
+    pub epoch: i32,
+    pub state: MemberState,
+    /// Partitions it still owns but was asked to revoke.
+    pub revoking: Vec<TopicPartition>,
+    /// The partitions the target assignment gives it.
+    pub target: Vec<TopicPartition>,
+    /// The server-side assignor it asked for (`group.remote.assignor`).
+    pub assignor: ServerAssignor,
+}
+
 /// The last rebalance of an external group: its members and their assignment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExternalMembership {

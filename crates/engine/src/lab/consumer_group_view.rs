@@ -48,14 +48,26 @@ impl Lab {
     pub fn consumer_group_view(&self, group: &str) -> Option<ConsumerGroupView> {
         let g = self.groups.get(group)?;
         let cg: &ConsumerGroup = g.consumer.as_ref()?;
-        let members = g
-            .members
-            .iter()
-            .filter_map(|m| {
-                let cm = cg.members.get(&m.id)?;
+        // The lab's consumers by their name; real clients (through the listener) by client id.
+        let members: Vec<(&str, &str)> = match &g.external {
+            Some(e) => e
+                .members
+                .iter()
+                .map(|m| (m.id.as_str(), m.client_id.as_str()))
+                .collect(),
+            None => g
+                .members
+                .iter()
+                .map(|m| (m.id.as_str(), m.consumer.as_str()))
+                .collect(),
+        };
+        let members = members
+            .into_iter()
+            .filter_map(|(id, consumer)| {
+                let cm = cg.members.get(id)?;
                 Some(ConsumerGroupMemberView {
-                    member_id: m.id.clone(),
-                    consumer: m.consumer.clone(),
+                    member_id: id.to_string(),
+                    consumer: consumer.to_string(),
                     protocol: if cm.classic {
                         GroupProtocol::Classic
                     } else {
@@ -65,8 +77,8 @@ impl Lab {
                     state: cm.state,
                     assigned: names(&cm.assigned),
                     revoking: names(&cm.pending_revocation),
-                    awaiting: names(&cg.awaiting(&m.id)),
-                    target: names(&cg.target_of(&m.id)),
+                    awaiting: names(&cg.awaiting(id)),
+                    target: names(&cg.target_of(id)),
                 })
             })
             .collect();

@@ -11,7 +11,7 @@
 
 use super::Lab;
 use crate::error::LabError;
-use crate::group::{check_commit, ExternalMember, ExternalMembership, Fenced, Group};
+use crate::group::{check_commit, EpochFenced, ExternalMember, ExternalMembership, Fenced, Group};
 use crate::narrative::EventKind;
 use crate::record::{Offset, TopicPartition};
 use crate::sink::SinkKind;
@@ -45,6 +45,11 @@ impl Lab {
             if !g.members.is_empty() {
                 return Err(LabError::InvalidArgument(format!(
                     "group {group} has the lab's own consumers: real clients cannot join it"
+                )));
+            }
+            if g.consumer.as_ref().is_some_and(|c| !c.members.is_empty()) {
+                return Err(LabError::InconsistentGroupProtocol(format!(
+                    "group {group} is a consumer-protocol group with members: classic members cannot join it"
                 )));
             }
             if generation <= g.generation {
@@ -98,6 +103,8 @@ impl Lab {
         }
         g.empty_since = members.is_empty().then_some(now);
         g.dead = false;
+        // An empty consumer-protocol group becomes a classic one, as Kafka converts it.
+        g.consumer = None;
         let text = if members.is_empty() {
             format!("group {group} (real Kafka clients) is now Empty (generation {generation}); its committed offsets stay")
         } else {
@@ -169,26 +176,49 @@ impl Lab {
             }
         };
         let member = member.as_str();
-        match check_commit(g.state(), is_member, generation, g.generation) {
-            Ok(()) => {}
-            Err(Fenced::UnknownMember) => {
-                return Err(LabError::UnknownMember {
-                    group: group.to_string(),
-                    member: member.to_string(),
-                })
+        if let (Some(cg), Some(_)) = (&g.consumer, &g.external) {
+            // A consumer-protocol group of real clients: fenced by the member's own epoch.
+            match cg.check_commit(member, generation) {
+                Ok(()) => {}
+                Err(
+                    EpochFenced::StaleMemberEpoch { current } | EpochFenced::IllegalGeneration { current },
+                ) => {
+                    return Err(LabError::StaleMemberEpoch {
+                        group: group.to_string(),
+                        member: member.to_string(),
+                        epoch: generation,
+                        current,
+                    })
+                }
+                Err(EpochFenced::UnknownMember) => {
+                    return Err(LabError::UnknownMember {
+                        group: group.to_string(),
+                        member: member.to_string(),
+                    })
+                }
             }
-            Err(Fenced::IllegalGeneration { current }) => {
-                return Err(LabError::IllegalGeneration {
-                    group: group.to_string(),
-                    member: member.to_string(),
-                    generation,
-                    current,
-                })
-            }
-            Err(Fenced::RebalanceInProgress) => {
-                return Err(LabError::RebalanceInProgress {
-                    group: group.to_string(),
-                })
+        } else {
+            match check_commit(g.state(), is_member, generation, g.generation) {
+                Ok(()) => {}
+                Err(Fenced::UnknownMember) => {
+                    return Err(LabError::UnknownMember {
+                        group: group.to_string(),
+                        member: member.to_string(),
+                    })
+                }
+                Err(Fenced::IllegalGeneration { current }) => {
+                    return Err(LabError::IllegalGeneration {
+                        group: group.to_string(),
+                        member: member.to_string(),
+                        generation,
+                        current,
+                    })
+                }
+                Err(Fenced::RebalanceInProgress) => {
+                    return Err(LabError::RebalanceInProgress {
+                        group: group.to_string(),
+                    })
+                }
             }
         }
         if offsets.is_empty() {
@@ -226,7 +256,7 @@ impl Lab {
 /// A group the lab's consumers have not joined: an empty in-memory stand-in sink (real clients
 /// never write to a lab sink; a client that makes a thousand groups must not hold a thousand
 /// databases open). The first lab consumer opens the real one, of its own kind.
-fn stand_in(group: &str) -> Result<Group, LabError> {
+pub(super) fn stand_in(group: &str) -> Result<Group, LabError> {
     let sink = crate::sink::SinkFactory::open(&mut crate::sink::MemorySinks, group, SinkKind::Append)?;
     let mut g = Group::new(group, SinkKind::Append, sink);
     g.sink_opened = false;

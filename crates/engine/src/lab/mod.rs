@@ -13,6 +13,7 @@ mod consumer_group_view;
 mod consumer_protocol;
 mod deletion;
 mod external;
+mod external_consumer_group;
 mod group_metadata;
 mod lifecycle;
 mod membership;

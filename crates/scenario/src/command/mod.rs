@@ -42,6 +42,7 @@ mod clock;
 mod commit;
 mod compact;
 mod consumer;
+mod consumer_group_state;
 mod delete;
 mod delete_records;
 mod expect;
@@ -74,6 +75,7 @@ pub use clock::Clock;
 pub use commit::Commit;
 pub use compact::Compact;
 pub use consumer::StartConsumer;
+pub use consumer_group_state::ConsumerGroupState;
 pub use delete::{DeleteGroup, DeleteOffsets, DeleteTopic};
 pub use delete_records::DeleteRecords;
 pub use expect::{Expect, ExpectKey};
@@ -109,6 +111,8 @@ pub enum Command {
     /// A `send` whose batches a durable lab keeps beside its history.
     SendStored(SendStored),
     Rebalance(Rebalance),
+    /// A consumer-protocol group of real clients, as the listener's coordinator left it.
+    ConsumerGroupState(ConsumerGroupState),
     CommitOffsets(CommitOffsets),
     InitTxn(InitTxn),
     TxnSend(TxnSend),
@@ -241,6 +245,7 @@ impl Command {
             "produce" => Command::Produce(Produce::parse(&mut args)?),
             "send" => Send::parse_line(&mut args)?,
             "rebalance" => Command::Rebalance(Rebalance::parse(&mut args)?),
+            "consumer-group" => Command::ConsumerGroupState(ConsumerGroupState::parse(&mut args)?),
             "commit-offsets" => Command::CommitOffsets(CommitOffsets::parse(&mut args)?),
             "init-txn" => Command::InitTxn(InitTxn::parse(&mut args)?),
             "txn-send" => Command::TxnSend(TxnSend::parse(&mut args)?),
@@ -299,6 +304,7 @@ impl Command {
             Command::Send(c) => c.apply(lab)?,
             Command::SendStored(c) => return Err(c.unresolved().into()),
             Command::Rebalance(c) => c.apply(lab)?,
+            Command::ConsumerGroupState(c) => c.apply(lab)?,
             Command::CommitOffsets(c) => c.apply(lab)?,
             Command::InitTxn(c) => c.apply(lab)?,
             Command::TxnSend(c) => c.apply(lab)?,
@@ -375,6 +381,7 @@ impl fmt::Display for Command {
             Command::Send(c) => c.fmt(f),
             Command::SendStored(c) => c.fmt(f),
             Command::Rebalance(c) => c.fmt(f),
+            Command::ConsumerGroupState(c) => c.fmt(f),
             Command::CommitOffsets(c) => c.fmt(f),
             Command::InitTxn(c) => c.fmt(f),
             Command::TxnSend(c) => c.fmt(f),
