@@ -354,6 +354,18 @@ pub(crate) async fn dispatch(
         }
         RequestKind::SyncGroup(r) => ResponseKind::SyncGroup(sync_group::handle(broker, r).await?),
         RequestKind::Heartbeat(r) => ResponseKind::Heartbeat(heartbeat::handle(broker, &r)),
+        RequestKind::ConsumerGroupHeartbeat(r) => {
+            let (client_id, host) = (client_id.to_string(), client.host.to_string());
+            ResponseKind::ConsumerGroupHeartbeat(
+                blocking(broker, move |b| {
+                    consumer_group_heartbeat::handle(b, &r, version, &client_id, &host)
+                })
+                .await?,
+            )
+        }
+        RequestKind::ConsumerGroupDescribe(r) => ResponseKind::ConsumerGroupDescribe(
+            blocking(broker, move |b| consumer_group_describe::handle(b, &r)).await?,
+        ),
         RequestKind::LeaveGroup(r) => {
             ResponseKind::LeaveGroup(leave_group::handle(broker, r, version).await?)
         }

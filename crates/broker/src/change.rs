@@ -64,6 +64,7 @@ pub(crate) fn code(e: &LabError) -> i16 {
         LabError::GroupSubscribedToTopic { .. } => GROUP_SUBSCRIBED_TO_TOPIC,
         LabError::GroupActive { .. } | LabError::UnknownMember { .. } => UNKNOWN_MEMBER_ID,
         LabError::IllegalGeneration { .. } => ILLEGAL_GENERATION,
+        LabError::StaleMemberEpoch { .. } => STALE_MEMBER_EPOCH,
         LabError::RebalanceInProgress { .. } => REBALANCE_IN_PROGRESS,
         LabError::InvalidPartitions(_) => INVALID_PARTITIONS,
         LabError::MessageTooLarge { .. } => MESSAGE_TOO_LARGE,

@@ -40,6 +40,7 @@ pub use broker::KafkaConfig;
 
 use broker::Broker;
 use offsetlab_lab::LabHandle;
+use offsetlab_scenario::command::{Command, ConsumerGroupState};
 use offsetlab_wire::kafka_protocol::protocol::StrBytes;
 use std::sync::Arc;
 use std::time::Duration;
@@ -64,7 +65,8 @@ pub async fn serve(listener: TcpListener, lab: LabHandle, config: KafkaConfig) {
                 let _ = tokio::task::spawn_blocking(move || {
                     let _settle = broker.coordinator.settle_lock();
                     let now = std::time::Instant::now();
-                    let settled = broker.coordinator.tick(now);
+                    let topics = handlers::consumer_group_heartbeat::topics_by_id(&broker.lab.view());
+                    let settled = broker.coordinator.tick(now, &topics);
                     let _ = change::settle(&broker.lab, &broker.coordinator, settled);
                     let s = broker.lab.lock();
                     let due = broker.txn_timeouts.due(s.lab(), now);
@@ -95,6 +97,14 @@ async fn forget_members_of_the_last_run(broker: &Arc<Broker>) {
                 .values()
                 .filter_map(|g| {
                     let e = g.external.as_ref().filter(|e| !e.members.is_empty())?;
+                    if let Some(c) = &g.consumer {
+                        // A consumer-protocol group: Empty, at a new epoch.
+                        return Some(Command::ConsumerGroupState(ConsumerGroupState {
+                            group: g.name.clone(),
+                            epoch: c.group_epoch + 1,
+                            members: Vec::new(),
+                        }));
+                    }
                     Some(coordinator::empty_group(
                         &g.name,
                         g.generation + 1,

@@ -62,6 +62,12 @@ pub const UNKNOWN_TOPIC_ID: i16 = ResponseError::UnknownTopicId.code();
 pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = ResponseError::UnknownTopicOrPartition.code();
 pub const UNSUPPORTED_VERSION: i16 = ResponseError::UnsupportedVersion.code();
 
+/// The consumer group protocol's (KIP-848) member epoch fences.
+pub const FENCED_MEMBER_EPOCH: i16 = ResponseError::FencedMemberEpoch.code();
+pub const UNRELEASED_INSTANCE_ID: i16 = ResponseError::UnreleasedInstanceId.code();
+pub const UNSUPPORTED_ASSIGNOR: i16 = ResponseError::UnsupportedAssignor.code();
+pub const STALE_MEMBER_EPOCH: i16 = ResponseError::StaleMemberEpoch.code();
+
 #[cfg(test)]
 mod tests {
     use super::*;

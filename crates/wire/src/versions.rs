@@ -74,6 +74,8 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::JoinGroup, 0, 9),
     (ApiKey::SyncGroup, 0, 5),
     (ApiKey::Heartbeat, 0, 4),
+    (ApiKey::ConsumerGroupHeartbeat, 0, 1),
+    (ApiKey::ConsumerGroupDescribe, 0, 1),
     (ApiKey::LeaveGroup, 0, 5),
     // SASL/PLAIN (`serve --kafka-sasl-plain-users`). Kafka lists both on every listener, and
     // answers ILLEGAL_SASL_STATE where there is nothing to authenticate. After a v0 handshake

@@ -43,7 +43,9 @@ use tokio::sync::oneshot;
 pub(crate) const MIN_SESSION: Duration = Duration::from_secs(6);
 pub(crate) const MAX_SESSION: Duration = Duration::from_secs(1_800);
 
+mod consumer_group;
 mod group;
+pub(crate) use consumer_group::{Heartbeat, ModernGroup, TopicsById};
 pub(crate) use group::{Departure, Group, Member};
 
 fn str_bytes(s: &str) -> StrBytes {
@@ -89,6 +91,8 @@ pub(crate) fn assigned_partitions(bytes: &Bytes) -> Vec<TopicPartition> {
 #[derive(Debug, Default)]
 pub(crate) struct Coordinator {
     pub(crate) groups: Mutex<HashMap<String, Group>>,
+    /// Groups that speak Kafka 4's consumer protocol (KIP-848): `ConsumerGroupHeartbeat`.
+    pub(crate) modern: Mutex<HashMap<String, ModernGroup>>,
     next_member: AtomicU64,
     /// Held from "the coordinator decided" to "the lab applied what it decided".
     pub(crate) settle: Mutex<()>,
@@ -124,6 +128,9 @@ impl Coordinator {
     /// Whether real clients are in `group` (so the lab's own view of it is not the whole story).
     pub(crate) fn has_members(&self, group: &str) -> bool {
         self.lock().get(group).is_some_and(|g| !g.members.is_empty())
+            || lock(&self.modern)
+                .get(group)
+                .is_some_and(ModernGroup::has_members)
     }
 
     /// DeleteGroups: forgets `group` if no real client is in it; `false` when it has members.
@@ -131,10 +138,15 @@ impl Coordinator {
     /// Kafka: their join finds a new group.
     pub(crate) fn forget_if_empty(&self, group: &str) -> bool {
         let mut groups = self.lock();
+        let mut modern = lock(&self.modern);
+        if modern.get(group).is_some_and(ModernGroup::has_members) {
+            return false;
+        }
         match groups.get(group) {
             Some(g) if !g.members.is_empty() => false,
             _ => {
                 groups.remove(group);
+                modern.remove(group);
                 true
             }
         }
@@ -143,6 +155,13 @@ impl Coordinator {
     /// The topics the real clients in `group` subscribe to (their subscriptions for the
     /// group's protocol, or for their first one while it is still being chosen).
     pub(crate) fn subscribed_topics(&self, group: &str) -> std::collections::BTreeSet<String> {
+        if let Some(g) = lock(&self.modern).get(group) {
+            return g
+                .clients
+                .values()
+                .flat_map(|c| c.topics.iter().cloned())
+                .collect();
+        }
         let groups = self.lock();
         let Some(g) = groups.get(group) else {
             return Default::default();
@@ -192,6 +211,15 @@ impl Coordinator {
         } else {
             session
         };
+        if lock(&self.modern)
+            .get(&group)
+            .is_some_and(ModernGroup::has_members)
+        {
+            // Kafka would migrate the group (group.consumer.migration.policy); the lab does not.
+            return refuse(INCONSISTENT_GROUP_PROTOCOL, "");
+        }
+        // An empty consumer-protocol group becomes a classic one.
+        lock(&self.modern).remove(&group);
         let mut groups = self.lock();
         let g = groups.entry(group.clone()).or_insert_with(|| {
             let mut g = Group::new(r.protocol_type.as_str());
@@ -414,6 +442,14 @@ impl Coordinator {
 
     /// A member's commit: `Ok(())` when it may be written, or Kafka's error code.
     pub(crate) fn check_commit(&self, group: &str, member: &str, generation: i32) -> Result<(), i16> {
+        if let Some(g) = lock(&self.modern).get(group) {
+            // Fenced by the member's own epoch (KIP-848).
+            return match g.model.members.get(member) {
+                None => Err(UNKNOWN_MEMBER_ID),
+                Some(m) if m.member_epoch != generation => Err(STALE_MEMBER_EPOCH),
+                Some(_) => Ok(()),
+            };
+        }
         let groups = self.lock();
         let Some(g) = groups.get(group) else {
             return Err(UNKNOWN_MEMBER_ID);
@@ -453,6 +489,12 @@ impl Coordinator {
     pub(crate) fn unsettled(&self, commands: &[Command], now: Instant) {
         let mut groups = self.lock();
         for c in commands {
+            if let Command::ConsumerGroupState(state) = c {
+                if let Some(g) = lock(&self.modern).get_mut(&state.group) {
+                    g.unsent();
+                }
+                continue;
+            }
             let Command::Rebalance(r) = c else {
                 continue;
             };
@@ -472,9 +514,9 @@ impl Coordinator {
     }
 
     /// Expires sessions and rebalance timeouts: what the lab learns of the groups that emptied.
-    pub(crate) fn tick(&self, now: Instant) -> Vec<Command> {
+    pub(crate) fn tick(&self, now: Instant, topics: &TopicsById) -> Vec<Command> {
+        let mut commands = self.tick_modern(now, topics);
         let mut groups = self.lock();
-        let mut commands = Vec::new();
         for (name, g) in groups.iter_mut() {
             if std::mem::take(&mut g.unsettled) && g.state == GroupState::Empty {
                 commands.push(empty_group(name, g.generation, &g.protocol_type, &g.protocol));
@@ -497,6 +539,77 @@ impl Coordinator {
             if g.state == GroupState::PreparingRebalance && g.deadline.is_some_and(|d| now >= d) {
                 commands.extend(g.complete_join(name));
             }
+        }
+        commands
+    }
+}
+
+impl Coordinator {
+    /// ConsumerGroupHeartbeat. `lab_epoch` is the group's epoch in the lab (a group from
+    /// before this coordinator started goes on from it); `lab_own` whether the lab's own
+    /// consumers are in the group.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn consumer_heartbeat(
+        &self,
+        r: &offsetlab_wire::kafka_protocol::messages::ConsumerGroupHeartbeatRequest,
+        version: i16,
+        client_id: &str,
+        host: &str,
+        topics: &TopicsById,
+        lab_epoch: Option<i32>,
+        lab_own: bool,
+    ) -> Heartbeat {
+        let group = r.group_id.0.to_string();
+        let not_consumer = || Heartbeat {
+            answer: offsetlab_wire::kafka_protocol::messages::ConsumerGroupHeartbeatResponse::default()
+                .with_error_code(GROUP_ID_NOT_FOUND)
+                .with_error_message(Some(str_bytes(&format!(
+                    "Group {group} is not a consumer group."
+                ))))
+                .with_member_epoch(-1),
+            commands: Vec::new(),
+        };
+        if lab_own || self.lock().get(&group).is_some_and(|g| !g.members.is_empty()) {
+            // The lab's own consumers, or a classic group of real clients with members.
+            return not_consumer();
+        }
+        let mut modern = lock(&self.modern);
+        if !modern.contains_key(&group) {
+            // An empty classic group becomes a consumer-protocol one.
+            self.lock().remove(&group);
+        }
+        let g = modern
+            .entry(group.clone())
+            .or_insert_with(|| consumer_group::created(lab_epoch));
+        let next = &self.next_member;
+        g.heartbeat(
+            &group,
+            r,
+            version,
+            client_id,
+            host,
+            topics,
+            || {
+                // A v0 joiner is given its id (from v1 the client makes one).
+                let n = next.fetch_add(1, Ordering::Relaxed) + 1;
+                format!("{client_id}-{n:012}")
+            },
+            Instant::now(),
+        )
+    }
+
+    /// Expired sessions and rebalance timeouts of consumer-protocol members, and states the lab
+    /// did not take: the states to send.
+    fn tick_modern(&self, now: Instant, topics: &TopicsById) -> Vec<Command> {
+        let mut modern = lock(&self.modern);
+        let mut commands = Vec::new();
+        for (name, g) in modern.iter_mut() {
+            let expired = g.expired(now);
+            for id in &expired {
+                tracing::info!(group = %name, member = %id, "consumer-protocol member removed: its session or rebalance timeout expired");
+                g.remove(id, topics);
+            }
+            commands.extend(g.state_command(name));
         }
         commands
     }

@@ -112,7 +112,7 @@ fn a_silent_member_times_out_and_the_group_empties() {
         .to_string();
     let _ = now_answer(c.join(&join_request(&id), 5, "rdkafka", "/h", 0));
     // The leader never syncs, never heartbeats: after its session, it is gone.
-    let settled = c.tick(Instant::now() + Duration::from_secs(11));
+    let settled = c.tick(Instant::now() + Duration::from_secs(11), &TopicsById::new());
     assert_eq!(
         settled.iter().map(Command::to_string).collect::<Vec<_>>(),
         vec!["rebalance g generation=2 protocol=range members=[]"]
@@ -130,21 +130,24 @@ fn what_the_lab_did_not_take_is_settled_again() {
         .to_string();
     let _ = now_answer(c.join(&join_request(&id), 5, "rdkafka", "/h", 0));
     let later = Instant::now() + Duration::from_secs(11);
-    let emptied = c.tick(later);
+    let emptied = c.tick(later, &TopicsById::new());
     assert_eq!(emptied.len(), 1);
     c.unsettled(&emptied, later);
-    let again = c.tick(later);
+    let again = c.tick(later, &TopicsById::new());
     assert_eq!(
         again.iter().map(Command::to_string).collect::<Vec<_>>(),
         vec!["rebalance g generation=2 protocol=range members=[]"],
         "offered again, as it was"
     );
-    assert!(c.tick(later).is_empty(), "once taken, not again");
+    assert!(
+        c.tick(later, &TopicsById::new()).is_empty(),
+        "once taken, not again"
+    );
 
     // A group the lab knows from an earlier run: its line is kept until the lab takes it.
     let before = empty_group("old", 7, "consumer", "range");
     c.unsettled(std::slice::from_ref(&before), later);
-    assert_eq!(c.tick(later), vec![before]);
+    assert_eq!(c.tick(later, &TopicsById::new()), vec![before]);
 
     // Members: the lab missed their generation, so they all join again.
     let id = now_answer(c.join(&join_request(""), 5, "rdkafka", "/h", 0))

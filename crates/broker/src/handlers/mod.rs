@@ -10,6 +10,8 @@ pub(crate) mod alter_partition_reassignments;
 pub(crate) mod alter_replica_log_dirs;
 pub(crate) mod alter_user_scram_credentials;
 pub(crate) mod api_versions;
+pub(crate) mod consumer_group_describe;
+pub(crate) mod consumer_group_heartbeat;
 pub(crate) mod create_acls;
 pub(crate) mod create_partitions;
 pub(crate) mod create_topics;

@@ -242,10 +242,14 @@ impl Lab {
                 .commit_offset_with(group, tp, *offset, epoch, metadata, now);
         }
         let what: Vec<String> = offsets.iter().map(|(tp, o)| format!("{tp} → {o}")).collect();
+        let epoch = match self.groups.get(group) {
+            Some(g) if g.consumer.is_some() && g.external.is_some() => "member epoch",
+            _ => "generation",
+        };
         self.say(
             EventKind::Commit,
             format!(
-                "{member} (group {group}, generation {generation}) committed {}",
+                "{member} (group {group}, {epoch} {generation}) committed {}",
                 what.join(", ")
             ),
         );
