@@ -102,6 +102,7 @@ async fn forget_members_of_the_last_run(broker: &Arc<Broker>) {
                         return Some(Command::ConsumerGroupState(ConsumerGroupState {
                             group: g.name.clone(),
                             epoch: c.group_epoch + 1,
+                            assignment_epoch: c.group_epoch + 1,
                             members: Vec::new(),
                         }));
                     }

@@ -346,19 +346,24 @@ fn consumer_member() -> impl Strategy<Value = ExternalConsumerMember> {
         by_topic_partitions(),
         by_topic_partitions(),
         prop_oneof![Just(ServerAssignor::Uniform), Just(ServerAssignor::Range)],
+        by_topic_partitions(),
+        0..=i32::MAX,
     )
-        .prop_map(|(mut member, epoch, state, revoking, target, assignor)| {
-            // The consumer protocol's session timeout is the broker's: a member carries none.
-            member.session_timeout_ms = None;
-            ExternalConsumerMember {
-                member,
-                epoch,
-                state,
-                revoking,
-                target,
-                assignor,
-            }
-        })
+        .prop_map(
+            |(mut member, epoch, state, revoking, target, assignor, older, since)| {
+                // The consumer protocol's session timeout is the broker's: a member carries none.
+                member.session_timeout_ms = None;
+                ExternalConsumerMember {
+                    member,
+                    epoch,
+                    state,
+                    revoking,
+                    target,
+                    assignor,
+                    assignment_epochs: older.into_iter().map(|tp| (tp, since)).collect(),
+                }
+            },
+        )
 }
 
 fn reset_spec() -> impl Strategy<Value = (ResetSpec, Option<String>)> {
@@ -488,15 +493,17 @@ fn command() -> impl Strategy<Value = Command> {
         (
             nonempty_text(),
             0..=i32::MAX,
+            0..=i32::MAX,
             proptest::collection::vec(consumer_member(), 0..3)
         )
-            .prop_map(
-                |(group, epoch, members)| Command::ConsumerGroupState(ConsumerGroupState {
+            .prop_map(|(group, epoch, assignment_epoch, members)| {
+                Command::ConsumerGroupState(ConsumerGroupState {
                     group,
                     epoch,
+                    assignment_epoch,
                     members,
                 })
-            ),
+            }),
         (
             nonempty_text(),
             0..=i32::MAX,

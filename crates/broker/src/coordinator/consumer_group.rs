@@ -42,6 +42,10 @@ use std::time::{Duration, Instant};
 pub(crate) const SESSION_TIMEOUT: Duration = Duration::from_millis(CONSUMER_SESSION_TIMEOUT_MS as u64);
 /// `group.consumer.heartbeat.interval.ms`.
 const HEARTBEAT_INTERVAL_MS: i32 = CONSUMER_HEARTBEAT_INTERVAL_MS as i32;
+/// `group.consumer.assignment.interval.ms` (Kafka 4.4, KIP-1263): the target assignment is
+/// computed at most once an interval — a bump within it leaves the group "Assigning", its members
+/// reconciling towards the last target, until the interval has passed.
+const ASSIGNMENT_INTERVAL: Duration = Duration::from_millis(1_000);
 /// The member epoch a member leaves with, and a static member's temporary leave (KIP-848).
 const LEAVE_EPOCH: i32 = -1;
 const STATIC_LEAVE_EPOCH: i32 = -2;
@@ -79,6 +83,8 @@ pub(crate) struct ModernGroup {
     subscribed: BTreeMap<String, i32>,
     /// The state last sent to the lab (nothing is sent when it did not change).
     sent: Option<ConsumerGroupState>,
+    /// When the target assignment was last computed.
+    assigned_at: Option<Instant>,
 }
 
 /// What a heartbeat settled: the answer, and the group's new state for the lab (if it changed).
@@ -92,8 +98,7 @@ fn refuse(code: i16, message: &str) -> Heartbeat {
     Heartbeat {
         answer: ConsumerGroupHeartbeatResponse::default()
             .with_error_code(code)
-            .with_error_message(Some(str_bytes(message)))
-            .with_member_epoch(-1),
+            .with_error_message(Some(str_bytes(message))),
         commands: Vec::new(),
     }
 }
@@ -209,13 +214,13 @@ impl ModernGroup {
                         c.last_seen = now;
                     }
                 } else {
-                    self.remove(&member_id, topics);
+                    self.remove(&member_id, topics, now);
                 }
                 return Heartbeat {
+                    // No heartbeat interval: a member that left sends no more.
                     answer: ConsumerGroupHeartbeatResponse::default()
                         .with_member_id(Some(str_bytes(&member_id)))
-                        .with_member_epoch(r.member_epoch)
-                        .with_heartbeat_interval_ms(HEARTBEAT_INTERVAL_MS),
+                        .with_member_epoch(r.member_epoch),
                     commands: self.state_command(group),
                 };
             }
@@ -253,7 +258,7 @@ impl ModernGroup {
                     None => {
                         // A member that rejoins with its id (it was fenced) starts again empty.
                         if self.model.members.contains_key(&member_id) {
-                            self.remove(&member_id, topics);
+                            self.remove(&member_id, topics, now);
                         }
                         self.model.members.insert(
                             member_id.clone(),
@@ -324,7 +329,9 @@ impl ModernGroup {
             }
         }
         if bump || self.subscription_metadata(topics) != self.subscribed {
-            self.bump(topics);
+            self.bump(topics, now);
+        } else {
+            self.maybe_assign(now);
         }
         let owns = |tp: &TopicPartition| match &owned {
             Some(o) => o.contains(tp),
@@ -375,9 +382,22 @@ impl ModernGroup {
             .collect()
     }
 
-    /// A new group epoch and target assignment for the members as they are now.
-    fn bump(&mut self, topics: &TopicsById) {
+    /// A new group epoch for the members as they are now; its target assignment follows at
+    /// once or once the assignment interval has passed.
+    fn bump(&mut self, topics: &TopicsById, now: Instant) {
         self.subscribed = self.subscription_metadata(topics);
+        self.model.group_epoch += 1;
+        self.maybe_assign(now);
+    }
+
+    /// Computes the target assignment at the group epoch if it is behind and the assignment
+    /// interval has passed since the last one; whether it did.
+    pub(crate) fn maybe_assign(&mut self, now: Instant) -> bool {
+        if self.model.assignment_epoch >= self.model.group_epoch
+            || self.assigned_at.is_some_and(|at| now < at + ASSIGNMENT_INTERVAL)
+        {
+            return false;
+        }
         // One entry per (member, topic): the engine's assignors work topic by topic.
         let subscriptions: Vec<SubscribedMember> = self
             .order
@@ -395,17 +415,27 @@ impl ModernGroup {
             })
             .collect();
         let counts: Vec<(String, i32)> = self.subscribed.iter().map(|(t, n)| (t.clone(), *n)).collect();
-        self.model.bump_epoch(&subscriptions, &counts);
+        self.model.assign(&subscriptions, &counts);
+        self.assigned_at = Some(now);
+        true
     }
 
     /// Removes a member (it left, or was fenced, or its session expired) and moves the group to
     /// a new epoch without it.
-    pub(crate) fn remove(&mut self, member_id: &str, topics: &TopicsById) {
+    pub(crate) fn remove(&mut self, member_id: &str, topics: &TopicsById, now: Instant) {
         self.model.members.remove(member_id);
+        // Its part of the target is dropped at once (Kafka patches the target, it does not wait
+        // for the next assignment to free what a departed member held).
         self.model.target.retain(|_, owner| owner != member_id);
         self.clients.remove(member_id);
         self.order.retain(|id| id != member_id);
-        self.bump(topics);
+        self.bump(topics, now);
+        if self.model.members.is_empty() {
+            // Nothing to assign: an empty group's target is empty at once (as Kafka 4.4
+            // describes it right after its last member left).
+            self.model.target.clear();
+            self.model.assignment_epoch = self.model.group_epoch;
+        }
     }
 
     /// Members whose session expired, or who did not revoke within their rebalance timeout.
@@ -446,12 +476,19 @@ impl ModernGroup {
                     revoking: m.pending_revocation.iter().cloned().collect(),
                     target: self.model.target_of(id).into_iter().collect(),
                     assignor: m.assignor,
+                    assignment_epochs: m
+                        .assignment_epochs
+                        .iter()
+                        .filter(|(_, since)| **since < m.member_epoch)
+                        .map(|(tp, since)| (tp.clone(), *since))
+                        .collect(),
                 })
             })
             .collect();
         let state = ConsumerGroupState {
             group: group.to_string(),
             epoch: self.model.group_epoch,
+            assignment_epoch: self.model.assignment_epoch,
             members,
         };
         if self.sent.as_ref() == Some(&state) {

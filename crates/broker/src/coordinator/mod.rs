@@ -444,9 +444,12 @@ impl Coordinator {
     pub(crate) fn check_commit(&self, group: &str, member: &str, generation: i32) -> Result<(), i16> {
         if let Some(g) = lock(&self.modern).get(group) {
             // Fenced by the member's own epoch (KIP-848).
+            // An older epoch is checked partition by partition ([`Coordinator::fenced`]).
             return match g.model.members.get(member) {
                 None => Err(UNKNOWN_MEMBER_ID),
-                Some(m) if m.member_epoch != generation => Err(STALE_MEMBER_EPOCH),
+                Some(m) if generation > m.member_epoch || (m.classic && generation != m.member_epoch) => {
+                    Err(STALE_MEMBER_EPOCH)
+                }
                 Some(_) => Ok(()),
             };
         }
@@ -459,6 +462,27 @@ impl Coordinator {
             Fenced::IllegalGeneration { .. } => ILLEGAL_GENERATION,
             Fenced::RebalanceInProgress => REBALANCE_IN_PROGRESS,
         })
+    }
+
+    /// The partitions of a consumer-protocol member's commit its epoch does not cover: it was
+    /// given them after `epoch` (or does not own them) — STALE_MEMBER_EPOCH for those, the rest
+    /// stored (Kafka 4.4, KIP-1251). Empty for a classic group.
+    pub(crate) fn fenced(
+        &self,
+        group: &str,
+        member: &str,
+        epoch: i32,
+        partitions: &[TopicPartition],
+    ) -> Vec<TopicPartition> {
+        let modern = lock(&self.modern);
+        let Some(g) = modern.get(group) else {
+            return Vec::new();
+        };
+        partitions
+            .iter()
+            .filter(|tp| g.model.check_commit_partition(member, epoch, tp).is_err())
+            .cloned()
+            .collect()
     }
 
     /// What a member's accepted commit becomes.
@@ -607,8 +631,9 @@ impl Coordinator {
             let expired = g.expired(now);
             for id in &expired {
                 tracing::info!(group = %name, member = %id, "consumer-protocol member removed: its session or rebalance timeout expired");
-                g.remove(id, topics);
+                g.remove(id, topics, now);
             }
+            g.maybe_assign(now);
             commands.extend(g.state_command(name));
         }
         commands

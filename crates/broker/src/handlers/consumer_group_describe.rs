@@ -105,6 +105,8 @@ fn describe(lab: &Lab, group: &str) -> DescribedGroup {
             .with_client_id(text(ext.map_or(m.consumer.as_str(), |e| e.client_id.as_str())))
             .with_client_host(text(ext.map_or("", |e| e.host.as_str())))
             .with_subscribed_topic_names(topics)
+            // Kafka 4.4 describes "no regular expression" as an empty one.
+            .with_subscribed_topic_regex(Some(text("")))
             .with_assignment(assignment(&mut owned.iter()))
             .with_target_assignment(assignment(&mut target.iter()))
             .with_member_type(match m.protocol {

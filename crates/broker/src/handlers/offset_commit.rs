@@ -41,7 +41,17 @@ pub(crate) fn handle(broker: &Broker, r: &OffsetCommitRequest) -> OffsetCommitRe
         // From outside the group (an offset reset): only while nobody is in it.
         return respond(r, &|_, _| UNKNOWN_MEMBER_ID);
     }
-    let sorted = Sorted::of(r, &s);
+    let mut sorted = Sorted::of(r, &s);
+    let mut fenced = BTreeSet::new();
+    if member_commit {
+        let asked: Vec<TopicPartition> = sorted.stored.iter().map(|(tp, _)| tp.clone()).collect();
+        for tp in coordinator.fenced(&group, &r.member_id, r.generation_id_or_member_epoch, &asked) {
+            sorted.stored.retain(|(t, _)| *t != tp);
+            sorted.metadata.remove(&tp);
+            sorted.leader_epochs.remove(&tp);
+            fenced.insert((tp.topic, tp.partition));
+        }
+    }
     let commands: Vec<Command> = if sorted.stored.is_empty() {
         Vec::new()
     } else if member_commit {
@@ -65,6 +75,8 @@ pub(crate) fn handle(broker: &Broker, r: &OffsetCommitRequest) -> OffsetCommitRe
     respond(r, &|t, p| {
         if sorted.unknown.contains(&(t.to_string(), p)) {
             UNKNOWN_TOPIC_OR_PARTITION
+        } else if fenced.contains(&(t.to_string(), p)) {
+            STALE_MEMBER_EPOCH
         } else if sorted.too_large.contains(&(t.to_string(), p)) {
             OFFSET_METADATA_TOO_LARGE
         } else {

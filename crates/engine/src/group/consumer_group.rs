@@ -94,6 +94,14 @@ pub struct ConsumerGroupMember {
     pub assignor: ServerAssignor,
     /// When it last sent a heartbeat; the next ones follow every heartbeat interval.
     pub heartbeat_at: Millis,
+    /// The member epoch at which it was given each partition it owns (KIP-1251): a commit at an
+    /// older epoch than its current one is still its own for a partition it had by then.
+    #[serde(
+        default,
+        with = "crate::serde_pairs",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub assignment_epochs: BTreeMap<TopicPartition, i32>,
 }
 
 impl ConsumerGroupMember {
@@ -107,6 +115,7 @@ impl ConsumerGroupMember {
             classic,
             assignor,
             heartbeat_at: now,
+            assignment_epochs: BTreeMap::new(),
         }
     }
 
@@ -208,6 +217,7 @@ impl ConsumerGroup {
                 .filter(|(_, o)| **o == m.id)
                 .map(|(tp, _)| tp.clone())
                 .collect();
+            cm.assignment_epochs = cm.assigned.iter().map(|tp| (tp.clone(), generation)).collect();
             g.members.insert(m.id.clone(), cm);
         }
         g
@@ -291,6 +301,14 @@ impl ConsumerGroup {
     /// topic) over `topics` (name, partition count).
     pub fn bump_epoch(&mut self, subscriptions: &[Member], topics: &[(String, i32)]) {
         self.group_epoch += 1;
+        self.assign(subscriptions, topics);
+    }
+
+    /// The target assignment at the current group epoch, for `subscriptions` over `topics`.
+    /// Apache Kafka 4.4 runs it at most once a `group.consumer.assignment.interval.ms` (KIP-1263),
+    /// so a real group's epoch may be ahead of its assignment's for a moment ("Assigning"); the
+    /// lab's own groups, on the logical clock, assign at once.
+    pub fn assign(&mut self, subscriptions: &[Member], topics: &[(String, i32)]) {
         self.target = match self.assignor() {
             ServerAssignor::Uniform => sticky_assign(subscriptions, topics, &self.target),
             ServerAssignor::Range => range_assign(subscriptions, topics),
@@ -339,6 +357,16 @@ impl ConsumerGroup {
             out.released
                 .extend(m.assigned.difference(&next.assigned).cloned());
         }
+        let mut next = next;
+        next.assignment_epochs = next
+            .assigned
+            .iter()
+            .chain(&next.pending_revocation)
+            .map(|tp| {
+                let since = m.assignment_epochs.get(tp).copied().unwrap_or(next.member_epoch);
+                (tp.clone(), since)
+            })
+            .collect();
         self.members.insert(member.to_string(), next);
         Some(out)
     }
@@ -394,6 +422,30 @@ impl ConsumerGroup {
             Err(EpochFenced::StaleMemberEpoch {
                 current: m.member_epoch,
             })
+        }
+    }
+
+    /// The OffsetCommit fence of one partition under Apache Kafka 4.4 (KIP-1251): a member of
+    /// the group at its current epoch, or — a consumer-protocol member — at an older epoch no
+    /// older than the one it was given `tp` at (a commit still in flight when its epoch moved
+    /// on). A classic member: its generation, exactly.
+    pub fn check_commit_partition(
+        &self,
+        member: &str,
+        epoch: i32,
+        tp: &TopicPartition,
+    ) -> Result<(), EpochFenced> {
+        let Some(m) = self.members.get(member) else {
+            return Err(EpochFenced::UnknownMember);
+        };
+        if m.classic || epoch >= m.member_epoch {
+            return self.check_commit(member, epoch);
+        }
+        match m.assignment_epochs.get(tp) {
+            Some(since) if *since <= epoch => Ok(()),
+            _ => Err(EpochFenced::StaleMemberEpoch {
+                current: m.member_epoch,
+            }),
         }
     }
 

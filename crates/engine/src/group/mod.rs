@@ -81,6 +81,9 @@ pub struct ExternalConsumerMember {
     pub target: Vec<TopicPartition>,
     /// The server-side assignor it asked for (`group.remote.assignor`).
     pub assignor: ServerAssignor,
+    /// The member epoch at which it was given each partition it owns, where that is older than
+    /// its current epoch (KIP-1251: a commit at that epoch is still its own).
+    pub assignment_epochs: Vec<(TopicPartition, i32)>,
 }
 
 /// The last rebalance of an external group: its members and their assignment.

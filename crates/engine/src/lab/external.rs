@@ -178,7 +178,10 @@ impl Lab {
         let member = member.as_str();
         if let (Some(cg), Some(_)) = (&g.consumer, &g.external) {
             // A consumer-protocol group of real clients: fenced by the member's own epoch.
-            match cg.check_commit(member, generation) {
+            match offsets
+                .iter()
+                .try_for_each(|(tp, _)| cg.check_commit_partition(member, generation, tp))
+            {
                 Ok(()) => {}
                 Err(
                     EpochFenced::StaleMemberEpoch { current } | EpochFenced::IllegalGeneration { current },

@@ -21,17 +21,24 @@ use crate::record::TopicPartition;
 use std::collections::{BTreeMap, BTreeSet};
 
 impl Lab {
-    /// Records the state of a consumer-protocol group of real clients at `epoch` (no members: the
-    /// group is Empty). Refused for a group of the lab's own consumers, for a classic group that
-    /// still has members, for an epoch lower than the group's, and for a state in which a
-    /// partition has two owners.
+    /// Records the state of a consumer-protocol group of real clients at group epoch `epoch`,
+    /// its target assignment computed at `assignment_epoch` (no members: the group is Empty).
+    /// Refused for a group of the lab's own consumers, for a classic group that still has
+    /// members, for an epoch lower than the group's, an assignment epoch past the group epoch,
+    /// and for a state in which a partition has two owners.
     pub fn external_consumer_group(
         &mut self,
         group: &str,
         epoch: i32,
+        assignment_epoch: i32,
         mut members: Vec<ExternalConsumerMember>,
     ) -> Result<(), LabError> {
         crate::names::check_group_id(group)?;
+        if assignment_epoch > epoch {
+            return Err(LabError::InvalidArgument(format!(
+                "group {group}: the assignment epoch ({assignment_epoch}) cannot be past the group epoch ({epoch})"
+            )));
+        }
         if let Some(g) = self.groups.get(group) {
             if !g.members.is_empty() {
                 return Err(LabError::InvalidArgument(format!(
@@ -103,7 +110,7 @@ impl Lab {
             .ok_or_else(|| LabError::UnknownGroup(group.to_string()))?;
         let mut cg = ConsumerGroup {
             group_epoch: epoch,
-            assignment_epoch: epoch,
+            assignment_epoch,
             target: BTreeMap::new(),
             members: BTreeMap::new(),
         };
@@ -116,6 +123,17 @@ impl Lab {
             cm.state = m.state;
             cm.assigned = m.member.partitions.iter().cloned().collect();
             cm.pending_revocation = m.revoking.iter().cloned().collect();
+            cm.assignment_epochs = cm
+                .assigned
+                .iter()
+                .chain(&cm.pending_revocation)
+                .map(|tp| (tp.clone(), m.epoch))
+                .collect();
+            for (tp, since) in &m.assignment_epochs {
+                if let Some(e) = cm.assignment_epochs.get_mut(tp) {
+                    *e = (*since).min(m.epoch);
+                }
+            }
             cg.members.insert(m.member.id.clone(), cm);
         }
         let assignor = cg.assignor();
@@ -233,16 +251,18 @@ mod tests {
             revoking: tps(revoking),
             target: tps(owns),
             assignor: Default::default(),
+            assignment_epochs: Vec::new(),
         }
     }
 
     #[test]
     fn a_reported_state_is_the_groups_and_commits_are_fenced_by_member_epoch() {
         let mut lab = lab();
-        lab.external_consumer_group("g", 2, vec![member("a", 2, &[0, 1, 2, 3], &[])])
+        lab.external_consumer_group("g", 2, 2, vec![member("a", 2, &[0, 1, 2, 3], &[])])
             .expect("state");
         lab.external_consumer_group(
             "g",
+            3,
             3,
             vec![member("a", 2, &[0, 1], &[2, 3]), member("b", 3, &[], &[])],
         )
@@ -269,14 +289,43 @@ mod tests {
     }
 
     #[test]
+    fn a_commit_at_an_older_epoch_is_the_members_for_a_partition_it_had_by_then() {
+        let mut lab = lab();
+        let mut a = member("a", 3, &[0], &[]);
+        a.assignment_epochs = vec![(TopicPartition::new("orders", 0), 2)];
+        lab.external_consumer_group("g", 3, 3, vec![a, member("b", 3, &[1], &[])])
+            .expect("state");
+        let none = BTreeMap::new();
+        let at = |p: i32| [(TopicPartition::new("orders", p), 9)];
+        lab.external_commit("g", "a", 2, &at(0), &none, &BTreeMap::new())
+            .expect("orders-0 was a's at epoch 2 (KIP-1251)");
+        let other = lab.external_commit("g", "a", 2, &at(1), &none, &BTreeMap::new());
+        assert!(
+            matches!(other, Err(LabError::StaleMemberEpoch { .. })),
+            "{other:?}"
+        );
+        let before = lab.external_commit("g", "b", 2, &at(1), &none, &BTreeMap::new());
+        assert!(
+            matches!(before, Err(LabError::StaleMemberEpoch { .. })),
+            "{before:?}"
+        );
+        let ahead = lab.external_commit("g", "a", 4, &at(0), &none, &BTreeMap::new());
+        assert!(
+            matches!(ahead, Err(LabError::StaleMemberEpoch { .. })),
+            "{ahead:?}"
+        );
+    }
+
+    #[test]
     fn an_epoch_going_back_or_a_partition_with_two_owners_is_refused_and_changes_nothing() {
         let mut lab = lab();
-        lab.external_consumer_group("g", 3, vec![member("a", 3, &[0, 1, 2, 3], &[])])
+        lab.external_consumer_group("g", 3, 3, vec![member("a", 3, &[0, 1, 2, 3], &[])])
             .expect("state");
-        let back = lab.external_consumer_group("g", 2, vec![]);
+        let back = lab.external_consumer_group("g", 2, 2, vec![]);
         assert!(back.is_err());
         let twice = lab.external_consumer_group(
             "g",
+            4,
             4,
             vec![member("a", 3, &[0, 1], &[]), member("b", 4, &[1], &[])],
         );
@@ -299,12 +348,12 @@ mod tests {
             }],
         )
         .expect("classic");
-        let taken = lab.external_consumer_group("c", 2, vec![member("a", 2, &[0], &[])]);
+        let taken = lab.external_consumer_group("c", 2, 2, vec![member("a", 2, &[0], &[])]);
         assert!(
             matches!(taken, Err(LabError::InconsistentGroupProtocol(_))),
             "{taken:?}"
         );
-        lab.external_consumer_group("g", 2, vec![member("a", 2, &[0], &[])])
+        lab.external_consumer_group("g", 2, 2, vec![member("a", 2, &[0], &[])])
             .expect("state");
         lab.external_commit(
             "g",
@@ -315,7 +364,7 @@ mod tests {
             &BTreeMap::new(),
         )
         .expect("commit");
-        lab.external_consumer_group("g", 3, vec![]).expect("empty");
+        lab.external_consumer_group("g", 3, 3, vec![]).expect("empty");
         let g = lab.group("g").expect("group");
         assert_eq!(g.state_name(), "Empty");
         assert!(g.empty_since.is_some());

@@ -1,9 +1,11 @@
-//! `consumer-group GROUP epoch=E members=JSON` — the state of a consumer-protocol group (KIP-848)
+//! `consumer-group GROUP epoch=E [assignment-epoch=A] members=JSON` — the state of a consumer-protocol group (KIP-848)
 //! of real clients, as the Kafka listener's coordinator reports it whenever a heartbeat, a leave
 //! or a session timeout changed it: the group epoch, and every member with its epoch and where it
 //! is in its reconciliation. `members` is a JSON array of
 //! `{"id": …, "client": …, "host": …, "epoch": 3, "partitions": {"orders": [0, 1]}}`, each
 //! optionally with `"state"` (`stable`, `unrevoked-partitions`, `unreleased-partitions`),
+//! `"assigned_at"` (`{"orders": [[0, 2]]}`: the epoch it was given a partition at, where older
+//! than its own — a commit at that epoch is still its own, KIP-1251),
 //! `"revoking"` and `"target"` (partitions, as `partitions`), `"assignor"` (`uniform`, `range`),
 //! `"instance"` (`group.instance.id`), `"topics"` (its subscription) and `"rebalance_timeout_ms"`;
 //! `[]` once the last member left or timed out.
@@ -66,6 +68,9 @@ struct MemberJson {
     topics: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     rebalance_timeout_ms: Option<i32>,
+    /// `{"orders": [[0, 2]]}`: the member epoch it was given a partition at, where older.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    assigned_at: BTreeMap<String, Vec<(i32, i32)>>,
 }
 
 impl From<&ExternalConsumerMember> for MemberJson {
@@ -83,6 +88,13 @@ impl From<&ExternalConsumerMember> for MemberJson {
             instance: m.member.instance_id.clone(),
             topics: m.member.topics.clone(),
             rebalance_timeout_ms: m.member.rebalance_timeout_ms,
+            assigned_at: {
+                let mut out: BTreeMap<String, Vec<(i32, i32)>> = BTreeMap::new();
+                for (tp, e) in &m.assignment_epochs {
+                    out.entry(tp.topic.clone()).or_default().push((tp.partition, *e));
+                }
+                out
+            },
         }
     }
 }
@@ -105,6 +117,14 @@ impl From<MemberJson> for ExternalConsumerMember {
             revoking: listed(m.revoking),
             target: listed(m.target),
             assignor: m.assignor,
+            assignment_epochs: m
+                .assigned_at
+                .into_iter()
+                .flat_map(|(t, ps)| {
+                    ps.into_iter()
+                        .map(move |(p, e)| (TopicPartition::new(t.clone(), p), e))
+                })
+                .collect(),
         }
     }
 }
@@ -113,6 +133,9 @@ impl From<MemberJson> for ExternalConsumerMember {
 pub struct ConsumerGroupState {
     pub group: String,
     pub epoch: i32,
+    /// The epoch its target assignment was computed at (`assignment-epoch=`, written when it is
+    /// behind the group epoch: Kafka 4.4 assigns at most once a second, KIP-1263).
+    pub assignment_epoch: i32,
     pub members: Vec<ExternalConsumerMember>,
 }
 
@@ -122,6 +145,11 @@ impl ConsumerGroupState {
         let epoch = args
             .parsed("epoch", |v| count(v, i32::MAX as u64).map(|g| g as i32))?
             .ok_or_else(|| ParseError::new("consumer-group: missing epoch=…"))?;
+        let assignment_epoch = args
+            .parsed("assignment-epoch", |v| {
+                count(v, i32::MAX as u64).map(|g| g as i32)
+            })?
+            .unwrap_or(epoch);
         let members = args
             .parsed("members", |v| {
                 serde_json::from_str::<Vec<MemberJson>>(v).map_err(|e| {
@@ -132,12 +160,18 @@ impl ConsumerGroupState {
         Ok(Self {
             group,
             epoch,
+            assignment_epoch,
             members: members.into_iter().map(ExternalConsumerMember::from).collect(),
         })
     }
 
     pub fn apply(&self, lab: &mut Lab) -> Result<(), LabError> {
-        lab.external_consumer_group(&self.group, self.epoch, self.members.clone())
+        lab.external_consumer_group(
+            &self.group,
+            self.epoch,
+            self.assignment_epoch,
+            self.members.clone(),
+        )
     }
 }
 
@@ -145,13 +179,11 @@ impl fmt::Display for ConsumerGroupState {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let members: Vec<MemberJson> = self.members.iter().map(MemberJson::from).collect();
         let json = serde_json::to_string(&members).map_err(|_| fmt::Error)?;
-        write!(
-            f,
-            "consumer-group {} epoch={} members={}",
-            Quoted(&self.group),
-            self.epoch,
-            QuotedJson(&json)
-        )
+        write!(f, "consumer-group {} epoch={}", Quoted(&self.group), self.epoch)?;
+        if self.assignment_epoch != self.epoch {
+            write!(f, " assignment-epoch={}", self.assignment_epoch)?;
+        }
+        write!(f, " members={}", QuotedJson(&json))
     }
 }
 

@@ -26,6 +26,7 @@ use std::time::Duration;
 
 mod admin;
 mod configs;
+mod consumer_groups;
 mod data;
 mod groups;
 mod misc;
@@ -52,6 +53,7 @@ pub const ALL: &[(&str, Conversation)] = &[
     ("classic-group", groups::classic_group),
     ("group-errors", groups::group_errors),
     ("describe-list-groups", groups::describe_and_list),
+    ("consumer-group", consumer_groups::consumer_group),
     ("offset-commit", offsets::offset_commit),
     ("offset-fetch", offsets::offset_fetch),
     ("delete-groups", offsets::delete_groups),

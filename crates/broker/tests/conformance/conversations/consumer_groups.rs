@@ -1,0 +1,168 @@
+//! Kafka 4's consumer group protocol (KIP-848): members joining with ConsumerGroupHeartbeat, a
+//! partition revoked by its owner before the coordinator hands it to a new member, commits fenced
+//! by member epoch, the errors a client meets, the group described with ConsumerGroupDescribe, and
+//! members leaving — at every version the lab advertises.
+
+use super::{create_topic, group, s, topic, versions};
+use crate::ensure;
+use crate::target::{Step, Target};
+use offsetlab_wire::kafka_protocol::messages::consumer_group_heartbeat_request::TopicPartitions;
+use offsetlab_wire::kafka_protocol::messages::offset_commit_request::{
+    OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+};
+use offsetlab_wire::kafka_protocol::messages::{
+    ApiKey, ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, OffsetCommitRequest,
+};
+use offsetlab_wire::Uuid;
+
+fn join(g: &str, member: &str, topic_name: &str) -> ConsumerGroupHeartbeatRequest {
+    ConsumerGroupHeartbeatRequest::default()
+        .with_group_id(group(g))
+        .with_member_id(s(member))
+        .with_member_epoch(0)
+        .with_rebalance_timeout_ms(30_000)
+        .with_subscribed_topic_names(Some(vec![topic(topic_name)]))
+        .with_topic_partitions(Some(Vec::new()))
+}
+
+/// A heartbeat at `epoch`; `owned` (topic id, partitions) when the member says what it owns.
+fn beat(g: &str, member: &str, epoch: i32, owned: Option<(Uuid, Vec<i32>)>) -> ConsumerGroupHeartbeatRequest {
+    ConsumerGroupHeartbeatRequest::default()
+        .with_group_id(group(g))
+        .with_member_id(s(member))
+        .with_member_epoch(epoch)
+        .with_rebalance_timeout_ms(-1)
+        .with_topic_partitions(owned.map(|(id, partitions)| {
+            vec![TopicPartitions::default()
+                .with_topic_id(id)
+                .with_partitions(partitions)]
+        }))
+}
+
+fn commit(g: &str, member: &str, epoch: i32, topic_name: &str, offset: i64) -> OffsetCommitRequest {
+    commit_partition(g, member, epoch, topic_name, 0, offset)
+}
+
+fn commit_partition(
+    g: &str,
+    member: &str,
+    epoch: i32,
+    topic_name: &str,
+    partition: i32,
+    offset: i64,
+) -> OffsetCommitRequest {
+    OffsetCommitRequest::default()
+        .with_group_id(group(g))
+        .with_member_id(s(member))
+        .with_generation_id_or_member_epoch(epoch)
+        .with_topics(vec![OffsetCommitRequestTopic::default()
+            .with_name(topic(topic_name))
+            .with_partitions(vec![OffsetCommitRequestPartition::default()
+                .with_partition_index(partition)
+                .with_committed_offset(offset)])])
+}
+
+pub fn consumer_group(t: &mut Target) -> Step<()> {
+    let ct = t.name("cg-t");
+    let id = create_topic(t, &ct, 2, &[])?;
+    let commit_version = *versions(ApiKey::OffsetCommit).end();
+    for v in versions(ApiKey::ConsumerGroupHeartbeat) {
+        let g = t.name(&format!("cg{v}"));
+        t.fresh_connection();
+        // From v1 a member makes its own id; at v0 the coordinator gives it one.
+        let (mine1, mine2) = if v >= 1 {
+            (t.name(&format!("cg{v}-m1")), t.name(&format!("cg{v}-m2")))
+        } else {
+            (String::new(), String::new())
+        };
+        let j1 = t.ask("join", v, join(&g, &mine1, &ct))?;
+        ensure!(j1.error_code == 0, "join: error {}", j1.error_code);
+        let m1 = j1.member_id.as_deref().unwrap_or_default().to_string();
+        super::groups::name_member(t, &g, 1, &m1);
+        let e1 = j1.member_epoch;
+        t.ask("heartbeat", v, beat(&g, &m1, e1, None))?;
+        t.ask("commit", commit_version, commit(&g, &m1, e1, &ct, 3))?;
+        // A second member: the group's epoch moves; what it is given waits until the first
+        // member revoked it.
+        let j2 = t.ask("join 2", v, join(&g, &mine2, &ct))?;
+        ensure!(j2.error_code == 0, "join 2: error {}", j2.error_code);
+        let m2 = j2.member_id.as_deref().unwrap_or_default().to_string();
+        super::groups::name_member(t, &g, 2, &m2);
+        // Kafka 4.4 computes a target assignment at most once a second (KIP-1263): the group is
+        // "Assigning" meanwhile, and the first member keeps what it has.
+        t.ask("heartbeat while assigning", v, beat(&g, &m1, e1, None))?;
+        std::thread::sleep(std::time::Duration::from_millis(1_500));
+        let told = t.ask("heartbeat: told to revoke", v, beat(&g, &m1, e1, None))?;
+        let kept: Vec<i32> = told
+            .assignment
+            .as_ref()
+            .and_then(|a| a.topic_partitions.first())
+            .map(|tp| tp.partitions.clone())
+            .unwrap_or_default();
+        t.ask(
+            "commit before revoking",
+            commit_version,
+            commit(&g, &m1, e1, &ct, 4),
+        )?;
+        let acked = t.ask("heartbeat: revoked", v, beat(&g, &m1, e1, Some((id, kept))))?;
+        t.ask(
+            "heartbeat 2: given the partition",
+            v,
+            beat(&g, &m2, j2.member_epoch, None),
+        )?;
+        // At its old epoch a member still commits a partition it had then (KIP-1251), not one
+        // it gave away since.
+        t.ask(
+            "commit at the old epoch",
+            commit_version,
+            commit(&g, &m1, e1, &ct, 5),
+        )?;
+        t.ask(
+            "stale commit",
+            commit_version,
+            commit_partition(&g, &m1, e1, &ct, 1, 5),
+        )?;
+        t.ask(
+            "commit",
+            commit_version,
+            commit(&g, &m1, acked.member_epoch, &ct, 6),
+        )?;
+        t.ask(
+            "unknown member's commit",
+            commit_version,
+            commit(&g, "nobody", acked.member_epoch, &ct, 7),
+        )?;
+        t.ask("heartbeat ahead", v, beat(&g, &m1, acked.member_epoch + 5, None))?;
+        t.ask("unknown member", v, beat(&g, "nobody", 1, None))?;
+        t.ask(
+            "unsupported assignor",
+            v,
+            join(&g, &t.name("cg-m3"), &ct).with_server_assignor(Some(s("sticky"))),
+        )?;
+        if v >= 1 {
+            t.ask("no member id", v, join(&g, "", &ct))?;
+        }
+        t.ask(
+            "join without a subscription",
+            v,
+            join(&g, &mine2, &ct).with_subscribed_topic_names(None),
+        )?;
+        for dv in versions(ApiKey::ConsumerGroupDescribe) {
+            t.ask(
+                "describe",
+                dv,
+                ConsumerGroupDescribeRequest::default()
+                    .with_group_ids(vec![group(&g), group(&t.name("cg-none"))]),
+            )?;
+        }
+        t.ask("leave 2", v, beat(&g, &m2, -1, None))?;
+        t.ask("leave", v, beat(&g, &m1, -1, None))?;
+        t.ask("leave again", v, beat(&g, &m1, -1, None))?;
+        t.ask(
+            "describe empty",
+            *versions(ApiKey::ConsumerGroupDescribe).end(),
+            ConsumerGroupDescribeRequest::default().with_group_ids(vec![group(&g)]),
+        )?;
+    }
+    Ok(())
+}
