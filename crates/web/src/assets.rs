@@ -51,6 +51,7 @@ const MODULES: &[Asset] = assets![
     "js/panels/narrative.js",
     "js/panels/plan.js",
     "js/panels/share_group.js",
+    "js/panels/consumer_group.js",
     "js/panels/sink.js",
     "js/panels/transactions.js",
 ];

@@ -16,6 +16,7 @@ import { renderSink } from './panels/sink.js';
 import { renderConsumerOffsets } from './panels/consumer_offsets.js';
 import { renderTransactions } from './panels/transactions.js';
 import { renderShareGroup } from './panels/share_group.js';
+import { renderConsumerGroup } from './panels/consumer_group.js';
 import { renderConsumers } from './panels/consumers.js';
 import { renderGroupTabs, renderClock, setupClock } from './panels/group_bar.js';
 import { renderPlan } from './panels/plan.js';
@@ -34,6 +35,7 @@ function render(previous) {
   const active = document.activeElement;
   const focusKey = active && active.dataset ? (active.dataset.line || active.dataset.focus) : null;
   renderGroupTabs();
+  renderConsumerGroup();
   renderCards(previous);
   renderPartitionSelect();
   renderLog();

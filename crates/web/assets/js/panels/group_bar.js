@@ -21,7 +21,9 @@ export function renderGroupTabs() {
   const waiting = g.waiting_for.length ? ` · rebalancing: waiting for ${g.waiting_for.join(', ')}` : '';
   const c = ui.state.cluster;
   const cluster = c && g.cluster_members ? ` · the coordinator lists: ${g.cluster_members.length ? g.cluster_members.join(', ') : 'no member'}` : '';
-  const text = ` generation ${g.generation} · members: ${g.members.length ? g.members.join(', ') : 'none'}${waiting}${cluster}`;
+  // A consumer-protocol group has epochs, not generations (its panel below draws them).
+  const era = g.consumer_group ? `group epoch ${g.consumer_group.group_epoch}` : `generation ${g.generation}`;
+  const text = ` ${era} · members: ${g.members.length ? g.members.join(', ') : 'none'}${waiting}${cluster}`;
   keyed(info, g.state + text, () => info.replaceChildren(h('span', { class: `gstate gs-${g.state}` }, g.state), text));
 }
 
