@@ -19,6 +19,9 @@
 #      ... then conformance (crates/broker/tests/conformance): the same conversations, every API
 #      key at every version the lab advertises, sent to the lab's listener and to that Kafka;
 #      any difference docs/CONFORMANCE.md does not explain fails it
+#      ... then librdkafka with group.protocol=consumer (KIP-848) on that Kafka: three members
+#      scaling out and in, a fourth SIGKILLed and dropped after the session timeout — the figures
+#      the same story gives on the listener in step 2 (crates/cli/tests/consumer_protocol.rs)
 #   8. the oracle scenarios (scenarios/oracle, scripts/oracle_scenarios.py): twelve stories from
 #      Kafka's documentation and KIPs, on the model, on Apache Kafka and on the lab's listener
 #   9. three Apache Kafka brokers: a lesson and the admin commands across partition leaders and
@@ -104,6 +107,9 @@ echo "== conformance: the lab's listener and Apache Kafka asked the same, every 
 started=$SECONDS
 OFFSETLAB_APACHE_KAFKA=$bootstrap cargo test --locked -p offsetlab-broker --test conformance -- --ignored
 echo "  conformance: $(seconds_since "$started") s (report: target/conformance-report.json, differences explained in docs/CONFORMANCE.md)"
+
+echo "== librdkafka with group.protocol=consumer (KIP-848) on Apache Kafka: the story the workspace tests play on the listener, the same figures"
+OFFSETLAB_APACHE_KAFKA=$bootstrap cargo test --locked -p offsetlab --test consumer_protocol -- --ignored --exact librdkafka_scales_a_consumer_protocol_group_on_apache_kafka
 scripts/apache-kafka.sh stop --dir "$kafka_dir"
 kafka_dir=
 

@@ -131,8 +131,9 @@ final class Flows {
                 boolean produced = section(() -> produce(topic));
                 if (produced) {
                     section(() -> group(topic));
+                    section(() -> consumerProtocol(topic));
                 } else {
-                    skip("group", "the producer's records are missing");
+                    skip("group, consumer protocol", "the producer's records are missing");
                 }
             } else {
                 skip("produce, group", "the topic was not created");
@@ -481,8 +482,20 @@ final class Flows {
         final List<ConsumerRecord<String, String>> processed = new ArrayList<>();
 
         Member(String name, String group, String topic) {
+            this(name, group, topic, false);
+        }
+
+        /** A member that speaks Kafka 4's consumer protocol (KIP-848) when {@code kip848}. */
+        Member(String name, String group, String topic, boolean kip848) {
             this.name = name;
-            this.consumer = new KafkaConsumer<>(consumerProps("flows-" + name, group));
+            Properties props = consumerProps("flows-" + name, group);
+            if (kip848) {
+                // The coordinator runs the session and heartbeats: the client sets neither.
+                props.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
+                props.remove(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG);
+                props.remove(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG);
+            }
+            this.consumer = new KafkaConsumer<>(props);
             consumer.subscribe(List.of(topic), new ConsumerRebalanceListener() {
                 @Override
                 public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
@@ -721,6 +734,110 @@ final class Flows {
             check(c.values().stream().allMatch(o -> o == null), "offsets after the delete: " + c);
             return group + " deleted: no longer listed, no offsets";
         });
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Kafka 4's consumer group protocol (KIP-848): members heartbeat, the coordinator assigns and
+    // moves only the partitions that change owner.
+
+    /** Polls every member until {@code done} holds, failing after 60 s with {@code what}. */
+    private static void pollUntil(Member[] members, java.util.function.BooleanSupplier done, String what) {
+        long deadline = System.nanoTime() + 60_000_000_000L;
+        while (!done.getAsBoolean()) {
+            check(System.nanoTime() < deadline, what + " after 60 s");
+            for (Member m : members) {
+                if (m != null) {
+                    m.poll(100);
+                }
+            }
+        }
+    }
+
+    private void consumerProtocol(String topic) throws Exception {
+        String group = "flows-kip848-" + sfx;
+        List<TopicPartition> all = partitions(topic, PARTITIONS);
+        Member[] m = new Member[3];
+        try {
+            step("consumer protocol: two members read everything once", () -> {
+                m[0] = new Member("k1", group, topic, true);
+                m[1] = new Member("k2", group, topic, true);
+                Map<TopicPartition, Long> end = endOffsets(admin, topic, PARTITIONS);
+                long total = end.values().stream().mapToLong(Long::longValue).sum();
+                Member[] two = {m[0], m[1]};
+                pollUntil(two, () -> m[0].processed.size() + m[1].processed.size() >= total
+                        && m[0].assignment().size() + m[1].assignment().size() == PARTITIONS
+                        && !m[0].assignment().isEmpty() && !m[1].assignment().isEmpty(),
+                        "k1 owns " + m[0].assignment() + ", k2 " + m[1].assignment());
+                Set<String> seen = new HashSet<>();
+                for (Member x : two) {
+                    for (ConsumerRecord<String, String> r : x.processed) {
+                        check(seen.add(r.partition() + "@" + r.offset()), "delivered twice: " + r.partition() + "@" + r.offset());
+                    }
+                }
+                check(seen.size() == total, seen.size() + " of " + total + " records");
+                return "k1 owns " + sorted(m[0].assignment()) + ", k2 owns " + sorted(m[1].assignment()) + "; " + total + " records once each";
+            });
+            step("consumer protocol: a third member joins, only what moves changes owner", () -> {
+                Set<TopicPartition> a = new HashSet<>(m[0].assignment()), b = new HashSet<>(m[1].assignment());
+                m[2] = new Member("k3", group, topic, true);
+                pollUntil(m, () -> m[0].assignment().size() == 1 && m[1].assignment().size() == 1 && m[2].assignment().size() == 1,
+                        "k1 owns " + m[0].assignment() + ", k2 " + m[1].assignment() + ", k3 " + m[2].assignment());
+                check(a.containsAll(m[0].assignment()) && b.containsAll(m[1].assignment()),
+                        "a partition moved between the two first members: " + a + " " + b + " → " + m[0].assignment() + " " + m[1].assignment());
+                return "k3 took one partition, " + sorted(m[2].assignment()) + "; k1 and k2 kept the rest";
+            });
+            step("admin.describeConsumerGroups (consumer protocol)", () -> {
+                ConsumerGroupDescription d = describe(group);
+                check(d.type() == GroupType.CONSUMER, "type " + d.type());
+                check(d.groupState() == GroupState.STABLE, "state " + d.groupState());
+                check(d.members().size() == 3, d.members().size() + " members");
+                int epoch = d.groupEpoch().orElse(-1);
+                // Created at epoch 1 (Kafka 4.4), one bump per join.
+                check(epoch == 4, "group epoch " + epoch);
+                check(d.targetAssignmentEpoch().orElse(-1) == epoch, "assignment epoch " + d.targetAssignmentEpoch());
+                Set<Set<TopicPartition>> owned = new HashSet<>();
+                for (MemberDescription md : d.members()) {
+                    check(md.memberEpoch().orElse(-1) == epoch, md.consumerId() + " at epoch " + md.memberEpoch());
+                    check(md.targetAssignment().map(t -> t.topicPartitions().equals(md.assignment().topicPartitions())).orElse(false),
+                            md.consumerId() + " owns " + md.assignment() + ", its target is " + md.targetAssignment());
+                    owned.add(md.assignment().topicPartitions());
+                }
+                Set<Set<TopicPartition>> real = Set.of(m[0].assignment(), m[1].assignment(), m[2].assignment());
+                check(owned.equals(real), "described " + owned + ", the members own " + real);
+                return "consumer, Stable, group epoch 4, 3 members at epoch 4 owning their target";
+            });
+            step("consumer protocol: a member leaves, the others take its partition", () -> {
+                m[2].consumer.close(CloseOptions.timeout(Duration.ofSeconds(30)));
+                m[2] = null;
+                pollUntil(m, () -> m[0].assignment().size() + m[1].assignment().size() == PARTITIONS,
+                        "k1 owns " + m[0].assignment() + ", k2 " + m[1].assignment());
+                ConsumerGroupDescription d = describe(group);
+                check(d.members().size() == 2, d.members().size() + " members");
+                check(d.groupEpoch().orElse(-1) == 5, "group epoch " + d.groupEpoch());
+                Map<TopicPartition, Long> end = endOffsets(admin, topic, PARTITIONS);
+                Map<TopicPartition, Long> c = committed(group);
+                for (TopicPartition tp : all) {
+                    check(end.get(tp).equals(c.get(tp)), tp + ": committed " + c.get(tp) + ", log end " + end.get(tp));
+                }
+                return "k3's close left at once (group epoch 5); committed = log end everywhere";
+            });
+            step("consumer protocol: close the last members", () -> {
+                for (int i = 0; i < 2; i++) {
+                    m[i].consumer.close(CloseOptions.timeout(Duration.ofSeconds(30)));
+                    m[i] = null;
+                }
+                ConsumerGroupDescription d = describe(group);
+                check(d.groupState() == GroupState.EMPTY, "state " + d.groupState());
+                check(d.type() == GroupType.CONSUMER, "type " + d.type());
+                return "Empty, still a consumer group, offsets kept";
+            });
+        } finally {
+            for (Member x : m) {
+                if (x != null) {
+                    x.consumer.close(CloseOptions.timeout(Duration.ofSeconds(5)));
+                }
+            }
+        }
     }
 
     static List<String> sorted(Set<TopicPartition> tps) {
