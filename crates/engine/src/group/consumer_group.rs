@@ -30,6 +30,10 @@ use std::collections::{BTreeMap, BTreeSet};
 pub const CONSUMER_SESSION_TIMEOUT_MS: Millis = 45_000;
 /// `group.consumer.heartbeat.interval.ms`: how often a member heartbeats.
 pub const CONSUMER_HEARTBEAT_INTERVAL_MS: Millis = 5_000;
+/// `group.consumer.assignment.interval.ms` (Apache Kafka 4.4, KIP-1263): the coordinator
+/// computes a group's target assignment at most once an interval. A new epoch within it leaves
+/// the group "Assigning" — members reconcile towards the last target — until it has passed.
+pub const CONSUMER_ASSIGNMENT_INTERVAL_MS: Millis = 1_000;
 
 /// A consumer's `group.protocol`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -179,6 +183,10 @@ pub struct ConsumerGroup {
     #[serde(with = "crate::serde_pairs")]
     pub target: BTreeMap<TopicPartition, String>,
     pub members: BTreeMap<String, ConsumerGroupMember>,
+    /// When the target assignment was last computed: the next one waits until
+    /// [`CONSUMER_ASSIGNMENT_INTERVAL_MS`] after it.
+    #[serde(default)]
+    pub assigned_at: Option<Millis>,
 }
 
 impl ConsumerGroup {
@@ -208,6 +216,7 @@ impl ConsumerGroup {
             assignment_epoch: generation,
             target: owners.clone(),
             members: BTreeMap::new(),
+            assigned_at: None,
         };
         for m in members {
             let mut cm = ConsumerGroupMember::new(&m.id, true, ServerAssignor::default(), now);
@@ -302,6 +311,16 @@ impl ConsumerGroup {
     pub fn bump_epoch(&mut self, subscriptions: &[Member], topics: &[(String, i32)]) {
         self.group_epoch += 1;
         self.assign(subscriptions, topics);
+    }
+
+    /// When the target assignment of a group "Assigning" (its epoch ahead of its target's) is
+    /// computed: at once if the interval since the last one has passed, else at its end.
+    pub fn assignment_due(&self, now: Millis) -> Option<Millis> {
+        (self.assignment_epoch < self.group_epoch).then(|| {
+            self.assigned_at.map_or(now, |at| {
+                at.saturating_add(CONSUMER_ASSIGNMENT_INTERVAL_MS).max(now)
+            })
+        })
     }
 
     /// The target assignment at the current group epoch, for `subscriptions` over `topics`.

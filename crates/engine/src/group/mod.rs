@@ -20,7 +20,7 @@ mod consumer_group;
 mod protocol;
 pub use consumer_group::{
     ConsumerGroup, ConsumerGroupMember, EpochFenced, GroupProtocol, MemberState, Reconciled, ServerAssignor,
-    CONSUMER_HEARTBEAT_INTERVAL_MS, CONSUMER_SESSION_TIMEOUT_MS,
+    CONSUMER_ASSIGNMENT_INTERVAL_MS, CONSUMER_HEARTBEAT_INTERVAL_MS, CONSUMER_SESSION_TIMEOUT_MS,
 };
 pub use protocol::{check_commit, Fenced, GroupState};
 

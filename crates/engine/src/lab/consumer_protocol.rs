@@ -91,9 +91,38 @@ impl Lab {
         self.heartbeat_member(name)
     }
 
-    /// A new group epoch: the target assignment is recomputed for the members as they are now.
-    /// The others learn of it on their next heartbeat.
+    /// A new group epoch. Its target assignment is computed for the members as they are then —
+    /// at once, or, within a second of the last one, once that second has passed (Kafka 4.4's
+    /// `group.consumer.assignment.interval.ms`, KIP-1263): the group is "Assigning" meanwhile and
+    /// its members reconcile towards the last target. The others learn of it on their next
+    /// heartbeat.
     pub(crate) fn bump_group_epoch(&mut self, group: &str, why: &str) {
+        let now = self.now();
+        let Some(g) = self.groups.get_mut(group) else {
+            return;
+        };
+        let Some(cg) = g.consumer.as_mut() else {
+            return;
+        };
+        cg.group_epoch += 1;
+        g.generation = cg.group_epoch;
+        let (epoch, behind) = (cg.group_epoch, cg.assignment_epoch);
+        match cg.assignment_due(now) {
+            Some(due) if due > now => self.say(
+                EventKind::Group,
+                format!(
+                    "group {group} moves to group epoch {epoch} ({why}); its coordinator computes a target assignment at most once a second (group.consumer.assignment.interval.ms), so the group is Assigning until {} — its members reconcile towards epoch {behind} meanwhile",
+                    crate::clock::format_instant(due),
+                ),
+            ),
+            _ => self.run_assignment(group, &format!("group {group} moves to group epoch {epoch} ({why})")),
+        }
+    }
+
+    /// Computes `group`'s target assignment at its group epoch for its members as they are now,
+    /// and says so after `lead`.
+    fn run_assignment(&mut self, group: &str, lead: &str) {
+        let now = self.now();
         let Some(g) = self.groups.get(group) else {
             return;
         };
@@ -109,9 +138,9 @@ impl Lab {
         let Some(cg) = g.consumer.as_mut() else {
             return;
         };
-        cg.bump_epoch(&members, &topics);
-        g.generation = cg.group_epoch;
-        let (epoch, assignor) = (cg.group_epoch, cg.assignor());
+        cg.assign(&members, &topics);
+        cg.assigned_at = Some(now);
+        let assignor = cg.assignor();
         let lines: Vec<String> = members
             .iter()
             .map(|m| {
@@ -122,10 +151,45 @@ impl Lab {
         self.say(
             EventKind::Group,
             format!(
-                "group {group} moves to group epoch {epoch} ({why}); the {assignor} assignor's target assignment: {}",
-                if lines.is_empty() { "no members".to_string() } else { lines.join("; ") }
+                "{lead}; the {assignor} assignor's target assignment: {}",
+                if lines.is_empty() {
+                    "no members".to_string()
+                } else {
+                    lines.join("; ")
+                }
             ),
         );
+    }
+
+    /// When the next deferred target assignment of a group of the lab's own consumers is due.
+    pub(crate) fn next_assignment_due(&self) -> Option<crate::clock::Millis> {
+        let now = self.now();
+        self.groups
+            .values()
+            .filter(|g| g.external.is_none())
+            .filter_map(|g| g.consumer.as_ref()?.assignment_due(now))
+            .min()
+    }
+
+    /// Runs the target assignments due by `now`.
+    pub(crate) fn run_due_assignments(&mut self, now: crate::clock::Millis) {
+        let due: Vec<(String, i32)> = self
+            .groups
+            .iter()
+            .filter(|(_, g)| g.external.is_none())
+            .filter_map(|(name, g)| {
+                let cg = g.consumer.as_ref()?;
+                cg.assignment_due(now)
+                    .filter(|d| *d <= now)
+                    .map(|_| (name.clone(), cg.group_epoch))
+            })
+            .collect();
+        for (group, epoch) in due {
+            self.run_assignment(
+                &group,
+                &format!("group {group}'s coordinator computes the target assignment of group epoch {epoch}"),
+            );
+        }
     }
 
     /// One heartbeat of `name`'s member (`ConsumerGroupHeartbeat`, or a classic member's

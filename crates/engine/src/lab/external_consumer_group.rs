@@ -113,6 +113,8 @@ impl Lab {
             assignment_epoch,
             target: BTreeMap::new(),
             members: BTreeMap::new(),
+            // The listener's coordinator times its assignments; the engine runs none for it.
+            assigned_at: None,
         };
         for m in &members {
             for tp in &m.target {

@@ -209,6 +209,7 @@ impl Lab {
             self.next_transaction_timeout(),
             self.next_share_timer(),
             self.next_useful_heartbeat(),
+            self.next_assignment_due(),
         ]
         .into_iter()
         .flatten()
@@ -350,6 +351,8 @@ impl Lab {
                 }
             }
         }
+        // A target assignment due now is computed before the heartbeats of the same instant.
+        self.run_due_assignments(now);
         self.fire_heartbeats(since, now)?;
         self.expire_sessions(now)?;
         self.expire_poll_intervals(now)?;
