@@ -243,8 +243,10 @@ fn no_partition_has_two_owners_during_a_scale_out() {
     );
 }
 
+/// Kafka 4.4 (KIP-1251): a commit stamped with an epoch its member has left is still its own for
+/// the partitions it had by then — stored, not refused with STALE_MEMBER_EPOCH as before 4.4.
 #[test]
-fn a_commit_with_a_stale_member_epoch_is_refused() {
+fn a_late_commit_from_an_older_epoch_is_stored_for_what_the_member_had_then() {
     let mut lab = lab();
     for name in ["c1", "c2"] {
         lab.add_consumer(ConsumerConfig {
@@ -268,12 +270,38 @@ fn a_commit_with_a_stale_member_epoch_is_refused() {
     let before: Vec<Option<i64>> = (0..6).map(|p| committed(&lab, p)).collect();
     lab.tick(HEARTBEAT).expect("the async commit lands");
     let after: Vec<Option<i64>> = (0..6).map(|p| committed(&lab, p)).collect();
-    assert_eq!(before, after, "the stale commit changed nothing");
-    assert!(lab
+    assert_ne!(before, after, "the late commit is stored");
+    assert!(!lab
         .narrative()
         .events()
         .iter()
         .any(|e| e.text.contains("STALE_MEMBER_EPOCH")));
+}
+
+/// A commit at an older epoch for a partition its member has given away since is the zombie's
+/// part: STALE_MEMBER_EPOCH for it (as a `commit-offsets` line or a real client's OffsetCommit
+/// carries it), nothing stored.
+#[test]
+fn a_commit_for_a_partition_given_away_since_is_stale() {
+    let mut lab = two_stable();
+    // c1 owns 0,1,2 since epoch 2 (it had all six then); c2 got 3,4,5 at epoch 3.
+    assert_eq!(epoch(&lab, "c1#1"), 3);
+    let none = Default::default();
+    let at = |p: i32| [(TopicPartition::new("orders", p), 1)];
+    let stale = lab.external_commit("g", "c1#1", 2, &at(4), &none, &Default::default());
+    assert!(
+        matches!(stale, Err(LabError::StaleMemberEpoch { current: 3, .. })),
+        "{stale:?}"
+    );
+    assert_eq!(committed(&lab, 4), None);
+    lab.external_commit("g", "c1#1", 2, &at(0), &none, &Default::default())
+        .expect("orders-0 was c1's at epoch 2");
+    assert_eq!(committed(&lab, 0), Some(1));
+    let ahead = lab.external_commit("g", "c1#1", 4, &at(0), &none, &Default::default());
+    assert!(
+        matches!(ahead, Err(LabError::StaleMemberEpoch { .. })),
+        "{ahead:?}"
+    );
 }
 
 #[test]

@@ -150,11 +150,63 @@ impl Lab {
             return false;
         }
         let generation = c.generation;
-        if !self.accepts_commit(name, generation) {
+        let offsets = self.accepted_offsets(name, generation, offsets);
+        if offsets.is_empty() {
             return false;
         }
         self.write_commit(name, &offsets, why, handed_over);
         self.effect(name)
+    }
+
+    /// Of `offsets` committed by `name` at `generation` (a member epoch under the consumer
+    /// protocol), those the coordinator stores. A classic group takes all or none
+    /// ([`Lab::accepts_commit`]). A consumer group checks each partition (Kafka 4.4, KIP-1251): a
+    /// commit at the member's epoch, or at an older one no older than the epoch it was given that
+    /// partition at, is its own; a partition it has given away since — the zombie's part — is
+    /// refused with STALE_MEMBER_EPOCH, and the rest is stored.
+    pub(crate) fn accepted_offsets(
+        &mut self,
+        name: &str,
+        generation: i32,
+        offsets: Vec<(TopicPartition, Offset)>,
+    ) -> Vec<(TopicPartition, Offset)> {
+        let per_partition = self.consumers.get(name).and_then(|c| {
+            let member = c.member_id();
+            let cg = self.groups.get(&c.config.group)?.consumer.as_ref()?;
+            let m = cg.members.get(&member)?;
+            (!m.classic && generation < m.member_epoch)
+                .then(|| (member, c.config.group.clone(), m.member_epoch))
+        });
+        let Some((member, group, current)) = per_partition else {
+            return if self.accepts_commit(name, generation) {
+                offsets
+            } else {
+                Vec::new()
+            };
+        };
+        let Some(cg) = self.groups.get(&group).and_then(|g| g.consumer.as_ref()) else {
+            return Vec::new();
+        };
+        let (kept, fenced): (Vec<_>, Vec<_>) = offsets
+            .into_iter()
+            .partition(|(tp, _)| cg.check_commit_partition(&member, generation, tp).is_ok());
+        if !fenced.is_empty() {
+            let names: Vec<String> = fenced.iter().map(|(tp, _)| tp.to_string()).collect();
+            self.say(
+                EventKind::Refused,
+                format!(
+                    "commit of {} from {member} rejected with STALE_MEMBER_EPOCH: it carries member epoch {generation}, and {member} (now at epoch {current}) no longer owns {} — the zombie's part is fenced{}",
+                    names.join(", "),
+                    if names.len() == 1 { "it" } else { "them" },
+                    if kept.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; its partitions it had by epoch {generation} are still its own (KIP-1251) and stored")
+                    }
+                ),
+            );
+        }
+        kept
     }
 
     /// The coordinator's check: only a current member of the current generation may commit.
@@ -311,8 +363,9 @@ impl Lab {
             c.pending_async.drain(..).partition(|p| p.lands_at <= now);
         c.pending_async = rest;
         for p in due {
-            if self.accepts_commit(name, p.generation) {
-                self.write_commit(name, &p.offsets, "commitAsync (landed)", false);
+            let offsets = self.accepted_offsets(name, p.generation, p.offsets);
+            if !offsets.is_empty() {
+                self.write_commit(name, &offsets, "commitAsync (landed)", false);
                 if self.effect(name) {
                     return true;
                 }

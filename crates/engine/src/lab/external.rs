@@ -176,8 +176,8 @@ impl Lab {
             }
         };
         let member = member.as_str();
-        if let (Some(cg), Some(_)) = (&g.consumer, &g.external) {
-            // A consumer-protocol group of real clients: fenced by the member's own epoch.
+        if let Some(cg) = &g.consumer {
+            // A consumer-protocol group: fenced by the member's own epoch, partition by partition.
             match offsets
                 .iter()
                 .try_for_each(|(tp, _)| cg.check_commit_partition(member, generation, tp))
@@ -246,7 +246,7 @@ impl Lab {
         }
         let what: Vec<String> = offsets.iter().map(|(tp, o)| format!("{tp} → {o}")).collect();
         let epoch = match self.groups.get(group) {
-            Some(g) if g.consumer.is_some() && g.external.is_some() => "member epoch",
+            Some(g) if g.consumer.is_some() => "member epoch",
             _ => "generation",
         };
         self.say(
