@@ -82,6 +82,13 @@ pub(crate) fn handle(broker: &Broker, r: &DescribeGroupsRequest, version: i16) -
                     .with_group_id(id.clone())
                     .with_group_state(str_bytes(state));
             };
+            if g.consumer.is_some() {
+                // A consumer-protocol group is not a classic group: Kafka 4.4 describes it as
+                // Dead (GROUP_ID_NOT_FOUND from v6); ConsumerGroupDescribe describes it.
+                return DescribedGroup::default()
+                    .with_group_id(id.clone())
+                    .with_group_state(str_bytes("Dead"));
+            }
             let assignor = g
                 .members
                 .first()

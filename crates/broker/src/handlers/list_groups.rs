@@ -7,31 +7,36 @@ use offsetlab_lab::lock;
 use offsetlab_wire::kafka_protocol::messages::list_groups_response::ListedGroup;
 use offsetlab_wire::kafka_protocol::messages::{GroupId, ListGroupsRequest, ListGroupsResponse};
 
-/// The group type of every group the lab has: the classic protocol (JoinGroup and SyncGroup).
+/// The group types (v5, KIP-848): the classic protocol (JoinGroup and SyncGroup), and Kafka 4's
+/// consumer protocol (ConsumerGroupHeartbeat).
 const CLASSIC: &str = "classic";
+const CONSUMER: &str = "consumer";
 use std::collections::BTreeMap;
 
 /// The lab's groups and the groups of real clients (their live state from the coordinator),
 /// kept to the states (v4, KIP-518) and types (v5, KIP-848) the request filters on, compared
-/// case-insensitively as Kafka compares them. Every group here is a `classic` group.
+/// case-insensitively as Kafka compares them. A consumer-protocol group is listed with its type
+/// and its state as that protocol names it (`Assigning`, `Reconciling`, …).
 pub(crate) fn handle(broker: &Broker, r: &ListGroupsRequest) -> ListGroupsResponse {
     let (s, coordinator) = (broker.lab.lock(), &broker.coordinator);
-    let mut listed: BTreeMap<String, (String, String)> = s
+    let mut listed: BTreeMap<String, (String, String, &str)> = s
         .lab()
         .groups()
         .values()
         .map(|g| {
-            (
-                g.name.clone(),
-                (g.protocol_type().to_string(), g.state().to_string()),
-            )
+            let listing = if g.consumer.is_some() {
+                (CONSUMER.to_string(), g.state_name().to_string(), CONSUMER)
+            } else {
+                (g.protocol_type().to_string(), g.state().to_string(), CLASSIC)
+            };
+            (g.name.clone(), listing)
         })
         .collect();
     for (name, g) in lock(&coordinator.groups).iter() {
         if !g.members.is_empty() || !listed.contains_key(name) {
             listed.insert(
                 name.clone(),
-                (g.protocol_type.clone(), g.state.name().to_string()),
+                (g.protocol_type.clone(), g.state.name().to_string(), CLASSIC),
             );
         }
     }
@@ -41,7 +46,7 @@ pub(crate) fn handle(broker: &Broker, r: &ListGroupsRequest) -> ListGroupsRespon
     for name in s.lab().offsets().groups() {
         listed
             .entry(name.to_string())
-            .or_insert_with(|| (String::new(), "Empty".to_string()));
+            .or_insert_with(|| (String::new(), "Empty".to_string(), CLASSIC));
     }
     let wanted = |filter: &[offsetlab_wire::kafka_protocol::protocol::StrBytes], value: &str| {
         filter.is_empty() || filter.iter().any(|f| f.eq_ignore_ascii_case(value))
@@ -49,14 +54,14 @@ pub(crate) fn handle(broker: &Broker, r: &ListGroupsRequest) -> ListGroupsRespon
     ListGroupsResponse::default().with_groups(
         listed
             .into_iter()
-            .filter(|(_, (_, state))| wanted(&r.states_filter, state))
-            .filter(|_| wanted(&r.types_filter, CLASSIC))
-            .map(|(name, (protocol_type, state))| {
+            .filter(|(_, (_, state, _))| wanted(&r.states_filter, state))
+            .filter(|(_, (_, _, kind))| wanted(&r.types_filter, kind))
+            .map(|(name, (protocol_type, state, kind))| {
                 ListedGroup::default()
                     .with_group_id(GroupId(str_bytes(&name)))
                     .with_protocol_type(str_bytes(&protocol_type))
                     .with_group_state(str_bytes(&state))
-                    .with_group_type(str_bytes(CLASSIC))
+                    .with_group_type(str_bytes(kind))
             })
             .collect(),
     )

@@ -11,7 +11,8 @@ use offsetlab_wire::kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
 use offsetlab_wire::kafka_protocol::messages::{
-    ApiKey, ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, OffsetCommitRequest,
+    ApiKey, ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, DescribeGroupsRequest,
+    ListGroupsRequest, ListGroupsResponse, OffsetCommitRequest,
 };
 use offsetlab_wire::Uuid;
 
@@ -146,6 +147,20 @@ pub fn consumer_group(t: &mut Target) -> Step<()> {
             "join without a subscription",
             v,
             join(&g, &mine2, &ct).with_subscribed_topic_names(None),
+        )?;
+        // The classic APIs' view of it: listed with its type and state, not a classic group.
+        // (Only this group: a real Kafka holds other runs' consumer groups too.)
+        let this = g.clone();
+        t.ask_keeping(
+            "list",
+            *versions(ApiKey::ListGroups).end(),
+            ListGroupsRequest::default().with_types_filter(vec![s("consumer")]),
+            move |r: &mut ListGroupsResponse| r.groups.retain(|x| x.group_id.0.as_str() == this),
+        )?;
+        t.ask(
+            "describe (classic API)",
+            *versions(ApiKey::DescribeGroups).end(),
+            DescribeGroupsRequest::default().with_groups(vec![group(&g)]),
         )?;
         for dv in versions(ApiKey::ConsumerGroupDescribe) {
             t.ask(
