@@ -526,3 +526,34 @@ fn the_uniform_targets_kafka_gave_and_a_leave_frees_partitions_at_once() {
     assert_eq!(assigned(&lab, "c1#1"), tps(&[0, 1, 3]));
     assert_eq!(assigned(&lab, "c3#1"), tps(&[2, 4, 5]));
 }
+
+/// A group real clients used and left keeps its (empty) record of them; the lab's own
+/// consumers joining it afterwards still get their deferred assignment, and are the ones shown.
+#[test]
+fn a_group_real_clients_left_assigns_to_the_labs_own_consumers() {
+    use offsetlab_engine::group::{ExternalConsumerMember, ExternalMember};
+    let mut lab = lab();
+    let real = ExternalConsumerMember {
+        member: ExternalMember {
+            id: "rdkafka-1".into(),
+            partitions: tps(&[0, 1, 2, 3, 4, 5]).into_iter().collect(),
+            topics: vec!["orders".into()],
+            ..ExternalMember::default()
+        },
+        epoch: 2,
+        target: tps(&[0, 1, 2, 3, 4, 5]).into_iter().collect(),
+        ..ExternalConsumerMember::default()
+    };
+    lab.external_consumer_group("g", 2, 2, vec![real])
+        .expect("real clients");
+    lab.external_consumer_group("g", 3, 3, Vec::new())
+        .expect("they left");
+    join(&mut lab, "c1");
+    join(&mut lab, "c2");
+    lab.tick(1_000).expect("the assignment interval");
+    assert_eq!(cg(&lab).state_name(), "Reconciling");
+    assert_eq!(cg(&lab).target_of("c2#1").len(), 3);
+    let view = lab.consumer_group_view("g").expect("view");
+    let shown: Vec<&str> = view.members.iter().map(|m| m.member_id.as_str()).collect();
+    assert_eq!(shown, ["c1#1", "c2#1"]);
+}

@@ -67,6 +67,7 @@ pub const FENCED_MEMBER_EPOCH: i16 = ResponseError::FencedMemberEpoch.code();
 pub const UNRELEASED_INSTANCE_ID: i16 = ResponseError::UnreleasedInstanceId.code();
 pub const UNSUPPORTED_ASSIGNOR: i16 = ResponseError::UnsupportedAssignor.code();
 pub const STALE_MEMBER_EPOCH: i16 = ResponseError::StaleMemberEpoch.code();
+pub const FENCED_INSTANCE_ID: i16 = ResponseError::FencedInstanceId.code();
 
 #[cfg(test)]
 mod tests {

@@ -209,6 +209,19 @@ impl ModernGroup {
                     );
                 }
                 if r.member_epoch == STATIC_LEAVE_EPOCH {
+                    let owner = self
+                        .clients
+                        .get(&member_id)
+                        .and_then(|c| c.instance_id.as_deref());
+                    if owner != r.instance_id.as_deref() {
+                        return refuse(
+                            FENCED_INSTANCE_ID,
+                            &format!(
+                                "member {member_id} is not the member of instance id {}",
+                                r.instance_id.as_deref().unwrap_or_default()
+                            ),
+                        );
+                    }
                     if let Some(c) = self.clients.get_mut(&member_id) {
                         c.left_static = true;
                         c.last_seen = now;
@@ -256,9 +269,10 @@ impl ModernGroup {
                         }
                     }
                     None => {
-                        // A member that rejoins with its id (it was fenced) starts again empty.
+                        // A member that rejoins with its id (it was fenced) starts again empty:
+                        // its old self goes without an epoch of its own — the join makes one.
                         if self.model.members.contains_key(&member_id) {
-                            self.remove(&member_id, topics, now);
+                            self.forget(&member_id);
                         }
                         self.model.members.insert(
                             member_id.clone(),
@@ -423,18 +437,30 @@ impl ModernGroup {
     /// Removes a member (it left, or was fenced, or its session expired) and moves the group to
     /// a new epoch without it.
     pub(crate) fn remove(&mut self, member_id: &str, topics: &TopicsById, now: Instant) {
-        self.model.members.remove(member_id);
-        // Its part of the target is dropped at once (Kafka patches the target, it does not wait
-        // for the next assignment to free what a departed member held).
-        self.model.target.retain(|_, owner| owner != member_id);
-        self.clients.remove(member_id);
-        self.order.retain(|id| id != member_id);
+        self.forget(member_id);
         self.bump(topics, now);
         if self.model.members.is_empty() {
             // Nothing to assign: an empty group's target is empty at once (as Kafka 4.4
             // describes it right after its last member left).
             self.model.target.clear();
             self.model.assignment_epoch = self.model.group_epoch;
+        }
+    }
+
+    /// Drops a member and its part of the target at once (Kafka patches the target, it does not
+    /// wait for the next assignment to free what a departed member held).
+    fn forget(&mut self, member_id: &str) {
+        self.model.members.remove(member_id);
+        self.model.target.retain(|_, owner| owner != member_id);
+        self.clients.remove(member_id);
+        self.order.retain(|id| id != member_id);
+    }
+
+    /// An empty group's epochs brought up to the lab's (never down).
+    pub(crate) fn raise_epoch(&mut self, lab_epoch: Option<i32>) {
+        if let Some(e) = lab_epoch.filter(|e| *e > self.model.group_epoch) {
+            self.model.group_epoch = e;
+            self.model.assignment_epoch = e;
         }
     }
 

@@ -127,18 +127,19 @@ impl Coordinator {
 
     /// Whether real clients are in `group` (so the lab's own view of it is not the whole story).
     pub(crate) fn has_members(&self, group: &str) -> bool {
-        self.lock().get(group).is_some_and(|g| !g.members.is_empty())
-            || lock(&self.modern)
-                .get(group)
-                .is_some_and(ModernGroup::has_members)
+        // Two statements: one lock at a time.
+        let modern = lock(&self.modern)
+            .get(group)
+            .is_some_and(ModernGroup::has_members);
+        modern || self.lock().get(group).is_some_and(|g| !g.members.is_empty())
     }
 
     /// DeleteGroups: forgets `group` if no real client is in it; `false` when it has members.
     /// Clients only waiting to join with the id they were handed (KIP-394) do not count, as in
     /// Kafka: their join finds a new group.
     pub(crate) fn forget_if_empty(&self, group: &str) -> bool {
-        let mut groups = self.lock();
         let mut modern = lock(&self.modern);
+        let mut groups = self.lock();
         if modern.get(group).is_some_and(ModernGroup::has_members) {
             return false;
         }
@@ -211,15 +212,15 @@ impl Coordinator {
         } else {
             session
         };
-        if lock(&self.modern)
-            .get(&group)
-            .is_some_and(ModernGroup::has_members)
-        {
+        // `modern`, then `groups`, both held while the group is looked at and joined: a
+        // ConsumerGroupHeartbeat for the same new group cannot create it meanwhile.
+        let mut modern = lock(&self.modern);
+        if modern.get(&group).is_some_and(ModernGroup::has_members) {
             // Kafka would migrate the group (group.consumer.migration.policy); the lab does not.
             return refuse(INCONSISTENT_GROUP_PROTOCOL, "");
         }
         // An empty consumer-protocol group becomes a classic one.
-        lock(&self.modern).remove(&group);
+        modern.remove(&group);
         let mut groups = self.lock();
         let g = groups.entry(group.clone()).or_insert_with(|| {
             let mut g = Group::new(r.protocol_type.as_str());
@@ -511,10 +512,11 @@ impl Coordinator {
     /// and the next generation reaches the lab whole); an empty group's line is offered again
     /// by [`Coordinator::tick`] until the lab takes it.
     pub(crate) fn unsettled(&self, commands: &[Command], now: Instant) {
+        let mut modern = lock(&self.modern);
         let mut groups = self.lock();
         for c in commands {
             if let Command::ConsumerGroupState(state) = c {
-                if let Some(g) = lock(&self.modern).get_mut(&state.group) {
+                if let Some(g) = modern.get_mut(&state.group) {
                     g.unsent();
                 }
                 continue;
@@ -589,24 +591,58 @@ impl Coordinator {
                 .with_error_code(GROUP_ID_NOT_FOUND)
                 .with_error_message(Some(str_bytes(&format!(
                     "Group {group} is not a consumer group."
-                ))))
-                .with_member_epoch(-1),
+                )))),
             commands: Vec::new(),
         };
-        if lab_own || self.lock().get(&group).is_some_and(|g| !g.members.is_empty()) {
-            // The lab's own consumers, or a classic group of real clients with members.
-            return not_consumer();
-        }
+        // Lock order, here as everywhere in this coordinator: `modern`, then `groups` — so a
+        // JoinGroup and a ConsumerGroupHeartbeat for one new group never both create it.
         let mut modern = lock(&self.modern);
-        if !modern.contains_key(&group) {
-            // An empty classic group becomes a consumer-protocol one.
-            self.lock().remove(&group);
+        let mut commands = Vec::new();
+        {
+            let mut groups = self.lock();
+            if lab_own || groups.get(&group).is_some_and(|g| !g.members.is_empty()) {
+                // The lab's own consumers, or a classic group of real clients with members.
+                return not_consumer();
+            }
+            if !modern.contains_key(&group) {
+                if r.member_epoch != 0 {
+                    // No such group here (a lab restarted since): the member joins again.
+                    return Heartbeat {
+                        answer:
+                            offsetlab_wire::kafka_protocol::messages::ConsumerGroupHeartbeatResponse::default(
+                            )
+                            .with_error_code(UNKNOWN_MEMBER_ID)
+                            .with_error_message(Some(str_bytes(&format!(
+                                "group {group} has no member {}",
+                                r.member_id.as_str()
+                            )))),
+                        commands: Vec::new(),
+                    };
+                }
+                // An empty classic group becomes a consumer-protocol one — after the lab has
+                // taken the line that emptied it, if it had not yet.
+                if let Some(classic) = groups.remove(&group) {
+                    if classic.unsettled {
+                        commands.push(empty_group(
+                            &group,
+                            classic.generation,
+                            &classic.protocol_type,
+                            &classic.protocol,
+                        ));
+                    }
+                }
+            }
         }
         let g = modern
             .entry(group.clone())
             .or_insert_with(|| consumer_group::created(lab_epoch));
+        if !g.has_members() {
+            // An empty group goes on from where the lab left it (its own consumers may have
+            // moved it on since): an epoch never goes back.
+            g.raise_epoch(lab_epoch);
+        }
         let next = &self.next_member;
-        g.heartbeat(
+        let mut settled = g.heartbeat(
             &group,
             r,
             version,
@@ -619,7 +655,10 @@ impl Coordinator {
                 format!("{client_id}-{n:012}")
             },
             Instant::now(),
-        )
+        );
+        commands.append(&mut settled.commands);
+        settled.commands = commands;
+        settled
     }
 
     /// Expired sessions and rebalance timeouts of consumer-protocol members, and states the lab

@@ -173,3 +173,82 @@ fn what_the_lab_did_not_take_is_settled_again() {
     let rejoined = now_answer(c.join(&join_request(&id), 5, "rdkafka", "/h", 0));
     assert_eq!((rejoined.error_code, rejoined.generation_id), (0, 4));
 }
+
+mod modern_groups {
+    use super::*;
+    use offsetlab_wire::kafka_protocol::messages::{ConsumerGroupHeartbeatRequest, TopicName};
+
+    fn topics() -> TopicsById {
+        [("orders".to_string(), ([1; 16], 2))].into_iter().collect()
+    }
+
+    fn beat(member: &str, epoch: i32) -> ConsumerGroupHeartbeatRequest {
+        ConsumerGroupHeartbeatRequest::default()
+            .with_group_id(GroupId(str_bytes("g")))
+            .with_member_id(str_bytes(member))
+            .with_member_epoch(epoch)
+            .with_rebalance_timeout_ms(if epoch == 0 { 30_000 } else { -1 })
+            .with_subscribed_topic_names((epoch == 0).then(|| vec![TopicName(str_bytes("orders"))]))
+            .with_topic_partitions((epoch == 0).then(Vec::new))
+    }
+
+    fn heartbeat(c: &Coordinator, r: &ConsumerGroupHeartbeatRequest, lab_epoch: Option<i32>) -> Heartbeat {
+        c.consumer_heartbeat(r, 1, "rdkafka", "/127.0.0.1", &topics(), lab_epoch, false)
+    }
+
+    #[test]
+    fn a_heartbeat_for_a_group_nobody_joined_creates_nothing() {
+        let c = Coordinator::default();
+        let h = heartbeat(&c, &beat("m", 3), None);
+        assert_eq!(h.answer.error_code, UNKNOWN_MEMBER_ID);
+        assert!(
+            lock(&c.modern).is_empty(),
+            "no group made by a heartbeat that is no join"
+        );
+    }
+
+    #[test]
+    fn an_empty_group_goes_on_from_the_labs_epoch_never_back() {
+        let c = Coordinator::default();
+        let joined = heartbeat(&c, &beat("m", 0), None);
+        assert_eq!(joined.answer.member_epoch, 2);
+        heartbeat(&c, &beat("m", -1), None);
+        // Meanwhile the lab's own consumers moved the group to epoch 9: the next join makes it
+        // 10 (its member at 9, the last target's, until the assignment interval has passed).
+        let again = heartbeat(&c, &beat("n", 0), Some(9));
+        assert_eq!(again.answer.member_epoch, 9, "{:?}", again.answer);
+        let Some(Command::ConsumerGroupState(state)) = again.commands.last() else {
+            panic!("{:?}", again.commands);
+        };
+        assert_eq!(state.epoch, 10);
+    }
+
+    #[test]
+    fn a_classic_join_and_a_consumer_protocol_join_never_share_a_group() {
+        let c = Coordinator::default();
+        assert_eq!(heartbeat(&c, &beat("m", 0), None).answer.error_code, 0);
+        let classic = now_answer(c.join(&join_request("x"), 5, "java", "/127.0.0.1", 0));
+        assert_eq!(classic.error_code, INCONSISTENT_GROUP_PROTOCOL);
+        heartbeat(&c, &beat("m", -1), None);
+        // Empty now: the classic member takes the group over, and then a heartbeat is refused.
+        let first = now_answer(c.join(&join_request(""), 5, "java", "/127.0.0.1", 0));
+        let id = first.member_id.to_string();
+        assert_eq!(
+            now_answer(c.join(&join_request(&id), 5, "java", "/127.0.0.1", 0)).error_code,
+            0
+        );
+        assert_eq!(
+            heartbeat(&c, &beat("n", 0), None).answer.error_code,
+            GROUP_ID_NOT_FOUND
+        );
+    }
+
+    #[test]
+    fn a_fenced_member_rejoining_with_its_id_moves_the_epoch_once() {
+        let c = Coordinator::default();
+        heartbeat(&c, &beat("m", 0), None);
+        let before = lock(&c.modern)["g"].model.group_epoch;
+        heartbeat(&c, &beat("m", 0), None);
+        assert_eq!(lock(&c.modern)["g"].model.group_epoch, before + 1);
+    }
+}

@@ -50,12 +50,12 @@ impl Lab {
         let cg: &ConsumerGroup = g.consumer.as_ref()?;
         // The lab's consumers by their name; real clients (through the listener) by client id.
         let members: Vec<(&str, &str)> = match &g.external {
-            Some(e) => e
+            Some(e) if g.members.is_empty() => e
                 .members
                 .iter()
                 .map(|m| (m.id.as_str(), m.client_id.as_str()))
                 .collect(),
-            None => g
+            _ => g
                 .members
                 .iter()
                 .map(|m| (m.id.as_str(), m.consumer.as_str()))

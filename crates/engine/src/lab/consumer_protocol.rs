@@ -166,7 +166,8 @@ impl Lab {
         let now = self.now();
         self.groups
             .values()
-            .filter(|g| g.external.is_none())
+            // The listener's coordinator times its own groups' assignments.
+            .filter(|g| !g.members.is_empty())
             .filter_map(|g| g.consumer.as_ref()?.assignment_due(now))
             .min()
     }
@@ -176,7 +177,7 @@ impl Lab {
         let due: Vec<(String, i32)> = self
             .groups
             .iter()
-            .filter(|(_, g)| g.external.is_none())
+            .filter(|(_, g)| !g.members.is_empty())
             .filter_map(|(name, g)| {
                 let cg = g.consumer.as_ref()?;
                 cg.assignment_due(now)

@@ -177,19 +177,30 @@ impl Lab {
         };
         let member = member.as_str();
         if let Some(cg) = &g.consumer {
-            // A consumer-protocol group: fenced by the member's own epoch, partition by partition.
-            match offsets
-                .iter()
-                .try_for_each(|(tp, _)| cg.check_commit_partition(member, generation, tp))
-            {
+            // A consumer-protocol group: fenced by the member's own epoch, partition by
+            // partition (a classic member of a mixed group: by its generation).
+            let fenced = if cg.members.contains_key(member) {
+                offsets
+                    .iter()
+                    .try_for_each(|(tp, _)| cg.check_commit_partition(member, generation, tp))
+            } else {
+                Err(EpochFenced::UnknownMember)
+            };
+            match fenced {
                 Ok(()) => {}
-                Err(
-                    EpochFenced::StaleMemberEpoch { current } | EpochFenced::IllegalGeneration { current },
-                ) => {
+                Err(EpochFenced::StaleMemberEpoch { current }) => {
                     return Err(LabError::StaleMemberEpoch {
                         group: group.to_string(),
                         member: member.to_string(),
                         epoch: generation,
+                        current,
+                    })
+                }
+                Err(EpochFenced::IllegalGeneration { current }) => {
+                    return Err(LabError::IllegalGeneration {
+                        group: group.to_string(),
+                        member: member.to_string(),
+                        generation,
                         current,
                     })
                 }
