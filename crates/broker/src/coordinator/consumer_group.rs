@@ -497,7 +497,12 @@ impl ModernGroup {
                         session_timeout_ms: None,
                         rebalance_timeout_ms: i32::try_from(c.rebalance_timeout.as_millis()).ok(),
                     },
-                    epoch: m.member_epoch,
+                    // A static member that left (epoch −2) is described so until it is back.
+                    epoch: if c.left_static {
+                        STATIC_LEAVE_EPOCH
+                    } else {
+                        m.member_epoch
+                    },
                     state: m.state,
                     revoking: m.pending_revocation.iter().cloned().collect(),
                     target: self.model.target_of(id).into_iter().collect(),

@@ -62,9 +62,10 @@ impl Lab {
         }
         let mut owned = BTreeSet::new();
         for m in &members {
-            if m.epoch < 0 {
+            // −2: a static member that left, its partitions kept for its next process.
+            if m.epoch < 0 && m.epoch != -2 {
                 return Err(LabError::InvalidArgument(format!(
-                    "member {}: a member epoch is at least 0 (got {})",
+                    "member {}: a member epoch is at least 0, or −2 for a static member that left (got {})",
                     m.member.id, m.epoch
                 )));
             }

@@ -170,6 +170,37 @@ pub fn consumer_group(t: &mut Target) -> Step<()> {
                     .with_group_ids(vec![group(&g), group(&t.name("cg-none"))]),
             )?;
         }
+        if v >= 1 {
+            // A static member: its leave (epoch −2) keeps its partitions for its next process,
+            // which takes them back at once, at the same epoch.
+            let sg = t.name(&format!("cg{v}-static"));
+            let (p1, p2) = (t.name(&format!("cg{v}-s1")), t.name(&format!("cg{v}-s2")));
+            let sj = t.ask(
+                "static join",
+                v,
+                join(&sg, &p1, &ct).with_instance_id(Some(s("i1"))),
+            )?;
+            t.ask(
+                "static leave",
+                v,
+                beat(&sg, &p1, -2, None).with_instance_id(Some(s("i1"))),
+            )?;
+            let described = ConsumerGroupDescribeRequest::default().with_group_ids(vec![group(&sg)]);
+            t.ask("describe after the static leave", 1, described.clone())?;
+            t.ask(
+                "static rejoin",
+                v,
+                join(&sg, &p2, &ct).with_instance_id(Some(s("i1"))),
+            )?;
+            t.ask("describe after the rejoin", 1, described)?;
+            t.ask(
+                "static leave again",
+                v,
+                beat(&sg, &p2, sj.member_epoch, None)
+                    .with_member_epoch(-1)
+                    .with_instance_id(Some(s("i1"))),
+            )?;
+        }
         t.ask("leave 2", v, beat(&g, &m2, -1, None))?;
         t.ask("leave", v, beat(&g, &m1, -1, None))?;
         t.ask("leave again", v, beat(&g, &m1, -1, None))?;

@@ -17,9 +17,10 @@ function memberRow(m, cg) {
   ];
   // A stable member behind the assignment epoch has not heartbeated since the group moved: it
   // fetches what it owns, and learns what to give up at its next heartbeat.
-  const state = m.state === 'unrevoked-partitions' ? 'revoking'
-    : m.state === 'unreleased-partitions' ? 'waiting for partitions'
-      : behind ? 'told at its next heartbeat' : 'stable';
+  const state = m.member_epoch === -2 ? 'left (static): its partitions wait for its next process'
+    : m.state === 'unrevoked-partitions' ? 'revoking'
+      : m.state === 'unreleased-partitions' ? 'waiting for partitions'
+        : behind ? 'told at its next heartbeat' : 'stable';
   return h('tr', { dataset: { member: m.member_id } },
     h('th', { scope: 'row' }, h('span', { class: 'who' }, m.consumer || m.member_id),
       m.consumer && m.consumer !== m.member_id ? h('span', { class: 'mid' }, m.member_id) : null,
