@@ -169,8 +169,9 @@ struct Figures {
     delivered_twice: usize,
     /// Every partition's committed offset, once all members are gone.
     committed: Vec<i64>,
-    /// The killed member's partitions were the others' again 40 to 60 s after the SIGKILL:
-    /// the session timeout (45 s), then a heartbeat interval (5 s) at most.
+    /// The killed member's partitions were the others' again 40 to 70 s after the SIGKILL:
+    /// the session timeout (45 s), the assignment interval (1 s), a heartbeat interval (5 s),
+    /// and room for a busy machine.
     dropped_after_the_session_timeout: bool,
 }
 
@@ -251,11 +252,11 @@ fn scale_story(
     c4.kill().expect("SIGKILL");
     let _ = c4.wait();
     let killed = Instant::now();
-    let deadline = killed + Duration::from_secs(75);
+    let deadline = killed + Duration::from_secs(90);
     while !split(&[&c1, &c2], 3) {
         assert!(
             Instant::now() < deadline,
-            "75 s after the kill: {:?} {:?}",
+            "90 s after the kill: {:?} {:?}",
             owned(&c1),
             owned(&c2)
         );
@@ -289,7 +290,7 @@ fn scale_story(
         records,
         delivered_twice,
         committed,
-        dropped_after_the_session_timeout: (40..=60).contains(&dropped_after),
+        dropped_after_the_session_timeout: (40..=70).contains(&dropped_after),
     }
 }
 
