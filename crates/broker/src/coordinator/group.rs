@@ -62,6 +62,9 @@ pub(crate) struct Group {
     /// Empty here, but the lab did not take the line that says so (its disk refused it): the
     /// ticker offers that line again.
     pub(super) unsettled: bool,
+    /// Static members' new processes that took an old member id's place (KIP-345) and whose
+    /// SyncGroup has not yet told the lab their id.
+    pub(super) replaced: std::collections::HashSet<String>,
 }
 
 impl Group {
@@ -79,6 +82,7 @@ impl Group {
             join_waiters: Vec::new(),
             sync_waiters: Vec::new(),
             unsettled: false,
+            replaced: std::collections::HashSet::new(),
         }
     }
 
@@ -87,6 +91,79 @@ impl Group {
         self.order
             .iter()
             .filter_map(|id| self.members.get(id).map(|m| (id, m)))
+    }
+
+    /// Static membership (KIP-345): a new process joining with no member id and the
+    /// `group.instance.id` of a member of this Stable group takes that member's place — a new
+    /// member id, the same assignment, the same generation — and is answered at once, with no
+    /// rebalance; its SyncGroup hands it the assignment. `None` when that does not apply (no such
+    /// member, a rebalance under way, or its subscription changed: Kafka rebalances then, and so
+    /// does the ordinary join that follows).
+    pub(super) fn replace_static_member(
+        &mut self,
+        r: &JoinGroupRequest,
+        version: i16,
+        client_id: &str,
+        host: &str,
+        now: Instant,
+        next: impl FnOnce() -> u64,
+    ) -> Option<JoinGroupResponse> {
+        let instance = r.group_instance_id.as_deref()?;
+        if !r.member_id.is_empty() || self.state != GroupState::Stable {
+            return None;
+        }
+        let old = self
+            .members
+            .iter()
+            .find(|(_, m)| m.instance_id.as_deref() == Some(instance))
+            .map(|(id, _)| id.clone())?;
+        let same = self.members.get(&old).is_some_and(|m| {
+            m.protocols.len() == r.protocols.len()
+                && m.protocols
+                    .iter()
+                    .zip(&r.protocols)
+                    .all(|((n, b), p)| n.as_str() == p.name.as_str() && *b == p.metadata)
+        });
+        if !same {
+            return None;
+        }
+        let id = format!("{instance}-{}", next());
+        let mut m = self.members.remove(&old)?;
+        tracing::info!(member = ?old, new = ?id, instance = ?instance, "static member replaced by its new process (KIP-345): same assignment, no rebalance");
+        m.client_id = client_id.to_string();
+        m.host = host.to_string();
+        m.last_seen = now;
+        self.members.insert(id.clone(), m);
+        for slot in self.order.iter_mut().filter(|o| **o == old) {
+            slot.clone_from(&id);
+        }
+        if self.leader == old {
+            self.leader.clone_from(&id);
+        }
+        self.replaced.insert(id.clone());
+        let members = if self.leader == id {
+            self.ordered()
+                .map(|(mid, m)| {
+                    JoinGroupResponseMember::default()
+                        .with_member_id(str_bytes(mid))
+                        .with_group_instance_id(m.instance_id.as_deref().map(str_bytes))
+                        .with_metadata(m.metadata(&self.protocol))
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Some(
+            JoinGroupResponse::default()
+                .with_generation_id(self.generation)
+                .with_protocol_type(Some(str_bytes(&self.protocol_type)))
+                .with_protocol_name(Some(str_bytes(&self.protocol)))
+                .with_leader(str_bytes(&self.leader))
+                .with_member_id(str_bytes(&id))
+                // The leader's assignment stands: it must not compute a new one (v9+).
+                .with_skip_assignment(version >= 9 && self.leader == id)
+                .with_members(members),
+        )
     }
 
     /// Moves the group to `next`, as the protocol allows ([`GroupState::can_follow`]).

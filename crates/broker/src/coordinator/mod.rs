@@ -15,10 +15,11 @@
 //! replays them. Lines are applied in the order the coordinator settled them (one lock around
 //! "decide, then apply"), so generations reach the engine in order.
 //!
-//! Not modelled: static membership (`group.instance.id` is accepted and shown, with no special
-//! rejoin), the consumer protocol of KIP-848, and Kafka's `group.initial.rebalance.delay.ms` (the
-//! first rebalance of an empty group completes as soon as its members have joined — Kafka's own
-//! advice for development).
+//! Static membership (KIP-345): a static member's new process takes its old member's place in a
+//! Stable group at the same generation, with no rebalance ([`Group::replace_static_member`]).
+//! Kafka 4's consumer protocol (KIP-848) is [`consumer_group`]. Not modelled: Kafka's
+//! `group.initial.rebalance.delay.ms` (the first rebalance of an empty group completes as soon as
+//! its members have joined — Kafka's own advice for development).
 
 use bytes::Bytes;
 use offsetlab_engine::group::{check_commit, ExternalMember, Fenced, GroupState};
@@ -85,6 +86,40 @@ pub(crate) fn assigned_partitions(bytes: &Bytes) -> Vec<TopicPartition> {
         .collect();
     partitions.sort_by(|a, b| a.topic.cmp(&b.topic));
     partitions
+}
+
+/// The `rebalance` line of `g` as it is now: its generation, protocol and every member with its
+/// assignment — what Kafka's coordinator writes to `__consumer_offsets` as the group's metadata.
+fn metadata_record(group: &str, g: &Group) -> Command {
+    let consumer = g.protocol_type == "consumer";
+    let members: Vec<ExternalMember> = g
+        .ordered()
+        .map(|(id, m)| ExternalMember {
+            id: id.clone(),
+            client_id: String::from(&m.client_id),
+            host: m.host.clone(),
+            partitions: if consumer {
+                assigned_partitions(&m.assignment)
+            } else {
+                Vec::new()
+            },
+            instance_id: m.instance_id.clone(),
+            topics: if consumer {
+                consumer_protocol::subscribed_topics(&m.metadata(&g.protocol))
+            } else {
+                Vec::new()
+            },
+            session_timeout_ms: Some(millis(m.session_timeout)),
+            rebalance_timeout_ms: Some(millis(m.rebalance_timeout)),
+        })
+        .collect();
+    Command::Rebalance(Rebalance {
+        group: group.to_string(),
+        protocol_type: g.protocol_type.clone(),
+        generation: g.generation,
+        protocol: g.protocol.clone(),
+        members,
+    })
 }
 
 /// The groups of real clients, and the lock that keeps what they settle in order.
@@ -233,6 +268,11 @@ impl Coordinator {
         if g.members.is_empty() {
             g.protocol_type = r.protocol_type.to_string();
         }
+        if let Some(joined) = g.replace_static_member(r, version, client_id, host, now, || {
+            self.next_member.fetch_add(1, Ordering::Relaxed) + 1
+        }) {
+            return Join::Now(joined);
+        }
         let mut id = r.member_id.to_string();
         if id.is_empty() {
             id = format!(
@@ -329,7 +369,13 @@ impl Coordinator {
             GroupState::PreparingRebalance | GroupState::Empty => now_answer(REBALANCE_IN_PROGRESS),
             GroupState::Stable => Sync::Now(Settled {
                 answer: answer(g, &member),
-                commands: Vec::new(),
+                // A static member's new process in its place: the lab learns its member id
+                // (the group's metadata record changes, its generation does not).
+                commands: if g.replaced.remove(&member) {
+                    vec![metadata_record(&group, g)]
+                } else {
+                    Vec::new()
+                },
             }),
             GroupState::CompletingRebalance if member == g.leader => {
                 for a in &r.assignments {
@@ -341,35 +387,7 @@ impl Coordinator {
                 for (id, tx) in std::mem::take(&mut g.sync_waiters) {
                     let _ = tx.send(answer(g, &id));
                 }
-                let consumer = g.protocol_type == "consumer";
-                let members: Vec<ExternalMember> = g
-                    .ordered()
-                    .map(|(id, m)| ExternalMember {
-                        id: id.clone(),
-                        client_id: String::from(&m.client_id),
-                        host: m.host.clone(),
-                        partitions: if consumer {
-                            assigned_partitions(&m.assignment)
-                        } else {
-                            Vec::new()
-                        },
-                        instance_id: m.instance_id.clone(),
-                        topics: if consumer {
-                            consumer_protocol::subscribed_topics(&m.metadata(&g.protocol))
-                        } else {
-                            Vec::new()
-                        },
-                        session_timeout_ms: Some(millis(m.session_timeout)),
-                        rebalance_timeout_ms: Some(millis(m.rebalance_timeout)),
-                    })
-                    .collect();
-                let rebalance = Command::Rebalance(Rebalance {
-                    group: group.clone(),
-                    protocol_type: g.protocol_type.clone(),
-                    generation: g.generation,
-                    protocol: g.protocol.clone(),
-                    members,
-                });
+                let rebalance = metadata_record(&group, g);
                 Sync::Now(Settled {
                     answer: answer(g, &member),
                     commands: vec![rebalance],

@@ -174,6 +174,69 @@ fn what_the_lab_did_not_take_is_settled_again() {
     assert_eq!((rejoined.error_code, rejoined.generation_id), (0, 4));
 }
 
+/// KIP-345: a static member's new process (no member id, the same `group.instance.id`) takes
+/// the old member's place in a Stable group — a new member id, the same generation and
+/// assignment, no rebalance — and its SyncGroup tells the lab the new id at that generation.
+#[test]
+fn a_static_members_new_process_takes_its_place_without_a_rebalance() {
+    let c = Coordinator::default();
+    let static_join = |member: &str| join_request(member).with_group_instance_id(Some(str_bytes("i-1")));
+    let first = now_answer(c.join(&static_join(""), 9, "rdkafka", "/127.0.0.1", 0));
+    let id = first.member_id.to_string();
+    let joined = now_answer(c.join(&static_join(&id), 9, "rdkafka", "/127.0.0.1", 0));
+    assert_eq!((joined.error_code, joined.generation_id), (0, 1));
+    let assignment = consumer_protocol::assignment([("orders", vec![0, 1])]);
+    let sync = |member: &str, plan: Vec<SyncGroupRequestAssignment>| {
+        SyncGroupRequest::default()
+            .with_group_id(GroupId(str_bytes("g")))
+            .with_generation_id(1)
+            .with_member_id(str_bytes(member))
+            .with_assignments(plan)
+    };
+    let plan = vec![SyncGroupRequestAssignment::default()
+        .with_member_id(str_bytes(&id))
+        .with_assignment(assignment.clone())];
+    let Sync::Now(_) = c.sync(&sync(&id, plan)) else {
+        panic!("the leader is answered at once")
+    };
+    // The process crashes; a new one joins with the same instance id.
+    let back = now_answer(c.join(&static_join(""), 9, "rdkafka", "/127.0.0.1", 0));
+    assert_eq!(
+        back.error_code, 0,
+        "answered at once, no MEMBER_ID_REQUIRED round"
+    );
+    assert_eq!(back.generation_id, 1, "the same generation: no rebalance");
+    let new_id = back.member_id.to_string();
+    assert_ne!(new_id, id);
+    assert_eq!(
+        back.leader.as_str(),
+        new_id,
+        "it was the leader: its new process is"
+    );
+    assert!(back.skip_assignment, "the leader's assignment stands (v9)");
+    let Sync::Now(settled) = c.sync(&sync(&new_id, Vec::new())) else {
+        panic!("a Stable group answers at once")
+    };
+    assert_eq!(settled.answer.assignment, assignment);
+    let lines: Vec<String> = settled.commands.iter().map(Command::to_string).collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].contains("generation=1") && lines[0].contains(&new_id),
+        "{lines:?}"
+    );
+    assert_eq!(c.check_commit("g", &new_id, 1), Ok(()));
+    assert_eq!(
+        c.check_commit("g", &id, 1),
+        Err(UNKNOWN_MEMBER_ID),
+        "the old process is gone"
+    );
+    // A second SyncGroup changes nothing more for the lab.
+    let Sync::Now(again) = c.sync(&sync(&new_id, Vec::new())) else {
+        panic!("Stable")
+    };
+    assert!(again.commands.is_empty());
+}
+
 mod modern_groups {
     use super::*;
     use offsetlab_wire::kafka_protocol::messages::{ConsumerGroupHeartbeatRequest, TopicName};

@@ -41,6 +41,8 @@ impl Lab {
         mut members: Vec<ExternalMember>,
     ) -> Result<(), LabError> {
         crate::names::check_group_id(group)?;
+        // The member ids before a static member's replacement (empty: no replacement).
+        let mut replaced: Vec<String> = Vec::new();
         if let Some(g) = self.groups.get(group) {
             if !g.members.is_empty() {
                 return Err(LabError::InvalidArgument(format!(
@@ -52,7 +54,20 @@ impl Lab {
                     "group {group} is a consumer-protocol group with members: classic members cannot join it"
                 )));
             }
-            if generation <= g.generation {
+            // The same generation: a static member's new process in its place (KIP-345) —
+            // Kafka writes the group's metadata again, with the new member id, and no rebalance.
+            let replacement = generation == g.generation
+                && g.external
+                    .as_ref()
+                    .is_some_and(|e| static_replacement(&e.members, &members));
+            if replacement {
+                replaced = g
+                    .external
+                    .iter()
+                    .flat_map(|e| e.members.iter().map(|m| m.id.clone()))
+                    .collect();
+            }
+            if generation < g.generation || (generation == g.generation && !replacement) {
                 return Err(LabError::InvalidArgument(format!(
                     "group {group} is at generation {}: a rebalance moves it forward (got {generation})",
                     g.generation
@@ -105,7 +120,23 @@ impl Lab {
         g.dead = false;
         // An empty consumer-protocol group becomes a classic one, as Kafka converts it.
         g.consumer = None;
-        let text = if members.is_empty() {
+        let text = if !replaced.is_empty() {
+            let new: Vec<String> = members
+                .iter()
+                .filter(|m| !replaced.contains(&m.id))
+                .map(|m| {
+                    format!(
+                        "{} (group.instance.id {})",
+                        m.id,
+                        m.instance_id.as_deref().unwrap_or_default()
+                    )
+                })
+                .collect();
+            format!(
+                "group {group} (real Kafka clients): a static member's new process takes its old member's place and partitions (KIP-345) — {}; generation {generation} unchanged, no rebalance",
+                new.join(", ")
+            )
+        } else if members.is_empty() {
             format!("group {group} (real Kafka clients) is now Empty (generation {generation}); its committed offsets stay")
         } else {
             let who: Vec<String> = members
@@ -269,6 +300,19 @@ impl Lab {
         );
         Ok(())
     }
+}
+
+/// Whether `after` is `before` with static members' ids changed and nothing else: the same
+/// members (by member id, or by `group.instance.id` for static ones) with the same partitions.
+fn static_replacement(before: &[ExternalMember], after: &[ExternalMember]) -> bool {
+    before.len() == after.len()
+        && after.iter().any(|m| !before.iter().any(|b| b.id == m.id))
+        && after.iter().all(|m| {
+            before.iter().any(|b| {
+                let same_member = b.id == m.id || (b.instance_id.is_some() && b.instance_id == m.instance_id);
+                same_member && b.partitions == m.partitions
+            })
+        })
 }
 
 /// A group the lab's consumers have not joined: an empty in-memory stand-in sink (real clients

@@ -319,6 +319,50 @@ mod tests {
         );
     }
 
+    /// KIP-345 through the listener: the same generation is taken again only when a static
+    /// member's new id replaces its old one, the partitions unchanged.
+    #[test]
+    fn a_classic_rebalance_at_the_same_generation_is_a_static_replacement_or_refused() {
+        let mut lab = lab();
+        let member = |id: &str, p: i32| ExternalMember {
+            id: id.into(),
+            instance_id: Some("i-1".into()),
+            partitions: vec![TopicPartition::new("orders", p)],
+            ..ExternalMember::default()
+        };
+        lab.external_rebalance("c", 1, "range", vec![member("old", 0)])
+            .expect("generation 1");
+        let moved = lab.external_rebalance("c", 1, "range", vec![member("new", 1)]);
+        assert!(
+            moved.is_err(),
+            "other partitions at the same generation: {moved:?}"
+        );
+        lab.external_rebalance("c", 1, "range", vec![member("new", 0)])
+            .expect("a static replacement");
+        let g = lab.group("c").expect("group");
+        assert_eq!(g.generation, 1);
+        assert_eq!(g.external.as_ref().map(|e| e.members[0].id.as_str()), Some("new"));
+        let none = BTreeMap::new();
+        lab.external_commit(
+            "c",
+            "new",
+            1,
+            &[(TopicPartition::new("orders", 0), 3)],
+            &none,
+            &BTreeMap::new(),
+        )
+        .expect("the new process commits at the generation");
+        let old = lab.external_commit(
+            "c",
+            "old",
+            1,
+            &[(TopicPartition::new("orders", 0), 4)],
+            &none,
+            &BTreeMap::new(),
+        );
+        assert!(matches!(old, Err(LabError::UnknownMember { .. })), "{old:?}");
+    }
+
     #[test]
     fn an_epoch_going_back_or_a_partition_with_two_owners_is_refused_and_changes_nothing() {
         let mut lab = lab();
