@@ -142,28 +142,38 @@ impl Group {
         }
         self.replaced.insert(id.clone());
         let members = if self.leader == id {
-            self.ordered()
-                .map(|(mid, m)| {
-                    JoinGroupResponseMember::default()
-                        .with_member_id(str_bytes(mid))
-                        .with_group_instance_id(m.instance_id.as_deref().map(str_bytes))
-                        .with_metadata(m.metadata(&self.protocol))
-                })
-                .collect()
+            self.subscriptions()
         } else {
             Vec::new()
         };
         Some(
-            JoinGroupResponse::default()
-                .with_generation_id(self.generation)
-                .with_protocol_type(Some(str_bytes(&self.protocol_type)))
-                .with_protocol_name(Some(str_bytes(&self.protocol)))
-                .with_leader(str_bytes(&self.leader))
-                .with_member_id(str_bytes(&id))
+            self.joined(&id, members)
                 // The leader's assignment stands: it must not compute a new one (v9+).
-                .with_skip_assignment(version >= 9 && self.leader == id)
-                .with_members(members),
+                .with_skip_assignment(version >= 9 && self.leader == id),
         )
+    }
+
+    /// Every member's subscription for the group's protocol: what the leader is sent to assign.
+    fn subscriptions(&self) -> Vec<JoinGroupResponseMember> {
+        self.ordered()
+            .map(|(id, m)| {
+                JoinGroupResponseMember::default()
+                    .with_member_id(str_bytes(id))
+                    .with_group_instance_id(m.instance_id.as_deref().map(str_bytes))
+                    .with_metadata(m.metadata(&self.protocol))
+            })
+            .collect()
+    }
+
+    /// The JoinGroup answer of member `id` in the current generation (`members`: the leader's).
+    fn joined(&self, id: &str, members: Vec<JoinGroupResponseMember>) -> JoinGroupResponse {
+        JoinGroupResponse::default()
+            .with_generation_id(self.generation)
+            .with_protocol_type(Some(str_bytes(&self.protocol_type)))
+            .with_protocol_name(Some(str_bytes(&self.protocol)))
+            .with_leader(str_bytes(&self.leader))
+            .with_member_id(str_bytes(id))
+            .with_members(members)
     }
 
     /// Moves the group to `next`, as the protocol allows ([`GroupState::can_follow`]).
@@ -273,30 +283,14 @@ impl Group {
         for m in self.members.values_mut() {
             m.assignment = Bytes::new();
         }
-        let everyone: Vec<JoinGroupResponseMember> = self
-            .ordered()
-            .map(|(id, m)| {
-                JoinGroupResponseMember::default()
-                    .with_member_id(str_bytes(id))
-                    .with_group_instance_id(m.instance_id.as_deref().map(str_bytes))
-                    .with_metadata(m.metadata(&self.protocol))
-            })
-            .collect();
-        for (id, tx) in self.join_waiters.drain(..) {
+        let everyone = self.subscriptions();
+        for (id, tx) in std::mem::take(&mut self.join_waiters) {
             let members = if id == self.leader {
                 everyone.clone()
             } else {
                 Vec::new()
             };
-            let _ = tx.send(
-                JoinGroupResponse::default()
-                    .with_generation_id(self.generation)
-                    .with_protocol_type(Some(str_bytes(&self.protocol_type)))
-                    .with_protocol_name(Some(str_bytes(&self.protocol)))
-                    .with_leader(str_bytes(&self.leader))
-                    .with_member_id(str_bytes(&id))
-                    .with_members(members),
-            );
+            let _ = tx.send(self.joined(&id, members));
         }
         None
     }
