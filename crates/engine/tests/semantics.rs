@@ -2140,6 +2140,71 @@ fn offsets_expire_by_subscription_while_stable_and_from_the_moment_the_group_emp
     assert!(lab.group("simple").is_err(), "removed with its last offset");
 }
 
+/// The coordinator's cleanup (`offsets.retention.check.interval.ms`, Kafka's
+/// `cleanupGroupMetadata`) removes an Empty group with no committed offset left at its next run,
+/// however its offsets went: here an OffsetDelete of the last one, and a group whose member left
+/// without committing. Never a group with a member or an offset; runs fall on multiples of the
+/// interval of the lab's clock.
+#[test]
+fn the_cleanup_run_removes_an_empty_group_with_no_offset_left() {
+    const SECOND: i64 = 1_000;
+    let mut lab = lab_with_orders(4);
+    lab.set_offsets_retention_check(10 * SECOND).expect("10s");
+    assert!(
+        lab.set_offsets_retention_check(0).is_err(),
+        "a zero interval is refused"
+    );
+    assert_eq!(
+        lab.offsets_retention_check_ms(),
+        10 * SECOND,
+        "and changes nothing"
+    );
+    lab.add_consumer(consumer(
+        "c1",
+        "g",
+        CommitStrategy::ManualBatch,
+        SinkKind::Append,
+        10,
+    ))
+    .expect("c1");
+    poll_and_process(&mut lab, "c1");
+    lab.tick(60 * SECOND)
+        .expect("a Stable group with offsets is never removed");
+    assert_eq!(lab.group("g").expect("g").state_name(), "Stable");
+    lab.close("c1").expect("close");
+    lab.tick(60 * SECOND)
+        .expect("an Empty group with an offset stays");
+    assert_eq!(lab.group("g").expect("g").state_name(), "Empty");
+    let before_run = 10 * SECOND - 1 - lab.now().rem_euclid(10 * SECOND);
+    lab.tick(before_run).expect("to one millisecond before a run");
+    lab.delete_offsets("g", &[tp()]).expect("the last offset");
+    assert_eq!(
+        lab.group("g").expect("g").state_name(),
+        "Empty",
+        "until the cleanup runs"
+    );
+    lab.tick(1).expect("the run");
+    assert_eq!(lab.group("g").expect("kept for c1").state_name(), "Dead");
+    assert_eq!(figures(&lab, "g").state, "Dead");
+
+    // A member that never commits: its group goes at the first run after it left.
+    lab.add_consumer(consumer(
+        "c2",
+        "quiet",
+        CommitStrategy::ManualBatch,
+        SinkKind::Append,
+        10,
+    ))
+    .expect("c2");
+    lab.poll("c2").expect("poll, no commit");
+    lab.tick(20 * SECOND).expect("a member: kept");
+    assert_eq!(lab.group("quiet").expect("quiet").state_name(), "Stable");
+    lab.close("c2").expect("close");
+    assert_eq!(lab.group("quiet").expect("quiet").state_name(), "Empty");
+    lab.tick(10 * SECOND).expect("one interval");
+    assert_eq!(lab.group("quiet").expect("kept for c2").state_name(), "Dead");
+}
+
 /// DeleteGroups of a group the lab's consumers still name: the coordinator has it no more
 /// (DescribeGroups says Dead, a second delete is GROUP_ID_NOT_FOUND, and so is an OffsetDelete)
 /// until a member joins or an offset is committed for it.

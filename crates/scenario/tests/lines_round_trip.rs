@@ -749,7 +749,18 @@ fn command() -> impl Strategy<Value = Command> {
                 partitions,
             })
         ),
-        positive_duration().prop_map(|offsets_retention_ms| Command::Broker(Broker { offsets_retention_ms })),
+        (
+            proptest::option::of(positive_duration()),
+            proptest::option::of(positive_duration())
+        )
+            .prop_filter("a broker line sets something", |(r, c)| r.is_some()
+                || c.is_some())
+            .prop_map(
+                |(offsets_retention_ms, offsets_retention_check_ms)| Command::Broker(Broker {
+                    offsets_retention_ms,
+                    offsets_retention_check_ms
+                })
+            ),
         Just(Command::RestartCoordinator(RestartCoordinator)),
         (
             proptest::option::of(text()),

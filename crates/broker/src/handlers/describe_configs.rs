@@ -191,6 +191,12 @@ fn broker_configs(broker: &Broker, s: &offsetlab_lab::Session) -> Vec<Config> {
         ),
         ("node.id", TYPE_INT, Some(node), None),
         (
+            "offsets.retention.check.interval.ms",
+            TYPE_LONG,
+            Some(lab.offsets_retention_check_ms().to_string()),
+            some("600000"),
+        ),
+        (
             "offsets.retention.minutes",
             TYPE_INT,
             Some(retention_minutes),

@@ -100,6 +100,9 @@ pub struct Lab {
     effects: BTreeMap<String, u64>,
     /// `offsets.retention.minutes` (KIP-211), in milliseconds.
     offsets_retention_ms: Millis,
+    /// `offsets.retention.check.interval.ms`: how often the coordinator's cleanup removes a
+    /// group with no member and no committed offset left.
+    offsets_retention_check_ms: Millis,
     /// The transaction coordinator's producers, by `transactional.id`.
     producers: BTreeMap<String, TransactionalProducer>,
     /// The next producer id InitProducerId hands out.
@@ -112,6 +115,9 @@ pub struct Lab {
 
 /// Kafka's default `offsets.retention.minutes`: 7 days.
 pub const DEFAULT_OFFSETS_RETENTION_MS: Millis = 7 * 24 * 3_600_000;
+
+/// Kafka's default `offsets.retention.check.interval.ms`: 10 minutes.
+pub const DEFAULT_OFFSETS_RETENTION_CHECK_MS: Millis = 600_000;
 
 impl Default for Lab {
     fn default() -> Self {
@@ -152,6 +158,7 @@ impl Lab {
             fault: None,
             effects: BTreeMap::new(),
             offsets_retention_ms: DEFAULT_OFFSETS_RETENTION_MS,
+            offsets_retention_check_ms: DEFAULT_OFFSETS_RETENTION_CHECK_MS,
             producers: BTreeMap::new(),
             next_producer_id: 1000,
             topics_created: 0,
@@ -338,6 +345,26 @@ impl Lab {
 
     pub fn offsets_retention_ms(&self) -> Millis {
         self.offsets_retention_ms
+    }
+
+    /// Sets the broker's `offsets.retention.check.interval.ms`: the coordinator's cleanup runs
+    /// at every multiple of it on the lab's clock.
+    pub fn set_offsets_retention_check(&mut self, ms: Millis) -> Result<(), LabError> {
+        if ms <= 0 {
+            return Err(LabError::InvalidArgument(
+                "offsets.retention.check.interval must be positive".into(),
+            ));
+        }
+        self.offsets_retention_check_ms = ms;
+        self.say(
+            EventKind::Setup,
+            format!("broker: offsets.retention.check.interval.ms = {} — how often the coordinator removes a group with no member and no committed offset", crate::clock::format_duration(ms)),
+        );
+        Ok(())
+    }
+
+    pub fn offsets_retention_check_ms(&self) -> Millis {
+        self.offsets_retention_check_ms
     }
 
     /// Arms the explorer's fault injection.

@@ -24,6 +24,10 @@ use std::collections::{BTreeMap, HashMap};
 /// Bumped whenever the snapshot's shape changes incompatibly.
 pub const SNAPSHOT_VERSION: u32 = 1;
 
+fn default_retention_check() -> Millis {
+    super::DEFAULT_OFFSETS_RETENTION_CHECK_MS
+}
+
 #[derive(Debug, Serialize, Deserialize)]
 pub struct LabSnapshot {
     pub version: u32,
@@ -37,6 +41,9 @@ pub struct LabSnapshot {
     fault: Option<FaultPlan>,
     effects: BTreeMap<String, u64>,
     offsets_retention_ms: Millis,
+    /// Kafka's default in a snapshot from before the lab knew the setting.
+    #[serde(default = "default_retention_check")]
+    offsets_retention_check_ms: Millis,
     producers: BTreeMap<String, TransactionalProducer>,
     next_producer_id: i64,
     /// The log end of `__consumer_offsets` the lab had acknowledged.
@@ -164,6 +171,7 @@ impl Lab {
             fault: self.fault.clone(),
             effects: self.effects.clone(),
             offsets_retention_ms: self.offsets_retention_ms,
+            offsets_retention_check_ms: self.offsets_retention_check_ms,
             producers: self.producers.clone(),
             next_producer_id: self.next_producer_id,
             topics_created: Some(self.topics_created),
@@ -245,6 +253,7 @@ impl Lab {
             fault: snapshot.fault,
             effects: snapshot.effects,
             offsets_retention_ms: snapshot.offsets_retention_ms,
+            offsets_retention_check_ms: snapshot.offsets_retention_check_ms,
             producers: snapshot.producers,
             next_producer_id: snapshot.next_producer_id,
             topics_created,

@@ -206,6 +206,7 @@ impl Lab {
             self.next_session_expiry(),
             self.next_poll_deadline(),
             self.next_offset_expiry(),
+            self.next_group_cleanup(),
             self.next_transaction_timeout(),
             self.next_share_timer(),
             self.next_useful_heartbeat(),
@@ -357,6 +358,7 @@ impl Lab {
         self.expire_sessions(now)?;
         self.expire_poll_intervals(now)?;
         self.expire_offsets(now);
+        self.cleanup_groups(now);
         self.expire_transactions(now);
         self.fire_share_timers(now)?;
         Ok(())
@@ -461,6 +463,51 @@ impl Lab {
                     format!("group {group} had no member and no committed offset left: the coordinator removed it (Dead)"),
                 );
             }
+        }
+    }
+
+    /// The groups the coordinator's cleanup removes: no member, no committed offset, no
+    /// transaction holding offsets for them (Kafka's `cleanupGroupMetadata`: a group whose
+    /// offsets are all gone — expired, deleted with OffsetDelete, or never committed — and that
+    /// is empty is deleted, whatever emptied it).
+    fn removable_groups(&self) -> Vec<String> {
+        self.groups
+            .iter()
+            .filter(|(name, g)| {
+                !g.dead
+                    && !g.has_members()
+                    && !self.offsets.groups().any(|o| o == name.as_str())
+                    && !self.producers.values().any(|p| {
+                        p.ongoing
+                            .as_ref()
+                            .is_some_and(|t| t.offsets.iter().any(|(og, _, _)| og == *name))
+                    })
+            })
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
+    /// The next run of the cleanup, `offsets.retention.check.interval.ms` apart on the lab's
+    /// clock — only while it has a group to remove (otherwise it changes nothing).
+    fn next_group_cleanup(&self) -> Option<Millis> {
+        if self.removable_groups().is_empty() {
+            return None;
+        }
+        let interval = self.offsets_retention_check_ms.max(1);
+        Some((self.now().div_euclid(interval) + 1).saturating_mul(interval))
+    }
+
+    /// The cleanup's run at `now`, when it falls on a multiple of the check interval.
+    fn cleanup_groups(&mut self, now: Millis) {
+        if now.rem_euclid(self.offsets_retention_check_ms.max(1)) != 0 {
+            return;
+        }
+        for group in self.removable_groups() {
+            self.remove_group(&group, now);
+            self.say(
+                EventKind::Group,
+                format!("group {group} had no member and no committed offset: the coordinator's cleanup (every offsets.retention.check.interval.ms, {}) removed it (Dead)", format_duration(self.offsets_retention_check_ms)),
+            );
         }
     }
 }

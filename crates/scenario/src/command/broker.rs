@@ -1,8 +1,11 @@
-//! `broker offsets.retention=DUR`
+//! `broker [offsets.retention=DUR] [offsets.retention.check.interval=DUR]`
 //!
-//! Broker-wide settings. `offsets.retention` is Kafka's `offsets.retention.minutes` (7 days by
-//! default): once a group has no members, its committed offsets expire that long after it
-//! emptied (KIP-211), and its next start falls to `auto.offset.reset`.
+//! Broker-wide settings of the group coordinator. `offsets.retention` is Kafka's
+//! `offsets.retention.minutes` (7 days by default): once a group has no members, its committed
+//! offsets expire that long after it emptied (KIP-211), and its next start falls to
+//! `auto.offset.reset`. `offsets.retention.check.interval` is
+//! `offsets.retention.check.interval.ms` (10 minutes by default): how often the coordinator's
+//! cleanup runs — the run that removes a group left with no member and no committed offset.
 
 use crate::error::ParseError;
 use crate::token::Args;
@@ -13,35 +16,55 @@ use std::fmt;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Broker {
-    pub offsets_retention_ms: i64,
+    pub offsets_retention_ms: Option<i64>,
+    pub offsets_retention_check_ms: Option<i64>,
 }
 
 impl Broker {
     pub fn parse(args: &mut Args) -> Result<Self, ParseError> {
-        let ms = args
-            .parsed("offsets.retention", duration_ms)?
-            .ok_or_else(|| ParseError::new("broker: missing offsets.retention=DUR"))?;
-        if ms == 0 {
+        let positive = |key: &str, ms: Option<i64>| match ms {
+            Some(0) => Err(ParseError::new(format!("broker: {key} must be longer than 0ms"))),
+            other => Ok(other),
+        };
+        let offsets_retention_ms = positive(
+            "offsets.retention",
+            args.parsed("offsets.retention", duration_ms)?,
+        )?;
+        let offsets_retention_check_ms = positive(
+            "offsets.retention.check.interval",
+            args.parsed("offsets.retention.check.interval", duration_ms)?,
+        )?;
+        if offsets_retention_ms.is_none() && offsets_retention_check_ms.is_none() {
             return Err(ParseError::new(
-                "broker: offsets.retention must be longer than 0ms",
+                "broker: give offsets.retention=DUR and/or offsets.retention.check.interval=DUR",
             ));
         }
         Ok(Self {
-            offsets_retention_ms: ms,
+            offsets_retention_ms,
+            offsets_retention_check_ms,
         })
     }
 
     pub fn apply(&self, lab: &mut Lab) -> Result<(), LabError> {
-        lab.set_offsets_retention(self.offsets_retention_ms)
+        if let Some(ms) = self.offsets_retention_ms {
+            lab.set_offsets_retention(ms)?;
+        }
+        if let Some(ms) = self.offsets_retention_check_ms {
+            lab.set_offsets_retention_check(ms)?;
+        }
+        Ok(())
     }
 }
 
 impl fmt::Display for Broker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "broker offsets.retention={}",
-            format_duration(self.offsets_retention_ms)
-        )
+        write!(f, "broker")?;
+        if let Some(ms) = self.offsets_retention_ms {
+            write!(f, " offsets.retention={}", format_duration(ms))?;
+        }
+        if let Some(ms) = self.offsets_retention_check_ms {
+            write!(f, " offsets.retention.check.interval={}", format_duration(ms))?;
+        }
+        Ok(())
     }
 }
