@@ -483,6 +483,27 @@ impl Coordinator {
         })
     }
 
+    /// An OffsetFetch from a consumer-protocol group's member (v9+, KIP-848): refused when the
+    /// member is unknown (UNKNOWN_MEMBER_ID) or asks at any epoch but its own
+    /// (STALE_MEMBER_EPOCH; ILLEGAL_GENERATION for a classic member of the group). A fetch with
+    /// no member id and a negative epoch (an admin's, or a client outside group management) is
+    /// answered; so is any fetch of a classic group, as Kafka does.
+    pub(crate) fn check_fetch(&self, group: &str, member: Option<&str>, epoch: i32) -> Result<(), i16> {
+        if member.is_none() && epoch < 0 {
+            return Ok(());
+        }
+        let modern = lock(&self.modern);
+        let Some(g) = modern.get(group) else {
+            return Ok(());
+        };
+        match g.model.members.get(member.unwrap_or_default()) {
+            None => Err(UNKNOWN_MEMBER_ID),
+            Some(m) if m.member_epoch != epoch && m.classic => Err(ILLEGAL_GENERATION),
+            Some(m) if m.member_epoch != epoch => Err(STALE_MEMBER_EPOCH),
+            Some(_) => Ok(()),
+        }
+    }
+
     /// The partitions of a consumer-protocol member's commit its epoch does not cover: it was
     /// given them after `epoch` (or does not own them) — STALE_MEMBER_EPOCH for those, the rest
     /// stored (Kafka 4.4, KIP-1251). Empty for a classic group.

@@ -314,4 +314,25 @@ mod modern_groups {
         heartbeat(&c, &beat("m", 0), None);
         assert_eq!(lock(&c.modern)["g"].model.group_epoch, before + 1);
     }
+
+    /// OffsetFetch v9 as Kafka 4.4 checks it (the conformance conversation `consumer-group`
+    /// asks both): the member's own epoch answers; any other, or an unknown member, is refused;
+    /// an admin's fetch (no member id, epoch −1) and a fetch of a group the coordinator does not
+    /// run under this protocol are answered.
+    #[test]
+    fn an_offset_fetch_is_checked_against_the_members_epoch() {
+        let c = Coordinator::default();
+        let epoch = heartbeat(&c, &beat("m", 0), None).answer.member_epoch;
+        assert_eq!(c.check_fetch("g", Some("m"), epoch), Ok(()));
+        assert_eq!(c.check_fetch("g", Some("m"), epoch - 1), Err(STALE_MEMBER_EPOCH));
+        assert_eq!(c.check_fetch("g", Some("m"), epoch + 1), Err(STALE_MEMBER_EPOCH));
+        assert_eq!(c.check_fetch("g", Some("nobody"), epoch), Err(UNKNOWN_MEMBER_ID));
+        assert_eq!(c.check_fetch("g", None, 1), Err(UNKNOWN_MEMBER_ID));
+        assert_eq!(c.check_fetch("g", None, -1), Ok(()), "an admin's");
+        assert_eq!(
+            c.check_fetch("classic", Some("x"), 4),
+            Ok(()),
+            "not a consumer-protocol group"
+        );
+    }
 }

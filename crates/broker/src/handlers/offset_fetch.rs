@@ -61,6 +61,16 @@ pub(crate) fn handle(broker: &Broker, r: &OffsetFetchRequest, version: i16) -> O
             .groups
             .iter()
             .map(|g| {
+                // v9+: a consumer-protocol member's fetch carries its id and epoch, checked first.
+                let member = g.member_id.as_ref().map(|m| m.as_str());
+                if let Err(code) = broker
+                    .coordinator
+                    .check_fetch(&g.group_id.0, member, g.member_epoch)
+                {
+                    return OffsetFetchResponseGroup::default()
+                        .with_group_id(g.group_id.clone())
+                        .with_error_code(code);
+                }
                 let topics = g.topics.as_ref().map(|ts| {
                     ts.iter()
                         .map(|t| (t.name.0.to_string(), t.partition_indexes.clone()))

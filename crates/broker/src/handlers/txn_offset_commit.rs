@@ -12,8 +12,21 @@ use offsetlab_wire::kafka_protocol::messages::txn_offset_commit_response::{
 use offsetlab_wire::kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 use std::collections::BTreeMap;
 
+/// A member-epoch fence as TxnOffsetCommit answers it: Kafka 4.4 turns STALE_MEMBER_EPOCH into
+/// ILLEGAL_GENERATION, the error every transactional client knows (checked by the conformance
+/// conversation `consumer-group`).
+fn transactional(code: i16) -> i16 {
+    if code == STALE_MEMBER_EPOCH {
+        ILLEGAL_GENERATION
+    } else {
+        code
+    }
+}
+
 /// TxnOffsetCommit: a `txn-offsets` line, after the producer check and (v3+, KIP-447) the group
-/// coordinator's check of the consumer's member id and generation.
+/// coordinator's check of the consumer's member id and generation — for a consumer-protocol
+/// member, its member epoch, partition by partition (KIP-1251): a partition its epoch no longer
+/// covers is refused, the others go in the transaction.
 pub(crate) fn handle(broker: &Broker, r: &TxnOffsetCommitRequest) -> TxnOffsetCommitResponse {
     let (lab, coordinator) = (&broker.lab, &broker.coordinator);
     let txn_id = String::from(r.transactional_id.as_str());
@@ -34,15 +47,26 @@ pub(crate) fn handle(broker: &Broker, r: &TxnOffsetCommitRequest) -> TxnOffsetCo
     let mut code = current(&s, &txn_id, r.producer_id.0, r.producer_epoch)
         .err()
         .unwrap_or(NONE);
+    // A consumer-protocol member's partitions its epoch no longer covers (KIP-1251).
+    let mut fenced: Vec<TopicPartition> = Vec::new();
     if code == NONE && !r.member_id.is_empty() && r.generation_id >= 0 {
+        let member = r.member_id.as_str();
         code = coordinator
-            .check_commit(&group, r.member_id.as_str(), r.generation_id)
+            .check_commit(&group, member, r.generation_id)
             .err()
-            .unwrap_or(NONE);
+            .map_or(NONE, transactional);
+        if code == NONE {
+            let tps: Vec<TopicPartition> = offsets.iter().map(|(tp, _)| tp.clone()).collect();
+            fenced = coordinator.fenced(&group, member, r.generation_id, &tps);
+        }
     }
     if code == NONE && offsets.iter().any(|(tp, _)| s.lab().partition_log(tp).is_err()) {
         code = UNKNOWN_TOPIC_OR_PARTITION;
     }
+    let offsets: Vec<(TopicPartition, i64)> = offsets
+        .into_iter()
+        .filter(|(tp, _)| !fenced.contains(tp))
+        .collect();
     if code == NONE && !offsets.is_empty() {
         // The metadata and leader epoch sent along, kept with the offsets as an OffsetCommit's.
         let mut metadata = BTreeMap::new();
@@ -50,6 +74,9 @@ pub(crate) fn handle(broker: &Broker, r: &TxnOffsetCommitRequest) -> TxnOffsetCo
         for t in &r.topics {
             for p in &t.partitions {
                 let tp = TopicPartition::new(t.name.0.to_string(), p.partition_index);
+                if fenced.contains(&tp) {
+                    continue;
+                }
                 if let Some(m) = p.committed_metadata.as_ref().filter(|m| !m.is_empty()) {
                     metadata.insert(tp.clone(), m.to_string());
                 }
@@ -86,6 +113,12 @@ pub(crate) fn handle(broker: &Broker, r: &TxnOffsetCommitRequest) -> TxnOffsetCo
                         t.partitions
                             .iter()
                             .map(|p| {
+                                let tp = TopicPartition::new(t.name.0.to_string(), p.partition_index);
+                                let code = if code == NONE && fenced.contains(&tp) {
+                                    ILLEGAL_GENERATION
+                                } else {
+                                    code
+                                };
                                 TxnOffsetCommitResponsePartition::default()
                                     .with_partition_index(p.partition_index)
                                     .with_error_code(code)
@@ -95,4 +128,16 @@ pub(crate) fn handle(broker: &Broker, r: &TxnOffsetCommitRequest) -> TxnOffsetCo
             })
             .collect(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stale_member_epoch_is_answered_as_an_illegal_generation() {
+        assert_eq!(transactional(STALE_MEMBER_EPOCH), ILLEGAL_GENERATION);
+        assert_eq!(transactional(UNKNOWN_MEMBER_ID), UNKNOWN_MEMBER_ID);
+        assert_eq!(transactional(NONE), NONE);
+    }
 }

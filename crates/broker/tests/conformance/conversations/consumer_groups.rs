@@ -10,9 +10,16 @@ use offsetlab_wire::kafka_protocol::messages::consumer_group_heartbeat_request::
 use offsetlab_wire::kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
+use offsetlab_wire::kafka_protocol::messages::offset_fetch_request::{
+    OffsetFetchRequestGroup, OffsetFetchRequestTopics,
+};
+use offsetlab_wire::kafka_protocol::messages::txn_offset_commit_request::{
+    TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
+};
 use offsetlab_wire::kafka_protocol::messages::{
-    ApiKey, ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, DescribeGroupsRequest,
-    ListGroupsRequest, ListGroupsResponse, OffsetCommitRequest,
+    AddOffsetsToTxnRequest, ApiKey, ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest,
+    DescribeGroupsRequest, ListGroupsRequest, ListGroupsResponse, OffsetCommitRequest, OffsetFetchRequest,
+    ProducerId, TxnOffsetCommitRequest,
 };
 use offsetlab_wire::Uuid;
 
@@ -61,6 +68,98 @@ fn commit_partition(
             .with_partitions(vec![OffsetCommitRequestPartition::default()
                 .with_partition_index(partition)
                 .with_committed_offset(offset)])])
+}
+
+/// OffsetFetch (v9+) as a member of a consumer-protocol group asks it: with its member id and
+/// epoch, which the coordinator checks before answering.
+fn fetch_as(g: &str, member: &str, epoch: i32, topic_name: &str) -> OffsetFetchRequest {
+    OffsetFetchRequest::default().with_groups(vec![OffsetFetchRequestGroup::default()
+        .with_group_id(group(g))
+        .with_member_id(Some(s(member)))
+        .with_member_epoch(epoch)
+        .with_topics(Some(vec![OffsetFetchRequestTopics::default()
+            .with_name(topic(topic_name))
+            .with_partition_indexes(vec![0, 1])]))])
+}
+
+/// TxnOffsetCommit (KIP-447: with the consumer's member id and epoch) of one partition.
+fn txn_commit(
+    txn: &str,
+    g: &str,
+    (pid, epoch): (ProducerId, i16),
+    (member, member_epoch): (&str, i32),
+    (topic_name, partition, offset): (&str, i32, i64),
+) -> TxnOffsetCommitRequest {
+    TxnOffsetCommitRequest::default()
+        .with_transactional_id(super::txn_id(txn))
+        .with_group_id(group(g))
+        .with_producer_id(pid)
+        .with_producer_epoch(epoch)
+        .with_member_id(s(member))
+        .with_generation_id(member_epoch)
+        .with_topics(vec![TxnOffsetCommitRequestTopic::default()
+            .with_name(topic(topic_name))
+            .with_partitions(vec![TxnOffsetCommitRequestPartition::default()
+                .with_partition_index(partition)
+                .with_committed_offset(offset)])])
+}
+
+/// A transaction's offsets for a consumer-protocol group, stamped with a member's epochs: the
+/// epoch it has, one it has left while it still holds the partition, one since which it gave the
+/// partition away, and an unknown member's. Aborted at the end: only the answers are compared.
+fn transactional_commits(
+    t: &mut Target,
+    g: &str,
+    member: &str,
+    (old, current): (i32, i32),
+    ct: &str,
+) -> Step<()> {
+    let tx = t.name(&format!("{g}-tx"));
+    let r = t.ask(
+        "txn: init",
+        *versions(ApiKey::InitProducerId).end(),
+        super::txn::init(0, Some(&tx), 60_000),
+    )?;
+    ensure!(r.error_code == 0, "init: error {}", r.error_code);
+    t.ctx
+        .register("pid", &r.producer_id.0.to_string(), &format!("pid {tx}"));
+    let producer = (r.producer_id, r.producer_epoch);
+    t.ask(
+        "txn: add offsets",
+        *versions(ApiKey::AddOffsetsToTxn).end(),
+        AddOffsetsToTxnRequest::default()
+            .with_transactional_id(super::txn_id(&tx))
+            .with_producer_id(producer.0)
+            .with_producer_epoch(producer.1)
+            .with_group_id(group(g)),
+    )?;
+    let tv = *versions(ApiKey::TxnOffsetCommit).end();
+    let cases: [(&str, &str, i32, i32); 5] = [
+        ("txn commit", member, current, 0),
+        ("txn commit at an epoch ahead", member, current + 1, 0),
+        ("txn commit at the old epoch, partition kept", member, old, 0),
+        (
+            "txn commit at the old epoch, partition given away",
+            member,
+            old,
+            1,
+        ),
+        ("txn commit by an unknown member", "nobody", current, 0),
+    ];
+    for (what, who, epoch, partition) in cases {
+        t.ask(
+            what,
+            tv,
+            txn_commit(&tx, g, producer, (who, epoch), (ct, partition, 8)),
+        )?;
+    }
+    let ev = *versions(ApiKey::EndTxn).end();
+    t.ask(
+        "txn: abort",
+        ev,
+        super::txn::end(&tx, producer.0, producer.1, false),
+    )?;
+    super::txn::settled(t, &tx)
 }
 
 pub fn consumer_group(t: &mut Target) -> Step<()> {
@@ -133,6 +232,26 @@ pub fn consumer_group(t: &mut Target) -> Step<()> {
             commit_version,
             commit(&g, "nobody", acked.member_epoch, &ct, 7),
         )?;
+        let fv = *versions(ApiKey::OffsetFetch).end();
+        if fv >= 9 {
+            t.ask(
+                "offset fetch by the member",
+                fv,
+                fetch_as(&g, &m1, acked.member_epoch, &ct),
+            )?;
+            t.ask("offset fetch at an old epoch", fv, fetch_as(&g, &m1, e1, &ct))?;
+            t.ask(
+                "offset fetch at an epoch ahead",
+                fv,
+                fetch_as(&g, &m1, acked.member_epoch + 1, &ct),
+            )?;
+            t.ask(
+                "offset fetch by an unknown member",
+                fv,
+                fetch_as(&g, "nobody", acked.member_epoch, &ct),
+            )?;
+        }
+        transactional_commits(t, &g, &m1, (e1, acked.member_epoch), &ct)?;
         t.ask("heartbeat ahead", v, beat(&g, &m1, acked.member_epoch + 5, None))?;
         t.ask("unknown member", v, beat(&g, "nobody", 1, None))?;
         t.ask(

@@ -26,7 +26,7 @@ use offsetlab_wire::kafka_protocol::messages::{
 };
 use offsetlab_wire::Uuid;
 
-fn init(_v: i16, txn: Option<&str>, timeout: i32) -> InitProducerIdRequest {
+pub(super) fn init(_v: i16, txn: Option<&str>, timeout: i32) -> InitProducerIdRequest {
     InitProducerIdRequest::default()
         .with_transactional_id(txn.map(txn_id))
         .with_transaction_timeout_ms(timeout)
@@ -138,7 +138,7 @@ fn txn_offsets(
 /// Waits (quietly) until `txn`'s last transaction is complete: Kafka writes its markers after
 /// answering EndTxn (the state reads PrepareCommit or PrepareAbort meanwhile, and the next
 /// call gets CONCURRENT_TRANSACTIONS); the lab before answering.
-fn settled(t: &mut Target, txn: &str) -> Step<()> {
+pub(super) fn settled(t: &mut Target, txn: &str) -> Step<()> {
     let id = txn.to_string();
     t.wait_until(
         "completed the transaction",
@@ -155,7 +155,7 @@ fn settled(t: &mut Target, txn: &str) -> Step<()> {
     )
 }
 
-fn end(txn: &str, pid: ProducerId, epoch: i16, commit: bool) -> EndTxnRequest {
+pub(super) fn end(txn: &str, pid: ProducerId, epoch: i16, commit: bool) -> EndTxnRequest {
     EndTxnRequest::default()
         .with_transactional_id(txn_id(txn))
         .with_producer_id(pid)
