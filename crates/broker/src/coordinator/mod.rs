@@ -275,15 +275,20 @@ impl Coordinator {
         }
         let mut id = r.member_id.to_string();
         if id.is_empty() {
-            id = format!(
-                "{}-{}",
-                String::from(client_id),
-                self.next_member.fetch_add(1, Ordering::Relaxed) + 1
-            );
-            if version >= 4 {
-                // KIP-394: the client learns its id first and joins again with it.
-                g.pending.insert(id.clone(), now + session);
-                return refuse(MEMBER_ID_REQUIRED, &id);
+            let n = self.next_member.fetch_add(1, Ordering::Relaxed) + 1;
+            match r.group_instance_id.as_ref() {
+                // A new static member (KIP-345) is known by its instance id: it is given its
+                // member id with this join, without the MEMBER_ID_REQUIRED round (Kafka's
+                // `classicGroupJoinNewStaticMember`).
+                Some(instance) => id = format!("{instance}-{n}"),
+                None => {
+                    id = format!("{}-{n}", String::from(client_id));
+                    if version >= 4 {
+                        // KIP-394: the client learns its id first and joins again with it.
+                        g.pending.insert(id.clone(), now + session);
+                        return refuse(MEMBER_ID_REQUIRED, &id);
+                    }
+                }
             }
         } else if !g.members.contains_key(&id) && !g.pending.contains_key(&id) {
             return refuse(UNKNOWN_MEMBER_ID, &id);

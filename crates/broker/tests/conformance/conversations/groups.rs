@@ -336,6 +336,19 @@ pub fn classic_group(t: &mut Target) -> Step<()> {
             clamp(ApiKey::DescribeGroups, jv),
             DescribeGroupsRequest::default().with_groups(vec![group(&g)]),
         )?;
+        if jv >= 5 {
+            // A new static member (KIP-345) joins with no member id: given one at once, no
+            // MEMBER_ID_REQUIRED round. (Left to its session timeout.)
+            let sg = t.name(&format!("g{jv}-static"));
+            let first = t.call(
+                "new static member joins",
+                jv,
+                join_request(jv, &sg, "", &gt).with_group_instance_id(Some(s("i1"))),
+            )?;
+            if let crate::conn::Outcome::Response(j) = first {
+                name_member(t, &sg, 1, j.member_id.as_str());
+            }
+        }
     }
     Ok(())
 }
