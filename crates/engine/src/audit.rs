@@ -158,10 +158,13 @@ pub struct Progress<'a> {
 pub struct GroupAudit {
     #[serde(with = "crate::serde_pairs")]
     partitions: BTreeMap<TopicPartition, PartitionAudit>,
-    /// The raw delivery log, kept for [`GroupAudit::recount`] (the property tests' oracle); it
-    /// is not saved with a lab snapshot.
+    /// The raw delivery log, for [`GroupAudit::recount`] (the property tests' oracle): one
+    /// entry per applied record, so it is kept only when asked ([`GroupAudit::keep_log`]; a lab
+    /// that runs for a week must not grow with its traffic), and never saved with a snapshot.
     #[serde(skip)]
     deliveries: Vec<Delivery>,
+    #[serde(skip)]
+    keep_log: bool,
     /// Incremental counters per partition: duplicates, redeliveries, crash redeliveries, replays.
     #[serde(with = "crate::serde_pairs")]
     counters: BTreeMap<TopicPartition, [u64; 4]>,
@@ -245,7 +248,23 @@ impl GroupAudit {
                 c[3] += 1;
             }
         }
-        self.deliveries.push(d);
+        if self.keep_log {
+            self.deliveries.push(d);
+        }
+    }
+
+    /// Whether [`GroupAudit::record`] keeps each delivery in the raw log from now on.
+    pub fn keep_log(&mut self, keep: bool) {
+        self.keep_log = keep;
+    }
+
+    /// Records applied to the group's sink so far, redeliveries included (saved with the lab:
+    /// the per-offset counts, not a log).
+    pub fn applied(&self) -> u64 {
+        self.partitions
+            .values()
+            .map(|p| p.counts.iter().map(|&c| u64::from(c)).sum::<u64>())
+            .sum()
     }
 
     /// Marks `[from, to)` as skipped on purpose. The caller clamps it to the retained log.
@@ -307,6 +326,7 @@ impl GroupAudit {
         p.rewound = merged;
     }
 
+    /// The raw delivery log: empty unless [`GroupAudit::keep_log`] asked for it.
     pub fn deliveries(&self) -> &[Delivery] {
         &self.deliveries
     }
@@ -446,8 +466,13 @@ impl GroupAudit {
     }
 
     /// Recounts duplicates, redeliveries and replays from the raw delivery log, ignoring the
-    /// incremental counters: the brute-force oracle for the property tests.
-    pub fn recount(&self, tp: &TopicPartition) -> AuditFigures {
+    /// incremental counters: the brute-force oracle for the property tests. `None` unless the
+    /// log holds every delivery ([`GroupAudit::keep_log`] from the start, and no restore from a
+    /// snapshot since) — a partial log would recount to less.
+    pub fn recount(&self, tp: &TopicPartition) -> Option<AuditFigures> {
+        if self.deliveries.len() as u64 != self.applied() {
+            return None;
+        }
         let mut seen: BTreeMap<Offset, u32> = BTreeMap::new();
         let mut f = AuditFigures::default();
         for d in self.deliveries.iter().filter(|d| &d.tp == tp) {
@@ -461,7 +486,7 @@ impl GroupAudit {
                 f.replays += u64::from(d.reason == DeliveryReason::Replay);
             }
         }
-        f
+        Some(f)
     }
 }
 
@@ -532,6 +557,7 @@ mod tests {
         let tp = TopicPartition::new("orders", 0);
         let l = log(4);
         let mut a = GroupAudit::default();
+        a.keep_log(true);
         a.note_start(&tp, 0);
         for o in 0..4 {
             deliver(&mut a, &tp, o, DeliveryReason::CrashRedelivery);
@@ -548,11 +574,12 @@ mod tests {
             (6, 2, 2, 4)
         );
         assert_eq!(f.deliveries, 10);
-        let r = a.recount(&tp);
+        let r = a.recount(&tp).expect("the log was kept");
         assert_eq!(
             (r.duplicates, r.redeliveries, r.replays, r.deliveries),
             (6, 2, 4, 10)
         );
+        assert_eq!(a.applied(), 10);
         assert_eq!(
             a.partition(&tp).map(PartitionAudit::delivery_runs),
             Some(vec![[0, 2, 2], [2, 4, 3]])
@@ -584,5 +611,48 @@ mod tests {
         assert_eq!(a.delivered(&tp, 2), 1);
         assert_eq!(a.delivered(&tp, 5), 1);
         assert_eq!(a.delivered(&tp, 4), 0);
+    }
+
+    /// Without being asked, the audit keeps counts, not a log: its memory does not grow with
+    /// every record applied (issue 29), and its figures are the same.
+    #[test]
+    fn the_raw_delivery_log_is_kept_only_when_asked() {
+        let tp = TopicPartition::new("orders", 0);
+        let l = log(4);
+        let (mut counted, mut logged) = (GroupAudit::default(), GroupAudit::default());
+        logged.keep_log(true);
+        for a in [&mut counted, &mut logged] {
+            a.note_start(&tp, 0);
+            for round in 0..50 {
+                for o in 0..4 {
+                    let reason = if round == 0 {
+                        DeliveryReason::First
+                    } else {
+                        DeliveryReason::Replay
+                    };
+                    deliver(a, &tp, o, reason);
+                }
+            }
+        }
+        assert!(counted.deliveries().is_empty());
+        assert_eq!(counted.recount(&tp), None, "nothing to recount from");
+        assert_eq!(logged.deliveries().len(), 200);
+        let (f, g) = (
+            counted.figures(&tp, progress(&l, Some(4))),
+            logged.figures(&tp, progress(&l, Some(4))),
+        );
+        assert_eq!((f.deliveries, f.duplicates, f.replays), (200, 196, 196));
+        assert_eq!(
+            (f.deliveries, f.duplicates, f.replays),
+            (g.deliveries, g.duplicates, g.replays)
+        );
+        assert_eq!((counted.applied(), logged.applied()), (200, 200));
+        // Saved with a lab and read back: the counts are, the log is not (a workshop's
+        // sink-writes cap reads `applied`, so a restart does not reset it).
+        let json = serde_json::to_string(&logged).expect("save");
+        let back: GroupAudit = serde_json::from_str(&json).expect("read back");
+        assert_eq!(back.applied(), 200);
+        assert!(back.deliveries().is_empty());
+        assert_eq!(back.recount(&tp), None, "a partial log is not recounted");
     }
 }

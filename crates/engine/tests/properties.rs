@@ -67,6 +67,7 @@ fn action(allow_skips: bool) -> impl Strategy<Value = Action> {
 
 fn new_lab(partitions: i32) -> Lab {
     let mut lab = Lab::default();
+    lab.keep_delivery_logs();
     lab.create_topic(
         "orders",
         TopicConfig {
@@ -170,7 +171,7 @@ fn check_invariants(lab: &Lab, partitions: i32) -> Result<(), TestCaseError> {
         let view = lab.group_view(GROUP).expect("view");
         for pv in &view.partitions {
             let tp = TopicPartition::new(pv.topic.clone(), pv.partition);
-            let recount = g.audit.recount(&tp);
+            let recount = g.audit.recount(&tp).expect("the lab keeps its delivery logs");
             prop_assert_eq!(pv.audit.duplicates, recount.duplicates);
             prop_assert_eq!(pv.audit.redeliveries, recount.redeliveries);
             prop_assert_eq!(pv.audit.crash_redeliveries, recount.crash_redeliveries);

@@ -99,11 +99,7 @@ impl Usage {
                 usage.records += u64::try_from(log.log_end_offset()).unwrap_or(0);
             }
         }
-        usage.sink_writes = lab
-            .groups()
-            .values()
-            .map(|g| g.audit.deliveries().len() as u64)
-            .sum();
+        usage.sink_writes = lab.groups().values().map(|g| g.audit.applied()).sum();
         usage.records += u64::try_from(lab.offsets().log().log_end_offset()).unwrap_or(0);
         usage.in_flight = lab.consumers().values().map(|c| c.in_flight.len() as u64).sum();
         usage.groups = lab.groups().len();

@@ -472,6 +472,7 @@ impl Lab {
         let (tp, offset) = (&item.tp, item.record.offset);
         let key = item.record.key.as_deref().unwrap_or_default();
         let value = item.record.value.as_deref().unwrap_or_default();
+        let keep_log = self.keep_delivery_logs;
         let g = self
             .groups
             .get_mut(&group)
@@ -495,6 +496,7 @@ impl Lab {
         {
             return Ok(Err(format!("the transactional sink refused {tp}@{offset} from {member} (generation {generation}): it already holds progress to {next_offset} written by generation {newer}; nothing was applied")));
         }
+        g.audit.keep_log(keep_log);
         g.audit.record(Delivery {
             at: now,
             tp: tp.clone(),

@@ -111,6 +111,8 @@ pub struct Lab {
     topics_created: u64,
     /// Share groups (KIP-932) and share consumers.
     share: crate::share::ShareState,
+    /// Whether groups keep their raw delivery log ([`Lab::keep_delivery_logs`]); not saved.
+    keep_delivery_logs: bool,
 }
 
 /// Kafka's default `offsets.retention.minutes`: 7 days.
@@ -163,6 +165,7 @@ impl Lab {
             next_producer_id: 1000,
             topics_created: 0,
             share: crate::share::ShareState::default(),
+            keep_delivery_logs: false,
         })
     }
 
@@ -365,6 +368,16 @@ impl Lab {
 
     pub fn offsets_retention_check_ms(&self) -> Millis {
         self.offsets_retention_check_ms
+    }
+
+    /// Every group keeps the raw log of what it applied from now on (one entry per record:
+    /// [`crate::audit::GroupAudit::recount`], the property tests' oracle). Off by default: a
+    /// lab's memory must not grow with its traffic.
+    pub fn keep_delivery_logs(&mut self) {
+        self.keep_delivery_logs = true;
+        for g in self.groups.values_mut() {
+            g.audit.keep_log(true);
+        }
     }
 
     /// Arms the explorer's fault injection.

@@ -258,6 +258,7 @@ impl Lab {
             next_producer_id: snapshot.next_producer_id,
             topics_created,
             share: snapshot.share,
+            keep_delivery_logs: false,
         };
         lab.say(
             crate::narrative::EventKind::Setup,

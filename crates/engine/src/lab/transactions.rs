@@ -275,6 +275,7 @@ impl Lab {
     fn record_committed_output(&mut self, name: &str, group: &str, txn: &OpenTxn) {
         let now = self.now();
         let generation = self.consumers.get(name).map_or(0, |c| c.generation);
+        let keep_log = self.keep_delivery_logs;
         let Some(g) = self.groups.get_mut(group) else {
             return;
         };
@@ -292,6 +293,7 @@ impl Lab {
                 reason,
                 at: now,
             });
+            g.audit.keep_log(keep_log);
             g.audit.record(Delivery {
                 at: now,
                 tp: w.source.clone(),
