@@ -612,7 +612,9 @@ fn compressing(kafka: &str, codec: &str) -> BaseProducer {
     ClientConfig::new()
         .set("bootstrap.servers", kafka)
         .set("compression.codec", codec)
-        .set("linger.ms", "50")
+        // Each test expects one batch per producer: 50 ms once let a busy machine send the
+        // first record before the others were queued (flush() then waits out the linger).
+        .set("linger.ms", "1000")
         .create()
         .expect("producer")
 }

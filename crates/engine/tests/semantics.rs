@@ -2140,6 +2140,54 @@ fn offsets_expire_by_subscription_while_stable_and_from_the_moment_the_group_emp
     assert!(lab.group("simple").is_err(), "removed with its last offset");
 }
 
+/// KIP-429: while a cooperative group rebalances, a member that has rejoined keeps fetching the
+/// partitions it owns (it gives up only the moving ones, when the rebalance completes); an eager
+/// member gave everything up when it rejoined and gets nothing until the group is Stable.
+#[test]
+fn a_cooperative_member_fetches_through_the_rebalance_round_and_an_eager_one_waits() {
+    use offsetlab_engine::consumer::Assignor;
+    for (assignor, fetches) in [(Assignor::CooperativeSticky, true), (Assignor::Range, false)] {
+        let mut lab = Lab::default();
+        lab.create_topic(
+            "orders",
+            TopicConfig {
+                partitions: 3,
+                ..TopicConfig::default()
+            },
+        )
+        .expect("topic");
+        for p in 0..3 {
+            produce_to(&mut lab, "orders", p, 10);
+        }
+        let config = |name: &str| ConsumerConfig {
+            assignor,
+            ..consumer(name, "g", CommitStrategy::ManualBatch, SinkKind::Append, 3)
+        };
+        lab.add_consumer(config("c1")).expect("c1");
+        lab.add_consumer(config("c2")).expect("c2");
+        poll_and_process(&mut lab, "c1");
+        poll_and_process(&mut lab, "c2");
+        assert_eq!(lab.group("g").expect("g").state_name(), "Stable");
+        let owned = lab.consumer("c1").expect("c1").assignment.len();
+        lab.add_consumer(config("c3")).expect("c3 joins: a rebalance");
+        let polled = lab.poll("c1").expect("c1 rejoins in its poll");
+        assert_eq!(
+            lab.group("g").expect("g").state_name(),
+            "PreparingRebalance",
+            "{assignor:?}: waiting for c2"
+        );
+        assert_eq!(polled > 0, fetches, "{assignor:?}: polled {polled}");
+        let kept = lab.consumer("c1").expect("c1").assignment.len();
+        assert_eq!(kept, if fetches { owned } else { 0 }, "{assignor:?}");
+        // c2 rejoins: the group is Stable, one partition each; whatever c1 had fetched from a
+        // partition that moved is dropped with it.
+        lab.poll("c2").expect("c2");
+        assert_eq!(lab.group("g").expect("g").state_name(), "Stable");
+        let c1 = lab.consumer("c1").expect("c1");
+        assert!(c1.in_flight.iter().all(|f| c1.assignment.contains_key(&f.tp)));
+    }
+}
+
 /// The coordinator's cleanup (`offsets.retention.check.interval.ms`, Kafka's
 /// `cleanupGroupMetadata`) removes an Empty group with no committed offset left at its next run,
 /// however its offsets went: here an OffsetDelete of the last one, and a group whose member left

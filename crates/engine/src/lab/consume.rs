@@ -58,7 +58,12 @@ impl Lab {
         let member = c.member_id();
         let auto_commit_due = c.next_auto_commit;
         let now = self.now();
-        if self.still_rebalancing(&member, &cfg.group) {
+        if self.fetches_through_rebalance(&member, &cfg.group, name) {
+            self.say(
+                EventKind::Poll,
+                format!("{member} polls while group {} rebalances: under the cooperative protocol (KIP-429) a member that rejoined keeps its partitions until the new assignment says which move, and goes on fetching them", cfg.group),
+            );
+        } else if self.still_rebalancing(&member, &cfg.group) {
             return Ok(0);
         }
         if let Some(error) = self.consumer(name)?.pending_error.clone() {
@@ -121,6 +126,19 @@ impl Lab {
             self.commit_from(name, rules.takes, "commit before processing", true);
         }
         Ok(n)
+    }
+
+    /// Whether this poll fetches although the group rebalances: a cooperative member that has
+    /// rejoined owns its partitions until the rebalance completes (the moving ones are revoked
+    /// only then), and Kafka's clients go on fetching them meanwhile — only an eager member, or
+    /// one with nothing yet, waits.
+    fn fetches_through_rebalance(&self, member: &str, group: &str, name: &str) -> bool {
+        let Some(g) = self.groups.get(group) else {
+            return false;
+        };
+        g.cooperative()
+            && g.rebalance.as_ref().is_some_and(|r| r.rejoined.contains(member))
+            && self.consumers.get(name).is_some_and(|c| !c.assignment.is_empty())
     }
 
     /// A poll while the group rebalances gets nothing: the narrative says whom it waits for.
