@@ -86,6 +86,48 @@ impl Group {
         }
     }
 
+    /// Whether a member that was given its id (KIP-394's MEMBER_ID_REQUIRED) is yet to join.
+    pub(crate) fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// A new process of static member `instance` joins while the group still has its old
+    /// member, where [`Group::replace_static_member`] could not simply hand it the old place (a
+    /// rebalance is on, or its protocols changed): the old member is removed — a JoinGroup or
+    /// SyncGroup it waits on answered FENCED_INSTANCE_ID — and the new process joins instead,
+    /// as Kafka replaces a static member in every state. One instance id, one member.
+    pub(super) fn fence_static_member(&mut self, instance: &str) {
+        let Some(old) = self
+            .members
+            .iter()
+            .find(|(_, m)| m.instance_id.as_deref() == Some(instance))
+            .map(|(id, _)| id.clone())
+        else {
+            return;
+        };
+        let (fenced, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.join_waiters)
+            .into_iter()
+            .partition(|(m, _)| *m == old);
+        self.join_waiters = waiting;
+        for (_, tx) in fenced {
+            let _ = tx.send(
+                JoinGroupResponse::default()
+                    .with_error_code(FENCED_INSTANCE_ID)
+                    .with_generation_id(-1)
+                    .with_member_id(str_bytes(&old)),
+            );
+        }
+        let (fenced, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.sync_waiters)
+            .into_iter()
+            .partition(|(m, _)| *m == old);
+        self.sync_waiters = waiting;
+        for (_, tx) in fenced {
+            let _ = tx.send(SyncGroupResponse::default().with_error_code(FENCED_INSTANCE_ID));
+        }
+        tracing::info!(member = ?old, instance = ?instance, "static member fenced: a new process joined with its group.instance.id");
+        self.remove(&old);
+    }
+
     /// Members in join order.
     pub(crate) fn ordered(&self) -> impl Iterator<Item = (&String, &Member)> {
         self.order

@@ -280,7 +280,10 @@ impl Coordinator {
                 // A new static member (KIP-345) is known by its instance id: it is given its
                 // member id with this join, without the MEMBER_ID_REQUIRED round (Kafka's
                 // `classicGroupJoinNewStaticMember`).
-                Some(instance) => id = format!("{instance}-{n}"),
+                Some(instance) => {
+                    id = format!("{instance}-{n}");
+                    g.fence_static_member(instance);
+                }
                 None => {
                     id = format!("{}-{n}", String::from(client_id));
                     if version >= 4 {

@@ -239,6 +239,42 @@ fn a_static_members_new_process_takes_its_place_without_a_rebalance() {
     assert!(again.commands.is_empty());
 }
 
+/// A static member's new process joining while a rebalance is on (no simple replacement then):
+/// the old member is fenced and removed, the new one takes part in the rebalance — never two
+/// members with one `group.instance.id` (Kafka replaces a static member in every state).
+#[test]
+fn a_static_members_new_process_fences_the_old_one_during_a_rebalance() {
+    let c = Coordinator::default();
+    let static_join = |member: &str| join_request(member).with_group_instance_id(Some(str_bytes("i-1")));
+    let first = now_answer(c.join(&static_join(""), 9, "rdkafka", "/127.0.0.1", 0));
+    let old = first.member_id.to_string();
+    // A second member: the group rebalances and waits for the static member to rejoin.
+    let id = now_answer(c.join(&join_request(""), 9, "java", "/127.0.0.1", 0))
+        .member_id
+        .to_string();
+    let Join::Wait(..) = c.join(&join_request(&id), 9, "java", "/127.0.0.1", 0) else {
+        panic!("the rebalance waits for the static member");
+    };
+    assert_eq!(c.lock()["g"].state, GroupState::PreparingRebalance);
+    // The static member's process restarts and joins again, with no member id.
+    let again = c.join(&static_join(""), 9, "rdkafka", "/127.0.0.1", 0);
+    let groups = c.lock();
+    let g = &groups["g"];
+    let with_instance: Vec<&String> = g
+        .members
+        .iter()
+        .filter(|(_, m)| m.instance_id.as_deref() == Some("i-1"))
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(with_instance.len(), 1, "{:?}", g.members.keys());
+    assert_ne!(with_instance[0], &old, "the old member was fenced");
+    assert_eq!(g.members.len(), 2);
+    drop(groups);
+    // Both members have joined now: the rebalance completes.
+    let joined = now_answer(again);
+    assert_eq!((joined.error_code, joined.generation_id), (0, 2));
+}
+
 mod modern_groups {
     use super::*;
     use offsetlab_wire::kafka_protocol::messages::{ConsumerGroupHeartbeatRequest, TopicName};

@@ -23,6 +23,8 @@ pub(crate) fn handle(broker: &Broker, r: &ListGroupsRequest) -> ListGroupsRespon
         .lab()
         .groups()
         .values()
+        // A group the coordinator removed, kept by the lab for its own consumers: not listed.
+        .filter(|g| g.state_name() != "Dead")
         .map(|g| {
             let listing = if g.consumer.is_some() {
                 (CONSUMER.to_string(), g.state_name().to_string(), CONSUMER)
@@ -33,7 +35,9 @@ pub(crate) fn handle(broker: &Broker, r: &ListGroupsRequest) -> ListGroupsRespon
         })
         .collect();
     for (name, g) in lock(&coordinator.groups).iter() {
-        if !g.members.is_empty() || !listed.contains_key(name) {
+        // An empty group the lab has not got (yet): listed while a join is on its way; one the
+        // lab's coordinator removed since (no member, no offset) is gone.
+        if !g.members.is_empty() || (!listed.contains_key(name) && g.has_pending()) {
             listed.insert(
                 name.clone(),
                 (g.protocol_type.clone(), g.state.name().to_string(), CLASSIC),
@@ -152,5 +156,36 @@ mod tests {
         );
         let states: Vec<&str> = described.groups.iter().map(|g| g.group_state.as_str()).collect();
         assert_eq!(states, ["Empty", "Dead"]);
+    }
+
+    /// A group the coordinator's cleanup removed (no member, no offset) is neither listed nor
+    /// described, though the lab keeps it for its own consumer.
+    #[test]
+    fn a_group_the_cleanup_removed_is_gone_to_clients() {
+        let b = broker();
+        let lines: Vec<String> = [
+            "consumer q1 group=quiet topic=orders commit=manual-batch",
+            "poll q1",
+            "close q1",
+            "tick 10m",
+        ]
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+        b.lab
+            .lock()
+            .apply_lines(&lines)
+            .expect("a group left without offsets");
+        let listed = handle(&b, &ListGroupsRequest::default());
+        assert!(
+            listed.groups.iter().all(|g| g.group_id.0.as_str() != "quiet"),
+            "{listed:?}"
+        );
+        let described = crate::handlers::describe_groups::handle(
+            &b,
+            &DescribeGroupsRequest::default().with_groups(vec![GroupId(name("quiet"))]),
+            5,
+        );
+        assert_eq!(described.groups[0].group_state.as_str(), "Dead");
     }
 }

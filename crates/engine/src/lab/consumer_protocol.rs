@@ -38,6 +38,7 @@ impl Lab {
         name: &str,
         group: &str,
         member: Member,
+        revived: bool,
     ) -> Result<(), LabError> {
         let now = self.now();
         let cfg = self.consumer(name)?.config.clone();
@@ -49,7 +50,15 @@ impl Lab {
         if g.consumer.is_none() {
             if g.members.is_empty() {
                 note = Some(format!("group {group} is a consumer group (group.protocol=consumer, KIP-848): the coordinator assigns its partitions and reconciles each member on its heartbeats — no rebalance barrier"));
-                let created = ConsumerGroup::created();
+                let mut created = ConsumerGroup::created();
+                if revived {
+                    // The coordinator removed this group and a lab consumer brings it back: its
+                    // epochs go on from where they were, as a classic group's generation does —
+                    // the lab's transactional sink fences writes from older generations, and
+                    // would refuse every write of a group started again at epoch 2.
+                    created.group_epoch = created.group_epoch.max(g.generation);
+                    created.assignment_epoch = created.group_epoch;
+                }
                 g.generation = created.group_epoch;
                 g.consumer = Some(created);
             } else {

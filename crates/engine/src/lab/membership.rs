@@ -64,9 +64,9 @@ impl Lab {
             g.topics_read.push(member.topic.clone());
         }
         g.empty_since = None;
-        g.dead = false;
+        let revived = std::mem::replace(&mut g.dead, false);
         if consumer_protocol || g.consumer.is_some() {
-            return self.join_consumer_group(name, group, member);
+            return self.join_consumer_group(name, group, member, revived);
         }
         g.members.push(member);
         self.request_rebalance(group, &format!("{id} joined"));

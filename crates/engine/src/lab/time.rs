@@ -471,19 +471,25 @@ impl Lab {
     /// offsets are all gone — expired, deleted with OffsetDelete, or never committed — and that
     /// is empty is deleted, whatever emptied it).
     fn removable_groups(&self) -> Vec<String> {
-        self.groups
+        let mut empty = self
+            .groups
             .iter()
-            .filter(|(name, g)| {
-                !g.dead
-                    && !g.has_members()
-                    && !self.offsets.groups().any(|o| o == name.as_str())
-                    && !self.producers.values().any(|p| {
-                        p.ongoing
-                            .as_ref()
-                            .is_some_and(|t| t.offsets.iter().any(|(og, _, _)| og == *name))
-                    })
-            })
-            .map(|(name, _)| name.clone())
+            .filter(|(_, g)| !g.dead && !g.has_members())
+            .map(|(name, _)| name.as_str())
+            .peekable();
+        if empty.peek().is_none() {
+            return Vec::new();
+        }
+        // Looked up once per call: this runs whenever the next timer is asked for.
+        let mut held: std::collections::BTreeSet<&str> = self.offsets.groups().collect();
+        for p in self.producers.values() {
+            if let Some(t) = &p.ongoing {
+                held.extend(t.offsets.iter().map(|(g, _, _)| g.as_str()));
+            }
+        }
+        empty
+            .filter(|name| !held.contains(name))
+            .map(str::to_string)
             .collect()
     }
 

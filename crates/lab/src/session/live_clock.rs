@@ -2,7 +2,8 @@
 //!
 //! Real clients live on wall time: their records carry the producer's wall-clock timestamp, an
 //! offsets-for-times lookup "one hour ago" asks in wall time, a killed producer's
-//! `transaction.timeout.ms` and a group's `offsets.retention.minutes` run out in wall time.
+//! `transaction.timeout.ms`, a group's `offsets.retention.minutes` and the coordinator's
+//! cleanup run (`offsets.retention.check.interval.ms`) run out in wall time.
 //! Following wall time's *rate* from the lab's epoch would leave the lab's clock months away
 //! from every such timestamp, so a live lab's clock reads wall time itself. It still moves only
 //! through lines of the history — a `clock INSTANT` line, written before a change and when a
