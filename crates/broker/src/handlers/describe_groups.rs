@@ -73,7 +73,7 @@ pub(crate) fn handle(broker: &Broker, r: &DescribeGroupsRequest, version: i16) -
             let name = id.0.to_string();
             // A group the coordinator removed is kept by the lab for its own consumers
             // (`dead`): to a client it is gone.
-            let found = lab.group(&name).ok().filter(|g| g.state_name() != "Dead");
+            let found = lab.group(&name).ok().filter(|g| !g.is_dead());
             let Some(g) = found else {
                 // Only offsets: Empty, with no protocol (as Kafka's coordinator has it); else Dead.
                 let state = if lab.offsets().groups().any(|g| g == name) {

@@ -24,7 +24,7 @@ pub(crate) fn handle(broker: &Broker, r: &ListGroupsRequest) -> ListGroupsRespon
         .groups()
         .values()
         // A group the coordinator removed, kept by the lab for its own consumers: not listed.
-        .filter(|g| g.state_name() != "Dead")
+        .filter(|g| !g.is_dead())
         .map(|g| {
             let listing = if g.consumer.is_some() {
                 (CONSUMER.to_string(), g.state_name().to_string(), CONSUMER)

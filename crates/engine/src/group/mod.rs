@@ -195,8 +195,14 @@ impl Group {
 
     /// Its state as DescribeGroups names it: [`Group::state`], or `Dead` once the coordinator
     /// removed it ([`Group::dead`]).
+    /// Removed by the coordinator (DeleteGroups, or its cleanup run) and kept only for the
+    /// lab's own consumers: to a client it does not exist.
+    pub fn is_dead(&self) -> bool {
+        self.dead && !self.has_members()
+    }
+
     pub fn state_name(&self) -> &'static str {
-        if self.dead && !self.has_members() {
+        if self.is_dead() {
             "Dead"
         } else if let Some(c) = &self.consumer {
             c.state_name()
