@@ -1,6 +1,8 @@
 //! `offsetlab bench lab`: what the web lab's session costs where a user can make it expensive —
 //! a century-long tick beside a 1 ms auto-commit timer while other requests wait for the lab,
-//! and saving after every action on a lab whose narrative is long.
+//! saving after every action on a lab whose narrative is long, and a produce and a failed
+//! batch's undo on a lab with a long past (issue 29's: 1,000 groups, 100,000
+//! `__consumer_offsets` records, a million history lines) against a fresh lab's.
 //!
 //! The session is the one `offsetlab serve` runs (durable, in a temporary directory); "other
 //! requests" are a thread that takes the session's lock and builds the page's state, as
@@ -28,6 +30,22 @@ struct Figures {
     long_narrative_100_actions_ms: f64,
     /// long / fresh.
     long_narrative_ratio: f64,
+    /// The big lab (issue 29): its groups, `__consumer_offsets` records and history lines, and
+    /// how long building it took.
+    big_groups: usize,
+    big_offsets_records: usize,
+    big_history_lines: usize,
+    big_build_s: f64,
+    /// The bytes of `lab.json` (one slot) on the big lab: what each of its saves writes.
+    big_lab_json_bytes: u64,
+    /// 100 produces on a fresh lab, on the big lab, and big / fresh.
+    fresh_100_produces_ms: f64,
+    big_100_produces_ms: f64,
+    /// Of which saving (`Session::save`: the history's new lines and `lab.json`).
+    big_100_saves_ms: f64,
+    big_ratio: f64,
+    /// A batch whose second line fails, on the big lab: its first line undone.
+    big_undo_ms: f64,
 }
 
 fn durable(dir: &std::path::Path) -> SinkBackend {
@@ -41,12 +59,13 @@ fn lines(ls: &[&str]) -> Vec<String> {
     ls.iter().map(|s| s.to_string()).collect()
 }
 
-/// Applies `line` and saves, as one request of the page does.
-fn act(s: &mut Session, line: &[String]) -> anyhow::Result<()> {
+/// Applies `line` and saves, as one request of the page does: how long the save took.
+fn act(s: &mut Session, line: &[String]) -> anyhow::Result<Duration> {
     s.apply_lines(line)
         .map_err(|e| anyhow::anyhow!("{}: {}", e.text, e.error))?;
+    let saving = Instant::now();
     s.save()?;
-    Ok(())
+    Ok(saving.elapsed())
 }
 
 /// The century tick, with a reader thread measuring how long it waits for the lab.
@@ -100,17 +119,103 @@ fn hundred_actions(dir: &std::path::Path, setup: &str) -> anyhow::Result<(f64, u
     let mut s = Session::new(durable(dir), setup).map_err(|e| anyhow::anyhow!("{}", e.error))?;
     s.save()?;
     let events = s.lab().narrative().len();
+    Ok((hundred_on(&mut s)?, events))
+}
+
+/// 100 actions on `s`, each applied and saved, half produces and half ticks: milliseconds.
+fn hundred_on(s: &mut Session) -> anyhow::Result<f64> {
+    Ok(hundred_saving(s, Actions::ProducesAndTicks)?.0)
+}
+
+/// What the 100 actions are.
+#[derive(Clone, Copy, PartialEq)]
+enum Actions {
+    /// `produce orders count=1`, `tick 1s`, in turn.
+    ProducesAndTicks,
+    /// `produce orders count=1` each: issue 29's "cost of one produce".
+    Produces,
+}
+
+/// 100 actions on `s`: milliseconds in all, and of them saving.
+fn hundred_saving(s: &mut Session, actions: Actions) -> anyhow::Result<(f64, f64)> {
+    let mut saving = Duration::ZERO;
     let started = Instant::now();
     for i in 0..100 {
-        let line = if i % 2 == 0 {
+        let line = if i % 2 == 0 || actions == Actions::Produces {
             "produce orders count=1"
         } else {
             "tick 1s"
         };
-        act(&mut s, &lines(&[line]))?;
+        saving += act(s, &lines(&[line]))?;
     }
-    Ok((ms(started.elapsed()), events))
+    Ok((ms(started.elapsed()), ms(saving)))
 }
+
+/// The lab issue 29 measures a change on: `groups` groups with `offsets` commits between them
+/// (each a `__consumer_offsets` record) and, with the produces, `history` history lines.
+fn big_setup(groups: usize, offsets: usize, history: usize) -> String {
+    let mut text = String::from("topic orders\nproduce orders count=12\nconsumer c1 group=g topic=orders reset=earliest\npoll c1\nprocess c1 count=all\n");
+    for i in 0..offsets {
+        let g = i % groups;
+        text.push_str(&format!(
+            "alter-offsets g{g} offsets=orders:0={}\n",
+            i / groups % 12
+        ));
+    }
+    let produces = history.saturating_sub(offsets + 5);
+    text.push_str(&"produce orders count=1\n".repeat(produces));
+    text
+}
+
+/// What [`big_lab`] measured.
+struct BigLab {
+    history_lines: usize,
+    build_s: f64,
+    produces_ms: f64,
+    saves_ms: f64,
+    lab_json_bytes: u64,
+    undo_ms: f64,
+}
+
+/// The big lab built (timed), 100 actions on it, then a batch whose second line fails.
+fn big_lab(dir: &std::path::Path) -> anyhow::Result<BigLab> {
+    let setup = big_setup(BIG_GROUPS, BIG_OFFSETS, BIG_HISTORY);
+    let started = Instant::now();
+    let mut s = Session::new(durable(dir), &setup).map_err(|e| anyhow::anyhow!("{}", e.error))?;
+    s.save()?;
+    let built = started.elapsed().as_secs_f64();
+    let (hundred, saving) = hundred_saving(&mut s, Actions::Produces)?;
+    // What every save writes: a slot of `lab.json`.
+    let lab_json = s
+        .generation_dir()
+        .and_then(|g| std::fs::metadata(g.join("lab.json.0")).ok())
+        .map_or(0, |m| m.len());
+    let before = s.history_len();
+    let started = Instant::now();
+    let refused = s.apply_lines(&lines(&[
+        "produce orders count=1",
+        "produce no-such-topic count=1",
+    ]));
+    let undo = ms(started.elapsed());
+    anyhow::ensure!(refused.is_err(), "the batch meant to fail was applied");
+    anyhow::ensure!(
+        s.history_len() == before,
+        "the failed batch's first line was not undone ({} lines, {before} before)",
+        s.history_len()
+    );
+    Ok(BigLab {
+        history_lines: before,
+        build_s: built,
+        produces_ms: hundred,
+        saves_ms: saving,
+        lab_json_bytes: lab_json,
+        undo_ms: undo,
+    })
+}
+
+const BIG_GROUPS: usize = 1_000;
+const BIG_OFFSETS: usize = 100_000;
+const BIG_HISTORY: usize = 1_000_000;
 
 pub fn run(json: bool) -> u8 {
     match measure() {
@@ -133,6 +238,18 @@ pub fn run(json: bool) -> u8 {
                 println!(
                     "the same on a lab with {} narrative events: {:.1} ms ({:.2}× the fresh lab's)",
                     f.long_narrative_events, f.long_narrative_100_actions_ms, f.long_narrative_ratio
+                );
+                println!(
+                    "100 produces, each applied and saved, on a fresh lab: {:.1} ms",
+                    f.fresh_100_produces_ms
+                );
+                println!(
+                    "the big lab ({} groups, {} __consumer_offsets records, {} history lines) built in {:.1} s; its lab.json: {} bytes",
+                    f.big_groups, f.big_offsets_records, f.big_history_lines, f.big_build_s, f.big_lab_json_bytes
+                );
+                println!(
+                    "  100 produces on it: {:.1} ms ({:.2}× the fresh lab's; saving {:.1} ms of it); a failed batch undone: {:.1} ms",
+                    f.big_100_produces_ms, f.big_ratio, f.big_100_saves_ms, f.big_undo_ms
                 );
             }
             exit::OK
@@ -166,6 +283,15 @@ fn measure() -> anyhow::Result<Figures> {
         v[v.len() / 2]
     };
     let (fresh_100_actions_ms, long_narrative_100_actions_ms) = (median(&mut fresh), median(&mut long));
+    let mut produces = Vec::new();
+    for round in 0..3 {
+        let mut s = Session::new(durable(&dir.path().join(format!("produces-{round}"))), base)
+            .map_err(|e| anyhow::anyhow!("{}", e.error))?;
+        s.save()?;
+        produces.push(hundred_saving(&mut s, Actions::Produces)?.0);
+    }
+    let fresh_100_produces_ms = median(&mut produces);
+    let big = big_lab(&dir.path().join("big"))?;
     Ok(Figures {
         century_tick_ms,
         longest_wait_during_tick_ms,
@@ -174,5 +300,15 @@ fn measure() -> anyhow::Result<Figures> {
         long_narrative_events: events,
         long_narrative_100_actions_ms,
         long_narrative_ratio: long_narrative_100_actions_ms / fresh_100_actions_ms,
+        big_groups: BIG_GROUPS,
+        big_offsets_records: BIG_OFFSETS,
+        big_history_lines: big.history_lines,
+        big_build_s: big.build_s,
+        big_lab_json_bytes: big.lab_json_bytes,
+        big_100_produces_ms: big.produces_ms,
+        big_100_saves_ms: big.saves_ms,
+        fresh_100_produces_ms,
+        big_ratio: big.produces_ms / fresh_100_produces_ms,
+        big_undo_ms: big.undo_ms,
     })
 }

@@ -491,6 +491,7 @@ impl Lab {
         let key = item.record.key.as_deref().unwrap_or_default();
         let value = item.record.value.as_deref().unwrap_or_default();
         let keep_log = self.keep_delivery_logs;
+        self.irreversible += 1;
         let g = self
             .groups
             .get_mut(&group)

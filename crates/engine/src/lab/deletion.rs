@@ -107,7 +107,7 @@ impl Lab {
     /// Whether the group coordinator has `group`: a group it holds (members or offsets), not
     /// one it removed ([`crate::group::Group::dead`]) and the lab only keeps for its consumers.
     pub fn coordinator_has(&self, group: &str) -> bool {
-        self.groups.get(group).is_some_and(|g| !g.dead) || self.offsets.groups().any(|g| g == group)
+        self.groups.get(group).is_some_and(|g| !g.dead) || self.offsets.has_group(group)
     }
 
     /// The coordinator removes an Empty group whose offsets are gone (DeleteGroups, or the

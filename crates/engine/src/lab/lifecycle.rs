@@ -71,6 +71,7 @@ impl Lab {
             if !g.sink_opened {
                 // A group real clients used: its stand-in held nothing; the lab's consumer
                 // writes to a real sink.
+                self.irreversible += 1;
                 let sink = self.sinks.open(&config.group, config.sink)?;
                 if let Some(g) = self.groups.get_mut(&config.group) {
                     g.sink = sink;
@@ -79,6 +80,7 @@ impl Lab {
                 }
             }
         } else {
+            self.irreversible += 1;
             let sink = self.sinks.open(&config.group, config.sink)?;
             self.groups
                 .insert(config.group.clone(), Group::new(&config.group, config.sink, sink));

@@ -113,6 +113,9 @@ pub struct Lab {
     share: crate::share::ShareState,
     /// Whether groups keep their raw delivery log ([`Lab::keep_delivery_logs`]); not saved.
     keep_delivery_logs: bool,
+    /// Changes by this lab object that going back to a save cannot undo ([`Lab::irreversible`]);
+    /// not saved.
+    irreversible: u64,
 }
 
 /// Kafka's default `offsets.retention.minutes`: 7 days.
@@ -166,6 +169,7 @@ impl Lab {
             topics_created: 0,
             share: crate::share::ShareState::default(),
             keep_delivery_logs: false,
+            irreversible: 0,
         })
     }
 
@@ -368,6 +372,16 @@ impl Lab {
 
     pub fn offsets_retention_check_ms(&self) -> Millis {
         self.offsets_retention_check_ms
+    }
+
+    /// How many changes this lab object made that going back to a save cannot undo: a sink
+    /// opened or written (its database keeps what it was written — a save knows nothing of it),
+    /// segments retention deleted (their files are gone). A durable session compares it before
+    /// and after a batch: a batch without any can be undone by going back to the lab's last
+    /// save; one with some must be replayed from the history. (Compaction, DeleteRecords and a
+    /// truncation save the lab before they destroy records.)
+    pub fn irreversible(&self) -> u64 {
+        self.irreversible
     }
 
     /// Every group keeps the raw log of what it applied from now on (one entry per record:

@@ -259,6 +259,7 @@ impl Lab {
             topics_created,
             share: snapshot.share,
             keep_delivery_logs: false,
+            irreversible: 0,
         };
         lab.say(
             crate::narrative::EventKind::Setup,

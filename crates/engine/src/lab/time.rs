@@ -162,6 +162,7 @@ impl Lab {
                     ));
                 }
                 if let Some((before, why)) = delete_before {
+                    self.irreversible += 1;
                     let start = log.log_start_offset();
                     let removed = log.delete_segments_before(before);
                     if removed > 0 {
@@ -375,48 +376,48 @@ impl Lab {
     ///   group): the commit.
     ///
     /// An offset a transaction still holds open for the partition does not expire yet.
-    fn offset_expiries(&self) -> Vec<(crate::offsets::OffsetKey, Millis)> {
-        self.offsets
-            .view()
-            .iter()
-            .filter_map(|(k, v)| {
-                let base = match self.groups.get(&k.group) {
-                    Some(g) if g.has_members() => {
-                        let stable_consumers =
-                            g.state() == crate::group::GroupState::Stable && g.protocol_type() == "consumer";
-                        if !stable_consumers || self.subscribes(&k.group, &k.topic) {
-                            return None;
-                        }
-                        v.commit_timestamp
+    /// Each committed offset that expires, and when. An iterator: the next timer asks for the
+    /// earliest on every tick, and a lab with thousands of offsets must not copy their keys.
+    fn offset_expiries(&self) -> impl Iterator<Item = (&crate::offsets::OffsetKey, Millis)> + '_ {
+        // Offsets an open transaction holds do not expire; looked up once per call.
+        let pending: Vec<(&str, &crate::record::TopicPartition)> = self
+            .producers
+            .values()
+            .filter_map(|p| p.ongoing.as_ref())
+            .flat_map(|t| t.offsets.iter().map(|(g, tp, _)| (g.as_str(), tp)))
+            .collect();
+        self.offsets.view().iter().filter_map(move |(k, v)| {
+            let base = match self.groups.get(&k.group) {
+                Some(g) if g.has_members() => {
+                    let stable_consumers =
+                        g.state() == crate::group::GroupState::Stable && g.protocol_type() == "consumer";
+                    if !stable_consumers || self.subscribes(&k.group, &k.topic) {
+                        return None;
                     }
-                    Some(g) => match g.empty_since {
-                        Some(t) if !g.offsets_only() => t,
-                        _ => v.commit_timestamp,
-                    },
-                    None => v.commit_timestamp,
-                };
-                let pending = self.producers.values().any(|p| {
-                    p.ongoing.as_ref().is_some_and(|t| {
-                        t.offsets.iter().any(|(g, tp, _)| {
-                            *g == k.group && tp.topic == k.topic && tp.partition == k.partition
-                        })
-                    })
-                });
-                (!pending).then(|| (k.clone(), base.saturating_add(self.offsets_retention_ms)))
-            })
-            .collect()
+                    v.commit_timestamp
+                }
+                Some(g) => match g.empty_since {
+                    Some(t) if !g.offsets_only() => t,
+                    _ => v.commit_timestamp,
+                },
+                None => v.commit_timestamp,
+            };
+            let held = pending
+                .iter()
+                .any(|(g, tp)| *g == k.group && tp.topic == k.topic && tp.partition == k.partition);
+            (!held).then(|| (k, base.saturating_add(self.offsets_retention_ms)))
+        })
     }
 
     fn next_offset_expiry(&self) -> Option<Millis> {
-        self.offset_expiries().into_iter().map(|(_, t)| t).min()
+        self.offset_expiries().map(|(_, t)| t).min()
     }
 
     fn expire_offsets(&mut self, now: Millis) {
         let due: Vec<crate::offsets::OffsetKey> = self
             .offset_expiries()
-            .into_iter()
             .filter(|(_, t)| *t <= now)
-            .map(|(k, _)| k)
+            .map(|(k, _)| k.clone())
             .collect();
         let mut groups: Vec<String> = Vec::new();
         for key in due {
@@ -450,7 +451,7 @@ impl Lab {
         // transaction still holds offsets for it): DescribeGroups calls it Dead.
         for group in groups {
             let empty = self.groups.get(&group).is_none_or(|g| !g.has_members());
-            let offsets_left = self.offsets.groups().any(|g| g == group);
+            let offsets_left = self.offsets.has_group(&group);
             let in_transaction = self.producers.values().any(|p| {
                 p.ongoing
                     .as_ref()
@@ -471,34 +472,35 @@ impl Lab {
     /// offsets are all gone — expired, deleted with OffsetDelete, or never committed — and that
     /// is empty is deleted, whatever emptied it).
     fn removable_groups(&self) -> Vec<String> {
-        let mut empty = self
-            .groups
+        self.removable().map(str::to_string).collect()
+    }
+
+    /// The names of [`Lab::removable_groups`], without copying them: the next timer asks
+    /// whether there is one on every tick.
+    fn removable(&self) -> impl Iterator<Item = &str> + '_ {
+        let held: Vec<&str> = self
+            .producers
+            .values()
+            .filter_map(|p| p.ongoing.as_ref())
+            .flat_map(|t| t.offsets.iter().map(|(g, _, _)| g.as_str()))
+            .collect();
+        // Groups and committed offsets both come in the order of the group's name: one walk
+        // through each tells which empty group has an offset left.
+        let mut with_offsets = self.offsets.view().keys().map(|k| k.group.as_str()).peekable();
+        self.groups
             .iter()
             .filter(|(_, g)| !g.dead && !g.has_members())
             .map(|(name, _)| name.as_str())
-            .peekable();
-        if empty.peek().is_none() {
-            return Vec::new();
-        }
-        // Looked up once per call: this runs whenever the next timer is asked for.
-        let mut held: std::collections::BTreeSet<&str> = self.offsets.groups().collect();
-        for p in self.producers.values() {
-            if let Some(t) = &p.ongoing {
-                held.extend(t.offsets.iter().map(|(g, _, _)| g.as_str()));
-            }
-        }
-        empty
-            .filter(|name| !held.contains(name))
-            .map(str::to_string)
-            .collect()
+            .filter(move |name| {
+                while with_offsets.next_if(|g| g < name).is_some() {}
+                with_offsets.peek() != Some(name) && !held.contains(name)
+            })
     }
 
     /// The next run of the cleanup, `offsets.retention.check.interval.ms` apart on the lab's
     /// clock — only while it has a group to remove (otherwise it changes nothing).
     fn next_group_cleanup(&self) -> Option<Millis> {
-        if self.removable_groups().is_empty() {
-            return None;
-        }
+        self.removable().next()?;
         let interval = self.offsets_retention_check_ms.max(1);
         Some((self.now().div_euclid(interval) + 1).saturating_mul(interval))
     }

@@ -279,6 +279,7 @@ impl Lab {
         let Some(g) = self.groups.get_mut(group) else {
             return;
         };
+        self.irreversible += txn.writes.len() as u64;
         for w in &txn.writes {
             let reason = g.audit.classify(&w.source, w.source_offset, w.reason);
             // The output sink appends every committed record; it never refuses one.

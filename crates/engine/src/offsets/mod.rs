@@ -249,7 +249,24 @@ impl OffsetStore {
         &'a self,
         group: &'a str,
     ) -> impl Iterator<Item = (&'a OffsetKey, &'a OffsetAndMetadata)> + 'a {
-        self.view.iter().filter(move |(k, _)| k.group == group)
+        // Keys order by group first: the group's offsets are one range of the view.
+        self.view
+            .range(Self::first_key_of(group)..)
+            .take_while(move |(k, _)| k.group == group)
+    }
+
+    /// Whether `group` has a committed offset.
+    pub fn has_group(&self, group: &str) -> bool {
+        self.group_offsets(group).next().is_some()
+    }
+
+    /// The least key a group's offsets can have.
+    fn first_key_of(group: &str) -> OffsetKey {
+        OffsetKey {
+            group: group.to_string(),
+            topic: String::new(),
+            partition: i32::MIN,
+        }
     }
 
     pub fn groups(&self) -> impl Iterator<Item = &str> {

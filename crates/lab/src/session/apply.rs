@@ -126,6 +126,8 @@ pub(crate) struct Batch {
     /// of the batch.
     kept_before: Option<usize>,
     reset_plans: Vec<ResetPlan>,
+    /// [`offsetlab_engine::lab::Lab::irreversible`] before the batch.
+    irreversible: u64,
 }
 
 impl Session {
@@ -211,6 +213,7 @@ impl Session {
             history_mark: self.history.len(),
             kept_before: None,
             reset_plans: Vec::new(),
+            irreversible: self.lab.irreversible(),
         };
         let last = commands.last().map_or(0, |(line, _)| *line);
         for (n, (line, change)) in commands.into_iter().enumerate() {
@@ -258,7 +261,7 @@ impl Session {
         line: usize,
         text: String,
     ) -> ActionError {
-        if let Err(undo) = self.undo_to(batch.history_mark) {
+        if let Err(undo) = self.undo_to(batch) {
             return undo;
         }
         ActionError {
@@ -301,7 +304,7 @@ impl Session {
                     return Err(self.refused_by_storage(line, text(), fault, batch.kept_before));
                 }
                 if n > 0 {
-                    self.undo_to(batch.history_mark)?;
+                    self.undo_to(batch)?;
                 }
                 return Err(ActionError {
                     status: 422,
@@ -369,7 +372,7 @@ impl Session {
             }
             Err(e) => {
                 if n > 0 {
-                    self.undo_to(batch.history_mark)?;
+                    self.undo_to(batch)?;
                 }
                 let (error, cause) = match e {
                     ApplyError::Lab(e) => (e.to_string(), Some(Box::new(e))),
@@ -389,10 +392,24 @@ impl Session {
         }
     }
 
-    /// Undoes the lines of a failed batch: the lab rebuilt from the history before them. If that
-    /// fails too (a stored batch that can no longer be read), the batch's applied lines stay —
-    /// in the lab and in its history, which must never disagree — and the error says so.
-    pub(crate) fn undo_to(&mut self, history_mark: usize) -> Result<(), ActionError> {
+    /// Undoes the lines of a failed batch. A durable lab saved just before the batch, which
+    /// made no change a save cannot undo (a sink written, segments retention deleted), goes back
+    /// to that save — the restart's procedure, which costs what the
+    /// lab holds, not its past; otherwise the lab is rebuilt from the history before the batch
+    /// (a replay of every line: seconds on a lab of a million). If that fails too (a stored
+    /// batch that can no longer be read), the batch's applied lines stay — in the lab and in its
+    /// history, which must never disagree — and the error says so.
+    pub(crate) fn undo_to(&mut self, batch: &Batch) -> Result<(), ActionError> {
+        let (history_mark, version) = (batch.history_mark, self.version);
+        if let Some(events) = self.saved_just_before(batch) {
+            if self.go_back_to_saved().is_ok() && self.history.len() == history_mark {
+                // The same lab as before the failed batch: the same version, as after a replay,
+                // and the same story (the reopening told of the logs cut back to the save).
+                self.version = version;
+                self.lab.narrative_mut().truncate(events);
+                return Ok(());
+            }
+        }
         let Err(e) = self.rebuild(history_mark) else {
             return Ok(());
         };
@@ -407,6 +424,23 @@ impl Session {
         Err(internal(&format!(
             "a line of this batch failed and the lab could not undo the lines before it ({e}); they stay applied"
         )))
+    }
+
+    /// Whether the last save holds the lab as it was when `batch` began, so that going back to
+    /// it undoes the batch exactly: a durable lab, saved with the history as long as it was
+    /// then (no barrier saved it midway), and nothing done since that a save cannot undo
+    /// ([`offsetlab_engine::lab::Lab::irreversible`]: SQLite keeps what the batch wrote,
+    /// retention's deleted segments are gone; a replay rebuilds both).
+    /// The narrative's length at that save, when it does.
+    fn saved_just_before(&self, batch: &Batch) -> Option<usize> {
+        let g = self.generation.as_ref()?;
+        let (commands, events) = offsetlab_storage::lock(&g.saved)
+            .as_ref()
+            .map(|s| (s.commands, s.events))?;
+        (commands == batch.history_mark
+            && batch.kept_before.is_none()
+            && self.lab.irreversible() == batch.irreversible)
+            .then_some(events)
     }
 
     /// Rebuilds the lab from the history (undo of a failed batch): a fresh lab, into which the

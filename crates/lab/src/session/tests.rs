@@ -795,3 +795,98 @@ fn a_clean_close_closes_every_log() {
         .expect("a lab");
     assert_eq!(restored.export(), export);
 }
+
+/// A failed batch on a durable lab saved just before it goes back to that save — no replay of
+/// the history, so no new generation — unless it did what a save cannot undo: wrote to a sink
+/// (the save knows nothing of its rows), or let retention delete a segment (the file is gone).
+/// Then the history is replayed. Either way nothing of the batch is left.
+#[test]
+fn a_failed_batch_goes_back_to_the_save_before_it_unless_a_save_cannot_undo_it() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut s = Session::new(
+        durable(dir.path()),
+        "topic t segment.records=2 retention.ms=1h\nconsumer c1 group=g topic=t reset=earliest commit=manual-batch\nproduce t count=3\n",
+    )
+    .expect("lab");
+    assert!(s.save().expect("saved").is_none());
+    let (generation, version, before) = (
+        s.generation_dir().map(Path::to_path_buf),
+        s.version(),
+        state_json(&s),
+    );
+    let end = |s: &Session| {
+        s.lab()
+            .partition_log(&offsetlab_engine::record::TopicPartition::new("t", 0))
+            .expect("t-0")
+            .log_end_offset()
+    };
+
+    let err = s
+        .apply_lines(&lines(&["produce t count=2", "tick 1s", "poll ghost"]))
+        .expect_err("ghost");
+    assert_eq!(err.line, 3);
+    assert_eq!(state_json(&s), before, "nothing of the batch is left");
+    assert_eq!((end(&s), s.version()), (3, version));
+    assert_eq!(
+        s.generation_dir().map(Path::to_path_buf),
+        generation,
+        "went back to the save: no replay"
+    );
+
+    // Records processed into the sink: the save cannot take them back, the replay does.
+    let figures_before = {
+        let mut v = serde_json::to_value(s.lab().view().expect("view")).expect("json");
+        v.as_object_mut().map(|o| o.remove("storage"));
+        v
+    };
+    let err = s
+        .apply_lines(&lines(&["poll c1", "process c1 count=all", "poll ghost"]))
+        .expect_err("ghost");
+    assert_eq!(err.line, 3);
+    // The same lab, in another generation's directory.
+    let figures = |s: &Session| {
+        let mut v = serde_json::to_value(s.lab().view().expect("view")).expect("json");
+        v.as_object_mut().map(|o| o.remove("storage"));
+        v
+    };
+    assert_eq!(figures(&s), figures_before, "nothing of the batch is left");
+    assert_eq!(s.lab().group_view("g").expect("g").sink.rows, 0);
+    assert_ne!(
+        s.generation_dir().map(Path::to_path_buf),
+        generation,
+        "replayed into a new generation"
+    );
+
+    // Retention deleting a segment in the batch: the files are gone, so the replay undoes it.
+    let generation = s.generation_dir().map(Path::to_path_buf);
+    let figures_before = figures(&s);
+    let err = s
+        .apply_lines(&lines(&["tick 2h", "poll ghost"]))
+        .expect_err("ghost");
+    assert_eq!(err.line, 2);
+    assert_eq!(
+        s.lab()
+            .partition_log(&offsetlab_engine::record::TopicPartition::new("t", 0))
+            .expect("t-0")
+            .log_start_offset(),
+        0,
+        "the segment retention deleted is back"
+    );
+    assert_eq!(figures(&s), figures_before, "nothing of the batch is left");
+    assert_ne!(
+        s.generation_dir().map(Path::to_path_buf),
+        generation,
+        "replayed into a new generation"
+    );
+
+    // What is left is what a restart finds, and it goes on from there.
+    s.apply_lines(&lines(&["produce t count=1"])).expect("produce");
+    assert!(s.save().expect("saved").is_none());
+    let after = figures(&s);
+    drop(s);
+    let (restored, _) = Session::restore(dir.path(), FlushPolicy::Never)
+        .expect("restores")
+        .expect("a lab");
+    assert_eq!(figures(&restored), after);
+    assert_eq!(end(&restored), 4);
+}

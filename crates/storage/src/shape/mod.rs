@@ -13,9 +13,13 @@
 //! records retention deleted are gone, as they are from the log. Compressed and control batches
 //! are kept as they are (zeroing inside a compressed batch would change its size).
 //!
-//! A shape costs what the records' keys, headers and framing compress to — a few bytes a record
-//! with short keys, against the record's whole size — so what retention deletes mostly leaves the
-//! disk; that the history still names every record ever produced is the journal's to bound.
+//! A shape costs what the records' keys, headers and framing compress to. Each frame is kept in
+//! columns ([`columns`]: offset deltas, timestamp deltas, keys, value lengths, each run on its
+//! own) — well under a byte a record for a client's keyless records, where the same bytes one
+//! record after another cost about four — so what retention deletes mostly leaves the disk; that
+//! the history still names every record ever produced is the journal's to bound.
+
+mod columns;
 
 use offsetlab_records::batch::{Batch, BatchHeader, ATTR_COMPRESSION, ATTR_CONTROL, CRC_START, LOG_OVERHEAD};
 use offsetlab_records::compression::{compress, decompress_bounded, Compression};
@@ -28,12 +32,19 @@ use std::path::{Path, PathBuf};
 pub const SHAPE_SUFFIX: &str = ".shape";
 
 /// How much of the original file one compressed frame covers (a reader decompresses one frame
-/// at a time).
-pub const FRAME_BYTES: usize = 8 << 20;
+/// at a time). Shaping holds a few buffers of a frame's size (the batches, their columns, the
+/// check that they read back): a mebibyte keeps that small beside a lab serving clients, where
+/// an allocator's arenas keep what was once handed out. (Shapes written before took 8 MiB
+/// frames; a frame's header says its length, so they read as before.)
+pub const FRAME_BYTES: usize = 1 << 20;
 
 /// A frame's header: the original position (8 bytes), its original length and its compressed
 /// length (4 each).
 const FRAME_HEADER: usize = 16;
+
+/// Set in a frame's original length: the frame was compressed in columns ([`columns`]).
+/// (Shapes written before columns never set it: their frames covered at most 8 MiB.)
+const IN_COLUMNS: u32 = 1 << 31;
 
 /// The shape's path of a kept file.
 pub fn shape_path(kept: &Path) -> PathBuf {
@@ -95,10 +106,18 @@ pub fn keep_shape(kept: &Path) -> io::Result<u64> {
         } else {
             zero_values(&mut frame);
         }
-        let packed = compress(&frame, Compression::Zstd);
+        // In columns when they read back as the frame (they always should: checked, since a
+        // shape is the only copy of these bytes the history has).
+        let split = columns::split(&frame);
+        let fits = frame.len() < IN_COLUMNS as usize;
+        let (packed, flag) = if fits && columns::join(&split, frame.len()).as_deref() == Some(&frame[..]) {
+            (compress(&split, Compression::Zstd), IN_COLUMNS)
+        } else {
+            (compress(&frame, Compression::Zstd), 0)
+        };
         let mut header = [0u8; FRAME_HEADER];
         header[..8].copy_from_slice(&at.to_be_bytes());
-        header[8..12].copy_from_slice(&(frame.len() as u32).to_be_bytes());
+        header[8..12].copy_from_slice(&(frame.len() as u32 | flag).to_be_bytes());
         header[12..].copy_from_slice(&(packed.len() as u32).to_be_bytes());
         out.write_all_at(&header, written)?;
         out.write_all_at(&packed, written + FRAME_HEADER as u64)?;
@@ -181,14 +200,25 @@ pub fn read_shape(shape: &Path, at: u64, len: u64) -> io::Result<Vec<u8>> {
         let mut header = [0u8; FRAME_HEADER];
         file.read_exact_at(&mut header, pos)?;
         let from = u64::from_be_bytes(header[..8].try_into().unwrap_or_default());
-        let original = u64::from(u32::from_be_bytes(header[8..12].try_into().unwrap_or_default()));
+        let original = u32::from_be_bytes(header[8..12].try_into().unwrap_or_default());
+        let in_columns = original & IN_COLUMNS != 0;
+        let original = u64::from(original & !IN_COLUMNS);
         let packed = u32::from_be_bytes(header[12..].try_into().unwrap_or_default()) as usize;
         let next = pos + (FRAME_HEADER + packed) as u64;
         if from + original > at && from < end {
             let mut buf = vec![0u8; packed];
             file.read_exact_at(&mut buf, pos + FRAME_HEADER as u64)?;
-            let frame = decompress_bounded(&buf, Compression::Zstd, FRAME_BYTES.max(original as usize))
-                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+            let damaged = |what: String| io::Error::new(io::ErrorKind::InvalidData, what);
+            // Columns take a few bytes more than the frame: a length each, a record's headers'.
+            let bound = FRAME_BYTES.max(original as usize).saturating_mul(2);
+            let unpacked =
+                decompress_bounded(&buf, Compression::Zstd, bound).map_err(|e| damaged(e.to_string()))?;
+            let frame = if in_columns {
+                columns::join(&unpacked, original as usize)
+                    .ok_or_else(|| damaged("a frame whose columns do not read back".into()))?
+            } else {
+                unpacked
+            };
             if frame.len() as u64 != original {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidData,
