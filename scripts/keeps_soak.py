@@ -6,8 +6,9 @@ Starts `offsetlab serve --data DIR` (a temporary directory beside the binary's t
 a one-partition topic with `retention.bytes` (50 MB by default) and `segment.bytes` of a tenth
 of it, then for MINUTES (10 by default) a confluent-kafka producer sends 100-byte records as
 fast as it can while a consumer group reads them and commits every second. Every 15 s it
-samples the data directory's size on disk (`du`, so a hard link is counted once) and the
-server's resident memory (VmRSS, and the peak VmHWM). Prints one JSON object: the series, the
+samples the data directory's size (`du -sb`: the bytes of its files, a hard link counted once)
+and the server's resident memory (VmRSS, and the peak VmHWM) — samples, so a peak between two
+is not seen. Prints one JSON object: the series, the
 maxima, the records produced and consumed. Exit 1 when the server died.
 
 The issue's bound: the data directory under 200 MB and resident memory under 150 MB
@@ -23,7 +24,7 @@ import tempfile
 import threading
 import time
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 binary = sys.argv[1]
@@ -80,7 +81,7 @@ for future in admin.create_topics([NewTopic(topic, 1, 1, config=config)]).values
     future.result(30)
 
 stop = threading.Event()
-counts = {"produced": 0, "consumed": 0, "produce_errors": 0}
+counts = {"produced": 0, "consumed": 0, "produce_errors": 0, "commit_errors": 0}
 
 
 def produce():
@@ -115,8 +116,10 @@ def consume():
         if time.monotonic() - last_commit >= 1.0:
             try:
                 consumer.commit(asynchronous=False)
-            except Exception:  # nothing consumed yet: nothing to commit
-                pass
+            except KafkaException as e:
+                # Nothing consumed since the last commit is no failure.
+                if e.args[0].code() != KafkaError._NO_OFFSET:
+                    counts["commit_errors"] += 1
             last_commit = time.monotonic()
     consumer.close()
 
@@ -131,7 +134,10 @@ try:
         time.sleep(SAMPLE_EVERY - (time.monotonic() - started) % SAMPLE_EVERY)
         if server.poll() is not None:
             break
-        rss, hwm = memory()
+        try:
+            rss, hwm = memory()
+        except OSError:  # the server died since
+            break
         series.append({"t_s": round(time.monotonic() - started), "disk_mb": round(disk_bytes() / 1e6, 1),
                        "rss_mb": round(rss / 1e6, 1), "peak_rss_mb": round(hwm / 1e6, 1),
                        "produced": counts["produced"], "consumed": counts["consumed"]})
@@ -143,11 +149,15 @@ finally:
     died = server.poll() is not None
     if not died:
         server.terminate()
-        server.wait(120)
+        try:
+            server.wait(120)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
 print(json.dumps({
     "minutes": minutes, "retention_bytes": retention, "value_bytes": len(VALUE),
     "produced": counts["produced"], "consumed": counts["consumed"],
-    "produce_errors": counts["produce_errors"],
+    "produce_errors": counts["produce_errors"], "commit_errors": counts["commit_errors"],
     "max_disk_mb": max((s["disk_mb"] for s in series), default=None),
     "max_rss_mb": max((s["rss_mb"] for s in series), default=None),
     "peak_rss_mb": max((s["peak_rss_mb"] for s in series), default=None),

@@ -128,6 +128,9 @@ pub(crate) struct Batch {
     reset_plans: Vec<ResetPlan>,
     /// [`offsetlab_engine::lab::Lab::irreversible`] before the batch.
     irreversible: u64,
+    /// A compaction, DeleteRecords or truncation saved the lab during the batch — its first
+    /// line too (which `kept_before` leaves out: nothing before it to keep).
+    saved_midway: bool,
 }
 
 impl Session {
@@ -214,6 +217,7 @@ impl Session {
             kept_before: None,
             reset_plans: Vec::new(),
             irreversible: self.lab.irreversible(),
+            saved_midway: false,
         };
         let last = commands.last().map_or(0, |(line, _)| *line);
         for (n, (line, change)) in commands.into_iter().enumerate() {
@@ -344,6 +348,7 @@ impl Session {
                 });
                 return Err(self.refused_by_storage(line, command.to_string(), fault, batch.kept_before));
             }
+            batch.saved_midway = true;
             if n > 0 && batch.kept_before.is_none() {
                 batch.kept_before = Some(line);
             }
@@ -401,6 +406,7 @@ impl Session {
     /// history, which must never disagree — and the error says so.
     pub(crate) fn undo_to(&mut self, batch: &Batch) -> Result<(), ActionError> {
         let (history_mark, version) = (batch.history_mark, self.version);
+        let broken = self.broken.clone();
         if let Some(events) = self.saved_just_before(batch) {
             if self.go_back_to_saved().is_ok() && self.history.len() == history_mark {
                 // The same lab as before the failed batch: the same version, as after a replay,
@@ -411,6 +417,9 @@ impl Session {
             }
         }
         let Err(e) = self.rebuild(history_mark) else {
+            // A go-back that failed above marked the session broken; the replay stood in for it,
+            // and the lab and its history agree again.
+            self.broken = broken;
             return Ok(());
         };
         // The rebuild could not be written (a full disk): the last save is from before the
@@ -430,7 +439,9 @@ impl Session {
     /// it undoes the batch exactly: a durable lab, saved with the history as long as it was
     /// then (no barrier saved it midway), and nothing done since that a save cannot undo
     /// ([`offsetlab_engine::lab::Lab::irreversible`]: SQLite keeps what the batch wrote,
-    /// retention's deleted segments are gone; a replay rebuilds both).
+    /// retention's deleted segments are gone; a replay rebuilds both), and no topic deleted (a
+    /// topic of the same name created after it would stand in the deleted one's place when the
+    /// store is opened again).
     /// The narrative's length at that save, when it does.
     fn saved_just_before(&self, batch: &Batch) -> Option<usize> {
         let g = self.generation.as_ref()?;
@@ -438,7 +449,8 @@ impl Session {
             .as_ref()
             .map(|s| (s.commands, s.events))?;
         (commands == batch.history_mark
-            && batch.kept_before.is_none()
+            && !batch.saved_midway
+            && !g.deleted_topics.load(std::sync::atomic::Ordering::SeqCst)
             && self.lab.irreversible() == batch.irreversible)
             .then_some(events)
     }

@@ -890,3 +890,40 @@ fn a_failed_batch_goes_back_to_the_save_before_it_unless_a_save_cannot_undo_it()
     assert_eq!(figures(&restored), after);
     assert_eq!(end(&restored), 4);
 }
+
+/// Two batches a save cannot take back although they write no sink: one whose first line
+/// destroys records (saved before it, so the save is no longer from before the batch), and one
+/// that deletes a topic and creates another of the same name. Both are replayed: the lab is as
+/// it was.
+#[test]
+fn a_failed_batch_that_destroyed_records_or_replaced_a_topic_is_replayed() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut s = Session::new(durable(dir.path()), "topic t\nproduce t count=3\n").expect("lab");
+    assert!(s.save().expect("saved").is_none());
+    let log = |s: &Session| {
+        let log = s
+            .lab()
+            .partition_log(&offsetlab_engine::record::TopicPartition::new("t", 0))
+            .expect("t-0");
+        (log.log_start_offset(), log.log_end_offset(), log.record_count())
+    };
+    assert_eq!(log(&s), (0, 3, 3));
+
+    s.apply_lines(&lines(&["delete-records t before=2", "poll ghost"]))
+        .expect_err("ghost");
+    assert_eq!(log(&s), (0, 3, 3), "the deleted records are back");
+
+    s.apply_lines(&lines(&[
+        "delete-topic t",
+        "topic t",
+        "produce t count=1",
+        "poll ghost",
+    ]))
+    .expect_err("ghost");
+    assert_eq!(log(&s), (0, 3, 3), "the first topic t, its records");
+    drop(s);
+    let (restored, _) = Session::restore(dir.path(), FlushPolicy::Never)
+        .expect("restores")
+        .expect("a lab");
+    assert_eq!(log(&restored), (0, 3, 3));
+}

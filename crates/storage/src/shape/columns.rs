@@ -211,7 +211,8 @@ pub(crate) fn join(columns: &[u8], len: usize) -> Option<Vec<u8>> {
     let (mut kinds, mut raw, mut headers) = (column()?, column()?, column()?);
     let (mut attributes, mut timestamps, mut offsets) = (column()?, column()?, column()?);
     let (mut keys, mut values, mut headers_of_records) = (column()?, column()?, column()?);
-    let mut out = Vec::with_capacity(len);
+    // `len` comes from the shape's file: reserved only up to a frame's size.
+    let mut out = Vec::with_capacity(len.min(super::FRAME_BYTES));
     let mut record = Vec::new();
     while let Some(kind) = kinds.take(1) {
         if kind[0] == 0 {
@@ -239,7 +240,9 @@ pub(crate) fn join(columns: &[u8], len: usize) -> Option<Vec<u8>> {
             let value_len = values.varint_raw()?;
             record.extend_from_slice(value_len);
             if let Ok(v) = usize::try_from(get_varint(value_len)?.0) {
-                if v > len {
+                // Zeros no longer than what is left of the frame (a damaged length is refused
+                // before anything is allocated for it).
+                if v > len.saturating_sub(out.len() + record.len()) {
                     return None;
                 }
                 record.resize(record.len() + v, 0);
@@ -277,5 +280,30 @@ mod tests {
     fn damaged_columns_are_refused_not_misread() {
         assert_eq!(join(&[0, 0, 0, 9, 1], 10), None);
         assert_eq!(join(&[], 0), None);
+    }
+
+    /// A record whose value length says 1 GiB in a frame of 4 KiB: refused before the zeros
+    /// are made.
+    #[test]
+    fn a_damaged_length_is_refused_before_it_is_allocated() {
+        // One batch header of one record, then the record: attributes, timestamp delta, offset
+        // delta, a null key and a value of 2^30 bytes, no headers.
+        let mut c = Columns::default();
+        c.kinds.push(1);
+        let mut header = vec![0u8; HEADER_LEN];
+        header[57..61].copy_from_slice(&1i32.to_be_bytes());
+        c.headers.extend_from_slice(&header);
+        c.attributes.push(0);
+        c.timestamps.push(0);
+        put_varint(&mut c.offsets, 0);
+        put_varint(&mut c.keys, -1);
+        put_varint(&mut c.values, 1 << 30);
+        put_varint(&mut c.headers_of_records, 0);
+        let mut columns = Vec::new();
+        for column in c.all() {
+            columns.extend_from_slice(&(column.len() as u32).to_be_bytes());
+            columns.extend_from_slice(column);
+        }
+        assert_eq!(join(&columns, 4096), None);
     }
 }
