@@ -29,6 +29,7 @@ mod serde_pairs;
 pub mod share;
 pub mod sink;
 pub mod strategy;
+pub mod tracked;
 pub mod txn;
 
 pub use error::LabError;

@@ -339,3 +339,94 @@ proptest! {
         }
     }
 }
+
+/// The snapshot as JSON, to compare two (a snapshot has no `PartialEq`; JSON objects compare
+/// whatever order their maps were filled in).
+fn json(snapshot: &offsetlab_engine::lab::LabSnapshot) -> serde_json::Value {
+    serde_json::to_value(snapshot).expect("a snapshot is JSON")
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// What a durable lab's journal holds ([`Lab::changes`]): the snapshot of one save, brought
+    /// forward by the changes since (written as JSON and read back), is the next save's
+    /// snapshot — whatever the actions, and with several actions between two saves.
+    #[test]
+    fn the_changes_since_a_save_bring_its_snapshot_to_the_next(
+        partitions in 1i32..4,
+        strategies in strategies(),
+        sink in prop::sample::select(vec![SinkKind::Append, SinkKind::Upsert, SinkKind::Transactional, SinkKind::KafkaTx]),
+        actions in prop::collection::vec((action(true), 0u8..3), 1..60),
+    ) {
+        let mut lab = new_lab(partitions);
+        let mut saved = lab.snapshot_without_narrative();
+        lab.forget_changes();
+        for (a, saves) in &actions {
+            apply(&mut lab, a, &strategies, sink, Assignor::CooperativeSticky);
+            if *saves == 0 {
+                continue;
+            }
+            let entry = serde_json::to_vec(&lab.changes()).expect("changes are JSON");
+            lab.forget_changes();
+            saved
+                .apply(serde_json::from_slice(&entry).expect("read back"))
+                .map_err(TestCaseError::fail)?;
+            prop_assert_eq!(json(&saved), json(&lab.snapshot_without_narrative()), "after {:?}", a);
+        }
+    }
+}
+
+/// Removals are changes too: a group deleted, a topic deleted — the
+/// journal's entry names them and the snapshot brought forward no longer holds them. An entry
+/// holds what changed, not the lab: one produce into one of fifty groups' topics carries one
+/// topic and no group.
+#[test]
+fn a_removed_topic_or_group_leaves_the_snapshot_brought_forward() {
+    let mut lab = new_lab(1);
+    for g in 0..50 {
+        let name = format!("g{g}");
+        lab.add_consumer(ConsumerConfig::new(&format!("c{g}"), &name, "orders"))
+            .expect("consumer");
+    }
+    let mut saved = lab.snapshot_without_narrative();
+    lab.forget_changes();
+    lab.produce(
+        "orders",
+        &ProduceSpec {
+            count: 1,
+            ..ProduceSpec::default()
+        },
+    )
+    .expect("produce");
+    let changes = lab.changes();
+    assert_eq!(
+        changes.entries(),
+        1,
+        "the topic produced to, nothing else: {changes:?}"
+    );
+    saved.apply(changes).expect("apply");
+    lab.forget_changes();
+    assert_eq!(json(&saved), json(&lab.snapshot_without_narrative()));
+
+    lab.create_topic("t2", TopicConfig::default()).expect("t2");
+    let t2 = TopicPartition::new("t2", 0);
+    let none = std::collections::BTreeMap::new();
+    lab.alter_offsets("gx", &[(t2, 0)], &none, &Default::default())
+        .expect("gx");
+    let entry = serde_json::to_string(&lab.changes()).expect("json");
+    assert!(entry.contains("\"gx\""), "the new group is in the entry: {entry}");
+    lab.delete_topic("t2").expect("delete topic");
+    lab.delete_group("gx").expect("delete group");
+    let entry = serde_json::to_string(&lab.changes()).expect("json");
+    lab.forget_changes();
+    saved
+        .apply(serde_json::from_str(&entry).expect("read back"))
+        .expect("apply");
+    let now = json(&lab.snapshot_without_narrative());
+    assert_eq!(json(&saved), now);
+    assert!(
+        !now.to_string().contains("\"gx\""),
+        "the deleted group is gone: {entry}"
+    );
+}

@@ -538,7 +538,7 @@ impl Lab {
     /// reconcile it further.
     fn members_to_reconcile(&self) -> Vec<(String, ConsumerGroupMember)> {
         let mut out = Vec::new();
-        for (name, c) in &self.consumers {
+        for (name, c) in self.consumers.iter() {
             if !c.is_running() || c.config.group_protocol != GroupProtocol::Consumer {
                 continue;
             }

@@ -52,6 +52,7 @@ use crate::narrative::{EventKind, Narrative};
 use crate::offsets::OffsetStore;
 use crate::record::{Offset, TopicPartition};
 use crate::sink::{MemorySinks, SinkFactory};
+use crate::tracked::Tracked;
 use crate::txn::{PartitionTxns, TransactionalProducer};
 use std::collections::{BTreeMap, HashMap};
 
@@ -90,10 +91,10 @@ pub struct Lab {
     clock: Clock,
     store: Box<dyn LogStore>,
     sinks: Box<dyn SinkFactory>,
-    topics: BTreeMap<String, Topic>,
+    topics: Tracked<Topic>,
     offsets: OffsetStore,
-    groups: BTreeMap<String, Group>,
-    consumers: BTreeMap<String, Consumer>,
+    groups: Tracked<Group>,
+    consumers: Tracked<Consumer>,
     narrative: Narrative,
     fault: Option<FaultPlan>,
     /// Observable effects per consumer so far (what a [`FaultPlan`] counts).
@@ -104,7 +105,7 @@ pub struct Lab {
     /// group with no member and no committed offset left.
     offsets_retention_check_ms: Millis,
     /// The transaction coordinator's producers, by `transactional.id`.
-    producers: BTreeMap<String, TransactionalProducer>,
+    producers: Tracked<TransactionalProducer>,
     /// The next producer id InitProducerId hands out.
     next_producer_id: i64,
     /// Topics created so far (what a topic id is derived from).
@@ -155,16 +156,16 @@ impl Lab {
             clock: Clock::default(),
             store,
             sinks,
-            topics: BTreeMap::new(),
+            topics: Tracked::default(),
             offsets: OffsetStore::new(offsets_log),
-            groups: BTreeMap::new(),
-            consumers: BTreeMap::new(),
+            groups: Tracked::default(),
+            consumers: Tracked::default(),
             narrative: Narrative::default(),
             fault: None,
             effects: BTreeMap::new(),
             offsets_retention_ms: DEFAULT_OFFSETS_RETENTION_MS,
             offsets_retention_check_ms: DEFAULT_OFFSETS_RETENTION_CHECK_MS,
-            producers: BTreeMap::new(),
+            producers: Tracked::default(),
             next_producer_id: 1000,
             topics_created: 0,
             share: crate::share::ShareState::default(),

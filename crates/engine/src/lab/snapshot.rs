@@ -126,43 +126,23 @@ impl Lab {
     }
 
     fn snapshot_with(&self, with_narrative: bool) -> LabSnapshot {
+        let mut snapshot = self.scalars(with_narrative);
+        snapshot.topics = self.topics.values().map(topic_snapshot).collect();
+        snapshot.groups = self.groups.values().map(group_snapshot).collect();
+        snapshot.consumers = (*self.consumers).clone();
+        snapshot.producers = (*self.producers).clone();
+        snapshot
+    }
+
+    /// The snapshot's fields that are not one entry per topic, group, consumer or producer —
+    /// small whatever the lab holds; those maps left empty.
+    fn scalars(&self, with_narrative: bool) -> LabSnapshot {
         LabSnapshot {
             version: SNAPSHOT_VERSION,
             clock: self.clock,
-            topics: self
-                .topics
-                .values()
-                .map(|t| TopicSnapshot {
-                    name: t.name.clone(),
-                    id: Some(t.id),
-                    config: t.config.clone(),
-                    orders_created: t.orders_created,
-                    events_per_key: t.events_per_key.clone(),
-                    txns: t.txns.clone(),
-                    log_end_offsets: t.partitions.iter().map(|l| l.log_end_offset()).collect(),
-                })
-                .collect(),
-            groups: self
-                .groups
-                .values()
-                .map(|g| GroupSnapshot {
-                    name: g.name.clone(),
-                    generation: g.generation,
-                    members: g.members.clone(),
-                    owners: g.owners.clone(),
-                    handoffs: g.handoffs.clone(),
-                    rebalance: g.rebalance.clone(),
-                    topics_read: g.topics_read.clone(),
-                    empty_since: g.empty_since,
-                    sink_kind: g.sink_kind,
-                    audit: g.audit.clone(),
-                    external: g.external.clone(),
-                    dead: g.dead,
-                    sink_opened: g.sink_opened,
-                    consumer: g.consumer.clone(),
-                })
-                .collect(),
-            consumers: self.consumers.clone(),
+            topics: Vec::new(),
+            groups: Vec::new(),
+            consumers: BTreeMap::new(),
             narrative: if with_narrative {
                 self.narrative.clone()
             } else {
@@ -172,12 +152,55 @@ impl Lab {
             effects: self.effects.clone(),
             offsets_retention_ms: self.offsets_retention_ms,
             offsets_retention_check_ms: self.offsets_retention_check_ms,
-            producers: self.producers.clone(),
+            producers: BTreeMap::new(),
             next_producer_id: self.next_producer_id,
             topics_created: Some(self.topics_created),
             share: self.share.clone(),
             offsets_log_end: self.offsets.log().log_end_offset(),
         }
+    }
+
+    /// What changed since [`Lab::forget_changes`] (or since the lab was made or restored): the
+    /// topics, groups, consumers and transactional producers an action touched, whole, and the
+    /// rest of the snapshot (its small fields). Applied to the snapshot of that moment
+    /// ([`LabSnapshot::apply`]) it gives [`Lab::snapshot_without_narrative`] — what a durable
+    /// lab appends to its journal after each action, at a cost that does not grow with the lab.
+    pub fn changes(&self) -> LabChanges {
+        let mut lab = self.scalars(false);
+        let mut removed = Removed::default();
+        for name in self.topics.changed() {
+            match self.topics.get(name) {
+                Some(t) => lab.topics.push(topic_snapshot(t)),
+                None => removed.topics.push(name.clone()),
+            }
+        }
+        for name in self.groups.changed() {
+            match self.groups.get(name) {
+                Some(g) => lab.groups.push(group_snapshot(g)),
+                None => removed.groups.push(name.clone()),
+            }
+        }
+        for name in self.consumers.changed() {
+            match self.consumers.get(name) {
+                Some(c) => drop(lab.consumers.insert(name.clone(), c.clone())),
+                None => removed.consumers.push(name.clone()),
+            }
+        }
+        for name in self.producers.changed() {
+            match self.producers.get(name) {
+                Some(p) => drop(lab.producers.insert(name.clone(), p.clone())),
+                None => removed.producers.push(name.clone()),
+            }
+        }
+        LabChanges { lab, removed }
+    }
+
+    /// The changes so far are saved: [`Lab::changes`] starts again from here.
+    pub fn forget_changes(&mut self) {
+        self.topics.forget_changes();
+        self.groups.forget_changes();
+        self.consumers.forget_changes();
+        self.producers.forget_changes();
     }
 
     /// A lab brought back from `snapshot`: its logs reopened from `store` (a durable store
@@ -245,16 +268,16 @@ impl Lab {
             clock: snapshot.clock,
             store,
             sinks,
-            topics,
+            topics: topics.into(),
             offsets: OffsetStore::new(offsets_log),
-            groups,
-            consumers: snapshot.consumers,
+            groups: groups.into(),
+            consumers: snapshot.consumers.into(),
             narrative: snapshot.narrative,
             fault: snapshot.fault,
             effects: snapshot.effects,
             offsets_retention_ms: snapshot.offsets_retention_ms,
             offsets_retention_check_ms: snapshot.offsets_retention_check_ms,
-            producers: snapshot.producers,
+            producers: snapshot.producers.into(),
             next_producer_id: snapshot.next_producer_id,
             topics_created,
             share: snapshot.share,
@@ -273,6 +296,127 @@ impl Lab {
             ),
         );
         Ok((lab, losses))
+    }
+}
+
+fn topic_snapshot(t: &Topic) -> TopicSnapshot {
+    TopicSnapshot {
+        name: t.name.clone(),
+        id: Some(t.id),
+        config: t.config.clone(),
+        orders_created: t.orders_created,
+        events_per_key: t.events_per_key.clone(),
+        txns: t.txns.clone(),
+        log_end_offsets: t.partitions.iter().map(|l| l.log_end_offset()).collect(),
+    }
+}
+
+fn group_snapshot(g: &Group) -> GroupSnapshot {
+    GroupSnapshot {
+        name: g.name.clone(),
+        generation: g.generation,
+        members: g.members.clone(),
+        owners: g.owners.clone(),
+        handoffs: g.handoffs.clone(),
+        rebalance: g.rebalance.clone(),
+        topics_read: g.topics_read.clone(),
+        empty_since: g.empty_since,
+        sink_kind: g.sink_kind,
+        audit: g.audit.clone(),
+        external: g.external.clone(),
+        dead: g.dead,
+        sink_opened: g.sink_opened,
+        consumer: g.consumer.clone(),
+    }
+}
+
+/// What changed in a lab between two saves ([`Lab::changes`]): one entry of a durable lab's
+/// journal.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct LabChanges {
+    /// The lab's small fields, and only the topics, groups, consumers and producers that
+    /// changed (each whole).
+    lab: LabSnapshot,
+    #[serde(default)]
+    removed: Removed,
+}
+
+/// The names of the entries an action removed.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Removed {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    topics: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    groups: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    consumers: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    producers: Vec<String>,
+}
+
+impl LabChanges {
+    /// How many topics, groups, consumers and producers the changes hold or remove.
+    pub fn entries(&self) -> usize {
+        self.lab.topics.len()
+            + self.lab.groups.len()
+            + self.lab.consumers.len()
+            + self.lab.producers.len()
+            + self.removed.topics.len()
+            + self.removed.groups.len()
+            + self.removed.consumers.len()
+            + self.removed.producers.len()
+    }
+}
+
+impl LabSnapshot {
+    /// The snapshot `changes` were taken after, brought forward by them: every changed entry
+    /// replaces its namesake (or is added), every removed one goes, the small fields are the
+    /// changes'. The narrative is left as it is (the journal's reader sets it from its file).
+    pub fn apply(&mut self, changes: LabChanges) -> Result<(), String> {
+        let LabChanges { lab, removed } = changes;
+        if lab.version != self.version {
+            return Err(format!(
+                "changes of snapshot version {}, the snapshot is version {}",
+                lab.version, self.version
+            ));
+        }
+        merge_sorted(&mut self.topics, lab.topics, &removed.topics, |t| &t.name);
+        merge_sorted(&mut self.groups, lab.groups, &removed.groups, |g| &g.name);
+        for name in &removed.consumers {
+            self.consumers.remove(name);
+        }
+        self.consumers.extend(lab.consumers);
+        for name in &removed.producers {
+            self.producers.remove(name);
+        }
+        self.producers.extend(lab.producers);
+        self.clock = lab.clock;
+        self.narrative = lab.narrative;
+        self.fault = lab.fault;
+        self.effects = lab.effects;
+        self.offsets_retention_ms = lab.offsets_retention_ms;
+        self.offsets_retention_check_ms = lab.offsets_retention_check_ms;
+        self.next_producer_id = lab.next_producer_id;
+        self.offsets_log_end = lab.offsets_log_end;
+        self.topics_created = lab.topics_created;
+        self.share = lab.share;
+        Ok(())
+    }
+}
+
+/// `entries`, sorted by name as a snapshot keeps them (a lab's maps are ordered), with
+/// `changed` put in their place and `removed` taken out.
+fn merge_sorted<T>(entries: &mut Vec<T>, changed: Vec<T>, removed: &[String], name: fn(&T) -> &String) {
+    for r in removed {
+        if let Ok(i) = entries.binary_search_by(|e| name(e).cmp(r)) {
+            entries.remove(i);
+        }
+    }
+    for c in changed {
+        match entries.binary_search_by(|e| name(e).cmp(name(&c))) {
+            Ok(i) => entries[i] = c,
+            Err(i) => entries.insert(i, c),
+        }
     }
 }
 

@@ -132,13 +132,15 @@ impl Lab {
     /// active segment. The log start offset moves up.
     fn enforce_retention(&mut self) {
         let now = self.now();
-        let mut notes = Vec::new();
-        for topic in self.topics.values_mut() {
+        // What to delete is read first: only a topic that loses segments is changed (and saved
+        // again by the journal).
+        let mut deletions = Vec::new();
+        for topic in self.topics.values() {
             if !topic.config.cleanup_policy.deletes() {
                 continue;
             }
             let (by_age, by_size) = (topic.config.retention_ms, topic.config.retention_bytes);
-            for (p, log) in topic.partitions.iter_mut().enumerate() {
+            for (p, log) in topic.partitions.iter().enumerate() {
                 let segments = log.segments();
                 let mut total: u64 = segments.iter().map(|s| s.bytes as u64).sum();
                 let mut delete_before = None;
@@ -162,17 +164,23 @@ impl Lab {
                     ));
                 }
                 if let Some((before, why)) = delete_before {
-                    self.irreversible += 1;
-                    let start = log.log_start_offset();
-                    let removed = log.delete_segments_before(before);
-                    if removed > 0 {
-                        notes.push(format!(
-                            "retention ({why}) deleted {removed} record(s) of {}-{p} in whole segments: log start offset {start} → {}",
-                            topic.name,
-                            log.log_start_offset()
-                        ));
-                    }
+                    deletions.push((topic.name.clone(), p, before, why));
                 }
+            }
+        }
+        let mut notes = Vec::new();
+        for (name, p, before, why) in deletions {
+            let Some(log) = self.topics.get_mut(&name).and_then(|t| t.partitions.get_mut(p)) else {
+                continue;
+            };
+            self.irreversible += 1;
+            let start = log.log_start_offset();
+            let removed = log.delete_segments_before(before);
+            if removed > 0 {
+                notes.push(format!(
+                    "retention ({why}) deleted {removed} record(s) of {name}-{p} in whole segments: log start offset {start} → {}",
+                    log.log_start_offset()
+                ));
             }
         }
         for n in notes {
@@ -237,7 +245,7 @@ impl Lab {
             return false;
         }
         let mut due = Vec::new();
-        for (name, c) in &self.consumers {
+        for (name, c) in self.consumers.iter() {
             if c.state != ConsumerState::Running || c.config.strategy.rules().when != CommitWhen::Timer {
                 continue;
             }
