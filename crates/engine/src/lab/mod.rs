@@ -36,7 +36,7 @@ pub use share_view::{
     HeldRecordView, ShareAuditView, ShareConsumerView, ShareGroupView, ShareMemberView, SharePartitionView,
     ShareRecordView, MAX_VIEW_COMPLETED,
 };
-pub use snapshot::{LabSnapshot, SNAPSHOT_VERSION};
+pub use snapshot::{LabChanges, LabSnapshot, SNAPSHOT_VERSION};
 pub use topics::{
     sent_batch_matches, BatchPacking, ProduceSpec, SentHeader, SentRecord, MAX_PARTITIONS, MAX_SEND_RECORDS,
 };

@@ -160,9 +160,10 @@ impl HistoryLog {
     }
 }
 
-/// What `lab.json` holds: the lab's snapshot and the length of the history file it goes with.
-/// The history is appended before `lab.json` is rewritten, so the file may run past
-/// `history_bytes` after a crash: the excess belongs to an unacknowledged change and is cut.
+/// What `lab.json` holds: the lab's snapshot, the length of the history file it goes with, and
+/// the journal that brings it forward. The history is appended before the journal's entry, so
+/// the file may run past the last entry's `history_bytes` after a crash: the excess belongs to
+/// an unacknowledged change and is cut.
 #[derive(Serialize, serde::Deserialize)]
 pub(crate) struct LabFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -175,4 +176,8 @@ pub(crate) struct LabFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) history: Option<String>,
     pub(crate) snapshot: offsetlab_engine::lab::LabSnapshot,
+    /// The journal that follows this snapshot ([`journal`]); labs saved before journals have
+    /// none (every save rewrote the snapshot).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) journal: Option<u64>,
 }

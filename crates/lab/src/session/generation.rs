@@ -33,6 +33,8 @@ pub(crate) struct Generation {
     pub(crate) saved: std::sync::Mutex<Option<Arc<Saved>>>,
     /// The narrative, as a file the session appends to.
     pub(crate) narrative: std::sync::Mutex<NarrativeLog>,
+    /// What each save appends ([`journal`]).
+    pub(crate) journal: Arc<std::sync::Mutex<Journal>>,
 }
 
 impl Generation {
@@ -58,7 +60,9 @@ impl Generation {
             .map_err(storage)?;
         let (lab_file, _) = SlotFile::open(&dir, LAB_FILE).map_err(storage)?;
         let narrative = NarrativeLog::open(&dir, true).map_err(io_error)?;
+        let journal = Journal::create(&dir, 1, 0).map_err(io_error)?;
         Ok(Self {
+            journal: Arc::new(std::sync::Mutex::new(journal)),
             number,
             dir,
             durability,
@@ -77,41 +81,72 @@ impl Generation {
     }
 }
 
-/// A save: `lab.json`'s bytes and the history and narrative it covers.
+/// A save: the history and narrative it covers, and where the journal ended after it.
+#[derive(Debug, Clone)]
 pub(crate) struct Saved {
-    pub(crate) lab_file: Vec<u8>,
     pub(crate) history_bytes: u64,
     pub(crate) commands: usize,
     pub(crate) narrative_bytes: u64,
     pub(crate) events: usize,
+    /// The journal's number and length once this save's entry is in it.
+    pub(crate) journal: (u64, u64),
 }
 
-/// Appends `history`'s and `lab`'s narrative's new lines to `g`'s files; `lab.json`'s bytes, and
-/// the history file.
-pub(crate) fn lab_file_of(
+/// Appends `history`'s and `lab`'s narrative's new lines to `g`'s files; the save, the
+/// journal's entry for `lab`'s changes as a frame, and the history file.
+pub(crate) fn entry_of(
     g: &Generation,
     lab: &Lab,
     history: &[Command],
-) -> Result<(Saved, Arc<std::fs::File>), LabError> {
+) -> Result<(Saved, Vec<u8>, Arc<std::fs::File>), LabError> {
     let mut log = lock(&g.history);
     let history_bytes = log.catch_up(history)?;
     let narrative_bytes = lock(&g.narrative).catch_up(lab.narrative())?;
-    let lab_file = serde_json::to_vec(&LabFile {
-        history_bytes: Some(history_bytes),
-        narrative_bytes: Some(narrative_bytes),
-        history: None,
-        snapshot: lab.snapshot_without_narrative(),
-    })
-    .map_err(storage)?;
+    let frame = frame(&Entry {
+        history_bytes,
+        narrative_bytes,
+        changes: lab.changes(),
+    })?;
     Ok((
         Saved {
-            lab_file,
             history_bytes,
             commands: history.len(),
             narrative_bytes,
             events: lab.narrative().len(),
+            journal: (0, 0),
         },
+        frame,
         Arc::clone(&log.file),
+    ))
+}
+
+/// Appends `history`'s and `lab`'s narrative's new lines to `g`'s files; the save and the whole
+/// snapshot, naming `g`'s journal as the one that follows it.
+pub(crate) fn snapshot_of(
+    g: &Generation,
+    lab: &Lab,
+    history: &[Command],
+) -> Result<(Saved, Vec<u8>), LabError> {
+    let history_bytes = lock(&g.history).catch_up(history)?;
+    let narrative_bytes = lock(&g.narrative).catch_up(lab.narrative())?;
+    let journal = lock(&g.journal);
+    let bytes = serde_json::to_vec(&LabFile {
+        history_bytes: Some(history_bytes),
+        narrative_bytes: Some(narrative_bytes),
+        history: None,
+        snapshot: lab.snapshot_without_narrative(),
+        journal: Some(journal.number),
+    })
+    .map_err(storage)?;
+    Ok((
+        Saved {
+            history_bytes,
+            commands: history.len(),
+            narrative_bytes,
+            events: lab.narrative().len(),
+            journal: (journal.number, journal.bytes),
+        },
+        bytes,
     ))
 }
 
@@ -125,8 +160,8 @@ pub(crate) fn write_generation(
     backend: &SinkBackend,
 ) -> Result<Saved, LabError> {
     new.durability.sync_all().map_err(io_error)?;
-    let (saved, history_file) = lab_file_of(new, lab, history)?;
-    history_file.sync_data().map_err(io_error)?;
+    let (saved, snapshot) = snapshot_of(new, lab, history)?;
+    lock(&new.history).file.sync_data().map_err(io_error)?;
     // The kept segments' links, which the history names.
     let kept = new.dir.join(PRODUCED_DIR);
     if kept.exists() {
@@ -134,7 +169,7 @@ pub(crate) fn write_generation(
             .and_then(|d| d.sync_all())
             .map_err(io_error)?;
     }
-    write_slots(&new.lab_file, Written::Now(version), &saved.lab_file, true)?;
+    write_slots(&new.lab_file, Written::Now(version), &snapshot, true)?;
     std::fs::File::open(&new.dir)
         .and_then(|d| d.sync_all())
         .map_err(io_error)?;
@@ -275,10 +310,14 @@ impl Session {
         };
         match write_generation(&g, &lab, &history, version, &self.backend) {
             Ok(saved) => {
+                // The snapshot holds all of it: the journal starts from here.
+                let mut lab = lab;
+                lab.forget_changes();
                 g.set_saved(saved);
                 (self.lab, self.history, self.produced, self.version) = (lab, history, produced, version);
                 self.installs += 1;
                 if let Some(old) = self.generation.replace(g) {
+                    lock(&old.journal).finish_snapshot();
                     forget_generation(&old.dir);
                 }
                 Ok(())

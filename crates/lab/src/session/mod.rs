@@ -8,8 +8,9 @@
 //!
 //! With the durable backend (what `serve` uses) a lab lives in a *generation* directory of the
 //! data directory: `logs/` (segment files, [`FileStore`]), `sinks/` (SQLite), `history.scenario`
-//! (the lines that built the lab, append-only) and `lab.json` (the lab's snapshot and how many
-//! bytes of the history it covers, rewritten after every change). A fresh lab — an import,
+//! (the lines that built the lab, append-only), `lab.journal.N` (what each change touched,
+//! appended after it) and `lab.json` (the lab's snapshot, taken in the background now and then,
+//! and which journal follows it: [`journal`]). A fresh lab — an import,
 //! a reset, the undo of a failed batch — is built in a new generation, synced, and switched to by
 //! an atomic rename of `current`, so a kill at any moment leaves one complete lab. At start the current
 //! generation is restored: logs recovered from disk, sinks reopened with their rows, the lab's
@@ -42,6 +43,7 @@ mod change;
 mod error;
 mod files;
 mod generation;
+mod journal;
 mod live_clock;
 mod produced;
 mod recovered;
@@ -63,6 +65,7 @@ pub use error::{storage_status, ActionError, RestoreError};
 use files::*;
 pub use generation::SinkBackend;
 use generation::*;
+use journal::*;
 pub use live_clock::{read_clock_mode, starting_at, wall_clock_ms, ClockMode, CLOCK_FILE};
 use produced::*;
 pub use recovered::Recovered;

@@ -61,6 +61,8 @@ pub(crate) struct Found {
     /// The narrative file's length and events the snapshot covers (`None`: an older lab that
     /// kept the narrative in the snapshot).
     narrative_saved: Option<(u64, usize)>,
+    /// Where the journals end (`None`: a lab from before journals).
+    journal_end: Option<JournalEnd>,
 }
 
 impl Found {
@@ -70,12 +72,14 @@ impl Found {
         let Some((number, dir)) = current_generation(root)? else {
             return Ok(None);
         };
-        let (file, snapshot_path) = read_snapshot(&dir)?;
+        let (mut file, snapshot_path) = read_snapshot(&dir)?;
+        let journal_end = bring_forward(&dir, &mut file)?;
         let LabFile {
             history_bytes,
             narrative_bytes,
             history: legacy_history,
             mut snapshot,
+            journal: _,
         } = file;
         let history_text = read_history(&dir, &snapshot_path, history_bytes, legacy_history)?;
         let history_path = dir.join(HISTORY_FILE);
@@ -104,6 +108,7 @@ impl Found {
             history_text,
             history_bytes,
             narrative_saved,
+            journal_end,
         }))
     }
 
@@ -115,6 +120,7 @@ impl Found {
         let history_file = self.cut_history()?;
         let (lab_file, _) = SlotFile::open(&dir, LAB_FILE).map_err(|e| at(&e))?;
         let narrative_log = self.cut_narrative()?;
+        let journal = self.next_journal()?;
         self.remove_unnamed_kept_segments();
         let logs = dir.join("logs");
         let store = FileStore::open(&logs, flush)
@@ -187,6 +193,7 @@ impl Found {
                 health,
                 saved: std::sync::Mutex::new(None),
                 narrative: std::sync::Mutex::new(narrative_log),
+                journal: Arc::new(std::sync::Mutex::new(journal)),
             }),
             history: self.history,
             produced: ProducedStore::Dir(dir.join(PRODUCED_DIR)),
@@ -224,6 +231,36 @@ impl Found {
             .write(true)
             .open(&history_path)
             .map_err(failed)
+    }
+
+    /// The journal the restored lab appends to: the one after the last, begun empty, with the
+    /// last one's torn tail cut off for good first (a later journal must never follow a torn
+    /// one). A new snapshot naming it is written once the lab is restored
+    /// ([`Session::note_restored_save`]).
+    fn next_journal(&self) -> Result<Journal, RestoreError> {
+        let next = match self.journal_end {
+            Some(end) => {
+                let path = journal_path(&self.dir, end.number);
+                if end.torn > 0 {
+                    std::fs::OpenOptions::new()
+                        .write(true)
+                        .open(&path)
+                        .and_then(|f| {
+                            f.set_len(end.whole)?;
+                            f.sync_all()
+                        })
+                        .map_err(|e| RestoreError::new(&path, e))?;
+                }
+                end.number + 1
+            }
+            None => 1,
+        };
+        let path = journal_path(&self.dir, next);
+        let journal = Journal::create(&self.dir, next, 0).map_err(|e| RestoreError::new(&path, e))?;
+        std::fs::File::open(&self.dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| RestoreError::new(&self.dir, e))?;
+        Ok(journal)
     }
 
     /// The narrative's file, cut to what the snapshot names (older labs write it anew).
@@ -265,8 +302,9 @@ impl Found {
 }
 
 impl Session {
-    /// What a refused write goes back to: the lab as it was restored — without the event the
-    /// restart just told, which no save holds yet.
+    /// The restored lab as a new snapshot, naming the new journal — the journals before it are
+    /// deleted once it is written — and what a refused write goes back to: the lab as it was
+    /// restored, without the event the restart just told, which no save holds yet.
     fn note_restored_save(
         &self,
         history_bytes: u64,
@@ -281,19 +319,25 @@ impl Session {
             events,
             Vec::new(),
         ));
+        let mut journal = offsetlab_storage::lock(&g.journal);
         let lab_file = serde_json::to_vec(&LabFile {
             history_bytes: Some(history_bytes),
             narrative_bytes: Some(narrative_bytes),
             history: None,
             snapshot,
+            journal: Some(journal.number),
         })
         .map_err(storage)?;
+        let sync = g.durability.policy() != FlushPolicy::Never;
+        write_slots(&g.lab_file, Written::Now(self.version), &lab_file, sync)?;
+        journal.snapshot_bytes = lab_file.len() as u64;
+        remove_journals_before(&g.dir, journal.number);
         g.set_saved(Saved {
-            lab_file,
             history_bytes,
             commands: self.history.len(),
             narrative_bytes,
             events,
+            journal: (journal.number, 0),
         });
         Ok(())
     }
@@ -329,7 +373,7 @@ fn current_generation(root: &Path) -> Result<Option<(u64, PathBuf)>, RestoreErro
 /// The newest snapshot of a generation, and the path to name in errors about it. Labs saved
 /// before the slots kept one `lab.json`, replaced by renames (and a start of such a lab may have
 /// made empty slots before its first save).
-fn read_snapshot(dir: &Path) -> Result<(LabFile, PathBuf), RestoreError> {
+pub(crate) fn read_snapshot(dir: &Path) -> Result<(LabFile, PathBuf), RestoreError> {
     let slots = dir.join(format!("{LAB_FILE}.0, {LAB_FILE}.1"));
     let newest = SlotFile::read(dir, LAB_FILE).map_err(|e| RestoreError::new(&slots, e))?;
     // Only slots never written (empty files) leave the old file in charge: torn slots beside a

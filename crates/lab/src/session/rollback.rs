@@ -18,7 +18,34 @@ impl Session {
         let saved = lock(&g.saved)
             .clone()
             .ok_or_else(|| storage("no save to go back to"))?;
-        let LabFile { mut snapshot, .. } = serde_json::from_slice(&saved.lab_file).map_err(storage)?;
+        // The files as that save left them: the journal cut to its entry (a save that failed
+        // half-way may have written part of one), the entries still waiting for their fsync
+        // (`--flush always`) written after the logs are synced, and then read back.
+        let snapshot = (|| {
+            let mut journal = lock(&g.journal);
+            journal.finish_snapshot();
+            let (number, bytes) = saved.journal;
+            let keep = if number == journal.number { bytes } else { 0 };
+            journal.cut(keep).map_err(io_error)?;
+            if journal.has_queued() {
+                g.durability.sync_all().map_err(io_error)?;
+                journal.write_queued(None).map_err(io_error)?;
+            }
+            if let Some(s) = lock(&g.saved).as_mut() {
+                Arc::make_mut(s).journal = (journal.number, journal.bytes);
+            }
+            drop(journal);
+            read_saved(&g.dir)
+        })();
+        let mut snapshot = match snapshot {
+            Ok(s) => s,
+            Err(e) => {
+                self.broken = Some(format!(
+                    "after a storage failure the lab could not read its last save back ({e}); it refuses every change until it is restarted, and the next start restores it from its files"
+                ));
+                return Err(e);
+            }
+        };
         {
             let mut log = lock(&g.history);
             // A save that failed half-way may have written some of its lines.

@@ -1,30 +1,33 @@
-//! Saving the lab after a change: the history's new lines, then the snapshot — at once, or after the fsync under `--flush always` ([`PendingSave`]).
+//! Saving the lab after a change: the history's new lines, then the journal's entry — at once, or after the fsync under `--flush always` ([`PendingSave`]).
 
 use super::*;
 use offsetlab_engine::log::PartitionLog;
 use offsetlab_storage::lock;
 
-/// A save that must wait for the logs (`--flush always`): the serialized lab, written once every
-/// append it covers is on disk. Run it outside the session's lock; saves of older versions that
-/// finish late are skipped.
+/// A save that must wait for the logs (`--flush always`): its journal entry, queued, written
+/// once every append it covers is on disk. Run it outside the session's lock; the entries of
+/// earlier saves still queued are written with it, in order (a journal never skips one).
 pub struct PendingSave {
     pub(crate) durability: Arc<Durability>,
     pub(crate) history: Arc<std::fs::File>,
     pub(crate) upto: u64,
     pub(crate) version: u64,
-    pub(crate) bytes: Vec<u8>,
-    pub(crate) lab_file: Arc<std::sync::Mutex<(SlotFile, u64)>>,
+    pub(crate) journal: Arc<std::sync::Mutex<Journal>>,
     /// The logs directory, when deleted topics' files go once this save is written.
     pub(crate) purge: Option<PathBuf>,
 }
 
 impl PendingSave {
     /// Waits for the fsync (shared with concurrent requests: group commit), then writes the
-    /// lab's file if no newer version was written meanwhile.
+    /// queued journal entries up to this save's and syncs them.
     pub fn complete(self) -> Result<(), LabError> {
         self.durability.sync_upto(self.upto).map_err(storage)?;
         self.history.sync_data().map_err(storage)?;
-        write_slots(&self.lab_file, Written::Deferred(self.version), &self.bytes, true)?;
+        {
+            let mut journal = lock(&self.journal);
+            journal.write_queued(Some(self.version)).map_err(storage)?;
+            journal.sync().map_err(storage)?;
+        }
         if let Some(logs) = self.purge {
             FileStore::purge_deleted(&logs).map_err(storage)?;
         }
@@ -34,12 +37,9 @@ impl PendingSave {
 
 /// Which save writes a slot, with the lab version it holds.
 pub(crate) enum Written {
-    /// Written now, under the session's lock: the lab as it is, never older than a slot.
+    /// A snapshot, taken under the session's lock (and perhaps written by a thread after it):
+    /// never older than a slot.
     Now(u64),
-    /// A deferred save (`--flush always`) finishing outside the lock, perhaps after a newer
-    /// one — or after a barrier that saved the lab in the middle of the next batch, still
-    /// numbered with this version.
-    Deferred(u64),
 }
 
 /// Writes `bytes` as the newest slot, unless the slots already hold a newer lab.
@@ -53,8 +53,7 @@ pub(crate) fn write_slots(
     let (file, newest) = &mut *guard;
     let version = match written {
         Written::Now(v) if v >= *newest => v,
-        Written::Deferred(v) if v > *newest => v,
-        _ => return Ok(()),
+        Written::Now(_) => return Ok(()),
     };
     file.write(bytes, sync).map_err(io_error)?;
     *newest = version;
@@ -63,7 +62,8 @@ pub(crate) fn write_slots(
 
 impl Session {
     /// Saves what the next start restores (durable backend), now: the history's new lines, then
-    /// the lab's snapshot (both synced unless `--flush never`).
+    /// the journal's entry (both synced unless `--flush never`). Entries still queued for their
+    /// fsync go first: a caller under `--flush always` has synced the logs (a barrier, a close).
     pub fn persist(&self) -> Result<(), LabError> {
         let Some(g) = &self.generation else {
             return Ok(());
@@ -72,21 +72,27 @@ impl Session {
             return Err(storage(why));
         }
         let sync = g.durability.policy() != FlushPolicy::Never;
-        let (saved, history) = self.lab_file(g)?;
+        let (mut saved, frame, history) = entry_of(g, &self.lab, &self.history)?;
         if sync {
             history.sync_data().map_err(io_error)?;
         }
-        write_slots(&g.lab_file, Written::Now(self.version), &saved.lab_file, sync)?;
-        g.set_saved(saved);
+        {
+            let mut journal = lock(&g.journal);
+            journal.write_queued(None).map_err(io_error)?;
+            journal.append(&frame).map_err(io_error)?;
+            if sync {
+                journal.sync().map_err(io_error)?;
+            }
+        }
         if g.deleted_topics.swap(false, std::sync::atomic::Ordering::SeqCst) {
             FileStore::purge_deleted(&g.dir.join("logs")).map_err(io_error)?;
         }
+        self.snapshot_if_due(g, saved.history_bytes, saved.narrative_bytes);
+        let journal = lock(&g.journal);
+        saved.journal = (journal.number, journal.bytes);
+        drop(journal);
+        g.set_saved(saved);
         Ok(())
-    }
-
-    /// Appends the history's new lines to its file; `lab.json`'s bytes, and the history file.
-    pub(crate) fn lab_file(&self, g: &Generation) -> Result<(Saved, Arc<std::fs::File>), LabError> {
-        lab_file_of(g, &self.lab, &self.history)
     }
 
     /// The disk refused a write since the last look (durable labs only).
@@ -140,6 +146,8 @@ impl Session {
                 "{e}; and the lab could not go back to its last save: {again}"
             )),
         })?;
+        // The journal has them (or will, once their fsync is): the next entry starts from here.
+        self.lab.forget_changes();
         self.shape_deleted_segments();
         // What is in the narrative's file need not stay in memory.
         if self.generation.is_some() {
@@ -180,18 +188,21 @@ impl Session {
             self.persist()?;
             return Ok(None);
         }
-        let (saved, history) = self.lab_file(g)?;
-        let bytes = saved.lab_file.clone();
+        let (mut saved, frame, history) = entry_of(g, &self.lab, &self.history)?;
+        lock(&g.journal).enqueue(self.version, frame);
+        self.snapshot_if_due(g, saved.history_bytes, saved.narrative_bytes);
         // Under `--flush always` the save is complete once its fsync is; what the lab holds now
         // is what a refused write goes back to (a later fsync failure fails every save after it).
+        let journal = lock(&g.journal);
+        saved.journal = (journal.number, journal.bytes);
+        drop(journal);
         g.set_saved(saved);
         Ok(Some(PendingSave {
             durability: Arc::clone(&g.durability),
             history,
             upto: g.durability.written(),
             version: self.version,
-            bytes,
-            lab_file: Arc::clone(&g.lab_file),
+            journal: Arc::clone(&g.journal),
             purge: g
                 .deleted_topics
                 .swap(false, std::sync::atomic::Ordering::SeqCst)
