@@ -36,14 +36,26 @@ struct Figures {
     big_offsets_records: usize,
     big_history_lines: usize,
     big_build_s: f64,
-    /// The bytes of `lab.json` (one slot) on the big lab: what each of its saves writes.
+    /// The bytes of the big lab's snapshot (`lab.json`'s newest slot): what a snapshot writes,
+    /// now and then, in the background.
     big_lab_json_bytes: u64,
-    /// 100 produces on a fresh lab, on the big lab, and big / fresh.
+    /// What one produce appends to the big lab's journal (the mean of the 100).
+    big_journal_bytes_per_produce: f64,
+    /// The first [`WARM_UP`] produces after building the big lab (a one-time cost: see
+    /// [`warm_up`]), before the 100 measured.
+    big_warm_up_produces_ms: f64,
+    /// 100 produces on a fresh lab, on the big lab, and big / fresh (each lab after
+    /// [`WARM_UP`] produces).
     fresh_100_produces_ms: f64,
     big_100_produces_ms: f64,
-    /// Of which saving (`Session::save`: the history's new lines and `lab.json`).
+    /// Of which saving (`Session::save`: the history's new lines and the journal's entry).
     big_100_saves_ms: f64,
     big_ratio: f64,
+    /// One produce (applied and saved), the median of the 100: on a fresh lab, on the big lab,
+    /// and big / fresh — issue 29's "cost of one produce".
+    fresh_median_produce_us: f64,
+    big_median_produce_us: f64,
+    big_median_ratio: f64,
     /// A batch whose second line fails, on the big lab: its first line undone.
     big_undo_ms: f64,
 }
@@ -136,9 +148,39 @@ enum Actions {
     Produces,
 }
 
-/// 100 actions on `s`: milliseconds in all, and of them saving.
-fn hundred_saving(s: &mut Session, actions: Actions) -> anyhow::Result<(f64, f64)> {
+/// Produces before the measured ones, on either lab.
+const WARM_UP: usize = 50;
+
+/// [`WARM_UP`] produces, each applied and saved: milliseconds. Both labs are measured after
+/// them, so that a lab's first saves are reported apart from what one produce costs: on the big
+/// lab the first twenty or so take 0.5–1.5 ms each, nearly all of it allocating (the allocator
+/// settling after the build freed the memory of a million-line replay), then 20 µs.
+fn warm_up(s: &mut Session) -> anyhow::Result<f64> {
+    let started = Instant::now();
+    for _ in 0..WARM_UP {
+        act(s, &lines(&["produce orders count=1"]))?;
+    }
+    Ok(ms(started.elapsed()))
+}
+
+/// The bytes of the journals in `dir`.
+fn journal_bytes(dir: Option<&std::path::Path>) -> u64 {
+    let Some(entries) = dir.and_then(|d| std::fs::read_dir(d).ok()) else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with("lab.journal."))
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+/// 100 actions on `s`: milliseconds in all, of them saving, and the median action's
+/// microseconds (what one action costs, whatever else the machine did during a few of them).
+fn hundred_saving(s: &mut Session, actions: Actions) -> anyhow::Result<(f64, f64, f64)> {
     let mut saving = Duration::ZERO;
+    let mut each = Vec::with_capacity(100);
     let started = Instant::now();
     for i in 0..100 {
         let line = if i % 2 == 0 || actions == Actions::Produces {
@@ -146,9 +188,13 @@ fn hundred_saving(s: &mut Session, actions: Actions) -> anyhow::Result<(f64, f64
         } else {
             "tick 1s"
         };
+        let one = Instant::now();
         saving += act(s, &lines(&[line]))?;
+        each.push(one.elapsed());
     }
-    Ok((ms(started.elapsed()), ms(saving)))
+    let total = ms(started.elapsed());
+    each.sort();
+    Ok((total, ms(saving), each[each.len() / 2].as_secs_f64() * 1e6))
 }
 
 /// The lab issue 29 measures a change on: `groups` groups with `offsets` commits between them
@@ -171,9 +217,12 @@ fn big_setup(groups: usize, offsets: usize, history: usize) -> String {
 struct BigLab {
     history_lines: usize,
     build_s: f64,
+    warm_up_ms: f64,
     produces_ms: f64,
+    median_produce_us: f64,
     saves_ms: f64,
     lab_json_bytes: u64,
+    journal_bytes_per_produce: f64,
     undo_ms: f64,
 }
 
@@ -184,12 +233,19 @@ fn big_lab(dir: &std::path::Path) -> anyhow::Result<BigLab> {
     let mut s = Session::new(durable(dir), &setup).map_err(|e| anyhow::anyhow!("{}", e.error))?;
     s.save()?;
     let built = started.elapsed().as_secs_f64();
-    let (hundred, saving) = hundred_saving(&mut s, Actions::Produces)?;
-    // What every save writes: a slot of `lab.json`.
-    let lab_json = s
-        .generation_dir()
-        .and_then(|g| std::fs::metadata(g.join("lab.json.0")).ok())
-        .map_or(0, |m| m.len());
+    let warm_up_ms = warm_up(&mut s)?;
+    let journal_before = journal_bytes(s.generation_dir());
+    let (hundred, saving, median_us) = hundred_saving(&mut s, Actions::Produces)?;
+    let journal_after = journal_bytes(s.generation_dir());
+    // The snapshot: the larger slot of `lab.json` (the newer, unless one was torn).
+    let lab_json = (0..2)
+        .filter_map(|n| {
+            s.generation_dir()
+                .and_then(|g| std::fs::metadata(g.join(format!("lab.json.{n}"))).ok())
+        })
+        .map(|m| m.len())
+        .max()
+        .unwrap_or(0);
     let before = s.history_len();
     let started = Instant::now();
     let refused = s.apply_lines(&lines(&[
@@ -206,9 +262,12 @@ fn big_lab(dir: &std::path::Path) -> anyhow::Result<BigLab> {
     Ok(BigLab {
         history_lines: before,
         build_s: built,
+        warm_up_ms,
         produces_ms: hundred,
+        median_produce_us: median_us,
         saves_ms: saving,
         lab_json_bytes: lab_json,
+        journal_bytes_per_produce: journal_after.saturating_sub(journal_before) as f64 / 100.0,
         undo_ms: undo,
     })
 }
@@ -244,12 +303,16 @@ pub fn run(json: bool) -> u8 {
                     f.fresh_100_produces_ms
                 );
                 println!(
-                    "the big lab ({} groups, {} __consumer_offsets records, {} history lines) built in {:.1} s; its lab.json: {} bytes",
-                    f.big_groups, f.big_offsets_records, f.big_history_lines, f.big_build_s, f.big_lab_json_bytes
+                    "the big lab ({} groups, {} __consumer_offsets records, {} history lines) built in {:.1} s; its snapshot: {} bytes; its first {WARM_UP} produces: {:.1} ms",
+                    f.big_groups, f.big_offsets_records, f.big_history_lines, f.big_build_s, f.big_lab_json_bytes, f.big_warm_up_produces_ms
                 );
                 println!(
-                    "  100 produces on it: {:.1} ms ({:.2}× the fresh lab's; saving {:.1} ms of it); a failed batch undone: {:.1} ms",
-                    f.big_100_produces_ms, f.big_ratio, f.big_100_saves_ms, f.big_undo_ms
+                    "  100 produces on it: {:.1} ms ({:.2}× the fresh lab's; saving {:.1} ms of it, {:.0} journal bytes a produce); a failed batch undone: {:.1} ms",
+                    f.big_100_produces_ms, f.big_ratio, f.big_100_saves_ms, f.big_journal_bytes_per_produce, f.big_undo_ms
+                );
+                println!(
+                    "  one produce (the median of the 100): {:.0} µs on the big lab, {:.0} µs on a fresh lab ({:.2}×)",
+                    f.big_median_produce_us, f.fresh_median_produce_us, f.big_median_ratio
                 );
             }
             exit::OK
@@ -283,14 +346,18 @@ fn measure() -> anyhow::Result<Figures> {
         v[v.len() / 2]
     };
     let (fresh_100_actions_ms, long_narrative_100_actions_ms) = (median(&mut fresh), median(&mut long));
-    let mut produces = Vec::new();
+    let (mut produces, mut medians) = (Vec::new(), Vec::new());
     for round in 0..3 {
         let mut s = Session::new(durable(&dir.path().join(format!("produces-{round}"))), base)
             .map_err(|e| anyhow::anyhow!("{}", e.error))?;
         s.save()?;
-        produces.push(hundred_saving(&mut s, Actions::Produces)?.0);
+        warm_up(&mut s)?;
+        let (total, _, median_us) = hundred_saving(&mut s, Actions::Produces)?;
+        produces.push(total);
+        medians.push(median_us);
     }
     let fresh_100_produces_ms = median(&mut produces);
+    let fresh_median_produce_us = median(&mut medians);
     let big = big_lab(&dir.path().join("big"))?;
     Ok(Figures {
         century_tick_ms,
@@ -305,10 +372,15 @@ fn measure() -> anyhow::Result<Figures> {
         big_history_lines: big.history_lines,
         big_build_s: big.build_s,
         big_lab_json_bytes: big.lab_json_bytes,
+        big_journal_bytes_per_produce: big.journal_bytes_per_produce,
+        big_warm_up_produces_ms: big.warm_up_ms,
         big_100_produces_ms: big.produces_ms,
         big_100_saves_ms: big.saves_ms,
         fresh_100_produces_ms,
         big_ratio: big.produces_ms / fresh_100_produces_ms,
+        fresh_median_produce_us,
+        big_median_produce_us: big.median_produce_us,
+        big_median_ratio: big.median_produce_us / fresh_median_produce_us,
         big_undo_ms: big.undo_ms,
     })
 }

@@ -7,11 +7,14 @@
 //! - with `--flush never` the same holds here (a killed process leaves the page cache intact);
 //!   what the policy gives up is a machine crash, and then the only loss is a suffix — which the
 //!   storage crate's tests check by cutting the files' tails;
-//! - the lab always comes back from its own files ("lab restored"), never from a replay.
+//! - the lab always comes back from its own files ("lab restored"), never from a replay;
+//! - with snapshots taken every few saves (the journal's threshold set to 1 KiB), kills land
+//!   while a snapshot is written in the background and the journal before it deleted, and still
+//!   nothing acknowledged is lost.
 
 mod common;
 
-use common::{http, ok_json, serve, Lab};
+use common::{http, ok_json, serve_env, Lab};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -147,7 +150,34 @@ fn check(lab: &Lab, oracle: &Oracle, round: usize) {
     );
 }
 
-fn kill_loop(flush: &str, rounds: usize, seed: u64) {
+/// The number of the newest journal in the data directory's current generation.
+fn newest_journal(data: &std::path::Path) -> u64 {
+    let data = data.join("lab");
+    let current = std::fs::read_to_string(data.join("current")).expect("current");
+    let generation = data.join(format!(
+        "gen-{:06}",
+        current.trim().parse::<u64>().expect("a number")
+    ));
+    std::fs::read_dir(generation)
+        .expect("the generation")
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .strip_prefix("lab.journal.")
+                .and_then(|n| n.parse().ok())
+        })
+        .max()
+        .expect("a journal")
+}
+
+/// `rounds` kills; with `snapshot_after`, the journal's snapshot threshold in bytes.
+fn kill_loop(flush: &str, rounds: usize, seed: u64, snapshot_after: Option<&str>) {
+    let env: Vec<(&str, &str)> = snapshot_after
+        .map(|b| ("OFFSETLAB_JOURNAL_SNAPSHOT_BYTES", b))
+        .into_iter()
+        .collect();
+    let serve = |args: &[&str]| serve_env(&env, args);
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().display().to_string();
     // OFFSETLAB_KEEP_DATA=1 keeps the data directory to look at after a failure.
@@ -177,13 +207,21 @@ fn kill_loop(flush: &str, rounds: usize, seed: u64) {
     let lab = serve(&["--data", &data, "--http", "127.0.0.1:0", "--flush", flush]);
     let o = oracle.lock().expect("oracle");
     check(&lab, &o, rounds);
+    // Every start begins a journal (the first start the first); every snapshot one more.
+    let snapshots = newest_journal(std::path::Path::new(&data)).saturating_sub(rounds as u64 + 1);
+    if snapshot_after.is_some() {
+        assert!(
+            snapshots >= rounds as u64 / 4,
+            "snapshots were to be taken while the load ran: {snapshots} in {rounds} rounds"
+        );
+    }
     assert!(
         o.acked.len() > rounds,
         "the load produced too little to mean anything: {}",
         o.acked.len()
     );
     eprintln!(
-        "--flush {flush}: {rounds} kill -9 rounds, {} acknowledged records, committed {} — all there ({:.1?})",
+        "--flush {flush}: {rounds} kill -9 rounds, {} acknowledged records, committed {}, {snapshots} snapshots taken — all there ({:.1?})",
         o.acked.len(),
         o.committed,
         started.elapsed()
@@ -192,10 +230,20 @@ fn kill_loop(flush: &str, rounds: usize, seed: u64) {
 
 #[test]
 fn nothing_acknowledged_is_lost_by_kill_9_with_flush_always() {
-    kill_loop("always", 50, 0x9e37_79b9_7f4a_7c15);
+    kill_loop("always", 50, 0x9e37_79b9_7f4a_7c15, None);
 }
 
 #[test]
 fn kill_9_with_flush_never_loses_nothing_acknowledged_either() {
-    kill_loop("never", 50, 0x2545_f491_4f6c_dd1d);
+    kill_loop("never", 50, 0x2545_f491_4f6c_dd1d, None);
+}
+
+#[test]
+fn kill_9_while_snapshots_are_written_and_journals_deleted_loses_nothing_acknowledged() {
+    kill_loop("always", 40, 0x853c_49e6_748f_ea9b, Some("1024"));
+}
+
+#[test]
+fn kill_9_while_snapshots_are_written_with_flush_never_loses_nothing_acknowledged() {
+    kill_loop("never", 40, 0xda94_2042_e4dd_58b5, Some("1024"));
 }

@@ -32,6 +32,14 @@ pub fn serve(args: &[&str]) -> Lab {
     serve_via(Command::new(env!("CARGO_BIN_EXE_offsetlab")), args, Stdio::null())
 }
 
+/// [`serve`] with `vars` in the server's environment.
+#[allow(dead_code)] // not every test binary sets one
+pub fn serve_env(vars: &[(&str, &str)], args: &[&str]) -> Lab {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_offsetlab"));
+    command.envs(vars.iter().copied());
+    serve_via(command, args, Stdio::null())
+}
+
 /// [`serve`] with what the server logs kept: `lab.child.stderr` is a pipe.
 #[allow(dead_code)] // not every test binary reads the log
 pub fn serve_logging(args: &[&str]) -> Lab {

@@ -33,6 +33,20 @@ pub(crate) const JOURNAL_FILE: &str = "lab.journal";
 /// The least a journal grows before a snapshot is taken (however small the lab).
 pub(crate) const MIN_JOURNAL_BYTES: u64 = 1 << 20;
 
+/// For a whole process, a snapshot after this many bytes of journal whatever the snapshot's
+/// size: the kill -9 test sets it low, so that kills land while snapshots are written and
+/// journals deleted.
+pub(crate) const SNAPSHOT_AFTER_ENV: &str = "OFFSETLAB_JOURNAL_SNAPSHOT_BYTES";
+
+fn forced_snapshot_after() -> Option<u64> {
+    static FORCED: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    *FORCED.get_or_init(|| {
+        std::env::var(SNAPSHOT_AFTER_ENV)
+            .ok()
+            .and_then(|v| v.parse().ok())
+    })
+}
+
 /// A frame's header: the JSON's length and its CRC-32C.
 const FRAME_HEADER: usize = 8;
 
@@ -172,6 +186,8 @@ pub(crate) struct Journal {
     queued: Vec<(u64, Vec<u8>)>,
     /// The size of the snapshot the journal follows: when the journal outgrows it, the next is due.
     pub(crate) snapshot_bytes: u64,
+    /// A snapshot after this many bytes, whatever the snapshot's size ([`SNAPSHOT_AFTER_ENV`]).
+    pub(crate) snapshot_after: Option<u64>,
     /// The snapshot being written in the background: its size once written.
     snapshotting: Option<std::thread::JoinHandle<Result<u64, String>>>,
 }
@@ -191,6 +207,7 @@ impl Journal {
             bytes: 0,
             queued: Vec::new(),
             snapshot_bytes,
+            snapshot_after: forced_snapshot_after(),
             snapshotting: None,
         })
     }
@@ -243,8 +260,10 @@ impl Journal {
 
     /// Whether a snapshot is due and none is being written.
     fn due(&self) -> bool {
-        self.bytes > self.snapshot_bytes.max(MIN_JOURNAL_BYTES)
-            && self.snapshotting.as_ref().is_none_or(|h| h.is_finished())
+        let threshold = self
+            .snapshot_after
+            .unwrap_or_else(|| self.snapshot_bytes.max(MIN_JOURNAL_BYTES));
+        self.bytes > threshold && self.snapshotting.as_ref().is_none_or(|h| h.is_finished())
     }
 
     /// Waits for the snapshot being written, if any. A failed one is only a warning: the older
@@ -269,8 +288,12 @@ impl Journal {
         let next = Self::create(&self.dir, self.number + 1, self.snapshot_bytes)?;
         std::fs::File::open(&self.dir)?.sync_all()?;
         let old = self.number;
-        let snapshotting = self.snapshotting.take();
-        *self = Self { snapshotting, ..next };
+        let (snapshotting, snapshot_after) = (self.snapshotting.take(), self.snapshot_after);
+        *self = Self {
+            snapshotting,
+            snapshot_after,
+            ..next
+        };
         Ok(old)
     }
 }

@@ -44,6 +44,8 @@ mod error;
 mod files;
 mod generation;
 mod journal;
+#[cfg(test)]
+mod journal_tests;
 mod live_clock;
 mod produced;
 mod recovered;

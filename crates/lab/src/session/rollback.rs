@@ -15,6 +15,7 @@ impl Session {
         let Some(g) = self.generation.as_mut() else {
             return Ok(());
         };
+        let started = std::time::Instant::now();
         let saved = lock(&g.saved)
             .clone()
             .ok_or_else(|| storage("no save to go back to"))?;
@@ -66,14 +67,22 @@ impl Session {
         // memory, which stays until the new one stands: if this fails too, the session keeps
         // what it has and refuses every change (`broken`) rather than save an empty lab over
         // the files.
+        let read = started.elapsed();
         let reopened = (|| {
             let logs = g.dir.join("logs");
             let store = FileStore::open(&logs, flush)
                 .map_err(io_error)?
                 .keeping_segments_in(g.dir.join(PRODUCED_DIR));
+            let opened = started.elapsed();
             let (health, durability) = (store.health(), store.durability());
             let sinks = SqliteSinks::new(g.dir.join("sinks"))?;
             let lab = Lab::restore(snapshot, Box::new(SharedStore::new(store)), Box::new(sinks))?;
+            tracing::debug!(
+                ?read,
+                ?opened,
+                restored = ?started.elapsed(),
+                "went back to the last save (times since it began: the save read back, the logs opened, the lab restored)"
+            );
             if let Some(fault) = health.take() {
                 return Err(LabError::Storage(fault));
             }
