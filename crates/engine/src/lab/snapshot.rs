@@ -220,8 +220,19 @@ impl Lab {
     /// writes the loss down).
     pub fn restore_reporting(
         snapshot: LabSnapshot,
+        store: Box<dyn LogStore>,
+        sinks: Box<dyn SinkFactory>,
+    ) -> Result<(Self, Vec<super::TailLoss>), LabError> {
+        Self::restore_over(snapshot, store, sinks, HashMap::new())
+    }
+
+    /// [`Lab::restore_reporting`], taking a partition's log from `open` where it is there
+    /// ([`Lab::go_back`]); the logs of `open` the snapshot does not name are closed.
+    fn restore_over(
+        snapshot: LabSnapshot,
         mut store: Box<dyn LogStore>,
         mut sinks: Box<dyn SinkFactory>,
+        open: HashMap<(String, i32), Box<dyn crate::log::PartitionLog>>,
     ) -> Result<(Self, Vec<super::TailLoss>), LabError> {
         if snapshot.version != SNAPSHOT_VERSION {
             return Err(LabError::storage(format!(
@@ -246,7 +257,11 @@ impl Lab {
                 }
                 notes.extend(reconcile(&tp.to_string(), log, acknowledged, now));
             };
-        let mut offsets_log = store
+        let mut opener = OpenLogs {
+            open,
+            store: store.as_mut(),
+        };
+        let mut offsets_log = opener
             .open(
                 crate::offsets::CONSUMER_OFFSETS_TOPIC,
                 0,
@@ -259,7 +274,8 @@ impl Lab {
             snapshot.offsets_log_end,
         );
         let topics_created = snapshot.topics_created.unwrap_or(snapshot.topics.len() as u64);
-        let topics = reopen_topics(snapshot.topics, store.as_mut(), &mut reconcile)?;
+        let topics = reopen_topics(snapshot.topics, &mut opener, &mut reconcile)?;
+        drop(opener);
         let mut groups = BTreeMap::new();
         for g in snapshot.groups {
             groups.insert(g.name.clone(), reopen_group(g, sinks.as_mut())?);
@@ -417,6 +433,60 @@ fn merge_sorted<T>(entries: &mut Vec<T>, changed: Vec<T>, removed: &[String], na
             Ok(i) => entries[i] = c,
             Err(i) => entries.insert(i, c),
         }
+    }
+}
+
+/// A store that hands out logs already open — a lab's own, taken back by [`Lab::go_back`] —
+/// before it opens any from `store`.
+struct OpenLogs<'a> {
+    open: HashMap<(String, i32), Box<dyn crate::log::PartitionLog>>,
+    store: &'a mut dyn LogStore,
+}
+
+impl LogStore for OpenLogs<'_> {
+    fn open(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        config: &TopicConfig,
+    ) -> Result<Box<dyn crate::log::PartitionLog>, String> {
+        match self.open.remove(&(topic.to_string(), partition)) {
+            Some(log) => Ok(log),
+            None => self.store.open(topic, partition, config),
+        }
+    }
+
+    fn remove(&mut self, topic: &str, partition: i32) -> Result<(), String> {
+        self.store.remove(topic, partition)
+    }
+}
+
+impl Lab {
+    /// The lab `snapshot` — an earlier save of this very lab — brought back over this lab's own
+    /// logs, as they are open: each cut back to the end the snapshot acknowledged, as
+    /// [`Lab::restore`] cuts logs reopened from their files, without reading them again. What a
+    /// failed batch is undone with when the save just before it can undo it: on a lab whose
+    /// active segment holds a hundred megabytes, reopening its files meant scanning them.
+    /// Sinks are reopened from `sinks`. Logs of topics the snapshot does not know (a topic the
+    /// batch created) are closed; the caller removes their files.
+    pub fn go_back(self, snapshot: LabSnapshot, sinks: Box<dyn SinkFactory>) -> Result<Self, LabError> {
+        let Self {
+            store,
+            topics,
+            offsets,
+            ..
+        } = self;
+        let mut open = HashMap::new();
+        for (name, topic) in topics.into_inner() {
+            for (p, log) in topic.partitions.into_iter().enumerate() {
+                open.insert((name.clone(), p as i32), log);
+            }
+        }
+        open.insert(
+            (crate::offsets::CONSUMER_OFFSETS_TOPIC.to_string(), 0),
+            offsets.into_log(),
+        );
+        Self::restore_over(snapshot, store, sinks, open).map(|(lab, _)| lab)
     }
 }
 

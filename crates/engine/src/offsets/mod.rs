@@ -289,6 +289,11 @@ impl OffsetStore {
         self.log.as_ref()
     }
 
+    /// The topic's log, the view dropped ([`crate::lab::Lab::go_back`]).
+    pub(crate) fn into_log(self) -> Box<dyn PartitionLog> {
+        self.log
+    }
+
     /// The topic's tail from `offset` on gone (a recovery cut it), its active segment sealed,
     /// and the view rebuilt from what is left, as a coordinator that loads the cut log would.
     /// How many records went.

@@ -408,7 +408,7 @@ impl Session {
         let (history_mark, version) = (batch.history_mark, self.version);
         let broken = self.broken.clone();
         if let Some(events) = self.saved_just_before(batch) {
-            if self.go_back_to_saved().is_ok() && self.history.len() == history_mark {
+            if self.go_back_to_saved_reusing_logs().is_ok() && self.history.len() == history_mark {
                 // The same lab as before the failed batch: the same version, as after a replay,
                 // and the same story (the reopening told of the logs cut back to the save).
                 self.version = version;

@@ -5,7 +5,8 @@ use super::*;
 /// The narrative's file in a generation.
 pub(crate) const NARRATIVE_FILE: &str = "narrative.jsonl";
 
-/// Events kept in memory once they are saved.
+/// Events kept in memory once they are saved (up to half as many again: they are forgotten in
+/// bunches).
 pub(crate) const NARRATIVE_IN_MEMORY: usize = 2_000;
 
 /// The most of the narrative's file a start reads back (its last events).

@@ -9,6 +9,18 @@ impl Session {
     /// history is cut back to it. What the refused action did is gone (but for sink rows it
     /// wrote, which SQLite keeps, as after a crash).
     pub(crate) fn go_back_to_saved(&mut self) -> Result<(), LabError> {
+        self.go_back(false)
+    }
+
+    /// [`Session::go_back_to_saved`] after a batch failed for a reason of its own (no write
+    /// refused): the lab's logs, as they are open, are cut back to the save ([`Lab::go_back`])
+    /// instead of opened again from their files — which meant scanning them. If that fails, the
+    /// files are opened as a restart opens them.
+    pub(crate) fn go_back_to_saved_reusing_logs(&mut self) -> Result<(), LabError> {
+        self.go_back(true)
+    }
+
+    fn go_back(&mut self, reuse_logs: bool) -> Result<(), LabError> {
         let SinkBackend::Durable { flush, .. } = self.backend else {
             return Ok(());
         };
@@ -62,12 +74,43 @@ impl Session {
         // The narrative as it was at that save (the memory holds it: nothing since was forgotten).
         let mut narrative = self.lab.narrative().clone();
         narrative.truncate(saved.events);
+        let narrative_at_save = narrative.clone();
         snapshot.set_narrative(narrative);
         // The lab opened again from its files as a restart opens them — beside the one in
         // memory, which stays until the new one stands: if this fails too, the session keeps
         // what it has and refuses every change (`broken`) rather than save an empty lab over
         // the files.
         let read = started.elapsed();
+        if reuse_logs {
+            let current = std::mem::take(&mut self.lab);
+            let reused = SqliteSinks::new(g.dir.join("sinks"))
+                .map_err(LabError::from)
+                .and_then(|sinks| current.go_back(snapshot, Box::new(sinks)));
+            match reused {
+                Ok(lab) => {
+                    remove_unknown_partitions(&lab, &g.dir.join("logs"));
+                    tracing::debug!(?read, restored = ?started.elapsed(), "went back to the last save over the open logs");
+                    self.lab = lab;
+                    self.installs += 1;
+                    self.version += 1;
+                    return Ok(());
+                }
+                Err(e) => {
+                    tracing::warn!("going back to the last save over the open logs failed ({e}); opening them again from their files");
+                    // The lab in memory was given up for the attempt: the files are all there is.
+                    match read_saved(&g.dir) {
+                        Ok(s) => snapshot = s,
+                        Err(e) => {
+                            self.broken = Some(format!(
+                                "the lab could not go back to its last save ({e}); it refuses every change until it is restarted, and the next start restores it from its files"
+                            ));
+                            return Err(e);
+                        }
+                    }
+                    snapshot.set_narrative(narrative_at_save);
+                }
+            }
+        }
         let reopened = (|| {
             let logs = g.dir.join("logs");
             let store = FileStore::open(&logs, flush)

@@ -149,11 +149,14 @@ impl Session {
         // The journal has them (or will, once their fsync is): the next entry starts from here.
         self.lab.forget_changes();
         self.shape_deleted_segments();
-        // What is in the narrative's file need not stay in memory.
+        // What is in the narrative's file need not stay in memory. Forgotten a thousand at a
+        // time: one at a time, every save moved the two thousand kept.
         if self.generation.is_some() {
             let narrative = self.lab.narrative_mut();
-            let keep_from = narrative.len().saturating_sub(NARRATIVE_IN_MEMORY);
-            narrative.forget_before(keep_from);
+            if narrative.len() - narrative.first() > NARRATIVE_IN_MEMORY + NARRATIVE_IN_MEMORY / 2 {
+                let keep_from = narrative.len().saturating_sub(NARRATIVE_IN_MEMORY);
+                narrative.forget_before(keep_from);
+            }
         }
         Ok(saved)
     }

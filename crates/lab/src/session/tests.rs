@@ -927,3 +927,57 @@ fn a_failed_batch_that_destroyed_records_or_replaced_a_topic_is_replayed() {
         .expect("a lab");
     assert_eq!(log(&restored), (0, 3, 3));
 }
+
+/// A failed batch undone over the lab's open logs (no reopening, no scan): what the batch
+/// appended is cut from the files, a topic it created is gone for good — made again, it is
+/// empty — and a restart finds the lab the session holds.
+#[test]
+fn a_failed_batch_undone_over_the_open_logs_leaves_nothing_in_the_files() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut s = Session::new(
+        durable(dir.path()),
+        "topic t segment.records=2\nproduce t count=3\n",
+    )
+    .expect("lab");
+    assert!(s.save().expect("saved").is_none());
+    let before = state_json(&s);
+    let end = |s: &Session, topic: &str| {
+        s.lab()
+            .partition_log(&offsetlab_engine::record::TopicPartition::new(topic, 0))
+            .ok()
+            .map(|l| (l.log_start_offset(), l.log_end_offset(), l.record_count()))
+    };
+    s.apply_lines(&lines(&[
+        "produce t count=5",
+        "topic t2",
+        "produce t2 count=4",
+        "poll ghost",
+    ]))
+    .expect_err("ghost");
+    assert_eq!(state_json(&s), before, "nothing of the batch is left");
+    assert_eq!(end(&s, "t"), Some((0, 3, 3)));
+    assert!(end(&s, "t2").is_none());
+
+    s.apply_lines(&lines(&["topic t2", "produce t count=1"]))
+        .expect("t2 again");
+    assert!(s.save().expect("saved").is_none());
+    assert_eq!(
+        end(&s, "t2"),
+        Some((0, 0, 0)),
+        "the new t2 holds nothing of the old"
+    );
+    assert_eq!(end(&s, "t"), Some((0, 4, 4)));
+    let expected = state_json(&s);
+    drop(s);
+    let (restored, _) = Session::restore(dir.path(), FlushPolicy::Never)
+        .expect("restores")
+        .expect("a lab");
+    assert_eq!(end(&restored, "t"), Some((0, 4, 4)));
+    assert_eq!(end(&restored, "t2"), Some((0, 0, 0)));
+    let mut a = expected;
+    let mut b = state_json(&restored);
+    for v in [&mut a, &mut b] {
+        v.as_object_mut().map(|o| o.remove("narrative"));
+    }
+    assert_eq!(a, b, "a restart finds the lab the session held");
+}
