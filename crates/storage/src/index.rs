@@ -51,6 +51,17 @@ impl SparseIndex {
         self.entries.last()
     }
 
+    /// The entries, in order.
+    pub fn entries_iter(&self) -> impl Iterator<Item = IndexEntry> + '_ {
+        self.entries.iter().copied()
+    }
+
+    /// How many entries point before `position`, and the entry at it, if one does.
+    pub fn before(&self, position: u32) -> (usize, Option<IndexEntry>) {
+        let i = self.entries.partition_point(|e| e.position < position);
+        (i, self.entries.get(i).filter(|e| e.position == position).copied())
+    }
+
     /// The position to start scanning from for `relative_offset`.
     pub fn position_for(&self, relative_offset: u32) -> u32 {
         let i = self

@@ -371,3 +371,69 @@ fn a_snapshot_that_no_longer_matches_its_files_falls_back_to_recovery() {
     assert!(!log.open_report().clean, "the snapshot was not trusted");
     assert_eq!(offsets(&log), (0..11).collect::<Vec<_>>());
 }
+
+/// Segments that never roll: every record in one segment, with index entries every 4 KiB.
+fn one_segment() -> SegmentLimits {
+    SegmentLimits {
+        max_records: usize::MAX / 4,
+        max_bytes: usize::MAX / 4,
+        max_age_ms: i64::MAX / 4,
+    }
+}
+
+/// [`observe`], and a read of three records from every seventh offset (each a lookup in the
+/// sparse index).
+fn observe_reads(log: &dyn PartitionLog) -> String {
+    let mut out = observe(log);
+    for from in (0..log.log_end_offset() + 2).step_by(7) {
+        let mut v = Vec::new();
+        log.read(from, 3, &mut |r| v.push(r.offset));
+        out.push_str(&format!("from {from} {v:?}\n"));
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 60, ..ProptestConfig::default() })]
+
+    /// A truncation reads its segment again only from the index entry before the cut
+    /// (`FileSegment::refresh_after_cut`), not whole: what it leaves — records, counts, largest
+    /// timestamps, the index a read seeks with — is what the memory log holds, and what a
+    /// recovery of the files finds after a crash.
+    #[test]
+    fn a_cut_inside_a_large_segment_leaves_what_a_recovery_finds(
+        batches in prop::collection::vec((1usize..8, 0u8..200, prop::bool::weighted(0.3)), 20..120),
+        cuts in prop::collection::vec(0i64..500, 1..4),
+    ) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut memory = MemoryLog::new(one_segment());
+        let mut file = FileLog::open(dir.path(), one_segment(), Durability::new(FlushPolicy::Never), false)
+            .expect("open");
+        let mut now = 0i64;
+        let mut ops = Vec::new();
+        for (i, (n, size, tick)) in batches.iter().enumerate() {
+            ops.push(Op::Append(vec![(Some((i % 6) as u8), Some(*size), false); *n]));
+            if *tick {
+                ops.push(Op::Tick(1_000));
+            }
+        }
+        for cut in &cuts {
+            ops.push(Op::Truncate(*cut));
+            ops.push(Op::Append(vec![(Some(1), Some(150), false); 3]));
+        }
+        for op in &ops {
+            let mut t = now;
+            apply(&mut memory, op, &mut t);
+            apply(&mut file, op, &mut now);
+            if matches!(op, Op::Truncate(_)) {
+                prop_assert_eq!(observe_reads(&memory), observe_reads(&file), "after {:?}", op);
+            }
+        }
+        let expected = observe_reads(&file);
+        drop(file);
+        let recovered = FileLog::open(dir.path(), one_segment(), Durability::new(FlushPolicy::Never), false)
+            .expect("reopen");
+        prop_assert_eq!(recovered.open_report().truncated_bytes, 0);
+        prop_assert_eq!(observe_reads(&recovered), expected);
+    }
+}

@@ -125,6 +125,9 @@ impl FileLog {
         let seg = &self.segments[last];
         let (base, created_at) = (seg.meta.base_offset, seg.meta.created_at);
         // The batch holding `offset`: cut the file there, then write back its records before it.
+        // What is read again afterwards starts where the search for it starts (an index entry).
+        let rel = (offset - base).clamp(0, i64::from(u32::MAX)) as u32;
+        let from = u64::from(seg.index.position_for(rel));
         let mut cut: Option<(u64, Vec<KeptRecord>)> = None;
         let mut cursor = seg.cursor_for(offset, READ_CHUNK)?;
         while let Some((pos, b)) = cursor
@@ -147,6 +150,7 @@ impl FileLog {
             // after it: a crash in between leaves a valid batch and a tail recovery truncates.
             let mut rewritten = Vec::new();
             let log = seg.log()?;
+            let records_from = seg.records_from(from)?;
             if !keep.is_empty() {
                 let recs = as_new_records(&keep);
                 batch::encode(&mut rewritten, &recs, -1);
@@ -155,10 +159,10 @@ impl FileLog {
             }
             log.set_len(pos + rewritten.len() as u64)?;
             log.sync_data()?;
-            let (mut fresh, _) = FileSegment::recover(&self.pool, &self.dir, base, false)?;
-            fresh.meta.created_at = created_at;
-            self.durability.note_write(&fresh.log()?);
-            self.segments[last] = fresh;
+            let seg = &mut self.segments[last];
+            seg.refresh_after_cut(from, records_from)?;
+            seg.meta.created_at = created_at;
+            self.durability.note_write(&log);
         }
         // Bytes written from here on are new: the recovery point must not vouch for them.
         let point = self.dir.join("recovery-point");
