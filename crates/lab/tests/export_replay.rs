@@ -216,7 +216,7 @@ proptest! {
                 }
             }
         }
-        let export = s.export();
+        let export = s.export().expect("export");
         let replayed = Session::new(durable(b.path()), &export).expect("the export replays");
         for topic in ["t", "u"] {
             let (live, again) = (observe(&s, topic), observe(&replayed, topic));
@@ -225,6 +225,6 @@ proptest! {
             prop_assert_eq!(&live.2, &again.2, "figures");
         }
         prop_assert_eq!(replayed.lab().share(), s.lab().share(), "share groups");
-        prop_assert_eq!(replayed.export(), export, "the replay exports the same file");
+        prop_assert_eq!(replayed.export().expect("export"), export, "the replay exports the same file");
     }
 }

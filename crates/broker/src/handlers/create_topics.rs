@@ -314,6 +314,7 @@ mod tests {
             .lab
             .lock()
             .export()
+            .expect("export")
             .contains("topic new partitions=3 retention.ms=1h"));
     }
 

@@ -205,6 +205,7 @@ mod tests {
             .lab
             .lock()
             .export()
+            .expect("export")
             .contains("alter-offsets tools offsets=orders:0=7"));
     }
 
@@ -221,6 +222,7 @@ mod tests {
             .lab
             .lock()
             .export()
+            .expect("export")
             .contains("alter-offsets tools offsets=orders:0=-2"));
         // The group is there, Empty, as Kafka lists a group that only has offsets.
         assert_eq!(

@@ -526,6 +526,7 @@ mod tests {
             .lab
             .lock()
             .export()
+            .expect("export")
             .contains("send orders partition=0 client=kcat"));
     }
 

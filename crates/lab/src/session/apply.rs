@@ -464,8 +464,9 @@ impl Session {
     pub(crate) fn rebuild(&mut self, upto: usize) -> Result<(), LabError> {
         let (mut lab, generation, mut produced) = self.fresh_lab()?;
         let mut history = Vec::with_capacity(upto);
-        let torn = torn_partitions(&self.history[..upto]);
-        for c in &self.history[..upto] {
+        let before = self.history.upto(upto)?;
+        let torn = torn_partitions(before.iter());
+        for c in before.iter() {
             if let Err(e) = replay(
                 &mut lab,
                 &mut produced,

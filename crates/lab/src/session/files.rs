@@ -132,19 +132,26 @@ pub(crate) struct HistoryLog {
 
 impl HistoryLog {
     /// Appends the commands of `history` the file lacks; the file's length afterwards.
-    pub(crate) fn catch_up(&mut self, history: &[Command]) -> Result<u64, LabError> {
-        if self.commands > history.len() {
+    pub(crate) fn catch_up(&mut self, history: &History) -> Result<u64, LabError> {
+        let whole;
+        let new = if self.commands > history.len() {
             // The history was cut (it never is without a new generation): rewrite it whole.
+            whole = history.all()?;
             self.file.set_len(0).map_err(io_error)?;
             self.commands = 0;
             self.bytes = 0;
-        }
+            &whole[..]
+        } else {
+            history
+                .since(self.commands)
+                .ok_or_else(|| storage("the history's unsaved lines are gone from memory"))?
+        };
         let text = &mut self.text;
         text.clear();
         if self.bytes == 0 {
             text.push_str(HISTORY_HEADER);
         }
-        for c in &history[self.commands..] {
+        for c in new {
             std::fmt::Write::write_fmt(text, format_args!("{c}\n")).map_err(storage)?;
         }
         if !text.is_empty() {

@@ -97,7 +97,7 @@ pub(crate) struct Saved {
 pub(crate) fn entry_of(
     g: &Generation,
     lab: &Lab,
-    history: &[Command],
+    history: &History,
 ) -> Result<(Saved, Vec<u8>, Arc<std::fs::File>), LabError> {
     let mut log = lock(&g.history);
     let history_bytes = log.catch_up(history)?;
@@ -125,7 +125,7 @@ pub(crate) fn entry_of(
 pub(crate) fn snapshot_of(
     g: &Generation,
     lab: &Lab,
-    history: &[Command],
+    history: &History,
 ) -> Result<(Saved, Vec<u8>), LabError> {
     let history_bytes = lock(&g.history).catch_up(history)?;
     let narrative_bytes = lock(&g.narrative).catch_up(lab.narrative())?;
@@ -155,7 +155,7 @@ pub(crate) fn snapshot_of(
 pub(crate) fn write_generation(
     new: &Generation,
     lab: &Lab,
-    history: &[Command],
+    history: &History,
     version: u64,
     backend: &SinkBackend,
 ) -> Result<Saved, LabError> {
@@ -303,6 +303,7 @@ impl Session {
         generation: Option<Generation>,
         version: u64,
     ) -> Result<(), LabError> {
+        let mut history = History::from(history);
         let Some(g) = generation else {
             (self.lab, self.history, self.produced, self.version) = (lab, history, produced, version);
             self.installs += 1;
@@ -310,6 +311,8 @@ impl Session {
         };
         match write_generation(&g, &lab, &history, version, &self.backend) {
             Ok(saved) => {
+                // The new generation's file holds every line: memory lets them go.
+                history.let_go(saved.commands, saved.history_bytes, &g.dir.join(HISTORY_FILE));
                 // The snapshot holds all of it: the journal starts from here.
                 let mut lab = lab;
                 lab.forget_changes();

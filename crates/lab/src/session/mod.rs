@@ -43,6 +43,7 @@ mod change;
 mod error;
 mod files;
 mod generation;
+mod history;
 mod journal;
 #[cfg(test)]
 mod journal_tests;
@@ -67,6 +68,7 @@ pub use error::{storage_status, ActionError, RestoreError};
 use files::*;
 pub use generation::SinkBackend;
 use generation::*;
+use history::*;
 use journal::*;
 pub use live_clock::{read_clock_mode, starting_at, wall_clock_ms, ClockMode, CLOCK_FILE};
 use produced::*;
@@ -81,7 +83,7 @@ pub struct Session {
     /// Why the session refuses every change: a storage failure it could not take back, or an
     /// fsync that failed. Nothing more is saved; a restart restores the lab from its files.
     broken: Option<String>,
-    history: Vec<Command>,
+    history: History,
     /// The batches the history's `send … stored=` lines name.
     produced: ProducedStore,
     backend: SinkBackend,
@@ -126,7 +128,7 @@ impl Session {
         let mut s = Self {
             lab: Lab::new(Box::new(SharedStore::new(MemoryStore)), Box::new(MemorySinks)),
             broken: None,
-            history: Vec::new(),
+            history: History::default(),
             produced: ProducedStore::Memory(Vec::new()),
             backend,
             version: 0,

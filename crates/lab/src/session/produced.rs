@@ -295,11 +295,13 @@ pub(crate) fn spelled_send(
 impl Session {
     /// The session as a scenario file that replays it exactly.
     /// Stored batches are spelled out as `send … records=[…]` lines, so the file stands on its
-    /// own; batches that can no longer be read are named in a comment.
-    pub fn export(&self) -> String {
+    /// own; batches that can no longer be read are named in a comment. An error if the history's
+    /// file cannot be read back.
+    pub fn export(&self) -> Result<String, LabError> {
         let mut out = String::from("# exported from the offsetlab web lab\n");
-        let torn = torn_partitions(&self.history);
-        for c in &self.history {
+        let history = self.history.all()?;
+        let torn = torn_partitions(history.iter());
+        for c in history.iter() {
             match c {
                 Command::SendStored(line) => match if torn.contains(&(line.topic.clone(), line.partition)) {
                     self.produced.spelled_out_torn(line)
@@ -324,6 +326,6 @@ impl Session {
                 }
             }
         }
-        out
+        Ok(out)
     }
 }

@@ -137,7 +137,7 @@ fn a_torn_tail_is_reported_handled_and_written_into_the_history() {
         .expect("a lab");
     assert!(s.recovered().is_empty(), "{summary}");
     assert_eq!(records(&s, "orders"), before);
-    let replayed = Session::new(SinkBackend::Memory, &s.export()).expect("export replays");
+    let replayed = Session::new(SinkBackend::Memory, &s.export().expect("export")).expect("export replays");
     assert_eq!(records(&replayed, "orders"), before);
 }
 
@@ -181,7 +181,7 @@ fn torn_client_batches_replay_as_stand_ins_the_truncation_cuts() {
     s.apply_lines(&lines(&["tick 1s", "poll nobody"]))
         .expect_err("refused: undone");
     assert_eq!(records(&s, "t"), served, "the undo replayed the torn batches");
-    let export = s.export();
+    let export = s.export().expect("export");
     assert!(!export.contains("could not read"), "{export}");
     let replayed = Session::new(SinkBackend::Memory, &export).expect("export replays");
     assert_eq!(

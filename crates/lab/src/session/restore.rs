@@ -195,7 +195,7 @@ impl Found {
                 narrative: std::sync::Mutex::new(narrative_log),
                 journal: Arc::new(std::sync::Mutex::new(journal)),
             }),
-            history: self.history,
+            history: History::from(self.history),
             produced: ProducedStore::Dir(dir.join(PRODUCED_DIR)),
         };
         let mut session = session;
@@ -306,7 +306,7 @@ impl Session {
     /// deleted once it is written — and what a refused write goes back to: the lab as it was
     /// restored, without the event the restart just told, which no save holds yet.
     fn note_restored_save(
-        &self,
+        &mut self,
         history_bytes: u64,
         narrative_bytes: u64,
         events: usize,
@@ -332,12 +332,17 @@ impl Session {
         write_slots(&g.lab_file, Written::Now(self.version), &lab_file, sync)?;
         journal.snapshot_bytes = lab_file.len() as u64;
         remove_journals_before(&g.dir, journal.number);
+        let number = journal.number;
+        drop(journal);
+        // The file holds every line read: memory lets them go.
+        self.history
+            .let_go(self.history.len(), history_bytes, &g.dir.join(HISTORY_FILE));
         g.set_saved(Saved {
             history_bytes,
             commands: self.history.len(),
             narrative_bytes,
             events,
-            journal: (journal.number, 0),
+            journal: (number, 0),
         });
         Ok(())
     }

@@ -108,7 +108,7 @@ fn retention_frees_the_disk_and_the_history_still_replays_to_the_same_figures() 
         .expect_err("refused");
     assert_eq!(figures(&s), before, "the undo's replay");
     // So does the export, and a restart.
-    let export = s.export();
+    let export = s.export().expect("export");
     assert!(!export.contains("could not read"), "{export}");
     let other = tempfile::tempdir().expect("dir");
     let replayed = Session::new(durable(other.path()), &export).expect("the export replays");

@@ -148,6 +148,13 @@ impl Session {
         })?;
         // The journal has them (or will, once their fsync is): the next entry starts from here.
         self.lab.forget_changes();
+        // The history's file has the lines this save wrote: memory lets them go.
+        if let Some(g) = &self.generation {
+            if let Some(saved) = lock(&g.saved).as_ref() {
+                self.history
+                    .let_go(saved.commands, saved.history_bytes, &g.dir.join(HISTORY_FILE));
+            }
+        }
         self.shape_deleted_segments();
         // What is in the narrative's file need not stay in memory. Forgotten a thousand at a
         // time: one at a time, every save moved the two thousand kept.

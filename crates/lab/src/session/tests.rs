@@ -75,7 +75,7 @@ fn export_replays_to_the_same_state() {
         "restart c1",
     ]))
     .expect("applies");
-    let text = s.export();
+    let text = s.export().expect("export");
     let replayed = Session::new(SinkBackend::Memory, &text).expect("replays");
     assert_eq!(state_json(&replayed), state_json(&s));
 }
@@ -99,7 +99,7 @@ fn a_restart_keeps_the_acknowledged_history_and_cuts_the_rest() {
         s.apply_lines(&lines(batch)).expect("applies");
         assert!(s.save().expect("saved").is_none(), "--flush never saves at once");
     }
-    let export = s.export();
+    let export = s.export().expect("export");
     let before = state_json(&s);
     let history = s.generation_dir().expect("durable").join(HISTORY_FILE);
     assert_eq!(std::fs::read_to_string(&history).expect("history"), export);
@@ -114,7 +114,11 @@ fn a_restart_keeps_the_acknowledged_history_and_cuts_the_rest() {
         .expect("restores")
         .expect("a lab");
     assert!(summary.starts_with("unclean stop"), "{summary}");
-    assert_eq!(restored.export(), export, "the unacknowledged line is gone");
+    assert_eq!(
+        restored.export().expect("export"),
+        export,
+        "the unacknowledged line is gone"
+    );
     assert_eq!(
         std::fs::read_to_string(&history).expect("history"),
         export,
@@ -232,11 +236,13 @@ fn client_batches_are_kept_by_reference_and_exported_as_records() {
         // Segments hold 3 records: `c` fills the first, `d, e` go to the next.
         s.apply_changes(vec![produced(&[&["c"], &["d", "e"]])])
             .expect("second");
-        let stored: Vec<&SendStored> = s
+        let stored: Vec<SendStored> = s
             .history
+            .all()
+            .expect("history")
             .iter()
             .filter_map(|c| match c {
-                Command::SendStored(l) => Some(l),
+                Command::SendStored(l) => Some(l.clone()),
                 _ => None,
             })
             .collect();
@@ -268,7 +274,7 @@ fn client_batches_are_kept_by_reference_and_exported_as_records() {
             ],
             "the lab's time, not the client's"
         );
-        let export = s.export();
+        let export = s.export().expect("export");
         assert!(
             export.contains(r#"send t partition=0 client=rdkafka records=[{"key":"k","value":"a"},{"key":"k","value":"b"}]"#),
             "{export}"
@@ -299,7 +305,7 @@ fn client_batches_are_kept_by_reference_and_exported_as_records() {
             assert!(records(&s).first().is_some_and(|r| r.0 >= 3), "{:?}", records(&s));
         }
         assert!(
-            s.export().starts_with(&export),
+            s.export().expect("export").starts_with(&export),
             "the export still spells out a and b"
         );
     }
@@ -360,7 +366,7 @@ fn binary_client_records_export_and_replay_byte_for_byte() {
                 (Some(b"p-2".to_vec()), None, Vec::new())
             ]
         );
-        let export = s.export();
+        let export = s.export().expect("export");
         assert!(
             export.contains(r#"records=[{"key":{"base64":"/wCc"},"value":{"base64":"AAAAACoCyAE="},"timestamp":1,"headers":[{"key":"trace","value":{"base64":"wyg="}}]},{"key":"p-2","value":null,"timestamp":1}]"#),
             "{export}"
@@ -377,7 +383,7 @@ fn binary_client_records_export_and_replay_byte_for_byte() {
             // A CreateTime topic (Kafka's default): the producer's timestamps, kept and replayed.
             assert_eq!(records(&replayed), records(&s));
             assert!(records(&s).iter().all(|r| r.1 == 1), "{:?}", records(&s));
-            assert_eq!(replayed.export(), export);
+            assert_eq!(replayed.export().expect("export"), export);
         }
     }
 }
@@ -389,7 +395,7 @@ fn stored_batches_survive_an_undo_and_a_restart() {
     let dir = tempfile::tempdir().expect("dir");
     let mut s = Session::new(durable(dir.path()), "topic t\n").expect("lab");
     s.apply_changes(vec![produced(&[&["a", "b"]])]).expect("produced");
-    let export = s.export();
+    let export = s.export().expect("export");
     let before = records(&s);
     let generation = s.generation_dir().map(Path::to_path_buf);
     let err = s
@@ -400,7 +406,7 @@ fn stored_batches_survive_an_undo_and_a_restart() {
         .expect_err("ghost");
     assert_eq!(err.line, 2);
     assert_eq!(records(&s), before, "x was undone");
-    assert_eq!(s.export(), export);
+    assert_eq!(s.export().expect("export"), export);
     assert_ne!(
         s.generation_dir().map(Path::to_path_buf),
         generation,
@@ -419,14 +425,14 @@ fn stored_batches_survive_an_undo_and_a_restart() {
         .expect("restores")
         .expect("a lab");
     assert!(!stray.exists(), "a kept file no line names is removed at start");
-    assert_eq!(restored.export(), export);
+    assert_eq!(restored.export().expect("export"), export);
     assert_eq!(records(&restored), before);
     // An undo after the restart reads the kept batches of the restored generation.
     restored
         .apply_lines(&lines(&["tick 1s", "poll ghost"]))
         .expect_err("ghost");
     assert_eq!(records(&restored), before);
-    assert_eq!(restored.export(), export);
+    assert_eq!(restored.export().expect("export"), export);
 }
 
 /// A machine crash under `--flush never` can lose records the lab acknowledged. The next
@@ -441,6 +447,8 @@ fn appends_after_a_lost_tail_go_to_a_new_segment() {
     assert!(s.save().expect("saved").is_none());
     let lines: Vec<SendStored> = s
         .history
+        .all()
+        .expect("history")
         .iter()
         .filter_map(|c| match c {
             Command::SendStored(l) => Some(l.clone()),
@@ -471,7 +479,7 @@ fn appends_after_a_lost_tail_go_to_a_new_segment() {
         "x went to a new segment, not into c's place"
     );
     // The loss is in the history: the export replays a stand-in for `c`, cuts it, then `x`.
-    let export = restored.export();
+    let export = restored.export().expect("export");
     assert!(
         export.contains("truncate-log t partition=0 to=2 was=3"),
         "{export}"
@@ -693,7 +701,7 @@ fn a_compressed_batch_the_lab_spells_differently_exports_without_its_bytes() {
         batches,
     }])
     .expect("produced");
-    let export = s.export();
+    let export = s.export().expect("export");
     assert!(export.contains("compression=gzip"), "{export}");
     assert!(!export.contains("compressed="), "{export}");
     let mut again = Session::new(SinkBackend::Memory, "").expect("empty");
@@ -753,7 +761,7 @@ fn share_groups_survive_a_restart_and_an_export() {
     .expect("applies");
     s.save().expect("saved");
     let share = s.lab().share().clone();
-    let export = s.export();
+    let export = s.export().expect("export");
     drop(s);
     let (restored, _) = Session::restore(dir.path(), FlushPolicy::Never)
         .expect("restores")
@@ -774,7 +782,7 @@ fn a_clean_close_closes_every_log() {
     )
     .expect("lab");
     s.save().expect("saved");
-    let export = s.export();
+    let export = s.export().expect("export");
     let logs = s.generation_dir().expect("durable").join("logs");
     s.close().expect("closed");
     let mut recovery_points = 0;
@@ -793,7 +801,7 @@ fn a_clean_close_closes_every_log() {
     let (restored, _) = Session::restore(dir.path(), FlushPolicy::Never)
         .expect("restores")
         .expect("a lab");
-    assert_eq!(restored.export(), export);
+    assert_eq!(restored.export().expect("export"), export);
 }
 
 /// A failed batch on a durable lab saved just before it goes back to that save — no replay of
@@ -980,4 +988,45 @@ fn a_failed_batch_undone_over_the_open_logs_leaves_nothing_in_the_files() {
         v.as_object_mut().map(|o| o.remove("narrative"));
     }
     assert_eq!(a, b, "a restart finds the lab the session held");
+}
+
+/// A durable lab keeps in memory only the history lines its last save has not written; the
+/// others are read back from its file when the whole history is needed — an export, an undo
+/// that replays, a restart.
+#[test]
+fn a_durable_lab_lets_saved_history_lines_go_and_reads_them_back() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut s = Session::new(
+        durable(dir.path()),
+        "topic t\nconsumer c1 group=g topic=t reset=earliest commit=manual-batch\nproduce t count=3\n",
+    )
+    .expect("lab");
+    s.apply_lines(&lines(&["produce t count=2"])).expect("produce");
+    assert!(s.save().expect("saved").is_none());
+    let n = s.history_len();
+    assert_eq!(n, 4);
+    assert!(
+        s.history.since(0).is_none(),
+        "the saved lines are only in the file"
+    );
+    assert_eq!(s.history.since(n).map(<[Command]>::len), Some(0));
+    let export = s.export().expect("export");
+    assert!(export.contains("produce t count=2"), "{export}");
+
+    // A sink written, then a failed line: the undo replays the history, read from the file.
+    s.apply_lines(&lines(&["poll c1", "process c1 count=all", "poll ghost"]))
+        .expect_err("ghost");
+    assert_eq!(s.history_len(), n);
+    assert_eq!(s.export().expect("export"), export);
+    assert_eq!(s.lab().group_view("g").expect("g").sink.rows, 0);
+
+    s.apply_lines(&lines(&["tick 1s"])).expect("tick");
+    assert!(s.save().expect("saved").is_none());
+    let export = s.export().expect("export");
+    drop(s);
+    let (restored, _) = Session::restore(dir.path(), FlushPolicy::Never)
+        .expect("restores")
+        .expect("a lab");
+    assert!(restored.history.since(0).is_none());
+    assert_eq!(restored.export().expect("export"), export);
 }

@@ -188,8 +188,8 @@ pub(super) async fn post_clock(scope: Scope, ApiJson(req): ApiJson<ClockRequest>
 
 pub(super) async fn get_scenario(scope: Scope) -> Response {
     scope
-        .with_session(|s| {
-            (
+        .with_session(|s| match s.export() {
+            Ok(text) => (
                 [
                     (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
                     (
@@ -197,9 +197,10 @@ pub(super) async fn get_scenario(scope: Scope) -> Response {
                         "attachment; filename=\"offsetlab-session.scn\"",
                     ),
                 ],
-                s.export(),
+                text,
             )
-                .into_response()
+                .into_response(),
+            Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
         })
         .await
         .unwrap_or_else(|e| e)

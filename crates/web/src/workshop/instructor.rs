@@ -142,12 +142,9 @@ pub(crate) async fn get_learner_scenario(
     headers: HeaderMap,
     Path(number): Path<u32>,
 ) -> Response {
-    read_learner(&app, &headers, number, |s, hide| {
-        (
-            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-            hide(s.export()),
-        )
-            .into_response()
+    read_learner(&app, &headers, number, |s, hide| match s.export() {
+        Ok(text) => ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], hide(text)).into_response(),
+        Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
     })
     .await
     .unwrap_or_else(|e| e)
