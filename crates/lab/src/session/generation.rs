@@ -169,7 +169,7 @@ pub(crate) fn write_generation(
             .and_then(|d| d.sync_all())
             .map_err(io_error)?;
     }
-    write_slots(&new.lab_file, Written::Now(version), &snapshot, true)?;
+    write_slots(&new.lab_file, version, &snapshot, true)?;
     std::fs::File::open(&new.dir)
         .and_then(|d| d.sync_all())
         .map_err(io_error)?;

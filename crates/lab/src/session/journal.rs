@@ -100,6 +100,14 @@ pub(crate) fn read(bytes: &[u8]) -> Result<ReadBack, String> {
             break;
         };
         let Some(json) = rest.get(FRAME_HEADER..FRAME_HEADER + len) else {
+            // Runs past the end: a frame cut short — unless a whole frame follows, and then its
+            // length was damaged.
+            if let Some(p) = whole_frame_within(&rest[1..]) {
+                return Err(format!(
+                    "a damaged entry at byte {at} (its length runs past the end, and a whole entry follows at byte {})",
+                    at + 1 + p
+                ));
+            }
             break;
         };
         if len == 0 || crc32c::crc32c(json) != crc {
@@ -124,21 +132,36 @@ pub(crate) fn read(bytes: &[u8]) -> Result<ReadBack, String> {
     })
 }
 
-/// Where the files of a lab end: its last journal and the length of its whole frames.
+/// The first position in `bytes` where a whole frame starts (its length fits and its CRC-32C
+/// matches), if any: what tells a damaged length from a frame a crash cut short.
+fn whole_frame_within(bytes: &[u8]) -> Option<usize> {
+    (0..bytes.len().saturating_sub(FRAME_HEADER)).find(|&p| {
+        let len = u32::from_le_bytes([bytes[p], bytes[p + 1], bytes[p + 2], bytes[p + 3]]) as usize;
+        let crc = u32::from_le_bytes([bytes[p + 4], bytes[p + 5], bytes[p + 6], bytes[p + 7]]);
+        len > 0
+            && bytes
+                .get(p + FRAME_HEADER..p + FRAME_HEADER + len)
+                .is_some_and(|json| crc32c::crc32c(json) == crc)
+    })
+}
+
+/// Where the files of a lab end: its last journal, and a torn tail if one was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct JournalEnd {
     pub(crate) number: u64,
-    pub(crate) whole: u64,
-    pub(crate) torn: u64,
+    /// The journal that ends in a torn frame, and the length of its whole frames.
+    pub(crate) torn: Option<(u64, u64)>,
 }
 
 /// `file`, the newest snapshot, brought forward by the journal it names and every later one:
-/// the lab as its last save left it. `None` for a lab saved before journals.
+/// the lab as its last save left it. `None` for a lab saved before journals. A torn frame may
+/// end only the last journal with entries: empty journals may follow it (one begun, or made by
+/// a start, before a crash), a journal with entries may not.
 pub(crate) fn bring_forward(dir: &Path, file: &mut LabFile) -> Result<Option<JournalEnd>, RestoreError> {
     let Some(first) = file.journal else {
         return Ok(None);
     };
-    let mut end = None;
+    let mut end: Option<JournalEnd> = None;
     let mut number = first;
     loop {
         let path = journal_path(dir, number);
@@ -148,13 +171,12 @@ pub(crate) fn bring_forward(dir: &Path, file: &mut LabFile) -> Result<Option<Jou
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && number > first => break,
             Err(e) => return Err(RestoreError::new(&path, e)),
         };
-        if let Some(JournalEnd { number: n, torn, .. }) = end {
-            if torn > 0 {
-                return Err(RestoreError::new(
-                    &journal_path(dir, n),
-                    format!("ends in {torn} damaged byte(s), and a later journal follows it"),
-                ));
-            }
+        let torn_before = end.and_then(|e| e.torn);
+        if let Some((n, whole)) = torn_before.filter(|_| !bytes.is_empty()) {
+            return Err(RestoreError::new(
+                &journal_path(dir, n),
+                format!("its frames end at byte {whole} in damaged bytes, and a later journal with entries follows it"),
+            ));
         }
         let read = read(&bytes).map_err(|e| RestoreError::new(&path, e))?;
         for entry in read.entries {
@@ -166,8 +188,11 @@ pub(crate) fn bring_forward(dir: &Path, file: &mut LabFile) -> Result<Option<Jou
         }
         end = Some(JournalEnd {
             number,
-            whole: read.whole,
-            torn: read.torn,
+            torn: if read.torn > 0 {
+                Some((number, read.whole))
+            } else {
+                torn_before
+            },
         });
         number += 1;
     }
@@ -212,9 +237,12 @@ impl Journal {
         })
     }
 
-    /// Appends a frame now.
+    /// Appends a frame now. A write that fails takes back what it wrote of the frame.
     pub(crate) fn append(&mut self, frame: &[u8]) -> std::io::Result<()> {
-        self.file.write_all_at(frame, self.bytes)?;
+        if let Err(e) = self.file.write_all_at(frame, self.bytes) {
+            let _ = self.file.set_len(self.bytes);
+            return Err(e);
+        }
         self.bytes += frame.len() as u64;
         Ok(())
     }
@@ -244,6 +272,11 @@ impl Journal {
 
     pub(crate) fn has_queued(&self) -> bool {
         !self.queued.is_empty()
+    }
+
+    /// Where the journal ends once the queued frames are written: a save's position.
+    pub(crate) fn end(&self) -> u64 {
+        self.bytes + self.queued.iter().map(|(_, f)| f.len() as u64).sum::<u64>()
     }
 
     pub(crate) fn sync(&self) -> std::io::Result<()> {
@@ -286,7 +319,11 @@ impl Journal {
     fn rotate(&mut self) -> std::io::Result<u64> {
         self.sync()?;
         let next = Self::create(&self.dir, self.number + 1, self.snapshot_bytes)?;
-        std::fs::File::open(&self.dir)?.sync_all()?;
+        if let Err(e) = std::fs::File::open(&self.dir).and_then(|d| d.sync_all()) {
+            // Appends go on in this journal: the one begun must not follow it.
+            let _ = std::fs::remove_file(journal_path(&self.dir, self.number + 1));
+            return Err(e);
+        }
         let old = self.number;
         let (snapshotting, snapshot_after) = (self.snapshotting.take(), self.snapshot_after);
         *self = Self {
@@ -310,9 +347,10 @@ impl Session {
         journal.finish_snapshot();
         let begun = (|| {
             if journal.has_queued() {
-                // `--flush always`: the queued saves' appends synced, then their frames written —
-                // the old journal is whole before the next begins.
+                // `--flush always`: the queued saves' appends and history lines synced, then
+                // their frames written — the old journal is whole before the next begins.
                 g.durability.sync_all()?;
+                lock(&g.history).file.sync_data()?;
                 journal.write_queued(None)?;
             }
             journal.rotate()
@@ -338,12 +376,15 @@ impl Session {
         };
         let slots = Arc::clone(&g.lab_file);
         let (version, dir) = (self.version, g.dir.clone());
-        let sync = g.durability.policy() != FlushPolicy::Never;
         let writer = std::thread::Builder::new()
             .name("lab-snapshot".into())
             .spawn(move || {
                 let bytes = serde_json::to_vec(&file).map_err(|e| e.to_string())?;
-                write_slots(&slots, Written::Now(version), &bytes, sync).map_err(|e| e.to_string())?;
+                // Synced whatever the flush policy: the old journal is deleted next, and a slot
+                // lost to a machine crash would name a journal that is gone.
+                if !write_slots(&slots, version, &bytes, true).map_err(|e| e.to_string())? {
+                    return Err("a newer snapshot was written first; the old journal stays".into());
+                }
                 match std::fs::remove_file(journal_path(&dir, old)) {
                     Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.to_string()),
                     _ => {}
@@ -436,5 +477,13 @@ mod tests {
         first[FRAME_HEADER + 3] ^= 1;
         let e = read(&first).err().expect("damage before the end");
         assert!(e.contains("a damaged entry at byte 0"), "{e}");
+        // A damaged length that runs past the end, with whole frames after it: not a torn tail.
+        let mut length = bytes.clone();
+        length[3] = 0x7f;
+        let e = read(&length).err().expect("a damaged length");
+        assert!(
+            e.contains("a damaged entry at byte 0") && e.contains("a whole entry follows"),
+            "{e}"
+        );
     }
 }

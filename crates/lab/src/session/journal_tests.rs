@@ -237,3 +237,44 @@ fn walk(d: &Path) -> Vec<PathBuf> {
     out.sort();
     out
 }
+
+/// `--flush always`: a save's entry waits in a queue until its fsync, and the save's position
+/// counts it. A failed batch after an acknowledged save goes back to that save — its entry
+/// included — not to the journal as it was before the entry was written.
+#[test]
+fn under_flush_always_going_back_keeps_the_acknowledged_save_before_the_failed_batch() {
+    let dir = tempfile::tempdir().expect("dir");
+    let backend = SinkBackend::Durable {
+        root: dir.path().to_path_buf(),
+        flush: FlushPolicy::Always,
+    };
+    let mut s = Session::new(backend, "topic t\nproduce t count=3\n").expect("lab");
+    let end = |s: &Session| {
+        s.lab()
+            .partition_log(&offsetlab_engine::record::TopicPartition::new("t", 0))
+            .map(|l| l.log_end_offset())
+            .ok()
+    };
+    // Two saves, each acknowledged (their entries written after their fsync).
+    for _ in 0..2 {
+        s.apply_lines(&lines(&["produce t count=2"])).expect("produce");
+        let pending = s.save().expect("saved").expect("a save that waits for its fsync");
+        pending.complete().expect("acknowledged");
+    }
+    s.apply_lines(&lines(&["produce t count=1", "poll ghost"]))
+        .expect_err("ghost");
+    assert_eq!(end(&s), Some(7), "both acknowledged saves' records stay");
+    // A third save whose entry is still queued (its request not answered yet), then a failure.
+    s.apply_lines(&lines(&["produce t count=2"])).expect("produce");
+    let _pending = s.save().expect("saved").expect("a save that waits for its fsync");
+    s.apply_lines(&lines(&["produce t count=1", "poll ghost"]))
+        .expect_err("ghost");
+    assert_eq!(end(&s), Some(9), "the queued save is the save gone back to");
+    let expected = state(&s);
+    drop(s);
+    let (s, _) = Session::restore(dir.path(), FlushPolicy::Always)
+        .expect("restores")
+        .expect("a lab");
+    assert_eq!(end(&s), Some(9));
+    assert_eq!(state(&s), expected);
+}

@@ -240,13 +240,13 @@ impl Found {
     fn next_journal(&self) -> Result<Journal, RestoreError> {
         let next = match self.journal_end {
             Some(end) => {
-                let path = journal_path(&self.dir, end.number);
-                if end.torn > 0 {
+                if let Some((torn, whole)) = end.torn {
+                    let path = journal_path(&self.dir, torn);
                     std::fs::OpenOptions::new()
                         .write(true)
                         .open(&path)
                         .and_then(|f| {
-                            f.set_len(end.whole)?;
+                            f.set_len(whole)?;
                             f.sync_all()
                         })
                         .map_err(|e| RestoreError::new(&path, e))?;
@@ -328,8 +328,8 @@ impl Session {
             journal: Some(journal.number),
         })
         .map_err(storage)?;
-        let sync = g.durability.policy() != FlushPolicy::Never;
-        write_slots(&g.lab_file, Written::Now(self.version), &lab_file, sync)?;
+        // Synced whatever the flush policy: the journals before it are deleted next.
+        write_slots(&g.lab_file, self.version, &lab_file, true)?;
         journal.snapshot_bytes = lab_file.len() as u64;
         remove_journals_before(&g.dir, journal.number);
         let number = journal.number;

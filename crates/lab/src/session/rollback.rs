@@ -37,11 +37,16 @@ impl Session {
         let snapshot = (|| {
             let mut journal = lock(&g.journal);
             journal.finish_snapshot();
-            let (number, bytes) = saved.journal;
-            let keep = if number == journal.number { bytes } else { 0 };
-            journal.cut(keep).map_err(io_error)?;
+            // Only bytes past the save's entry go — a save that failed half-way may have written
+            // part of one past the whole frames. Under `--flush always` the save's own entry may
+            // still be queued, its position counting the queue ([`Journal::end`]).
+            let (number, end) = saved.journal;
+            let keep = if number == journal.number { end } else { 0 };
+            let whole = journal.bytes;
+            journal.cut(keep.min(whole)).map_err(io_error)?;
             if journal.has_queued() {
                 g.durability.sync_all().map_err(io_error)?;
+                lock(&g.history).file.sync_data().map_err(io_error)?;
                 journal.write_queued(None).map_err(io_error)?;
             }
             if let Some(s) = lock(&g.saved).as_mut() {
@@ -85,7 +90,12 @@ impl Session {
             let current = std::mem::take(&mut self.lab);
             let reused = SqliteSinks::new(g.dir.join("sinks"))
                 .map_err(LabError::from)
-                .and_then(|sinks| current.go_back(snapshot, Box::new(sinks)));
+                .and_then(|sinks| current.go_back(snapshot, Box::new(sinks)))
+                // A cut the disk refused: the files are opened again instead.
+                .and_then(|lab| match g.health.take() {
+                    Some(fault) => Err(LabError::Storage(fault)),
+                    None => Ok(lab),
+                });
             match reused {
                 Ok(lab) => {
                     remove_unknown_partitions(&lab, &g.dir.join("logs"));

@@ -35,29 +35,23 @@ impl PendingSave {
     }
 }
 
-/// Which save writes a slot, with the lab version it holds.
-pub(crate) enum Written {
-    /// A snapshot, taken under the session's lock (and perhaps written by a thread after it):
-    /// never older than a slot.
-    Now(u64),
-}
-
-/// Writes `bytes` as the newest slot, unless the slots already hold a newer lab.
+/// Writes `bytes` — a snapshot of the lab at `version`, taken under the session's lock and
+/// perhaps written by a thread after it — as the newest slot, unless the slots already hold a
+/// newer lab. Whether it was written.
 pub(crate) fn write_slots(
     slots: &std::sync::Mutex<(SlotFile, u64)>,
-    written: Written,
+    version: u64,
     bytes: &[u8],
     sync: bool,
-) -> Result<(), LabError> {
+) -> Result<bool, LabError> {
     let mut guard = lock(slots);
     let (file, newest) = &mut *guard;
-    let version = match written {
-        Written::Now(v) if v >= *newest => v,
-        Written::Now(_) => return Ok(()),
-    };
+    if version < *newest {
+        return Ok(false);
+    }
     file.write(bytes, sync).map_err(io_error)?;
     *newest = version;
-    Ok(())
+    Ok(true)
 }
 
 impl Session {
@@ -204,7 +198,8 @@ impl Session {
         // Under `--flush always` the save is complete once its fsync is; what the lab holds now
         // is what a refused write goes back to (a later fsync failure fails every save after it).
         let journal = lock(&g.journal);
-        saved.journal = (journal.number, journal.bytes);
+        // Where the journal will end once this save's frame (and any before it) is written.
+        saved.journal = (journal.number, journal.end());
         drop(journal);
         g.set_saved(saved);
         Ok(Some(PendingSave {
@@ -247,6 +242,8 @@ impl Session {
         }
         close_in_parallel(self.lab.logs_to_close())?;
         self.persist()?;
+        // A snapshot still being written must be done before the lab can be opened again.
+        lock(&g.journal).finish_snapshot();
         FileStore::mark_clean(&g.dir.join("logs")).map_err(storage)?;
         // Closed means closed: a request that still held the session (a server stopping with a
         // request in flight) changes nothing the clean marker would then belie.
