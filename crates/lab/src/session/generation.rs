@@ -92,62 +92,53 @@ pub(crate) struct Saved {
     pub(crate) journal: (u64, u64),
 }
 
-/// Appends `history`'s and `lab`'s narrative's new lines to `g`'s files; the save, the
-/// journal's entry for `lab`'s changes as a frame, and the history file.
+/// Appends `history`'s and `lab`'s narrative's new lines to `g`'s files: the save they make,
+/// its journal position left to the caller.
+fn catch_up(g: &Generation, lab: &Lab, history: &History) -> Result<Saved, LabError> {
+    let history_bytes = lock(&g.history).catch_up(history)?;
+    let narrative_bytes = lock(&g.narrative).catch_up(lab.narrative())?;
+    Ok(Saved {
+        history_bytes,
+        commands: history.len(),
+        narrative_bytes,
+        events: lab.narrative().len(),
+        journal: (0, 0),
+    })
+}
+
+/// [`catch_up`], and the journal's entry for `lab`'s changes as a frame, and the history file.
 pub(crate) fn entry_of(
     g: &Generation,
     lab: &Lab,
     history: &History,
 ) -> Result<(Saved, Vec<u8>, Arc<std::fs::File>), LabError> {
-    let mut log = lock(&g.history);
-    let history_bytes = log.catch_up(history)?;
-    let narrative_bytes = lock(&g.narrative).catch_up(lab.narrative())?;
+    let saved = catch_up(g, lab, history)?;
     let frame = frame(&Entry {
-        history_bytes,
-        narrative_bytes,
+        history_bytes: saved.history_bytes,
+        narrative_bytes: saved.narrative_bytes,
         changes: lab.changes(),
     })?;
-    Ok((
-        Saved {
-            history_bytes,
-            commands: history.len(),
-            narrative_bytes,
-            events: lab.narrative().len(),
-            journal: (0, 0),
-        },
-        frame,
-        Arc::clone(&log.file),
-    ))
+    Ok((saved, frame, Arc::clone(&lock(&g.history).file)))
 }
 
-/// Appends `history`'s and `lab`'s narrative's new lines to `g`'s files; the save and the whole
-/// snapshot, naming `g`'s journal as the one that follows it.
+/// [`catch_up`], and the whole snapshot, naming `g`'s journal as the one that follows it.
 pub(crate) fn snapshot_of(
     g: &Generation,
     lab: &Lab,
     history: &History,
 ) -> Result<(Saved, Vec<u8>), LabError> {
-    let history_bytes = lock(&g.history).catch_up(history)?;
-    let narrative_bytes = lock(&g.narrative).catch_up(lab.narrative())?;
+    let mut saved = catch_up(g, lab, history)?;
     let journal = lock(&g.journal);
     let bytes = serde_json::to_vec(&LabFile {
-        history_bytes: Some(history_bytes),
-        narrative_bytes: Some(narrative_bytes),
+        history_bytes: Some(saved.history_bytes),
+        narrative_bytes: Some(saved.narrative_bytes),
         history: None,
         snapshot: lab.snapshot_without_narrative(),
         journal: Some(journal.number),
     })
     .map_err(storage)?;
-    Ok((
-        Saved {
-            history_bytes,
-            commands: history.len(),
-            narrative_bytes,
-            events: lab.narrative().len(),
-            journal: (journal.number, journal.bytes),
-        },
-        bytes,
-    ))
+    saved.journal = (journal.number, journal.bytes);
+    Ok((saved, bytes))
 }
 
 /// Everything of a new generation on disk — its logs, its file, its directory — and then

@@ -60,6 +60,8 @@ mod save;
 mod state;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod undo_tests;
 
 use apply::*;
 pub use change::{Applied, Change};
