@@ -2,18 +2,8 @@
 //! in the background and the journals before them deleted; a start brings the snapshot forward,
 //! cuts a torn last entry and refuses a damaged one before the end.
 
+use super::tests::{durable, lines};
 use super::*;
-
-fn durable(dir: &Path) -> SinkBackend {
-    SinkBackend::Durable {
-        root: dir.to_path_buf(),
-        flush: FlushPolicy::Never,
-    }
-}
-
-fn lines(ls: &[&str]) -> Vec<String> {
-    ls.iter().map(|s| s.to_string()).collect()
-}
 
 /// A lab of fifty groups, each with a commit on `orders`: a snapshot far larger than a change.
 fn fifty_groups(dir: &Path) -> Session {
