@@ -1,6 +1,6 @@
-//! An exported lab replays to the same lab: apply → export → replay gives the same figures, the
-//! same records (keys, values, headers, timestamps) and the same segment layout — what
-//! `retention.bytes` deletes depends on it. Client batches are encoded as a real producer
+//! An exported lab replays to the same lab, durable or in memory (`offsetlab run`): apply →
+//! export → replay gives the same figures, the same records (keys, values, headers, timestamps)
+//! and the same segment layout — what `retention.bytes` deletes depends on it. Client batches are encoded as a real producer
 //! encodes them (the `kafka-protocol` crate: producer ids, sequences, timestamps that move,
 //! headers), beside the lab's own `produce` lines and ticks.
 
@@ -27,8 +27,9 @@ type ClientRecord = (Option<String>, Option<String>, i64, Vec<(String, Option<St
 
 #[derive(Debug, Clone)]
 enum Op {
-    /// A Produce request: its batches, each a list of records.
-    Client(Vec<Vec<ClientRecord>>),
+    /// A Produce request: its batches, each a list of records, compressed with the codec
+    /// (none, gzip, snappy, lz4, zstd by the number).
+    Client(Vec<Vec<ClientRecord>>, u8),
     /// `produce t count=N`.
     Produce(u8),
     Tick(u32),
@@ -60,7 +61,11 @@ fn op() -> impl Strategy<Value = Op> {
         proptest::collection::vec((text(), proptest::option::of(text())), 0..3),
     );
     prop_oneof![
-        proptest::collection::vec(proptest::collection::vec(record, 1..5), 1..3).prop_map(Op::Client),
+        (
+            proptest::collection::vec(proptest::collection::vec(record, 1..5), 1..3),
+            0..5u8
+        )
+            .prop_map(|(batches, codec)| Op::Client(batches, codec)),
         (1..20u8).prop_map(Op::Produce),
         (1..5_000u32).prop_map(Op::Tick),
         Just(Op::Consume),
@@ -160,9 +165,17 @@ proptest! {
         let mut sequence = 0;
         for op in &ops {
             match op {
-                Op::Client(batches) => {
+                Op::Client(batches, codec) => {
                     let bytes = encode(batches, 7, &mut sequence);
-                    let batches = ProducedBatches::validate(bytes).expect("valid");
+                    let mut batches = ProducedBatches::validate(bytes).expect("valid");
+                    let codecs = [
+                        offsetlab_records::Compression::None,
+                        offsetlab_records::Compression::Gzip,
+                        offsetlab_records::Compression::Snappy,
+                        offsetlab_records::Compression::Lz4,
+                        offsetlab_records::Compression::Zstd,
+                    ];
+                    batches.convert(codecs[usize::from(*codec)]);
                     s.apply_changes(vec![Change::Produced {
                         topic: "t".into(),
                         partition: 0,
@@ -225,6 +238,15 @@ proptest! {
             prop_assert_eq!(&live.2, &again.2, "figures");
         }
         prop_assert_eq!(replayed.lab().share(), s.lab().share(), "share groups");
+        // `offsetlab run` replays an export in memory: the segments' bytes are counted as the
+        // files hold them, so `retention.bytes` deletes the same segments there too.
+        let in_memory = Session::new(SinkBackend::Memory, &export).expect("the export replays in memory");
+        for topic in ["t", "u"] {
+            let (live, again) = (observe(&s, topic), observe(&in_memory, topic));
+            prop_assert_eq!(&live.0, &again.0, "segment layout of {} in memory", topic);
+            prop_assert_eq!(&live.1, &again.1, "records of {} in memory", topic);
+            prop_assert_eq!(&live.2, &again.2, "figures in memory");
+        }
         prop_assert_eq!(replayed.export().expect("export"), export, "the replay exports the same file");
     }
 }

@@ -31,7 +31,9 @@
 use crate::record::{Offset, RecordRef};
 
 mod encode;
-pub use encode::{encode, encode_consecutive, encode_consecutive_based, record_size};
+pub use encode::{
+    encode, encode_consecutive, encode_consecutive_based, encoded_len, encoded_len_consecutive, record_size,
+};
 
 pub const HEADER_LEN: usize = 61;
 /// Bytes before `batchLength` counts: baseOffset and batchLength itself.
@@ -681,5 +683,41 @@ mod tests {
             .map(|r| (r.offset, r.timestamp, r.key, r.value))
             .collect();
         assert_eq!(r, vec![(42, 1_234, Some(&b"k"[..]), Some(&b"hello"[..]))]);
+    }
+
+    proptest::proptest! {
+        /// What a log that keeps no batches counts a batch as is what the encoder writes: any
+        /// keys, values, headers, offset gaps and timestamps (backwards and far apart included).
+        #[test]
+        fn the_counted_length_is_the_written_one(
+            fields in proptest::collection::vec(
+                (
+                    0i64..1_000,
+                    proptest::prelude::any::<i64>(),
+                    proptest::option::of(proptest::collection::vec(0u8..255, 0..300)),
+                    proptest::option::of(proptest::collection::vec(0u8..255, 0..300)),
+                    proptest::collection::vec(0u8..255, 0..40),
+                ),
+                1..20,
+            ),
+            base_timestamp in proptest::prelude::any::<i64>(),
+        ) {
+            let mut offset = 0;
+            let records: Vec<(Offset, NewRecord<'_>)> = fields
+                .iter()
+                .map(|(gap, ts, k, v, h)| {
+                    offset += 1 + gap;
+                    (offset, NewRecord { headers: h, ..NewRecord::new(*ts, k.as_deref(), v.as_deref()) })
+                })
+                .collect();
+            let mut buf = Vec::new();
+            proptest::prop_assert_eq!(encoded_len(&records), encode(&mut buf, &records, -1));
+            let plain: Vec<NewRecord<'_>> = records.iter().map(|(_, r)| *r).collect();
+            buf.clear();
+            proptest::prop_assert_eq!(
+                encoded_len_consecutive(&plain, base_timestamp),
+                encode_consecutive_based(&mut buf, 7, &plain, -1, base_timestamp)
+            );
+        }
     }
 }

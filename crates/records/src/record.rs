@@ -45,7 +45,18 @@ pub struct RecordRef<'a> {
     pub headers: &'a [u8],
 }
 
-impl RecordRef<'_> {
+impl<'a> RecordRef<'a> {
+    /// The record as a log appends it, borrowing the same bytes (a rewrite keeps its offset).
+    pub fn as_new(&self) -> NewRecord<'a> {
+        NewRecord {
+            timestamp: self.timestamp,
+            key: self.key,
+            value: self.value,
+            control: self.control,
+            headers: self.headers,
+        }
+    }
+
     pub fn to_owned(&self) -> Record {
         Record {
             offset: self.offset,

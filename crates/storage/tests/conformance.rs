@@ -1,5 +1,6 @@
 //! The durable log behaves as the in-memory log: random operations, including closes, crashes
-//! (drop without close) and reopenings, give the same observable log.
+//! (drop without close) and reopenings, give the same observable log — segment bytes included,
+//! so `segment.bytes` rolls and `retention.bytes` deletes the same segments in both.
 
 use offsetlab_engine::log::config::SegmentLimits;
 use offsetlab_engine::log::memory::MemoryLog;
@@ -44,16 +45,16 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn limits() -> SegmentLimits {
+fn limits(max_bytes: usize) -> SegmentLimits {
     SegmentLimits {
         max_records: 5,
-        max_bytes: usize::MAX / 4,
+        max_bytes,
         max_age_ms: 30_000,
     }
 }
 
-fn open(dir: &Path, clean: bool) -> FileLog {
-    FileLog::open(dir, limits(), Durability::new(FlushPolicy::Never), clean).expect("open")
+fn open(dir: &Path, limits: SegmentLimits, clean: bool) -> FileLog {
+    FileLog::open(dir, limits, Durability::new(FlushPolicy::Never), clean).expect("open")
 }
 
 /// Everything a reader of the log can observe.
@@ -72,8 +73,8 @@ fn observe(log: &dyn PartitionLog) -> String {
     });
     for s in log.segments() {
         out.push_str(&format!(
-            "seg {} {} {} {:?} {}\n",
-            s.base_offset, s.next_offset, s.records, s.max_timestamp, s.active
+            "seg {} {} {} {} {:?} {}\n",
+            s.base_offset, s.next_offset, s.records, s.bytes, s.max_timestamp, s.active
         ));
     }
     for ts in [0, 1, 999, 1_000, 30_000, 61_000, 1_000_000] {
@@ -137,10 +138,14 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 
     #[test]
-    fn the_file_log_is_observably_the_memory_log(ops in prop::collection::vec(op(), 1..40)) {
+    fn the_file_log_is_observably_the_memory_log(
+        ops in prop::collection::vec(op(), 1..40),
+        max_bytes in prop_oneof![Just(usize::MAX / 4), 60usize..400],
+    ) {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut memory = MemoryLog::new(limits());
-        let mut file = Some(open(dir.path(), false));
+        let limits = limits(max_bytes);
+        let mut memory = MemoryLog::new(limits);
+        let mut file = Some(open(dir.path(), limits, false));
         let mut now = 0i64;
         for op in &ops {
             let mut t = now;
@@ -152,13 +157,13 @@ proptest! {
                     let mut f = file.take().expect("log");
                     f.close_files().expect("close");
                     drop(f);
-                    let reopened = open(dir.path(), true);
+                    let reopened = open(dir.path(), limits, true);
                     prop_assert!(reopened.open_report().clean);
                     file = Some(reopened);
                 }
                 Op::Crash => {
                     drop(file.take());
-                    let reopened = open(dir.path(), false);
+                    let reopened = open(dir.path(), limits, false);
                     prop_assert_eq!(reopened.open_report().truncated_bytes, 0, "a crash with intact files truncates nothing");
                     file = Some(reopened);
                 }
@@ -202,7 +207,7 @@ fn segment_files(dir: &Path, ext: &str) -> Vec<std::path::PathBuf> {
 #[test]
 fn a_torn_tail_is_truncated_to_the_last_whole_batch() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut log = open(dir.path(), false);
+    let mut log = open(dir.path(), limits(usize::MAX / 4), false);
     fill(&mut log, 12);
     drop(log);
     let last = segment_files(dir.path(), "log").pop().expect("a segment");
@@ -210,7 +215,7 @@ fn a_torn_tail_is_truncated_to_the_last_whole_batch() {
     let f = std::fs::OpenOptions::new().write(true).open(&last).expect("open");
     f.set_len(len - 7).expect("cut");
     drop(f);
-    let mut log = open(dir.path(), false);
+    let mut log = open(dir.path(), limits(usize::MAX / 4), false);
     assert!(log.open_report().truncated_bytes > 0);
     assert_eq!(
         offsets(&log),
@@ -228,7 +233,7 @@ fn a_torn_tail_is_truncated_to_the_last_whole_batch() {
 #[test]
 fn a_garbled_batch_is_never_served_and_everything_after_it_goes() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut log = open(dir.path(), false);
+    let mut log = open(dir.path(), limits(usize::MAX / 4), false);
     fill(&mut log, 12); // segments of 5: 0..4, 5..9, 10..11
     drop(log);
     let segs = segment_files(dir.path(), "log");
@@ -238,7 +243,7 @@ fn a_garbled_batch_is_never_served_and_everything_after_it_goes() {
     bytes[middle] ^= 0xff;
     std::fs::write(&segs[1], &bytes).expect("write");
     // Even before recovery, a read never hands out the corrupt batch.
-    let log = open(dir.path(), false);
+    let log = open(dir.path(), limits(usize::MAX / 4), false);
     let got = offsets(&log);
     assert!(got.len() < 12 && got.iter().all(|&o| o < 10), "{got:?}");
     assert_eq!(
@@ -319,7 +324,7 @@ fn a_deleted_or_garbled_index_is_rebuilt() {
 #[test]
 fn a_clean_reopen_reads_no_record_data() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut log = open(dir.path(), false);
+    let mut log = open(dir.path(), limits(usize::MAX / 4), false);
     fill(&mut log, 40);
     log.close_files().expect("close");
     drop(log);
@@ -334,7 +339,7 @@ fn a_clean_reopen_reads_no_record_data() {
     for (p, b) in &originals {
         std::fs::write(p, vec![0u8; b.len()]).expect("blank");
     }
-    let log = open(dir.path(), true);
+    let log = open(dir.path(), limits(usize::MAX / 4), true);
     assert!(log.open_report().clean);
     assert_eq!(
         (log.log_start_offset(), log.log_end_offset(), log.record_count()),
@@ -354,7 +359,7 @@ fn a_clean_reopen_reads_no_record_data() {
 #[test]
 fn a_snapshot_that_no_longer_matches_its_files_falls_back_to_recovery() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut log = open(dir.path(), false);
+    let mut log = open(dir.path(), limits(usize::MAX / 4), false);
     fill(&mut log, 12);
     log.close_files().expect("close");
     drop(log);
@@ -367,7 +372,7 @@ fn a_snapshot_that_no_longer_matches_its_files_falls_back_to_recovery() {
         .expect("open")
         .set_len(len - 3)
         .expect("cut");
-    let log = open(dir.path(), true);
+    let log = open(dir.path(), limits(usize::MAX / 4), true);
     assert!(!log.open_report().clean, "the snapshot was not trusted");
     assert_eq!(offsets(&log), (0..11).collect::<Vec<_>>());
 }

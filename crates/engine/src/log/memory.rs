@@ -1,10 +1,12 @@
 //! [`MemoryLog`]: a partition log held in memory, segment by segment.
 
 use super::config::SegmentLimits;
+use super::layout::{self, Fill};
 use super::segment::Segment;
-use super::{PartitionLog, SegmentInfo, TimestampType};
+use super::{BatchShape, EncodedAppend, PartitionLog, SegmentInfo, TimestampType};
 use crate::clock::Millis;
 use crate::record::{NewRecord, Offset, RecordRef};
+use offsetlab_records::ProducedBatches;
 
 #[derive(Debug, Clone)]
 pub struct MemoryLog {
@@ -30,20 +32,36 @@ impl MemoryLog {
         &self.segments[self.segments.len() - 1]
     }
 
-    fn should_roll(&self, record: &NewRecord<'_>, now: Millis) -> bool {
-        self.should_roll_for(1, data_bytes(record), now)
+    fn fill(&self) -> Fill {
+        let a = self.active();
+        Fill {
+            records: a.len(),
+            bytes: a.bytes(),
+            created_at: a.created_at,
+        }
     }
 
-    /// Whether `records` records of `bytes` data bytes must go to a new segment: the active one
-    /// holds records and they would take it past a limit, or it is too old.
-    fn should_roll_for(&self, records: usize, bytes: usize, now: Millis) -> bool {
-        let active = self.active();
-        if active.is_empty() {
-            return false;
+    /// Makes room for one batch of `count` records and `bytes` bytes, as a segment file does
+    /// for a producer's batch: a roll first when it would not fit ([`layout::fit_produced`]).
+    fn place_batch(&mut self, bytes: usize, count: usize, now: Millis) {
+        if self.limits.should_roll(self.fill(), bytes, now)
+            || layout::fit_produced(std::iter::once((bytes, count)), self.fill(), &self.limits) == 0
+        {
+            self.roll(now);
         }
-        active.len() + records > self.limits.max_records
-            || active.data_bytes() + bytes > self.limits.max_bytes
-            || now - active.created_at >= self.limits.max_age_ms
+        self.begin_batch(bytes, now);
+    }
+
+    /// The next records pushed form one batch of `bytes` bytes in the active segment.
+    fn begin_batch(&mut self, bytes: usize, now: Millis) {
+        let offset = self.log_end;
+        let last = self.segments.len() - 1;
+        let active = &mut self.segments[last];
+        if active.is_empty() {
+            active.base_offset = offset;
+            active.created_at = now;
+        }
+        active.begin_batch(bytes);
     }
 
     /// Appends one record to the active segment.
@@ -58,6 +76,18 @@ impl MemoryLog {
         active.push(offset, &record);
         self.log_end += 1;
         offset
+    }
+
+    /// Pushes one batch's records, stamped with its log append time as a durable log stamps the
+    /// batch (readers see `now`), or with the producer's own timestamps.
+    fn push_stamped(&mut self, records: &[NewRecord<'_>], now: Millis, stamp: TimestampType) {
+        for r in records {
+            let timestamp = match stamp {
+                TimestampType::LogAppendTime => now,
+                TimestampType::CreateTime => r.timestamp,
+            };
+            self.push(NewRecord { timestamp, ..*r }, now);
+        }
     }
 
     fn roll(&mut self, now: Millis) {
@@ -92,35 +122,82 @@ impl MemoryLog {
     }
 }
 
-/// The bytes a record counts for in a segment's size: its key and value.
-fn data_bytes(record: &NewRecord<'_>) -> usize {
-    record.key.map_or(0, <[u8]>::len) + record.value.map_or(0, <[u8]>::len)
-}
-
 impl PartitionLog for MemoryLog {
     fn append(&mut self, record: NewRecord<'_>, now: Millis) -> Offset {
-        if self.should_roll(&record, now) {
-            self.roll(now);
+        self.append_batch(&[record], now)
+    }
+
+    /// In the batches a segment file writes them as ([`layout::plan_append`]).
+    fn append_batch(&mut self, records: &[NewRecord<'_>], now: Millis) -> Offset {
+        let first = self.log_end;
+        let mut i = 0;
+        let mut planned = Vec::new();
+        while i < records.len() {
+            let incoming = layout::BATCH_HEADER + offsetlab_records::batch::record_size(0, 0, &records[i]);
+            if self.limits.should_roll(self.fill(), incoming, now) {
+                self.roll(now);
+            }
+            planned.clear();
+            if layout::plan_append(&records[i..], self.fill(), &self.limits, &mut planned) == 0 {
+                self.roll(now);
+                continue;
+            }
+            for p in &planned {
+                self.begin_batch(p.bytes, now);
+                for r in &records[i..i + p.records] {
+                    self.push(*r, now);
+                }
+                i += p.records;
+            }
         }
-        self.push(record, now)
+        first
     }
 
     fn append_whole(&mut self, records: &[NewRecord<'_>], now: Millis, stamp: TimestampType) -> Offset {
+        self.append_shaped(records, &BatchShape::default(), now, stamp)
+    }
+
+    fn append_shaped(
+        &mut self,
+        records: &[NewRecord<'_>],
+        shape: &BatchShape<'_>,
+        now: Millis,
+        stamp: TimestampType,
+    ) -> Offset {
         let first = self.log_end;
-        let bytes = records.iter().map(data_bytes).sum();
-        if self.should_roll_for(records.len(), bytes, now) {
-            self.roll(now);
+        if records.is_empty() {
+            return first;
         }
-        // Stamped with its log append time as a durable log stamps the batch (readers see
-        // `now`), or with the producer's own timestamps.
-        for r in records {
-            let timestamp = match stamp {
-                TimestampType::LogAppendTime => now,
-                TimestampType::CreateTime => r.timestamp,
-            };
-            self.push(NewRecord { timestamp, ..*r }, now);
-        }
+        self.place_batch(layout::shaped_len(records, shape, now, stamp), records.len(), now);
+        self.push_stamped(records, now, stamp);
         first
+    }
+
+    /// The producer's batches, each taking the bytes it came with.
+    fn append_encoded(
+        &mut self,
+        batches: &mut ProducedBatches,
+        now: Millis,
+        stamp: TimestampType,
+    ) -> Result<EncodedAppend, String> {
+        let first = self.log_end;
+        if stamp == TimestampType::LogAppendTime {
+            batches.stamp_log_append_time(now);
+        }
+        let mut sizes = batches.headers().iter().map(|h| h.total_len);
+        batches.for_each_batch(&mut |records| {
+            let kept: Vec<NewRecord<'_>> = records
+                .iter()
+                .map(|r| NewRecord { control: false, ..*r })
+                .collect();
+            let bytes = sizes.next().unwrap_or_default();
+            self.place_batch(bytes, kept.len(), now);
+            self.push_stamped(&kept, now, stamp);
+        });
+        Ok(EncodedAppend {
+            first,
+            kept: Vec::new(),
+        })
     }
 
     fn log_start_offset(&self) -> Offset {
@@ -174,7 +251,7 @@ impl PartitionLog for MemoryLog {
                 next_offset: self.next_offset_of(i),
                 // Retained records: the first segment may hide some below the log start.
                 records: s.len() - if i == 0 { s.index_of(self.log_start) } else { 0 },
-                bytes: s.data_bytes(),
+                bytes: s.bytes(),
                 max_timestamp: s.max_timestamp,
                 active: i == last,
             })
@@ -210,9 +287,10 @@ impl PartitionLog for MemoryLog {
         let last = self.segments.len() - 1;
         let mut removed = 0;
         for seg in &mut self.segments[..last] {
-            let (cleaned, n) = seg.retain(keep);
-            *seg = cleaned;
-            removed += n;
+            if let Some((cleaned, n)) = seg.retain(keep) {
+                *seg = cleaned;
+                removed += n;
+            }
         }
         self.recompute_log_start();
         removed
@@ -369,18 +447,53 @@ mod tests {
 
     #[test]
     fn segments_roll_by_age_and_bytes() {
+        // `segment.bytes` counts a segment file's bytes: each append here is a batch of one
+        // record, its 61-byte header included.
+        let five = NewRecord::new(0, None, Some(b"12345"));
+        let batch = layout::BATCH_HEADER + offsetlab_records::batch::record_size(0, 0, &five);
+        assert_eq!(batch, 73);
         let cfg = TopicConfig {
             segment_ms: 100,
-            segment_bytes: 10,
+            segment_bytes: 2 * batch,
             ..TopicConfig::default()
         };
         let mut log = MemoryLog::new(cfg.segment_limits());
-        log.append(NewRecord::new(0, None, Some(b"12345")), 0);
-        log.append(NewRecord::new(0, None, Some(b"12345")), 50);
+        log.append(five, 0);
+        log.append(five, 50);
         assert_eq!(log.segments().len(), 1);
+        assert_eq!(log.segments()[0].bytes, 146);
         log.append(NewRecord::new(0, None, Some(b"1")), 60);
-        assert_eq!(log.segments().len(), 2, "10 bytes full");
+        assert_eq!(log.segments().len(), 2, "146 bytes full");
         log.append(NewRecord::new(0, None, Some(b"1")), 200);
         assert_eq!(log.segments().len(), 3, "older than segment.ms");
+    }
+
+    #[test]
+    fn a_truncation_inside_a_batch_counts_its_rewritten_records() {
+        let mut log = MemoryLog::new(TopicConfig::default().segment_limits());
+        let values: Vec<Vec<u8>> = (0..6).map(|i| vec![b'v'; 10 * i]).collect();
+        let batch: Vec<NewRecord<'_>> = values
+            .iter()
+            .map(|v| NewRecord::new(5, Some(b"k"), Some(v)))
+            .collect();
+        log.append_batch(&batch, 0);
+        log.append(NewRecord::new(9, None, Some(b"x")), 0);
+        let whole = log.segments()[0].bytes;
+        let written = offsetlab_records::batch::encoded_len_consecutive(&batch, 5);
+        assert_eq!(whole, written + 69, "one batch of six, one of one");
+        log.truncate_to(6);
+        assert_eq!(
+            log.segments()[0].bytes,
+            written,
+            "at a batch's edge: the batch before stays whole"
+        );
+        log.truncate_to(2);
+        assert_eq!(
+            log.segments()[0].bytes,
+            offsetlab_records::batch::encoded_len_consecutive(&batch[..2], 5),
+            "inside a batch: its first two records written again"
+        );
+        log.truncate_to(0);
+        assert_eq!(log.segments()[0].bytes, 0);
     }
 }

@@ -9,6 +9,7 @@
 //! the explorer and the tests; a durable segment-file store plugs in behind the same trait.
 
 pub mod config;
+pub mod layout;
 pub mod memory;
 pub mod partitioner;
 mod segment;

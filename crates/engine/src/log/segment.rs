@@ -6,6 +6,11 @@
 //! Offsets are implicit (`base + index`) until compaction leaves gaps; only then does the
 //! segment keep an explicit offset column. Columns grow by a quarter at a time rather than
 //! doubling, so a full segment wastes little capacity.
+//!
+//! The records are not encoded, but the segment knows the batches a segment file would hold
+//! (where each begins and its bytes, counted by [`super::layout`]'s rule): `segment.bytes` and
+//! `retention.bytes` count those bytes, as Kafka does, and a truncation inside a batch rewrites
+//! it as a file's would.
 
 use crate::clock::Millis;
 use crate::record::{NewRecord, Offset, RecordRef};
@@ -33,6 +38,10 @@ pub(super) struct Segment {
     controls: Vec<u32>,
     /// Records' headers (as encoded), by index, ascending. Sparse too: most records have none.
     headers: Vec<(u32, Vec<u8>)>,
+    /// The batches a segment file would hold: (index of the first record, byte position).
+    batches: Vec<(u32, u32)>,
+    /// Bytes of those batches: the segment file's size.
+    bytes: usize,
 }
 
 /// Marks a record whose value is null (a tombstone) in `ends`.
@@ -59,6 +68,8 @@ impl Segment {
             arena: Vec::new(),
             controls: Vec::new(),
             headers: Vec::new(),
+            batches: Vec::new(),
+            bytes: 0,
         }
     }
 
@@ -82,9 +93,17 @@ impl Segment {
         }
     }
 
-    /// Bytes of record data (keys and values), the figure `segment.bytes` limits.
-    pub fn data_bytes(&self) -> usize {
-        self.arena.len()
+    /// Bytes the segment's batches take, as a segment file holds them: the figure
+    /// `segment.bytes` and `retention.bytes` limit.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// The next records pushed form one batch of `bytes` bytes.
+    pub fn begin_batch(&mut self, bytes: usize) {
+        grow(&mut self.batches, 1);
+        self.batches.push((self.len() as u32, self.bytes as u32));
+        self.bytes += bytes;
     }
 
     pub fn first_offset(&self) -> Option<Offset> {
@@ -167,15 +186,37 @@ impl Segment {
             + self.key_lens.capacity() * 4
             + self.ends.capacity() * 4
             + self.controls.capacity() * 4
+            + self.batches.capacity() * 8
             + self.headers.iter().map(|(_, h)| h.capacity() + 32).sum::<usize>()
             + std::mem::size_of::<Self>()
     }
 
-    /// Drops the records from `index` on.
+    /// Drops the records from `index` on. The batch it cuts through keeps its records before
+    /// `index`, written again as one batch (at their offsets, timestamps from the first's), as a
+    /// segment file's truncation rewrites it.
     pub fn truncate(&mut self, index: usize) {
         if index >= self.len() {
             return;
         }
+        let batch = self
+            .batches
+            .partition_point(|&(first, _)| first as usize <= index)
+            - 1;
+        let (first, position) = (self.batches[batch].0 as usize, self.batches[batch].1 as usize);
+        let kept_bytes = if first < index {
+            let kept: Vec<(Offset, NewRecord<'_>)> = (first..index)
+                .map(|i| {
+                    let r = self.get(i);
+                    (r.offset, r.as_new())
+                })
+                .collect();
+            offsetlab_records::batch::encoded_len(&kept)
+        } else {
+            0
+        };
+        self.batches
+            .truncate(if first < index { batch + 1 } else { batch });
+        self.bytes = position + kept_bytes;
         let arena_end = if index == 0 {
             0
         } else {
@@ -193,30 +234,31 @@ impl Segment {
         self.max_timestamp = self.timestamps.iter().copied().max();
     }
 
-    /// A copy holding only the records `keep` approves of (the cleaner's rewrite).
-    pub fn retain(&self, keep: &mut dyn FnMut(RecordRef<'_>) -> bool) -> (Segment, usize) {
+    /// A copy holding only the records `keep` approves of (the cleaner's rewrite), in the
+    /// batches the cleaner writes ([`super::layout::plan_cleaned`]); `None` when it keeps every
+    /// record — the cleaner leaves such a segment as it is.
+    pub fn retain(&self, keep: &mut dyn FnMut(RecordRef<'_>) -> bool) -> Option<(Segment, usize)> {
+        let kept: Vec<(Offset, NewRecord<'_>)> = (0..self.len())
+            .map(|i| self.get(i))
+            .filter(|r| keep(*r))
+            .map(|r| (r.offset, r.as_new()))
+            .collect();
+        if kept.len() == self.len() {
+            return None;
+        }
         let mut out = Segment::new(self.base_offset, self.created_at);
-        let mut removed = 0;
-        for i in 0..self.len() {
-            let r = self.get(i);
-            if keep(r) {
-                out.push(
-                    r.offset,
-                    &NewRecord {
-                        timestamp: r.timestamp,
-                        key: r.key,
-                        value: r.value,
-                        control: r.control,
-                        headers: r.headers,
-                    },
-                );
-            } else {
-                removed += 1;
+        let mut start = 0;
+        for n in super::layout::plan_cleaned(&kept) {
+            let batch = &kept[start..start + n];
+            out.begin_batch(offsetlab_records::batch::encoded_len(batch));
+            for (offset, r) in batch {
+                out.push(*offset, r);
             }
+            start += n;
         }
         // The largest timestamp of what is kept (none for a segment compacted to nothing).
         out.shrink();
-        (out, removed)
+        Some((out, self.len() - kept.len()))
     }
 
     pub fn shrink(&mut self) {
@@ -226,5 +268,6 @@ impl Segment {
         self.ends.shrink_to_fit();
         self.arena.shrink_to_fit();
         self.controls.shrink_to_fit();
+        self.batches.shrink_to_fit();
     }
 }

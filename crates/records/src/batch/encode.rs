@@ -19,6 +19,32 @@ fn record_body_len(offset_delta: i64, timestamp_delta: i64, r: &NewRecord<'_>) -
     1 + varlong_len(timestamp_delta) + varlong_len(offset_delta) + field(r.key) + field(r.value) + headers
 }
 
+/// The bytes [`encode`] writes for `records`, counted without writing them: what a log that does
+/// not keep its batches (the in-memory one) counts a rewritten batch as.
+pub fn encoded_len(records: &[(Offset, NewRecord<'_>)]) -> usize {
+    let Some(&(base_offset, first)) = records.first() else {
+        return 0;
+    };
+    HEADER_LEN
+        + records
+            .iter()
+            .map(|(o, r)| record_size(o - base_offset, r.timestamp.wrapping_sub(first.timestamp), r))
+            .sum::<usize>()
+}
+
+/// The bytes [`encode_consecutive_based`] writes for `records`, counted without writing them.
+pub fn encoded_len_consecutive(records: &[NewRecord<'_>], base_timestamp: i64) -> usize {
+    if records.is_empty() {
+        return 0;
+    }
+    HEADER_LEN
+        + records
+            .iter()
+            .enumerate()
+            .map(|(i, r)| record_size(i as i64, r.timestamp.wrapping_sub(base_timestamp), r))
+            .sum::<usize>()
+}
+
 /// Appends one batch holding `records` (offset, record) to `buf`; every record must have the same
 /// `control` flag and offsets must increase. Returns the batch's length in bytes.
 pub fn encode(buf: &mut Vec<u8>, records: &[(Offset, NewRecord<'_>)], producer_id: i64) -> usize {

@@ -39,72 +39,52 @@ impl FileLog {
         Ok(())
     }
 
-    pub(crate) fn should_roll(&self, incoming: usize, now: Millis) -> bool {
+    /// What the active segment holds, for the shared roll and batching rule ([`layout`]).
+    pub(crate) fn fill(&self) -> Fill {
         let a = &self.active().meta;
-        a.records > 0
-            && (a.records >= self.limits.max_records
-                || a.len as usize + incoming > self.limits.max_bytes
-                || now - a.created_at >= self.limits.max_age_ms)
+        Fill {
+            records: a.records,
+            bytes: a.len as usize,
+            created_at: a.created_at,
+        }
     }
 
-    /// Appends records at the log end in as few batches as segment limits allow — one `write` per
-    /// segment touched — and returns the first offset.
+    pub(crate) fn should_roll(&self, incoming: usize, now: Millis) -> bool {
+        self.limits.should_roll(self.fill(), incoming, now)
+    }
+
+    /// Appends records at the log end in as few batches as segment limits allow ([`layout::
+    /// plan_append`]) — one `write` per segment touched — and returns the first offset.
     pub fn try_append_batch(&mut self, records: &[NewRecord<'_>], now: Millis) -> io::Result<Offset> {
         let first = self.log_end_offset_raw();
         let mut i = 0;
+        let mut planned = Vec::new();
         while i < records.len() {
-            if self.should_roll(batch::HEADER_LEN + batch::record_size(0, 0, &records[i]), now) {
+            if self.should_roll(layout::BATCH_HEADER + batch::record_size(0, 0, &records[i]), now) {
                 self.roll(now)?;
             }
             self.active_mut_created(now)?;
-            let active = &self.active().meta;
-            let fresh = active.records == 0;
-            let mut records_room = self.limits.max_records.saturating_sub(active.records).max(1);
-            let mut bytes_room = self.limits.max_bytes.saturating_sub(active.len as usize);
+            planned.clear();
+            let taken = layout::plan_append(&records[i..], self.fill(), &self.limits, &mut planned);
+            if taken == 0 {
+                // Nothing fits: the segment is full by bytes; roll on the next turn.
+                self.roll(now)?;
+                continue;
+            }
             let mut offset = self.log_end_offset_raw();
             let mut buf = std::mem::take(&mut self.scratch);
             buf.clear();
-            let mut headers = Vec::new();
-            let mut taken = 0;
-            // Batches of one control flag, at most 1 MiB, within the segment's room (a fresh
-            // segment always takes at least one record, however large).
-            'batches: while i < records.len() && records_room > 0 {
-                let (control, base_ts) = (records[i].control, records[i].timestamp);
-                let mut j = i;
-                let mut size = batch::HEADER_LEN;
-                while j < records.len() && j - i < records_room && records[j].control == control {
-                    let s = batch::record_size(
-                        (j - i) as i64,
-                        records[j].timestamp.wrapping_sub(base_ts),
-                        &records[j],
-                    );
-                    let first_ever = fresh && taken == 0 && j == i;
-                    if !first_ever && (size + s > bytes_room || (j > i && size + s > MAX_BATCH_BYTES)) {
-                        break;
-                    }
-                    size += s;
-                    j += 1;
-                }
-                if j == i {
-                    break 'batches;
-                }
+            let mut headers = Vec::with_capacity(planned.len());
+            for p in &planned {
                 let at = buf.len();
-                batch::encode_consecutive(&mut buf, offset, &records[i..j], -1);
+                batch::encode_consecutive(&mut buf, offset, &records[i..i + p.records], -1);
+                debug_assert_eq!(buf.len() - at, p.bytes, "the plan counts what the encoder writes");
                 headers.push(
                     BatchHeader::parse(&buf[at..])
                         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?,
                 );
-                bytes_room = bytes_room.saturating_sub(size);
-                records_room -= j - i;
-                taken += j - i;
-                offset += (j - i) as Offset;
-                i = j;
-            }
-            if taken == 0 {
-                // Nothing fits: the segment is full by bytes; roll on the next turn.
-                self.scratch = buf;
-                self.roll(now)?;
-                continue;
+                offset += p.records as Offset;
+                i += p.records;
             }
             let last = self.segments.len() - 1;
             let seg = &mut self.segments[last];
@@ -154,30 +134,25 @@ impl FileLog {
                 self.roll(now)?;
             }
             self.active_mut_created(now)?;
-            let active = &self.active().meta;
-            let fresh = active.records == 0;
-            let records_room = self.limits.max_records.saturating_sub(active.records);
-            let bytes_room = self.limits.max_bytes.saturating_sub(active.len as usize);
-            let mut offset = self.log_end_offset_raw();
-            let (start, mut len, mut records) = (at, 0, 0);
-            let mut j = i;
-            while j < headers.len() {
-                let h = &mut headers[j];
-                let count = h.count as usize;
-                let first_in_fresh = fresh && j == i;
-                if !first_in_fresh && (len + h.total_len > bytes_room || records + count > records_room) {
-                    break;
-                }
-                h.base_offset = offset;
-                batches[at..at + 8].copy_from_slice(&offset.to_be_bytes());
-                offset += Offset::from(h.count);
-                (len, records, at, j) = (len + h.total_len, records + count, at + h.total_len, j + 1);
-            }
-            if j == i {
+            let fits = layout::fit_produced(
+                headers[i..].iter().map(|h| (h.total_len, h.count as usize)),
+                self.fill(),
+                &self.limits,
+            );
+            if fits == 0 {
                 // The next batch does not fit beside what the segment holds: roll.
                 self.roll(now)?;
                 continue;
             }
+            let mut offset = self.log_end_offset_raw();
+            let (start, mut records) = (at, 0);
+            for h in &mut headers[i..i + fits] {
+                h.base_offset = offset;
+                batches[at..at + 8].copy_from_slice(&offset.to_be_bytes());
+                offset += Offset::from(h.count);
+                (records, at) = (records + h.count as usize, at + h.total_len);
+            }
+            let j = i + fits;
             let last = self.segments.len() - 1;
             let seg = &mut self.segments[last];
             pieces.push(Piece {

@@ -212,29 +212,16 @@ impl FileLog {
             let mut fresh = FileSegment::create(&self.pool, &cleaned_dir, base, created_at)?;
             let mut buf = Vec::new();
             let mut headers = Vec::new();
+            let recs = as_new_records(&kept);
             let mut start = 0;
-            while start < kept.len() {
-                let control = kept[start].control;
-                let mut end = start;
-                let mut size = batch::HEADER_LEN;
-                while end < kept.len()
-                    && kept[end].control == control
-                    && (end == start || size < MAX_BATCH_BYTES)
-                {
-                    size += kept[end].key.as_ref().map_or(0, Vec::len)
-                        + kept[end].value.as_ref().map_or(0, Vec::len)
-                        + kept[end].headers.len()
-                        + 16;
-                    end += 1;
-                }
-                let recs = as_new_records(&kept[start..end]);
+            for n in layout::plan_cleaned(&recs) {
                 let at = buf.len();
-                batch::encode(&mut buf, &recs, -1);
+                batch::encode(&mut buf, &recs[start..start + n], -1);
                 headers.push(
                     BatchHeader::parse(&buf[at..])
                         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?,
                 );
-                start = end;
+                start += n;
             }
             fresh.append(&buf, &headers, kept.len())?;
             // The segment keeps its place in the offset space even where its tail was cleaned.

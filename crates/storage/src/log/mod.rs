@@ -21,12 +21,13 @@ use crate::pool::FilePool;
 use crate::segment::{FileSegment, SegmentMeta};
 use offsetlab_engine::clock::Millis;
 use offsetlab_engine::log::config::SegmentLimits;
+use offsetlab_engine::log::layout::{self, Fill};
 use offsetlab_engine::log::{
     BatchShape, EncodedAppend, KeptBatches, PartitionLog, SegmentInfo, TimestampType,
 };
 use offsetlab_engine::record::{NewRecord, Offset, RecordRef};
 use offsetlab_records::batch::{self, BatchHeader};
-use offsetlab_records::{Compression, ProducedBatches};
+use offsetlab_records::ProducedBatches;
 use serde::{Deserialize, Serialize};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -37,11 +38,6 @@ mod cleaner;
 mod recovery;
 
 pub use append::AppendError;
-
-/// Largest batch an append writes; larger appends are split. A fetch reads (and checks) whole
-/// batches, so this is also what a fetch of a few hundred records costs at most: 64 KiB, about
-/// 550 records of 100 bytes (Kafka's producers batch 16 KiB by default).
-const MAX_BATCH_BYTES: usize = 64 << 10;
 
 /// Read chunk for fetches (grown for larger batches).
 const READ_CHUNK: usize = 64 << 10;
@@ -337,40 +333,14 @@ impl PartitionLog for FileLog {
         now: Millis,
         stamp: TimestampType,
     ) -> Offset {
-        let Some(first) = records.first() else {
+        if records.is_empty() {
             return self.log_end_offset_raw();
-        };
-        // One batch, stamped with its log append time as a broker stamps a client's (or with its
-        // producer's timestamps) and compressed as the client compressed it — with its very
-        // bytes when the shape has them: the same bytes, roll rule and timestamps whether the
-        // batch came from a client or a `send` line.
-        let mut buf = Vec::new();
-        let base = shape.base_timestamp.unwrap_or(first.timestamp);
-        batch::encode_consecutive_based(&mut buf, 0, records, -1, base);
-        let stamped = match stamp {
-            TimestampType::LogAppendTime => batch::stamp_log_append_time(&mut buf, now),
-            TimestampType::CreateTime => Ok(()),
-        };
-        if shape.codec != Compression::None && stamped.is_ok() {
-            // The engine checked the bytes decompress to these records; another codec's output
-            // (a topic that names one) is the lab's compressor's.
-            let kept = shape
-                .compressed
-                .and_then(|c| offsetlab_records::produced::with_compressed_records(&buf, shape.codec, c));
-            match kept {
-                Some(b) => buf = b,
-                None => {
-                    if let Ok(mut one) = ProducedBatches::validate(buf.clone()) {
-                        one.convert(shape.codec);
-                        buf = one.into_bytes();
-                    }
-                }
-            }
         }
-        let appended = stamped
-            .and_then(|()| BatchHeader::parse(&buf))
+        // One batch, as a client's: the same bytes, roll rule and timestamps whether the batch
+        // came from a client or a `send` line.
+        let appended = layout::shaped_batch(records, shape, now, stamp)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
-            .and_then(|h| self.append_checked(&mut buf, &mut [h], now));
+            .and_then(|(mut buf, h)| self.append_checked(&mut buf, &mut [h], now));
         match appended {
             Ok((first, _)) => first,
             Err(e) => {
