@@ -35,6 +35,8 @@ pub(crate) struct Client<'a> {
     pub(crate) host: &'a str,
     /// Where the connection stands in SASL authentication (always admitted without SASL).
     pub(crate) sasl: crate::sasl::SaslState,
+    /// The connection's number: a share session is the connection's, and goes with it.
+    pub(crate) connection: u64,
 }
 
 /// Runs `f` on a blocking thread; `None` if it panicked.
@@ -366,6 +368,25 @@ pub(crate) async fn dispatch(
         RequestKind::ConsumerGroupDescribe(r) => ResponseKind::ConsumerGroupDescribe(
             blocking(broker, move |b| consumer_group_describe::handle(b, &r)).await?,
         ),
+        RequestKind::ShareGroupHeartbeat(r) => {
+            let (client_id, host) = (client_id.to_string(), client.host.to_string());
+            ResponseKind::ShareGroupHeartbeat(
+                blocking(broker, move |b| {
+                    share_group_heartbeat::handle(b, &r, &client_id, &host)
+                })
+                .await?,
+            )
+        }
+        RequestKind::ShareGroupDescribe(r) => ResponseKind::ShareGroupDescribe(
+            blocking(broker, move |b| share_group_describe::handle(b, &r)).await?,
+        ),
+        RequestKind::ShareFetch(r) => {
+            ResponseKind::ShareFetch(share_fetch::handle(broker, r, client.connection).await?)
+        }
+        RequestKind::ShareAcknowledge(r) => ResponseKind::ShareAcknowledge({
+            let connection = client.connection;
+            blocking(broker, move |b| share_acknowledge::handle(b, &r, connection)).await?
+        }),
         RequestKind::LeaveGroup(r) => {
             ResponseKind::LeaveGroup(leave_group::handle(broker, r, version).await?)
         }

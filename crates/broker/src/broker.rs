@@ -68,6 +68,9 @@ pub(crate) struct Broker {
     /// Failed SASL authentications, for the log (written within bounds).
     pub(crate) auth_failures: crate::auth_failures::AuthFailureLog,
     pub(crate) coordinator: Coordinator,
+    /// Real clients' share group members (heartbeats, epochs) and their share sessions.
+    pub(crate) share_members: crate::share_members::ShareMembers,
+    pub(crate) share_sessions: crate::share_sessions::ShareSessions,
     /// `transaction.timeout.ms` kept on wall time for real clients' transactions.
     pub(crate) txn_timeouts: crate::txn_timeouts::TxnTimeouts,
     /// How each real client's last transaction ended, for DescribeTransactions and
@@ -91,6 +94,8 @@ impl Broker {
             producers: Producers::default(),
             auth_failures: Default::default(),
             coordinator: Coordinator::default(),
+            share_members: Default::default(),
+            share_sessions: Default::default(),
             txn_timeouts: Default::default(),
             txn_outcomes: Default::default(),
             txn_added: Default::default(),

@@ -69,6 +69,7 @@ pub(crate) fn code(e: &LabError) -> i16 {
         LabError::InvalidPartitions(_) => INVALID_PARTITIONS,
         LabError::MessageTooLarge { .. } => MESSAGE_TOO_LARGE,
         LabError::Storage(_) => KAFKA_STORAGE_ERROR,
+        LabError::InvalidRecordState(_) => INVALID_RECORD_STATE,
         _ => UNKNOWN_SERVER_ERROR,
     }
 }

@@ -30,6 +30,8 @@ mod producers;
 mod reads_while_writing;
 pub mod sasl;
 mod server;
+mod share_members;
+mod share_sessions;
 #[cfg(test)]
 mod testing;
 mod topic_configs;
@@ -68,6 +70,14 @@ pub async fn serve(listener: TcpListener, lab: LabHandle, config: KafkaConfig) {
                     let topics = handlers::consumer_group_heartbeat::topics_by_id(&broker.lab.view());
                     let settled = broker.coordinator.tick(now, &topics);
                     let _ = change::settle(&broker.lab, &broker.coordinator, settled);
+                    // Share group members whose session ran out (no ShareGroupHeartbeat within
+                    // share.session.timeout.ms): out of their groups, their records released.
+                    for leave in broker.share_members.expired(now) {
+                        if let Command::ShareLeave(l) = &leave {
+                            broker.share_sessions.forget(&l.group, &l.member);
+                        }
+                        let _ = change::apply_commands(&broker.lab, broker.lab.lock(), vec![leave]);
+                    }
                     let s = broker.lab.lock();
                     let due = broker.txn_timeouts.due(s.lab(), now);
                     if due.is_empty() {

@@ -62,6 +62,7 @@ impl Holder {
 
 async fn ask(b: &Arc<Broker>, body: RequestKind, version: i16) -> ResponseKind {
     let client = Client {
+        connection: 0,
         host: "/127.0.0.1",
         sasl: Default::default(),
     };

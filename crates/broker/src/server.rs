@@ -17,6 +17,32 @@ use tokio::net::{TcpListener, TcpStream};
 /// A request frame at least this large is left the only owner of its bytes (see [`connection`]).
 const OWN_BUFFER_FRAME: usize = 64 << 10;
 
+/// Numbers connections, for what belongs to one (a share session).
+static NEXT_CONNECTION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// The share sessions a connection opened end with it, however it ends: Kafka removes them and
+/// releases the records their members held at once — a share consumer killed mid-batch has its
+/// records delivered again as soon as its connection closes, not when their locks run out.
+struct ShareSessionsOf {
+    broker: Arc<Broker>,
+    connection: u64,
+}
+
+impl Drop for ShareSessionsOf {
+    fn drop(&mut self) {
+        let closed = self.broker.share_sessions.close_connection(self.connection);
+        if closed.is_empty() {
+            return;
+        }
+        let broker = Arc::clone(&self.broker);
+        tokio::task::spawn_blocking(move || {
+            for (group, member) in closed {
+                crate::handlers::share_fetch::release(&broker, &group, &member);
+            }
+        });
+    }
+}
+
 /// A connection's first buffer, and the least room a read makes.
 const READ_CHUNK: usize = 16 << 10;
 
@@ -44,6 +70,11 @@ async fn connection(mut stream: TcpStream, broker: &Arc<Broker>, slot: Slot) -> 
     let mut client = Client {
         host: &host,
         sasl: Default::default(),
+        connection: NEXT_CONNECTION.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+    };
+    let _sessions = ShareSessionsOf {
+        broker: Arc::clone(broker),
+        connection: client.connection,
     };
     loop {
         loop {

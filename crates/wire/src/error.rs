@@ -69,6 +69,12 @@ pub const UNSUPPORTED_ASSIGNOR: i16 = ResponseError::UnsupportedAssignor.code();
 pub const STALE_MEMBER_EPOCH: i16 = ResponseError::StaleMemberEpoch.code();
 pub const FENCED_INSTANCE_ID: i16 = ResponseError::FencedInstanceId.code();
 
+/// Share groups (KIP-932): a record acknowledged that the member does not hold, and a share
+/// session that is not there or not at the epoch the client says.
+pub const INVALID_RECORD_STATE: i16 = ResponseError::InvalidRecordState.code();
+pub const SHARE_SESSION_NOT_FOUND: i16 = ResponseError::ShareSessionNotFound.code();
+pub const INVALID_SHARE_SESSION_EPOCH: i16 = ResponseError::InvalidShareSessionEpoch.code();
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,6 +82,14 @@ mod tests {
     #[test]
     fn the_codes_are_kafkas() {
         assert_eq!(UNKNOWN_SERVER_ERROR, -1);
+        assert_eq!(
+            (
+                INVALID_RECORD_STATE,
+                SHARE_SESSION_NOT_FOUND,
+                INVALID_SHARE_SESSION_EPOCH
+            ),
+            (121, 122, 123)
+        );
         assert_eq!(UNKNOWN_TOPIC_OR_PARTITION, 3);
         assert_eq!(INVALID_TOPIC_EXCEPTION, 17);
         assert_eq!(UNSUPPORTED_SASL_MECHANISM, 33);

@@ -77,6 +77,12 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ConsumerGroupHeartbeat, 0, 1),
     (ApiKey::ConsumerGroupDescribe, 0, 1),
     (ApiKey::LeaveGroup, 0, 5),
+    // Share groups of real clients (KIP-932), at the versions Kafka 4.2 serves and librdkafka's
+    // share consumer asks for (v0 was 4.0's early access).
+    (ApiKey::ShareGroupHeartbeat, 1, 1),
+    (ApiKey::ShareGroupDescribe, 1, 1),
+    (ApiKey::ShareFetch, 1, 1),
+    (ApiKey::ShareAcknowledge, 1, 1),
     // SASL/PLAIN (`serve --kafka-sasl-plain-users`). Kafka lists both on every listener, and
     // answers ILLEGAL_SASL_STATE where there is nothing to authenticate. After a v0 handshake
     // the token travels as a bare frame; librdkafka 2.0 looks for v0 to know handshakes exist.

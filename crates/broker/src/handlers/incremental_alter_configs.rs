@@ -80,12 +80,15 @@ pub(crate) fn no_duplicates<'a>(names: impl IntoIterator<Item = &'a str>) -> Res
 
 pub(crate) fn handle(broker: &Broker, r: &IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse {
     let s = broker.lab.lock_for_change();
-    let planned: Vec<Result<Option<AlterTopic>, Refusal>> = r
+    let planned: Vec<Result<Option<Command>, Refusal>> = r
         .resources
         .iter()
         .map(|res| {
             let names: Vec<&str> = res.configs.iter().map(|c| c.name.as_str()).collect();
             no_duplicates(names.iter().copied())?;
+            if res.resource_type == RESOURCE_GROUP && s.lab().group(res.resource_name.as_str()).is_err() {
+                return share_group_configs(res);
+            }
             if res.resource_type != RESOURCE_TOPIC {
                 let configs: Vec<(&str, Option<&str>)> = res
                     .configs
@@ -120,12 +123,8 @@ pub(crate) fn handle(broker: &Broker, r: &IncrementalAlterConfigsRequest) -> Inc
             for c in &res.configs {
                 set(&mut alter, &current, c)?;
             }
-            Ok(Some(alter))
+            Ok(Some(alter).filter(changes_something).map(Command::AlterTopic))
         })
-        .collect();
-    let planned = planned
-        .into_iter()
-        .map(|p| p.map(|a| a.filter(changes_something).map(Command::AlterTopic)))
         .collect();
     let outcomes = change::apply_planned(&broker.lab, s, planned, r.validate_only);
     IncrementalAlterConfigsResponse::default().with_responses(
@@ -145,6 +144,83 @@ pub(crate) fn handle(broker: &Broker, r: &IncrementalAlterConfigsRequest) -> Inc
             })
             .collect(),
     )
+}
+
+/// A group's configs (a group that is not one of the lab's consumer groups, whose configs are
+/// Kafka's defaults): the share group configs the lab models (`share.auto.offset.reset`,
+/// `share.record.lock.duration.ms`, `share.delivery.count.limit`,
+/// `share.partition.max.record.locks`, `share.session.timeout.ms`) become an
+/// `alter-share-group` line — DELETE sets Kafka's default again — checked against the broker's
+/// bounds (INVALID_CONFIG); any other group config may only be set to its default.
+fn share_group_configs(
+    res: &offsetlab_wire::kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsResource,
+) -> Result<Option<Command>, Refusal> {
+    use offsetlab_engine::share::config::ShareGroupConfigChange;
+    let mut change = ShareGroupConfigChange::default();
+    let mut others: Vec<(&str, Option<&str>)> = Vec::new();
+    for c in &res.configs {
+        let name = c.name.as_str();
+        let value = match c.config_operation {
+            OP_SET => Some(c.value.as_ref().map_or("", |v| v.as_str())),
+            OP_DELETE => None,
+            _ => {
+                return Err((
+                    INVALID_REQUEST,
+                    format!("{name}: APPEND and SUBTRACT apply to list configs"),
+                ))
+            }
+        };
+        let default = crate::handlers::describe_configs::GROUP_CONFIGS
+            .iter()
+            .find(|(g, _, _)| *g == name)
+            .map(|&(_, _, d)| d);
+        let raw = value.or(default).unwrap_or("");
+        let invalid = |why: &str| {
+            (
+                INVALID_CONFIG,
+                format!("Invalid value {raw} for configuration {name}: {why}"),
+            )
+        };
+        let number = |what: &str| raw.parse::<i64>().map_err(|_| invalid(what));
+        match name {
+            "share.auto.offset.reset" => {
+                change.auto_offset_reset = Some(
+                    raw.parse()
+                        .map_err(|_| invalid("String must be one of: latest, earliest"))?,
+                )
+            }
+            "share.record.lock.duration.ms" => {
+                change.record_lock_duration_ms = Some(number("Not a number of type INT")?)
+            }
+            "share.session.timeout.ms" => {
+                change.session_timeout_ms = Some(number("Not a number of type INT")?)
+            }
+            "share.delivery.count.limit" => {
+                change.delivery_count_limit = Some(
+                    u16::try_from(number("Not a number of type INT")?)
+                        .map_err(|_| invalid("out of range"))?,
+                )
+            }
+            "share.partition.max.record.locks" => {
+                change.partition_max_record_locks = Some(
+                    u32::try_from(number("Not a number of type INT")?)
+                        .map_err(|_| invalid("out of range"))?,
+                )
+            }
+            _ => others.push((name, value)),
+        }
+    }
+    other_resource(RESOURCE_GROUP, &others)?;
+    change.validate().map_err(|e| (INVALID_CONFIG, e.to_string()))?;
+    if change.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Command::AlterShareGroup(
+        offsetlab_scenario::command::AlterShareGroup {
+            group: res.resource_name.to_string(),
+            change,
+        },
+    )))
 }
 
 /// Whether an `alter-topic` line would set anything (a config set to Kafka's default that the

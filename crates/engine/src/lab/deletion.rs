@@ -158,7 +158,8 @@ impl Lab {
             )));
         }
         if let Some(g) = self.share.groups.values().find(|g| {
-            g.partitions.keys().any(|tp| tp.topic == topic) || g.members.iter().any(|m| m.topic == topic)
+            g.partitions.keys().any(|tp| tp.topic == topic)
+                || g.members.iter().any(|m| m.topics.iter().any(|t| t == topic))
         }) {
             return Err(LabError::InvalidArgument(format!(
                 "share group '{}' reads topic '{topic}': the lab keeps the topics its share groups' figures come from",

@@ -20,6 +20,7 @@ mod membership;
 mod reset;
 mod rewind;
 mod share;
+mod share_clients;
 mod share_timers;
 mod share_view;
 mod snapshot;

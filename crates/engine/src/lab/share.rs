@@ -101,7 +101,8 @@ impl Lab {
         let member = ShareMember {
             id: c.member_id(),
             consumer: name.to_string(),
-            topic: c.config.topic.clone(),
+            topics: vec![c.config.topic.clone()],
+            client: false,
             crashed_at: None,
             assignment: Default::default(),
         };
@@ -197,7 +198,7 @@ impl Lab {
     }
 
     /// Acquires up to `max` records of one share partition for `member`.
-    fn acquire_from(
+    pub(crate) fn acquire_from(
         &mut self,
         group: &str,
         member: &str,

@@ -41,8 +41,12 @@ pub struct ShareGroupView {
 pub struct ShareMemberView {
     /// `s1#1`: a share consumer's incarnation.
     pub id: String,
+    /// The share consumer, or a real client's `client.id`.
     pub consumer: String,
+    /// The topics it subscribes to, comma-separated.
     pub topic: String,
+    /// A real client's member, joined through the Kafka listener.
+    pub client: bool,
     /// When it crashed: it stays a member, silent, until its session times out.
     pub crashed_at: Option<Millis>,
     /// When `share.session.timeout.ms` removes a crashed member.
@@ -180,7 +184,8 @@ impl Lab {
                 .map(|m| ShareMemberView {
                     id: m.id.clone(),
                     consumer: m.consumer.clone(),
-                    topic: m.topic.clone(),
+                    topic: m.topics.join(","),
+                    client: m.client,
                     crashed_at: m.crashed_at,
                     session_expires_at: m.crashed_at.map(|t| t + g.config.session_timeout_ms),
                     assignment: m.assignment.iter().map(ToString::to_string).collect(),

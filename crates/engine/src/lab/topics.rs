@@ -260,7 +260,7 @@ impl Lab {
             .share
             .groups
             .values()
-            .filter(|g| g.members.iter().any(|m| m.topic == topic))
+            .filter(|g| g.members.iter().any(|m| m.topics.iter().any(|t| t == topic)))
             .map(|g| g.name.clone())
             .collect();
         for g in share_groups {

@@ -14,13 +14,20 @@ use crate::record::TopicPartition;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// A member of a share group: one incarnation of a share consumer (`s1#2`).
+/// A member of a share group: one incarnation of a share consumer (`s1#2`), or a real client's
+/// `ShareConsumer` that joined through the Kafka listener (`client`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShareMember {
     pub id: String,
-    /// The share consumer it is an incarnation of.
+    /// The share consumer it is an incarnation of; for a real client, its `client.id`.
     pub consumer: String,
-    pub topic: String,
+    /// The topics it subscribes to (a lab consumer's one topic; a real client may name several).
+    #[serde(alias = "topic", deserialize_with = "one_or_many")]
+    pub topics: Vec<String>,
+    /// A real client's member (ShareGroupHeartbeat): its liveness is the listener's to judge,
+    /// its records come and go by ShareFetch and ShareAcknowledge.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub client: bool,
     /// When it crashed: a crashed member sends no heartbeat and stays in the group until
     /// `share.session.timeout.ms` has passed.
     pub crashed_at: Option<Millis>,
@@ -80,10 +87,18 @@ impl ShareGroup {
     pub(crate) fn reassign(&mut self, partitions_of: impl Fn(&str) -> Vec<TopicPartition>) {
         let mut by_topic: BTreeMap<String, Vec<(String, BTreeSet<TopicPartition>)>> = BTreeMap::new();
         for m in &self.members {
-            by_topic
-                .entry(m.topic.clone())
-                .or_default()
-                .push((m.id.clone(), m.assignment.clone()));
+            for topic in &m.topics {
+                let held = m
+                    .assignment
+                    .iter()
+                    .filter(|tp| &tp.topic == topic)
+                    .cloned()
+                    .collect();
+                by_topic
+                    .entry(topic.clone())
+                    .or_default()
+                    .push((m.id.clone(), held));
+            }
         }
         let mut assigned: BTreeMap<String, BTreeSet<TopicPartition>> = BTreeMap::new();
         for (topic, members) in by_topic {
@@ -96,4 +111,19 @@ impl ShareGroup {
         }
         self.epoch += 1;
     }
+}
+
+/// A member's topics as a snapshot holds them: a list, or — written before real clients could
+/// subscribe to several — one topic.
+fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Topics {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match Topics::deserialize(d)? {
+        Topics::One(t) => vec![t],
+        Topics::Many(ts) => ts,
+    })
 }

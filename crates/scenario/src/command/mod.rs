@@ -62,6 +62,7 @@ mod seek;
 mod send;
 mod send_stored;
 mod share;
+mod share_client;
 mod tick;
 mod topic;
 mod truncate_log;
@@ -93,6 +94,7 @@ pub use seek::{Seek, SeekTo};
 pub use send::Send;
 pub use send_stored::SendStored;
 pub use share::{AlterShareGroup, ShareAck, SharePoll, StartShareConsumer};
+pub use share_client::{ShareAcknowledge, ShareFetch, ShareJoin, ShareLeave, ShareRelease};
 pub use tick::Tick;
 pub use topic::{max_message_bytes as topic_max_message_bytes, CreateTopic};
 pub use truncate_log::TruncateLog;
@@ -149,6 +151,12 @@ pub enum Command {
     SharePoll(SharePoll),
     ShareAck(ShareAck),
     AlterShareGroup(AlterShareGroup),
+    /// Real clients' share consumers, as the Kafka listener writes them.
+    ShareJoin(ShareJoin),
+    ShareLeave(ShareLeave),
+    ShareRelease(ShareRelease),
+    ShareFetch(ShareFetch),
+    ShareAcknowledge(ShareAcknowledge),
     Expect(Expect),
     /// `expect-error CODE LINE`: the line is refused with Kafka's error CODE.
     ExpectError(ExpectError),
@@ -172,7 +180,7 @@ pub enum ApplyError {
 }
 
 /// The command names, in the order `docs/SCENARIOS.md` documents them.
-pub const COMMANDS: [&str; 40] = [
+pub const COMMANDS: [&str; 45] = [
     "topic",
     "produce",
     "send",
@@ -211,6 +219,11 @@ pub const COMMANDS: [&str; 40] = [
     "share-poll",
     "share-ack",
     "alter-share-group",
+    "share-join",
+    "share-leave",
+    "share-release",
+    "share-fetch",
+    "share-acknowledge",
     "expect",
     "expect-error",
 ];
@@ -280,6 +293,11 @@ impl Command {
             "share-poll" => Command::SharePoll(SharePoll::parse(&mut args)?),
             "share-ack" => Command::ShareAck(ShareAck::parse(&mut args)?),
             "alter-share-group" => Command::AlterShareGroup(AlterShareGroup::parse(&mut args)?),
+            "share-join" => Command::ShareJoin(ShareJoin::parse(&mut args)?),
+            "share-leave" => Command::ShareLeave(ShareLeave::parse(&mut args)?),
+            "share-release" => Command::ShareRelease(ShareRelease::parse(&mut args)?),
+            "share-fetch" => Command::ShareFetch(ShareFetch::parse(&mut args)?),
+            "share-acknowledge" => Command::ShareAcknowledge(ShareAcknowledge::parse(&mut args)?),
             "expect" => Command::Expect(Expect::parse(&mut args)?),
             "expect-error" => {
                 return Err(ParseError::new(
@@ -339,6 +357,11 @@ impl Command {
             Command::SharePoll(c) => c.apply(lab)?,
             Command::ShareAck(c) => c.apply(lab)?,
             Command::AlterShareGroup(c) => c.apply(lab)?,
+            Command::ShareJoin(c) => c.apply(lab)?,
+            Command::ShareLeave(c) => c.apply(lab)?,
+            Command::ShareRelease(c) => c.apply(lab)?,
+            Command::ShareFetch(c) => c.apply(lab)?,
+            Command::ShareAcknowledge(c) => c.apply(lab)?,
             Command::Expect(c) => c.check(lab)?,
             Command::ExpectError(c) => c.check(lab)?,
         }
@@ -416,6 +439,11 @@ impl fmt::Display for Command {
             Command::SharePoll(c) => c.fmt(f),
             Command::ShareAck(c) => c.fmt(f),
             Command::AlterShareGroup(c) => c.fmt(f),
+            Command::ShareJoin(c) => c.fmt(f),
+            Command::ShareLeave(c) => c.fmt(f),
+            Command::ShareRelease(c) => c.fmt(f),
+            Command::ShareFetch(c) => c.fmt(f),
+            Command::ShareAcknowledge(c) => c.fmt(f),
             Command::Expect(c) => c.fmt(f),
             Command::ExpectError(c) => c.fmt(f),
         }
@@ -475,6 +503,12 @@ mod tests {
             "share-ack s1 reject",
             "alter-share-group sg share.auto.offset.reset=earliest share.record.lock.duration.ms=15s share.delivery.count.limit=3",
             "alter-share-group sg share.partition.max.record.locks=100 share.session.timeout.ms=1m",
+            "share-join sg member=AbC-9_x client=rdkafka topics=orders,payments",
+            "share-leave sg member=AbC-9_x session-timeout",
+            "share-leave sg member=AbC-9_x",
+            "share-release sg member=AbC-9_x",
+            "share-fetch sg member=AbC-9_x topic=orders partition=0 max=500",
+            "share-acknowledge sg member=AbC-9_x topic=orders partition=0 acks=3-5:accept,6:reject,9:release",
             "expect share-group=sg partition=0 spso=4 speo=6 in-flight=2 acquired=1 archived=1",
             "expect share-group=sg offset=3 record-state=acquired delivery-count=2 owner=s1#1",
             r#"rebalance copy generation=3 protocol=range members=[{"id":"rdkafka-1","client":"rdkafka","host":"/127.0.0.1","partitions":{"orders":[0,1]}},{"id":"rdkafka-2","client":"rdkafka","host":"/127.0.0.1","partitions":{}}]"#,

@@ -83,7 +83,7 @@ pub(super) fn share_command() -> impl Strategy<Value = Command> {
             text(),
             proptest::option::of(partition()),
             proptest::option::of(proptest::collection::vec(0..=i64::MAX, 1..4)),
-            ack
+            ack.clone()
         )
             .prop_map(|(consumer, partition, offsets, ack)| Command::ShareAck(ShareAck {
                 consumer,
@@ -93,6 +93,61 @@ pub(super) fn share_command() -> impl Strategy<Value = Command> {
             })),
         (text(), change)
             .prop_map(|(group, change)| Command::AlterShareGroup(AlterShareGroup { group, change })),
+        // Real clients' share consumers, as the listener writes them.
+        (
+            text(),
+            text(),
+            text(),
+            proptest::collection::vec("[a-zA-Z0-9._-]{1,20}", 1..4)
+        )
+            .prop_map(|(group, member, client, topics)| Command::ShareJoin(ShareJoin {
+                group,
+                member,
+                client,
+                topics,
+            })),
+        (text(), text(), any::<bool>()).prop_map(|(group, member, session_timeout)| {
+            Command::ShareLeave(ShareLeave {
+                group,
+                member,
+                session_timeout,
+            })
+        }),
+        (text(), text()).prop_map(|(group, member)| Command::ShareRelease(ShareRelease { group, member })),
+        (text(), text(), text(), partition(), 0..=u32::MAX as usize).prop_map(
+            |(group, member, topic, p, max)| {
+                Command::ShareFetch(ShareFetch {
+                    group,
+                    member,
+                    tp: offsetlab_engine::record::TopicPartition::new(topic, p),
+                    max,
+                })
+            }
+        ),
+        (
+            text(),
+            text(),
+            text(),
+            partition(),
+            proptest::collection::vec((0..1_000i64, 0..5i64, ack.clone()), 1..5)
+        )
+            .prop_map(|(group, member, topic, p, runs)| {
+                let mut next = 0;
+                let acks = runs
+                    .into_iter()
+                    .map(|(gap, len, t)| {
+                        let first = next + gap;
+                        next = first + len + 1;
+                        (first, first + len, t)
+                    })
+                    .collect();
+                Command::ShareAcknowledge(ShareAcknowledge {
+                    group,
+                    member,
+                    tp: offsetlab_engine::record::TopicPartition::new(topic, p),
+                    acks,
+                })
+            }),
         (
             text(),
             proptest::option::of(text()),

@@ -1,0 +1,110 @@
+//! A share consumer's acknowledgements, as ShareFetch and ShareAcknowledge both carry them:
+//! per partition, batches of `first_offset..=last_offset` with one type for the whole batch or
+//! one per offset (0 gap, 1 accept, 2 release, 3 reject). Checked as Kafka checks them, then
+//! applied to the lab as one `share-acknowledge` line per partition: all of a partition's or
+//! none (INVALID_RECORD_STATE when the member does not hold one of the records).
+
+use crate::broker::Broker;
+use crate::change;
+use offsetlab_engine::record::{Offset, TopicPartition};
+use offsetlab_engine::share::AcknowledgeType;
+use offsetlab_scenario::command::{Command, ShareAcknowledge};
+use offsetlab_wire::error::*;
+
+/// Runs of offsets with one type each, in order; gaps (type 0: an offset with no record, such as
+/// a transaction's marker) are left out — the lab's window holds no record there to change.
+pub(crate) type Runs = Vec<(Offset, Offset, AcknowledgeType)>;
+
+/// Kafka's checks of one partition's acknowledgement batches (`validateAcknowledgementBatches`):
+/// ascending, not overlapping, each with one type or one per offset, every type known.
+pub(crate) fn runs_of<'a>(batches: impl Iterator<Item = (i64, i64, &'a [i8])>) -> Result<Runs, String> {
+    let mut runs: Runs = Vec::new();
+    let mut last_end: Option<Offset> = None;
+    for (first, last, types) in batches {
+        if first > last || first < 0 {
+            return Err(format!(
+                "acknowledgement batch {first}-{last} is not a range of offsets"
+            ));
+        }
+        if last_end.is_some_and(|end| first <= end) {
+            return Err(format!(
+                "acknowledgement batch {first}-{last} overlaps or precedes the one before it"
+            ));
+        }
+        last_end = Some(last);
+        let span = (last - first + 1) as usize;
+        if types.len() != 1 && types.len() != span {
+            return Err(format!(
+                "acknowledgement batch {first}-{last} has {} types: one, or one per offset",
+                types.len()
+            ));
+        }
+        for (i, o) in (first..=last).enumerate() {
+            let code = if types.len() == 1 { types[0] } else { types[i] };
+            let kind = match code {
+                0 => continue,
+                1 => AcknowledgeType::Accept,
+                2 => AcknowledgeType::Release,
+                3 => AcknowledgeType::Reject,
+                other => {
+                    return Err(format!(
+                        "acknowledge type {other} is not 0 (gap), 1 (accept), 2 (release) or 3 (reject)"
+                    ))
+                }
+            };
+            match runs.last_mut() {
+                Some((_, end, t)) if *end + 1 == o && *t == kind => *end = o,
+                _ => runs.push((o, o, kind)),
+            }
+        }
+    }
+    Ok(runs)
+}
+
+/// Applies a partition's acknowledgements; Kafka's error code for the partition (NONE when they
+/// all took effect).
+pub(crate) fn apply(
+    broker: &Broker,
+    group: &str,
+    member: &str,
+    tp: &TopicPartition,
+    runs: Runs,
+) -> (i16, Option<String>) {
+    if runs.is_empty() {
+        return (NONE, None);
+    }
+    let line = Command::ShareAcknowledge(ShareAcknowledge {
+        group: group.to_string(),
+        member: member.to_string(),
+        tp: tp.clone(),
+        acks: runs,
+    });
+    match change::apply_commands(&broker.lab, broker.lab.lock(), vec![line]) {
+        Ok(()) => (NONE, None),
+        Err(change::Failure::Refused(offsetlab_engine::LabError::UnknownMember { .. })) => (
+            INVALID_RECORD_STATE,
+            Some(format!(
+                "{member} is not a member of share group {group}: it holds no record"
+            )),
+        ),
+        Err(e) => (e.code(), Some(e.message())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_become_runs_and_bad_ones_are_refused() {
+        let runs = runs_of([(3, 5, &[1i8][..]), (6, 8, &[1, 0, 3][..])].into_iter()).expect("valid");
+        assert_eq!(
+            runs,
+            vec![(3, 6, AcknowledgeType::Accept), (8, 8, AcknowledgeType::Reject)]
+        );
+        assert!(runs_of([(5, 3, &[1i8][..])].into_iter()).is_err());
+        assert!(runs_of([(3, 5, &[1i8][..]), (5, 6, &[1][..])].into_iter()).is_err());
+        assert!(runs_of([(3, 5, &[1i8, 2][..])].into_iter()).is_err());
+        assert!(runs_of([(3, 3, &[4i8][..])].into_iter()).is_err());
+    }
+}
