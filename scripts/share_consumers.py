@@ -2,8 +2,9 @@
 — played on one broker; prints what each member was handed, as JSON, so the test command can
 play it on the lab's listener and on Apache Kafka and compare the two.
 
-    python scripts/share_consumers.py BOOTSTRAP            # the story, its figures on stdout
-    python scripts/share_consumers.py BOOTSTRAP --member … # (internal) the member a crash kills
+    python scripts/share_consumers.py BOOTSTRAP                 # the story, its figures on stdout
+    python scripts/share_consumers.py BOOTSTRAP --expect FILE   # …and exit 1 unless they are FILE's
+    python scripts/share_consumers.py BOOTSTRAP --member …      # (internal) the member a crash kills
 
 The story, on a topic of one partition and six records, each its own batch:
   1. the group's configs: share.auto.offset.reset=earliest, share.delivery.count.limit=2,
@@ -79,7 +80,7 @@ def member(bootstrap, group, topic):
     time.sleep(600)
 
 
-def story(bootstrap):
+def story(bootstrap, expect=None):
     suffix = uuid.uuid4().hex[:8]
     topic, group = f"share-story-{suffix}", f"share-story-{suffix}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -156,12 +157,27 @@ def story(bootstrap):
     figures["a consumer group reads from offset 0"] = log
     admin.delete_topics([topic])
     print(json.dumps(figures, indent=1))
-    # Not a figure (the broker decides when it sees the process gone), but worth reading.
-    print(f"the killed member's record came back after {back_after:.1f} s", file=sys.stderr)
+    # Not a figure to compare, but the broker's rule shows in it: a share session is its
+    # connection's, so a killed member's records are released when its connection closes —
+    # well before their acquisition locks would run out.
+    print(f"the killed member's record came back after {back_after:.1f} s (lock: {LOCK_MS / 1000:.0f} s)", file=sys.stderr)
+    if back_after >= LOCK_MS / 1000:
+        raise SystemExit("the killed member's record waited for its lock: its connection's close did not release it")
+    if expect is not None:
+        with open(expect) as f:
+            expected = json.load(f)
+        differ = [k for k in expected.keys() | figures.keys() if expected.get(k) != figures.get(k)]
+        for k in sorted(differ):
+            print(f"DIFFERS: {k}: expected {expected.get(k)}, got {figures.get(k)}", file=sys.stderr)
+        if differ:
+            raise SystemExit(1)
+        print("the same figures as the other broker's", file=sys.stderr)
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[2] == "--member":
         member(sys.argv[1], sys.argv[3], sys.argv[4])
+    elif len(sys.argv) > 3 and sys.argv[2] == "--expect":
+        story(sys.argv[1], sys.argv[3])
     else:
         story(sys.argv[1])

@@ -92,6 +92,9 @@ echo "== kafkajs (a JavaScript client, no librdkafka) against the Kafka listener
 echo "== crash vs model: librdkafka (confluent-kafka) killed mid-batch with auto-commit, against the lab's prediction"
 "$venv/bin/python" scripts/crash_vs_model.py "$kafka" ./target/debug/offsetlab
 
+echo "== share groups (KIP-932): confluent-kafka's ShareConsumer on the Kafka listener (acquire, accept, release, reject, the delivery limit, a member killed)"
+"$venv/bin/python" scripts/share_consumers.py "$kafka" >"$data/share-story-listener.json"
+
 
 echo "== real-cluster runs on Apache Kafka (one broker): the cluster's figures equal the model's"
 started=$SECONDS
@@ -99,6 +102,9 @@ kafka_dir=$(mktemp -d)
 bootstrap=$(scripts/apache-kafka.sh start --dir "$kafka_dir")
 echo "  Apache Kafka started in $(seconds_since "$started") s at $bootstrap"
 bash scripts/cluster_runs.sh ./target/debug/offsetlab "$bootstrap"
+
+echo "== share groups: the same story on Apache Kafka, the same figures as on the listener"
+"$venv/bin/python" scripts/share_consumers.py "$bootstrap" --expect "$data/share-story-listener.json" >/dev/null
 
 echo "== the Java client (kafka-clients, Apache Kafka's release): crash vs model and flows, on the lab's listener and on Apache Kafka"
 bash scripts/java_crash_vs_model.sh --lab "$kafka" --apache "$bootstrap" ./target/debug/offsetlab

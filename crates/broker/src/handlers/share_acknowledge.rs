@@ -4,12 +4,12 @@
 //! what the member still holds. Each partition's acknowledgements take effect all or none.
 
 use super::share_acks;
-use crate::broker::{Broker, LEADER_EPOCH, NODE};
+use crate::broker::Broker;
 use crate::share_sessions::Opened;
 use offsetlab_engine::record::TopicPartition;
 use offsetlab_wire::error::*;
 use offsetlab_wire::kafka_protocol::messages::share_acknowledge_response::{
-    LeaderIdAndEpoch, PartitionData, ShareAcknowledgeTopicResponse,
+    PartitionData, ShareAcknowledgeTopicResponse,
 };
 use offsetlab_wire::kafka_protocol::messages::{ShareAcknowledgeRequest, ShareAcknowledgeResponse};
 use offsetlab_wire::kafka_protocol::protocol::StrBytes;
@@ -81,11 +81,6 @@ pub(crate) fn handle(
                     .with_partition_index(p.partition_index)
                     .with_error_code(code)
                     .with_error_message(message.map(StrBytes::from_string))
-                    .with_current_leader(
-                        LeaderIdAndEpoch::default()
-                            .with_leader_id(NODE)
-                            .with_leader_epoch(LEADER_EPOCH),
-                    )
             })
             .collect();
         responses.push(

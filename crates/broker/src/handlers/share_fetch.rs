@@ -11,14 +11,14 @@
 //! and lets the client drop what it did not acquire; a client reads the two alike.
 
 use super::share_acks;
-use crate::broker::{Broker, LEADER_EPOCH, NODE};
+use crate::broker::Broker;
 use crate::change;
 use crate::share_sessions::Opened;
 use offsetlab_engine::record::TopicPartition;
 use offsetlab_scenario::command::{Command, ShareFetch, ShareRelease};
 use offsetlab_wire::error::*;
 use offsetlab_wire::kafka_protocol::messages::share_fetch_response::{
-    AcquiredRecords, LeaderIdAndEpoch, PartitionData, ShareFetchableTopicResponse,
+    AcquiredRecords, PartitionData, ShareFetchableTopicResponse,
 };
 use offsetlab_wire::kafka_protocol::messages::{ShareFetchRequest, ShareFetchResponse};
 use offsetlab_wire::kafka_protocol::protocol::StrBytes;
@@ -165,21 +165,6 @@ fn begin(broker: &Broker, r: &ShareFetchRequest, connection: u64) -> Result<Fetc
                 ),
             )
         })?;
-    let mut parts: BTreeMap<TopicPartition, Part> = BTreeMap::new();
-    for (tp, runs) in acks {
-        let ack_error = match runs {
-            Ok(runs) => share_acks::apply(broker, &group, &member, &tp, runs),
-            Err(message) => (INVALID_REQUEST, Some(message)),
-        };
-        parts.insert(
-            tp,
-            Part {
-                ack_error,
-                acked: true,
-                ..Part::default()
-            },
-        );
-    }
     let (partitions, full) = match opened {
         Opened::New(s) => (s.partitions.into_iter().collect(), true),
         Opened::Continued(s) => (s.partitions.into_iter().collect(), false),
@@ -194,10 +179,22 @@ fn begin(broker: &Broker, r: &ShareFetchRequest, connection: u64) -> Result<Fetc
         partitions,
         full,
         max_records: usize::try_from(r.max_records).unwrap_or(0).max(1),
-        parts,
+        parts: BTreeMap::new(),
         unknown_ids,
     };
+    // The fetch first, then the acknowledgements it carries: on Kafka a record released in a
+    // ShareFetch is not handed out again by that same fetch (its new state is written through
+    // the share coordinator while the fetch reads), so neither is it here.
     acquire(broker, &mut f);
+    for (tp, runs) in acks {
+        let ack_error = match runs {
+            Ok(runs) => share_acks::apply(broker, &f.group, &f.member, &tp, runs),
+            Err(message) => (INVALID_REQUEST, Some(message)),
+        };
+        let part = f.parts.entry(tp).or_default();
+        part.ack_error = ack_error;
+        part.acked = true;
+    }
     Ok(f)
 }
 
@@ -302,11 +299,6 @@ fn answer(broker: &Broker, f: &Fetching) -> ShareFetchResponse {
             .with_error_code(part.error)
             .with_acknowledge_error_code(part.ack_error.0)
             .with_acknowledge_error_message(part.ack_error.1.map(StrBytes::from_string))
-            .with_current_leader(
-                LeaderIdAndEpoch::default()
-                    .with_leader_id(NODE)
-                    .with_leader_epoch(LEADER_EPOCH),
-            )
             .with_records(Some(records.into()))
             .with_acquired_records(ranges(&acquired));
         if part.error != NONE {
@@ -358,7 +350,9 @@ fn ranges(acquired: &[(i64, u16)]) -> Vec<AcquiredRecords> {
     out
 }
 
-/// The acquired records as batches, one for each run of consecutive offsets.
+/// The batches holding the acquired records: the stored batches, whole, as Kafka sends them
+/// (the client keeps only what its acquired ranges name), or — from a log that keeps no batches
+/// (a lab in memory) — the acquired records encoded, a batch for each run of offsets.
 fn records_of(lab: &offsetlab_engine::Lab, tp: &TopicPartition, acquired: &[(i64, u16)]) -> Vec<u8> {
     let mut out = Vec::new();
     let Ok(log) = lab.partition_log(tp) else {
@@ -367,8 +361,28 @@ fn records_of(lab: &offsetlab_engine::Lab, tp: &TopicPartition, acquired: &[(i64
     let offsets: Vec<i64> = acquired.iter().map(|(o, _)| *o).collect();
     for run in offsets.chunk_by(|a, b| a + 1 == *b) {
         let (first, end) = (run[0], run[run.len() - 1] + 1);
+        let mut from = first;
+        let mut stored = true;
+        while from < end {
+            let at = out.len();
+            if log.read_batches(from, i64::MAX, 0, &mut out).is_none() {
+                stored = false;
+                break;
+            }
+            match offsetlab_records::BatchHeader::parse(&out[at..]) {
+                Ok(h) if h.last_offset() >= from => from = h.last_offset() + 1,
+                _ => {
+                    out.truncate(at);
+                    stored = false;
+                    break;
+                }
+            }
+        }
+        if stored {
+            continue;
+        }
         let mut records = Vec::new();
-        log.read(first, run.len(), &mut |r| {
+        log.read(from, (end - from) as usize, &mut |r| {
             if r.offset < end && !r.control {
                 records.push(r.to_owned());
             }

@@ -91,10 +91,10 @@ pub(crate) fn handle(
         }
         coordinator.remove(&group, &member);
         broker.share_sessions.forget(&group, &member);
+        // No interval: a member that left sends no more heartbeats (Kafka answers 0).
         return ShareGroupHeartbeatResponse::default()
             .with_member_id(Some(r.member_id.clone()))
-            .with_member_epoch(-1)
-            .with_heartbeat_interval_ms(HEARTBEAT_INTERVAL.as_millis() as i32);
+            .with_member_epoch(-1);
     }
     let state = coordinator.get(&group, &member);
     if r.member_epoch > 0 {

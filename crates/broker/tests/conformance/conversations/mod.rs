@@ -31,6 +31,7 @@ mod data;
 mod groups;
 mod misc;
 mod offsets;
+mod share_groups;
 mod topics;
 mod txn;
 
@@ -54,6 +55,7 @@ pub const ALL: &[(&str, Conversation)] = &[
     ("group-errors", groups::group_errors),
     ("describe-list-groups", groups::describe_and_list),
     ("consumer-group", consumer_groups::consumer_group),
+    ("share-group", share_groups::share_group),
     ("offset-commit", offsets::offset_commit),
     ("offset-fetch", offsets::offset_fetch),
     ("delete-groups", offsets::delete_groups),

@@ -1,0 +1,178 @@
+//! Share groups (KIP-932): two members joining with ShareGroupHeartbeat, records acquired with
+//! ShareFetch, acknowledged in a ShareFetch and in a ShareAcknowledge, a released record handed
+//! out again with its delivery count, a record acknowledged that the member does not hold, share
+//! session epochs that are not the session's, the group described, and members leaving — at
+//! every version the lab advertises.
+
+use super::{create_topic, group, plain_batch, produce_quietly, s, topic, versions};
+use crate::ensure;
+use crate::target::{Step, Target};
+use offsetlab_wire::kafka_protocol::messages::incremental_alter_configs_request::{
+    AlterConfigsResource, AlterableConfig,
+};
+use offsetlab_wire::kafka_protocol::messages::share_acknowledge_request::{
+    AcknowledgePartition, AcknowledgeTopic, AcknowledgementBatch as AckBatch,
+};
+use offsetlab_wire::kafka_protocol::messages::share_fetch_request::{
+    AcknowledgementBatch, FetchPartition, FetchTopic,
+};
+use offsetlab_wire::kafka_protocol::messages::{
+    ApiKey, IncrementalAlterConfigsRequest, ShareAcknowledgeRequest, ShareFetchRequest,
+    ShareGroupDescribeRequest, ShareGroupHeartbeatRequest,
+};
+use offsetlab_wire::Uuid;
+
+fn heartbeat(g: &str, member: &str, epoch: i32, topics: Option<&str>) -> ShareGroupHeartbeatRequest {
+    ShareGroupHeartbeatRequest::default()
+        .with_group_id(group(g))
+        .with_member_id(s(member))
+        .with_member_epoch(epoch)
+        .with_subscribed_topic_names(topics.map(|t| vec![topic(t)]))
+}
+
+/// A ShareFetch of partition 0 of `id` at session `epoch`, acknowledging `acks` (first, last,
+/// type) there.
+fn fetch(g: &str, member: &str, epoch: i32, id: Uuid, acks: &[(i64, i64, i8)]) -> ShareFetchRequest {
+    ShareFetchRequest::default()
+        .with_group_id(Some(group(g)))
+        .with_member_id(Some(s(member)))
+        .with_share_session_epoch(epoch)
+        .with_max_wait_ms(500)
+        .with_min_bytes(1)
+        .with_max_bytes(1 << 20)
+        .with_max_records(2)
+        .with_batch_size(2)
+        .with_topics(vec![FetchTopic::default().with_topic_id(id).with_partitions(
+            vec![FetchPartition::default()
+                .with_partition_index(0)
+                .with_acknowledgement_batches(
+                    acks.iter()
+                        .map(|&(first, last, kind)| {
+                            AcknowledgementBatch::default()
+                                .with_first_offset(first)
+                                .with_last_offset(last)
+                                .with_acknowledge_types(vec![kind])
+                        })
+                        .collect(),
+                )],
+        )])
+}
+
+fn acknowledge(
+    g: &str,
+    member: &str,
+    epoch: i32,
+    id: Uuid,
+    acks: &[(i64, i64, i8)],
+) -> ShareAcknowledgeRequest {
+    ShareAcknowledgeRequest::default()
+        .with_group_id(Some(group(g)))
+        .with_member_id(Some(s(member)))
+        .with_share_session_epoch(epoch)
+        .with_topics(vec![AcknowledgeTopic::default()
+            .with_topic_id(id)
+            .with_partitions(vec![AcknowledgePartition::default()
+                .with_partition_index(0)
+                .with_acknowledgement_batches(
+                    acks.iter()
+                        .map(|&(first, last, kind)| {
+                            AckBatch::default()
+                                .with_first_offset(first)
+                                .with_last_offset(last)
+                                .with_acknowledge_types(vec![kind])
+                        })
+                        .collect(),
+                )])])
+}
+
+const ACCEPT: i8 = 1;
+const RELEASE: i8 = 2;
+
+pub fn share_group(t: &mut Target) -> Step<()> {
+    let st = t.name("sg-t");
+    let id = create_topic(t, &st, 1, &[])?;
+    // Four records, each its own batch: Kafka acquires whole batches.
+    for i in 0..4 {
+        produce_quietly(t, &st, 0, plain_batch(t, &[(&format!("k{i}"), &format!("v{i}"))]))?;
+    }
+    let fetch_v = *versions(ApiKey::ShareFetch).end();
+    let ack_v = *versions(ApiKey::ShareAcknowledge).end();
+    let describe_v = *versions(ApiKey::ShareGroupDescribe).end();
+    for v in versions(ApiKey::ShareGroupHeartbeat) {
+        let g = t.name(&format!("sg{v}"));
+        t.fresh_connection();
+        t.quiet(
+            1,
+            IncrementalAlterConfigsRequest::default().with_resources(vec![AlterConfigsResource::default()
+                .with_resource_type(32)
+                .with_resource_name(s(&g))
+                .with_configs(vec![AlterableConfig::default()
+                    .with_name(s("share.auto.offset.reset"))
+                    .with_value(Some(s("earliest")))])]),
+        )?;
+        // Members choose their ids (up to 36 characters).
+        let (m1, m2) = (t.name(&format!("sg{v}-a")), t.name(&format!("sg{v}-b")));
+        super::groups::name_member(t, &g, 1, &m1);
+        super::groups::name_member(t, &g, 2, &m2);
+        t.ask("join without topics", v, heartbeat(&g, &m1, 0, None))?;
+        let j1 = t.ask("join", v, heartbeat(&g, &m1, 0, Some(&st)))?;
+        ensure!(j1.error_code == 0, "join: error {}", j1.error_code);
+        // Kafka computes a share group's target assignment at most once a second.
+        std::thread::sleep(std::time::Duration::from_millis(1_500));
+        let h1 = t.ask(
+            "heartbeat: assigned",
+            v,
+            heartbeat(&g, &m1, j1.member_epoch, None),
+        )?;
+        let e1 = h1.member_epoch;
+        t.ask("heartbeat at an epoch ahead", v, heartbeat(&g, &m1, e1 + 5, None))?;
+        t.ask(
+            "heartbeat of an unknown member",
+            v,
+            heartbeat(&g, "nobody", 3, None),
+        )?;
+        let f = t.ask("fetch opens the session", fetch_v, fetch(&g, &m1, 0, id, &[]))?;
+        ensure!(f.error_code == 0, "fetch: error {}", f.error_code);
+        t.ask(
+            "fetch at a session epoch not the session's",
+            fetch_v,
+            fetch(&g, &m1, 7, id, &[]),
+        )?;
+        // The second fetch takes offset 1 again — released, its second delivery — and offset 2.
+        t.ask(
+            "fetch accepting 0, releasing 1",
+            fetch_v,
+            fetch(&g, &m1, 1, id, &[(0, 0, ACCEPT), (1, 1, RELEASE)]),
+        )?;
+        t.ask(
+            "acknowledge a record not held",
+            ack_v,
+            acknowledge(&g, &m1, 2, id, &[(0, 0, ACCEPT)]),
+        )?;
+        // A second member, sharing the one partition.
+        let j2 = t.ask("join 2", v, heartbeat(&g, &m2, 0, Some(&st)))?;
+        ensure!(j2.error_code == 0, "join 2: error {}", j2.error_code);
+        std::thread::sleep(std::time::Duration::from_millis(1_500));
+        let h2 = t.ask(
+            "heartbeat 2: assigned",
+            v,
+            heartbeat(&g, &m2, j2.member_epoch, None),
+        )?;
+        t.ask("fetch 2: what is left", fetch_v, fetch(&g, &m2, 0, id, &[]))?;
+        t.ask(
+            "describe",
+            describe_v,
+            ShareGroupDescribeRequest::default()
+                .with_group_ids(vec![group(&g), group(&t.name("no-such-share-group"))]),
+        )?;
+        t.ask(
+            "acknowledge with epoch -1 closes the session",
+            ack_v,
+            acknowledge(&g, &m1, -1, id, &[(1, 2, ACCEPT)]),
+        )?;
+        t.ask("leave", v, heartbeat(&g, &m1, -1, None))?;
+        t.ask("leave 2", v, heartbeat(&g, &m2, -1, None))?;
+        let _ = h2;
+    }
+    Ok(())
+}
