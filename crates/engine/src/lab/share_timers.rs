@@ -10,10 +10,13 @@ use crate::narrative::EventKind;
 use crate::share::AcknowledgementMode;
 
 impl Lab {
-    /// kill -9 of a share consumer: what it held and processed is gone with the process, its
-    /// member stays in the group until `share.session.timeout.ms`, and its records stay
-    /// acquired until their locks expire — then they go to another member, and whatever the
-    /// dead process had processed is processed again.
+    /// kill -9 of a share consumer: what it held and processed is gone with the process, and so
+    /// is its connection — Kafka ends the share session with the connection and releases the
+    /// records the member held at once (Available again, their delivery counted; Archived at the
+    /// limit), as Apache Kafka 4.4 does (`scripts/share_consumers.py` shows it on both brokers).
+    /// Its member stays in the group, silent, until `share.session.timeout.ms` passes. Whatever
+    /// the dead process had processed is processed again by whoever acquires it next. (A
+    /// consumer that is alive but slow keeps its records until their locks expire.)
     pub(crate) fn share_crash(&mut self, name: &str) -> Result<(), LabError> {
         let c = self.running_share(name, "only a running consumer can crash")?;
         let (group, member) = (c.config.group.clone(), c.member_id());
@@ -26,12 +29,27 @@ impl Lab {
         if let Some(m) = g.members.iter_mut().find(|m| m.id == member) {
             m.crashed_at = Some(now);
         }
-        let (lock, session) = (g.config.record_lock_duration_ms, g.config.session_timeout_ms);
+        let limit = g.config.delivery_count_limit;
+        let session = g.config.session_timeout_ms;
+        let mut released = Vec::new();
+        let tps: Vec<_> = g.partitions.keys().cloned().collect();
+        for tp in tps {
+            let Some(p) = g.partitions.get_mut(&tp) else {
+                continue;
+            };
+            let t = p.release_member(&member, limit);
+            record_completions(g, &tp, &t);
+            released.extend(t.into_iter().map(|t| (tp.clone(), t)));
+        }
         self.say(
             EventKind::Crash,
             format!(
-                "{member} crashed holding {held} record(s): no acknowledgement was sent; they stay acquired until their locks expire (share.record.lock.duration.ms={}), and the member stays in {group} until share.session.timeout.ms ({}) passes",
-                format_duration(lock),
+                "{member} crashed holding {held} record(s), unacknowledged: its connection closed with it, and the broker ended its share session and released them at once{}; the member stays in {group} until share.session.timeout.ms ({}) passes",
+                if released.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", outcome(&released))
+                },
                 format_duration(session)
             ),
         );

@@ -184,7 +184,7 @@ export function renderShareGroup() {
     const consumers = ui.state.share_consumers.filter((x) => x.group === chosen);
     fill($('#share-partitions'),
       consumers.length ? h('ul', { class: 'share-consumers', 'aria-label': `Share consumers of ${chosen}` }, consumers.map(consumerRow)) : null,
-      g.members.filter((m) => m.crashed_at !== null).map((m) => h('p', { class: 'callout' }, `${m.id} crashed at ${fmtT(m.crashed_at)}: it stays a member, holding its records' locks until they expire; share.session.timeout.ms removes it at ${fmtT(m.session_expires_at)}.`)),
+      g.members.filter((m) => m.crashed_at !== null).map((m) => h('p', { class: 'callout' }, `${m.id} crashed at ${fmtT(m.crashed_at)}: its connection closed, and the records it held were released at once; it stays a member, silent, until share.session.timeout.ms removes it at ${fmtT(m.session_expires_at)}.`)),
       g.partitions.map((sp) => partitionFigure(chosen, sp)));
   });
 }
