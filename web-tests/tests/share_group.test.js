@@ -169,3 +169,29 @@ test('a share consumer crashed from its button: its records come back at once, w
   for (const o of [0, 1, 2]) assert.deepEqual([at(share, o).state, at(share, o).owner], ['available', ''], `offset ${o}`);
   assert.deepEqual(page.errors, []);
 });
+
+test("a real client's share consumer (the listener's lines) drawn by its client id, not its member id", async () => {
+  const member = 'qQTZJOBPQp+3Y6VqCoDHcw';
+  const lines = [
+    'topic payments partitions=1',
+    'produce payments count=6',
+    'alter-share-group billing share.auto.offset.reset=earliest',
+    `share-join billing member=${member} client=billing-y topics=payments`,
+    `share-fetch billing member=${member} topic=payments partition=0 max=3`,
+    `share-acknowledge billing member=${member} topic=payments partition=0 acks=0:accept,1:release`,
+  ];
+  const load = await fetch(`${lab.url}/api/scenario`, { method: 'POST', body: `${lines.join('\n')}\n` });
+  assert.ok(load.ok, await load.text());
+  const page = await openLab(browser, lab.url, { width: 390, height: 844 });
+  await page.waitForSelector('#share-panel:not([hidden]) .share-row[data-row="share"]');
+  const share = await strip(page, 'share');
+  assert.deepEqual([at(share, 2).state, at(share, 2).owner], ['acquired', member], 'the member id is the data');
+  assert.match(at(share, 2).text, /billing-y/, 'the client id is what a learner reads');
+  assert.doesNotMatch(at(share, 2).text, /qQTZ/);
+  assert.equal(at(share, 1).state, 'available');
+  assert.match(await page.textContent('#share-panel .share-clients'), /billing-y \(member qQTZJOBPQp\+3Y6VqCoDHcw, assigned payments-0\)/);
+  assert.match(await page.textContent('#share-fig-acquired-sub'), /billing-y: 1/);
+  assert.deepEqual(await wcagViolations(page), [], 'axe, a real client in the share group');
+  assert.deepEqual(page.errors, []);
+  await page.context().close();
+});

@@ -22,6 +22,22 @@ function slot(marks, box, label, data) {
     h('div', { class: 'marks', 'aria-hidden': 'true' }, ...marks), box);
 }
 
+/**
+ * How the panel names a member: the lab's own share consumers by their member id (`s1#2`), a real
+ * client's by its client id — its member id is a 22-character UUID that says nothing — with the
+ * id's first characters when two of its members share a client id.
+ */
+let memberNames = new Map();
+
+function namesOf(g) {
+  const clients = g.members.filter((m) => m.client);
+  const count = (c) => clients.filter((m) => m.consumer === c).length;
+  return new Map(g.members.map((m) => [m.id, !m.client ? m.id
+    : count(m.consumer) > 1 || !m.consumer ? `${m.consumer || 'client'} ${m.id.slice(0, 4)}…` : m.consumer]));
+}
+
+const nameOf = (id) => memberNames.get(id) || id;
+
 /** What the share group did with offset `o` of partition view `sp`. */
 function shareRecord(sp, o, byOffset, done) {
   const r = byOffset.get(o) || done.get(o);
@@ -35,7 +51,7 @@ function describe(r, behind) {
   const n = r.delivery_count;
   const times = n ? `, delivered ${plural(n, 'time')}` : '';
   switch (r.state) {
-    case 'acquired': return `acquired by ${r.owner}, locked until ${fmtT(r.lock_expires_at)}${times}`;
+    case 'acquired': return `acquired by ${nameOf(r.owner)}, locked until ${fmtT(r.lock_expires_at)}${times}`;
     case 'available': return `available again: the next poll of any member acquires it${times}`;
     case 'acknowledged': return `acknowledged${behind ? ', behind the SPSO' : ''}${times}${r.applied > 1 ? `, applied ${r.applied} times` : ''}`;
     case 'archived': return `archived${r.archive_reason === 'delivery-limit' ? ' after its last allowed delivery (a poison record)' : r.archive_reason === 'rejected' ? ': rejected' : ''}${times}${r.applied ? '' : ', never applied'}`;
@@ -57,7 +73,7 @@ function shareBox(sp, o, byOffset, done, now) {
   const box = h('div', { class: `rec s-${r.state}${behind ? ' behind' : ''}${r.archive_reason === 'delivery-limit' ? ' poison' : ''}`, title: `offset ${o}: ${describe(r, behind)}` },
     n ? h('span', { class: `badge${n > 1 ? ' again' : ''}` }, `×${n}`) : null,
     h('span', { class: 'off' }, o), h('span', { class: 'word' }, word),
-    r.owner ? h('span', { class: 'owner' }, r.owner) : r.archive_reason === 'delivery-limit' ? h('span', { class: 'owner' }, 'limit') : null);
+    r.owner ? h('span', { class: 'owner' }, nameOf(r.owner)) : r.archive_reason === 'delivery-limit' ? h('span', { class: 'owner' }, 'limit') : null);
   return slot(marks, box, `offset ${o}, ${describe(r, behind)}${lockIn}${marks.map((m) => `, ${m.textContent}`).join('')}`,
     { offset: String(o), state: r.state, owner: r.owner || '', deliveryCount: n === null || n === undefined ? '' : String(n) });
 }
@@ -144,7 +160,7 @@ function cards(g) {
     ? `window [${parts[0].spso}, ${parts[0].speo}) · ${sum('available')} available` : `${sum('available')} available`);
   setText($('#share-fig-acquired'), String(acquired.length));
   setText($('#share-fig-acquired-sub'), acquired.length
-    ? `${Object.entries(owners).map(([m, n]) => `${m}: ${n}`).join(' · ')} · first lock ends in ${fmtDur(Math.max(0, firstLock - ui.state.clock_ms))}`
+    ? `${Object.entries(owners).map(([m, n]) => `${nameOf(m)}: ${n}`).join(' · ')} · first lock ends in ${fmtDur(Math.max(0, firstLock - ui.state.clock_ms))}`
     : 'no record locked by a member');
   setText($('#share-fig-archived'), String(a.archived));
   setText($('#share-fig-archived-sub'), `${a.lost} lost to the application (never applied) · ${a.skipped} rejected on purpose`);
@@ -168,6 +184,14 @@ function consumerRow(c) {
       btn('crash ✗', line('crash'), running), btn('restart', line('restart'), !running)));
 }
 
+/** The real clients' members (ShareConsumers through the Kafka listener), each with what it has. */
+function clientsLine(g) {
+  const clients = g.members.filter((m) => m.client);
+  if (!clients.length) return null;
+  return h('p', { class: 'muted share-clients' }, `Real clients in ${g.name || chosen}, through the Kafka listener: `,
+    ...clients.flatMap((m, i) => [i ? ' · ' : '', h('strong', {}, nameOf(m.id)), ` (member ${m.id}, assigned ${m.assignment.join(', ') || 'nothing'})`]));
+}
+
 export function renderShareGroup() {
   const groups = (ui.state && ui.state.share_groups) || {};
   const names = Object.keys(groups);
@@ -176,6 +200,7 @@ export function renderShareGroup() {
   if (!names.length) return;
   if (!chosen || !groups[chosen]) chosen = names[0];
   const g = groups[chosen];
+  memberNames = namesOf(g);
   keyed($('#share-tabs'), `${ui.state.version}/${chosen}`, () => fill($('#share-tabs'), names.length > 1 ? names.map((n) => h('button', { class: 'chip', type: 'button', 'aria-pressed': String(n === chosen), onclick: () => { chosen = n; renderShareGroup(); } }, n)) : []));
   const c = g.config;
   setText($('#share-info'), `${g.state} · epoch ${g.epoch} · ${plural(g.members.length, 'member')} · lock ${fmtDur(c.record_lock_duration_ms)} · delivery limit ${c.delivery_count_limit} · ${c.auto_offset_reset} · session ${fmtDur(c.session_timeout_ms)}`);
@@ -184,6 +209,7 @@ export function renderShareGroup() {
     const consumers = ui.state.share_consumers.filter((x) => x.group === chosen);
     fill($('#share-partitions'),
       consumers.length ? h('ul', { class: 'share-consumers', 'aria-label': `Share consumers of ${chosen}` }, consumers.map(consumerRow)) : null,
+      clientsLine(g),
       g.members.filter((m) => m.crashed_at !== null).map((m) => h('p', { class: 'callout' }, `${m.id} crashed at ${fmtT(m.crashed_at)}: its connection closed, and the records it held were released at once; it stays a member, silent, until share.session.timeout.ms removes it at ${fmtT(m.session_expires_at)}.`)),
       g.partitions.map((sp) => partitionFigure(chosen, sp)));
   });
