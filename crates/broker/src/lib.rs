@@ -95,7 +95,8 @@ pub async fn serve(listener: TcpListener, lab: LabHandle, config: KafkaConfig) {
 }
 
 /// Real clients that were members when the lab last stopped are gone with the coordinator's
-/// memory: their groups are Empty until they join again (as after their session timeout).
+/// memory: their groups are Empty until they join again (as after their session timeout), and
+/// their share groups' members leave.
 async fn forget_members_of_the_last_run(broker: &Arc<Broker>) {
     let broker = Arc::clone(broker);
     let _ = tokio::task::spawn_blocking(move || {
@@ -126,6 +127,28 @@ async fn forget_members_of_the_last_run(broker: &Arc<Broker>) {
                 .collect()
         };
         let _ = change::settle(&broker.lab, &broker.coordinator, emptied);
+        // Share groups' real members too: their sessions (and connections) are gone; they leave,
+        // releasing what they held, and join again with their next heartbeat.
+        let gone: Vec<Command> = {
+            let s = broker.lab.lock();
+            s.lab()
+                .share()
+                .groups
+                .values()
+                .flat_map(|g| {
+                    g.members.iter().filter(|m| m.client).map(|m| {
+                        Command::ShareLeave(offsetlab_scenario::command::ShareLeave {
+                            group: g.name.clone(),
+                            member: m.id.clone(),
+                            session_timeout: true,
+                        })
+                    })
+                })
+                .collect()
+        };
+        if !gone.is_empty() {
+            let _ = change::apply_commands(&broker.lab, broker.lab.lock(), gone);
+        }
     })
     .await;
 }

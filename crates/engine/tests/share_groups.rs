@@ -470,3 +470,124 @@ fn share_state_survives_a_snapshot() {
         Some(lab.now() + 30_000)
     );
 }
+
+/// Real clients' share consumers (the Kafka listener's `share-join`, `share-fetch`,
+/// `share-acknowledge`, `share-release`, `share-leave`): the same rules, by member id.
+#[test]
+fn real_clients_acquire_acknowledge_and_leave_by_member_id() {
+    let mut lab = lab_with(6);
+    let orders = vec!["orders".to_string()];
+    lab.share_client_join("sg", "AAAA", "billing-a", &orders)
+        .expect("join a");
+    lab.share_client_join("sg", "BBBB", "billing-b", &orders)
+        .expect("join b");
+    let g = lab.share_group("sg").expect("sg");
+    assert!(
+        g.members.iter().all(|m| m.client && m.assignment.contains(&tp())),
+        "both share orders-0"
+    );
+    assert!(lab.share_acquirable("sg", &tp()), "the partition is not read yet");
+    let a = lab.share_client_fetch("sg", "AAAA", &tp(), 3).expect("fetch a");
+    assert_eq!(a.iter().map(|h| h.offset).collect::<Vec<_>>(), [0, 1, 2]);
+    let b = lab.share_client_fetch("sg", "BBBB", &tp(), 10).expect("fetch b");
+    assert_eq!(b.iter().map(|h| h.offset).collect::<Vec<_>>(), [3, 4, 5]);
+    assert!(
+        !lab.share_acquirable("sg", &tp()),
+        "everything is acquired: a fetch would change nothing"
+    );
+    assert_eq!(lab.share_held_by("sg", "AAAA", &tp()), [(0, 1), (1, 1), (2, 1)]);
+
+    // One of b's records in a's acknowledgement: INVALID_RECORD_STATE, and none of them applied.
+    let before = lab.share_group("sg").expect("sg").clone();
+    let refused = lab.share_client_acknowledge(
+        "sg",
+        "AAAA",
+        &tp(),
+        &[(0, AcknowledgeType::Accept), (3, AcknowledgeType::Accept)],
+    );
+    assert!(
+        matches!(refused, Err(offsetlab_engine::LabError::InvalidRecordState(_))),
+        "{refused:?}"
+    );
+    assert_eq!(lab.share_group("sg").expect("sg"), &before, "nothing changed");
+
+    lab.share_client_acknowledge(
+        "sg",
+        "AAAA",
+        &tp(),
+        &[
+            (0, AcknowledgeType::Accept),
+            (1, AcknowledgeType::Release),
+            (2, AcknowledgeType::Reject),
+        ],
+    )
+    .expect("a acknowledges");
+    assert_eq!(
+        [state(&lab, 0), state(&lab, 1), state(&lab, 2)],
+        [
+            None,
+            Some(DeliveryState::Available),
+            Some(DeliveryState::Archived)
+        ],
+        "0 behind the SPSO, 1 available again, 2 archived"
+    );
+    // b's share session closes (its connection gone): what it held is released, it stays.
+    lab.share_client_release("sg", "BBBB").expect("release");
+    assert_eq!(state(&lab, 3), Some(DeliveryState::Available));
+    assert_eq!(lab.share_group("sg").expect("sg").members.len(), 2);
+    let again = lab
+        .share_client_fetch("sg", "BBBB", &tp(), 2)
+        .expect("fetch again");
+    assert_eq!(
+        again
+            .iter()
+            .map(|h| (h.offset, h.delivery_count))
+            .collect::<Vec<_>>(),
+        [(1, 2), (3, 2)],
+        "released records first, their second delivery"
+    );
+    lab.share_client_leave("sg", "BBBB", "its heartbeat with member epoch -1")
+        .expect("leave");
+    assert_eq!(
+        state(&lab, 1),
+        Some(DeliveryState::Available),
+        "a leaving member releases too"
+    );
+    let g = lab.share_group("sg").expect("sg");
+    assert_eq!(g.members.len(), 1);
+    assert!(g.members[0].assignment.contains(&tp()), "a keeps orders-0");
+    // The log never changed.
+    assert_eq!(lab.partition_log(&tp()).expect("log").record_count(), 6);
+}
+
+#[test]
+fn a_real_clients_bad_calls_are_refused_and_change_nothing() {
+    let mut lab = lab_with(2);
+    let orders = vec!["orders".to_string()];
+    lab.add_consumer(ConsumerConfig::new("c1", "g", "orders"))
+        .expect("consumer");
+    assert_eq!(
+        lab.share_client_join("g", "AAAA", "c", &orders)
+            .expect_err("g is a consumer group")
+            .kafka_error(),
+        Some("INCONSISTENT_GROUP_PROTOCOL")
+    );
+    lab.share_client_join("sg", "AAAA", "c", &orders).expect("join");
+    let before = lab.share().clone();
+    assert!(matches!(
+        lab.share_client_fetch("sg", "AAAA", &TopicPartition::new("nope", 0), 5),
+        Err(offsetlab_engine::LabError::UnknownTopic(_))
+    ));
+    assert!(matches!(
+        lab.share_client_fetch("sg", "ZZZZ", &tp(), 5),
+        Err(offsetlab_engine::LabError::UnknownMember { .. })
+    ));
+    assert!(matches!(
+        lab.share_client_acknowledge("sg", "AAAA", &tp(), &[(0, AcknowledgeType::Accept)]),
+        Err(offsetlab_engine::LabError::InvalidRecordState(_))
+    ));
+    assert!(lab.share_client_leave("sg", "ZZZZ", "gone").is_err());
+    assert!(lab.share_client_join("sg", "", "c", &orders).is_err());
+    assert!(lab.share_client_join("sg", "BBBB", "c", &[]).is_err());
+    assert_eq!(lab.share(), &before, "nothing changed");
+}

@@ -170,6 +170,29 @@ pub fn share_group(t: &mut Target) -> Step<()> {
             ack_v,
             acknowledge(&g, &m1, -1, id, &[(1, 2, ACCEPT)]),
         )?;
+        // Bad input: a delivery limit outside the broker's bounds, a fetch of a topic id nobody
+        // has (in a session of its own: epoch 0).
+        t.ask(
+            "a delivery limit out of range",
+            1,
+            IncrementalAlterConfigsRequest::default().with_resources(vec![AlterConfigsResource::default()
+                .with_resource_type(32)
+                .with_resource_name(s(&g))
+                .with_configs(vec![AlterableConfig::default()
+                    .with_name(s("share.delivery.count.limit"))
+                    .with_value(Some(s("99")))])]),
+        )?;
+        t.ask(
+            "fetch of a topic that does not exist",
+            fetch_v,
+            fetch(
+                &g,
+                &m2,
+                0,
+                Uuid::from_u128(0x0ff5_e71a_b000_0000_0000_0000_0000_0001),
+                &[],
+            ),
+        )?;
         t.ask("leave", v, heartbeat(&g, &m1, -1, None))?;
         t.ask("leave 2", v, heartbeat(&g, &m2, -1, None))?;
         let _ = h2;
