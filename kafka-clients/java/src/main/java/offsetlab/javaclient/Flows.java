@@ -31,7 +31,9 @@ import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.KafkaShareConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -132,6 +134,7 @@ final class Flows {
                 if (produced) {
                     section(() -> group(topic));
                     section(() -> consumerProtocol(topic));
+                    section(this::shareGroup);
                 } else {
                     skip("group, consumer protocol", "the producer's records are missing");
                 }
@@ -835,6 +838,127 @@ final class Flows {
             for (Member x : m) {
                 if (x != null) {
                     x.consumer.close(CloseOptions.timeout(Duration.ofSeconds(5)));
+                }
+            }
+        }
+    }
+
+    // Share groups (KIP-932): KafkaShareConsumer — records acquired one member at a time,
+    // acknowledged one by one, released and redelivered, rejected and archived; the log unchanged.
+
+    private KafkaShareConsumer<String, String> shareConsumer(String clientId, String group, String topic) {
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+        p.put(ConsumerConfig.CLIENT_ID_CONFIG, clientId);
+        p.put("share.acknowledgement.mode", "explicit");
+        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        KafkaShareConsumer<String, String> c = new KafkaShareConsumer<>(p);
+        c.subscribe(List.of(topic));
+        return c;
+    }
+
+    /** A record a share consumer's poll returned, and which member's it was. */
+    private record Held(int member, ConsumerRecord<String, String> r) {
+    }
+
+    /**
+     * Polls both members until {@code want} records came back (or {@code millis} pass), each
+     * record acknowledged as {@code how} says right after the poll that returned it — in explicit
+     * mode a member's next poll refuses to run while the last one's records wait.
+     */
+    private static List<Held> pollShare(KafkaShareConsumer<String, String>[] members, int want, long millis,
+            java.util.function.Function<ConsumerRecord<String, String>, AcknowledgeType> how) {
+        List<Held> got = new ArrayList<>();
+        long deadline = System.nanoTime() + millis * 1_000_000L;
+        while (got.size() < want && System.nanoTime() < deadline) {
+            for (int i = 0; i < members.length; i++) {
+                for (ConsumerRecord<String, String> r : members[i].poll(Duration.ofMillis(200))) {
+                    got.add(new Held(i, r));
+                    members[i].acknowledge(r, how.apply(r));
+                }
+            }
+        }
+        for (KafkaShareConsumer<String, String> m : members) {
+            m.commitSync();
+        }
+        return got;
+    }
+
+    @SuppressWarnings("unchecked")
+    private void shareGroup() throws Exception {
+        String topic = "flows-share-" + sfx, group = "flows-share-" + sfx;
+        step("share group: a topic, its records, the group's configs", () -> {
+            admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1))).all().get(30, TimeUnit.SECONDS);
+            ConfigResource g = new ConfigResource(ConfigResource.Type.GROUP, group);
+            admin.incrementalAlterConfigs(Map.of(g, List.of(
+                    new org.apache.kafka.clients.admin.AlterConfigOp(new ConfigEntry("share.auto.offset.reset", "earliest"),
+                            org.apache.kafka.clients.admin.AlterConfigOp.OpType.SET),
+                    new org.apache.kafka.clients.admin.AlterConfigOp(new ConfigEntry("share.delivery.count.limit", "2"),
+                            org.apache.kafka.clients.admin.AlterConfigOp.OpType.SET)))).all().get(30, TimeUnit.SECONDS);
+            try (KafkaProducer<String, String> p = new KafkaProducer<>(producerProps("flows-share"))) {
+                for (int i = 0; i < 4; i++) {
+                    p.send(new ProducerRecord<>(topic, 0, "k" + i, "v" + i)).get(30, TimeUnit.SECONDS);
+                }
+            }
+            return "1 partition, 4 records; share.auto.offset.reset=earliest, share.delivery.count.limit=2";
+        });
+        KafkaShareConsumer<String, String>[] m = new KafkaShareConsumer[2];
+        try {
+            step("share group: two members, each record to one of them", () -> {
+                m[0] = shareConsumer("share-1", group, topic);
+                m[1] = shareConsumer("share-2", group, topic);
+                // Offset 0 goes back for another try; the others are done.
+                List<Held> got = pollShare(m, 4, 60_000, r -> r.offset() == 0 ? AcknowledgeType.RELEASE : AcknowledgeType.ACCEPT);
+                check(got.size() == 4, got.size() + " of 4 records");
+                Set<Long> offsets = new HashSet<>();
+                for (Held h : got) {
+                    ConsumerRecord<String, String> r = h.r();
+                    check(offsets.add(r.offset()), "offset " + r.offset() + " delivered twice");
+                    check(r.deliveryCount().orElse((short) -1) == 1, "offset " + r.offset() + " delivery " + r.deliveryCount());
+                }
+                return "offsets " + new java.util.TreeSet<>(offsets) + " once each; 0 released, the rest accepted";
+            });
+            step("share group: a released record comes back, its delivery count 2", () -> {
+                List<Held> got = pollShare(m, 1, 60_000, r -> AcknowledgeType.REJECT);
+                check(got.size() == 1 && got.get(0).r().offset() == 0, "got " + got.stream().map(h -> h.r().offset()).toList());
+                ConsumerRecord<String, String> r = got.get(0).r();
+                check(r.deliveryCount().orElse((short) -1) == 2, "delivery " + r.deliveryCount());
+                return "offset 0 again, delivery 2; rejected";
+            });
+            step("share group: a rejected record is archived, never delivered again", () -> {
+                List<Held> got = pollShare(m, 1, 3_000, r -> AcknowledgeType.ACCEPT);
+                check(got.isEmpty(), "got " + got.stream().map(h -> h.r().offset()).toList());
+                return "nothing in 3 s";
+            });
+            step("admin.describeShareGroups", () -> {
+                org.apache.kafka.clients.admin.ShareGroupDescription d =
+                        admin.describeShareGroups(List.of(group)).describedGroups().get(group).get(30, TimeUnit.SECONDS);
+                check(d.groupState() == GroupState.STABLE, "state " + d.groupState());
+                check(d.members().size() == 2, d.members().size() + " members");
+                for (org.apache.kafka.clients.admin.ShareMemberDescription md : d.members()) {
+                    check(md.assignment().topicPartitions().equals(Set.of(new TopicPartition(topic, 0))),
+                            md.clientId() + " assigned " + md.assignment().topicPartitions());
+                }
+                return "Stable, 2 members sharing " + topic + "-0";
+            });
+            step("share group: close both; the log still holds every record", () -> {
+                for (int i = 0; i < 2; i++) {
+                    m[i].close(Duration.ofSeconds(30));
+                    m[i] = null;
+                }
+                long end = endOffsets(admin, topic, 1).get(new TopicPartition(topic, 0));
+                check(end == 4, "log end " + end);
+                org.apache.kafka.clients.admin.ShareGroupDescription d =
+                        admin.describeShareGroups(List.of(group)).describedGroups().get(group).get(30, TimeUnit.SECONDS);
+                check(d.groupState() == GroupState.EMPTY, "state " + d.groupState());
+                return "Empty; log end 4 — acknowledging deleted nothing";
+            });
+        } finally {
+            for (KafkaShareConsumer<String, String> x : m) {
+                if (x != null) {
+                    x.close(Duration.ofSeconds(5));
                 }
             }
         }
