@@ -192,9 +192,13 @@ impl Lab {
         let Some(p) = g.partitions.get(tp) else {
             return true;
         };
-        p.available().next().is_some()
-            || (log.log_end_offset() > p.end_offset && p.room(g.config.partition_max_record_locks) > 0)
-            || log.log_start_offset() > p.start_offset
+        let mut a_record_past_the_window = false;
+        if log.log_end_offset() > p.end_offset && p.room(g.config.partition_max_record_locks) > 0 {
+            // Markers alone (a transaction's end) are nothing to acquire: a fetch would find no
+            // record and leave the window where it is.
+            log.read(p.end_offset, 64, &mut |r| a_record_past_the_window |= !r.control);
+        }
+        p.available().next().is_some() || a_record_past_the_window || log.log_start_offset() > p.start_offset
     }
 
     /// The records of `tp` member `member` holds now, with their delivery counts.
