@@ -1020,8 +1020,16 @@ final class Flows {
                     producer.commitTransaction();
                     transactions[0]++;
                 }
+                // commitTransaction returns once the coordinator decided; the markers that make the
+                // last transaction's offsets the group's are written after it (on Kafka, a few
+                // milliseconds later): wait for them, as a reader of the group would.
                 Map<TopicPartition, Long> c = committed(group);
-                check(Long.valueOf(TX_INPUT).equals(c.get(in0)), "the group's committed offset is " + c.get(in0) + ", not " + TX_INPUT);
+                long until = System.nanoTime() + 10_000_000_000L;
+                while (!Long.valueOf(TX_INPUT).equals(c.get(in0)) && System.nanoTime() < until) {
+                    Thread.sleep(50);
+                    c = committed(group);
+                }
+                check(Long.valueOf(TX_INPUT).equals(c.get(in0)), "the group's committed offset is " + c.get(in0) + ", not " + TX_INPUT + " (10 s after the commit)");
                 return TX_INPUT + " records in " + transactions[0] + " transactions; the group's offset committed with them: " + c.get(in0);
             });
             step("tx: abortTransaction", () -> {
