@@ -72,7 +72,25 @@ pub async fn serve(listener: TcpListener, lab: LabHandle, config: KafkaConfig) {
                     let _ = change::settle(&broker.lab, &broker.coordinator, settled);
                     // Share group members whose session ran out (no ShareGroupHeartbeat within
                     // share.session.timeout.ms): out of their groups, their records released.
-                    for leave in broker.share_members.expired(now) {
+                    let timeouts: std::collections::HashMap<String, Duration> = broker
+                        .lab
+                        .lock()
+                        .lab()
+                        .share()
+                        .groups
+                        .values()
+                        .map(|g| {
+                            let ms = u64::try_from(g.config.session_timeout_ms).unwrap_or(45_000);
+                            (g.name.clone(), Duration::from_millis(ms))
+                        })
+                        .collect();
+                    let timeout_of = |group: &str| {
+                        timeouts
+                            .get(group)
+                            .copied()
+                            .unwrap_or(share_members::SESSION_TIMEOUT)
+                    };
+                    for leave in broker.share_members.expired(now, timeout_of) {
                         if let Command::ShareLeave(l) = &leave {
                             broker.share_sessions.forget(&l.group, &l.member);
                         }

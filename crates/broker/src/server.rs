@@ -37,7 +37,11 @@ impl Drop for ShareSessionsOf {
         let broker = Arc::clone(&self.broker);
         tokio::task::spawn_blocking(move || {
             for (group, member) in closed {
-                crate::handlers::share_fetch::release(&broker, &group, &member);
+                // A member that opened a session again meanwhile (a client reconnecting) holds
+                // records of the new one: they are not the closed connection's to release.
+                if !broker.share_sessions.has(&group, &member) {
+                    crate::handlers::share_fetch::release(&broker, &group, &member);
+                }
             }
         });
     }

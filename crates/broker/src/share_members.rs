@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 /// Kafka's `group.share.heartbeat.interval.ms`.
 pub(crate) const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(5);
-/// Kafka's `group.share.session.timeout.ms`.
+/// Kafka's `group.share.session.timeout.ms`, for a group whose own `share.session.timeout.ms`
+/// is not known.
 pub(crate) const SESSION_TIMEOUT: Duration = Duration::from_secs(45);
 
 /// One member, as the coordinator knows it.
@@ -49,13 +50,14 @@ impl ShareMembers {
         lock(&self.members).remove(&(group.to_string(), member.to_string()));
     }
 
-    /// The members whose session ran out at `now`, forgotten here and written as the lines that
+    /// The members whose session ran out at `now` — each group's `share.session.timeout.ms`
+    /// (`timeout_of`) after its last heartbeat — forgotten here and written as the lines that
     /// take them out of their groups.
-    pub(crate) fn expired(&self, now: Instant) -> Vec<Command> {
+    pub(crate) fn expired(&self, now: Instant, timeout_of: impl Fn(&str) -> Duration) -> Vec<Command> {
         let mut members = lock(&self.members);
         let gone: Vec<(String, String)> = members
             .iter()
-            .filter(|(_, m)| now.duration_since(m.last_heartbeat) >= SESSION_TIMEOUT)
+            .filter(|((group, _), m)| now.duration_since(m.last_heartbeat) >= timeout_of(group))
             .map(|(k, _)| k.clone())
             .collect();
         gone.into_iter()

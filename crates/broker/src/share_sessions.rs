@@ -7,12 +7,18 @@
 
 use offsetlab_engine::record::TopicPartition;
 use offsetlab_lab::lock;
-use offsetlab_wire::error::{INVALID_SHARE_SESSION_EPOCH, SHARE_SESSION_NOT_FOUND};
+use offsetlab_wire::error::{
+    INVALID_SHARE_SESSION_EPOCH, SHARE_SESSION_LIMIT_REACHED, SHARE_SESSION_NOT_FOUND,
+};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 
 /// The epoch that closes a session.
 pub(crate) const FINAL_EPOCH: i32 = -1;
+
+/// Kafka's `group.share.max.share.sessions`: a new session past it is
+/// SHARE_SESSION_LIMIT_REACHED (each costs memory the listener would otherwise give any client).
+pub(crate) const MAX_SESSIONS: usize = 2000;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct ShareSession {
@@ -55,6 +61,9 @@ impl ShareSessions {
         let mut sessions = lock(&self.sessions);
         match epoch {
             0 => {
+                if !sessions.contains_key(&key) && sessions.len() >= MAX_SESSIONS {
+                    return Err(SHARE_SESSION_LIMIT_REACHED);
+                }
                 let s = ShareSession {
                     connection,
                     next_epoch: 1,
@@ -101,6 +110,11 @@ impl ShareSessions {
             sessions.remove(k);
         }
         closed
+    }
+
+    /// Whether the member has a session now (opened on any connection).
+    pub(crate) fn has(&self, group: &str, member: &str) -> bool {
+        lock(&self.sessions).contains_key(&(group.to_string(), member.to_string()))
     }
 
     /// Forgets every session of the member (it left the group).

@@ -74,6 +74,7 @@ pub const FENCED_INSTANCE_ID: i16 = ResponseError::FencedInstanceId.code();
 pub const INVALID_RECORD_STATE: i16 = ResponseError::InvalidRecordState.code();
 pub const SHARE_SESSION_NOT_FOUND: i16 = ResponseError::ShareSessionNotFound.code();
 pub const INVALID_SHARE_SESSION_EPOCH: i16 = ResponseError::InvalidShareSessionEpoch.code();
+pub const SHARE_SESSION_LIMIT_REACHED: i16 = ResponseError::ShareSessionLimitReached.code();
 
 #[cfg(test)]
 mod tests {

@@ -73,7 +73,7 @@ pub(crate) fn handle(
                             .map(|b| (b.first_offset, b.last_offset, &b.acknowledge_types[..]));
                         match share_acks::runs_of(batches) {
                             Ok(runs) => share_acks::apply(broker, &group, &member, &tp, runs),
-                            Err(m) => (INVALID_REQUEST, Some(m)),
+                            Err(share_acks::Refused(code, m)) => (code, Some(m)),
                         }
                     }
                 };

@@ -47,8 +47,10 @@ struct Fetching {
     full: bool,
     max_records: usize,
     parts: BTreeMap<TopicPartition, Part>,
-    /// Names of topics the request gave by an id the lab does not know.
-    unknown_ids: Vec<Uuid>,
+    /// Partitions the request named under a topic id the lab does not know (UNKNOWN_TOPIC_ID).
+    unknown_ids: Vec<(Uuid, Vec<i32>)>,
+    /// The session closed (epoch −1): its acknowledgements applied, its records released.
+    closed: bool,
 }
 
 fn refused(code: i16, message: impl Into<String>) -> ShareFetchResponse {
@@ -74,7 +76,14 @@ pub(crate) async fn handle(
         Err(response) => return Some(response),
     };
     loop {
-        let got = fetching.parts.values().any(|p| !p.acquired.is_empty() || p.acked);
+        // Records, acknowledgement results or an error are answered at once, as Kafka answers
+        // them; so is a session that closed or has nothing to read.
+        let got = fetching.closed
+            || fetching.partitions.is_empty()
+            || fetching
+                .parts
+                .values()
+                .any(|p| !p.acquired.is_empty() || p.acked || p.error != NONE);
         if got || tokio::time::Instant::now() >= deadline {
             break;
         }
@@ -107,20 +116,27 @@ fn begin(broker: &Broker, r: &ShareFetchRequest, connection: u64) -> Result<Fetc
         ));
     }
     let view = broker.lab.view();
-    let mut unknown_ids = Vec::new();
-    let mut named = |id: &Uuid| -> Option<String> {
-        let name = view.topic_named_by_id(id.as_bytes()).map(str::to_string);
-        if name.is_none() && !unknown_ids.contains(id) {
-            unknown_ids.push(*id);
-        }
-        name
-    };
+    let mut unknown_ids: Vec<(Uuid, Vec<i32>)> = Vec::new();
     let mut added = Vec::new();
     let mut acks = Vec::new();
+    let mut missing = Vec::new();
     for t in &r.topics {
-        let Some(topic) = named(&t.topic_id) else { continue };
+        let Some(topic) = view.topic_named_by_id(t.topic_id.as_bytes()).map(str::to_string) else {
+            let partitions = t.partitions.iter().map(|p| p.partition_index);
+            match unknown_ids.iter_mut().find(|(id, _)| *id == t.topic_id) {
+                Some((_, ps)) => ps.extend(partitions),
+                None => unknown_ids.push((t.topic_id, partitions.collect())),
+            }
+            continue;
+        };
+        let count = view.topic(&topic).map_or(0, |t| t.partitions().len());
         for p in &t.partitions {
             let tp = TopicPartition::new(topic.clone(), p.partition_index);
+            if usize::try_from(p.partition_index).map_or(true, |i| i >= count) {
+                // Never part of the session: answered once, with its error.
+                missing.push(tp);
+                continue;
+            }
             if !p.acknowledgement_batches.is_empty() {
                 let batches = p
                     .acknowledgement_batches
@@ -133,7 +149,9 @@ fn begin(broker: &Broker, r: &ShareFetchRequest, connection: u64) -> Result<Fetc
     }
     let mut forgotten = Vec::new();
     for t in &r.forgotten_topics_data {
-        let Some(topic) = named(&t.topic_id) else { continue };
+        let Some(topic) = view.topic_named_by_id(t.topic_id.as_bytes()).map(str::to_string) else {
+            continue;
+        };
         forgotten.extend(
             t.partitions
                 .iter()
@@ -165,13 +183,10 @@ fn begin(broker: &Broker, r: &ShareFetchRequest, connection: u64) -> Result<Fetc
                 ),
             )
         })?;
-    let (partitions, full) = match opened {
-        Opened::New(s) => (s.partitions.into_iter().collect(), true),
-        Opened::Continued(s) => (s.partitions.into_iter().collect(), false),
-        Opened::Closed => {
-            release(broker, &group, &member);
-            (Vec::new(), false)
-        }
+    let (partitions, full, closed) = match opened {
+        Opened::New(s) => (s.partitions.into_iter().collect(), true, false),
+        Opened::Continued(s) => (s.partitions.into_iter().collect(), false, false),
+        Opened::Closed => (Vec::new(), false, true),
     };
     let mut f = Fetching {
         group,
@@ -181,7 +196,11 @@ fn begin(broker: &Broker, r: &ShareFetchRequest, connection: u64) -> Result<Fetc
         max_records: usize::try_from(r.max_records).unwrap_or(0).max(1),
         parts: BTreeMap::new(),
         unknown_ids,
+        closed,
     };
+    for tp in missing {
+        f.parts.entry(tp).or_default().error = UNKNOWN_TOPIC_OR_PARTITION;
+    }
     // The fetch first, then the acknowledgements it carries: on Kafka a record released in a
     // ShareFetch is not handed out again by that same fetch (its new state is written through
     // the share coordinator while the fetch reads), so neither is it here.
@@ -189,11 +208,16 @@ fn begin(broker: &Broker, r: &ShareFetchRequest, connection: u64) -> Result<Fetc
     for (tp, runs) in acks {
         let ack_error = match runs {
             Ok(runs) => share_acks::apply(broker, &f.group, &f.member, &tp, runs),
-            Err(message) => (INVALID_REQUEST, Some(message)),
+            Err(share_acks::Refused(code, message)) => (code, Some(message)),
         };
         let part = f.parts.entry(tp).or_default();
         part.ack_error = ack_error;
         part.acked = true;
+    }
+    // A closing fetch: its acknowledgements first (above), then what the member still holds goes
+    // back — as Kafka closes a share session.
+    if f.closed {
+        release(broker, &f.group, &f.member);
     }
     Ok(f)
 }
@@ -225,6 +249,10 @@ fn acquire(broker: &Broker, f: &mut Fetching) {
         let taken: usize = f.parts.values().map(|p| p.acquired.len()).sum();
         if taken >= f.max_records {
             break;
+        }
+        if f.parts.get(&tp).is_some_and(|p| p.error != NONE) {
+            // Answered with its error; never records beside it.
+            continue;
         }
         let s = broker.lab.lock();
         let lab = s.lab();
@@ -317,14 +345,22 @@ fn answer(broker: &Broker, f: &Fetching) -> ShareFetchResponse {
             )
         })
         .collect();
-    for id in &f.unknown_ids {
+    for (id, partitions) in &f.unknown_ids {
         responses.push(
             ShareFetchableTopicResponse::default()
                 .with_topic_id(*id)
-                .with_partitions(vec![PartitionData::default()
-                    .with_partition_index(0)
-                    .with_error_code(UNKNOWN_TOPIC_ID)
-                    .with_records(Some(Default::default()))]),
+                .with_partitions(
+                    partitions
+                        .iter()
+                        .map(|&p| {
+                            PartitionData::default()
+                                .with_partition_index(p)
+                                .with_error_code(UNKNOWN_TOPIC_ID)
+                                .with_acknowledge_error_code(UNKNOWN_TOPIC_ID)
+                                .with_records(Some(Default::default()))
+                        })
+                        .collect(),
+                ),
         );
     }
     ShareFetchResponse::default()
@@ -359,8 +395,14 @@ fn records_of(lab: &offsetlab_engine::Lab, tp: &TopicPartition, acquired: &[(i64
         return out;
     };
     let offsets: Vec<i64> = acquired.iter().map(|(o, _)| *o).collect();
+    // Where the batches already sent reach: a batch holding two runs (records between them
+    // acquired by another member) goes out once.
+    let mut sent_to = i64::MIN;
     for run in offsets.chunk_by(|a, b| a + 1 == *b) {
-        let (first, end) = (run[0], run[run.len() - 1] + 1);
+        let (first, end) = (run[0].max(sent_to), run[run.len() - 1] + 1);
+        if first >= end {
+            continue;
+        }
         let mut from = first;
         let mut stored = true;
         while from < end {
@@ -370,7 +412,10 @@ fn records_of(lab: &offsetlab_engine::Lab, tp: &TopicPartition, acquired: &[(i64
                 break;
             }
             match offsetlab_records::BatchHeader::parse(&out[at..]) {
-                Ok(h) if h.last_offset() >= from => from = h.last_offset() + 1,
+                Ok(h) if h.last_offset() >= from => {
+                    from = h.last_offset() + 1;
+                    sent_to = from;
+                }
                 _ => {
                     out.truncate(at);
                     stored = false;

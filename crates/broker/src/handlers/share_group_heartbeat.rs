@@ -53,6 +53,15 @@ pub(crate) fn handle(
             format!("member epoch {} is not an epoch", r.member_epoch),
         );
     }
+    if let Some(bad) = topics
+        .iter()
+        .flatten()
+        .find(|t| offsetlab_engine::names::check_topic_name(t).is_err())
+    {
+        // The lab writes the subscription into its history: a name that is no topic's cannot be
+        // written back as one.
+        return refused(INVALID_REQUEST, format!("'{bad}' is not a topic name"));
+    }
     if r.member_epoch == 0 && topics.as_ref().is_none_or(Vec::is_empty) {
         return refused(
             INVALID_REQUEST,

@@ -117,7 +117,7 @@ impl Lab {
     }
 
     /// Releases every record a real client's member holds — its share session closed (a
-    /// ShareAcknowledge or ShareFetch with epoch −1, a new session in its place) or it left.
+    /// ShareAcknowledge or ShareFetch with epoch −1, its connection gone) or it left.
     pub fn share_client_release(
         &mut self,
         group: &str,

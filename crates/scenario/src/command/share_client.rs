@@ -229,10 +229,14 @@ impl ShareAcknowledge {
     }
 }
 
+/// The most offsets one line may acknowledge (the listener refuses more before it writes one).
+const MAX_ACKNOWLEDGED: i64 = 1 << 20;
+
 /// `3-5:accept,6:reject`: runs in ascending order, never overlapping (Kafka's rule for a
-/// partition's acknowledgement batches).
+/// partition's acknowledgement batches), a million offsets at most.
 fn parse_acks(v: &str) -> Result<Vec<(Offset, Offset, AcknowledgeType)>, String> {
     let mut out: Vec<(Offset, Offset, AcknowledgeType)> = Vec::new();
+    let mut covered: i64 = 0;
     for run in v.split(',') {
         let (range, kind) = run
             .split_once(':')
@@ -250,6 +254,12 @@ fn parse_acks(v: &str) -> Result<Vec<(Offset, Offset, AcknowledgeType)>, String>
         }
         if out.last().is_some_and(|&(_, prev, _)| first <= prev) {
             return Err(format!("{range} overlaps or comes before the run before it"));
+        }
+        covered = covered.saturating_add((last - first).saturating_add(1));
+        if covered > MAX_ACKNOWLEDGED {
+            return Err(format!(
+                "more than {MAX_ACKNOWLEDGED} offsets acknowledged in one line"
+            ));
         }
         let kind: AcknowledgeType = kind.parse()?;
         out.push((first, last, kind));
