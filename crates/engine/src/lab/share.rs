@@ -534,6 +534,24 @@ impl Lab {
     }
 }
 
+/// Releases every record `member` holds in any partition of `g` (a close, a crash — its
+/// connection gone — a real client's session ending or its leaving), each Available again or
+/// archived at the delivery limit, the completions in the audit; what changed, by partition.
+pub(crate) fn release_everything_of(g: &mut ShareGroup, member: &str) -> Vec<(TopicPartition, Transition)> {
+    let limit = g.config.delivery_count_limit;
+    let mut released = Vec::new();
+    let tps: Vec<TopicPartition> = g.partitions.keys().cloned().collect();
+    for tp in tps {
+        let Some(p) = g.partitions.get_mut(&tp) else {
+            continue;
+        };
+        let t = p.release_member(member, limit);
+        record_completions(g, &tp, &t);
+        released.extend(t.into_iter().map(|t| (tp.clone(), t)));
+    }
+    released
+}
+
 /// Completed deliveries into the group's audit.
 pub(crate) fn record_completions(g: &mut ShareGroup, tp: &TopicPartition, done: &[Transition]) {
     let audit = g.audit.entry(tp.clone()).or_default();

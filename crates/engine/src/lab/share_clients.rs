@@ -5,7 +5,7 @@
 //! what its requests name. There is no application to model: a real client's processing is its
 //! own, so the audit counts deliveries and completions, not duplicates applied.
 
-use super::share::{list, outcome, record_completions};
+use super::share::{list, outcome, record_completions, release_everything_of};
 use super::Lab;
 use crate::error::LabError;
 use crate::narrative::EventKind;
@@ -123,19 +123,7 @@ impl Lab {
         group: &str,
         member: &str,
     ) -> Result<Vec<(TopicPartition, crate::share::partition::Transition)>, LabError> {
-        let g = self.share_group_mut(group)?;
-        let limit = g.config.delivery_count_limit;
-        let mut released = Vec::new();
-        let tps: Vec<TopicPartition> = g.partitions.keys().cloned().collect();
-        for tp in tps {
-            let Some(p) = g.partitions.get_mut(&tp) else {
-                continue;
-            };
-            let t = p.release_member(member, limit);
-            record_completions(g, &tp, &t);
-            released.extend(t.into_iter().map(|t| (tp.clone(), t)));
-        }
-        Ok(released)
+        Ok(release_everything_of(self.share_group_mut(group)?, member))
     }
 
     /// A real client's ShareFetch of one partition: up to `max` records acquired for member

@@ -1,7 +1,7 @@
 //! A share consumer's life and the share group's timers: crash, close, restart, `commitSync()`;
 //! acquisition locks expiring and crashed members' sessions timing out, on the lab's clock.
 
-use super::share::{list, outcome, record_completions};
+use super::share::{list, outcome, record_completions, release_everything_of};
 use super::Lab;
 use crate::clock::{format_duration, Millis};
 use crate::consumer::ConsumerState;
@@ -29,18 +29,8 @@ impl Lab {
         if let Some(m) = g.members.iter_mut().find(|m| m.id == member) {
             m.crashed_at = Some(now);
         }
-        let limit = g.config.delivery_count_limit;
         let session = g.config.session_timeout_ms;
-        let mut released = Vec::new();
-        let tps: Vec<_> = g.partitions.keys().cloned().collect();
-        for tp in tps {
-            let Some(p) = g.partitions.get_mut(&tp) else {
-                continue;
-            };
-            let t = p.release_member(&member, limit);
-            record_completions(g, &tp, &t);
-            released.extend(t.into_iter().map(|t| (tp.clone(), t)));
-        }
+        let released = release_everything_of(g, &member);
         self.say(
             EventKind::Crash,
             format!(
@@ -67,17 +57,7 @@ impl Lab {
         c.state = ConsumerState::Closed;
         c.held.clear();
         let g = self.share_group_mut(&group)?;
-        let limit = g.config.delivery_count_limit;
-        let mut released = Vec::new();
-        let tps: Vec<_> = g.partitions.keys().cloned().collect();
-        for tp in tps {
-            let Some(p) = g.partitions.get_mut(&tp) else {
-                continue;
-            };
-            let t = p.release_member(&member, limit);
-            record_completions(g, &tp, &t);
-            released.extend(t.into_iter().map(|t| (tp.clone(), t)));
-        }
+        let released = release_everything_of(g, &member);
         g.members.retain(|m| m.id != member);
         self.share_reassign(&group)?;
         self.say(

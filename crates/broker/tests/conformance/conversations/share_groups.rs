@@ -85,6 +85,16 @@ fn acknowledge(
                 )])])
 }
 
+/// IncrementalAlterConfigs setting one config of group `g`.
+fn group_config(g: &str, name: &str, value: &str) -> IncrementalAlterConfigsRequest {
+    IncrementalAlterConfigsRequest::default().with_resources(vec![AlterConfigsResource::default()
+        .with_resource_type(32)
+        .with_resource_name(s(g))
+        .with_configs(vec![AlterableConfig::default()
+            .with_name(s(name))
+            .with_value(Some(s(value)))])])
+}
+
 const ACCEPT: i8 = 1;
 const RELEASE: i8 = 2;
 
@@ -103,12 +113,7 @@ pub fn share_group(t: &mut Target) -> Step<()> {
         t.fresh_connection();
         t.quiet(
             1,
-            IncrementalAlterConfigsRequest::default().with_resources(vec![AlterConfigsResource::default()
-                .with_resource_type(32)
-                .with_resource_name(s(&g))
-                .with_configs(vec![AlterableConfig::default()
-                    .with_name(s("share.auto.offset.reset"))
-                    .with_value(Some(s("earliest")))])]),
+            group_config(&g, "share.auto.offset.reset", "earliest"),
         )?;
         // Members choose their ids (up to 36 characters).
         let (m1, m2) = (t.name(&format!("sg{v}-a")), t.name(&format!("sg{v}-b")));
@@ -175,12 +180,7 @@ pub fn share_group(t: &mut Target) -> Step<()> {
         t.ask(
             "a delivery limit out of range",
             1,
-            IncrementalAlterConfigsRequest::default().with_resources(vec![AlterConfigsResource::default()
-                .with_resource_type(32)
-                .with_resource_name(s(&g))
-                .with_configs(vec![AlterableConfig::default()
-                    .with_name(s("share.delivery.count.limit"))
-                    .with_value(Some(s("99")))])]),
+            group_config(&g, "share.delivery.count.limit", "99"),
         )?;
         t.ask(
             "fetch of a topic that does not exist",
