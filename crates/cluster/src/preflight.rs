@@ -50,7 +50,12 @@ pub fn why_not(command: &Command) -> Option<String> {
         | Command::TxnSend(_)
         | Command::TxnOffsets(_)
         | Command::EndTxn(_)
-        | Command::TxnTimeout(_) => Some(outside.into()),
+        | Command::TxnTimeout(_)
+        | Command::ShareJoin(_)
+        | Command::ShareLeave(_)
+        | Command::ShareRelease(_)
+        | Command::ShareFetch(_)
+        | Command::ShareAcknowledge(_) => Some(outside.into()),
         Command::Consumer(c) if c.config.group_protocol == offsetlab_engine::group::GroupProtocol::Consumer => Some(
             "group-protocol=consumer (KIP-848) is modelled by the lab only so far: the cluster's consumers join with the classic protocol".into(),
         ),
@@ -101,6 +106,12 @@ mod tests {
     fn what_a_cluster_does_runs() {
         let script = "# a comment\ntopic orders partitions=2 retention.ms=1d\nproduce orders count=12\nconsumer c1 group=g topic=orders commit=manual-batch session-timeout=6s\npoll c1\nprocess c1 count=all\ncommit c1\ntick 5s\ncrash c1\nrestart c1\nseek c1 to=earliest\nclose c1\n";
         assert_eq!(refused(script), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn a_real_clients_share_consumer_is_the_clients_to_run() {
+        let script = "topic orders partitions=1\nshare-join sg member=M client=c topics=orders\nshare-fetch sg member=M topic=orders partition=0 max=3\nshare-acknowledge sg member=M topic=orders partition=0 acks=0:accept\nshare-release sg member=M\nshare-leave sg member=M\n";
+        assert_eq!(refused(script), vec![2, 3, 4, 5, 6]);
     }
 
     #[test]
