@@ -380,6 +380,15 @@ pub(crate) async fn dispatch(
         RequestKind::ShareGroupDescribe(r) => ResponseKind::ShareGroupDescribe(
             blocking(broker, move |b| share_group_describe::handle(b, &r)).await?,
         ),
+        RequestKind::DescribeShareGroupOffsets(r) => ResponseKind::DescribeShareGroupOffsets(
+            blocking(broker, move |b| describe_share_group_offsets::handle(b, &r)).await?,
+        ),
+        RequestKind::AlterShareGroupOffsets(r) => ResponseKind::AlterShareGroupOffsets(
+            blocking(broker, move |b| alter_share_group_offsets::handle(b, &r)).await?,
+        ),
+        RequestKind::DeleteShareGroupOffsets(r) => ResponseKind::DeleteShareGroupOffsets(
+            blocking(broker, move |b| delete_share_group_offsets::handle(b, &r)).await?,
+        ),
         RequestKind::ShareFetch(r) => {
             ResponseKind::ShareFetch(share_fetch::handle(broker, r, client.connection).await?)
         }

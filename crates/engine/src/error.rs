@@ -130,6 +130,13 @@ pub enum LabError {
     /// whose previous process never sent its static leave (it crashed) and is still a member.
     #[error("UNRELEASED_INSTANCE_ID: {0}")]
     UnreleasedInstanceId(String),
+    /// Kafka's `NON_EMPTY_GROUP` for AlterShareGroupOffsets and DeleteShareGroupOffsets: a share
+    /// group's start offsets move only while nobody reads with them.
+    #[error("share group '{group}' is {state}: its start offsets can be altered or deleted only while it is Empty (stop or close its consumers first)")]
+    ShareGroupNotEmpty { group: String, state: String },
+    /// Kafka's `GROUP_ID_NOT_FOUND` for a share-group admin call on a consumer group.
+    #[error("group '{0}' is not a share group")]
+    NotAShareGroup(String),
 }
 
 impl LabError {
@@ -161,6 +168,8 @@ impl LabError {
             Self::InvalidConfig(_) => "INVALID_CONFIG",
             Self::InconsistentGroupProtocol(_) => "INCONSISTENT_GROUP_PROTOCOL",
             Self::UnreleasedInstanceId(_) => "UNRELEASED_INSTANCE_ID",
+            Self::ShareGroupNotEmpty { .. } => "NON_EMPTY_GROUP",
+            Self::NotAShareGroup(_) => "GROUP_ID_NOT_FOUND",
             Self::UnknownConsumer(_)
             | Self::ConsumerExists(_)
             | Self::InvalidArgument(_)

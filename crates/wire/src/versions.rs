@@ -83,6 +83,12 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ShareGroupDescribe, 1, 1),
     (ApiKey::ShareFetch, 1, 1),
     (ApiKey::ShareAcknowledge, 1, 1),
+    // A share group's start offsets, as kafka-share-groups.sh and the admin client see and move
+    // them. Kafka 4.2 serves DescribeShareGroupOffsets v1 (it adds a lag, KIP-1226); the crate
+    // encodes v0.
+    (ApiKey::DescribeShareGroupOffsets, 0, 0),
+    (ApiKey::AlterShareGroupOffsets, 0, 0),
+    (ApiKey::DeleteShareGroupOffsets, 0, 0),
     // SASL/PLAIN (`serve --kafka-sasl-plain-users`). Kafka lists both on every listener, and
     // answers ILLEGAL_SASL_STATE where there is nothing to authenticate. After a v0 handshake
     // the token travels as a bare frame; librdkafka 2.0 looks for v0 to know handshakes exist.

@@ -1,4 +1,5 @@
-//! DeleteGroups: an Empty group and its offsets, gone.
+//! DeleteGroups: an Empty group and its offsets — or an Empty share group and its share state —
+//! gone.
 
 use crate::broker::Broker;
 use crate::change::{self};
@@ -13,6 +14,7 @@ use offsetlab_wire::kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroups
 /// Whether the lab or the coordinator knows `group`.
 pub(crate) fn known_group(s: &Session, coordinator: &Coordinator, group: &str) -> bool {
     s.lab().groups().contains_key(group)
+        || s.lab().share().groups.contains_key(group)
         || s.lab().offsets().has_group(group)
         || lock(&coordinator.groups).contains_key(group)
 }
@@ -28,12 +30,15 @@ pub(crate) fn handle(broker: &Broker, r: &DeleteGroupsRequest) -> DeleteGroupsRe
     let mut plan: Vec<Result<Option<usize>, i16>> = Vec::new();
     for g in &r.groups_names {
         let group = g.0.to_string();
-        let in_lab = s.lab().groups().contains_key(&group) || s.lab().offsets().has_group(&group);
+        let in_lab = s.lab().groups().contains_key(&group)
+            || s.lab().share().groups.contains_key(&group)
+            || s.lab().offsets().has_group(&group);
         // The lab never has a group with an empty id (it refuses one's commits): not found, as
         // Kafka answers for a group it does not have.
         plan.push(if !known_group(&s, coordinator, &group) {
             Err(GROUP_ID_NOT_FOUND)
         } else if s.lab().groups().get(&group).is_some_and(|g| g.has_members())
+            || s.lab().share_group(&group).is_ok_and(|g| !g.members.is_empty())
             // Checked and forgotten in one step, before the lab's line: a client joining from
             // now on finds a new group, as it would in Kafka after the deletion.
             || !coordinator.forget_if_empty(&group)

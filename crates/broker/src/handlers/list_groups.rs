@@ -7,10 +7,12 @@ use offsetlab_lab::lock;
 use offsetlab_wire::kafka_protocol::messages::list_groups_response::ListedGroup;
 use offsetlab_wire::kafka_protocol::messages::{GroupId, ListGroupsRequest, ListGroupsResponse};
 
-/// The group types (v5, KIP-848): the classic protocol (JoinGroup and SyncGroup), and Kafka 4's
-/// consumer protocol (ConsumerGroupHeartbeat).
+/// The group types (v5, KIP-848): the classic protocol (JoinGroup and SyncGroup), Kafka 4's
+/// consumer protocol (ConsumerGroupHeartbeat), and share groups.
 const CLASSIC: &str = "classic";
 const CONSUMER: &str = "consumer";
+/// Share groups (KIP-932): listed with "share" as their protocol type and their type.
+const SHARE: &str = "share";
 use std::collections::BTreeMap;
 
 /// The lab's groups and the groups of real clients (their live state from the coordinator),
@@ -34,6 +36,12 @@ pub(crate) fn handle(broker: &Broker, r: &ListGroupsRequest) -> ListGroupsRespon
             (g.name.clone(), listing)
         })
         .collect();
+    for g in s.lab().share().groups.values() {
+        listed.insert(
+            g.name.clone(),
+            (SHARE.to_string(), g.state_name().to_string(), SHARE),
+        );
+    }
     for (name, g) in lock(&coordinator.groups).iter() {
         // An empty group the lab has not got (yet): listed while a join is on its way; one the
         // lab's coordinator removed since (no member, no offset) is gone.
@@ -128,6 +136,50 @@ mod tests {
                 .as_str(),
             "classic"
         );
+    }
+
+    /// A share group is listed as Kafka lists one: type and protocol type `share`, Empty
+    /// without members; `kafka-share-groups.sh --list` filters on the type.
+    #[test]
+    fn share_groups_are_listed_with_their_type() {
+        let b = broker();
+        let lines: Vec<String> = [
+            "share-consumer s1 group=workers topic=orders",
+            "share-consumer s2 group=idle topic=orders",
+            "close s2",
+        ]
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+        b.lab.lock().apply_lines(&lines).expect("two share groups");
+        let share = handle(
+            &b,
+            &ListGroupsRequest::default().with_types_filter(vec![str_bytes("Share")]),
+        );
+        let listed: Vec<(&str, &str, &str, &str)> = share
+            .groups
+            .iter()
+            .map(|g| {
+                (
+                    g.group_id.0.as_str(),
+                    g.group_state.as_str(),
+                    g.group_type.as_str(),
+                    g.protocol_type.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                ("idle", "Empty", "share", "share"),
+                ("workers", "Stable", "share", "share")
+            ]
+        );
+        let classic = handle(
+            &b,
+            &ListGroupsRequest::default().with_types_filter(vec![str_bytes("classic")]),
+        );
+        assert!(classic.groups.iter().all(|g| g.group_type.as_str() == "classic"));
     }
 
     #[test]

@@ -113,7 +113,9 @@ pub(super) fn not_yet(command: &Command) -> Option<String> {
         Command::ShareConsumer(_)
         | Command::SharePoll(_)
         | Command::ShareAck(_)
-        | Command::AlterShareGroup(_) => later("a share group (KIP-932)"),
+        | Command::AlterShareGroup(_)
+        | Command::AlterShareOffsets(_)
+        | Command::DeleteShareOffsets(_) => later("a share group (KIP-932)"),
         Command::Expect(e) if e.share_group.is_some() => later("expect share-group"),
         Command::Expect(e) => e
             .checks

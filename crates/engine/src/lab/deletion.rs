@@ -22,6 +22,9 @@ impl Lab {
     /// A group the lab's own consumers belong to keeps what the lab knows about them (their
     /// sink and its audit) and its generation count; its offsets and assignments go.
     pub fn delete_group(&mut self, group: &str) -> Result<usize, LabError> {
+        if self.share.groups.contains_key(group) {
+            return self.delete_share_group(group).map(|()| 0);
+        }
         if !self.coordinator_has(group) {
             return Err(LabError::UnknownGroup(group.to_string()));
         }

@@ -21,6 +21,7 @@ mod reset;
 mod rewind;
 mod share;
 mod share_clients;
+mod share_offsets;
 mod share_timers;
 mod share_view;
 mod snapshot;

@@ -270,7 +270,11 @@ impl Lab {
         };
         let g = self.share_group_mut(group)?;
         g.partitions.insert(tp.clone(), SharePartition::new(start));
-        g.audit.entry(tp.clone()).or_default();
+        let audit = g.audit.entry(tp.clone()).or_default();
+        // Read again after DeleteShareGroupOffsets: the reset starts somewhere else.
+        if let Some((from, to)) = audit.forgotten.take() {
+            audit.start_moved(from, to, start);
+        }
         self.say(
             EventKind::Group,
             format!("share group {group} starts reading {tp} at offset {start} (share.auto.offset.reset={reset}): that is its share-partition start offset (SPSO)"),

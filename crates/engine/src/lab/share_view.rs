@@ -256,11 +256,13 @@ fn share_partition_view(
         .map(|a| {
             a.completed
                 .range(..spso.unwrap_or(Offset::MIN))
+                // A record an administrator skipped was never delivered: nothing to draw.
+                .filter(|(_, (how, _))| *how != Completion::Skipped)
                 .map(|(&offset, &(how, delivery_count))| ShareRecordView {
                     offset,
                     state: match how {
                         Completion::Accepted => DeliveryState::Acknowledged,
-                        Completion::Archived { .. } => DeliveryState::Archived,
+                        Completion::Archived { .. } | Completion::Skipped => DeliveryState::Archived,
                     },
                     delivery_count,
                     owner: None,
@@ -305,7 +307,7 @@ fn share_partition_view(
 
 fn reason(how: Completion) -> Option<ArchiveReason> {
     match how {
-        Completion::Accepted => None,
+        Completion::Accepted | Completion::Skipped => None,
         Completion::Archived { reason } => Some(reason),
     }
 }

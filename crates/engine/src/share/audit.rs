@@ -11,7 +11,10 @@
 //!   acknowledgement of records handed to a worker that had not finished them loses them; a
 //!   poison record archived after its last failed attempt is lost to the application.
 //! - **Skipped**: records rejected on purpose and never applied (the application said they
-//!   are unprocessable), as a seek past records skips them.
+//!   are unprocessable), as a seek past records skips them; and records an administrator
+//!   moved the start offset past (AlterShareGroupOffsets) before they were delivered.
+//!   Records the start offset is moved back over are delivered again on purpose: replays,
+//!   not duplicates.
 //!
 //! Counted from where the group started reading the partition (its first SPSO).
 
@@ -32,6 +35,19 @@ pub struct SharePartitionAudit {
     pub completed: BTreeMap<Offset, (Completion, u16)>,
     /// Acquisitions: every time a record was handed to a member.
     pub acquisitions: u64,
+    /// Deliberate replays: for each record an administrator moved the start offset back over
+    /// after it was applied, how many more applications are not duplicates.
+    #[serde(
+        default,
+        with = "crate::serde_pairs",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub replays: BTreeMap<Offset, u32>,
+    /// The window `[SPSO, SPEO)` the group forgot when DeleteShareGroupOffsets removed this
+    /// partition's state: its next read starts where `share.auto.offset.reset` says, and the
+    /// audit then treats that start as a move of the start offset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forgotten: Option<(Offset, Offset)>,
 }
 
 /// The figures of one share partition (or a sum of them).
@@ -55,26 +71,46 @@ impl SharePartitionAudit {
         self.completed.insert(offset, (how, delivery_count));
     }
 
+    /// An administrator moved the start offset of a window `[from, to)` to `start`. Records
+    /// of the window it jumps over that had not completed are skipped on purpose; records at
+    /// or past `start` begin their delivery again — those already applied once more as a
+    /// deliberate replay, not a duplicate.
+    pub fn start_moved(&mut self, from: Offset, to: Offset, start: Offset) {
+        for o in from..start.min(to) {
+            self.completed.entry(o).or_insert((Completion::Skipped, 0));
+        }
+        let again: Vec<Offset> = self.completed.range(start..).map(|(o, _)| *o).collect();
+        for o in again {
+            self.completed.remove(&o);
+            if self.applied.contains_key(&o) {
+                *self.replays.entry(o).or_default() += 1;
+            }
+        }
+    }
+
     pub fn figures(&self) -> ShareFigures {
         let mut f = ShareFigures {
             acquisitions: self.acquisitions,
             ..Default::default()
         };
-        for &n in self.applied.values() {
+        for (o, &n) in &self.applied {
+            let replays = self.replays.get(o).copied().unwrap_or(0);
             f.deliveries += u64::from(n);
-            f.duplicates += u64::from(n.saturating_sub(1));
+            f.duplicates += u64::from(n.saturating_sub(1).saturating_sub(replays));
         }
         for (o, (how, _)) in &self.completed {
             let applied = self.applied.contains_key(o);
             match how {
                 Completion::Accepted => f.accepted += 1,
                 Completion::Archived { .. } => f.archived += 1,
+                Completion::Skipped => {}
             }
             match how {
                 _ if applied => {}
                 Completion::Archived {
                     reason: ArchiveReason::Rejected,
-                } => f.skipped += 1,
+                }
+                | Completion::Skipped => f.skipped += 1,
                 _ => f.lost += 1,
             }
         }

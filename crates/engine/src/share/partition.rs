@@ -58,7 +58,12 @@ pub enum ArchiveReason {
 #[serde(rename_all = "kebab-case", tag = "how")]
 pub enum Completion {
     Accepted,
-    Archived { reason: ArchiveReason },
+    Archived {
+        reason: ArchiveReason,
+    },
+    /// An administrator moved the start offset past it (AlterShareGroupOffsets, or the first
+    /// read after DeleteShareGroupOffsets) before its delivery completed: skipped on purpose.
+    Skipped,
 }
 
 /// An acquisition lock: which member holds the record, and until when. Kafka times it on the
@@ -354,7 +359,8 @@ impl SharePartition {
         let completion = completion.or(fallback);
         r.state = match completion {
             Some(Completion::Accepted) => DeliveryState::Acknowledged,
-            Some(Completion::Archived { .. }) => DeliveryState::Archived,
+            // Skipped is the audit's word for an administrator's move, never a member's.
+            Some(Completion::Archived { .. } | Completion::Skipped) => DeliveryState::Archived,
             None => DeliveryState::Available,
         };
         r.lock = None;

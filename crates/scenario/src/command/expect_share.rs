@@ -61,10 +61,12 @@ fn record(e: &Expect, g: &ShareGroup, tp: &TopicPartition, key: ExpectKey) -> Re
     }
     let done = g.audit.get(tp).and_then(|a| a.completed.get(&o));
     Ok(match (key, done) {
-        (_, None) => "-".to_string(),
+        // Skipped by an administrator's move: never delivered, no state to show.
+        (_, None | Some((offsetlab_engine::share::partition::Completion::Skipped, _))) => "-".to_string(),
         (ExpectKey::RecordState, Some((how, _))) => match how {
             offsetlab_engine::share::partition::Completion::Accepted => DeliveryState::Acknowledged,
-            offsetlab_engine::share::partition::Completion::Archived { .. } => DeliveryState::Archived,
+            offsetlab_engine::share::partition::Completion::Archived { .. }
+            | offsetlab_engine::share::partition::Completion::Skipped => DeliveryState::Archived,
         }
         .to_string(),
         (ExpectKey::DeliveryCount, Some((_, n))) => n.to_string(),

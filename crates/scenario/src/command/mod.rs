@@ -63,6 +63,7 @@ mod send;
 mod send_stored;
 mod share;
 mod share_client;
+mod share_offsets;
 mod tick;
 mod topic;
 mod truncate_log;
@@ -95,6 +96,7 @@ pub use send::Send;
 pub use send_stored::SendStored;
 pub use share::{AlterShareGroup, ShareAck, SharePoll, StartShareConsumer};
 pub use share_client::{ShareAcknowledge, ShareFetch, ShareJoin, ShareLeave, ShareRelease};
+pub use share_offsets::{AlterShareOffsets, DeleteShareOffsets};
 pub use tick::Tick;
 pub use topic::{max_message_bytes as topic_max_message_bytes, CreateTopic};
 pub use truncate_log::TruncateLog;
@@ -157,6 +159,8 @@ pub enum Command {
     ShareRelease(ShareRelease),
     ShareFetch(ShareFetch),
     ShareAcknowledge(ShareAcknowledge),
+    AlterShareOffsets(AlterShareOffsets),
+    DeleteShareOffsets(DeleteShareOffsets),
     Expect(Expect),
     /// `expect-error CODE LINE`: the line is refused with Kafka's error CODE.
     ExpectError(ExpectError),
@@ -298,6 +302,8 @@ impl Command {
             "share-release" => Command::ShareRelease(ShareRelease::parse(&mut args)?),
             "share-fetch" => Command::ShareFetch(ShareFetch::parse(&mut args)?),
             "share-acknowledge" => Command::ShareAcknowledge(ShareAcknowledge::parse(&mut args)?),
+            "alter-share-offsets" => Command::AlterShareOffsets(AlterShareOffsets::parse(&mut args)?),
+            "delete-share-offsets" => Command::DeleteShareOffsets(DeleteShareOffsets::parse(&mut args)?),
             "expect" => Command::Expect(Expect::parse(&mut args)?),
             "expect-error" => {
                 return Err(ParseError::new(
@@ -362,6 +368,8 @@ impl Command {
             Command::ShareRelease(c) => c.apply(lab)?,
             Command::ShareFetch(c) => c.apply(lab)?,
             Command::ShareAcknowledge(c) => c.apply(lab)?,
+            Command::AlterShareOffsets(c) => c.apply(lab)?,
+            Command::DeleteShareOffsets(c) => c.apply(lab)?,
             Command::Expect(c) => c.check(lab)?,
             Command::ExpectError(c) => c.check(lab)?,
         }
@@ -444,6 +452,8 @@ impl fmt::Display for Command {
             Command::ShareRelease(c) => c.fmt(f),
             Command::ShareFetch(c) => c.fmt(f),
             Command::ShareAcknowledge(c) => c.fmt(f),
+            Command::AlterShareOffsets(c) => c.fmt(f),
+            Command::DeleteShareOffsets(c) => c.fmt(f),
             Command::Expect(c) => c.fmt(f),
             Command::ExpectError(c) => c.fmt(f),
         }

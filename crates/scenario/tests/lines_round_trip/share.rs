@@ -1,6 +1,6 @@
 //! Generators of the share-group lines (KIP-932) for `lines_round_trip.rs`.
 
-use super::{partition, positive_duration, text};
+use super::{offsets, partition, positive_duration, text, topic};
 use offsetlab_engine::share::config::ShareGroupConfigChange;
 use offsetlab_engine::share::{
     AcknowledgeType, AcknowledgementMode, ShareAutoOffsetReset, ShareConsumerConfig,
@@ -178,5 +178,10 @@ pub(super) fn share_command() -> impl Strategy<Value = Command> {
                 consumer: None,
                 checks,
             })),
+        // An administrator's moves of a share group's start offsets.
+        (text(), offsets())
+            .prop_map(|(group, offsets)| Command::AlterShareOffsets(AlterShareOffsets { group, offsets })),
+        (text(), proptest::collection::vec(topic(), 1..4))
+            .prop_map(|(group, topics)| Command::DeleteShareOffsets(DeleteShareOffsets { group, topics })),
     ]
 }

@@ -111,10 +111,7 @@ pub fn share_group(t: &mut Target) -> Step<()> {
     for v in versions(ApiKey::ShareGroupHeartbeat) {
         let g = t.name(&format!("sg{v}"));
         t.fresh_connection();
-        t.quiet(
-            1,
-            group_config(&g, "share.auto.offset.reset", "earliest"),
-        )?;
+        t.quiet(1, group_config(&g, "share.auto.offset.reset", "earliest"))?;
         // Members choose their ids (up to 36 characters).
         let (m1, m2) = (t.name(&format!("sg{v}-a")), t.name(&format!("sg{v}-b")));
         super::groups::name_member(t, &g, 1, &m1);
