@@ -102,7 +102,6 @@ fn start_offsets_move_only_while_the_group_is_empty_and_a_refusal_changes_nothin
     for bad in [
         vec![(TopicPartition::new("orders", 3), 0)],
         vec![(TopicPartition::new("nowhere", 0), 0)],
-        vec![(tp(), -1)],
         vec![],
     ] {
         assert!(lab.alter_share_group_offsets("sg", &bad).is_err(), "{bad:?}");
@@ -212,6 +211,32 @@ fn deleted_offsets_start_again_at_the_reset() {
     assert_eq!(spso(&lab), 4);
     let f = lab.share_group("sg").expect("sg").figures(|_| true);
     assert_eq!((f.deliveries, f.duplicates), (8, 0), "{f:?}");
+}
+
+/// A negative start offset is stored and described as given (as Kafka does); the next read
+/// starts where `share.auto.offset.reset` says, and the move counts as a deliberate one.
+#[test]
+fn a_negative_start_offset_leaves_the_reset_to_decide() {
+    let mut lab = lab_with(4, 4);
+    read_one_poll(&mut lab);
+    lab.close("s1").expect("close");
+    lab.alter_share_group_offsets("sg", &[(tp(), -1)])
+        .expect("stored as Kafka stores it");
+    assert_eq!(lab.share_start_offsets("sg").expect("sg"), [(tp(), -1)]);
+    lab.restart("s1").expect("restart");
+    read_one_poll(&mut lab); // earliest: 0..3 again
+    assert_eq!(lab.share_start_offsets("sg").expect("sg"), [(tp(), 4)]);
+    let f = lab.share_group("sg").expect("sg").figures(|_| true);
+    assert_eq!((f.deliveries, f.duplicates), (8, 0), "{f:?}");
+    // Deleted from that state too.
+    lab.close("s1").expect("close");
+    lab.alter_share_group_offsets("sg", &[(tp(), -5)]).expect("again");
+    assert_eq!(lab.share_start_offsets("sg").expect("sg"), [(tp(), -5)]);
+    assert_eq!(
+        lab.delete_share_group_offsets("sg", &["orders".to_string()]),
+        Ok(1)
+    );
+    assert!(lab.share_start_offsets("sg").expect("sg").is_empty());
 }
 
 /// DeleteGroups deletes an Empty share group; a new one of that name starts from nothing.

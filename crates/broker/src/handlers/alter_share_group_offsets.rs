@@ -5,7 +5,8 @@
 //! As Kafka's coordinator answers: an empty group id is INVALID_GROUP_ID, a consumer group
 //! GROUP_ID_NOT_FOUND and a group with members NON_EMPTY_GROUP, for the whole request; a topic
 //! or partition that does not exist is UNKNOWN_TOPIC_OR_PARTITION for that partition, and the
-//! others are altered. A group that does not exist is created, Empty.
+//! others are altered. A group that does not exist is created, Empty. A negative start offset
+//! leaves the partition with none, described as −1 (Apache Kafka 4.4 stores it so).
 
 use crate::broker::Broker;
 use crate::change::{self, Failure, Refusal};
@@ -61,14 +62,6 @@ pub(crate) fn handle(broker: &Broker, r: &AlterShareGroupOffsetsRequest) -> Alte
                     Err((
                         UNKNOWN_TOPIC_OR_PARTITION,
                         format!("This server does not host this topic-partition: {tp}"),
-                    ))
-                } else if p.start_offset < 0 {
-                    Err((
-                        INVALID_REQUEST,
-                        format!(
-                            "The start offset of {tp} cannot be negative ({}).",
-                            p.start_offset
-                        ),
                     ))
                 } else {
                     offsets.push((tp, p.start_offset));
@@ -205,8 +198,8 @@ mod tests {
         assert_eq!(r.error_code, GROUP_ID_NOT_FOUND);
         let r = alter(&b, "", &[("orders", 0, 0)]);
         assert_eq!(r.error_code, INVALID_GROUP_ID);
-        let r = alter(&b, "fresh", &[("orders", 0, -3)]);
-        assert_eq!(codes(&r), [("orders".to_string(), 0, INVALID_REQUEST)]);
+        let r = alter(&b, "fresh", &[("orders", 9, 3)]);
+        assert_eq!(codes(&r), [("orders".to_string(), 9, UNKNOWN_TOPIC_OR_PARTITION)]);
         assert_eq!(history(&b), before, "nothing written");
         assert!(b.lab.lock().lab().share_group("fresh").is_err());
     }

@@ -6,8 +6,7 @@
 //! As Kafka's coordinator answers: an empty group id is INVALID_GROUP_ID, a group that does not
 //! exist or is a consumer group GROUP_ID_NOT_FOUND, one with members NON_EMPTY_GROUP, for the
 //! whole request; a topic that does not exist, or that the group has no state for, is
-//! UNKNOWN_TOPIC_OR_PARTITION for that topic, and the others are deleted. A group with no share
-//! state at all is answered with no topic in it, as Kafka's is.
+//! UNKNOWN_TOPIC_OR_PARTITION for that topic, and the others are deleted.
 
 use crate::broker::Broker;
 use crate::change::{self, Failure, Refusal};
@@ -43,15 +42,16 @@ pub(crate) fn handle(broker: &Broker, r: &DeleteShareGroupOffsetsRequest) -> Del
     if !g.members.is_empty() {
         return refused(NON_EMPTY_GROUP, format!("Share group {group} is not empty."));
     }
-    if g.partitions.is_empty() {
-        return DeleteShareGroupOffsetsResponse::default();
-    }
     let mut answers: Vec<(String, Option<[u8; 16]>, Option<Refusal>)> = Vec::new();
     let mut topics: Vec<String> = Vec::new();
     for t in &r.topics {
         let topic = t.topic_name.to_string();
         let id = lab.topic(&topic).ok().map(|t| t.id);
-        let read = g.partitions.keys().any(|tp| tp.topic == topic);
+        let read = g
+            .partitions
+            .keys()
+            .chain(g.unstarted.keys())
+            .any(|tp| tp.topic == topic);
         let refusal = if id.is_none() {
             Some((
                 UNKNOWN_TOPIC_OR_PARTITION,
@@ -68,6 +68,8 @@ pub(crate) fn handle(broker: &Broker, r: &DeleteShareGroupOffsetsRequest) -> Del
             }
             None
         };
+        // Kafka names the topic by id only where it deleted something.
+        let id = id.filter(|_| refusal.is_none());
         answers.push((topic, id, refusal));
     }
     let applied: Result<(), Failure> = if topics.is_empty() {
@@ -168,7 +170,8 @@ mod tests {
             .expect("export")
             .contains("delete-share-offsets workers topics=orders"));
         drop(s);
-        // Nothing left to delete: Kafka answers with no topic at all.
-        assert!(delete(&b, "workers", &["orders"]).responses.is_empty());
+        // Nothing left to delete.
+        let again = delete(&b, "workers", &["orders"]);
+        assert_eq!(again.responses[0].error_code, UNKNOWN_TOPIC_OR_PARTITION);
     }
 }

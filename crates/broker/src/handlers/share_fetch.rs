@@ -47,8 +47,9 @@ struct Fetching {
     full: bool,
     max_records: usize,
     parts: BTreeMap<TopicPartition, Part>,
-    /// Partitions the request named under a topic id the lab does not know (UNKNOWN_TOPIC_ID).
-    unknown_ids: Vec<(Uuid, Vec<i32>)>,
+    /// Partitions the request named under a topic id the lab does not know (UNKNOWN_TOPIC_ID),
+    /// each with whether it carried acknowledgements.
+    unknown_ids: Vec<(Uuid, Vec<(i32, bool)>)>,
     /// The session closed (epoch −1): its acknowledgements applied, its records released.
     closed: bool,
 }
@@ -116,13 +117,16 @@ fn begin(broker: &Broker, r: &ShareFetchRequest, connection: u64) -> Result<Fetc
         ));
     }
     let view = broker.lab.view();
-    let mut unknown_ids: Vec<(Uuid, Vec<i32>)> = Vec::new();
+    let mut unknown_ids: Vec<(Uuid, Vec<(i32, bool)>)> = Vec::new();
     let mut added = Vec::new();
     let mut acks = Vec::new();
     let mut missing = Vec::new();
     for t in &r.topics {
         let Some(topic) = view.topic_named_by_id(t.topic_id.as_bytes()).map(str::to_string) else {
-            let partitions = t.partitions.iter().map(|p| p.partition_index);
+            let partitions = t
+                .partitions
+                .iter()
+                .map(|p| (p.partition_index, !p.acknowledgement_batches.is_empty()));
             match unknown_ids.iter_mut().find(|(id, _)| *id == t.topic_id) {
                 Some((_, ps)) => ps.extend(partitions),
                 None => unknown_ids.push((t.topic_id, partitions.collect())),
@@ -352,11 +356,12 @@ fn answer(broker: &Broker, f: &Fetching) -> ShareFetchResponse {
                 .with_partitions(
                     partitions
                         .iter()
-                        .map(|&p| {
+                        .map(|&(p, acked)| {
+                            // Kafka's acknowledge_error_code stays 0 where nothing was acknowledged.
                             PartitionData::default()
                                 .with_partition_index(p)
                                 .with_error_code(UNKNOWN_TOPIC_ID)
-                                .with_acknowledge_error_code(UNKNOWN_TOPIC_ID)
+                                .with_acknowledge_error_code(if acked { UNKNOWN_TOPIC_ID } else { NONE })
                                 .with_records(Some(Default::default()))
                         })
                         .collect(),

@@ -270,6 +270,7 @@ impl Lab {
         };
         let g = self.share_group_mut(group)?;
         g.partitions.insert(tp.clone(), SharePartition::new(start));
+        g.unstarted.remove(tp);
         let audit = g.audit.entry(tp.clone()).or_default();
         // Read again after DeleteShareGroupOffsets: the reset starts somewhere else.
         if let Some((from, to)) = audit.forgotten.take() {

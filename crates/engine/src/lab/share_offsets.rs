@@ -17,20 +17,27 @@ impl Lab {
     /// The share group's start offset of each partition it has started reading (an SPSO, as
     /// DescribeShareGroupOffsets answers it), in partition order. A consumer group is
     /// [`LabError::NotAShareGroup`].
+    /// A partition an administrator gave a negative start offset has it, as Kafka describes it.
     pub fn share_start_offsets(&self, group: &str) -> Result<Vec<(TopicPartition, Offset)>, LabError> {
         let g = self.share_group_or_not(group)?;
-        Ok(g.partitions
+        let mut starts: Vec<(TopicPartition, Offset)> = g
+            .partitions
             .iter()
             .map(|(tp, p)| (tp.clone(), p.start_offset))
-            .collect())
+            .chain(g.unstarted.iter().map(|(tp, o)| (tp.clone(), *o)))
+            .collect();
+        starts.sort();
+        Ok(starts)
     }
 
     /// AlterShareGroupOffsets: each partition's share state starts again at the offset given —
     /// the window empty, delivery counts forgotten. The group is created (Empty, Kafka's
     /// default configs) when it does not exist. Refused, changing nothing, when the group has
-    /// members, is a consumer group, names a partition that does not exist, or gives a
-    /// negative offset. An offset past the log end is kept: the group reads from there once
-    /// records reach it; one below the log start follows the log start at the next read.
+    /// members, is a consumer group, or names a partition that does not exist. An offset past
+    /// the log end is kept: the group reads from there once records reach it; one below the log
+    /// start follows the log start at the next read; a negative one is stored and described as
+    /// given, as Apache Kafka 4.4 does (the conformance conversation `share-group`), and the
+    /// next read starts where `share.auto.offset.reset` says.
     pub fn alter_share_group_offsets(
         &mut self,
         group: &str,
@@ -51,13 +58,8 @@ impl Lab {
         if let Some(g) = self.share.groups.get(group) {
             check_empty(g)?;
         }
-        for (tp, offset) in offsets {
+        for (tp, _) in offsets {
             self.partition_log(tp)?;
-            if *offset < 0 {
-                return Err(LabError::InvalidArgument(format!(
-                    "the start offset of {tp} cannot be negative ({offset})"
-                )));
-            }
         }
         let g = self
             .share
@@ -66,12 +68,24 @@ impl Lab {
             .or_insert_with(|| ShareGroup::new(group, Default::default()));
         let mut moved = Vec::new();
         for (tp, offset) in offsets {
+            if *offset < 0 {
+                g.unstarted.insert(tp.clone(), *offset);
+                if let Some(old) = g.partitions.remove(tp) {
+                    g.audit.entry(tp.clone()).or_default().forgotten =
+                        Some((old.start_offset, old.end_offset));
+                }
+                moved.push(format!(
+                    "{tp}: {offset}, no start offset (share.auto.offset.reset decides)"
+                ));
+                continue;
+            }
+            g.unstarted.remove(tp);
             let old = g.partitions.insert(tp.clone(), SharePartition::new(*offset));
             let audit = g.audit.entry(tp.clone()).or_default();
-            audit.forgotten = None;
-            if let Some(old) = old {
-                audit.start_moved(old.start_offset, old.end_offset, *offset);
-                moved.push(format!("{tp}: {} → {offset}", old.start_offset));
+            let forgotten = audit.forgotten.take();
+            if let Some((from, to)) = old.map(|p| (p.start_offset, p.end_offset)).or(forgotten) {
+                audit.start_moved(from, to, *offset);
+                moved.push(format!("{tp}: {from} → {offset}"));
             } else {
                 moved.push(format!("{tp}: starts at {offset}"));
             }
@@ -99,7 +113,12 @@ impl Lab {
         }
         for topic in topics {
             self.topic(topic)?;
-            if !g.partitions.keys().any(|tp| &tp.topic == topic) {
+            if !g
+                .partitions
+                .keys()
+                .chain(g.unstarted.keys())
+                .any(|tp| &tp.topic == topic)
+            {
                 return Err(LabError::UnknownTopic(format!(
                     "{topic} (share group {group} has no offset information for it)"
                 )));
@@ -117,15 +136,18 @@ impl Lab {
                 g.audit.entry(tp.clone()).or_default().forgotten = Some((p.start_offset, p.end_offset));
             }
         }
+        let before = g.unstarted.len();
+        g.unstarted.retain(|tp, _| !topics.contains(&tp.topic));
+        let gone = gone.len() + before - g.unstarted.len();
         self.say(
             EventKind::Warning,
             format!(
                 "DeleteShareGroupOffsets: share group {group} forgot its state for {} partition(s) of {}; its next read starts where share.auto.offset.reset says",
-                gone.len(),
+                gone,
                 topics.join(", ")
             ),
         );
-        Ok(gone.len())
+        Ok(gone)
     }
 
     /// DeleteGroups for a share group: an Empty share group and its state, gone (Kafka deletes
@@ -145,6 +167,7 @@ impl Lab {
                 for (tp, p) in std::mem::take(&mut g.partitions) {
                     g.audit.entry(tp).or_default().forgotten = Some((p.start_offset, p.end_offset));
                 }
+                g.unstarted.clear();
             }
         } else {
             self.share.groups.remove(group);

@@ -46,6 +46,15 @@ pub struct ShareGroup {
     pub partitions: BTreeMap<TopicPartition, SharePartition>,
     #[serde(with = "crate::serde_pairs")]
     pub audit: BTreeMap<TopicPartition, SharePartitionAudit>,
+    /// Partitions an administrator gave a negative start offset (AlterShareGroupOffsets): Kafka
+    /// stores and describes the offset as given (Apache Kafka 4.4); the lab's next read of one
+    /// starts where `share.auto.offset.reset` says, as for a partition never read.
+    #[serde(
+        default,
+        with = "crate::serde_pairs",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub unstarted: BTreeMap<TopicPartition, i64>,
 }
 
 impl ShareGroup {
@@ -57,6 +66,7 @@ impl ShareGroup {
             epoch: 0,
             partitions: BTreeMap::new(),
             audit: BTreeMap::new(),
+            unstarted: BTreeMap::new(),
         }
     }
 
