@@ -108,7 +108,8 @@ pub(crate) enum Cmd {
     Serve(ServeArgs),
     /// Consumer groups of a Kafka broker — the lab's listener or a real cluster — like
     /// kafka-consumer-groups.sh: --list, or --describe --group G (GROUP TOPIC PARTITION
-    /// CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID)
+    /// CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID). A share group (KIP-932)
+    /// is described and reset like kafka-share-groups.sh: its start offsets and members
     Groups {
         #[command(flatten)]
         connect: conn::ConnectArgs,

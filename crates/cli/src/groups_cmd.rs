@@ -1,6 +1,7 @@
 //! `offsetlab groups --bootstrap-server HOST:PORT --list | --describe --group G`: consumer
 //! groups over the Kafka protocol — the lab's listener or a real cluster — with the columns of
-//! `kafka-consumer-groups.sh --describe`.
+//! `kafka-consumer-groups.sh --describe`. A share group is described and reset as
+//! `kafka-share-groups.sh` does it (`share_groups_cmd.rs`).
 
 use crate::conn::{Conn, Endpoint};
 use crate::consumer_group_describe::{self, ConsumerProtocol};
@@ -40,9 +41,9 @@ struct GroupDescription {
 
 /// Every broker's groups: a broker lists only the groups it coordinates, so each broker of
 /// the cluster is asked, as `kafka-consumer-groups.sh --list` asks them.
-fn list(endpoint: &Endpoint) -> anyhow::Result<Vec<(String, String)>> {
+fn list(endpoint: &Endpoint) -> anyhow::Result<Vec<(String, String, String)>> {
     let mut conn = endpoint.connect()?;
-    let mut groups: Vec<(String, String)> = Vec::new();
+    let mut groups: Vec<(String, String, String)> = Vec::new();
     for addr in conn.brokers()? {
         let broker = match conn.at(&addr) {
             Ok(b) => b,
@@ -54,7 +55,7 @@ fn list(endpoint: &Endpoint) -> anyhow::Result<Vec<(String, String)>> {
                 continue;
             }
         };
-        let version = broker.version(ApiKey::ListGroups, 4)?;
+        let version = broker.version(ApiKey::ListGroups, 5)?;
         let r = call!(broker, ListGroups, version, ListGroupsRequest::default());
         if MOVING.contains(&r.error_code) {
             // Its coordinators are loading: the groups it will list are not known yet.
@@ -65,11 +66,19 @@ fn list(endpoint: &Endpoint) -> anyhow::Result<Vec<(String, String)>> {
             "ListGroups failed at {addr} with error code {}",
             r.error_code
         );
-        groups.extend(
-            r.groups
-                .iter()
-                .map(|g| (g.group_id.0.to_string(), g.group_state.to_string())),
-        );
+        groups.extend(r.groups.iter().map(|g| {
+            // Before v5 there is no type: a group is a consumer group.
+            let kind = if g.group_type.is_empty() {
+                "classic"
+            } else {
+                g.group_type.as_str()
+            };
+            (
+                g.group_id.0.to_string(),
+                g.group_state.to_string(),
+                kind.to_string(),
+            )
+        }));
     }
     groups.sort();
     groups.dedup();
@@ -142,7 +151,7 @@ fn while_coordinator_moves<T>(mut ask: impl FnMut() -> anyhow::Result<T>) -> any
 }
 
 /// A connection to the broker that coordinates `group` (FindCoordinator).
-fn coordinator_of(conn: &mut Conn, group: &str) -> anyhow::Result<Conn> {
+pub(crate) fn coordinator_of(conn: &mut Conn, group: &str) -> anyhow::Result<Conn> {
     let version = conn.version(ApiKey::FindCoordinator, 3)?;
     let c = call!(
         conn,
@@ -181,7 +190,10 @@ fn committed_offsets(coordinator: &mut Conn, group: &str) -> anyhow::Result<BTre
 }
 
 /// Each partition's log end offset, for `topics`.
-fn log_ends(conn: &mut Conn, topics: Vec<String>) -> anyhow::Result<BTreeMap<(String, i32), Option<i64>>> {
+pub(crate) fn log_ends(
+    conn: &mut Conn,
+    topics: Vec<String>,
+) -> anyhow::Result<BTreeMap<(String, i32), Option<i64>>> {
     if topics.is_empty() {
         return Ok(BTreeMap::new());
     }
@@ -318,12 +330,17 @@ fn run_list(endpoint: &Endpoint, json: bool) -> u8 {
             if json {
                 let v: Vec<_> = groups
                     .iter()
-                    .map(|(g, s)| serde_json::json!({ "group": g, "state": s }))
+                    .map(|(g, s, t)| serde_json::json!({ "group": g, "state": s, "type": t }))
                     .collect();
                 println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
             } else {
-                for (g, _) in &groups {
-                    println!("{g}");
+                // A share group is marked: its offsets are start offsets, not commits.
+                for (g, _, t) in &groups {
+                    if t == "share" {
+                        println!("{g} (share group)");
+                    } else {
+                        println!("{g}");
+                    }
                 }
             }
             exit::OK
@@ -343,6 +360,14 @@ pub fn run(endpoint: &Endpoint, list_groups: bool, group: Option<String>, json: 
         crate::style::say_error!("--describe needs --group G");
         return exit::INVALID_SCENARIO;
     };
+    match while_coordinator_moves(|| crate::share_groups_cmd::describe(endpoint, &group)) {
+        Ok(Some(share)) => return crate::share_groups_cmd::print(&share, json),
+        Ok(None) => {}
+        Err(e) => {
+            crate::style::say_error!("{e}");
+            return exit::IO_ERROR;
+        }
+    }
     let d = match describe(endpoint, &group) {
         Ok(d) => d,
         Err(e) => {
@@ -503,6 +528,16 @@ pub fn reset(
     execute: bool,
     json: bool,
 ) -> u8 {
+    match while_coordinator_moves(|| crate::share_groups_cmd::describe(endpoint, group)) {
+        Ok(Some(share)) => {
+            return crate::share_groups_cmd::reset(endpoint, &share, topics, all_topics, &spec, execute, json)
+        }
+        Ok(None) => {}
+        Err(e) => {
+            crate::style::say_error!("{e}");
+            return exit::IO_ERROR;
+        }
+    }
     match plan_reset(endpoint, group, topics, all_topics, &spec, execute) {
         Ok(Err(message)) => {
             eprintln!("{message}");
@@ -627,7 +662,7 @@ fn plan_reset(
 }
 
 /// Which partitions: `t` (all of its partitions), `t:0,1`, or every topic the group committed.
-fn wanted_partitions(
+pub(crate) fn wanted_partitions(
     topics: &[String],
     all_topics: bool,
     committed: &BTreeMap<(String, i32), i64>,
@@ -660,7 +695,7 @@ fn wanted_partitions(
 }
 
 /// The wanted partitions with their retained range, or the topic that does not exist.
-fn retained(
+pub(crate) fn retained(
     conn: &mut Conn,
     wanted: &BTreeMap<String, Option<Vec<i32>>>,
 ) -> anyhow::Result<Result<Vec<Retained>, String>> {
@@ -686,7 +721,7 @@ fn retained(
 }
 
 /// For a reset to a time: the first offset at or after it, per partition (none: the log end).
-fn offsets_by_time(
+pub(crate) fn offsets_by_time(
     conn: &mut Conn,
     spec: &Spec,
     tps: &[Retained],

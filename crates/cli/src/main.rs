@@ -41,6 +41,7 @@ mod output;
 mod run_cmd;
 mod serve_cmd;
 mod serve_setup;
+mod share_groups_cmd;
 mod shutdown;
 mod style;
 mod topics_cmd;

@@ -1597,3 +1597,102 @@ fn a_sasl_listener_serves_only_who_authenticates() {
         "{written} failures written one by one: {log}"
     );
 }
+
+/// `offsetlab groups` on a share group, as `kafka-share-groups.sh` shows and moves one: listed
+/// as a share group; described with each partition's start offset, the log end beside it and
+/// the members; a reset refused while a member reads, a dry run that changes nothing, and an
+/// `--execute` that moves the start offset (AlterShareGroupOffsets) — which the lab's next
+/// share poll then reads from.
+#[test]
+fn offsetlab_groups_describes_and_resets_a_share_group() {
+    let (lab, kafka) = with_kafka();
+    let run = offsetlab;
+    act_ok(
+        &lab,
+        &[
+            "alter-share-group workers share.auto.offset.reset=earliest",
+            "share-consumer s1 group=workers topic=orders ack=explicit max-poll=5",
+            "share-poll s1",
+            "share-ack s1 accept",
+        ],
+    );
+    let out = run(&["groups", "--bootstrap-server", &kafka, "--list"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("workers (share group)"),
+        "{out:?}"
+    );
+    let describe = || {
+        let out = run(&[
+            "groups",
+            "--bootstrap-server",
+            &kafka,
+            "--describe",
+            "--group",
+            "workers",
+            "--json",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("json")
+    };
+    let d = describe();
+    assert_eq!(
+        (d["type"].as_str(), d["state"].as_str()),
+        (Some("share"), Some("Stable"))
+    );
+    let row = &d["rows"][0];
+    assert_eq!(
+        (
+            row["topic"].as_str(),
+            row["start_offset"].as_i64(),
+            row["log_end_offset"].as_i64()
+        ),
+        (Some("orders"), Some(5), Some(12))
+    );
+    assert_eq!(d["members"][0]["client_id"].as_str(), Some("s1"));
+    let reset = |extra: &[&str]| {
+        let mut args = vec![
+            "groups",
+            "--bootstrap-server",
+            &kafka,
+            "--reset-offsets",
+            "--group",
+            "workers",
+            "--topic",
+            "orders",
+        ];
+        args.extend_from_slice(extra);
+        run(&args)
+    };
+    let out = reset(&["--to-earliest", "--execute"]);
+    assert_eq!(out.status.code(), Some(2), "a member reads: {out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Share group 'workers' is not empty (Stable)"));
+    act_ok(&lab, &["close s1"]);
+    let out = reset(&["--to-offset", "2", "--json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(
+        (rows[0]["start_offset"].as_i64(), rows[0]["new_offset"].as_i64()),
+        (Some(5), Some(2))
+    );
+    assert_eq!(
+        describe()["rows"][0]["start_offset"].as_i64(),
+        Some(5),
+        "a dry run changes nothing"
+    );
+    let out = reset(&["--to-offset", "2", "--execute"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(describe()["rows"][0]["start_offset"].as_i64(), Some(2));
+    // The lab's own share consumer reads from there: offsets 2.. again, each a first delivery.
+    act_ok(
+        &lab,
+        &[
+            "restart s1",
+            "share-poll s1",
+            "expect share-group=workers offset=2 record-state=acquired delivery-count=1",
+        ],
+    );
+    let scenario = http(&lab.addr, "GET", "/api/scenario", "").expect("scenario");
+    assert!(
+        scenario.contains("alter-share-offsets workers offsets=orders:0=2"),
+        "{scenario}"
+    );
+}
