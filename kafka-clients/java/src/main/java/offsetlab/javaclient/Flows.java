@@ -955,6 +955,40 @@ final class Flows {
                 check(d.groupState() == GroupState.EMPTY, "state " + d.groupState());
                 return "Empty; log end 4 — acknowledging deleted nothing";
             });
+            TopicPartition tp0 = new TopicPartition(topic, 0);
+            step("admin.alterShareGroupOffsets: the Empty group starts again at offset 1", () -> {
+                admin.alterShareGroupOffsets(group, Map.of(tp0, 1L)).all().get(30, TimeUnit.SECONDS);
+                Map<TopicPartition, org.apache.kafka.clients.admin.SharePartitionOffsetInfo> info = admin
+                        .listShareGroupOffsets(Map.of(group, new org.apache.kafka.clients.admin.ListShareGroupOffsetsSpec()))
+                        .partitionsToOffsetInfo(group).get(30, TimeUnit.SECONDS);
+                check(info.get(tp0) != null && info.get(tp0).startOffset() == 1, "start offsets " + info);
+                return "listShareGroupOffsets: start offset 1";
+            });
+            step("share group: a new member reads 1, 2, 3 again, each a first delivery", () -> {
+                m[0] = shareConsumer("share-3", group, topic);
+                List<Held> got = pollShare(new KafkaShareConsumer[] {m[0]}, 3, 60_000, r -> AcknowledgeType.ACCEPT);
+                List<Long> offsets = got.stream().map(h -> h.r().offset()).sorted().toList();
+                check(offsets.equals(List.of(1L, 2L, 3L)), "got " + offsets);
+                for (Held h : got) {
+                    check(h.r().deliveryCount().orElse((short) -1) == 1,
+                            "offset " + h.r().offset() + " delivery " + h.r().deliveryCount());
+                }
+                m[0].close(Duration.ofSeconds(30));
+                m[0] = null;
+                return "offsets " + offsets + ", delivery 1 each: the reset gave a fresh share state";
+            });
+            step("admin.deleteShareGroupOffsets, then deleteShareGroups", () -> {
+                admin.deleteShareGroupOffsets(group, Set.of(topic)).all().get(30, TimeUnit.SECONDS);
+                Map<TopicPartition, org.apache.kafka.clients.admin.SharePartitionOffsetInfo> info = admin
+                        .listShareGroupOffsets(Map.of(group, new org.apache.kafka.clients.admin.ListShareGroupOffsetsSpec()))
+                        .partitionsToOffsetInfo(group).get(30, TimeUnit.SECONDS);
+                check(info.get(tp0) == null, "start offsets after the delete " + info);
+                admin.deleteShareGroups(List.of(group)).all().get(30, TimeUnit.SECONDS);
+                boolean listed = admin.listGroups().all().get(30, TimeUnit.SECONDS).stream()
+                        .anyMatch(l -> l.groupId().equals(group));
+                check(!listed, "the deleted group is still listed");
+                return "no start offset left; the group deleted and no longer listed";
+            });
         } finally {
             for (KafkaShareConsumer<String, String> x : m) {
                 if (x != null) {
