@@ -4,6 +4,7 @@ use crate::exit;
 use crate::style::{paint, HEADING};
 use anstream::println;
 use offsetlab_scenario::explore::{explore as explore_matrix, Cell};
+use offsetlab_scenario::explore_share::{explore_share, ShareCell};
 use offsetlab_scenario::Script;
 use std::path::Path;
 
@@ -35,7 +36,53 @@ pub fn explore(file: Option<&Path>, consumer: Option<&str>, json: bool) -> u8 {
     let runs: u64 = cells.iter().map(|c| c.crash_points + 1).sum();
     println!("\n{runs} runs in {:.1} ms.", elapsed.as_secs_f64() * 1000.0);
     print_verdicts(&cells, file.is_none());
+    match explore_share(&script, consumer) {
+        Ok(rows) => print_share_rows(&rows),
+        Err(e) => {
+            crate::style::say_error!("{origin}: the share rows: {}", e.reason());
+            return exit::INVALID_SCENARIO;
+        }
+    }
     exit::OK
+}
+
+/// The share rows: the same application as a share group's consumer, in both acknowledgement
+/// modes, crashed at every instant.
+fn print_share_rows(rows: &[ShareCell]) {
+    println!(
+        "\n{}\n",
+        paint(
+            HEADING,
+            "The same application as a share group's consumer (KIP-932), crashed at every instant:"
+        )
+    );
+    let table: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            [format!("share, {} acks", r.mode)]
+                .into_iter()
+                .chain([r.crash_points, r.max_lost, r.total_lost, r.max_duplicates].map(|n| n.to_string()))
+                .collect()
+        })
+        .collect();
+    crate::output::figures_table(
+        &[
+            "CONSUMER",
+            "CRASH-POINTS",
+            "MAX-LOST",
+            "TOTAL-LOST",
+            "MAX-DUPLICATES",
+        ],
+        &table,
+        &|column, cell| match column {
+            2 | 3 => crate::output::count_cell(cell, crate::style::LOSS),
+            4 => crate::output::count_cell(cell, crate::style::DUPLICATE),
+            _ => anstyle::Style::new(),
+        },
+    );
+    println!(
+        "\nA crash releases what the member held at once: never a loss, but what it processed and had not\nacknowledged is processed again. Implicit acknowledgement accepts a poll's records at the next\npoll, processed or not; acknowledging each record once processed narrows the window to one."
+    );
 }
 
 /// The scenario to explore (the seed without a file) and what to call it in messages; the

@@ -17,6 +17,7 @@
 pub mod command;
 pub mod error;
 pub mod explore;
+pub mod explore_share;
 pub mod lessons;
 pub mod runner;
 pub mod script;

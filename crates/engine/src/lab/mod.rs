@@ -406,7 +406,12 @@ impl Lab {
     pub fn fault_fired(&self) -> bool {
         self.fault.as_ref().is_some_and(|f| {
             self.effects.get(&f.consumer).copied().unwrap_or(0) >= f.after
-                && self.consumers.get(&f.consumer).is_some_and(|c| !c.is_running())
+                && (self.consumers.get(&f.consumer).is_some_and(|c| !c.is_running())
+                    || self
+                        .share
+                        .consumers
+                        .get(&f.consumer)
+                        .is_some_and(|c| !c.is_running()))
         })
     }
 
@@ -431,7 +436,11 @@ impl Lab {
     /// Plans a crash of `consumer` right after its `after`-th next observable effect (a poll
     /// returning, a sink write, a commit landing): the explorer's fault, as a scenario line.
     pub fn schedule_crash(&mut self, consumer: &str, after: u64) -> Result<(), LabError> {
-        self.running(consumer, "only a running consumer can be made to crash")?;
+        if self.is_share_consumer(consumer) {
+            self.running_share(consumer, "only a running consumer can be made to crash")?;
+        } else {
+            self.running(consumer, "only a running consumer can be made to crash")?;
+        }
         if after == 0 {
             return Err(LabError::InvalidArgument(
                 "after must be at least 1 (use crash to crash now)".into(),
@@ -444,7 +453,7 @@ impl Lab {
         });
         self.say(
             EventKind::Setup,
-            format!("a crash of {consumer} is armed: it dies right after its {after}th next effect (a poll returning, a sink write, a commit)"),
+            format!("a crash of {consumer} is armed: it dies right after its {after}th next effect (a poll returning, a record processed, a commit or acknowledgement landing)"),
         );
         Ok(())
     }

@@ -194,6 +194,8 @@ impl Lab {
             )
         };
         self.say(EventKind::Poll, text);
+        // The poll returned: an observable effect (the explorer may crash the consumer here).
+        self.effect(name);
         Ok(handed.len())
     }
 
@@ -324,21 +326,30 @@ impl Lab {
             return Err(LabError::NothingInFlight(name.to_string()));
         }
         let (group, member) = (c.config.group.clone(), c.member_id());
-        let records: Vec<HeldRecord> = todo.iter().filter_map(|&i| c.held.get(i).cloned()).collect();
-        let c = self.share_consumer_mut(name)?;
-        for &i in &todo {
-            if let Some(h) = c.held.get_mut(i) {
-                h.processed = true;
-            }
-        }
-        let g = self.share_group_mut(&group)?;
+        let mut records: Vec<HeldRecord> = Vec::new();
         let mut twice = 0;
-        for h in &records {
-            let audit = g.audit.entry(h.tp.clone()).or_default();
+        // One record at a time: each write is an observable effect, and the explorer may crash
+        // the consumer right after any of them.
+        for &i in &todo {
+            let c = self.share_consumer_mut(name)?;
+            let Some(h) = c.held.get_mut(i) else {
+                continue;
+            };
+            h.processed = true;
+            let h = h.clone();
+            let audit = self
+                .share_group_mut(&group)?
+                .audit
+                .entry(h.tp.clone())
+                .or_default();
             if audit.applied.contains_key(&h.offset) {
                 twice += 1;
             }
             audit.applied_once_more(h.offset);
+            records.push(h);
+            if self.effect(name) {
+                break;
+            }
         }
         self.say(
             EventKind::Process,
@@ -415,6 +426,8 @@ impl Lab {
                 outcome(&done)
             ),
         );
+        // The acknowledgement landed: an observable effect.
+        self.effect(name);
         Ok(picked.len())
     }
 

@@ -99,7 +99,12 @@ impl Lab {
     pub(crate) fn share_commit(&mut self, name: &str) -> Result<(), LabError> {
         let c = self.running_share(name, "a dead consumer cannot commit")?;
         match c.config.acknowledgement_mode {
-            AcknowledgementMode::Implicit => self.implicit_accept(name, "commitSync()"),
+            AcknowledgementMode::Implicit => {
+                self.implicit_accept(name, "commitSync()")?;
+                // The commit landed: an observable effect.
+                self.effect(name);
+                Ok(())
+            }
             AcknowledgementMode::Explicit => {
                 let member = c.member_id();
                 self.say(

@@ -184,7 +184,7 @@ pub enum ApplyError {
 }
 
 /// The command names, in the order `docs/SCENARIOS.md` documents them.
-pub const COMMANDS: [&str; 45] = [
+pub const COMMANDS: [&str; 47] = [
     "topic",
     "produce",
     "send",
@@ -223,6 +223,8 @@ pub const COMMANDS: [&str; 45] = [
     "share-poll",
     "share-ack",
     "alter-share-group",
+    "alter-share-offsets",
+    "delete-share-offsets",
     "share-join",
     "share-leave",
     "share-release",
