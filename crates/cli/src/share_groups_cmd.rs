@@ -25,9 +25,6 @@ use offsetlab_wire::kafka_protocol::protocol::StrBytes;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// GROUP_ID_NOT_FOUND: ShareGroupDescribe's answer for a group that is no share group.
-const GROUP_ID_NOT_FOUND: i16 = 69;
-
 fn text(s: &str) -> StrBytes {
     StrBytes::from_string(s.to_string())
 }
@@ -82,14 +79,12 @@ pub(crate) fn describe(endpoint: &Endpoint, group: &str) -> anyhow::Result<Optio
         anyhow::bail!("no description of group {group} in the ShareGroupDescribe answer");
     };
     moving("ShareGroupDescribe", group, g.error_code)?;
-    if g.error_code == GROUP_ID_NOT_FOUND {
+    // GROUP_ID_NOT_FOUND: a consumer group, or none. Any other refusal — UNSUPPORTED_VERSION
+    // from a Kafka 4.1 whose share groups are off (it still lists the API), an authorization
+    // error — says nothing about a consumer group either: the consumer-group path answers.
+    if g.error_code != 0 {
         return Ok(None);
     }
-    anyhow::ensure!(
-        g.error_code == 0,
-        "ShareGroupDescribe for group {group} failed with error code {}",
-        g.error_code
-    );
     let members: Vec<ShareMemberRow> = g
         .members
         .iter()
@@ -149,7 +144,9 @@ pub(crate) fn describe(endpoint: &Endpoint, group: &str) -> anyhow::Result<Optio
 
 /// Each partition's start offset (DescribeShareGroupOffsets, every partition the group reads).
 fn start_offsets(coordinator: &mut Conn, group: &str) -> anyhow::Result<BTreeMap<(String, i32), i64>> {
-    let version = coordinator.version(ApiKey::DescribeShareGroupOffsets, 0)?;
+    let Ok(version) = coordinator.version(ApiKey::DescribeShareGroupOffsets, 0) else {
+        return Ok(BTreeMap::new()); // a broker that describes share groups but not their offsets
+    };
     let r = call!(
         coordinator,
         DescribeShareGroupOffsets,

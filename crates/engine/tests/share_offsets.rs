@@ -170,6 +170,28 @@ fn a_reset_back_replays_on_purpose_with_fresh_delivery_counts() {
     assert_eq!(log_before, log_after, "the log is unchanged");
 }
 
+/// Moved back, then forward again before anybody read: the records in between end as they had
+/// (accepted and applied), neither skipped nor lost, and nothing is credited as a replay.
+#[test]
+fn two_moves_before_a_read_leave_the_records_as_they_were() {
+    let mut lab = lab_with(6, 6);
+    read_one_poll(&mut lab);
+    lab.close("s1").expect("close");
+    let before = lab.share_group("sg").expect("sg").figures(|_| true);
+    lab.alter_share_group_offsets("sg", &[(tp(), 2)]).expect("back");
+    lab.alter_share_group_offsets("sg", &[(tp(), 4), (tp(), 6)])
+        .expect("forward; the last of a partition wins");
+    assert_eq!(spso(&lab), 6);
+    let after = lab.share_group("sg").expect("sg").figures(|_| true);
+    assert_eq!(before, after);
+    // Back over 4 and 5, which are then applied again: deliberate replays.
+    lab.alter_share_group_offsets("sg", &[(tp(), 4)]).expect("back");
+    lab.restart("s1").expect("restart");
+    read_one_poll(&mut lab);
+    let f = lab.share_group("sg").expect("sg").figures(|_| true);
+    assert_eq!((f.deliveries, f.duplicates, f.accepted), (8, 0, 6), "{f:?}");
+}
+
 /// Moved forward past records the group has not delivered: skipped on purpose, not lost.
 #[test]
 fn a_reset_forward_skips_on_purpose() {

@@ -161,7 +161,11 @@ impl Lab {
             )));
         }
         if let Some(g) = self.share.groups.values().find(|g| {
-            g.partitions.keys().any(|tp| tp.topic == topic)
+            g.partitions
+                .keys()
+                .chain(g.audit.keys())
+                .chain(g.unstarted.keys())
+                .any(|tp| tp.topic == topic)
                 || g.members.iter().any(|m| m.topics.iter().any(|t| t == topic))
         }) {
             return Err(LabError::InvalidArgument(format!(

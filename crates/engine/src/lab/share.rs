@@ -275,8 +275,8 @@ impl Lab {
         g.unstarted.remove(tp);
         let audit = g.audit.entry(tp.clone()).or_default();
         // Read again after DeleteShareGroupOffsets: the reset starts somewhere else.
-        if let Some((from, to)) = audit.forgotten.take() {
-            audit.start_moved(from, to, start);
+        if let Some(pending) = audit.forgotten.take() {
+            audit.start_moved(&pending, start);
         }
         self.say(
             EventKind::Group,

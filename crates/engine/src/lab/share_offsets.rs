@@ -58,8 +58,12 @@ impl Lab {
         if let Some(g) = self.share.groups.get(group) {
             check_empty(g)?;
         }
-        for (tp, _) in offsets {
-            self.partition_log(tp)?;
+        // One request may name a partition twice: the last offset wins.
+        let mut chosen: std::collections::BTreeMap<TopicPartition, Offset> = Default::default();
+        let mut log_starts: std::collections::BTreeMap<TopicPartition, Offset> = Default::default();
+        for (tp, offset) in offsets {
+            log_starts.insert(tp.clone(), self.partition_log(tp)?.log_start_offset());
+            chosen.insert(tp.clone(), *offset);
         }
         let g = self
             .share
@@ -67,27 +71,27 @@ impl Lab {
             .entry(group.to_string())
             .or_insert_with(|| ShareGroup::new(group, Default::default()));
         let mut moved = Vec::new();
-        for (tp, offset) in offsets {
-            if *offset < 0 {
-                g.unstarted.insert(tp.clone(), *offset);
-                if let Some(old) = g.partitions.remove(tp) {
-                    g.audit.entry(tp.clone()).or_default().forgotten =
-                        Some((old.start_offset, old.end_offset));
-                }
+        for (tp, &offset) in &chosen {
+            let old = g.partitions.remove(tp);
+            let audit = g.audit.entry(tp.clone()).or_default();
+            let mut pending = audit.forgotten.take().unwrap_or_default();
+            pending.extend(old.as_ref().map(SharePartition::pending).unwrap_or_default());
+            if offset < 0 {
+                g.unstarted.insert(tp.clone(), offset);
+                audit.forgotten = Some(pending);
                 moved.push(format!(
                     "{tp}: {offset}, no start offset (share.auto.offset.reset decides)"
                 ));
                 continue;
             }
+            // Below the log start nothing is delivered again: the next read starts there.
+            let start = offset.max(log_starts.get(tp).copied().unwrap_or(0));
+            audit.start_moved(&pending, start);
             g.unstarted.remove(tp);
-            let old = g.partitions.insert(tp.clone(), SharePartition::new(*offset));
-            let audit = g.audit.entry(tp.clone()).or_default();
-            let forgotten = audit.forgotten.take();
-            if let Some((from, to)) = old.map(|p| (p.start_offset, p.end_offset)).or(forgotten) {
-                audit.start_moved(from, to, *offset);
-                moved.push(format!("{tp}: {from} → {offset}"));
-            } else {
-                moved.push(format!("{tp}: starts at {offset}"));
+            g.partitions.insert(tp.clone(), SharePartition::new(offset));
+            match old {
+                Some(old) => moved.push(format!("{tp}: {} → {offset}", old.start_offset)),
+                None => moved.push(format!("{tp}: starts at {offset}")),
             }
         }
         self.say(
@@ -133,7 +137,10 @@ impl Lab {
             .collect();
         for tp in &gone {
             if let Some(p) = g.partitions.remove(tp) {
-                g.audit.entry(tp.clone()).or_default().forgotten = Some((p.start_offset, p.end_offset));
+                let audit = g.audit.entry(tp.clone()).or_default();
+                let mut pending = audit.forgotten.take().unwrap_or_default();
+                pending.extend(p.pending());
+                audit.forgotten = Some(pending);
             }
         }
         let before = g.unstarted.len();
@@ -165,7 +172,10 @@ impl Lab {
             if let Some(g) = self.share.groups.get_mut(group) {
                 g.config = Default::default();
                 for (tp, p) in std::mem::take(&mut g.partitions) {
-                    g.audit.entry(tp).or_default().forgotten = Some((p.start_offset, p.end_offset));
+                    let audit = g.audit.entry(tp).or_default();
+                    let mut pending = audit.forgotten.take().unwrap_or_default();
+                    pending.extend(p.pending());
+                    audit.forgotten = Some(pending);
                 }
                 g.unstarted.clear();
             }

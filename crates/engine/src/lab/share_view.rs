@@ -154,7 +154,15 @@ impl Lab {
 
     fn share_group_view(&self, g: &ShareGroup) -> Result<ShareGroupView, LabError> {
         // The partitions the group reads or is assigned, each once, in order.
-        let mut tps: Vec<TopicPartition> = g.partitions.keys().cloned().collect();
+        // A partition whose state was forgotten (deleted offsets, a negative start offset) keeps
+        // its audit: its figures stay on the page.
+        let mut tps: Vec<TopicPartition> = g
+            .partitions
+            .keys()
+            .chain(g.audit.keys())
+            .chain(g.unstarted.keys())
+            .cloned()
+            .collect();
         for m in &g.members {
             tps.extend(m.assignment.iter().cloned());
         }

@@ -35,19 +35,28 @@ pub struct SharePartitionAudit {
     pub completed: BTreeMap<Offset, (Completion, u16)>,
     /// Acquisitions: every time a record was handed to a member.
     pub acquisitions: u64,
-    /// Deliberate replays: for each record an administrator moved the start offset back over
-    /// after it was applied, how many more applications are not duplicates.
+    /// Deliberate replays: for each record applied again after an administrator moved the
+    /// start offset back over it, how many of its applications are not duplicates.
     #[serde(
         default,
         with = "crate::serde_pairs",
         skip_serializing_if = "BTreeMap::is_empty"
     )]
     pub replays: BTreeMap<Offset, u32>,
-    /// The window `[SPSO, SPEO)` the group forgot when DeleteShareGroupOffsets removed this
-    /// partition's state: its next read starts where `share.auto.offset.reset` says, and the
-    /// audit then treats that start as a move of the start offset.
+    /// Records an administrator moved the start offset back over, not delivered again yet, with
+    /// how their delivery had ended: the next application of one that was applied before is a
+    /// deliberate replay, and a later move forward over it gives it back that ending.
+    #[serde(
+        default,
+        with = "crate::serde_pairs",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub reopened: BTreeMap<Offset, (Completion, u16)>,
+    /// The records of the window the group forgot (DeleteShareGroupOffsets, a negative start
+    /// offset) whose delivery had not completed: its next read starts where
+    /// `share.auto.offset.reset` says, and the audit then treats that start as a move.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub forgotten: Option<(Offset, Offset)>,
+    pub forgotten: Option<Vec<Offset>>,
 }
 
 /// The figures of one share partition (or a sum of them).
@@ -64,26 +73,38 @@ pub struct ShareFigures {
 
 impl SharePartitionAudit {
     pub fn applied_once_more(&mut self, offset: Offset) {
-        *self.applied.entry(offset).or_default() += 1;
+        let before = self.applied.get(&offset).copied().unwrap_or(0);
+        if self.reopened.remove(&offset).is_some() && before > 0 {
+            *self.replays.entry(offset).or_default() += 1;
+        }
+        self.applied.insert(offset, before + 1);
     }
 
     pub fn completed(&mut self, offset: Offset, how: Completion, delivery_count: u16) {
+        self.reopened.remove(&offset);
         self.completed.insert(offset, (how, delivery_count));
     }
 
-    /// An administrator moved the start offset of a window `[from, to)` to `start`. Records
-    /// of the window it jumps over that had not completed are skipped on purpose; records at
-    /// or past `start` begin their delivery again — those already applied once more as a
-    /// deliberate replay, not a duplicate.
-    pub fn start_moved(&mut self, from: Offset, to: Offset, start: Offset) {
-        for o in from..start.min(to) {
+    /// An administrator moved the start offset to `start`; `pending` are the records of the
+    /// window it left whose delivery had not completed. Those it jumps over — and records an
+    /// earlier move back reopened and nobody was handed since — are skipped on purpose; records
+    /// at or past `start` begin their delivery again (reopened: applied again, a deliberate
+    /// replay, not a duplicate).
+    pub fn start_moved(&mut self, pending: &[Offset], start: Offset) {
+        for o in pending.iter().copied().filter(|&o| o < start) {
             self.completed.entry(o).or_insert((Completion::Skipped, 0));
+        }
+        // Reopened and passed over again before anybody was handed them: as they had ended.
+        let back: Vec<Offset> = self.reopened.range(..start).map(|(o, _)| *o).collect();
+        for o in back {
+            if let Some(ended) = self.reopened.remove(&o) {
+                self.completed.entry(o).or_insert(ended);
+            }
         }
         let again: Vec<Offset> = self.completed.range(start..).map(|(o, _)| *o).collect();
         for o in again {
-            self.completed.remove(&o);
-            if self.applied.contains_key(&o) {
-                *self.replays.entry(o).or_default() += 1;
+            if let Some(ended) = self.completed.remove(&o) {
+                self.reopened.insert(o, ended);
             }
         }
     }

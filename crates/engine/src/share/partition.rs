@@ -152,6 +152,15 @@ impl SharePartition {
         self.records.iter().map(|(o, r)| (*o, r))
     }
 
+    /// The records of the window whose delivery has not completed (Available or Acquired).
+    pub fn pending(&self) -> Vec<Offset> {
+        self.records
+            .iter()
+            .filter(|(_, r)| !r.state.is_terminal())
+            .map(|(o, _)| *o)
+            .collect()
+    }
+
     /// How many records of the window are in `state`.
     pub fn count(&self, state: DeliveryState) -> usize {
         self.records.values().filter(|r| r.state == state).count()

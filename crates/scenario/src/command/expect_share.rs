@@ -79,6 +79,8 @@ fn partitions(e: &Expect, g: &ShareGroup) -> Result<Vec<TopicPartition>, LabErro
     let known: std::collections::BTreeSet<TopicPartition> = g
         .partitions
         .keys()
+        .chain(g.audit.keys())
+        .chain(g.unstarted.keys())
         .cloned()
         .chain(g.members.iter().flat_map(|m| m.assignment.iter().cloned()))
         .collect();
