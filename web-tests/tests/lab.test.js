@@ -269,7 +269,7 @@ test('the explorer matrix replays its worst crash in the lab', async () => {
   const page = await openLab(browser, lab.url);
   await page.click('#tab-explorer');
   await page.waitForSelector('table.matrix');
-  assert.equal(await page.locator('table.matrix td button').count(), 20);
+  assert.equal(await page.locator('table.matrix td button[data-cell]').count(), 20);
   assert.match(await page.textContent('[data-cell="auto-timer/append"]'), /loses up to 3/);
   assert.match(await page.textContent('[data-cell="manual-batch/transactional"]'), /no loss, no duplicate/);
   assert.match(await page.textContent('[data-cell="manual-batch/kafka-tx"]'), /no loss, no duplicate/);
@@ -280,6 +280,23 @@ test('the explorer matrix replays its worst crash in the lab', async () => {
   assert.equal(s.consumers[0].state.state, 'crashed');
   assert.equal(s.groups['analytics-prod'].committed['orders-0'], 8);
   assert.equal(s.groups['analytics-prod'].audit.lost, 3);
+  assert.deepEqual(page.errors, []);
+});
+
+test('the explorer's share rows: a queue-style consumer loses nothing to a crash, and processes some records twice', async () => {
+  const page = await openLab(browser, lab.url);
+  await page.click('#tab-explorer');
+  await page.waitForSelector('[data-share="implicit"]');
+  assert.match(await page.textContent('[data-share="implicit"]'), /processes up to 4 twice/);
+  assert.match(await page.textContent('[data-share="explicit"]'), /processes up to 1 twice/);
+  assert.match(await page.textContent('[data-share="explicit"]'), /lost ≤ 0/);
+  await page.click('[data-share="implicit"]');
+  await page.waitForSelector('#view-lab:not([hidden])');
+  const s = await state(lab.url);
+  const c1 = s.share_consumers.find((c) => c.name === 'c1');
+  assert.ok(c1, JSON.stringify(Object.keys(s)));
+  assert.equal(c1.state.state, 'crashed');
+  assert.ok(s.share_groups['analytics-prod'], 'the share group is on the page');
   assert.deepEqual(page.errors, []);
 });
 

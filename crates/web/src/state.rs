@@ -9,6 +9,13 @@ use offsetlab_scenario::explore::Cell;
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 
+/// The explorer's answer, computed once: the consumer-group cells and the share rows.
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct Matrix {
+    pub(crate) cells: Vec<Cell>,
+    pub(crate) share: Vec<offsetlab_scenario::explore_share::ShareCell>,
+}
+
 #[derive(Clone)]
 pub struct AppState {
     pub(crate) labs: Labs,
@@ -16,7 +23,7 @@ pub struct AppState {
     /// given (`--public-host`). Any other is refused: a page whose name was made to resolve to
     /// the lab (DNS rebinding) sends its own name.
     hosts: Arc<Vec<String>>,
-    pub(crate) matrix: Arc<OnceLock<Vec<Cell>>>,
+    pub(crate) matrix: Arc<OnceLock<Matrix>>,
     /// `serve --bootstrap-server`: the lab runs on a real cluster as well.
     pub(crate) cluster: Option<Arc<crate::cluster::ClusterMirror>>,
 }

@@ -1,5 +1,6 @@
 // The explorer: every commit strategy × sink, crashed at every instant of the seed scenario;
-// each cell the worst case, and a click loads that crash into the lab.
+// each cell the worst case, and a click loads that crash into the lab. Below it, the same
+// application as a share group's consumer, in both acknowledgement modes.
 import { $, h } from './dom.js';
 import { request } from './api.js';
 import { ui, setState } from './store.js';
@@ -33,7 +34,46 @@ export async function loadMatrix() {
             h('br'), h('small', { class: 'muted' }, `${c.crash_points} crash points` + (cls === 'clean' ? '' : ` · worst: right after effect #${c.worst_crash_point}`))));
         }));
     })));
-  $('#matrix').replaceChildren(table);
+  $('#matrix').replaceChildren(table, shareRows(res.data.share || []));
+}
+
+// The same application as a share group's consumer (KIP-932): each acknowledgement mode,
+// crashed at every instant. A share group has no sink of its own here: what the application
+// applied twice is counted as duplicates.
+function shareRows(rows) {
+  if (!rows.length) return h('div');
+  const explain = {
+    implicit: 'the next poll accepts what the last one handed over — processed or not',
+    explicit: 'each record accepted right after it is processed',
+  };
+  return h('section', { class: 'share-rows', 'aria-labelledby': 'share-rows-title' },
+    h('h3', { id: 'share-rows-title' }, 'The same application as a share group (KIP-932, queues for Kafka)'),
+    h('p', { class: 'muted' }, 'A crash ends the member\'s share session: what it held is released at once and handed out again. Nothing is lost to the crash — but what it processed and had not acknowledged is processed twice.'),
+    h('table', { class: 'matrix' },
+      h('thead', {}, h('tr', {}, h('th', {}, 'acknowledgement'), h('th', { scope: 'col' }, 'crashed at every instant'))),
+      h('tbody', {}, rows.map((r) => {
+        const cls = r.max_lost > 0 ? 'lost' : r.max_duplicates > 0 ? 'dup' : 'clean';
+        const verdict = r.max_lost > 0 ? `loses up to ${r.max_lost}` : r.max_duplicates > 0
+          ? `processes up to ${r.max_duplicates} twice` : 'no loss, no duplicate';
+        return h('tr', {},
+          h('th', { class: 'row', scope: 'row' }, `share, ${r.mode}`, h('small', {}, explain[r.mode] || '')),
+          h('td', {}, h('button', { class: cls, 'data-share': r.mode, onclick: () => replayShare(r.mode),
+            'aria-label': `share group, ${r.mode} acknowledgement: ${verdict}. Load its worst crash into the lab.` },
+          h('span', { class: 'verdict' }, verdict),
+          h('span', {}, `lost ≤ ${r.max_lost} (total ${r.total_lost}) · processed twice ≤ ${r.max_duplicates}`),
+          h('br'), h('small', { class: 'muted' }, `${r.crash_points} crash points` + (cls === 'clean' ? '' : ` · worst: right after effect #${r.worst_crash_point}`)))));
+      }))));
+}
+
+async function replayShare(mode) {
+  if (!confirmReplace(`Loading the share group (${mode} acknowledgement)`)) return;
+  const res = await request('POST', '/api/explore/replay', { share: mode });
+  if (!res.ok) { showAlert(`Could not replay: ${res.data.error}`); return; }
+  ui.lesson = null; ui.windowFrom = null;
+  setState(res.data);
+  document.dispatchEvent(new CustomEvent('offsetlab:view', { detail: 'lab', bubbles: false }));
+  document.dispatchEvent(new CustomEvent('offsetlab:full'));
+  showAlert(`Loaded the worst crash of a share consumer (${mode} acknowledgement): c1 just died, and what it held is available again. Restart c1, then share-poll and process to the end: the records it had processed come back and are processed twice.`, true);
 }
 
 async function replayCell(strategy, sink) {

@@ -4,13 +4,16 @@
 use crate::json::{json_error, ApiJson};
 use crate::scope::Scope;
 use crate::state::AppState;
+use crate::state::Matrix;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use offsetlab_engine::share::AcknowledgementMode;
 use offsetlab_engine::sink::SinkKind;
 use offsetlab_engine::strategy::CommitStrategy;
 use offsetlab_scenario::explore::{self};
+use offsetlab_scenario::explore_share;
 use offsetlab_scenario::lessons::{self, LESSONS};
 use offsetlab_scenario::Script;
 use serde::Deserialize;
@@ -66,21 +69,26 @@ fn seed_script() -> Result<Script, String> {
 }
 
 pub(super) async fn get_explore(State(app): State<AppState>) -> Response {
+    let answer = |m: &Matrix| {
+        Json(serde_json::json!({
+            "scenario": offsetlab_scenario::SEED_SCENARIO,
+            "cells": m.cells,
+            "share": m.share,
+        }))
+        .into_response()
+    };
     if let Some(m) = app.matrix.get() {
-        return Json(serde_json::json!({ "scenario": offsetlab_scenario::SEED_SCENARIO, "cells": m }))
-            .into_response();
+        return answer(m);
     }
     let computed = tokio::task::spawn_blocking(|| {
         let script = seed_script()?;
-        explore::explore(&script, None).map_err(|e| e.to_string())
+        let cells = explore::explore(&script, None).map_err(|e| e.to_string())?;
+        let share = explore_share::explore_share(&script, None).map_err(|e| e.to_string())?;
+        Ok::<_, String>(Matrix { cells, share })
     })
     .await;
     match computed {
-        Ok(Ok(cells)) => {
-            let cells = app.matrix.get_or_init(|| cells);
-            Json(serde_json::json!({ "scenario": offsetlab_scenario::SEED_SCENARIO, "cells": cells }))
-                .into_response()
-        }
+        Ok(Ok(m)) => answer(app.matrix.get_or_init(|| m)),
         Ok(Err(e)) => json_error(StatusCode::INTERNAL_SERVER_ERROR, &e, 0),
         Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
     }
@@ -88,35 +96,73 @@ pub(super) async fn get_explore(State(app): State<AppState>) -> Response {
 
 #[derive(Deserialize)]
 pub(super) struct ReplayRequest {
-    strategy: String,
-    sink: String,
+    /// A consumer-group cell: its strategy and sink.
+    strategy: Option<String>,
+    sink: Option<String>,
+    /// A share row: its acknowledgement mode (`implicit`, `explicit`), instead of a cell.
+    share: Option<String>,
     /// Crash point to replay; the cell's worst one when omitted.
     crash_point: Option<u64>,
 }
 
+/// What a replay request names: a consumer-group cell or a share row.
+enum Replayed {
+    Cell(CommitStrategy, SinkKind),
+    Share(AcknowledgementMode),
+}
+
 pub(super) async fn post_explore_replay(scope: Scope, ApiJson(req): ApiJson<ReplayRequest>) -> Response {
-    let (strategy, sink) = match (
-        req.strategy.parse::<CommitStrategy>(),
-        req.sink.parse::<SinkKind>(),
-    ) {
-        (Ok(st), Ok(sk)) => (st, sk),
-        (Err(e), _) | (_, Err(e)) => return json_error(StatusCode::BAD_REQUEST, &e, 0),
+    let replayed = match (&req.share, &req.strategy, &req.sink) {
+        (Some(mode), None, None) => match mode.parse::<AcknowledgementMode>() {
+            Ok(m) => Replayed::Share(m),
+            Err(e) => return json_error(StatusCode::BAD_REQUEST, &e, 0),
+        },
+        (None, Some(strategy), Some(sink)) => {
+            match (strategy.parse::<CommitStrategy>(), sink.parse::<SinkKind>()) {
+                (Ok(st), Ok(sk)) => Replayed::Cell(st, sk),
+                (Err(e), _) | (_, Err(e)) => return json_error(StatusCode::BAD_REQUEST, &e, 0),
+            }
+        }
+        _ => {
+            return json_error(
+                StatusCode::BAD_REQUEST,
+                "name a cell (strategy and sink) or a share row (share: implicit or explicit)",
+                0,
+            )
+        }
     };
     let script = match seed_script() {
         Ok(s) => s,
         Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &e, 0),
     };
-    let names = (req.strategy.clone(), req.sink.clone());
-    let prepared = tokio::task::spawn_blocking(move || {
-        let point = match req.crash_point {
-            Some(p) => p,
-            None => explore::explore_cell(&script, "c1", strategy, sink)
-                .map(|c| c.worst_crash_point)
-                .map_err(|e| e.to_string())?,
-        };
-        explore::crash_replay(&script, "c1", strategy, sink, point)
-            .map(|s| s.to_text())
-            .map_err(|e| e.to_string())
+    let what = match &replayed {
+        Replayed::Cell(st, sk) => format!("{st} × {sk}"),
+        Replayed::Share(m) => format!("share group ({m} acknowledgement)"),
+    };
+    let crash_point = req.crash_point;
+    let prepared = tokio::task::spawn_blocking(move || match replayed {
+        Replayed::Cell(strategy, sink) => {
+            let point = match crash_point {
+                Some(p) => p,
+                None => explore::explore_cell(&script, "c1", strategy, sink)
+                    .map(|c| c.worst_crash_point)
+                    .map_err(|e| e.to_string())?,
+            };
+            explore::crash_replay(&script, "c1", strategy, sink, point)
+                .map(|s| s.to_text())
+                .map_err(|e| e.to_string())
+        }
+        Replayed::Share(mode) => {
+            let point = match crash_point {
+                Some(p) => p,
+                None => explore_share::explore_share_cell(&script, "c1", mode)
+                    .map(|c| c.worst_crash_point)
+                    .map_err(|e| e.to_string())?,
+            };
+            explore_share::share_crash_replay(&script, "c1", mode, point)
+                .map(|s| s.to_text())
+                .map_err(|e| e.to_string())
+        }
     })
     .await;
     let text = match prepared {
@@ -124,10 +170,5 @@ pub(super) async fn post_explore_replay(scope: Scope, ApiJson(req): ApiJson<Repl
         Ok(Err(e)) => return json_error(StatusCode::UNPROCESSABLE_ENTITY, &e, 0),
         Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), 0),
     };
-    super::lab::load(
-        scope,
-        format!("replayed the explorer's {} × {} crash", names.0, names.1),
-        text,
-    )
-    .await
+    super::lab::load(scope, format!("replayed the explorer's {what} crash"), text).await
 }
