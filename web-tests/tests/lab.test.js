@@ -283,7 +283,7 @@ test('the explorer matrix replays its worst crash in the lab', async () => {
   assert.deepEqual(page.errors, []);
 });
 
-test('the explorer's share rows: a queue-style consumer loses nothing to a crash, and processes some records twice', async () => {
+test('the explorer share rows: a queue-style consumer loses nothing to a crash, and processes some records twice', async () => {
   const page = await openLab(browser, lab.url);
   await page.click('#tab-explorer');
   await page.waitForSelector('[data-share="implicit"]');

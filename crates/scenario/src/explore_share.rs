@@ -218,7 +218,7 @@ fn acks_for_processed(lab: &Lab, name: &str) -> Vec<Command> {
 /// Applies `line`, then — in explicit mode, after a `process` — the acknowledgements of what it
 /// processed. Returns the lines applied (the acknowledgements included); a line that finds
 /// nothing to do under this variant is skipped.
-fn apply_with_acks(runner: &mut Runner, line: &Line) -> Result<Vec<Line>, ScenarioError> {
+fn apply_with_acks(runner: &mut Runner, line: &Line, group: &str) -> Result<Vec<Line>, ScenarioError> {
     match runner.apply(line) {
         Err(ScenarioError::Rejected {
             error: LabError::NothingInFlight(_),
@@ -229,7 +229,18 @@ fn apply_with_acks(runner: &mut Runner, line: &Line) -> Result<Vec<Line>, Scenar
         }
     }
     let mut applied = vec![line.clone()];
+    // Only the explored group's members: other share consumers of the scenario acknowledge as
+    // its lines say.
+    let ours = |name: &str| {
+        runner
+            .lab
+            .share_consumer(name)
+            .is_ok_and(|c| c.config.group == group)
+    };
     if let Command::Process(p) = &line.command {
+        if !ours(&p.consumer) {
+            return Ok(applied);
+        }
         for command in acks_for_processed(&runner.lab, &p.consumer) {
             let ack = Line {
                 number: line.number,
@@ -261,8 +272,9 @@ pub fn run_share_with_crash(
         }));
     }
     let mut crashed = false;
+    let group = group_of(variant, target).unwrap_or_default();
     for line in &variant.lines {
-        apply_with_acks(&mut runner, line)?;
+        apply_with_acks(&mut runner, line, &group)?;
         let starts_target = matches!(&line.command, Command::ShareConsumer(c) if c.config.name == target);
         if crash_after == Some(0) && starts_target {
             runner.lab.crash(target).map_err(|e| rejected(line.number, e))?;
@@ -317,6 +329,10 @@ fn drain(lab: &mut Lab, group: &str) -> Result<(), LabError> {
             if c.held.iter().any(|h| !h.processed) {
                 lab.process(&name, None)?;
                 for command in acks_for_processed(lab, &name) {
+                    // An acknowledgement may be the instant the fault fires: the rest die with it.
+                    if !lab.share_consumer(&name).is_ok_and(|c| c.is_running()) {
+                        break;
+                    }
                     command.apply(lab).map_err(|e| match e {
                         crate::command::ApplyError::Lab(error) => error,
                         other => LabError::InvalidArgument(other.to_string()),
@@ -350,8 +366,9 @@ pub fn share_crash_replay(
     let variant = share_variant(script, target, mode);
     let mut runner = Runner::new(Lab::default());
     let mut kept = Vec::new();
+    let group = group_of(&variant, target).unwrap_or_default();
     for line in &variant.lines {
-        kept.extend(apply_with_acks(&mut runner, line)?);
+        kept.extend(apply_with_acks(&mut runner, line, &group)?);
         if matches!(&line.command, Command::ShareConsumer(c) if c.config.name == target) {
             let command = if crash_after == 0 {
                 Command::Crash(crate::command::Crash {
@@ -442,6 +459,18 @@ mod tests {
         assert!(implicit.max_lost >= 1, "{implicit:?}");
         let explicit = explore_share_cell(&script, "c1", AcknowledgementMode::Explicit).expect("cell");
         assert_eq!(explicit.max_lost, 0, "{explicit:?}");
+    }
+
+    /// Every lesson's application can be explored as a share group's consumer: lines that mean
+    /// nothing to a share group are left out, and the scenario's own share consumers keep
+    /// acknowledging as its lines say.
+    #[test]
+    fn every_lesson_has_share_rows() {
+        for lesson in crate::lessons::LESSONS {
+            let script = Script::parse(lesson.source).expect("a lesson parses");
+            let rows = explore_share(&script, None).unwrap_or_else(|e| panic!("{}: {e:?}", lesson.file));
+            assert_eq!(rows.len(), 2, "{}", lesson.file);
+        }
     }
 
     #[test]
