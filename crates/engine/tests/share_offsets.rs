@@ -268,12 +268,22 @@ fn an_empty_share_group_can_be_deleted() {
     read_one_poll(&mut lab);
     lab.close("s1").expect("close");
     lab.delete_group("sg").expect("Empty");
-    assert!(lab
-        .share_start_offsets("sg")
-        .expect("kept for s1's audit")
-        .is_empty());
+    // Kept for s1's audit, gone to clients: a second deletion finds no group, as on Kafka.
+    assert!(lab.share_group("sg").expect("kept").deleted);
+    assert_eq!(
+        lab.delete_group("sg").expect_err("gone").kafka_error(),
+        Some("GROUP_ID_NOT_FOUND")
+    );
+    assert!(
+        lab.share_start_offsets("sg").is_err(),
+        "gone to DescribeShareGroupOffsets"
+    );
     // Kafka's defaults again: latest.
     lab.restart("s1").expect("restart");
     lab.share_poll("s1").expect("poll");
     assert!(held(&lab).is_empty(), "a new group starts at the log end");
+    assert!(
+        !lab.share_group("sg").expect("back").deleted,
+        "a member joined: the group is back"
+    );
 }

@@ -39,7 +39,9 @@ pub(crate) fn handle(broker: &Broker, r: &AlterShareGroupOffsetsRequest) -> Alte
     }
     let s = broker.lab.lock_for_change();
     let lab = s.lab();
-    if lab.group(&group).is_ok() {
+    // A consumer group — the lab's, or a real client's the coordinator holds before the lab
+    // has it (joined, never committed).
+    if lab.group(&group).is_ok() || offsetlab_lab::lock(&broker.coordinator.groups).contains_key(&group) {
         return refused(GROUP_ID_NOT_FOUND, format!("Group {group} is not a share group."));
     }
     if let Ok(g) = lab.share_group(&group) {

@@ -14,7 +14,7 @@ use offsetlab_wire::kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroups
 /// Whether the lab or the coordinator knows `group`.
 pub(crate) fn known_group(s: &Session, coordinator: &Coordinator, group: &str) -> bool {
     s.lab().groups().contains_key(group)
-        || s.lab().share().groups.contains_key(group)
+        || s.lab().share().groups.get(group).is_some_and(|g| !g.deleted)
         || s.lab().offsets().has_group(group)
         || lock(&coordinator.groups).contains_key(group)
 }
@@ -31,7 +31,7 @@ pub(crate) fn handle(broker: &Broker, r: &DeleteGroupsRequest) -> DeleteGroupsRe
     for g in &r.groups_names {
         let group = g.0.to_string();
         let in_lab = s.lab().groups().contains_key(&group)
-            || s.lab().share().groups.contains_key(&group)
+            || s.lab().share().groups.get(&group).is_some_and(|g| !g.deleted)
             || s.lab().offsets().has_group(&group);
         // The lab never has a group with an empty id (it refuses one's commits): not found, as
         // Kafka answers for a group it does not have.

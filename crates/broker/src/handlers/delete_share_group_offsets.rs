@@ -31,7 +31,7 @@ pub(crate) fn handle(broker: &Broker, r: &DeleteShareGroupOffsetsRequest) -> Del
     }
     let s = broker.lab.lock_for_change();
     let lab = s.lab();
-    let Ok(g) = lab.share_group(&group) else {
+    let Some(g) = lab.share_group(&group).ok().filter(|g| !g.deleted) else {
         let message = if lab.group(&group).is_ok() {
             format!("Group {group} is not a share group.")
         } else {

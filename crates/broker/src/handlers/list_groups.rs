@@ -36,7 +36,7 @@ pub(crate) fn handle(broker: &Broker, r: &ListGroupsRequest) -> ListGroupsRespon
             (g.name.clone(), listing)
         })
         .collect();
-    for g in s.lab().share().groups.values() {
+    for g in s.lab().share().groups.values().filter(|g| !g.deleted) {
         listed.insert(
             g.name.clone(),
             (SHARE.to_string(), g.state_name().to_string(), SHARE),
@@ -175,6 +175,18 @@ mod tests {
                 ("workers", "Stable", "share", "share")
             ]
         );
+        // Deleted, though the lab keeps it for s2's audit: no longer listed.
+        let lines = vec!["delete-group idle".to_string()];
+        b.lab
+            .lock()
+            .apply_lines(&lines)
+            .expect("an Empty share group deleted");
+        let share = handle(
+            &b,
+            &ListGroupsRequest::default().with_types_filter(vec![str_bytes("share")]),
+        );
+        let names: Vec<&str> = share.groups.iter().map(|g| g.group_id.0.as_str()).collect();
+        assert_eq!(names, ["workers"]);
         let classic = handle(
             &b,
             &ListGroupsRequest::default().with_types_filter(vec![str_bytes("classic")]),

@@ -38,7 +38,7 @@ pub(crate) fn handle(broker: &Broker, r: &ShareGroupDescribeRequest) -> ShareGro
 }
 
 fn describe(broker: &Broker, lab: &Lab, view: &ReadView, group: &str) -> DescribedGroup {
-    let Ok(g) = lab.share_group(group) else {
+    let Some(g) = lab.share_group(group).ok().filter(|g| !g.deleted) else {
         let message = if lab.group(group).is_ok() {
             format!("Group {group} is not a share group.")
         } else {

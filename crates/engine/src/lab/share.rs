@@ -77,10 +77,7 @@ impl Lab {
         self.check_group_type(&config.group, true)?;
         let group = config.group.clone();
         let name = config.name.clone();
-        self.share
-            .groups
-            .entry(group.clone())
-            .or_insert_with(|| ShareGroup::new(&group, Default::default()));
+        self.share_group_entry(&group);
         self.say(
             EventKind::Setup,
             format!(
@@ -108,7 +105,7 @@ impl Lab {
         };
         let group = c.config.group.clone();
         let id = member.id.clone();
-        self.share_group_mut(&group)?.members.push(member);
+        self.share_group_entry(&group).members.push(member);
         self.share_reassign(&group)?;
         let assigned = self
             .share_group(&group)?
@@ -123,6 +120,19 @@ impl Lab {
             ),
         );
         Ok(())
+    }
+
+    /// The share group `group`, created with Kafka's default configs when it is new, and back
+    /// when it was deleted and kept for the lab's own consumers: what a join, a config or an
+    /// offsets change does to a group id.
+    pub(crate) fn share_group_entry(&mut self, group: &str) -> &mut ShareGroup {
+        let g = self
+            .share
+            .groups
+            .entry(group.to_string())
+            .or_insert_with(|| ShareGroup::new(group, Default::default()));
+        g.deleted = false;
+        g
     }
 
     pub(crate) fn share_group_mut(&mut self, name: &str) -> Result<&mut ShareGroup, LabError> {
@@ -510,11 +520,7 @@ impl Lab {
         }
         change.validate()?;
         self.check_group_type(group, true)?;
-        let g = self
-            .share
-            .groups
-            .entry(group.to_string())
-            .or_insert_with(|| ShareGroup::new(group, Default::default()));
+        let g = self.share_group_entry(&group);
         g.config = change.applied_to(&g.config);
         let c = g.config.clone();
         self.say(

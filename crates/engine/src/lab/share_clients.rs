@@ -47,11 +47,7 @@ impl Lab {
                 return Ok(());
             }
         }
-        let g = self
-            .share
-            .groups
-            .entry(group.to_string())
-            .or_insert_with(|| ShareGroup::new(group, Default::default()));
+        let g = self.share_group_entry(&group);
         let joined = match g.members.iter_mut().find(|m| m.id == member) {
             Some(m) => {
                 m.topics = topics.to_vec();

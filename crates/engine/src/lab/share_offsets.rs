@@ -65,11 +65,7 @@ impl Lab {
             log_starts.insert(tp.clone(), self.partition_log(tp)?.log_start_offset());
             chosen.insert(tp.clone(), *offset);
         }
-        let g = self
-            .share
-            .groups
-            .entry(group.to_string())
-            .or_insert_with(|| ShareGroup::new(group, Default::default()));
+        let g = self.share_group_entry(&group);
         let mut moved = Vec::new();
         for (tp, &offset) in &chosen {
             let old = g.partitions.remove(tp);
@@ -178,6 +174,7 @@ impl Lab {
                     audit.forgotten = Some(pending);
                 }
                 g.unstarted.clear();
+                g.deleted = true;
             }
         } else {
             self.share.groups.remove(group);
@@ -189,15 +186,20 @@ impl Lab {
         Ok(())
     }
 
-    /// The share group `group`; a consumer group of that name is [`LabError::NotAShareGroup`].
+    /// The share group `group`; a consumer group of that name is [`LabError::NotAShareGroup`],
+    /// a deleted one (kept for the lab's own consumers) is gone.
     fn share_group_or_not(&self, group: &str) -> Result<&ShareGroup, LabError> {
-        self.share.groups.get(group).ok_or_else(|| {
-            if self.groups.contains_key(group) {
-                LabError::NotAShareGroup(group.to_string())
-            } else {
-                LabError::UnknownGroup(group.to_string())
-            }
-        })
+        self.share
+            .groups
+            .get(group)
+            .filter(|g| !g.deleted)
+            .ok_or_else(|| {
+                if self.groups.contains_key(group) {
+                    LabError::NotAShareGroup(group.to_string())
+                } else {
+                    LabError::UnknownGroup(group.to_string())
+                }
+            })
     }
 }
 

@@ -55,6 +55,11 @@ pub struct ShareGroup {
         skip_serializing_if = "BTreeMap::is_empty"
     )]
     pub unstarted: BTreeMap<TopicPartition, i64>,
+    /// Deleted (DeleteGroups) while the lab's own share consumers belong to it: kept for their
+    /// audit, gone to clients — not listed, not described — until a member joins again or an
+    /// administrator sets its configs or offsets.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deleted: bool,
 }
 
 impl ShareGroup {
@@ -67,6 +72,7 @@ impl ShareGroup {
             partitions: BTreeMap::new(),
             audit: BTreeMap::new(),
             unstarted: BTreeMap::new(),
+            deleted: false,
         }
     }
 
