@@ -520,7 +520,7 @@ impl Lab {
         }
         change.validate()?;
         self.check_group_type(group, true)?;
-        let g = self.share_group_entry(&group);
+        let g = self.share_group_entry(group);
         g.config = change.applied_to(&g.config);
         let c = g.config.clone();
         self.say(

@@ -10,7 +10,7 @@ use super::Lab;
 use crate::error::LabError;
 use crate::narrative::EventKind;
 use crate::record::{Offset, TopicPartition};
-use crate::share::{AcknowledgeType, HeldRecord, ShareGroup, ShareMember};
+use crate::share::{AcknowledgeType, HeldRecord, ShareMember};
 
 impl Lab {
     /// A real client's ShareGroupHeartbeat that joins (member epoch 0) or names its topics
@@ -47,7 +47,7 @@ impl Lab {
                 return Ok(());
             }
         }
-        let g = self.share_group_entry(&group);
+        let g = self.share_group_entry(group);
         let joined = match g.members.iter_mut().find(|m| m.id == member) {
             Some(m) => {
                 m.topics = topics.to_vec();

@@ -65,7 +65,7 @@ impl Lab {
             log_starts.insert(tp.clone(), self.partition_log(tp)?.log_start_offset());
             chosen.insert(tp.clone(), *offset);
         }
-        let g = self.share_group_entry(&group);
+        let g = self.share_group_entry(group);
         let mut moved = Vec::new();
         for (tp, &offset) in &chosen {
             let old = g.partitions.remove(tp);
