@@ -6,7 +6,9 @@
 use crate::conn::{Conn, Endpoint};
 use crate::consumer_group_describe::{self, ConsumerProtocol};
 use crate::exit;
-use crate::topics_cmd::{describe as describe_topics, list_offsets, record_timestamp};
+use crate::topics_cmd::{describe as describe_topics, record_timestamp};
+pub use crate::reset_plan::{iso_duration_ms, Spec};
+use crate::reset_plan::{targets, Retained};
 use offsetlab_wire::consumer_protocol;
 use offsetlab_wire::kafka_protocol::messages::{
     ApiKey, DescribeGroupsRequest, FindCoordinatorRequest, GroupId, ListGroupsRequest, OffsetFetchRequest,
@@ -428,59 +430,6 @@ fn print_rows(rows: &[Row]) {
     crate::output::table(&header, &table);
 }
 
-/// `--to-…`, `--shift-by`, `--by-duration`: where the reset moves each partition.
-#[derive(Debug, Clone)]
-pub enum Spec {
-    Earliest,
-    Latest,
-    Current,
-    Offset(i64),
-    ShiftBy(i64),
-    /// Epoch milliseconds.
-    Datetime(i64),
-    /// Milliseconds before now.
-    Duration(i64),
-}
-
-/// ISO-8601 `PnDTnHnMnS` (what `--by-duration` takes), in milliseconds.
-pub fn iso_duration_ms(s: &str) -> Result<i64, String> {
-    let bad = || format!("'{s}' is not a duration like PT6H, P1DT2H30M or PT0.5S");
-    let rest = s.strip_prefix('P').ok_or_else(bad)?;
-    let (days, time) = match rest.split_once('T') {
-        Some((d, t)) => (d, t),
-        None => (rest, ""),
-    };
-    let mut ms = 0f64;
-    if !days.is_empty() {
-        ms += days
-            .strip_suffix('D')
-            .ok_or_else(bad)?
-            .parse::<f64>()
-            .map_err(|_| bad())?
-            * 86_400_000.0;
-    }
-    let mut num = String::new();
-    for c in time.chars() {
-        match c {
-            '0'..='9' | '.' => num.push(c),
-            'H' | 'M' | 'S' => {
-                let v: f64 = num.parse().map_err(|_| bad())?;
-                ms += v * match c {
-                    'H' => 3_600_000.0,
-                    'M' => 60_000.0,
-                    _ => 1_000.0,
-                };
-                num.clear();
-            }
-            _ => return Err(bad()),
-        }
-    }
-    if !num.is_empty() || (days.is_empty() && time.is_empty()) || !(0.0..1e15).contains(&ms) {
-        return Err(bad());
-    }
-    Ok(ms as i64)
-}
-
 #[derive(Debug, Serialize)]
 struct PlanRow {
     group: String,
@@ -591,9 +540,6 @@ pub fn reset(
 
 type Plan = Result<Vec<PlanRow>, String>;
 
-/// A partition the reset moves: (topic, partition, log start offset, log end offset).
-type Retained = (String, i32, i64, i64);
-
 fn plan_reset(
     endpoint: &Endpoint,
     group: &str,
@@ -615,43 +561,16 @@ fn plan_reset(
         .iter()
         .filter_map(|r| r.current_offset.map(|c| ((r.topic.clone(), r.partition), c)))
         .collect();
-    let wanted = match wanted_partitions(topics, all_topics, &committed) {
-        Ok(w) => w,
+    let planned = targets(&mut conn, topics, all_topics, spec, &committed, |topic, partition| {
+        format!("Error: cannot shift offset for {topic}-{partition} since there is no current committed offset")
+    })?;
+    let planned = match planned {
+        Ok(p) => p,
         Err(e) => return Ok(Err(e)),
     };
-    let tps = match retained(&mut conn, &wanted)? {
-        Ok(tps) => tps,
-        Err(e) => return Ok(Err(e)),
-    };
-    let by_time = offsets_by_time(&mut conn, spec, &tps)?;
     let mut rows = Vec::new();
-    for (topic, partition, start, end) in tps {
-        let current = committed.get(&(topic.clone(), partition)).copied();
-        let target = match spec {
-            Spec::Earliest => start,
-            Spec::Latest => end,
-            Spec::Current => current.unwrap_or(end),
-            Spec::Offset(o) => *o,
-            Spec::ShiftBy(n) => match current {
-                Some(c) => c + n,
-                None => {
-                    return Ok(Err(format!(
-                        "Error: cannot shift offset for {topic}-{partition} since there is no current committed offset"
-                    )))
-                }
-            },
-            Spec::Datetime(_) | Spec::Duration(_) => match by_time.get(&(topic.clone(), partition)) {
-                Some(&o) if o >= 0 => o,
-                _ => end,
-            },
-        };
-        rows.push(plan_row(
-            &mut conn,
-            group,
-            (topic, partition, start, end),
-            current,
-            target,
-        )?);
+    for t in planned {
+        rows.push(plan_row(&mut conn, group, t.retained, t.current, t.target)?);
     }
     if execute {
         if let Some(refused) = while_coordinator_moves(|| commit_plan(&mut conn, group, &rows))? {
@@ -659,88 +578,6 @@ fn plan_reset(
         }
     }
     Ok(Ok(rows))
-}
-
-/// Which partitions: `t` (all of its partitions), `t:0,1`, or every topic the group committed.
-pub(crate) fn wanted_partitions(
-    topics: &[String],
-    all_topics: bool,
-    committed: &BTreeMap<(String, i32), i64>,
-) -> Result<BTreeMap<String, Option<Vec<i32>>>, String> {
-    let mut wanted: BTreeMap<String, Option<Vec<i32>>> = BTreeMap::new();
-    if all_topics {
-        for (t, _) in committed.keys() {
-            wanted.insert(t.clone(), None);
-        }
-    }
-    for t in topics {
-        match t.split_once(':') {
-            Some((name, ps)) => {
-                let parts: Vec<i32> = ps
-                    .split(',')
-                    .map(str::parse)
-                    .collect::<Result<_, _>>()
-                    .map_err(|_| format!("Error: '{t}' is not TOPIC or TOPIC:P,P"))?;
-                wanted.insert(name.to_string(), Some(parts));
-            }
-            None => {
-                wanted.insert(t.clone(), None);
-            }
-        }
-    }
-    if wanted.is_empty() {
-        return Err("Error: name the partitions with --topic T[:P,P] or --all-topics".into());
-    }
-    Ok(wanted)
-}
-
-/// The wanted partitions with their retained range, or the topic that does not exist.
-pub(crate) fn retained(
-    conn: &mut Conn,
-    wanted: &BTreeMap<String, Option<Vec<i32>>>,
-) -> anyhow::Result<Result<Vec<Retained>, String>> {
-    let infos = describe_topics(conn, Some(wanted.keys().cloned().collect()), true)?;
-    let mut tps = Vec::new();
-    for info in &infos {
-        if info.error_code != 0 {
-            return Ok(Err(format!("Error: topic '{}' does not exist", info.topic)));
-        }
-        let only = wanted.get(&info.topic).cloned().flatten();
-        for p in &info.partitions {
-            if only.as_ref().is_none_or(|o| o.contains(&p.partition)) {
-                tps.push((
-                    info.topic.clone(),
-                    p.partition,
-                    p.log_start_offset.unwrap_or(0),
-                    p.log_end_offset.unwrap_or(0),
-                ));
-            }
-        }
-    }
-    Ok(Ok(tps))
-}
-
-/// For a reset to a time: the first offset at or after it, per partition (none: the log end).
-pub(crate) fn offsets_by_time(
-    conn: &mut Conn,
-    spec: &Spec,
-    tps: &[Retained],
-) -> anyhow::Result<BTreeMap<(String, i32), i64>> {
-    let at = match spec {
-        Spec::Datetime(t) => *t,
-        Spec::Duration(d) => {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as i64)
-                - d
-        }
-        _ => return Ok(BTreeMap::new()),
-    };
-    let mut by_topic: BTreeMap<String, Vec<i32>> = BTreeMap::new();
-    for (t, p, _, _) in tps {
-        by_topic.entry(t.clone()).or_default().push(*p);
-    }
-    list_offsets(conn, &by_topic, at)
 }
 
 /// One partition's row: the target clamped to the retained range, and the records between the

@@ -40,6 +40,7 @@ mod offsets_cmd;
 mod output;
 mod run_cmd;
 mod serve_cmd;
+mod reset_plan;
 mod serve_setup;
 mod share_groups_cmd;
 mod shutdown;

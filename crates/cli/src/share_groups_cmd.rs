@@ -10,9 +10,8 @@
 
 use crate::conn::{Conn, Endpoint};
 use crate::exit;
-use crate::groups_cmd::{
-    coordinator_of, log_ends, moving, offsets_by_time, retained, wanted_partitions, Spec,
-};
+use crate::groups_cmd::{coordinator_of, log_ends, moving};
+use crate::reset_plan::{targets, Spec, Target};
 use offsetlab_wire::kafka_protocol::messages::alter_share_group_offsets_request::{
     AlterShareGroupOffsetsRequestPartition, AlterShareGroupOffsetsRequestTopic,
 };
@@ -353,36 +352,20 @@ fn plan(
         .iter()
         .filter_map(|r| r.start_offset.map(|o| ((r.topic.clone(), r.partition), o)))
         .collect();
-    let wanted = match wanted_partitions(topics, all_topics, &starts) {
-        Ok(w) => w,
+    let planned = targets(&mut conn, topics, all_topics, spec, &starts, |topic, partition| {
+        format!("Error: cannot shift the start offset of {topic}-{partition}: the group has not started reading it")
+    })?;
+    let planned = match planned {
+        Ok(p) => p,
         Err(e) => return Ok(Err(e)),
     };
-    let tps = match retained(&mut conn, &wanted)? {
-        Ok(tps) => tps,
-        Err(e) => return Ok(Err(e)),
-    };
-    let by_time = offsets_by_time(&mut conn, spec, &tps)?;
     let mut rows = Vec::new();
-    for (topic, partition, log_start, log_end) in tps {
-        let start = starts.get(&(topic.clone(), partition)).copied();
-        let target = match spec {
-            Spec::Earliest => log_start,
-            Spec::Latest => log_end,
-            Spec::Current => start.unwrap_or(log_end),
-            Spec::Offset(o) => *o,
-            Spec::ShiftBy(n) => match start {
-                Some(s) => s.saturating_add(*n),
-                None => {
-                    return Ok(Err(format!(
-                        "Error: cannot shift the start offset of {topic}-{partition}: the group has not started reading it"
-                    )))
-                }
-            },
-            Spec::Datetime(_) | Spec::Duration(_) => match by_time.get(&(topic.clone(), partition)) {
-                Some(&o) if o >= 0 => o,
-                _ => log_end,
-            },
-        };
+    for Target {
+        retained: (topic, partition, log_start, log_end),
+        current: start,
+        target,
+    } in planned
+    {
         rows.push(ShareResetRow {
             group: d.group.clone(),
             new_offset: target.clamp(log_start, log_end.max(log_start)),

@@ -191,21 +191,7 @@ pub fn crash_replay(
         }
         kept.push(line.clone());
         if matches!(&line.command, Command::Consumer(c) if c.config.name == target) {
-            let command = if crash_after == 0 {
-                Command::Crash(crate::command::Crash {
-                    consumer: target.to_string(),
-                })
-            } else {
-                Command::Fault(crate::command::Fault {
-                    consumer: target.to_string(),
-                    after: crash_after,
-                })
-            };
-            let armed = crate::script::Line {
-                number: line.number,
-                text: command.to_string(),
-                command,
-            };
+            let armed = armed_crash(target, crash_after, line.number);
             runner.apply(&armed)?;
             kept.push(armed);
         }
@@ -219,6 +205,26 @@ pub fn crash_replay(
             "crash point {crash_after} is past the last instant of {target} in this scenario"
         )),
     ))
+}
+
+/// The line that arms the explorer's crash of `target` right after it starts: `crash` for
+/// crash point 0, else `fault TARGET after=N`.
+pub(crate) fn armed_crash(target: &str, crash_after: u64, number: usize) -> crate::script::Line {
+    let command = if crash_after == 0 {
+        Command::Crash(crate::command::Crash {
+            consumer: target.to_string(),
+        })
+    } else {
+        Command::Fault(crate::command::Fault {
+            consumer: target.to_string(),
+            after: crash_after,
+        })
+    };
+    crate::script::Line {
+        number,
+        text: command.to_string(),
+        command,
+    }
 }
 
 /// Consumes to the end of the log with every running member of the target's group — they

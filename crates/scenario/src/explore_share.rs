@@ -370,21 +370,7 @@ pub fn share_crash_replay(
     for line in &variant.lines {
         kept.extend(apply_with_acks(&mut runner, line, &group)?);
         if matches!(&line.command, Command::ShareConsumer(c) if c.config.name == target) {
-            let command = if crash_after == 0 {
-                Command::Crash(crate::command::Crash {
-                    consumer: target.to_string(),
-                })
-            } else {
-                Command::Fault(crate::command::Fault {
-                    consumer: target.to_string(),
-                    after: crash_after,
-                })
-            };
-            let armed = Line {
-                number: line.number,
-                text: command.to_string(),
-                command,
-            };
+            let armed = crate::explore::armed_crash(target, crash_after, line.number);
             runner.apply(&armed)?;
             kept.push(armed);
         }
