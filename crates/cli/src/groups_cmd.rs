@@ -6,9 +6,9 @@
 use crate::conn::{Conn, Endpoint};
 use crate::consumer_group_describe::{self, ConsumerProtocol};
 use crate::exit;
-use crate::topics_cmd::{describe as describe_topics, record_timestamp};
 pub use crate::reset_plan::{iso_duration_ms, Spec};
 use crate::reset_plan::{targets, Retained};
+use crate::topics_cmd::{describe as describe_topics, record_timestamp};
 use offsetlab_wire::consumer_protocol;
 use offsetlab_wire::kafka_protocol::messages::{
     ApiKey, DescribeGroupsRequest, FindCoordinatorRequest, GroupId, ListGroupsRequest, OffsetFetchRequest,
@@ -561,9 +561,16 @@ fn plan_reset(
         .iter()
         .filter_map(|r| r.current_offset.map(|c| ((r.topic.clone(), r.partition), c)))
         .collect();
-    let planned = targets(&mut conn, topics, all_topics, spec, &committed, |topic, partition| {
-        format!("Error: cannot shift offset for {topic}-{partition} since there is no current committed offset")
-    })?;
+    let planned = targets(
+        &mut conn,
+        topics,
+        all_topics,
+        spec,
+        &committed,
+        |topic, partition| {
+            format!("Error: cannot shift offset for {topic}-{partition} since there is no current committed offset")
+        },
+    )?;
     let planned = match planned {
         Ok(p) => p,
         Err(e) => return Ok(Err(e)),

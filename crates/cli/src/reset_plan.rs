@@ -27,7 +27,13 @@ impl Spec {
     /// the first offset at or after the time a `--to-datetime`/`--by-duration` names. `None`
     /// for `--shift-by` without a position to shift. Not clamped: the caller shows the blast
     /// radius of what was asked before it clamps.
-    pub(crate) fn target(&self, log_start: i64, log_end: i64, current: Option<i64>, at_time: Option<i64>) -> Option<i64> {
+    pub(crate) fn target(
+        &self,
+        log_start: i64,
+        log_end: i64,
+        current: Option<i64>,
+        at_time: Option<i64>,
+    ) -> Option<i64> {
         Some(match self {
             Spec::Earliest => log_start,
             Spec::Latest => log_end,

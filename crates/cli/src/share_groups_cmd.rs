@@ -352,9 +352,16 @@ fn plan(
         .iter()
         .filter_map(|r| r.start_offset.map(|o| ((r.topic.clone(), r.partition), o)))
         .collect();
-    let planned = targets(&mut conn, topics, all_topics, spec, &starts, |topic, partition| {
-        format!("Error: cannot shift the start offset of {topic}-{partition}: the group has not started reading it")
-    })?;
+    let planned = targets(
+        &mut conn,
+        topics,
+        all_topics,
+        spec,
+        &starts,
+        |topic, partition| {
+            format!("Error: cannot shift the start offset of {topic}-{partition}: the group has not started reading it")
+        },
+    )?;
     let planned = match planned {
         Ok(p) => p,
         Err(e) => return Ok(Err(e)),
