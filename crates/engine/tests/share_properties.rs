@@ -4,7 +4,10 @@
 //! - an acknowledgement (or anything a share consumer does) never changes the log;
 //! - the SPSO never goes back and never passes the SPEO, every acquired record has a lock and
 //!   no other record has one, and no record is delivered more than the delivery limit allows;
-//! - a refused action changes nothing.
+//! - a refused action changes nothing;
+//! - an administrator's moves (AlterShareGroupOffsets with any offset, negative ones included,
+//!   DeleteShareGroupOffsets, DeleteGroups) never change the log, and every state they leave
+//!   reads back from a snapshot as it was written.
 
 use offsetlab_engine::lab::ProduceSpec;
 use offsetlab_engine::log::TopicConfig;
@@ -32,6 +35,10 @@ enum Action {
     Close(usize),
     Restart(usize),
     Tick(i64),
+    /// AlterShareGroupOffsets of group `sg` for one partition.
+    AlterOffsets(i32, i64),
+    DeleteOffsets,
+    DeleteGroup,
 }
 
 fn action() -> impl Strategy<Value = Action> {
@@ -52,6 +59,9 @@ fn action() -> impl Strategy<Value = Action> {
         1 => who.clone().prop_map(Action::Close),
         1 => who.clone().prop_map(Action::Restart),
         2 => prop_oneof![Just(1_000i64), Just(15_000), Just(30_000), Just(45_000)].prop_map(Action::Tick),
+        1 => (0..2i32, prop_oneof![-5..0i64, 0..30i64]).prop_map(|(p, o)| Action::AlterOffsets(p, o)),
+        1 => Just(Action::DeleteOffsets),
+        1 => Just(Action::DeleteGroup),
     ]
 }
 
@@ -135,6 +145,11 @@ fn apply(lab: &mut Lab, a: &Action) -> Result<(), offsetlab_engine::LabError> {
         Action::Close(i) => lab.close(NAMES[*i]),
         Action::Restart(i) => lab.restart(NAMES[*i]),
         Action::Tick(ms) => lab.tick(*ms),
+        Action::AlterOffsets(p, o) => lab.alter_share_group_offsets("sg", &[(tp(*p), *o)]),
+        Action::DeleteOffsets => lab
+            .delete_share_group_offsets("sg", &["orders".to_string()])
+            .map(|_| ()),
+        Action::DeleteGroup => lab.delete_group("sg").map(|_| ()),
     }
 }
 
@@ -209,7 +224,14 @@ proptest! {
                     prop_assert!(!before_locks.contains_key(&(t.clone(), *o)), "{t}@{o} was locked");
                 }
             }
+            // An administrator moves the start offset back on purpose.
+            let moved = matches!(a, Action::AlterOffsets(..) | Action::DeleteOffsets | Action::DeleteGroup);
+            let before_spso = if moved { BTreeMap::new() } else { before_spso };
             check_invariants(&lab, &before_spso)?;
         }
+        // Every state the actions left reads back from its snapshot as it was written.
+        let written = serde_json::to_string(&lab.snapshot_without_narrative()).expect("json");
+        let read: offsetlab_engine::lab::LabSnapshot = serde_json::from_str(&written).expect("reads back");
+        prop_assert_eq!(&written, &serde_json::to_string(&read).expect("json"));
     }
 }
