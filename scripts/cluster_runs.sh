@@ -2,7 +2,8 @@
 # The real-cluster runs against one broker, each with `offsetlab run/explore --bootstrap-server …
 # --compare`: every figure on the cluster must equal the model's, and the wall time of each is
 # printed (docs/CLUSTER.md records them).
-#   - lessons 1, 2, 3, 4, 5 and 10;
+#   - lessons 1, 2, 3, 4, 5, 10 and 12 (12's share consumers are confluent-kafka's ShareConsumer,
+#     run with OFFSETLAB_PYTHON — the test command's venv — or python3);
 #   - the scenarios made for a cluster (crates/cluster/scenarios): a restart into a dead
 #     member's session, seek and rewind, reset=none, topic settings, rebalances (two members,
 #     on close, with a transactional sink), a zombie past max.poll.interval.ms, a static
@@ -57,6 +58,7 @@ warnings() { grep -h '^warning: ' <<<"$out" | sed 's/^/    /' || true; }
 
 scenarios=(lessons/01-auto-commit-timer-loses lessons/02-commit-after-duplicates lessons/03-upsert-converges
            lessons/04-rewind-to-earliest lessons/05-new-group-from-zero lessons/10-java-vs-librdkafka-auto-commit
+           lessons/12-share-group-acks-keep-the-log
            crates/cluster/scenarios/restart-into-a-dead-session crates/cluster/scenarios/seek-and-rewind
            crates/cluster/scenarios/reset-none-stops crates/cluster/scenarios/topic-settings
            crates/cluster/scenarios/rebalance-two-members crates/cluster/scenarios/rebalance-on-close
@@ -71,6 +73,7 @@ declare -A not_on_tansu=(
   [crates/cluster/scenarios/seek-and-reset-by-time]="tansu's ListOffsets ignores timestamps"
   [manual-batch:transactional]="not run on tansu before"
   [manual-batch:kafka-tx]="tansu has no EndTxn"
+  [lessons/12-share-group-acks-keep-the-log]="tansu has no share groups"
 )
 left_out=()
 

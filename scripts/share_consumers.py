@@ -17,7 +17,10 @@ The story, on a topic of one partition and six records, each its own batch:
   5. c, in a process of its own, polls the last record and is killed (SIGKILL) holding it;
   6. a polls until the record comes back — the dead member's delivery counted, so its count is 2
      — and accepts it; nothing is left to deliver;
-  7. a consumer group reads the topic from offset 0: all six records are still in the log.
+  7. a consumer group reads the topic from offset 0: all six records are still in the log;
+  8. four more records, produced in one batch: d, a new member with max.poll.records=3, is
+     handed all four in one poll — a share fetch acquires whole batches (Kafka's default
+     share.acquire.mode, batch_optimized), which librdkafka 2.16 does not let a client change.
 """
 
 import json
@@ -155,6 +158,19 @@ def story(bootstrap, expect=None):
             log.append(m.offset())
     reader.close()
     figures["a consumer group reads from offset 0"] = log
+
+    batched = Producer({"bootstrap.servers": bootstrap, "linger.ms": 200})
+    for i in range(6, 10):
+        batched.produce(topic, key=f"k{i}".encode(), value=f"v{i}".encode())
+    batched.flush(30)
+    d = share_consumer(bootstrap, group, "d")
+    d.subscribe([topic])
+    got = poll_until(d, 3, 60)
+    figures["d (max.poll.records=3) polls a batch of four"] = seen(got)
+    for m in got:
+        d.acknowledge(m, AcknowledgeType.ACCEPT)
+    d.commit_sync()
+    d.close()
     admin.delete_topics([topic])
     print(json.dumps(figures, indent=1))
     # Not a figure to compare, but the broker's rule shows in it: a share session is its

@@ -39,6 +39,8 @@ seconds_since() { echo $((SECONDS - $1)); }
 
 # Everything the suites need, installed if missing (see scripts/setup.sh).
 bash scripts/setup.sh
+# The Python with confluent-kafka's ShareConsumer that cluster runs start share agents with.
+export OFFSETLAB_PYTHON="$PWD/target/kafka-python-venv/bin/python"
 
 echo "== lint: clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings

@@ -174,7 +174,7 @@ test("a real client's share consumer (the listener's lines) drawn by its client 
   const member = 'qQTZJOBPQp+3Y6VqCoDHcw';
   const lines = [
     'topic payments partitions=1',
-    'produce payments count=6',
+    'produce payments count=6 batch=1',
     'alter-share-group billing share.auto.offset.reset=earliest',
     `share-join billing member=${member} client=billing-y topics=payments`,
     `share-fetch billing member=${member} topic=payments partition=0 max=3`,

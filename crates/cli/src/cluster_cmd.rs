@@ -242,6 +242,7 @@ pub fn run(
     });
     let figures = result.and_then(|()| run.figures());
     let model = figures::model(&run);
+    let (share_model, share_real) = run.share_figures();
     // A line that ran late for a timer where that changed no figure: said on stderr whatever
     // the output, never a failure.
     for w in &run.warnings {
@@ -256,7 +257,9 @@ pub fn run(
         Err(e) => return failed(&origin, &e, json),
     };
     let differences = if compare {
-        figures::differences(&model, &real)
+        let mut d = figures::differences(&model, &real);
+        d.extend(cluster_run::share::share_differences(&share_model, &share_real));
+        d
     } else {
         Vec::new()
     };
@@ -265,12 +268,17 @@ pub fn run(
             "file": origin,
             "cluster": real,
             "model": if compare { serde_json::to_value(&model).unwrap_or_default() } else { serde_json::Value::Null },
+            "share_groups": {
+                "cluster": share_real,
+                "model": if compare { serde_json::to_value(&share_model).unwrap_or_default() } else { serde_json::Value::Null },
+            },
             "differences": differences,
         });
         println!("{out:#}");
     } else {
         println!();
         print_figures(&real, compare.then_some(model.as_slice()));
+        print_share_figures(&share_real, compare.then_some(share_model.as_slice()));
         for d in &differences {
             println!("DIFFERS  {d}");
         }
@@ -316,6 +324,34 @@ fn print_figures(real: &[GroupFigures], model: Option<&[GroupFigures]>) {
         &["GROUP", "FIGURE", "CLUSTER", "MODEL"]
     } else {
         &["GROUP", "FIGURE", "CLUSTER"]
+    };
+    crate::output::figures_table(header, &rows, &crate::output::unstyled);
+}
+
+/// The share groups' figures, as [`print_figures`] prints a group's (nothing without any).
+fn print_share_figures(
+    real: &[cluster_run::share::ShareGroupFigures],
+    model: Option<&[cluster_run::share::ShareGroupFigures]>,
+) {
+    let mut rows = Vec::new();
+    for g in real {
+        let m = model.and_then(|m| m.iter().find(|x| x.group == g.group));
+        for (i, (name, value)) in g.figures.iter().enumerate() {
+            let mut row = vec![g.group.clone(), name.clone(), value.clone()];
+            if let Some(m) = m {
+                row.push(m.figures.get(i).map_or("-".to_string(), |(_, v)| v.clone()));
+            }
+            rows.push(row);
+        }
+    }
+    if rows.is_empty() {
+        return;
+    }
+    println!();
+    let header: &[&str] = if model.is_some() {
+        &["SHARE GROUP", "FIGURE", "CLUSTER", "MODEL"]
+    } else {
+        &["SHARE GROUP", "FIGURE", "CLUSTER"]
     };
     crate::output::figures_table(header, &rows, &crate::output::unstyled);
 }

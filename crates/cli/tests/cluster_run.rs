@@ -82,6 +82,66 @@ fn lesson_5_on_the_listener() {
     lesson_on_the_listener("lessons/05-new-group-from-zero.scn");
 }
 
+/// The Python the runner starts share agents with: `OFFSETLAB_PYTHON`, or the venv
+/// `scripts/setup.sh` makes (confluent-kafka 2.16). Never skipped: without it the test fails
+/// and says how to get it.
+fn share_python() -> String {
+    let python =
+        std::env::var("OFFSETLAB_PYTHON").unwrap_or_else(|_| repo("target/kafka-python-venv/bin/python"));
+    let can = std::process::Command::new(&python)
+        .args(["-c", "from confluent_kafka import ShareConsumer"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        can,
+        "{python} cannot import confluent-kafka's ShareConsumer: run scripts/setup.sh (it makes target/kafka-python-venv), or point OFFSETLAB_PYTHON at a Python with confluent-kafka 2.16+"
+    );
+    python
+}
+
+/// `offsetlab run` of lesson 12 on `lab`'s listener, its share agents started with `python`.
+fn lesson_12_with_python(lab: &Lab, python: &str, extra: &[&str]) -> std::process::Output {
+    let lesson = repo("lessons/12-share-group-acks-keep-the-log.scn");
+    let kafka = lab.kafka();
+    std::process::Command::new(env!("CARGO_BIN_EXE_offsetlab"))
+        .args([&["run", &lesson, "--bootstrap-server", &kafka][..], extra].concat())
+        .env("OFFSETLAB_PYTHON", python)
+        .output()
+        .expect("run offsetlab")
+}
+
+/// Lesson 12 with real share consumers (confluent-kafka's ShareConsumer, librdkafka's, in agents
+/// of their own): two members splitting a partition, a SIGKILLed member's records back, a
+/// poison record alone on its last delivery and archived, a stuck member's locks running out —
+/// every poll hands out what the model's acquired, and the figures equal.
+#[test]
+fn lesson_12_share_groups_on_the_listener() {
+    let lab = listener();
+    let o = lesson_12_with_python(&lab, &share_python(), &["--compare"]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("The cluster's figures equal the model's."), "{out}");
+    assert!(
+        out.contains("SHARE GROUP"),
+        "the share group's figures are compared: {out}"
+    );
+    assert!(!out.contains("DIFFERS"), "{out}");
+}
+
+/// Without a Python that has confluent-kafka's ShareConsumer, a run with share consumers is
+/// refused before it creates anything, saying what to install.
+#[test]
+fn share_consumers_without_their_client_are_refused_before_anything_runs() {
+    let lab = listener();
+    let before = topic_names(&lab);
+    let o = lesson_12_with_python(&lab, "/nonexistent/python3", &[]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}");
+    assert!(out.contains("confluent-kafka>=2.16"), "{out}");
+    assert!(out.contains("OFFSETLAB_PYTHON"), "{out}");
+    assert_eq!(topic_names(&lab), before, "nothing was created");
+}
+
 #[test]
 fn lesson_10_on_the_listener() {
     lesson_on_the_listener("lessons/10-java-vs-librdkafka-auto-commit.scn");

@@ -193,12 +193,19 @@ fn kill_loop(flush: &str, rounds: usize, seed: u64, snapshot_after: Option<&str>
         let lab = serve(&["--data", &data, "--http", "127.0.0.1:0", "--flush", flush]);
         check(&lab, &oracle.lock().expect("oracle"), round);
         let stop = Arc::new(AtomicBool::new(false));
+        let acked_before = oracle.lock().expect("oracle").acked.len();
         let worker = {
             let (addr, oracle, stop) = (lab.addr.clone(), Arc::clone(&oracle), Arc::clone(&stop));
             let seed = rng.next();
             std::thread::spawn(move || client(addr, oracle, stop, next_seq, seed))
         };
-        // Kill at a random moment, with requests in flight: the random wait is the test.
+        // The load under way first (a loaded machine starts a lab and answers slowly: with no
+        // request answered, a round would test nothing), for up to 5 s.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while oracle.lock().expect("oracle").acked.len() < acked_before + 2 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // Then kill at a random moment, with requests in flight: the random wait is the test.
         std::thread::sleep(Duration::from_millis(20 + rng.next() % 180));
         drop(lab); // SIGKILL
         stop.store(true, Ordering::Relaxed);

@@ -1611,7 +1611,7 @@ fn offsetlab_groups_describes_and_resets_a_share_group() {
         &lab,
         &[
             "alter-share-group workers share.auto.offset.reset=earliest",
-            "share-consumer s1 group=workers topic=orders ack=explicit max-poll=5",
+            "share-consumer s1 group=workers topic=orders ack=explicit max-poll=5 acquire-mode=record-limit",
             "share-poll s1",
             "share-ack s1 accept",
         ],

@@ -4,7 +4,8 @@
 //! for the cluster's in the audit.
 //!
 //! An idempotent producer with one request in flight per connection keeps the order through
-//! retries; each partition's records are flushed before the next line runs.
+//! retries; each of the model's batches is flushed before the next is sent, so the cluster's
+//! batches are the model's (a share fetch acquires whole batches).
 
 use crate::admin::ClusterError;
 use offsetlab_engine::record::TopicPartition;
@@ -109,7 +110,9 @@ impl Sender {
             .set("bootstrap.servers", bootstrap)
             .set("enable.idempotence", "true")
             .set("max.in.flight.requests.per.connection", "1")
-            .set("linger.ms", "0");
+            // A batch's records are all queued before `flush` sends them (it ignores the
+            // linger), so each model batch leaves as one batch — not its first record alone.
+            .set("linger.ms", "50");
         for (k, v) in extra {
             config.set(k, v);
         }

@@ -73,6 +73,26 @@ pub enum Request {
     Committed { timeout_ms: u64 },
     /// `close()`: the client's final commit (with auto-commit) and its LeaveGroup.
     Close,
+    /// A share consumer's `poll()` that hands out records: empty polls before it are waited
+    /// through for up to `timeout_ms` (`settle_ms` when the model's poll acquired nothing:
+    /// long enough for anything the broker would hand out to come).
+    SharePoll {
+        want: usize,
+        timeout_ms: u64,
+        settle_ms: u64,
+    },
+    /// `acknowledge(record, type)` of each, then `commitSync()`.
+    ShareAck { acks: Vec<ShareAck> },
+}
+
+/// One share acknowledgement: a record of the consumer's topic and how it ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShareAck {
+    pub partition: i32,
+    pub offset: i64,
+    /// `accept`, `release` or `reject`.
+    #[serde(rename = "type")]
+    pub kind: String,
 }
 
 /// What an agent answers, one per request (and [`Reply::Ready`] first).
@@ -119,6 +139,13 @@ pub enum Reply {
     /// An output record was sent in the open transaction.
     Sent,
     Closed,
+    /// The records a share consumer's poll handed to the application, with the delivery
+    /// count the broker gave each.
+    ShareRecords {
+        records: Vec<ShareDelivered>,
+    },
+    /// The broker accepted a share consumer's acknowledgements.
+    Acknowledged,
     /// The request failed (the client's error); the agent goes on.
     Failed {
         message: String,
@@ -133,6 +160,18 @@ pub struct Delivered {
     pub offset: i64,
     pub key: Option<RecordBytes>,
     pub value: Option<RecordBytes>,
+}
+
+/// A record as the cluster handed it to a share consumer's application.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShareDelivered {
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+    pub key: Option<RecordBytes>,
+    pub value: Option<RecordBytes>,
+    /// `ConsumerRecord.deliveryCount()`: 1 the first time the record is handed out.
+    pub delivery_count: u16,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -187,7 +226,9 @@ mod tests {
                 Reply::Ready { client_id: topic.clone(), created_ms_ago: offset.unsigned_abs(), stopped: None },
                 Reply::Ready { client_id: String::new(), created_ms_ago: 0, stopped: Some(topic.clone()) },
                 Reply::Stopped { message: topic.clone() },
-                Reply::CommitRefused { message: topic },
+                Reply::CommitRefused { message: topic.clone() },
+                Reply::ShareRecords { records: vec![ShareDelivered { topic, partition, offset, key: None, value: Some(RecordBytes::new(vec![0xff])), delivery_count: partition as u16 }] },
+                Reply::Acknowledged,
             ];
             for reply in replies {
                 let line = encode(&reply);
@@ -210,6 +251,8 @@ mod tests {
                 Request::Committed { timeout_ms },
                 Request::Seek { offsets: vec![PartitionOffset { topic: "ü #\"x".into(), partition: 2, offset }] },
                 Request::Close,
+                Request::SharePoll { want: max, timeout_ms, settle_ms: 1 },
+                Request::ShareAck { acks: vec![ShareAck { partition: 0, offset, kind: "release".into() }] },
             ];
             for request in requests {
                 prop_assert_eq!(decode::<Request>(&encode(&request)).ok(), Some(request));

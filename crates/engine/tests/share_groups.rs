@@ -7,8 +7,8 @@ use offsetlab_engine::lab::ProduceSpec;
 use offsetlab_engine::log::TopicConfig;
 use offsetlab_engine::record::TopicPartition;
 use offsetlab_engine::share::{
-    AcknowledgeType, AcknowledgementMode, DeliveryState, ShareAutoOffsetReset, ShareConsumerConfig,
-    ShareGroupConfigChange,
+    AcknowledgeType, AcknowledgementMode, AcquireMode, DeliveryState, ShareAutoOffsetReset,
+    ShareConsumerConfig, ShareGroupConfigChange,
 };
 use offsetlab_engine::strategy::AutoOffsetReset;
 use offsetlab_engine::Lab;
@@ -17,7 +17,16 @@ fn tp() -> TopicPartition {
     TopicPartition::new("orders", 0)
 }
 
+/// `count` records, each its own batch — as a shop sends orders, one request each. Kafka's
+/// default acquire mode hands out whole batches; these rules are about records.
 fn produce(lab: &mut Lab, count: u64) {
+    for _ in 0..count {
+        produce_batch(lab, 1);
+    }
+}
+
+/// `count` records in one producer batch.
+fn produce_batch(lab: &mut Lab, count: u64) {
     lab.produce(
         "orders",
         &ProduceSpec {
@@ -590,4 +599,161 @@ fn a_real_clients_bad_calls_are_refused_and_change_nothing() {
     assert!(lab.share_client_join("sg", "", "c", &orders).is_err());
     assert!(lab.share_client_join("sg", "BBBB", "c", &[]).is_err());
     assert_eq!(lab.share(), &before, "nothing changed");
+}
+
+/// Kafka's default `share.acquire.mode` (`batch_optimized`, KIP-1206): a fetch acquires whole
+/// producer batches — the batch its last record falls in to its end, past `max.poll.records`.
+/// On Apache Kafka 4.4, eight records produced in one batch all went to the first share
+/// consumer that fetched, `max.poll.records=3` notwithstanding (scripts/share_consumers.py plays
+/// it on both brokers). `record_limit` keeps to the count and splits the batch.
+#[test]
+fn a_fetch_acquires_whole_producer_batches_unless_its_consumer_limits_records() {
+    let mut lab = lab_with(0);
+    produce_batch(&mut lab, 8);
+    produce_batch(&mut lab, 4);
+    join(&mut lab, "s1", AcknowledgementMode::Explicit, 3);
+    join(&mut lab, "s2", AcknowledgementMode::Explicit, 3);
+    assert_eq!(lab.share_poll("s1").expect("poll"), 8, "the whole first batch");
+    assert_eq!(held(&lab, "s1"), (0..8).collect::<Vec<_>>());
+    assert_eq!(
+        held_after_poll(&mut lab, "s2"),
+        vec![8, 9, 10, 11],
+        "three records reach into the second batch: it is taken to its end"
+    );
+
+    let mut lab = lab_with(0);
+    produce_batch(&mut lab, 8);
+    let mut strict = ShareConsumerConfig::new("r1", "sg", "orders");
+    strict.acknowledgement_mode = AcknowledgementMode::Explicit;
+    strict.max_poll_records = 3;
+    strict.acquire_mode = AcquireMode::RecordLimit;
+    lab.add_share_consumer(strict).expect("join");
+    join(&mut lab, "s2", AcknowledgementMode::Explicit, 3);
+    assert_eq!(
+        held_after_poll(&mut lab, "r1"),
+        vec![0, 1, 2],
+        "record_limit splits the batch"
+    );
+    assert_eq!(
+        held_after_poll(&mut lab, "s2"),
+        vec![3, 4, 5, 6, 7],
+        "the rest of the split batch, whole"
+    );
+    // Records released back into the window come back one by one, up to the count.
+    lab.share_acknowledge("s2", None, AcknowledgeType::Release)
+        .expect("release");
+    lab.share_acknowledge("r1", None, AcknowledgeType::Accept)
+        .expect("accept");
+    assert_eq!(held_after_poll(&mut lab, "r1"), vec![3, 4, 5]);
+
+    // A real client's ShareFetch (v0/v1 carry no mode): whole batches, as Kafka serves them.
+    let mut lab = lab_with(0);
+    produce_batch(&mut lab, 8);
+    let orders = vec!["orders".to_string()];
+    lab.share_client_join("sg", "AAAA", "billing-a", &orders)
+        .expect("join");
+    let a = lab.share_client_fetch("sg", "AAAA", &tp(), 3).expect("fetch");
+    assert_eq!(a.len(), 8);
+}
+
+fn held_after_poll(lab: &mut Lab, name: &str) -> Vec<i64> {
+    lab.share_poll(name).expect("poll");
+    held(lab, name)
+}
+
+/// Kafka 4.2+ throttles records that keep coming back (KAFKA-17541): from ⌈limit / 2⌉
+/// deliveries (at least 2) a record is handed out only at the head of a fetch, and nothing new
+/// after it; on its last delivery it goes alone. On Apache Kafka 4.4 with a limit of 3, a record
+/// released twice came back alone, and the new records behind it came in the next poll.
+#[test]
+fn a_record_that_keeps_coming_back_is_handed_out_alone() {
+    let mut lab = lab_with(6);
+    lab.alter_share_group(
+        "sg",
+        &ShareGroupConfigChange {
+            delivery_count_limit: Some(3),
+            ..Default::default()
+        },
+    )
+    .expect("config");
+    join(&mut lab, "s1", AcknowledgementMode::Explicit, 3);
+    assert_eq!(held_after_poll(&mut lab, "s1"), vec![0, 1, 2]);
+    let first = vec![(tp(), 0)];
+    lab.share_acknowledge("s1", Some(&first), AcknowledgeType::Release)
+        .expect("release 0");
+    let rest = vec![(tp(), 1), (tp(), 2)];
+    lab.share_acknowledge("s1", Some(&rest), AcknowledgeType::Accept)
+        .expect("accept");
+    // Its second delivery, below the threshold (2): with new records after it.
+    assert_eq!(held_after_poll(&mut lab, "s1"), vec![0, 3, 4]);
+    lab.share_acknowledge("s1", Some(&first), AcknowledgeType::Release)
+        .expect("release 0 again");
+    let two = vec![(tp(), 3), (tp(), 4)];
+    lab.share_acknowledge("s1", Some(&two), AcknowledgeType::Accept)
+        .expect("accept");
+    // Its third and last: alone, and offset 5 waits for the next poll.
+    assert_eq!(held_after_poll(&mut lab, "s1"), vec![0]);
+    lab.share_acknowledge("s1", None, AcknowledgeType::Release)
+        .expect("release 0 a last time");
+    assert_eq!(state(&lab, 0), None, "archived: behind the SPSO");
+    assert_eq!(held_after_poll(&mut lab, "s1"), vec![5]);
+}
+
+/// With Kafka's default limit of 5 (throttled from 3 deliveries), a record on its last delivery
+/// is not handed out behind another even inside a throttled batch's room: the fetch stops
+/// before it, and it goes alone in the next one (`acquireSubsetBatchRecords`).
+#[test]
+fn a_record_on_its_last_delivery_never_follows_another() {
+    let mut lab = lab_with(0);
+    produce_batch(&mut lab, 4);
+    let strict = |lab: &mut Lab, name: &str, max: usize| {
+        let mut c = ShareConsumerConfig::new(name, "sg", "orders");
+        c.acknowledgement_mode = AcknowledgementMode::Explicit;
+        c.max_poll_records = max;
+        c.acquire_mode = AcquireMode::RecordLimit;
+        lab.add_share_consumer(c).expect("join");
+    };
+    strict(&mut lab, "r", 1);
+    strict(&mut lab, "q", 1);
+    strict(&mut lab, "z", 2);
+    assert_eq!(held_after_poll(&mut lab, "r"), vec![0]);
+    assert_eq!(held_after_poll(&mut lab, "q"), vec![1]);
+    assert_eq!(
+        held_after_poll(&mut lab, "z"),
+        vec![2, 3],
+        "they stay held: the batch is 4"
+    );
+    let release = |lab: &mut Lab, name: &str| {
+        lab.share_acknowledge(name, None, AcknowledgeType::Release)
+            .expect("release");
+    };
+    // Offset 1 to four deliveries, offset 0 to three.
+    for _ in 0..3 {
+        release(&mut lab, "q");
+        lab.share_poll("q").expect("poll");
+    }
+    release(&mut lab, "q");
+    for _ in 0..2 {
+        release(&mut lab, "r");
+        lab.share_poll("r").expect("poll");
+    }
+    release(&mut lab, "r");
+    let count = |lab: &Lab, o: i64| {
+        lab.share_group("sg").expect("sg").partitions[&tp()]
+            .record(o)
+            .map(|r| r.delivery_count)
+    };
+    assert_eq!((count(&lab, 0), count(&lab, 1)), (Some(3), Some(4)));
+    strict(&mut lab, "w", 3);
+    assert_eq!(
+        held_after_poll(&mut lab, "w"),
+        vec![0],
+        "offset 1's last delivery waits"
+    );
+    release(&mut lab, "w");
+    assert_eq!(
+        held_after_poll(&mut lab, "w"),
+        vec![0],
+        "both on their last delivery now: the first goes alone"
+    );
 }

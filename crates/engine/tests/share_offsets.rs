@@ -24,6 +24,9 @@ fn lab_with(records: u64, max_poll: usize) -> Lab {
         "orders",
         &ProduceSpec {
             count: records,
+            // One batch per record: these rules are about records, not Kafka's whole-batch
+            // acquisition (share_groups.rs has that).
+            batch: Some(1),
             ..ProduceSpec::default()
         },
     )

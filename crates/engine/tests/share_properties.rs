@@ -108,6 +108,8 @@ fn apply(lab: &mut Lab, a: &Action) -> Result<(), offsetlab_engine::LabError> {
                 "orders",
                 &ProduceSpec {
                     count: *n,
+                    // Odd counts in one batch (acquired whole), even ones a batch per record.
+                    batch: (n % 2 == 0).then_some(1),
                     ..ProduceSpec::default()
                 },
             )
@@ -115,6 +117,9 @@ fn apply(lab: &mut Lab, a: &Action) -> Result<(), offsetlab_engine::LabError> {
         Action::Join(i, explicit, max) => {
             let mut c = ShareConsumerConfig::new(NAMES[*i], "sg", "orders");
             c.max_poll_records = *max;
+            if max % 2 == 0 {
+                c.acquire_mode = offsetlab_engine::share::AcquireMode::RecordLimit;
+            }
             if *explicit {
                 c.acknowledgement_mode = AcknowledgementMode::Explicit;
             }

@@ -227,7 +227,12 @@ impl Usage {
             }
             Command::SharePoll(p) => {
                 if let Ok(c) = lab.share_consumer(&p.consumer) {
-                    self.in_flight += (c.config.max_poll_records as u64).min(self.records);
+                    // Kafka's default acquire mode takes whole batches, past max.poll.records.
+                    let most = match c.config.acquire_mode {
+                        offsetlab_engine::share::AcquireMode::RecordLimit => c.config.max_poll_records as u64,
+                        offsetlab_engine::share::AcquireMode::BatchOptimized => self.records,
+                    };
+                    self.in_flight += most.min(self.records);
                 }
             }
             Command::AlterShareGroup(a) if !lab.share().groups.contains_key(&a.group) => self.groups += 1,

@@ -153,6 +153,10 @@ impl PartitionLog for SharedLog {
         self.log().read_batches(from, upper, max_bytes, out)
     }
 
+    fn batch_end(&self, offset: Offset) -> Offset {
+        self.log().batch_end(offset)
+    }
+
     fn offset_for_timestamp(&self, timestamp: i64) -> Option<Offset> {
         self.log().offset_for_timestamp(timestamp)
     }

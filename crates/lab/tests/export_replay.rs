@@ -247,6 +247,8 @@ proptest! {
             prop_assert_eq!(&live.1, &again.1, "records of {} in memory", topic);
             prop_assert_eq!(&live.2, &again.2, "figures in memory");
         }
+        // The in-memory log's batches are the durable log's: share fetches acquired the same.
+        prop_assert_eq!(in_memory.lab().share(), s.lab().share(), "share groups in memory");
         prop_assert_eq!(replayed.export().expect("export"), export, "the replay exports the same file");
     }
 }

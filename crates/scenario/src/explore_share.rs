@@ -107,6 +107,11 @@ fn group_of(script: &Script, target: &str) -> Option<String> {
 }
 
 /// `script` with `target`'s consumer group turned into a share group acknowledging in `mode`.
+/// Its share consumers keep to `max.poll.records` (`share.acquire.mode=record_limit`): each
+/// poll hands the application the batch the consumer group's poll handed it, so the same lines
+/// process the same records. (In Kafka's default mode a poll takes whole producer batches: the
+/// seed's twelve orders, one batch, would all come in the first poll, and the application's
+/// next poll would accept eight it never processed.)
 pub fn share_variant(script: &Script, target: &str, mode: AcknowledgementMode) -> Script {
     let Some(group) = group_of(script, target) else {
         return script.clone();
@@ -164,6 +169,7 @@ pub fn share_variant(script: &Script, target: &str, mode: AcknowledgementMode) -
                 let mut config = ShareConsumerConfig::new(&c.config.name, &group, &c.config.topic);
                 config.acknowledgement_mode = mode;
                 config.max_poll_records = c.config.max_poll_records;
+                config.acquire_mode = offsetlab_engine::share::AcquireMode::RecordLimit;
                 Command::ShareConsumer(StartShareConsumer { config })
             }
             Command::ShareConsumer(c) if c.config.group == group => {

@@ -429,8 +429,9 @@ fn command() -> impl Strategy<Value = Command> {
         proptest::option::of(json()),
         proptest::option::of(partition()),
         any::<bool>(),
+        proptest::option::of(1..=4_096u64),
     )
-        .prop_map(|(topic, count, key, value, partition, tombstone)| {
+        .prop_map(|(topic, count, key, value, partition, tombstone, batch)| {
             let tombstone = tombstone && key.is_some();
             Command::Produce(Produce {
                 topic,
@@ -440,6 +441,7 @@ fn command() -> impl Strategy<Value = Command> {
                     value: if tombstone { None } else { value },
                     partition,
                     tombstone,
+                    batch,
                 },
             })
         });

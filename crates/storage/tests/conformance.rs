@@ -85,6 +85,15 @@ fn observe(log: &dyn PartitionLog) -> String {
         log.read(from, 3, &mut |r| v.push(r.offset));
         out.push_str(&format!("from {from} {v:?}\n"));
     }
+    // The last record of each record's batch: what a share fetch acquires to. (A file
+    // segment's batch may end past its last record after a cleaning; no record is in between.)
+    let mut retained = Vec::new();
+    log.read(0, usize::MAX, &mut |r| retained.push(r.offset));
+    for &o in &retained {
+        let end = log.batch_end(o);
+        let last = retained.iter().take_while(|&&r| r < end).last();
+        out.push_str(&format!("batch of {o} reaches {last:?}\n"));
+    }
     out
 }
 

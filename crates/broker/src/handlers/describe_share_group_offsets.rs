@@ -131,7 +131,7 @@ mod tests {
         let b = broker();
         let lines: Vec<String> = [
             "alter-share-group workers share.auto.offset.reset=earliest",
-            "share-consumer s1 group=workers topic=orders ack=explicit max-poll=2",
+            "share-consumer s1 group=workers topic=orders ack=explicit max-poll=2 acquire-mode=record-limit",
             "share-poll s1",
             "share-ack s1 accept",
             "close s1",

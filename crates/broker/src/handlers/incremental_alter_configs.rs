@@ -354,6 +354,49 @@ mod tests {
                 )])
     }
 
+    /// What a cluster run sends for an `alter-share-group` line
+    /// (`ShareGroupConfigChange::kafka_configs`) reads back, on the listener, as that line.
+    #[test]
+    fn a_share_groups_configs_as_kafka_spells_them_read_back_as_the_same_change() {
+        use offsetlab_engine::share::config::ShareGroupConfigChange;
+        use offsetlab_engine::share::ShareAutoOffsetReset;
+        let changes = [
+            ShareGroupConfigChange {
+                auto_offset_reset: Some(ShareAutoOffsetReset::Earliest),
+                delivery_count_limit: Some(3),
+                ..Default::default()
+            },
+            ShareGroupConfigChange {
+                auto_offset_reset: Some(ShareAutoOffsetReset::Latest),
+                record_lock_duration_ms: Some(15_000),
+                delivery_count_limit: Some(10),
+                partition_max_record_locks: Some(100),
+                session_timeout_ms: Some(50_000),
+            },
+        ];
+        for change in changes {
+            let res = AlterConfigsResource::default()
+                .with_resource_type(RESOURCE_GROUP)
+                .with_resource_name(name("workers"))
+                .with_configs(
+                    change
+                        .kafka_configs()
+                        .iter()
+                        .map(|(k, v)| {
+                            AlterableConfig::default()
+                                .with_name(name(k))
+                                .with_config_operation(OP_SET)
+                                .with_value(Some(name(v)))
+                        })
+                        .collect(),
+                );
+            match share_group_configs(&res) {
+                Ok(Some(Command::AlterShareGroup(a))) => assert_eq!(a.change, change),
+                other => panic!("{change:?}: {other:?}"),
+            }
+        }
+    }
+
     fn retention(b: &Broker) -> Option<i64> {
         b.lab
             .lock()

@@ -300,6 +300,12 @@ impl Agent {
             Request::TxnSend { topic, key, value } => self.txn_send(&topic, key, value),
             Request::TxnCommit { offsets: wanted } => self.txn_commit(wanted),
             Request::Close => Ok(Reply::Closed),
+            Request::SharePoll { .. } | Request::ShareAck { .. } => {
+                return Reply::Failed {
+                    message: "a consumer agent is no share consumer: share consumers run in the share agent"
+                        .into(),
+                }
+            }
         };
         result.unwrap_or_else(|e| Reply::Failed {
             message: e.to_string(),

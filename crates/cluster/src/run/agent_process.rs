@@ -52,19 +52,35 @@ impl AgentProcess {
         settings: &ConsumerSettings,
         timeout: Duration,
     ) -> Result<Self, AgentError> {
+        let json = serde_json::to_string(settings).map_err(|e| AgentError {
+            consumer: name.to_string(),
+            why: e.to_string(),
+        })?;
+        let mut command = Command::new(program);
+        command.arg("agent");
+        Self::spawn(command, name, &json, timeout)
+    }
+
+    /// Starts `command` as an agent: its settings (`json`) on the first line of its stdin, then
+    /// its `ready` waited for (up to `timeout`, and the group's first join on top).
+    pub fn spawn(
+        mut command: Command,
+        name: &str,
+        json: &str,
+        timeout: Duration,
+    ) -> Result<Self, AgentError> {
         let fail = |why: String| AgentError {
             consumer: name.to_string(),
             why,
         };
-        let json = serde_json::to_string(settings).map_err(|e| fail(e.to_string()))?;
+        let program = command.get_program().to_string_lossy().into_owned();
         let started = Instant::now();
-        let mut child = Command::new(program)
-            .arg("agent")
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
-            .map_err(|e| fail(format!("cannot start {}: {e}", program.display())))?;
+            .map_err(|e| fail(format!("cannot start {program}: {e}")))?;
         let (mut to, from) = match (child.stdin.take(), child.stdout.take()) {
             (Some(to), Some(from)) => (to, from),
             _ => return Err(fail("no pipes to the process".into())),

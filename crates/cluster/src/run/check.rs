@@ -8,7 +8,7 @@ use super::figures;
 use crate::admin::{Cluster, ClusterError};
 use crate::names::Prefix;
 use crate::preflight::{self, Unrunnable};
-use offsetlab_scenario::command::Command;
+use offsetlab_scenario::command::{Command, ExpectKey};
 use offsetlab_scenario::Script;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -56,6 +56,30 @@ pub fn check(script: &Script, prefix: &Prefix, reuse: &BTreeSet<String>) -> Resu
                     });
                 }
             }
+        }
+    }
+    // A share consumer's `commit` (acknowledgements without a poll) and fault plans are the
+    // model's only so far.
+    let share_consumers: BTreeSet<&str> = script
+        .lines
+        .iter()
+        .filter_map(|l| match &l.command {
+            Command::ShareConsumer(c) => Some(c.config.name.as_str()),
+            _ => None,
+        })
+        .collect();
+    for l in &script.lines {
+        let on_share = match &l.command {
+            Command::Commit(c) => share_consumers.contains(c.consumer.as_str()).then_some("commit"),
+            Command::Fault(f) => share_consumers.contains(f.consumer.as_str()).then_some("fault"),
+            _ => None,
+        };
+        if let Some(what) = on_share {
+            refused.push(Unrunnable {
+                line: l.number,
+                text: l.text.clone(),
+                why: format!("{what} on a share consumer is not run on a cluster yet (it runs on the model: drop --bootstrap-server)"),
+            });
         }
     }
     refused.sort_by_key(|u| u.line);
@@ -110,13 +134,17 @@ pub(super) fn not_yet(command: &Command) -> Option<String> {
         Command::AddPartitions(_) => later("add-partitions"),
         Command::DeleteRecords(_) => later("delete-records"),
         Command::DeleteTopic(_) | Command::DeleteGroup(_) | Command::DeleteOffsets(_) => later("deleting"),
-        Command::ShareConsumer(_)
-        | Command::SharePoll(_)
-        | Command::ShareAck(_)
-        | Command::AlterShareGroup(_)
-        | Command::AlterShareOffsets(_)
-        | Command::DeleteShareOffsets(_) => later("a share group (KIP-932)"),
-        Command::Expect(e) if e.share_group.is_some() => later("expect share-group"),
+        Command::AlterShareOffsets(_) | Command::DeleteShareOffsets(_) => {
+            later("moving a share group's start offsets")
+        }
+        Command::ShareConsumer(c) if c.config.acquire_mode == offsetlab_engine::share::AcquireMode::RecordLimit => {
+            later("share-consumer acquire-mode=record-limit (librdkafka's share consumer has no share.acquire.mode)")
+        }
+        Command::Expect(e) if e.share_group.is_some() => e
+            .checks
+            .iter()
+            .find(|(k, _)| *k == ExpectKey::GroupState)
+            .and_then(|(k, _)| later(&format!("expect share-group=… {}", k.name()))),
         Command::Expect(e) => e
             .checks
             .iter()
@@ -161,7 +189,36 @@ pub(super) fn script_groups(script: &Script) -> BTreeSet<String> {
         .filter_map(|l| match &l.command {
             Command::Consumer(c) => Some(c.config.group.clone()),
             Command::ResetOffsets(r) => Some(r.group.clone()),
+            Command::ShareConsumer(c) => Some(c.config.group.clone()),
+            Command::AlterShareGroup(a) => Some(a.group.clone()),
             _ => None,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(source: &str) -> Vec<(usize, String)> {
+        let script = Script::parse(source).expect("parses");
+        let prefix = Prefix::new("t-").expect("prefix");
+        match check(&script, &prefix, &BTreeSet::new()) {
+            Ok(()) => Vec::new(),
+            Err(RunError::Unrunnable(u)) => u.into_iter().map(|u| (u.line, u.why)).collect(),
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// A share group runs on a cluster — but not what librdkafka's share consumer cannot do
+    /// (`share.acquire.mode`), nor what the runner does not mirror yet.
+    #[test]
+    fn share_lines_run_but_what_the_client_cannot_do_is_refused() {
+        let ok = "topic orders\nproduce orders count=3 batch=1\nalter-share-group sg share.auto.offset.reset=earliest\nshare-consumer s1 group=sg topic=orders ack=explicit max-poll=2\nshare-poll s1\nprocess s1 count=all\nshare-ack s1 accept\nexpect share-group=sg spso=2 acquired=0\ncrash s1\nrestart s1\nclose s1\n";
+        assert_eq!(refused(ok), Vec::new());
+        let bad = "topic orders\nshare-consumer s1 group=sg topic=orders acquire-mode=record-limit\ncommit s1\nexpect share-group=sg group-state=Stable\nalter-share-offsets sg offsets=orders:0=0\n";
+        let lines: Vec<usize> = refused(bad).iter().map(|(l, _)| *l).collect();
+        assert_eq!(lines, vec![2, 3, 4, 5]);
+        assert!(refused(bad)[0].1.contains("share.acquire.mode"));
+    }
 }

@@ -355,6 +355,34 @@ fn actual(e: &Expect, key: ExpectKey, run: &mut ClusterRun) -> Result<String, Li
         };
         return Ok(opt(position(run, &name, e.partition)?));
     }
+    // A topic's log, with no group named: read off its partition leader.
+    if let (None, Some(topic), ExpectKey::LogEndOffset | ExpectKey::LogStartOffset) =
+        (&e.group, &e.topic, key)
+    {
+        let partitions = run
+            .model
+            .lab
+            .topic(topic)
+            .map_err(|err| LineFailure::Other(err.to_string()))?
+            .partitions
+            .len();
+        let partition = match (e.partition, partitions) {
+            (Some(p), _) => p,
+            (None, 1) => 0,
+            (None, _) => {
+                return Err(LineFailure::Other(
+                    "expect: several partitions: add partition=P".into(),
+                ))
+            }
+        };
+        let asker = run.opts.prefix.on_cluster("runner");
+        let name = run.opts.prefix.on_cluster(topic);
+        let (low, high) = run
+            .inspector
+            .watermarks(&asker, &name, partition)
+            .map_err(|err| LineFailure::Other(format!("{name}-{partition}'s offsets: {err}")))?;
+        return Ok(if key == ExpectKey::LogEndOffset { high } else { low }.to_string());
+    }
     let group = match &e.group {
         Some(g) => g.clone(),
         None => only(run.model.lab.groups().keys().cloned(), "group")?,

@@ -148,6 +148,30 @@ impl ClusterRun {
             Command::Topic(topic) => self.create_topic(topic)?,
             Command::Produce(p) => self.produce(p, &before.offsets)?,
             Command::Consumer(c) => self.start(&c.config.name, t, Some(&c.config))?,
+            Command::AlterShareGroup(a) => self.alter_share_group(a)?,
+            Command::ShareConsumer(c) => self.start_share(&c.config.name)?,
+            Command::Restart(r) if self.model.lab.is_share_consumer(&r.consumer) => {
+                self.start_share(&r.consumer)?
+            }
+            Command::SharePoll(p) => self.share_poll(&p.consumer)?,
+            Command::ShareAck(a) => self.share_ack(a)?,
+            Command::Process(p) if self.model.lab.is_share_consumer(&p.consumer) => {
+                self.share_process(&p.consumer)?
+            }
+            Command::Crash(c) if self.model.lab.is_share_consumer(&c.consumer) => {
+                self.share_crash(&c.consumer)?
+            }
+            Command::Close(c) if self.model.lab.is_share_consumer(&c.consumer) => {
+                self.share_close(&c.consumer)?
+            }
+            Command::Expect(e) if e.share_group.is_some() => {
+                let group = e.share_group.clone().unwrap_or_default();
+                let failures = self.share_expect(e, &group);
+                if !failures.is_empty() {
+                    return Err(LineFailure::Expectation(failures.join("; ")));
+                }
+                "holds on the cluster".to_string()
+            }
             Command::Restart(r) => self.start(&r.consumer, t, None)?,
             Command::Poll(p) => self.poll(&p.consumer, t, before)?,
             Command::Process(p) => {
@@ -280,26 +304,35 @@ impl ClusterRun {
         };
         for r in c.in_flight_records() {
             let tp = TopicPartition::new(c.config.topic.clone(), r.partition);
-            let log = self
-                .model
-                .lab
-                .partition_log(&tp)
-                .map_err(|e| LineFailure::Other(e.to_string()))?;
-            let mut same = None;
-            log.read(r.offset, 1, &mut |m| {
-                if m.offset == r.offset {
-                    same = Some(
-                        m.key == r.key.as_ref().map(|k| k.as_bytes())
-                            && m.value == r.value.as_ref().map(|v| v.as_bytes()),
-                    );
-                }
-            });
-            if same != Some(true) {
-                return Err(LineFailure::Other(format!(
-                    "the cluster handed out {tp}@{} that is not the model's record there: was the topic written by another client?",
-                    r.offset
-                )));
+            self.check_models_record(&tp, r.offset, r.key.as_ref(), r.value.as_ref())?;
+        }
+        Ok(())
+    }
+
+    /// The record the cluster handed out at `offset` of `tp` is the model's there (same key
+    /// and value): otherwise the audit, which reads the model's log, would count other records.
+    pub(super) fn check_models_record(
+        &self,
+        tp: &TopicPartition,
+        offset: i64,
+        key: Option<&offsetlab_records::RecordBytes>,
+        value: Option<&offsetlab_records::RecordBytes>,
+    ) -> Result<(), LineFailure> {
+        let log = self
+            .model
+            .lab
+            .partition_log(tp)
+            .map_err(|e| LineFailure::Other(e.to_string()))?;
+        let mut same = None;
+        log.read(offset, 1, &mut |m| {
+            if m.offset == offset {
+                same = Some(m.key == key.map(|k| k.as_bytes()) && m.value == value.map(|v| v.as_bytes()));
             }
+        });
+        if same != Some(true) {
+            return Err(LineFailure::Other(format!(
+                "the cluster handed out {tp}@{offset} that is not the model's record there: was the topic written by another client?"
+            )));
         }
         Ok(())
     }

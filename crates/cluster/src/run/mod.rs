@@ -33,6 +33,7 @@ pub mod figures;
 pub mod inspect;
 mod lines;
 mod moves;
+pub mod share;
 mod topics;
 mod waits;
 
@@ -125,6 +126,8 @@ pub struct ClusterRun {
     /// The model, a line ahead of the cluster.
     pub model: Runner,
     pub app: Application,
+    /// The run's share consumers, and each share group's window as the cluster showed it.
+    pub shares: share::ShareApp,
     clock: WallClock,
     /// Topics the run created (cluster names), and every group it used.
     created: Vec<String>,
@@ -174,6 +177,20 @@ impl ClusterRun {
         for group in script_groups(script) {
             refuse_existing_group(&cluster, &opts.prefix.on_cluster(&group))?;
         }
+        // Share consumers (and a share group's configs) go through confluent-kafka: said before anything is created.
+        if let Some(line) = script
+            .lines
+            .iter()
+            .find(|l| matches!(l.command, Command::ShareConsumer(_) | Command::AlterShareGroup(_)))
+        {
+            if let Some(why) = share::python_cannot_run_share_agents(&share::python()) {
+                return Err(RunError::Unrunnable(vec![Unrunnable {
+                    line: line.number,
+                    text: line.text.clone(),
+                    why,
+                }]));
+            }
+        }
         let sinks = SqliteSinks::new(&opts.sink_dir).map_err(|e| RunError::Line {
             line: 0,
             text: String::new(),
@@ -187,6 +204,7 @@ impl ClusterRun {
             sinks,
             model,
             app: Application::new(),
+            shares: share::ShareApp::default(),
             clock: WallClock::starting_now(0),
             created: Vec::new(),
             groups: BTreeSet::new(),
@@ -231,6 +249,8 @@ impl ClusterRun {
         };
         let t = self.model.lab.now();
         let warning = self.wait_until(t, lines)?;
+        self.wait_for_share_locks()
+            .map_err(|e| self.line_error(line, e))?;
         // What the model's clock landed by now (async commits) lands for real too.
         self.app.land_all_async(t).map_err(|e| RunError::Line {
             line: line.number,
@@ -315,7 +335,18 @@ impl ClusterRun {
         if let Some(why) = preflight::why_not(&line.command).or_else(|| not_yet(&line.command)) {
             return Err(refused(why));
         }
+        if matches!(
+            line.command,
+            Command::ShareConsumer(_) | Command::AlterShareGroup(_)
+        ) {
+            if let Some(why) = share::python_cannot_run_share_agents(&share::python()) {
+                return Err(refused(why));
+            }
+        }
         match &line.command {
+            Command::Commit(c) if self.model.lab.is_share_consumer(&c.consumer) => Err(refused(
+                "commit on a share consumer is not run on a cluster yet (it runs on the model)".into(),
+            )),
             Command::Tick(_) => Err(refused("time is the cluster's: the page's clock follows wall time, so wait instead".into())),
             Command::Fault(_) => Err(refused("a fault plan counts the client's timer commits, which the page does not watch: use `offsetlab run` or `explore`".into())),
             _ => {
@@ -507,6 +538,7 @@ impl ClusterRun {
                 failed.push(e.to_string());
             }
         }
+        failed.extend(self.close_shares());
         // A crashed member holds its group until its session runs out: wait that out before
         // deleting (below), killing nothing more.
         if self.opts.keep {

@@ -65,7 +65,21 @@ impl ClusterRun {
                 })
                 .collect();
             if let Some(sender) = &self.sender {
-                sender.send(&name, partition, &records)?;
+                // The model's batches, each sent and flushed before the next (`batch=N`: N
+                // records a request): a share fetch acquires whole batches, so the cluster's
+                // must be the model's.
+                let log = self
+                    .model
+                    .lab
+                    .partition_log(&tp)
+                    .map_err(|e| LineFailure::Other(e.to_string()))?;
+                let mut rest = records.as_slice();
+                while let Some(first) = rest.first() {
+                    let end = log.batch_end(first.offset);
+                    let n = rest.iter().take_while(|r| r.offset < end).count().max(1);
+                    sender.send(&name, partition, &rest[..n])?;
+                    rest = &rest[n..];
+                }
             }
             sent += records.len();
         }

@@ -6,6 +6,7 @@
 //! Nothing here writes to a partition log: a share group reads the log and keeps its state
 //! beside it, so a consumer group on the same topic still reads every record.
 
+use super::transactions::Fetched;
 use super::Lab;
 use crate::consumer::ConsumerState;
 use crate::error::LabError;
@@ -13,7 +14,7 @@ use crate::narrative::EventKind;
 use crate::record::{Offset, TopicPartition};
 use crate::share::partition::Transition;
 use crate::share::{
-    AcknowledgeType, AcknowledgementMode, HeldRecord, ShareAutoOffsetReset, ShareConsumer,
+    AcknowledgeType, AcknowledgementMode, AcquireMode, HeldRecord, ShareAutoOffsetReset, ShareConsumer,
     ShareConsumerConfig, ShareGroup, ShareGroupConfigChange, ShareMember, SharePartition, ShareState,
 };
 use crate::txn::IsolationLevel;
@@ -81,8 +82,8 @@ impl Lab {
         self.say(
             EventKind::Setup,
             format!(
-                "share consumer {name} starts in share group {group}, subscribed to {} (share.acknowledgement.mode={}, max.poll.records={})",
-                config.topic, config.acknowledgement_mode, config.max_poll_records
+                "share consumer {name} starts in share group {group}, subscribed to {} (share.acknowledgement.mode={}, max.poll.records={}, share.acquire.mode={})",
+                config.topic, config.acknowledgement_mode, config.max_poll_records, config.acquire_mode
             ),
         );
         self.share
@@ -163,10 +164,11 @@ impl Lab {
     /// as `share.partition.max.record.locks` allows.
     pub fn share_poll(&mut self, name: &str) -> Result<usize, LabError> {
         let c = self.running_share(name, "restart it before polling")?;
-        let (mode, group, max) = (
+        let (mode, group, max, acquire) = (
             c.config.acknowledgement_mode,
             c.config.group.clone(),
             c.config.max_poll_records,
+            c.config.acquire_mode,
         );
         let member = c.member_id();
         match mode {
@@ -183,7 +185,7 @@ impl Lab {
             if handed.len() >= max {
                 break;
             }
-            handed.extend(self.acquire_from(&group, &member, &tp, max - handed.len())?);
+            handed.extend(self.acquire_from(&group, &member, &tp, max - handed.len(), acquire)?);
         }
         let c = self.share_consumer_mut(name)?;
         c.last_poll = handed.iter().map(|h| (h.tp.clone(), h.offset)).collect();
@@ -209,13 +211,16 @@ impl Lab {
         Ok(handed.len())
     }
 
-    /// Acquires up to `max` records of one share partition for `member`.
+    /// Acquires up to `max` records of one share partition for `member`: Available records of
+    /// the window first, one by one, then records past its end — in `batch-optimized` mode
+    /// (Kafka's default) to the end of the producer batch the last of them is in, past `max`.
     pub(crate) fn acquire_from(
         &mut self,
         group: &str,
         member: &str,
         tp: &TopicPartition,
         max: usize,
+        mode: AcquireMode,
     ) -> Result<Vec<HeldRecord>, LabError> {
         self.init_share_partition(group, tp)?;
         self.follow_log_start_of(group, tp)?;
@@ -227,13 +232,20 @@ impl Lab {
         let Some(p) = g.partitions.get(tp) else {
             return Ok(Vec::new());
         };
-        let again: Vec<Offset> = p.available().take(max).collect();
-        let fresh_max = (max - again.len()).min(p.room(limit_locks));
-        let fetched = if fresh_max > 0 {
+        let (again, isolated) = self.redeliverable(tp, p, g.config.delivery_count_limit, max)?;
+        let fresh_max = if isolated {
+            0
+        } else {
+            (max - again.len()).min(p.room(limit_locks))
+        };
+        let mut fetched = if fresh_max > 0 {
             Some(self.fetch(tp, p.end_offset, fresh_max, IsolationLevel::ReadUncommitted)?)
         } else {
             None
         };
+        if let (Some(f), AcquireMode::BatchOptimized) = (fetched.as_mut(), mode) {
+            self.finish_batch(tp, f)?;
+        }
         let until = self.now().saturating_add(lock_ms);
         let g = self.share_group_mut(group)?;
         let mut out = Vec::new();
@@ -265,6 +277,103 @@ impl Lab {
             }
         }
         Ok(out)
+    }
+
+    /// The Available records of `p`'s window a fetch acquires again, in offset order, up to
+    /// `max` — and whether the fetch stops there, acquiring nothing new. Kafka throttles
+    /// records that keep coming back (KAFKA-17541, Kafka 4.2+), so that a poison record cannot
+    /// take good ones down with it. It judges an in-flight batch (here: the producer batch the
+    /// records came in) by the most deliveries among its available records: from
+    /// `max(2, ⌈limit / 2⌉)` on, the batch is handed out only at the head of a fetch, at most its
+    /// size halved for each delivery past that threshold (at least one record, counted from its
+    /// first record that reached the threshold), and nothing after it; a record on its last
+    /// delivery goes alone. Measured on Apache Kafka 4.4 (limit 3): a record released twice came
+    /// back alone, the new records behind it in the next poll. (Kafka hands an unthrottled
+    /// released batch back whole; the lab one record at a time, up to `max`.)
+    fn redeliverable(
+        &self,
+        tp: &TopicPartition,
+        p: &SharePartition,
+        limit: u16,
+        max: usize,
+    ) -> Result<(Vec<Offset>, bool), LabError> {
+        let throttle_at = (limit.div_ceil(2)).max(2);
+        let count = |o: Offset| p.record(o).map_or(0, |r| r.delivery_count);
+        // No record near the limit: one record at a time, and no log read at all.
+        if p.available().all(|o| count(o) < throttle_at) {
+            return Ok((p.available().take(max).collect(), false));
+        }
+        let log = self.partition_log(tp)?;
+        let available: Vec<(Offset, u16, Offset)> =
+            p.available().map(|o| (o, count(o), log.batch_end(o))).collect();
+        let mut again = Vec::new();
+        // The batch being taken: its end, whether it is throttled, what it took and may take.
+        let mut batch: Option<(Offset, bool, usize, Option<usize>)> = None;
+        for &(o, d, end) in &available {
+            if again.len() >= max {
+                break;
+            }
+            if batch.is_none_or(|(e, ..)| e != end) {
+                if batch.is_some_and(|(_, throttled, ..)| throttled) {
+                    return Ok((again, true));
+                }
+                let most = available
+                    .iter()
+                    .filter(|(_, _, e)| *e == end)
+                    .map(|(_, d, _)| *d)
+                    .max()
+                    .unwrap_or(0);
+                let throttled = most >= throttle_at;
+                if throttled && !again.is_empty() {
+                    // Isolated: it heads the next fetch.
+                    return Ok((again, true));
+                }
+                batch = Some((end, throttled, 0, None));
+            }
+            let Some((_, _, taken, room)) = batch.as_mut() else {
+                continue;
+            };
+            if limit > 2 && d + 1 == limit && *taken > 0 {
+                return Ok((again, true));
+            }
+            if d >= throttle_at && room.is_none() {
+                // Kafka halves the in-flight batch: every record of it the window holds.
+                let size = p.records().filter(|(r, _)| log.batch_end(*r) == end).count();
+                let shift = u32::from(d - throttle_at + 1);
+                *room = Some(size.checked_shr(shift).unwrap_or(0).max(1));
+            }
+            again.push(o);
+            *taken += 1;
+            if limit > 2 && d + 1 == limit {
+                return Ok((again, true));
+            }
+            if room.is_some_and(|m| *taken >= m) {
+                return Ok((again, true));
+            }
+        }
+        let throttled = batch.is_some_and(|(_, throttled, taken, _)| throttled && taken > 0);
+        Ok((again, throttled))
+    }
+
+    /// Kafka's `batch_optimized` acquisition: a share fetch hands out whole batches, so the
+    /// batch its last record is in is fetched to its end.
+    fn finish_batch(&self, tp: &TopicPartition, f: &mut Fetched) -> Result<(), LabError> {
+        let Some(last) = f.records.last().map(|r| r.offset) else {
+            return Ok(());
+        };
+        let end = self.partition_log(tp)?.batch_end(last);
+        if end <= last + 1 {
+            return Ok(());
+        }
+        let rest = usize::try_from(end - last - 1).unwrap_or(usize::MAX);
+        let more = self.fetch(tp, last + 1, rest, IsolationLevel::ReadUncommitted)?;
+        let before = f.records.len();
+        f.records
+            .extend(more.records.into_iter().filter(|r| r.offset < end));
+        if f.records.len() > before {
+            f.next_position = f.next_position.max(f.records[f.records.len() - 1].offset + 1);
+        }
+        Ok(())
     }
 
     /// Creates the share partition the first time the group reads it: the SPSO starts where
@@ -308,7 +417,7 @@ impl Lab {
         let done = p.follow_log_start(start);
         if !done.is_empty() {
             let n = done.len();
-            record_completions(g, tp, &done);
+            g.record_completions(tp, &done);
             self.say(
                 EventKind::Warning,
                 format!("{n} available record(s) of {tp} were deleted from the log before share group {group} delivered them: archived, lost to it"),
@@ -421,7 +530,7 @@ impl Lab {
         for (tp, offsets) in &by_tp {
             if let Some(p) = g.partitions.get_mut(tp) {
                 let t = p.acknowledge(&member, offsets, ack, limit)?;
-                record_completions(g, tp, &t);
+                g.record_completions(tp, &t);
                 done.extend(t.into_iter().map(|t| (tp.clone(), t)));
             }
         }
@@ -463,7 +572,7 @@ impl Lab {
             };
             match p.acknowledge(&member, &offsets, AcknowledgeType::Accept, limit) {
                 Ok(t) => {
-                    record_completions(g, &tp, &t);
+                    g.record_completions(&tp, &t);
                     notes.push((EventKind::Commit, format!("{how} of {member} implicitly accepted {} record(s) of {tp}", t.len())));
                 }
                 Err(e) => notes.push((
@@ -554,34 +663,6 @@ impl Lab {
                 state: c.state.label().to_string(),
                 hint,
             })
-        }
-    }
-}
-
-/// Releases every record `member` holds in any partition of `g` (a close, a crash — its
-/// connection gone — a real client's session ending or its leaving), each Available again or
-/// archived at the delivery limit, the completions in the audit; what changed, by partition.
-pub(crate) fn release_everything_of(g: &mut ShareGroup, member: &str) -> Vec<(TopicPartition, Transition)> {
-    let limit = g.config.delivery_count_limit;
-    let mut released = Vec::new();
-    let tps: Vec<TopicPartition> = g.partitions.keys().cloned().collect();
-    for tp in tps {
-        let Some(p) = g.partitions.get_mut(&tp) else {
-            continue;
-        };
-        let t = p.release_member(member, limit);
-        record_completions(g, &tp, &t);
-        released.extend(t.into_iter().map(|t| (tp.clone(), t)));
-    }
-    released
-}
-
-/// Completed deliveries into the group's audit.
-pub(crate) fn record_completions(g: &mut ShareGroup, tp: &TopicPartition, done: &[Transition]) {
-    let audit = g.audit.entry(tp.clone()).or_default();
-    for t in done {
-        if let Some(c) = t.completion {
-            audit.completed(t.offset, c, t.delivery_count);
         }
     }
 }

@@ -5,12 +5,12 @@
 //! what its requests name. There is no application to model: a real client's processing is its
 //! own, so the audit counts deliveries and completions, not duplicates applied.
 
-use super::share::{list, outcome, record_completions, release_everything_of};
+use super::share::{list, outcome};
 use super::Lab;
 use crate::error::LabError;
 use crate::narrative::EventKind;
 use crate::record::{Offset, TopicPartition};
-use crate::share::{AcknowledgeType, HeldRecord, ShareMember};
+use crate::share::{AcknowledgeType, AcquireMode, HeldRecord, ShareMember};
 
 impl Lab {
     /// A real client's ShareGroupHeartbeat that joins (member epoch 0) or names its topics
@@ -119,7 +119,7 @@ impl Lab {
         group: &str,
         member: &str,
     ) -> Result<Vec<(TopicPartition, crate::share::partition::Transition)>, LabError> {
-        Ok(release_everything_of(self.share_group_mut(group)?, member))
+        Ok(self.share_group_mut(group)?.release_everything_of(member))
     }
 
     /// A real client's ShareFetch of one partition: up to `max` records acquired for member
@@ -144,7 +144,8 @@ impl Lab {
         if max == 0 {
             return Ok(Vec::new());
         }
-        let handed = self.acquire_from(group, member, tp, max)?;
+        // ShareFetch v0 and v1 carry no acquire mode: Kafka acquires whole batches for them.
+        let handed = self.acquire_from(group, member, tp, max, AcquireMode::BatchOptimized)?;
         if !handed.is_empty() {
             let again = handed.iter().filter(|h| h.delivery_count > 1).count();
             self.say(
@@ -240,7 +241,7 @@ impl Lab {
             }
             if let Some(p) = g.partitions.get_mut(tp) {
                 let t = p.acknowledge(member, &these, ack, limit)?;
-                record_completions(g, tp, &t);
+                g.record_completions(tp, &t);
                 done.extend(t.into_iter().map(|t| (tp.clone(), t)));
             }
         }

@@ -1,7 +1,7 @@
 //! A share consumer's life and the share group's timers: crash, close, restart, `commitSync()`;
 //! acquisition locks expiring and crashed members' sessions timing out, on the lab's clock.
 
-use super::share::{list, outcome, record_completions, release_everything_of};
+use super::share::{list, outcome};
 use super::Lab;
 use crate::clock::{format_duration, Millis};
 use crate::consumer::ConsumerState;
@@ -30,7 +30,7 @@ impl Lab {
             m.crashed_at = Some(now);
         }
         let session = g.config.session_timeout_ms;
-        let released = release_everything_of(g, &member);
+        let released = g.release_everything_of(&member);
         self.say(
             EventKind::Crash,
             format!(
@@ -57,7 +57,7 @@ impl Lab {
         c.state = ConsumerState::Closed;
         c.held.clear();
         let g = self.share_group_mut(&group)?;
-        let released = release_everything_of(g, &member);
+        let released = g.release_everything_of(&member);
         g.members.retain(|m| m.id != member);
         self.share_reassign(&group)?;
         self.say(
@@ -139,24 +139,19 @@ impl Lab {
         let names: Vec<String> = self.share.groups.keys().cloned().collect();
         for group in names {
             let g = self.share_group_mut(&group)?;
-            let limit = g.config.delivery_count_limit;
             let mut notes = Vec::new();
-            let tps: Vec<_> = g.partitions.keys().cloned().collect();
-            for tp in tps {
-                let Some(p) = g.partitions.get_mut(&tp) else {
-                    continue;
-                };
-                let expired = p.expire_locks(now, limit);
-                if expired.is_empty() {
-                    continue;
+            // One note per partition whose locks ran out, in partition order.
+            let mut expired = g.expire_locks(now).into_iter().peekable();
+            while let Some((tp, member, first)) = expired.next() {
+                let mut members = std::collections::BTreeSet::from([member]);
+                let mut done = vec![(tp.clone(), first)];
+                while let Some((_, m, t)) = expired.next_if(|(next, _, _)| *next == tp) {
+                    members.insert(m);
+                    done.push((tp.clone(), t));
                 }
-                let t: Vec<_> = expired.iter().map(|(_, t)| t.clone()).collect();
-                record_completions(g, &tp, &t);
-                let members: std::collections::BTreeSet<&String> = expired.iter().map(|(m, _)| m).collect();
-                let done: Vec<_> = t.into_iter().map(|t| (tp.clone(), t)).collect();
                 notes.push(format!(
                     "acquisition lock of {} expired: {}",
-                    list(members.into_iter()),
+                    list(members.iter()),
                     outcome(&done)
                 ));
             }

@@ -129,6 +129,7 @@ pub struct ShareConsumerView {
     pub incarnation: u32,
     pub acknowledgement_mode: AcknowledgementMode,
     pub max_poll_records: usize,
+    pub acquire_mode: crate::share::AcquireMode,
     /// What its polls handed over and it has not acknowledged.
     pub held: Vec<HeldRecordView>,
 }
@@ -221,6 +222,7 @@ fn share_consumer_view(c: &ShareConsumer) -> ShareConsumerView {
         incarnation: c.incarnation,
         acknowledgement_mode: c.config.acknowledgement_mode,
         max_poll_records: c.config.max_poll_records,
+        acquire_mode: c.config.acquire_mode,
         held: c
             .held
             .iter()

@@ -28,6 +28,10 @@ pub struct ProduceSpec {
     pub partition: Option<i32>,
     /// A null value: on a compacted topic, a tombstone that deletes the key.
     pub tombstone: bool,
+    /// Records per producer batch, as a producer that sends each request with this many
+    /// (`batch=1`: one request per record). By default all of a partition's records go in
+    /// one batch (up to 4,096). A share fetch acquires whole batches in Kafka's default mode.
+    pub batch: Option<u64>,
 }
 
 /// A record a Kafka client produced through the listener: its own key and value, either of
@@ -128,6 +132,11 @@ impl ProduceSpec {
                 "count must be between 1 and {MAX_PRODUCE_COUNT} (got {})",
                 self.count
             )));
+        }
+        if self.batch == Some(0) {
+            return Err(LabError::InvalidArgument(
+                "batch must be at least 1 record".into(),
+            ));
         }
         match self.partition {
             Some(p) if !(0..partitions).contains(&p) => Err(LabError::UnknownPartition {
@@ -433,6 +442,9 @@ impl Lab {
         // Records go to each partition in batches (a durable log writes a batch at a time).
         let mut pending: BTreeMap<i32, Vec<(String, String)>> = BTreeMap::new();
         let tombstone = spec.tombstone;
+        let per_batch = spec.batch.map_or(PRODUCE_BATCH, |b| {
+            usize::try_from(b).unwrap_or(PRODUCE_BATCH).min(PRODUCE_BATCH)
+        });
         let mut flush = |t: &mut Topic, partition: i32, batch: &mut Vec<(String, String)>| {
             if batch.is_empty() {
                 return;
@@ -456,7 +468,7 @@ impl Lab {
                 .unwrap_or_else(|| partition_for_key(key.as_bytes(), n_parts));
             let batch = pending.entry(partition).or_default();
             batch.push((key, value));
-            if batch.len() >= PRODUCE_BATCH {
+            if batch.len() >= per_batch {
                 let mut full = std::mem::take(batch);
                 flush(t, partition, &mut full);
                 *pending.entry(partition).or_default() = full;

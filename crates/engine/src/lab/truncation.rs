@@ -152,6 +152,7 @@ mod tests {
             value: None,
             partition: Some(0),
             tombstone: false,
+            batch: None,
         };
         lab.produce("orders", &spec).expect("produced");
         lab
@@ -181,6 +182,7 @@ mod tests {
             value: None,
             partition: Some(0),
             tombstone: false,
+            batch: None,
         };
         let written = lab.produce("orders", &spec).expect("produced");
         assert_eq!(written.get(&0), Some(&(5, 5)));

@@ -241,6 +241,24 @@ impl PartitionLog for MemoryLog {
             })
     }
 
+    fn batch_end(&self, offset: Offset) -> Offset {
+        if offset < self.log_start || offset >= self.log_end {
+            return offset + 1;
+        }
+        let index = self.segment_for(offset);
+        let seg = &self.segments[index];
+        let at = seg.index_of(offset);
+        if seg.offset_of_index(at) != Some(offset) {
+            return offset + 1;
+        }
+        match seg.batch_end_index(at) {
+            None => offset + 1,
+            Some(end) => seg
+                .offset_of_index(end)
+                .unwrap_or_else(|| self.next_offset_of(index)),
+        }
+    }
+
     fn segments(&self) -> Vec<SegmentInfo> {
         let last = self.segments.len() - 1;
         self.segments

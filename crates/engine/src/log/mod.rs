@@ -35,6 +35,19 @@ pub struct SegmentInfo {
     pub active: bool,
 }
 
+/// [`PartitionLog::batch_end`] for a log that keeps Kafka's wire format: the header of the
+/// stored batch that holds `offset` ([`PartitionLog::read_batches`]) says where it ends.
+pub fn batch_end_of_stored(log: &dyn PartitionLog, offset: Offset) -> Offset {
+    let mut out = Vec::new();
+    match log.read_batches(offset, log.log_end_offset(), 0, &mut out) {
+        Some(_) => offsetlab_records::batch::BatchHeader::parse(&out)
+            .ok()
+            .filter(|h| h.base_offset <= offset && h.last_offset() >= offset)
+            .map_or(offset + 1, |h| h.last_offset() + 1),
+        None => offset + 1,
+    }
+}
+
 /// One partition's log.
 pub trait PartitionLog: Send {
     /// Appends one record at the log end and returns its offset. Rolls a new segment first
@@ -132,6 +145,15 @@ pub trait PartitionLog: Send {
     ) -> Option<usize> {
         None
     }
+
+    /// One past the last offset of the record batch that holds `offset` — the batch its producer
+    /// sent, as the log stores it (after compaction, the batches the lab's cleaner packed the
+    /// kept records into: Kafka's cleaner keeps each batch's bounds instead). A share
+    /// fetch in Kafka's default `batch_optimized` acquire mode takes the batch of its last
+    /// record whole. `offset + 1` when no retained batch holds it. A log that keeps the wire
+    /// format reads the batch
+    /// header with [`batch_end_of_stored`]. (No default: a log that wraps another must ask it.)
+    fn batch_end(&self, offset: Offset) -> Offset;
 
     /// The earliest offset whose timestamp is ≥ `timestamp` (Kafka's `ListOffsets` by time),
     /// or `None` when no retained record is that recent.

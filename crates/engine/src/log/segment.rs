@@ -106,6 +106,27 @@ impl Segment {
         self.bytes += bytes;
     }
 
+    /// The index one past the last record of the batch that holds the record at `index`:
+    /// `None` when that record is in no batch this segment began (it holds none).
+    pub fn batch_end_index(&self, index: usize) -> Option<usize> {
+        let after = self
+            .batches
+            .partition_point(|&(first, _)| first as usize <= index);
+        if after == 0 || index >= self.len() {
+            return None;
+        }
+        Some(
+            self.batches
+                .get(after)
+                .map_or(self.len(), |&(first, _)| first as usize),
+        )
+    }
+
+    /// The offset of the record at `index` (one past the last record for `len()`).
+    pub fn offset_of_index(&self, index: usize) -> Option<Offset> {
+        (index < self.len()).then(|| self.offset_at(index))
+    }
+
     pub fn first_offset(&self) -> Option<Offset> {
         (!self.is_empty()).then(|| self.offset_at(0))
     }

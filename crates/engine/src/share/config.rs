@@ -128,6 +128,28 @@ impl ShareGroupConfigChange {
         Ok(())
     }
 
+    /// The change as Kafka's group configs spell it (IncrementalAlterConfigs on the GROUP
+    /// resource): each set config's name and value, durations in milliseconds.
+    pub fn kafka_configs(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        if let Some(r) = self.auto_offset_reset {
+            out.push(("share.auto.offset.reset", r.to_string()));
+        }
+        if let Some(ms) = self.record_lock_duration_ms {
+            out.push(("share.record.lock.duration.ms", ms.to_string()));
+        }
+        if let Some(n) = self.delivery_count_limit {
+            out.push(("share.delivery.count.limit", n.to_string()));
+        }
+        if let Some(n) = self.partition_max_record_locks {
+            out.push(("share.partition.max.record.locks", n.to_string()));
+        }
+        if let Some(ms) = self.session_timeout_ms {
+            out.push(("share.session.timeout.ms", ms.to_string()));
+        }
+        out
+    }
+
     /// `config` with this change applied (validate first).
     pub fn applied_to(&self, config: &ShareGroupConfig) -> ShareGroupConfig {
         ShareGroupConfig {

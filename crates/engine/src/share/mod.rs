@@ -17,11 +17,12 @@ pub mod audit;
 pub mod config;
 pub mod consumer;
 pub mod group;
+mod mirror;
 pub mod partition;
 
 pub use audit::{ShareFigures, SharePartitionAudit};
 pub use config::{ShareAutoOffsetReset, ShareGroupConfig, ShareGroupConfigChange};
-pub use consumer::{AcknowledgementMode, HeldRecord, ShareConsumer, ShareConsumerConfig};
+pub use consumer::{AcknowledgementMode, AcquireMode, HeldRecord, ShareConsumer, ShareConsumerConfig};
 pub use group::{ShareGroup, ShareMember};
 pub use partition::{AcknowledgeType, AcquisitionLock, DeliveryState, InFlightRecord, SharePartition};
 

@@ -725,7 +725,7 @@ fn share_groups_survive_a_restart_and_an_export() {
         root: dir.path().to_path_buf(),
         flush: FlushPolicy::Never,
     };
-    let mut s = Session::new(backend, "topic orders\nproduce orders count=6\n").expect("lab");
+    let mut s = Session::new(backend, "topic orders\nproduce orders count=6 batch=1\n").expect("lab");
     s.apply_lines(&lines(&[
         "alter-share-group sg share.auto.offset.reset=earliest share.delivery.count.limit=2",
         "share-consumer s1 group=sg topic=orders ack=explicit max-poll=3",

@@ -8,7 +8,12 @@ use offsetlab_engine::{Lab, LabError};
 
 /// The value of `key` for share group `group`.
 pub(super) fn share_actual(e: &Expect, lab: &Lab, key: ExpectKey, group: &str) -> Result<String, LabError> {
-    let g = lab.share_group(group)?;
+    share_figure(e, lab.share_group(group)?, key)
+}
+
+/// The value of `key` for share group `g` — the model's, or one a run on a cluster kept from
+/// what the cluster showed its members: one definition of every figure.
+pub fn share_figure(e: &Expect, g: &ShareGroup, key: ExpectKey) -> Result<String, LabError> {
     if key == ExpectKey::GroupState {
         return Ok(g.state_name().to_string());
     }

@@ -82,6 +82,7 @@ pub use delete::{DeleteGroup, DeleteOffsets, DeleteTopic};
 pub use delete_records::DeleteRecords;
 pub use expect::{Expect, ExpectKey};
 pub use expect_error::ExpectError;
+pub use expect_share::share_figure;
 pub use external::{CommitOffsets, Rebalance};
 pub use external_txn::{EndTxn, InitTxn, TxnOffsets, TxnSend, TxnTimeout};
 pub use fault::Fault;

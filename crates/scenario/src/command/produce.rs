@@ -1,8 +1,10 @@
-//! `produce TOPIC [count=N] [key=K] [value=JSON] [partition=P]`
+//! `produce TOPIC [count=N] [key=K] [value=JSON] [partition=P] [batch=N]`
 //!
 //! Without `key`, writes `count` new orders (`o-1`, `o-2`, … continuing across calls); with
 //! `key`, writes further events of that order. `value` replaces the generated order event and
-//! must be JSON; `value=null` writes a null value — on a compacted topic, a tombstone.
+//! must be JSON; `value=null` writes a null value — on a compacted topic, a tombstone. `batch`
+//! is how many records each producer batch holds (`batch=1`: a request per record); by default
+//! a partition's records go in one.
 
 use crate::error::ParseError;
 use crate::token::{Args, Quoted, QuotedJson};
@@ -34,6 +36,10 @@ impl Produce {
                 .map_err(|e| format!("not valid JSON ({e})"))
         })?;
         let partition = args.parsed("partition", |v| count(v, 10_000).map(|p| p as i32))?;
+        let batch = args.parsed("batch", |v| count(v, 4_096))?;
+        if batch == Some(0) {
+            return Err(ParseError::new("produce: batch must be at least 1 record"));
+        }
         // `value=null` is a null value: a tombstone.
         let tombstone = value.as_deref() == Some("null");
         if tombstone && key.is_none() {
@@ -49,6 +55,7 @@ impl Produce {
                 value: value.filter(|_| !tombstone),
                 partition,
                 tombstone,
+                batch,
             },
         })
     }
@@ -72,6 +79,9 @@ impl fmt::Display for Produce {
         }
         if let Some(p) = self.spec.partition {
             write!(f, " partition={p}")?;
+        }
+        if let Some(b) = self.spec.batch {
+            write!(f, " batch={b}")?;
         }
         Ok(())
     }

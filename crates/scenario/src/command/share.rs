@@ -1,6 +1,7 @@
 //! Share groups (KIP-932):
-//! - `share-consumer NAME group=G topic=T [ack=implicit|explicit] [max-poll=N]` — a
-//!   `KafkaShareConsumer` subscribing (`share.acknowledgement.mode`, `max.poll.records`);
+//! - `share-consumer NAME group=G topic=T [ack=implicit|explicit] [max-poll=N]
+//!   [acquire-mode=batch-optimized|record-limit]` — a `KafkaShareConsumer` subscribing
+//!   (`share.acknowledgement.mode`, `max.poll.records`, `share.acquire.mode`);
 //! - `share-poll NAME` — `poll()`: acquires records (and, in implicit mode, accepts the previous
 //!   poll's);
 //! - `share-ack NAME [partition=P] [offsets=O,O…] accept|release|reject` — `acknowledge(record,
@@ -17,7 +18,7 @@ use crate::units::{count, duration_ms};
 use offsetlab_engine::clock::format_duration;
 use offsetlab_engine::record::TopicPartition;
 use offsetlab_engine::share::config::ShareGroupConfigChange;
-use offsetlab_engine::share::{AcknowledgeType, ShareConsumerConfig};
+use offsetlab_engine::share::{AcknowledgeType, AcquireMode, ShareConsumerConfig};
 use offsetlab_engine::{Lab, LabError};
 use std::fmt;
 
@@ -41,6 +42,9 @@ impl StartShareConsumer {
             }
             c.max_poll_records = n as usize;
         }
+        if let Some(mode) = args.parsed("acquire-mode", |v| v.parse())? {
+            c.acquire_mode = mode;
+        }
         Ok(Self { config: c })
     }
 
@@ -60,7 +64,12 @@ impl fmt::Display for StartShareConsumer {
             Quoted(&c.topic),
             c.acknowledgement_mode,
             c.max_poll_records
-        )
+        )?;
+        // Kafka's default is left unsaid, as the lines written before the lab modelled it.
+        if c.acquire_mode != AcquireMode::default() {
+            write!(f, " acquire-mode={}", c.acquire_mode)?;
+        }
+        Ok(())
     }
 }
 

@@ -3,7 +3,7 @@
 use super::{offsets, partition, positive_duration, text, topic};
 use offsetlab_engine::share::config::ShareGroupConfigChange;
 use offsetlab_engine::share::{
-    AcknowledgeType, AcknowledgementMode, ShareAutoOffsetReset, ShareConsumerConfig,
+    AcknowledgeType, AcknowledgementMode, AcquireMode, ShareAutoOffsetReset, ShareConsumerConfig,
 };
 use offsetlab_scenario::command::*;
 use proptest::prelude::*;
@@ -72,12 +72,21 @@ pub(super) fn share_command() -> impl Strategy<Value = Command> {
         })
         .prop_filter("something to change", |c| !c.is_empty());
     prop_oneof![
-        (text(), text(), text(), mode, 1..=1_000_000usize).prop_map(|(name, group, topic, mode, max)| {
-            let mut config = ShareConsumerConfig::new(&name, &group, &topic);
-            config.acknowledgement_mode = mode;
-            config.max_poll_records = max;
-            Command::ShareConsumer(StartShareConsumer { config })
-        }),
+        (
+            text(),
+            text(),
+            text(),
+            mode,
+            1..=1_000_000usize,
+            prop_oneof![Just(AcquireMode::BatchOptimized), Just(AcquireMode::RecordLimit)]
+        )
+            .prop_map(|(name, group, topic, mode, max, acquire)| {
+                let mut config = ShareConsumerConfig::new(&name, &group, &topic);
+                config.acknowledgement_mode = mode;
+                config.max_poll_records = max;
+                config.acquire_mode = acquire;
+                Command::ShareConsumer(StartShareConsumer { config })
+            }),
         text().prop_map(|consumer| Command::SharePoll(SharePoll { consumer })),
         (
             text(),

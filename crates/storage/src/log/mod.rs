@@ -366,6 +366,10 @@ impl PartitionLog for FileLog {
         self.log_end_offset_raw()
     }
 
+    fn batch_end(&self, offset: Offset) -> Offset {
+        offsetlab_engine::log::batch_end_of_stored(self, offset)
+    }
+
     fn read_batches(
         &self,
         from: Offset,
