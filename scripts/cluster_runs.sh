@@ -7,7 +7,8 @@
 #   - the scenarios made for a cluster (crates/cluster/scenarios): a restart into a dead
 #     member's session, seek and rewind, reset=none, topic settings, rebalances (two members,
 #     on close, with a transactional sink), a zombie past max.poll.interval.ms, a static
-#     member's restart, seek and reset by time;
+#     member's restart, seek and reset by time, a consumer-protocol (KIP-848) scale-out and
+#     scale-in with its epochs;
 #   - the explorer's auto-timer, manual-batch and before-process × append cells, and
 #     manual-batch × transactional and × kafka-tx (two crash points each: the model's worst and
 #     the first).
@@ -63,7 +64,8 @@ scenarios=(lessons/01-auto-commit-timer-loses lessons/02-commit-after-duplicates
            crates/cluster/scenarios/reset-none-stops crates/cluster/scenarios/topic-settings
            crates/cluster/scenarios/rebalance-two-members crates/cluster/scenarios/rebalance-on-close
            crates/cluster/scenarios/rebalance-transactional-sink crates/cluster/scenarios/max-poll-interval-zombie
-           crates/cluster/scenarios/static-member-restart crates/cluster/scenarios/seek-and-reset-by-time)
+           crates/cluster/scenarios/static-member-restart crates/cluster/scenarios/seek-and-reset-by-time
+           crates/cluster/scenarios/consumer-protocol-scale-out)
 cells=(auto-timer:append manual-batch:append before-process:append manual-batch:transactional manual-batch:kafka-tx)
 # What tansu 0.6 cannot run as Kafka does (docs/CLUSTER.md says why for each).
 declare -A not_on_tansu=(
@@ -74,6 +76,7 @@ declare -A not_on_tansu=(
   [manual-batch:transactional]="not run on tansu before"
   [manual-batch:kafka-tx]="tansu has no EndTxn"
   [lessons/12-share-group-acks-keep-the-log]="tansu has no share groups"
+  [crates/cluster/scenarios/consumer-protocol-scale-out]="tansu has no consumer protocol (KIP-848)"
 )
 left_out=()
 

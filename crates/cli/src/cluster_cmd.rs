@@ -126,6 +126,10 @@ impl ClusterArgs {
             timeout: Duration::from_secs(10),
             progress: progress.then_some(say_wall_time as fn(Duration)),
             reuse: self.reuse_topic.iter().cloned().collect(),
+            describe_group: Some(
+                crate::consumer_group_describe::for_run
+                    as offsetlab_cluster::consumer_group::DescribeConsumerGroup,
+            ),
         };
         Ok((opts, scratch))
     }

@@ -149,3 +149,41 @@ pub(crate) fn print(group: &str, cp: &ConsumerProtocol) {
         &rows,
     );
 }
+
+/// What `offsetlab run/explore/serve --bootstrap-server` is handed to read a consumer-protocol
+/// group's epochs ([`offsetlab_cluster::consumer_group::DescribeConsumerGroup`]): the run's
+/// clients are librdkafka's, which keeps epochs to itself; this admin client asks the group's
+/// coordinator, with the run's connection properties.
+pub(crate) fn for_run(
+    bootstrap: &str,
+    extra: &[(String, String)],
+    group: &str,
+) -> Result<Option<offsetlab_cluster::consumer_group::ConsumerGroupDescription>, String> {
+    use offsetlab_cluster::consumer_group::{ConsumerGroupDescription, MemberDescription};
+    let endpoint = crate::conn::Endpoint {
+        bootstrap: bootstrap.to_string(),
+        security: crate::conn::Security::from_properties(extra)?,
+    };
+    let ask = || -> anyhow::Result<Option<(String, ConsumerProtocol)>> {
+        let mut conn = endpoint.connect()?;
+        let mut coordinator = crate::groups_cmd::coordinator_of(&mut conn, group)?;
+        describe(&mut coordinator, group)
+    };
+    let described = ask().map_err(|e| format!("{e:#}"))?;
+    Ok(described.map(|(state, cp)| ConsumerGroupDescription {
+        state,
+        group_epoch: cp.group_epoch,
+        assignment_epoch: cp.assignment_epoch,
+        members: cp
+            .members
+            .into_iter()
+            .map(|m| MemberDescription {
+                member_id: m.member_id,
+                client_id: m.client_id,
+                member_epoch: m.member_epoch,
+                assigned: m.assigned,
+                target: m.target,
+            })
+            .collect(),
+    }))
+}

@@ -83,6 +83,8 @@ fn settings(kafka: &str, group: &str, strategy: CommitStrategy) -> ConsumerSetti
         transaction_timeout_ms: None,
         output_topic: None,
         joins_later: false,
+        group_protocol: None,
+        remote_assignor: None,
     }
 }
 

@@ -209,6 +209,15 @@ fn a_zombie_past_max_poll_interval_on_the_listener() {
     lesson_on_the_listener("crates/cluster/scenarios/max-poll-interval-zombie.scn");
 }
 
+/// Kafka 4's consumer protocol (KIP-848) with librdkafka's `group.protocol=consumer`: a
+/// scale-out where only the partitions that move stop (revoked in their owner's poll, picked
+/// up on the new owner's heartbeat), the group's and members' epochs read with
+/// ConsumerGroupDescribe at each step, and a scale-in.
+#[test]
+fn a_consumer_protocol_scale_out_on_the_listener() {
+    lesson_on_the_listener("crates/cluster/scenarios/consumer-protocol-scale-out.scn");
+}
+
 /// The auto-commit timer across a join and a close: every handover at a commit.
 #[test]
 fn a_rebalance_on_close_with_the_auto_commit_timer_on_the_listener() {

@@ -280,6 +280,20 @@ impl Cluster {
             .any(|g| g.name() == group && !matches!(g.state(), "Dead" | "")))
     }
 
+    /// A classic group's state as its coordinator describes it (DescribeGroups):
+    /// `PreparingRebalance`, `CompletingRebalance`, `Stable`, `Empty` — `Dead` for none.
+    pub fn group_state(&self, group: &str) -> Result<String, ClusterError> {
+        Ok(self
+            .described(group)?
+            .groups()
+            .iter()
+            .find(|g| g.name() == group)
+            .map(|g| g.state())
+            .filter(|s| !s.is_empty())
+            .unwrap_or("Dead")
+            .to_string())
+    }
+
     /// The members of `group` as its coordinator describes them: (client id, member id). A
     /// coordinator that leaves the client id out (tansu 0.6 does) has it read from the member
     /// id, which Kafka's coordinator makes `<client.id>-<UUID>` — `<group.instance.id>-<UUID>`

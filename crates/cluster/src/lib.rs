@@ -9,6 +9,8 @@
 //!   can be `SIGKILL`.
 //! - [`admin`]: reaching the cluster, creating the run's topics (never one that exists),
 //!   deleting what the run created.
+//! - [`consumer_group`]: a consumer-protocol group (KIP-848) as its coordinator describes it —
+//!   epochs and members — asked through a hook the CLI's admin client fills.
 //! - [`names`]: the run's prefix, on every topic and group that crosses to the cluster.
 //! - [`produce`]: the model's records sent to the cluster at the model's offsets.
 //! - [`preflight`]: which lines of a scenario can run on a cluster, decided before anything
@@ -19,6 +21,7 @@
 
 pub mod admin;
 pub mod agent;
+pub mod consumer_group;
 pub mod names;
 pub mod preflight;
 pub mod produce;

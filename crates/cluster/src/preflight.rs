@@ -56,9 +56,6 @@ pub fn why_not(command: &Command) -> Option<String> {
         | Command::ShareRelease(_)
         | Command::ShareFetch(_)
         | Command::ShareAcknowledge(_) => Some(outside.into()),
-        Command::Consumer(c) if c.config.group_protocol == offsetlab_engine::group::GroupProtocol::Consumer => Some(
-            "group-protocol=consumer (KIP-848) is modelled by the lab only so far: the cluster's consumers join with the classic protocol".into(),
-        ),
         Command::Consumer(c) if c.config.session_timeout_ms < MIN_SESSION_TIMEOUT_MS => Some(format!(
             "session-timeout {} ms is below Kafka's group.min.session.timeout.ms ({MIN_SESSION_TIMEOUT_MS} ms): set session-timeout=6s or more",
             c.config.session_timeout_ms

@@ -12,6 +12,7 @@
 
 use crate::names::Prefix;
 use offsetlab_engine::consumer::{Assignor, ConsumerConfig};
+use offsetlab_engine::group::GroupProtocol;
 use offsetlab_engine::strategy::{AutoOffsetReset, CommitStrategy, CommitWhen};
 use offsetlab_engine::txn::IsolationLevel;
 use serde::{Deserialize, Serialize};
@@ -62,6 +63,14 @@ pub struct ConsumerSettings {
     /// partitions before it says it is ready (its polls wait, as the model's do).
     #[serde(default)]
     pub joins_later: bool,
+    /// `group.protocol`: `consumer` for Kafka 4's protocol (KIP-848), where the coordinator
+    /// assigns and times the heartbeats; `None` for the classic one.
+    #[serde(default)]
+    pub group_protocol: Option<String>,
+    /// `group.remote.assignor` (`uniform`, `range`): the coordinator's assignor the member asks
+    /// for under the consumer protocol.
+    #[serde(default)]
+    pub remote_assignor: Option<String>,
 }
 
 impl ConsumerSettings {
@@ -75,6 +84,7 @@ impl ConsumerSettings {
         prefix: &Prefix,
         extra: &[(String, String)],
     ) -> Self {
+        let consumer_protocol = config.group_protocol == GroupProtocol::Consumer;
         Self {
             bootstrap_servers: bootstrap.to_string(),
             group: prefix.on_cluster(&config.group),
@@ -88,7 +98,10 @@ impl ConsumerSettings {
                 AutoOffsetReset::None => "none",
             }
             .to_string(),
-            session_timeout_ms: Some(config.session_timeout_ms),
+            // Under the consumer protocol the session and the heartbeats are the group's
+            // (`consumer.session.timeout.ms`, `consumer.heartbeat.interval.ms` on the broker),
+            // and librdkafka refuses the classic settings for them.
+            session_timeout_ms: (!consumer_protocol).then_some(config.session_timeout_ms),
             max_poll_interval_ms: Some(config.max_poll_interval_ms),
             isolation: Some(
                 match config.isolation {
@@ -98,13 +111,13 @@ impl ConsumerSettings {
                 .to_string(),
             ),
             instance_id: config.group_instance_id.clone(),
-            assignor: Some(
+            assignor: (!consumer_protocol).then(|| {
                 match config.assignor {
                     Assignor::Range => "range",
                     Assignor::CooperativeSticky => "cooperative-sticky",
                 }
-                .to_string(),
-            ),
+                .to_string()
+            }),
             extra: extra.to_vec(),
             offsets_in_sink: !config.commits_to_kafka(),
             start_offsets: Vec::new(),
@@ -122,6 +135,8 @@ impl ConsumerSettings {
                 .filter(|_| config.is_transactional_producer())
                 .map(|o| prefix.on_cluster(o)),
             joins_later: false,
+            group_protocol: consumer_protocol.then(|| "consumer".to_string()),
+            remote_assignor: consumer_protocol.then(|| config.remote_assignor.to_string()),
         }
     }
 
@@ -164,6 +179,8 @@ impl ConsumerSettings {
             ("isolation.level", self.isolation.clone()),
             ("group.instance.id", self.instance_id.clone()),
             ("partition.assignment.strategy", self.assignor.clone()),
+            ("group.protocol", self.group_protocol.clone()),
+            ("group.remote.assignor", self.remote_assignor.clone()),
         ];
         for (k, v) in optional {
             if let Some(v) = v {
@@ -173,7 +190,10 @@ impl ConsumerSettings {
         // The model's members learn of a rebalance at their next poll; a real one learns it
         // from a heartbeat's answer, every `heartbeat.interval.ms` (3 s by default). A short
         // interval keeps a poll that rejoins from waiting seconds for it (-X can set another).
-        p.push(("heartbeat.interval.ms".into(), HEARTBEAT_INTERVAL_MS.to_string()));
+        // Under the consumer protocol the coordinator says how often to heartbeat.
+        if self.group_protocol.is_none() {
+            p.push(("heartbeat.interval.ms".into(), HEARTBEAT_INTERVAL_MS.to_string()));
+        }
         p.extend(self.extra.iter().cloned());
         p
     }
@@ -204,6 +224,8 @@ mod tests {
             transaction_timeout_ms: None,
             output_topic: None,
             joins_later: false,
+            group_protocol: None,
+            remote_assignor: None,
         }
     }
 
@@ -292,8 +314,38 @@ mod tests {
     }
 
     #[test]
+    fn a_consumer_protocol_member_leaves_its_session_and_heartbeats_to_the_group() {
+        let line = offsetlab_scenario::command::Command::parse(
+            "consumer k1 group=g topic=orders commit=manual-batch group-protocol=consumer assignor=range max-poll-interval=15s",
+        );
+        let Ok(Some(offsetlab_scenario::command::Command::Consumer(c))) = line else {
+            panic!("{line:?}");
+        };
+        let p = ConsumerSettings::for_consumer(&c.config, "b:9092", &Prefix::for_run(1), &[]).properties();
+        assert_eq!(get(&p, "group.protocol"), Some("consumer"));
+        assert_eq!(get(&p, "group.remote.assignor"), Some("range"));
+        assert_eq!(get(&p, "max.poll.interval.ms"), Some("15000"));
+        // librdkafka refuses these with group.protocol=consumer: the broker's group configs say.
+        for classic in [
+            "session.timeout.ms",
+            "heartbeat.interval.ms",
+            "partition.assignment.strategy",
+        ] {
+            assert_eq!(get(&p, classic), None, "{classic}");
+        }
+    }
+
+    #[test]
     fn settings_cross_to_the_agent_as_they_are() {
-        let s = settings(CommitStrategy::ManualAsync);
+        let mut s = settings(CommitStrategy::ManualAsync);
+        let json = serde_json::to_string(&s).expect("json");
+        assert_eq!(
+            serde_json::from_str::<ConsumerSettings>(&json).ok(),
+            Some(s.clone())
+        );
+        s.group_protocol = Some("consumer".into());
+        s.remote_assignor = Some("uniform".into());
+        s.session_timeout_ms = None;
         let json = serde_json::to_string(&s).expect("json");
         assert_eq!(serde_json::from_str::<ConsumerSettings>(&json).ok(), Some(s));
     }

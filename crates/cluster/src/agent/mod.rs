@@ -53,6 +53,7 @@ pub fn run(
         ),
         holding: std::sync::atomic::AtomicBool::new(true),
         rebalanced: std::sync::atomic::AtomicU64::new(0),
+        revoked_unfinished: std::sync::atomic::AtomicBool::new(false),
         pauses: pauses::Pauses::default(),
     };
     let created = Instant::now();
@@ -143,6 +144,11 @@ struct StartAt {
     holding: std::sync::atomic::AtomicBool,
     /// How many assignments and revocations the client has called back with.
     rebalanced: std::sync::atomic::AtomicU64,
+    /// An incremental revocation was called back and the assignment that follows it (of no
+    /// partitions, often) not yet: librdkafka finishes the rebalance — and under the consumer
+    /// protocol acknowledges the revocation to the coordinator — only once the application has
+    /// been called back with both.
+    revoked_unfinished: std::sync::atomic::AtomicBool,
     /// The partitions paused, each asked of librdkafka once ([`pauses`] says why).
     pauses: pauses::Pauses,
 }
@@ -150,6 +156,11 @@ struct StartAt {
 impl StartAt {
     fn rebalances(&self) -> u64 {
         self.rebalanced.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Whether an incremental revocation's rebalance still waits for its assignment callback.
+    fn rebalancing(&self) -> bool {
+        self.revoked_unfinished.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     fn starts(&self) -> BTreeMap<(String, i32), i64> {
@@ -168,6 +179,8 @@ impl ConsumerContext for StartAt {
         self.rebalanced.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let done: KafkaResult<()> = match err {
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
+                self.revoked_unfinished
+                    .store(false, std::sync::atomic::Ordering::SeqCst);
                 let partitions = pauses::keys(tpl);
                 let starts = self.starts();
                 for (topic, p) in &partitions {
@@ -197,6 +210,8 @@ impl ConsumerContext for StartAt {
             }
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
                 if cooperative {
+                    self.revoked_unfinished
+                        .store(true, std::sync::atomic::Ordering::SeqCst);
                     consumer.incremental_unassign(tpl)
                 } else {
                     consumer.unassign()

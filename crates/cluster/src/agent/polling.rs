@@ -60,18 +60,20 @@ impl Agent {
     }
 
     /// Waits (until `deadline`) for the group to give this consumer exactly `want`, its
-    /// partitions paused meanwhile so that nothing of another assignment is handed out. An
-    /// empty `want` — the model's group is still rebalancing — is not waited for: whatever the
-    /// cluster gave stays paused.
+    /// partitions paused meanwhile so that nothing of another assignment is handed out — and,
+    /// after an incremental revocation, for the rebalance to finish (the assignment callback
+    /// that follows it), so that the client acknowledges the revocation inside this poll, as the
+    /// model's does. An empty `want` — the model's group is still rebalancing — is not waited
+    /// for: whatever the cluster gave stays paused.
     pub(super) fn await_assignment(&mut self, want: &[i32], deadline: Instant) -> Result<(), String> {
         let want: BTreeSet<i32> = want.iter().copied().collect();
-        if want.is_empty() {
+        if want.is_empty() && !self.consumer.context().rebalancing() {
             self.serve(Duration::ZERO);
             return Ok(());
         }
         loop {
             let held = self.held();
-            if held == want {
+            if (held == want || want.is_empty()) && !self.consumer.context().rebalancing() {
                 return Ok(());
             }
             self.hold();

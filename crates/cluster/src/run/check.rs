@@ -38,7 +38,8 @@ pub fn check(script: &Script, prefix: &Prefix, reuse: &BTreeSet<String>) -> Resu
             })
     }));
     // Several consumers in one group rebalance among themselves: mirrored for the eager
-    // protocol and a sink whose offsets are Kafka's or the sink's own.
+    // protocol, the consumer protocol (KIP-848) and a sink whose offsets are Kafka's or the
+    // sink's own; a group that mixes protocols is not.
     let mut consumers_of: BTreeMap<String, Vec<&offsetlab_engine::consumer::ConsumerConfig>> =
         BTreeMap::new();
     for l in &script.lines {
@@ -48,6 +49,20 @@ pub fn check(script: &Script, prefix: &Prefix, reuse: &BTreeSet<String>) -> Resu
                 group.push(&c.config);
             }
             if group.len() > 1 {
+                if group
+                    .iter()
+                    .any(|other| other.group_protocol != c.config.group_protocol)
+                {
+                    refused.push(Unrunnable {
+                        line: l.number,
+                        text: l.text.clone(),
+                        why: format!(
+                            "group {} mixes the classic protocol and the consumer protocol (an upgrade, KIP-848): not run on a cluster yet (it runs on the model: drop --bootstrap-server)",
+                            c.config.group
+                        ),
+                    });
+                    continue;
+                }
                 if let Some(why) = group.iter().find_map(|c| rebalance_not_mirrored(c)) {
                     refused.push(Unrunnable {
                         line: l.number,
@@ -220,5 +235,18 @@ mod tests {
         let lines: Vec<usize> = refused(bad).iter().map(|(l, _)| *l).collect();
         assert_eq!(lines, vec![2, 3, 4, 5]);
         assert!(refused(bad)[0].1.contains("share.acquire.mode"));
+    }
+
+    /// Consumer-protocol members rebalance among themselves on a cluster; a group that mixes
+    /// them with classic members (an upgrade) is refused, as are the figures no client tells.
+    #[test]
+    fn consumer_protocol_groups_run_and_mixed_ones_are_refused() {
+        let ok = "topic orders partitions=4\nconsumer k1 group=g topic=orders group-protocol=consumer\nconsumer k2 group=g topic=orders group-protocol=consumer\nexpect group=g group-epoch=3 group-protocol=consumer group-state=Assigning\nexpect consumer=k2 member-epoch=2 assigned=- awaiting=-\n";
+        assert_eq!(refused(ok), Vec::new());
+        let mixed = "topic orders partitions=4\nconsumer c1 group=g topic=orders\nconsumer k1 group=g topic=orders group-protocol=consumer\nexpect consumer=k1 revoking=-\n";
+        let got = refused(mixed);
+        assert_eq!(got.iter().map(|(l, _)| *l).collect::<Vec<_>>(), vec![3, 4]);
+        assert!(got[0].1.contains("mixes the classic protocol"), "{}", got[0].1);
+        assert!(got[1].1.contains("revoking"), "{}", got[1].1);
     }
 }

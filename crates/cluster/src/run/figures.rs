@@ -73,9 +73,9 @@ impl GroupFigures {
 
 /// The expect keys a run can check on a cluster: exactly those [`actual`] reads off it. A
 /// scenario with any other is refused before it starts, not at its `expect` line half-way
-/// through a run (a group's generation, a transaction's last stable offset and aborted reads,
-/// the coordinator's group state, a topic's metadata, what a poll handed out and share groups
-/// are the model's to tell).
+/// through a run (a classic group's generation, which no client tells, a transaction's last
+/// stable offset and aborted reads, a topic's metadata, what a poll handed out, a member's
+/// partitions being revoked and share groups are the model's to tell).
 pub fn on_cluster(key: ExpectKey) -> bool {
     matches!(
         key,
@@ -96,7 +96,7 @@ pub fn on_cluster(key: ExpectKey) -> bool {
             | ExpectKey::Committed
             | ExpectKey::LogEndOffset
             | ExpectKey::LogStartOffset
-    )
+    ) || super::epochs::is_epoch_key(key)
 }
 
 /// The groups whose figures a run reports: those its consumers read with.
@@ -308,19 +308,37 @@ fn position(run: &mut ClusterRun, name: &str, partition: Option<i32>) -> Result<
     })
 }
 
-/// The failures of an `expect` line against the cluster's figures (empty: it holds).
+/// The failures of an `expect` line against the cluster's figures (empty: it holds). A line
+/// of the consumer protocol's figures, which move on the cluster's own timers, is read again
+/// until it holds or the model's next change is due ([`super::epochs`]).
 pub(crate) fn check(e: &Expect, run: &mut ClusterRun) -> Result<Vec<String>, LineFailure> {
-    let mut failures = Vec::new();
-    for (key, expected) in &e.checks {
-        let actual = actual(e, *key, run)?;
-        if &actual != expected {
-            failures.push(format!("{} expected {expected}, got {actual}", key.name()));
+    let settle = super::epochs::settle_until(e, run);
+    loop {
+        let mut failures = Vec::new();
+        for (key, expected) in &e.checks {
+            let actual = actual(e, *key, run)?;
+            let wanted = super::epochs::expected_on_cluster(e, *key, expected, run);
+            if actual != wanted {
+                let shown = if &wanted == expected {
+                    String::new()
+                } else {
+                    format!(
+                        " ({wanted} with the partitions it is revoking, as ConsumerGroupDescribe lists them)"
+                    )
+                };
+                failures.push(format!("{} expected {expected}{shown}, got {actual}", key.name()));
+            }
+        }
+        match settle {
+            Some(until) if !failures.is_empty() && std::time::Instant::now() < until => {
+                std::thread::sleep(super::epochs::REREAD);
+            }
+            _ => return Ok(failures),
         }
     }
-    Ok(failures)
 }
 
-fn only<I: IntoIterator<Item = String>>(names: I, what: &str) -> Result<String, LineFailure> {
+pub(super) fn only<I: IntoIterator<Item = String>>(names: I, what: &str) -> Result<String, LineFailure> {
     let names: Vec<String> = names.into_iter().collect();
     match names.as_slice() {
         [one] => Ok(one.clone()),
@@ -332,6 +350,9 @@ fn only<I: IntoIterator<Item = String>>(names: I, what: &str) -> Result<String, 
 }
 
 fn actual(e: &Expect, key: ExpectKey, run: &mut ClusterRun) -> Result<String, LineFailure> {
+    if super::epochs::is_epoch_key(key) {
+        return super::epochs::actual(e, key, run);
+    }
     let opt = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
     if matches!(key, ExpectKey::State | ExpectKey::InFlight) {
         let name = match &e.consumer {
@@ -443,15 +464,31 @@ mod tests {
         use ExpectKey as K;
         for key in [
             K::Generation,
-            K::GroupState,
             K::Metadata,
             K::Polled,
             K::LastStableOffset,
             K::Spso,
+            K::Revoking,
+            K::MemberState,
         ] {
             assert!(!on_cluster(key), "{} is not read off a cluster", key.name());
         }
-        for key in [K::Lost, K::Committed, K::State, K::Position, K::SinkRows, K::Lag] {
+        for key in [
+            K::Lost,
+            K::Committed,
+            K::State,
+            K::Position,
+            K::SinkRows,
+            K::Lag,
+            // The group's state (DescribeGroups, ConsumerGroupDescribe) and the consumer
+            // protocol's epochs and partitions (ConsumerGroupDescribe).
+            K::GroupState,
+            K::GroupEpoch,
+            K::GroupProtocol,
+            K::MemberEpoch,
+            K::Assigned,
+            K::Awaiting,
+        ] {
             assert!(on_cluster(key), "{}", key.name());
         }
     }

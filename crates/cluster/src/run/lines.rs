@@ -225,10 +225,22 @@ impl ClusterRun {
     /// each the model's record.
     fn poll(&mut self, name: &str, t: i64, before: &Before) -> Result<String, LineFailure> {
         let assigned = self.model_assignment(name);
+        // Partitions held before and not after, where the consumer keeps the others: the
+        // consumer protocol's revocation, inside this poll.
+        let revoked = match &assigned {
+            Some(after) if !before.rejoins && !before.lost => before
+                .offsets
+                .keys()
+                .filter(|p| !after.contains(p))
+                .copied()
+                .collect(),
+            _ => Vec::new(),
+        };
         let plan = app::PollPlan {
             batch: assigned.as_ref().map(|_| self.model_batch(name, before)),
             assigned,
             rejoins: before.rejoins,
+            revoked,
             lost: before.lost,
         };
         let wanted = plan.batch.clone();

@@ -27,6 +27,7 @@ mod check;
 pub mod clock;
 mod consumers;
 pub mod days;
+mod epochs;
 mod error;
 pub mod explore;
 pub mod figures;
@@ -98,6 +99,9 @@ pub struct RunOptions {
     /// run's prefix) instead of creating them: their records are read into the model first,
     /// and the run never writes to them nor deletes them.
     pub reuse: BTreeSet<String>,
+    /// How a consumer-protocol group's epochs are asked of the cluster (ConsumerGroupDescribe):
+    /// `None` refuses `expect` lines of them when they run.
+    pub describe_group: Option<crate::consumer_group::DescribeConsumerGroup>,
 }
 
 /// A window of a partition's log on the cluster ([`ClusterRun::log_window`]).
@@ -448,9 +452,19 @@ impl ClusterRun {
     }
 
     /// The members the cluster's coordinator lists for `group` (the scenario's name): each
-    /// member's client id (the scenario consumer's name) and member id.
+    /// member's client id (the scenario consumer's name) and member id. A consumer-protocol
+    /// group is not one DescribeGroups answers for: ConsumerGroupDescribe is asked first.
     pub fn members(&mut self, group: &str) -> Result<Vec<(String, String)>, RunError> {
         let name = self.opts.prefix.on_cluster(group);
+        if let Some(describe) = self.opts.describe_group {
+            if let Ok(Some(d)) = describe(&self.opts.bootstrap, &self.opts.extra, &name) {
+                return Ok(d
+                    .members
+                    .into_iter()
+                    .map(|m| (m.client_id, m.member_id))
+                    .collect());
+            }
+        }
         Ok(self.cluster.members(&name)?)
     }
 

@@ -247,6 +247,39 @@ impl Application {
     }
 }
 
+impl Application {
+    /// Inside a poll that revokes some of the consumer's partitions and keeps the others (the
+    /// consumer protocol's reconciliation): the revoke hook commits what the model's commits
+    /// for `partitions` only, then they are given up with their records polled and not
+    /// processed. The client's own callback gives them back to the cluster inside the poll.
+    pub fn revoke_some(&mut self, name: &str, partitions: &[i32]) -> Result<Crashed, AppError> {
+        let c = self.consumer(name)?;
+        let cfg = &c.config;
+        let of = |all: &BTreeMap<i32, i64>| -> BTreeMap<i32, i64> {
+            all.iter()
+                .filter(|(p, _)| partitions.contains(p))
+                .map(|(&p, &o)| (p, o))
+                .collect()
+        };
+        let offsets = if !cfg.commits_to_kafka() || cfg.is_transactional_producer() {
+            None
+        } else {
+            match cfg.strategy.rules().at_revoke(cfg.commit_on_revoke) {
+                Some(CommitSource::Stored | CommitSource::Position) => Some(of(&c.positions)),
+                Some(CommitSource::Processed) => Some(of(&c.processed)),
+                None => None,
+            }
+        };
+        if let Some(offsets) = offsets.filter(|o| !o.is_empty()) {
+            if self.commit(name, offsets, true)? {
+                return Ok(true);
+            }
+        }
+        self.consumer(name)?.give_up(partitions);
+        Ok(false)
+    }
+}
+
 /// Offsets by partition of `topic` (the cluster's name), as the agent's requests carry them.
 pub(super) fn requested(topic: &str, offsets: &BTreeMap<i32, i64>) -> Vec<PartitionOffset> {
     offsets

@@ -106,6 +106,18 @@ impl RealConsumer {
         self.agent.is_some()
     }
 
+    /// Some of its partitions are revoked (the consumer protocol's reconciliation): their
+    /// records polled and not processed are dropped, their positions forgotten.
+    fn give_up(&mut self, partitions: &[i32]) {
+        self.in_flight
+            .retain(|f| !partitions.contains(&f.record.partition));
+        if partitions.iter().any(|p| self.positions.contains_key(p)) {
+            self.positions_moved = Some(Instant::now());
+        }
+        self.positions.retain(|p, _| !partitions.contains(p));
+        self.processed.retain(|p, _| !partitions.contains(p));
+    }
+
     /// Its partitions are gone (revoked in a rebalance, or lost): the records it polled and
     /// did not process with them, and its positions — the next assignment sets them afresh.
     fn give_up_partitions(&mut self) {
@@ -190,6 +202,9 @@ pub struct PollPlan {
     /// The model's poll rejoins a rebalance with partitions held: its revoke hook runs first
     /// ([`Application::revoke_all`]).
     pub rejoins: bool,
+    /// The partitions the model's poll revoked and the consumer keeps the others (the consumer
+    /// protocol): its revoke hook commits them first ([`Application::revoke_some`]).
+    pub revoked: Vec<i32>,
     /// The model's consumer was removed from its group while away (`max.poll.interval.ms`):
     /// its partitions are lost — nothing committed — and its polled records dropped, before it
     /// joins again inside this poll.

@@ -20,10 +20,14 @@ impl Application {
         let PollPlan {
             assigned,
             rejoins,
+            revoked,
             lost,
             batch,
         } = plan;
         if rejoins && self.revoke_all(name)? {
+            return Ok((0, true));
+        }
+        if !revoked.is_empty() && self.revoke_some(name, &revoked)? {
             return Ok((0, true));
         }
         if lost {
