@@ -130,6 +130,10 @@ impl ClusterArgs {
                 crate::consumer_group_describe::for_run
                     as offsetlab_cluster::consumer_group::DescribeConsumerGroup,
             ),
+            stored_generations: Some(
+                crate::offsets_cmd::generations_for_run
+                    as offsetlab_cluster::consumer_group::StoredGenerations,
+            ),
         };
         Ok((opts, scratch))
     }

@@ -283,3 +283,43 @@ fn as_text(r: &Raw, key: &RecordKey) -> String {
         }
     }
 }
+
+/// What `offsetlab run/explore/serve --bootstrap-server` is handed to read a classic group's
+/// generations ([`offsetlab_cluster::consumer_group::StoredGenerations`]): the group's
+/// GroupMetadata records in `__consumer_offsets`, oldest first, none before its last tombstone.
+pub(crate) fn generations_for_run(
+    bootstrap: &str,
+    extra: &[(String, String)],
+    group: &str,
+) -> Result<Vec<offsetlab_cluster::consumer_group::StoredGeneration>, String> {
+    use offsetlab_cluster::consumer_group::StoredGeneration;
+    let endpoint = Endpoint {
+        bootstrap: bootstrap.to_string(),
+        security: crate::conn::Security::from_properties(extra)?,
+    };
+    let mut records = read_all(&endpoint).map_err(|e| format!("{e:#}"))?;
+    records.sort_by_key(|r| (r.partition, r.offset));
+    let mut stored = Vec::new();
+    for r in &records {
+        let Some(RecordKey::Group(g)) = r.key.as_deref().and_then(schema::decode_key) else {
+            continue;
+        };
+        if g != group {
+            continue;
+        }
+        match r.value.as_deref().and_then(schema::decode_group_value) {
+            Some(m) => stored.push(StoredGeneration {
+                generation: m.generation,
+                members: m.members.into_iter().map(|m| m.client_id).collect(),
+            }),
+            None if r.value.is_none() => stored.clear(),
+            None => {
+                return Err(format!(
+                    "{CONSUMER_OFFSETS_TOPIC}-{}@{}: a GroupMetadata value offsetlab cannot decode",
+                    r.partition, r.offset
+                ))
+            }
+        }
+    }
+    Ok(stored)
+}

@@ -1,11 +1,13 @@
-//! A consumer-protocol group (KIP-848) as its coordinator describes it: the figures a run's
-//! `expect group-epoch= / member-epoch= / assigned= / awaiting=` lines are checked against.
+//! What a group's coordinator knows and no client tells: a consumer-protocol group (KIP-848) as
+//! ConsumerGroupDescribe describes it — the figures a run's `expect group-epoch= /
+//! member-epoch= / assigned= / awaiting=` lines are checked against — and a classic group's
+//! generations as `__consumer_offsets` stores them (`expect generation=`).
 //!
 //! Only ConsumerGroupDescribe tells a group's epoch and each member's: librdkafka keeps them to
 //! itself, and its admin API describes members without epochs. The runner does not speak the
 //! Kafka protocol itself (its clients are librdkafka's), so it is handed a
-//! [`DescribeConsumerGroup`] by its caller — the CLI's admin client, which does
-//! (`offsetlab groups --describe` asks the same question).
+//! [`DescribeConsumerGroup`] and [`StoredGenerations`] by its caller — the CLI's admin client,
+//! which does (`offsetlab groups --describe` and `offsetlab offsets` read the same).
 
 use serde::Serialize;
 
@@ -63,6 +65,31 @@ pub type DescribeConsumerGroup = fn(
     group: &str,
 ) -> Result<Option<ConsumerGroupDescription>, String>;
 
+/// A classic group's generation as its coordinator stored it in `__consumer_offsets` (a
+/// GroupMetadata record, written as each generation's assignment is synced): the generation and
+/// the `client.id` of each member in it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StoredGeneration {
+    pub generation: i32,
+    pub members: Vec<String>,
+}
+
+/// Reads every generation `group` stored on the cluster at `bootstrap`, oldest first (none
+/// before a tombstone, which ends a deleted group). No client tells its application the
+/// generation it joined and DescribeGroups does not show it: `__consumer_offsets` does.
+pub type StoredGenerations =
+    fn(bootstrap: &str, extra: &[(String, String)], group: &str) -> Result<Vec<StoredGeneration>, String>;
+
+/// The generation the consumer with `client.id` `name` last joined: the newest stored generation
+/// that lists it; `None` before it joined one.
+pub fn last_joined(stored: &[StoredGeneration], name: &str) -> Option<i32> {
+    stored
+        .iter()
+        .rev()
+        .find(|g| g.members.iter().any(|m| m == name))
+        .map(|g| g.generation)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,5 +106,30 @@ mod tests {
         assert_eq!(m.awaiting("orders"), vec![2]);
         assert_eq!(m.assigned_of("orders"), vec![5]);
         assert_eq!(m.awaiting("other"), vec![2]);
+    }
+
+    #[test]
+    fn a_consumer_is_in_the_newest_generation_that_lists_it() {
+        let stored = [
+            StoredGeneration {
+                generation: 1,
+                members: vec!["e1".into()],
+            },
+            StoredGeneration {
+                generation: 2,
+                members: vec!["e1".into(), "e2".into()],
+            },
+            StoredGeneration {
+                generation: 3,
+                members: vec!["e2".into(), "e3".into()],
+            },
+        ];
+        assert_eq!(
+            last_joined(&stored, "e1"),
+            Some(2),
+            "removed at 3: it last joined 2"
+        );
+        assert_eq!(last_joined(&stored, "e3"), Some(3));
+        assert_eq!(last_joined(&stored, "e9"), None);
     }
 }

@@ -13,6 +13,7 @@
 //! | `topic … segment.records=N` | Kafka rolls segments by bytes and time; no setting counts records |
 //! | `send`, `rebalance`, `commit-offsets`, `init-txn`, `txn-send`, `txn-offsets`, `end-txn`, `txn-timeout` | the lab speaking for an outside client: on a cluster, run that client |
 //! | `consumer … session-timeout` under 6 s | Kafka's `group.min.session.timeout.ms` refuses it |
+//! | `consumer … max-poll-interval` under its session timeout (classic protocol) | librdkafka refuses it |
 
 use offsetlab_scenario::command::Command;
 use offsetlab_scenario::Script;
@@ -60,6 +61,15 @@ pub fn why_not(command: &Command) -> Option<String> {
             "session-timeout {} ms is below Kafka's group.min.session.timeout.ms ({MIN_SESSION_TIMEOUT_MS} ms): set session-timeout=6s or more",
             c.config.session_timeout_ms
         )),
+        Command::Consumer(c)
+            if c.config.group_protocol == offsetlab_engine::group::GroupProtocol::Classic
+                && c.config.max_poll_interval_ms < c.config.session_timeout_ms =>
+        {
+            Some(format!(
+                "max-poll-interval {} ms is below its session-timeout ({} ms): librdkafka refuses max.poll.interval.ms below session.timeout.ms under the classic protocol (the Java client takes it)",
+                c.config.max_poll_interval_ms, c.config.session_timeout_ms
+            ))
+        }
         _ => None,
     }
 }
@@ -109,6 +119,18 @@ mod tests {
     fn a_real_clients_share_consumer_is_the_clients_to_run() {
         let script = "topic orders partitions=1\nshare-join sg member=M client=c topics=orders\nshare-fetch sg member=M topic=orders partition=0 max=3\nshare-acknowledge sg member=M topic=orders partition=0 acks=0:accept\nshare-release sg member=M\nshare-leave sg member=M\n";
         assert_eq!(refused(script), vec![2, 3, 4, 5, 6]);
+    }
+
+    #[test]
+    fn a_poll_interval_shorter_than_the_session_is_librdkafkas_to_refuse() {
+        let script = "topic orders\nconsumer z1 group=g topic=orders max-poll-interval=30s\nconsumer z2 group=g topic=orders max-poll-interval=30s session-timeout=10s\nconsumer k1 group=k topic=orders max-poll-interval=15s group-protocol=consumer\n";
+        assert_eq!(refused(script), vec![2]);
+        let u = &check(&Script::parse(script).expect("parses"))[0];
+        assert!(
+            u.why.contains("max.poll.interval.ms below session.timeout.ms"),
+            "{}",
+            u.why
+        );
     }
 
     #[test]

@@ -1,7 +1,9 @@
-//! The figures of Kafka 4's consumer protocol (KIP-848) on a cluster: a group's protocol, epoch
-//! and state, and a member's epoch, what it owns and what it awaits — read with
-//! ConsumerGroupDescribe (through [`RunOptions::describe_group`](super::RunOptions)), the
-//! classic group's state with DescribeGroups.
+//! The group coordinator's figures on a cluster: a group's protocol, epoch and state, and a
+//! member's epoch, what it owns and what it awaits under Kafka 4's consumer protocol (KIP-848)
+//! — read with ConsumerGroupDescribe (through [`RunOptions::describe_group`](super::RunOptions))
+//! — a classic group's state (DescribeGroups) and the generation a classic consumer last
+//! joined (`__consumer_offsets`' GroupMetadata records, through
+//! [`RunOptions::stored_generations`](super::RunOptions)).
 //!
 //! These figures move on the cluster's own timers, not the runner's: the coordinator computes a
 //! target assignment at most once a second (`group.consumer.assignment.interval.ms`) and each
@@ -22,11 +24,12 @@ const AT_REST: Duration = Duration::from_secs(10);
 /// How often a figure is read again while it settles.
 pub(super) const REREAD: Duration = Duration::from_millis(100);
 
-/// Whether `key` is one of the consumer protocol's figures this file reads.
+/// Whether `key` is one of the coordinator's figures this file reads.
 pub(super) fn is_epoch_key(key: ExpectKey) -> bool {
     matches!(
         key,
-        ExpectKey::GroupEpoch
+        ExpectKey::Generation
+            | ExpectKey::GroupEpoch
             | ExpectKey::GroupProtocol
             | ExpectKey::GroupState
             | ExpectKey::MemberEpoch
@@ -83,6 +86,12 @@ pub(super) fn actual(e: &Expect, key: ExpectKey, run: &mut ClusterRun) -> Result
         .get(&name)
         .map(|c| c.config.clone())
         .ok_or_else(|| LineFailure::Other(format!("no consumer {name} on the cluster")))?;
+    if key == ExpectKey::Generation {
+        let stored = run.stored_generations(&config.group)?;
+        return Ok(crate::consumer_group::last_joined(&stored, &name)
+            .unwrap_or(0)
+            .to_string());
+    }
     let running = run.app.consumers.get(&name).is_some_and(|c| c.is_running());
     let Some(d) = run.describe_consumer_group(&config.group)? else {
         return Ok(dash());
@@ -174,6 +183,25 @@ fn member_of<'a>(
 }
 
 impl ClusterRun {
+    /// The generations `group` (the scenario's name) stored in the cluster's
+    /// `__consumer_offsets`, oldest first.
+    pub(super) fn stored_generations(
+        &self,
+        group: &str,
+    ) -> Result<Vec<crate::consumer_group::StoredGeneration>, LineFailure> {
+        let Some(read) = self.opts.stored_generations else {
+            return Err(LineFailure::Other(
+                "this run cannot read a group's generations off the cluster (no __consumer_offsets reader was given to it)".into(),
+            ));
+        };
+        let on_cluster = self.opts.prefix.on_cluster(group);
+        read(&self.opts.bootstrap, &self.opts.extra, &on_cluster).map_err(|e| {
+            LineFailure::Other(format!(
+                "the generations of {on_cluster} in __consumer_offsets: {e}"
+            ))
+        })
+    }
+
     /// ConsumerGroupDescribe of `group` (the scenario's name) on the cluster: `None` for a
     /// classic group or none.
     pub(super) fn describe_consumer_group(

@@ -73,14 +73,14 @@ impl GroupFigures {
 
 /// The expect keys a run can check on a cluster: exactly those [`actual`] reads off it. A
 /// scenario with any other is refused before it starts, not at its `expect` line half-way
-/// through a run (a classic group's generation, which no client tells, a transaction's last
-/// stable offset and aborted reads, a topic's metadata, what a poll handed out, a member's
-/// partitions being revoked and share groups are the model's to tell).
+/// through a run (a transaction's last stable offset and aborted reads, a topic's metadata, a
+/// member's partitions being revoked and share groups are the model's to tell).
 pub fn on_cluster(key: ExpectKey) -> bool {
     matches!(
         key,
         ExpectKey::State
             | ExpectKey::InFlight
+            | ExpectKey::Polled
             | ExpectKey::Position
             | ExpectKey::SinkRows
             | ExpectKey::DistinctKeys
@@ -354,7 +354,7 @@ fn actual(e: &Expect, key: ExpectKey, run: &mut ClusterRun) -> Result<String, Li
         return super::epochs::actual(e, key, run);
     }
     let opt = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
-    if matches!(key, ExpectKey::State | ExpectKey::InFlight) {
+    if matches!(key, ExpectKey::State | ExpectKey::InFlight | ExpectKey::Polled) {
         let name = match &e.consumer {
             Some(c) => c.clone(),
             None => only(run.model.lab.consumers().keys().cloned(), "consumer")?,
@@ -366,7 +366,21 @@ fn actual(e: &Expect, key: ExpectKey, run: &mut ClusterRun) -> Result<String, Li
             .ok_or_else(|| LineFailure::Other(format!("no consumer {name} on the cluster")))?;
         return Ok(match key {
             ExpectKey::State => c.state.to_string(),
-            _ => c.in_flight().to_string(),
+            ExpectKey::InFlight => c.in_flight().to_string(),
+            _ => {
+                let polled: Vec<(i32, i64)> = c
+                    .last_poll
+                    .iter()
+                    .filter(|(p, _)| e.partition.is_none_or(|want| *p == want))
+                    .copied()
+                    .collect();
+                if polled.iter().any(|(p, _)| *p != polled[0].0) {
+                    return Err(LineFailure::Other(format!(
+                        "expect: consumer '{name}''s last poll handed over records of several partitions: add partition=P"
+                    )));
+                }
+                offsetlab_scenario::command::offset_ranges(polled.iter().map(|(_, o)| *o))
+            }
         });
     }
     if key == ExpectKey::Position {
@@ -463,9 +477,7 @@ mod tests {
     fn the_keys_checked_on_a_cluster_are_those_it_can_answer() {
         use ExpectKey as K;
         for key in [
-            K::Generation,
             K::Metadata,
-            K::Polled,
             K::LastStableOffset,
             K::Spso,
             K::Revoking,
@@ -482,7 +494,9 @@ mod tests {
             K::Lag,
             // The group's state (DescribeGroups, ConsumerGroupDescribe) and the consumer
             // protocol's epochs and partitions (ConsumerGroupDescribe).
+            K::Polled,
             K::GroupState,
+            K::Generation,
             K::GroupEpoch,
             K::GroupProtocol,
             K::MemberEpoch,

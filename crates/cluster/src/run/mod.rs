@@ -102,6 +102,9 @@ pub struct RunOptions {
     /// How a consumer-protocol group's epochs are asked of the cluster (ConsumerGroupDescribe):
     /// `None` refuses `expect` lines of them when they run.
     pub describe_group: Option<crate::consumer_group::DescribeConsumerGroup>,
+    /// How a classic group's generations are read off the cluster (`__consumer_offsets`):
+    /// `None` refuses `expect generation=` when it runs.
+    pub stored_generations: Option<crate::consumer_group::StoredGenerations>,
 }
 
 /// A window of a partition's log on the cluster ([`ClusterRun::log_window`]).

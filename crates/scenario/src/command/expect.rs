@@ -511,7 +511,7 @@ impl Expect {
 
 /// Offsets as the `polled` key writes them: runs of consecutive offsets as `a..b`, single ones
 /// alone, comma-separated (`0..2,4..5`); `-` for none.
-pub(super) fn offset_ranges(offsets: impl IntoIterator<Item = i64>) -> String {
+pub fn offset_ranges(offsets: impl IntoIterator<Item = i64>) -> String {
     let mut runs: Vec<(i64, i64)> = Vec::new();
     for o in offsets {
         match runs.last_mut() {

@@ -80,7 +80,7 @@ pub use consumer::StartConsumer;
 pub use consumer_group_state::ConsumerGroupState;
 pub use delete::{DeleteGroup, DeleteOffsets, DeleteTopic};
 pub use delete_records::DeleteRecords;
-pub use expect::{Expect, ExpectKey};
+pub use expect::{offset_ranges, Expect, ExpectKey};
 pub use expect_error::ExpectError;
 pub use expect_share::share_figure;
 pub use external::{CommitOffsets, Rebalance};

@@ -67,6 +67,8 @@ pub struct RealConsumer {
     pub positions_moved: Option<Instant>,
     /// auto-poll: when the Java client's next commit inside `poll()` is due (model time).
     next_poll_commit: Option<i64>,
+    /// What its last poll handed out (partition, offset), in the model's batch order.
+    pub last_poll: Vec<(i32, i64)>,
     pub timer: Option<TimerPhase>,
     /// commitAsync() calls sent and, on the model's clock, not landed yet: when each lands
     /// (`async-commit-latency` after it was sent) and what it commits.
@@ -339,6 +341,7 @@ impl Application {
                 next_poll_commit: (rules.when == CommitWhen::InsidePoll && commits)
                     .then(|| now.saturating_add(config.auto_commit_interval_ms)),
                 timer,
+                last_poll: Vec::new(),
                 pending_async: Vec::new(),
                 output: output.clone(),
                 txn: Vec::new(),

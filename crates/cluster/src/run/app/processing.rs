@@ -35,6 +35,7 @@ impl Application {
             c.give_up_partitions();
             c.pending_async.clear();
         }
+        self.consumer(name)?.last_poll.clear();
         let starts = self.sink_starts(name, assigned.as_deref())?;
         let c = self.consumer(name)?;
         let rules = c.config.strategy.rules();
@@ -78,6 +79,7 @@ impl Application {
         }
         let n = records.len();
         let c = self.consumer(name)?;
+        c.last_poll = records.iter().map(|r| (r.partition, r.offset)).collect();
         let (group, topic) = (c.config.group.clone(), c.config.topic.clone());
         for r in &records {
             c.positions.insert(r.partition, r.offset + 1);
