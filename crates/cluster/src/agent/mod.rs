@@ -159,7 +159,7 @@ impl StartAt {
     }
 
     /// Whether an incremental revocation's rebalance still waits for its assignment callback.
-    fn rebalancing(&self) -> bool {
+    fn revocation_unfinished(&self) -> bool {
         self.revoked_unfinished.load(std::sync::atomic::Ordering::SeqCst)
     }
 
@@ -210,8 +210,10 @@ impl ConsumerContext for StartAt {
             }
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
                 if cooperative {
+                    // A lost assignment (fenced, the session or poll interval run out) is
+                    // followed by a rejoin, not by an assignment callback.
                     self.revoked_unfinished
-                        .store(true, std::sync::atomic::Ordering::SeqCst);
+                        .store(!consumer.assignment_lost(), std::sync::atomic::Ordering::SeqCst);
                     consumer.incremental_unassign(tpl)
                 } else {
                     consumer.unassign()

@@ -67,17 +67,23 @@ impl Agent {
     /// for: whatever the cluster gave stays paused.
     pub(super) fn await_assignment(&mut self, want: &[i32], deadline: Instant) -> Result<(), String> {
         let want: BTreeSet<i32> = want.iter().copied().collect();
-        if want.is_empty() && !self.consumer.context().rebalancing() {
+        if want.is_empty() && !self.consumer.context().revocation_unfinished() {
             self.serve(Duration::ZERO);
             return Ok(());
         }
         loop {
             let held = self.held();
-            if (held == want || want.is_empty()) && !self.consumer.context().rebalancing() {
+            if (held == want || want.is_empty()) && !self.consumer.context().revocation_unfinished() {
                 return Ok(());
             }
             self.hold();
             if Instant::now() >= deadline {
+                if held == want || want.is_empty() {
+                    return Err(
+                        "the client did not finish its rebalance within the poll: the assignment callback that follows a revocation never came"
+                            .into(),
+                    );
+                }
                 return Err(format!(
                     "the group gave this consumer partitions {held:?} of {} where the model's gave {want:?}",
                     self.topic

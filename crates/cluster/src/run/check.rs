@@ -87,6 +87,11 @@ pub fn check(script: &Script, prefix: &Prefix, reuse: &BTreeSet<String>) -> Resu
         let on_share = match &l.command {
             Command::Commit(c) => share_consumers.contains(c.consumer.as_str()).then_some("commit"),
             Command::Fault(f) => share_consumers.contains(f.consumer.as_str()).then_some("fault"),
+            Command::Expect(e) => e
+                .consumer
+                .as_deref()
+                .filter(|c| share_consumers.contains(c))
+                .map(|_| "expect consumer=…"),
             _ => None,
         };
         if let Some(what) = on_share {
@@ -231,9 +236,9 @@ mod tests {
     fn share_lines_run_but_what_the_client_cannot_do_is_refused() {
         let ok = "topic orders\nproduce orders count=3 batch=1\nalter-share-group sg share.auto.offset.reset=earliest\nshare-consumer s1 group=sg topic=orders ack=explicit max-poll=2\nshare-poll s1\nprocess s1 count=all\nshare-ack s1 accept\nexpect share-group=sg spso=2 acquired=0\ncrash s1\nrestart s1\nclose s1\n";
         assert_eq!(refused(ok), Vec::new());
-        let bad = "topic orders\nshare-consumer s1 group=sg topic=orders acquire-mode=record-limit\ncommit s1\nexpect share-group=sg group-state=Stable\nalter-share-offsets sg offsets=orders:0=0\n";
+        let bad = "topic orders\nshare-consumer s1 group=sg topic=orders acquire-mode=record-limit\ncommit s1\nexpect share-group=sg group-state=Stable\nalter-share-offsets sg offsets=orders:0=0\nexpect consumer=s1 polled=-\n";
         let lines: Vec<usize> = refused(bad).iter().map(|(l, _)| *l).collect();
-        assert_eq!(lines, vec![2, 3, 4, 5]);
+        assert_eq!(lines, vec![2, 3, 4, 5, 6]);
         assert!(refused(bad)[0].1.contains("share.acquire.mode"));
     }
 

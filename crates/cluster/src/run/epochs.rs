@@ -17,8 +17,8 @@ use crate::consumer_group::ConsumerGroupDescription;
 use offsetlab_scenario::command::{Expect, ExpectKey};
 use std::time::{Duration, Instant};
 
-/// The longest an `expect` of these figures waits when the model has nothing pending: two of
-/// Kafka's default heartbeat intervals.
+/// The longest an `expect` of these figures waits: two of Kafka's default heartbeat intervals
+/// (the model's next change may be a session or a poll interval minutes away).
 const AT_REST: Duration = Duration::from_secs(10);
 
 /// How often a figure is read again while it settles.
@@ -39,19 +39,22 @@ pub(super) fn is_epoch_key(key: ExpectKey) -> bool {
 }
 
 /// Until when an `expect` line with `e`'s keys is read again while it does not hold: the wall
-/// instant of the model's next change, less a margin; `None` for lines of other figures, which
-/// are read once.
+/// instant of the model's next change, less a margin, and [`AT_REST`] at most; `None` for lines
+/// of other figures, which are read once.
 pub(super) fn settle_until(e: &Expect, run: &ClusterRun) -> Option<Instant> {
     if !e.checks.iter().any(|(k, _)| is_epoch_key(*k)) {
         return None;
     }
     let now = Instant::now();
+    let rest = now + AT_REST;
     Some(match run.model.lab.next_deadline() {
         Some(t) => {
             let at = run.clock.at(t);
-            at.checked_sub(super::clock::MARGIN).unwrap_or(at).max(now)
+            at.checked_sub(super::clock::MARGIN)
+                .unwrap_or(at)
+                .clamp(now, rest)
         }
-        None => now + AT_REST,
+        None => rest,
     })
 }
 
@@ -86,21 +89,22 @@ pub(super) fn actual(e: &Expect, key: ExpectKey, run: &mut ClusterRun) -> Result
         .get(&name)
         .map(|c| c.config.clone())
         .ok_or_else(|| LineFailure::Other(format!("no consumer {name} on the cluster")))?;
-    if key == ExpectKey::Generation {
+    let consumer_protocol = config.group_protocol == offsetlab_engine::group::GroupProtocol::Consumer;
+    if key == ExpectKey::Generation && !consumer_protocol {
         let stored = run.stored_generations(&config.group)?;
         return Ok(crate::consumer_group::last_joined(&stored, &name)
             .unwrap_or(0)
             .to_string());
     }
-    let running = run.app.consumers.get(&name).is_some_and(|c| c.is_running());
-    let Some(d) = run.describe_consumer_group(&config.group)? else {
-        return Ok(dash());
-    };
     // A consumer that is not running has no member in the model: its dead incarnation's
     // member, still in the group until its session runs out, is not its.
+    let running = run.app.consumers.get(&name).is_some_and(|c| c.is_running());
     if !running {
         return Ok(dash());
     }
+    let Some(d) = run.describe_consumer_group(&config.group)? else {
+        return Ok(dash());
+    };
     let member = member_of(&d, &name)?;
     let Some(m) = member else {
         return Ok(dash());
@@ -114,7 +118,8 @@ pub(super) fn actual(e: &Expect, key: ExpectKey, run: &mut ClusterRun) -> Result
         }
     };
     Ok(match key {
-        ExpectKey::MemberEpoch => m.member_epoch.to_string(),
+        // A consumer-protocol member's generation is its member epoch, as in the model.
+        ExpectKey::MemberEpoch | ExpectKey::Generation => m.member_epoch.to_string(),
         ExpectKey::Assigned => list(m.assigned_of(&topic)),
         _ => list(m.awaiting(&topic)),
     })

@@ -313,10 +313,20 @@ fn position(run: &mut ClusterRun, name: &str, partition: Option<i32>) -> Result<
 /// until it holds or the model's next change is due ([`super::epochs`]).
 pub(crate) fn check(e: &Expect, run: &mut ClusterRun) -> Result<Vec<String>, LineFailure> {
     let settle = super::epochs::settle_until(e, run);
+    let time_left = |until: std::time::Instant| std::time::Instant::now() + super::epochs::REREAD < until;
     loop {
         let mut failures = Vec::new();
         for (key, expected) in &e.checks {
-            let actual = actual(e, *key, run)?;
+            let actual = match actual(e, *key, run) {
+                Ok(a) => a,
+                // A coordinator being moved or loaded, a dead incarnation's member not gone
+                // yet: read again while the line may still hold.
+                Err(LineFailure::Other(why)) if settle.is_some_and(time_left) => {
+                    failures.push(why);
+                    break;
+                }
+                Err(other) => return Err(other),
+            };
             let wanted = super::epochs::expected_on_cluster(e, *key, expected, run);
             if actual != wanted {
                 let shown = if &wanted == expected {
@@ -330,7 +340,7 @@ pub(crate) fn check(e: &Expect, run: &mut ClusterRun) -> Result<Vec<String>, Lin
             }
         }
         match settle {
-            Some(until) if !failures.is_empty() && std::time::Instant::now() < until => {
+            Some(until) if !failures.is_empty() && time_left(until) => {
                 std::thread::sleep(super::epochs::REREAD);
             }
             _ => return Ok(failures),

@@ -459,7 +459,13 @@ impl ClusterRun {
     /// group is not one DescribeGroups answers for: ConsumerGroupDescribe is asked first.
     pub fn members(&mut self, group: &str) -> Result<Vec<(String, String)>, RunError> {
         let name = self.opts.prefix.on_cluster(group);
-        if let Some(describe) = self.opts.describe_group {
+        let consumer_protocol = self
+            .model
+            .lab
+            .groups()
+            .get(group)
+            .is_some_and(|g| g.consumer.is_some());
+        if let Some(describe) = self.opts.describe_group.filter(|_| consumer_protocol) {
             if let Ok(Some(d)) = describe(&self.opts.bootstrap, &self.opts.extra, &name) {
                 return Ok(d
                     .members
