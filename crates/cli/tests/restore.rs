@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{act, http, offsetlab, ok_json, serve, Lab};
+use common::{act, http, ok_json, serve, Lab};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
@@ -139,6 +139,35 @@ fn tricky_values_survive_a_restart_exactly() {
     );
 }
 
+/// `offsetlab ARGS` that must refuse to start and exit: a server that starts instead is killed
+/// after [`REFUSAL`] and fails the test with what it printed, rather than hang the suite (it did
+/// once, unexplained: a `serve` that should have refused a corrupted history started).
+fn refused_start(args: &[&str]) -> std::process::Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_offsetlab"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run offsetlab");
+    let until = std::time::Instant::now() + REFUSAL;
+    while std::time::Instant::now() < until {
+        if child.try_wait().expect("try_wait").is_some() {
+            return child.wait_with_output().expect("output");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let out = child.wait_with_output().expect("output");
+    panic!(
+        "offsetlab {args:?} started instead of refusing within {REFUSAL:?}: stdout {:?}, stderr {:?}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// How long a start that must be refused may take to exit.
+const REFUSAL: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// A history that cannot be read back stops the start: the file and line are named, the data
 /// directory is left byte for byte as it was, and the seed never takes the lab's place.
 #[test]
@@ -168,7 +197,7 @@ fn a_lab_that_cannot_be_restored_is_never_replaced() {
     .expect("corrupt");
     // Starting the lab on that data directory: refused every time.
     let start = || {
-        offsetlab(&[
+        refused_start(&[
             "serve",
             "--data",
             &data,
