@@ -58,7 +58,7 @@ pub(super) fn settle_until(e: &Expect, run: &ClusterRun) -> Option<Instant> {
     })
 }
 
-/// A consumer-protocol figure of the cluster, spelled as the model's `expect` spells it.
+/// One of the coordinator's figures on the cluster, spelled as the model's `expect` spells it.
 pub(super) fn actual(e: &Expect, key: ExpectKey, run: &mut ClusterRun) -> Result<String, LineFailure> {
     let dash = || "-".to_string();
     if matches!(
