@@ -224,19 +224,7 @@ impl Application {
     /// (Kafka takes a commit during PreparingRebalance for this hook); then every partition is
     /// given up, and with them the records polled and not processed.
     pub fn revoke_all(&mut self, name: &str) -> Result<Crashed, AppError> {
-        let c = self.consumer(name)?;
-        let cfg = &c.config;
-        let offsets = if !cfg.commits_to_kafka() || cfg.is_transactional_producer() {
-            None
-        } else {
-            // The offset store and the positions are one here: the store is filled as poll
-            // hands records over.
-            match cfg.strategy.rules().at_revoke(cfg.commit_on_revoke) {
-                Some(CommitSource::Stored | CommitSource::Position) => Some(c.positions.clone()),
-                Some(CommitSource::Processed) => Some(c.processed.clone()),
-                None => None,
-            }
-        };
+        let offsets = revoke_hook_offsets(self.consumer(name)?).cloned();
         if let Some(offsets) = offsets {
             if self.commit(name, offsets, true)? {
                 return Ok(true);
@@ -245,31 +233,18 @@ impl Application {
         self.consumer(name)?.give_up_partitions();
         Ok(false)
     }
-}
 
-impl Application {
     /// Inside a poll that revokes some of the consumer's partitions and keeps the others (the
     /// consumer protocol's reconciliation): the revoke hook commits what the model's commits
     /// for `partitions` only, then they are given up with their records polled and not
     /// processed. The client's own callback gives them back to the cluster inside the poll.
     pub fn revoke_some(&mut self, name: &str, partitions: &[i32]) -> Result<Crashed, AppError> {
-        let c = self.consumer(name)?;
-        let cfg = &c.config;
-        let of = |all: &BTreeMap<i32, i64>| -> BTreeMap<i32, i64> {
+        let offsets: Option<BTreeMap<i32, i64>> = revoke_hook_offsets(self.consumer(name)?).map(|all| {
             all.iter()
                 .filter(|(p, _)| partitions.contains(p))
                 .map(|(&p, &o)| (p, o))
                 .collect()
-        };
-        let offsets = if !cfg.commits_to_kafka() || cfg.is_transactional_producer() {
-            None
-        } else {
-            match cfg.strategy.rules().at_revoke(cfg.commit_on_revoke) {
-                Some(CommitSource::Stored | CommitSource::Position) => Some(of(&c.positions)),
-                Some(CommitSource::Processed) => Some(of(&c.processed)),
-                None => None,
-            }
-        };
+        });
         if let Some(offsets) = offsets.filter(|o| !o.is_empty()) {
             if self.commit(name, offsets, true)? {
                 return Ok(true);
@@ -277,6 +252,22 @@ impl Application {
         }
         self.consumer(name)?.give_up(partitions);
         Ok(false)
+    }
+}
+
+/// What a consumer's revoke hook commits, as the model's hook does: the stored offsets
+/// (auto-timer) or positions (auto-poll) of what poll handed over — the offset store and the
+/// positions are one here, the store filled as poll hands records over — or the processed
+/// offsets for a manual strategy with `commit-on-revoke`; `None` when it commits nothing to
+/// Kafka (a transactional sink or kafka-tx application, a hook that does not commit).
+fn revoke_hook_offsets(c: &RealConsumer) -> Option<&BTreeMap<i32, i64>> {
+    let cfg = &c.config;
+    if !cfg.commits_to_kafka() || cfg.is_transactional_producer() {
+        return None;
+    }
+    match cfg.strategy.rules().at_revoke(cfg.commit_on_revoke)? {
+        CommitSource::Stored | CommitSource::Position => Some(&c.positions),
+        CommitSource::Processed => Some(&c.processed),
     }
 }
 
